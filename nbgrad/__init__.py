@@ -1,0 +1,159 @@
+"""nbgrad: PyTorch's autograd on NumPy, made to be looked at.
+
+``import nbgrad as torch`` runs the autograd parts of PyTorch code unchanged.
+"""
+
+from nbgrad import autograd, dtypes
+from nbgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from nbgrad.autograd.tensor import Size, Tensor
+from nbgrad.dtypes import (
+    bool,  # noqa: A004 - PyTorch's names
+    double,
+    dtype,
+    float,  # noqa: A004
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int,  # noqa: A004
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    promote_types,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from nbgrad.ops import creation, methods
+from nbgrad.ops.creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    randperm,
+    seed,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from nbgrad.ops.functions import (
+    abs,  # noqa: A004
+    add,
+    addmm,
+    all,  # noqa: A004
+    allclose,
+    amax,
+    amin,
+    any,  # noqa: A004
+    argmax,
+    argmin,
+    bmm,
+    cat,
+    ceil,
+    clamp,
+    clip,
+    clone,
+    concat,
+    cos,
+    detach,
+    div,
+    dot,
+    eq,
+    equal,
+    exp,
+    expand,
+    expm1,
+    flatten,
+    floor,
+    gather,
+    ge,
+    gt,
+    isclose,
+    isfinite,
+    isnan,
+    le,
+    log,
+    log1p,
+    log_softmax,
+    logical_and,
+    logical_not,
+    logical_or,
+    lt,
+    masked_fill,
+    matmul,
+    max,  # noqa: A004
+    maximum,
+    mean,
+    min,  # noqa: A004
+    minimum,
+    mm,
+    mul,
+    mv,
+    narrow,
+    ne,
+    neg,
+    permute,
+    pow,  # noqa: A004
+    reciprocal,
+    relu,
+    reshape,
+    round,  # noqa: A004
+    rsqrt,
+    rsub,
+    select,
+    sigmoid,
+    sign,
+    sin,
+    softmax,
+    sqrt,
+    square,
+    squeeze,
+    stack,
+    sub,
+    sum,  # noqa: A004
+    t,
+    tan,
+    tanh,
+    transpose,
+    unsqueeze,
+    where,
+)
+
+methods.install()
+creation.install()
+
+__version__ = "0.1.0"
+
+multiply, subtract, divide, negative = mul, sub, div, neg
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):  # noqa: A002
+    return input.numel()
+
+
+def is_floating_point(input):  # noqa: A002
+    return input.is_floating_point()
+
+
+def device(name="cpu"):
+    return name

@@ -1,0 +1,118 @@
+"""``backward()`` and ``autograd.grad()``: check the arguments as PyTorch does, then run the engine."""
+
+import numpy as np
+
+from nbgrad.autograd import engine, errors
+from nbgrad.autograd.node import edge_of
+from nbgrad.autograd.tensor import Tensor
+
+
+def _as_tuple(tensors):
+    if isinstance(tensors, Tensor):
+        return (tensors,)
+    return tuple(tensors)
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs) if not isinstance(grad_outputs, Tensor) else (
+            grad_outputs,)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(
+            f"got {len(grad_outputs)} tensors and {len(outputs)} gradients"
+        )
+    grads = []
+    for i, (out, grad) in enumerate(zip(outputs, grad_outputs)):
+        if grad is None:
+            if out._data.size != 1:
+                raise RuntimeError(errors.NOT_SCALAR)
+            grad = Tensor._make(np.ones(out._data.shape, out._data.dtype))
+        elif not isinstance(grad, Tensor):
+            grad = Tensor._make(np.asarray(grad, dtype=out._data.dtype))
+        elif grad._data.shape != out._data.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] "
+                f"has a shape of {out.shape}."
+            )
+        grads.append(grad if create_graph else grad._data)
+    return grads
+
+
+def _roots(outputs):
+    roots = []
+    for i, out in enumerate(outputs):
+        if not out._requires_grad:
+            raise RuntimeError(errors.no_grad_fn(i))
+        roots.append(edge_of(out))
+    return roots
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
+    tensors = _as_tuple(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _roots(tensors)
+    grads = _root_grads(tensors, grad_tensors, create_graph)
+    if inputs is None:
+        engine.execute(roots, grads, retain_graph, create_graph)
+        return
+    inputs = _as_tuple(inputs)
+    if not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    capture = [edge_of(t) for t in inputs]
+    run_only = {edge[0] for t, edge in zip(inputs, capture) if t._grad_fn is None}
+    captured = engine.execute(
+        roots, grads, retain_graph, create_graph, capture=capture, run_only=run_only
+    )
+    for t, grad in zip(inputs, captured):
+        if t._grad_fn is not None and grad is not None:
+            engine.accumulate_into_leaf(t, grad, create_graph)
+
+
+def grad(
+    outputs,
+    inputs,
+    grad_outputs=None,
+    retain_graph=None,
+    create_graph=False,
+    only_inputs=True,
+    allow_unused=None,
+    is_grads_batched=False,
+    materialize_grads=False,
+):
+    """The gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` untouched)."""
+    if is_grads_batched:
+        raise NotImplementedError("nbgrad.autograd.grad does not support is_grads_batched")
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and not allow_unused:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+            "allow_unused=False."
+        )
+    for t in inputs:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _roots(outputs)
+    grads = _root_grads(outputs, grad_outputs, create_graph)
+    capture = [edge_of(t) for t in inputs]
+    captured = engine.execute(roots, grads, retain_graph, create_graph, capture=capture)
+    results = []
+    for i, (t, g) in enumerate(zip(inputs, captured)):
+        if g is None:
+            if materialize_grads:
+                g = np.zeros(t._data.shape, t._data.dtype)
+            elif not allow_unused:
+                raise RuntimeError(errors.unused_input(i))
+            else:
+                results.append(None)
+                continue
+        results.append(g if isinstance(g, Tensor) else Tensor._make(g))
+    return tuple(results)

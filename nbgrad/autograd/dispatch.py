@@ -1,0 +1,212 @@
+"""Running a table operation: compute it with NumPy and, when a graph is wanted, record its node.
+
+``run_op`` is the one place where forward results become Tensors and grad_fn nodes are made;
+``run_inplace`` is its twin for operations that write into an existing tensor.
+"""
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.autograd import anomaly, errors, grad_mode, observe
+from nbgrad.autograd.node import SavedTensor, edge_of, node_class_for
+from nbgrad.autograd.tensor import Tensor
+
+_make = Tensor._make
+
+
+def run_op(spec, inputs, attrs=()):
+    """Apply ``spec`` to ``inputs`` (Tensors or Python numbers; a list for variadic ops)."""
+    tensors = inputs[0] if spec.variadic else inputs
+    arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
+    if spec.promote or spec.floating:
+        arrays = _convert(spec, tensors, arrays)
+    out = spec.forward(arrays, *attrs) if spec.variadic else spec.forward(*arrays, *attrs)
+    extras = ()
+    if spec.extra_outputs:
+        out, *extras = out
+    if type(out) is not np.ndarray:
+        out = np.asarray(out)
+
+    recording = grad_mode._enabled and any(
+        isinstance(t, Tensor) and t._requires_grad for t in tensors
+    )
+    result = _make(out, recording)
+    if spec.view:
+        source = tensors[0]
+        result._version_counter = source._version_counter
+        result._base = source if source._base is None else source._base
+    if recording:
+        node = _record(spec, tensors, result, attrs, extras, snapshot=None)
+        result._grad_fn = node
+    if observe.op_listeners:
+        for listener in observe.op_listeners:
+            listener(result._grad_fn, spec.name, tuple(tensors), (result,))
+    if extras:
+        return (result, *(_make(e) for e in extras))
+    return result
+
+
+def run_inplace(spec, target, others=(), attrs=()):
+    """Apply ``spec`` with ``target``'s value as ``self`` and write the result into ``target``."""
+    recording = grad_mode._enabled and (
+        target._requires_grad or any(isinstance(t, Tensor) and t._requires_grad for t in others)
+    )
+    if recording:
+        _check_inplace_allowed(target)
+    inputs = (target, *others)
+    arrays = [t._data if isinstance(t, Tensor) else t for t in inputs]
+    if spec.promote:
+        arrays = _convert(spec, inputs, arrays)
+    new_value = spec.forward(*arrays, *attrs)
+    new_value = np.asarray(new_value)
+    if not np.can_cast(new_value.dtype, target._data.dtype, casting="same_kind"):
+        raise RuntimeError(
+            f"result type {_type_name(new_value.dtype)} can't be cast to the desired output type "
+            f"{_type_name(target._data.dtype)}"
+        )
+
+    snapshot = None
+    if recording:
+        # ``self`` in the formulas means the value before the write: keep a copy of it.
+        needs = tuple(isinstance(t, Tensor) and t._requires_grad for t in inputs)
+        saved_names = {spec.saves[p] for p in spec.saved_positions(needs)}
+        snapshot = _make(target._data.copy(), target._requires_grad, target._grad_fn)
+        snapshot._output_nr = target._output_nr
+        if "self" not in saved_names:
+            snapshot._data = target._data  # only its history is needed, not its value
+    np.copyto(target._data, new_value, casting="unsafe")
+    target._version_counter.value += 1
+    if recording:
+        node = _record(spec, inputs, target, attrs, (), snapshot=snapshot)
+        target._grad_fn = node
+        target._output_nr = 0
+        target._requires_grad = True
+    if observe.op_listeners:
+        for listener in observe.op_listeners:
+            listener(target._grad_fn, spec.name + "_", inputs, (target,))
+    return target
+
+
+def _record(spec, inputs, result, attrs, extras, snapshot):
+    """Make the grad_fn node for one recorded operation."""
+    node_class = spec.node_class
+    if node_class is None:
+        node_class = spec.node_class = node_class_for(spec)
+    node = node_class()
+    if snapshot is not None:
+        inputs = (snapshot, *inputs[1:])
+    edges, meta, needs = [], [], []
+    for t in inputs:
+        if isinstance(t, Tensor):
+            edge = edge_of(t)
+            meta.append((t._data.shape, t._dtype))
+        else:
+            edge = (None, 0)
+            meta.append(None)
+        edges.append(edge)
+        needs.append(edge[0] is not None)
+    node.next_functions = tuple(edges)
+    node._input_meta = tuple(meta)
+    node._saved = _saved_values(spec, spec.saved_positions(tuple(needs)), inputs, result, attrs,
+                                extras)
+    if anomaly.enabled:
+        anomaly.remember_forward(node)
+    return node
+
+
+def _saved_values(spec, positions, inputs, result, attrs, extras):
+    saved = [None] * len(spec.saves)
+    sources = spec.save_sources
+    for p in positions:
+        kind, i = sources[p]
+        if kind == "input":
+            value = inputs[i]
+            saved[p] = SavedTensor(value, False) if isinstance(value, Tensor) else value
+        elif kind == "result":
+            saved[p] = SavedTensor(result, True)
+        elif kind == "attr":
+            saved[p] = attrs[i]
+        elif kind == "extra":
+            saved[p] = extras[i]
+        elif kind == "sizes":
+            saved[p] = (
+                [t._data.shape for t in inputs] if spec.variadic else inputs[i]._data.shape
+            )
+        elif kind == "numel":
+            saved[p] = inputs[i]._data.size
+        else:  # "dtype"
+            saved[p] = inputs[i]._dtype
+    return saved
+
+
+def _check_inplace_allowed(target):
+    if target._grad_fn is None and target._requires_grad:
+        raise RuntimeError(errors.LEAF_INPLACE)
+    base = target._base
+    if base is not None:
+        if base._grad_fn is None and base._requires_grad:
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
+        raise RuntimeError(
+            "nbgrad does not yet record in-place operations on a view of a tensor when a graph is "
+            "being built (PyTorch would rewrite the base's history with CopySlices). Write into "
+            "the base tensor instead (base[index] = value), or use out-of-place operations."
+        )
+
+
+def _convert(spec, operands, arrays):
+    """Cast the input arrays to the dtype PyTorch's type promotion gives."""
+    target = result_dtype(operands) if spec.promote else None
+    if spec.floating:
+        target = target or (operands[0]._dtype if isinstance(operands[0], Tensor) else None)
+        if target is None or not target.is_floating_point:
+            target = dtypes.get_default_dtype()
+    if target is None:
+        return arrays
+    np_target = target.numpy
+    return [
+        a.astype(np_target) if type(a) is np.ndarray and a.dtype != np_target else a
+        for a in arrays
+    ]
+
+
+def result_dtype(operands):
+    """PyTorch's result type: tensors with dimensions outrank 0-dim tensors, which outrank
+    Python numbers, unless a lower rank brings a higher category (bool < integer < float)."""
+    first = operands[0]
+    if len(operands) == 2 and isinstance(first, Tensor):
+        second = operands[1]
+        if isinstance(second, Tensor):
+            if first._dtype is second._dtype:
+                return first._dtype
+        elif first._dtype.is_floating_point and isinstance(second, (int, float)):
+            return first._dtype
+    ranked = []
+    for value in operands:
+        if isinstance(value, Tensor):
+            ranked.append((2 if value._data.ndim else 1, value._dtype))
+        elif isinstance(value, bool):
+            ranked.append((0, dtypes.bool))
+        elif isinstance(value, int):
+            ranked.append((0, dtypes.int64))
+        elif isinstance(value, float):
+            ranked.append((0, dtypes.get_default_dtype()))
+        else:
+            raise TypeError(f"unsupported operand type: {type(value).__name__}")
+    top = max(d._category for _, d in ranked)
+    for rank in (2, 1, 0):
+        group = [d for r, d in ranked if r == rank and d._category == top]
+        if group:
+            result = group[0]
+            for d in group[1:]:
+                result = dtypes.promote_types(result, d)
+            return result
+    raise AssertionError("unreachable")
+
+
+def _type_name(np_dtype):
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
+            "bool": "Bool", "float16": "Half", "uint8": "Byte", "int8": "Char",
+            "int16": "Short"}[np.dtype(np_dtype).name]

@@ -1,0 +1,288 @@
+"""The backward pass: run the graph's nodes in dependency order and route gradients along edges.
+
+Like PyTorch's engine it first counts, for every node reachable from the roots, how many edges
+lead into it; a node runs once all of them have delivered their gradient. Among ready nodes the
+most recently created runs first (PyTorch's order on the CPU). No recursion: a chain of any
+depth works.
+
+Gradients travel as NumPy arrays, or as Tensors when ``create_graph`` asks for a differentiable
+backward. Hooks always see Tensors.
+"""
+
+import heapq
+
+import numpy as np
+
+from nbgrad.autograd import anomaly, errors, grad_mode, observe
+from nbgrad.autograd.node import AccumulateGrad
+from nbgrad.autograd.tensor import Tensor
+
+
+def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=None):
+    """Run backward from ``roots`` (edges) seeded with ``root_grads``.
+
+    Without ``capture``, every reachable node runs and leaves accumulate their ``.grad``.
+    With ``capture`` (a list of edges), the gradient arriving at each of those edges is
+    returned, in order, and only the nodes needed to produce them run; AccumulateGrad nodes run
+    only if listed in ``run_only``.
+    """
+    previous_mode = grad_mode.is_grad_enabled()
+    grad_mode._set_enabled(create_graph)
+    try:
+        return _execute(roots, root_grads, keep_graph, create_graph, capture, run_only)
+    finally:
+        grad_mode._set_enabled(previous_mode)
+
+
+def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
+    root_nodes = list(dict.fromkeys(node for node, _ in roots))
+    if capture is None:
+        dependencies = _count_dependencies(root_nodes)
+        runs = None
+    else:
+        dependencies, runs = _plan_partial(root_nodes, capture, run_only or set())
+    captured = [None] * len(capture) if capture is not None else None
+    capture_at = {}
+    for slot, (node, nr) in enumerate(capture or ()):
+        capture_at.setdefault(node, []).append((nr, slot))
+
+    buffers = {}
+    for (node, nr), grad in zip(roots, root_grads):
+        _add_to_buffer(buffers, node, nr, grad)
+    ready = [(-node._sequence_nr, node) for node in root_nodes if not dependencies.get(node)]
+    heapq.heapify(ready)
+    listeners = observe.node_listeners
+
+    while ready:
+        node = heapq.heappop(ready)[1]
+        grads = buffers.pop(node, None) or [None] * node.num_outputs
+        if node._tensor_pre_hooks or node._retains_grad or node._pre_hooks or (
+            type(node) is AccumulateGrad and node.variable._backward_hooks
+        ):
+            grads = _run_pre_hooks(node, grads, create_graph)
+        if node in capture_at:
+            for nr, slot in capture_at[node]:
+                captured[slot] = grads[nr]
+        if runs is not None and node not in runs:
+            continue
+
+        outputs = _run_node(node, grads, create_graph)
+        if not keep_graph:
+            node.release_saved()
+        if listeners:
+            for listener in listeners:
+                listener(node, grads, outputs)
+
+        for (child, nr), grad in zip(node.next_functions, outputs):
+            if child is None or (runs is not None and child not in dependencies):
+                continue
+            if grad is not None:
+                _add_to_buffer(buffers, child, nr, grad)
+            remaining = dependencies[child] - 1
+            dependencies[child] = remaining
+            if remaining == 0:
+                heapq.heappush(ready, (-child._sequence_nr, child))
+    return captured
+
+
+def _count_dependencies(root_nodes):
+    dependencies = {}
+    seen = set(root_nodes)
+    stack = list(root_nodes)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            dependencies[child] = dependencies.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return dependencies
+
+
+def _plan_partial(root_nodes, capture, run_only):
+    """For ``autograd.grad`` and ``backward(inputs=...)``: which nodes must run, and their
+    dependency counts counted over those nodes only."""
+    capture_nodes = {node for node, _ in capture}
+    order = _post_order(root_nodes)
+    runs, wanted = set(), set()
+    for node in order:  # children come before parents
+        if type(node) is AccumulateGrad:
+            needed = node in run_only
+        else:
+            needed = any(child in wanted for child, _ in node.next_functions if child is not None)
+        if needed:
+            runs.add(node)
+        if needed or node in capture_nodes:
+            wanted.add(node)
+    dependencies = {}
+    for node in runs:
+        for child, _ in node.next_functions:
+            if child is not None and child in wanted:
+                dependencies[child] = dependencies.get(child, 0) + 1
+    for node in wanted:
+        dependencies.setdefault(node, 0)
+    return dependencies, runs
+
+
+def _post_order(root_nodes):
+    order, seen = [], set(root_nodes)
+    for root in root_nodes:
+        stack = [(root, 0)]
+        while stack:
+            node, i = stack[-1]
+            edges = node.next_functions
+            if i < len(edges):
+                stack[-1] = (node, i + 1)
+                child = edges[i][0]
+                if child is not None and child not in seen:
+                    seen.add(child)
+                    stack.append((child, 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
+def _add_to_buffer(buffers, node, nr, grad):
+    buffer = buffers.get(node)
+    if buffer is None:
+        buffer = buffers[node] = [None] * node.num_outputs
+    buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+
+
+def _run_node(node, grads, create_graph):
+    if all(g is None for g in grads):
+        return [None] * len(node.next_functions)
+    if node.num_outputs > 1 and any(g is None for g in grads):
+        grads = [_zeros_for(node, i, create_graph) if g is None else g for i, g in enumerate(grads)]
+    try:
+        outputs = node.apply(grads, create_graph)
+    except Exception as error:
+        anomaly.report_failed_node(node, error)
+        raise
+    if node._post_hooks:
+        outputs = _run_post_hooks(node, outputs, grads, create_graph)
+    checked = [
+        None if grad is None else _validate(node, i, grad, create_graph)
+        for i, grad in enumerate(outputs)
+    ]
+    if anomaly.enabled:
+        anomaly.check_outputs(node, checked)
+    return checked
+
+
+def _zeros_for(node, output_nr, create_graph):
+    shape, dtype = node._output_meta[output_nr]
+    zeros = np.zeros(shape, dtype.numpy)
+    return Tensor._make(zeros) if create_graph else zeros
+
+
+def _validate(node, index, grad, create_graph):
+    """Bring a gradient to its input's shape and dtype, as PyTorch's validate_outputs does."""
+    meta = node._input_meta[index]
+    if meta is None:
+        return grad
+    shape, dtype = meta
+    if grad.shape != shape:
+        if not _expandable(shape, grad.shape):
+            raise RuntimeError(
+                f"Function {node.name()} returned an invalid gradient at index {index} - got "
+                f"[{', '.join(map(str, grad.shape))}] but expected shape compatible with "
+                f"[{', '.join(map(str, shape))}]"
+            )
+        grad = grad.sum_to_size(shape) if create_graph else _sum_to(grad, shape)
+    if create_graph:
+        return grad if grad._dtype is dtype else grad.to(dtype)
+    return grad if grad.dtype == dtype.numpy else grad.astype(dtype.numpy)
+
+
+def _expandable(shape, target):
+    if len(shape) > len(target):
+        return False
+    for s, t in zip(reversed(shape), reversed(target)):
+        if s != t and s != 1:
+            return False
+    return True
+
+
+def _sum_to(grad, shape):
+    from nbgrad.ops.formula_math import ARRAY_NAMESPACE
+
+    return ARRAY_NAMESPACE["sum_to"](grad, shape)
+
+
+# --- hooks --------------------------------------------------------------------------------------
+
+
+def _as_tensor(grad):
+    return grad if grad is None or isinstance(grad, Tensor) else Tensor._make(grad)
+
+
+def _as_grad(value, create_graph):
+    if value is None or create_graph:
+        return value
+    return value._data
+
+
+def _run_pre_hooks(node, grads, create_graph):
+    grads = list(grads)
+    if type(node) is AccumulateGrad:
+        tensor_hooks = [(0, fn) for fn in node.variable._backward_hooks.values()]
+    else:
+        tensor_hooks = list((node._tensor_pre_hooks or {}).values())
+    for nr, fn in tensor_hooks:
+        if grads[nr] is not None:
+            result = fn(_as_tensor(grads[nr]))
+            if result is not None:
+                grads[nr] = _as_grad(result, create_graph)
+    for nr, ref in list((node._retains_grad or {}).items()):
+        tensor = ref()
+        if tensor is not None and grads[nr] is not None:
+            _retain(tensor, grads[nr], create_graph)
+    for fn in list((node._pre_hooks or {}).values()):
+        result = fn(tuple(_as_tensor(g) for g in grads))
+        if result is not None:
+            grads = [_as_grad(r, create_graph) for r in result]
+    return grads
+
+
+def _run_post_hooks(node, outputs, grads, create_graph):
+    for fn in list(node._post_hooks.values()):
+        result = fn(tuple(_as_tensor(g) for g in outputs), tuple(_as_tensor(g) for g in grads))
+        if result is not None:
+            outputs = [_as_grad(r, create_graph) for r in result]
+    return outputs
+
+
+def _retain(tensor, grad, create_graph):
+    if tensor._grad is None:
+        tensor._grad = grad.clone() if create_graph else Tensor._make(np.array(grad))
+    else:
+        tensor._grad = tensor._grad + _as_tensor(grad)
+
+
+def accumulate_into_leaf(variable, grad, create_graph):
+    """Add ``grad`` into ``variable.grad``; the first gradient is copied, later ones added."""
+    old = variable._grad
+    if create_graph:
+        variable._grad = grad if old is None else old + grad
+    elif old is None:
+        variable._grad = Tensor._make(np.array(grad, dtype=variable._dtype.numpy))
+    elif old._requires_grad or not old._data.flags.writeable:
+        variable._grad = Tensor._make(old._data + grad)
+    else:
+        old._data += grad
+    for fn in list((variable._post_accumulate_hooks or {}).values()):
+        fn(variable)
+    for listener in observe.accumulate_listeners:
+        listener(variable, grad, variable._grad)
+
+
+def call_node(node, grads):
+    """``node(*grads)``: run one node by hand, as PyTorch allows."""
+    arrays = [None if g is None else g._data for g in grads]
+    outputs = _run_node(node, arrays, create_graph=False)
+    result = tuple(_as_tensor(g) for g in outputs)
+    return result[0] if len(result) == 1 else result

@@ -1,0 +1,71 @@
+"""The error messages a learner can meet, worded as PyTorch words them."""
+
+from nbgrad import dtypes
+
+BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward."
+)
+NOT_SCALAR = "grad can be implicitly created only for scalar outputs"
+ONLY_FLOAT_REQUIRES_GRAD = "only Tensors of floating point and complex dtype can require gradients"
+NON_LEAF_REQUIRES_GRAD = (
+    "you can only change requires_grad flags of leaf variables. If you want to use a computed "
+    "variable in a subgraph that doesn't require differentiation use "
+    "var_no_grad = var.detach()."
+)
+NUMPY_REQUIRES_GRAD = (
+    "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."
+)
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad field "
+    "to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+    "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+    "github.com/pytorch/pytorch/pull/30531 for more information."
+)
+
+
+def no_grad_fn(index):
+    return f"element {index} of tensors does not require grad and does not have a grad_fn"
+
+
+def unused_input(index):
+    return (
+        f"The differentiated Tensor at index {index} appears to not have been used in the graph. "
+        "Set allow_unused=True if this is the desired behavior."
+    )
+
+
+def type_description(dtype, shape):
+    """PyTorch's ``[torch.FloatTensor [2, 3]]`` description of a tensor."""
+    return f"[torch.{dtypes.LEGACY_TYPE_NAMES[dtype]} [{', '.join(str(s) for s in shape)}]]"
+
+
+def modified_by_inplace(saved, node):
+    """The error for a saved tensor that an in-place operation changed after it was saved."""
+    if saved.tensor is None:
+        owner = node.name()
+    else:
+        grad_fn = saved.tensor._grad_fn
+        owner = grad_fn.name() if grad_fn is not None else None
+    where = ""
+    if owner is not None:
+        short = "torch::autograd::CopySlices" if owner == "CopySlices" else _forward_name(owner)
+        where = f", which is output 0 of {short},"
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: {type_description(saved.dtype, saved.data.shape)}{where} is at version "
+        f"{saved.counter.value}; expected version {saved.version} instead. Hint: enable anomaly "
+        "detection to find the operation that failed to compute its gradient, with "
+        "torch.autograd.set_detect_anomaly(True, check_nan=False)."
+    )
+
+
+def _forward_name(node_name):
+    """``MulBackward0`` -> ``Mul``: PyTorch names the forward op in this message."""
+    head, sep, tail = node_name.rpartition("Backward")
+    return head if sep and tail.isdigit() else node_name

@@ -1,0 +1,263 @@
+"""Backward nodes: what ``tensor.grad_fn`` is, and what ``next_functions`` links together.
+
+A node is created by each operation that records a graph. It knows the edges to the nodes of
+its inputs (``next_functions``), holds what its backward reads (saved tensors, checked against
+in-place changes), and runs hooks. The classes for table operations (``MulBackward0``, ...) are
+made from the op table, one per entry, so their names and ``_saved_*`` attributes come from there.
+"""
+
+import itertools
+import weakref
+
+import numpy as np
+
+from nbgrad.autograd import errors
+
+_sequence = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by every ``register_*hook``; ``remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks", "_key")
+    _ids = itertools.count()
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self._key = next(RemovableHandle._ids)
+
+    def remove(self):
+        self._hooks.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def add_hook(hooks, fn):
+    handle = RemovableHandle(hooks)
+    hooks[handle._key] = fn
+    return handle
+
+
+class Node:
+    """Base of every grad_fn. Subclasses implement ``apply(grads, create_graph)``."""
+
+    __slots__ = (
+        "next_functions",
+        "_input_meta",
+        "_sequence_nr",
+        "_tensor_pre_hooks",
+        "_retains_grad",
+        "_pre_hooks",
+        "_post_hooks",
+        "_metadata",
+        "__weakref__",
+    )
+    num_outputs = 1
+
+    def __init__(self):
+        self._sequence_nr = next(_sequence)
+        self._tensor_pre_hooks = None
+        self._retains_grad = None
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._metadata = None
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def metadata(self):
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node ran; may return new grad_inputs."""
+        if self._post_hooks is None:
+            self._post_hooks = {}
+        return add_hook(self._post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        return add_hook(self._pre_hooks, fn)
+
+    def _register_tensor_hook(self, output_nr, fn):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        return add_hook(self._tensor_pre_hooks, (output_nr, fn))
+
+    def _retain_grad_of(self, tensor):
+        if self._retains_grad is None:
+            self._retains_grad = {}
+        self._retains_grad[tensor._output_nr] = weakref.ref(tensor)
+
+    def release_saved(self):
+        """Free what backward needed; called after a backward without ``retain_graph``."""
+
+    def __call__(self, *grads):
+        from nbgrad.autograd.engine import call_node
+
+        return call_node(self, grads)
+
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had, to catch in-place changes later."""
+
+    __slots__ = ("data", "tensor", "counter", "version", "requires_grad", "dtype")
+
+    def __init__(self, tensor, is_output):
+        self.data = tensor._data
+        self.counter = tensor._version_counter
+        self.version = self.counter.value
+        self.requires_grad = tensor._requires_grad
+        self.dtype = tensor._dtype
+        # An output is not kept as a Tensor: it would point back at its own grad_fn (a cycle).
+        self.tensor = None if is_output else tensor
+
+    def check_version(self, node):
+        if self.counter.value != self.version:
+            raise errors.modified_by_inplace(self, node)
+
+
+class FreedBuffer:
+    """Stands where a saved tensor was, after backward freed it."""
+
+    __slots__ = ()
+
+
+FREED = FreedBuffer()
+
+
+class TableNode(Node):
+    """A node of an operation declared in the op table; ``spec`` is set on each subclass."""
+
+    __slots__ = ("_saved",)
+    spec = None
+
+    def unpacked(self, as_tensors):
+        values = []
+        for saved in self._saved:
+            if type(saved) is SavedTensor:
+                saved.check_version(self)
+                values.append(self._tensor_of(saved) if as_tensors else saved.data)
+            elif saved is FREED:
+                raise RuntimeError(errors.BACKWARD_TWICE)
+            else:
+                values.append(saved)
+        return values
+
+    def _tensor_of(self, saved):
+        if saved.tensor is not None:
+            return saved.tensor
+        from nbgrad.autograd.tensor import Tensor
+
+        # A saved output comes back attached to this node, so that a differentiable backward
+        # that reads it (exp's ``grad * result``) is differentiated through it too.
+        return Tensor._make(saved.data, saved.requires_grad, self if saved.requires_grad else None)
+
+    def apply(self, grads, create_graph):
+        spec = self.spec
+        saved = self.unpacked(create_graph)
+        vjps = spec.tensor_vjps if create_graph else spec.array_vjps
+        grad = grads[0]
+        if spec.variadic:
+            pieces = vjps[0](grad, *saved)
+            return [p if edge[0] is not None else None for p, edge in zip(pieces, self.next_functions)]
+        return [
+            vjp(grad, *saved) if edge[0] is not None and vjp is not None else None
+            for vjp, edge in zip(vjps, self.next_functions)
+        ]
+
+    def release_saved(self):
+        saved = self._saved
+        if any(type(s) is SavedTensor for s in saved):
+            self._saved = [FREED if type(s) is SavedTensor else s for s in saved]
+
+    def _saved_value(self, position):
+        value = self._saved[position]
+        if value is FREED:
+            raise RuntimeError(errors.BACKWARD_TWICE)
+        if type(value) is SavedTensor:
+            return self._tensor_of(value)
+        name = self.spec.saves[position]
+        if name in self.spec.inputs and isinstance(value, (int, float, bool)):
+            # A Python number used as an operand is shown as the 0-dim tensor PyTorch wraps it in.
+            from nbgrad.ops.creation import tensor
+
+            return tensor(value)
+        return _as_shown(value)
+
+
+def _as_shown(value):
+    """Saved index arrays read back as tensors, and full slices as None, as PyTorch shows them."""
+    from nbgrad.autograd.tensor import Tensor
+
+    if isinstance(value, np.ndarray):
+        return Tensor._make(value)
+    if isinstance(value, tuple) and any(isinstance(v, (np.ndarray, slice)) for v in value):
+        return tuple(None if isinstance(v, slice) and v == slice(None) else _as_shown(v) for v in value)
+    return value
+
+
+def _saved_property(position, name):
+    def get(node):
+        if node._saved is None:
+            return None
+        return node._saved_value(position)
+
+    get.__name__ = f"_saved_{name}"
+    return property(get, doc=f"What backward saved as ``{name}`` (None if it was not needed).")
+
+
+def node_class_for(spec):
+    """The grad_fn class of a table op: named as PyTorch names it, with its ``_saved_*``."""
+    # Module "builtins" makes the default repr read ``<MulBackward0 object at 0x...>``, as
+    # PyTorch's C++ nodes do.
+    attributes = {"__slots__": (), "spec": spec, "__module__": "builtins"}
+    for position, name in enumerate(spec.saves):
+        attributes[f"_saved_{name}"] = _saved_property(position, name)
+    return type(spec.node, (TableNode,), attributes)
+
+
+class AccumulateGrad(Node):
+    """The node that adds an incoming gradient into a leaf's ``.grad``."""
+
+    __slots__ = ("variable",)
+    __module__ = "builtins"
+
+    def __init__(self, variable):
+        super().__init__()
+        self.variable = variable
+        self.next_functions = ()
+        self._input_meta = ((variable.shape, variable._dtype),)
+
+    def apply(self, grads, create_graph):
+        from nbgrad.autograd.engine import accumulate_into_leaf
+
+        accumulate_into_leaf(self.variable, grads[0], create_graph)
+        return []
+
+
+def accumulator_of(tensor):
+    """The leaf's AccumulateGrad, made on first use; kept alive only by the graphs that use it."""
+    ref = tensor._accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(tensor)
+        tensor._accumulator = weakref.ref(node)
+    return node
+
+
+def edge_of(tensor):
+    """The ``(node, input_nr)`` edge that a gradient for ``tensor`` travels along."""
+    if tensor._grad_fn is not None:
+        return (tensor._grad_fn, tensor._output_nr)
+    if tensor._requires_grad:
+        return (accumulator_of(tensor), 0)
+    return (None, 0)

@@ -1,0 +1,14 @@
+"""Observation points: how a recorder watches the engine without the engine knowing about it.
+
+Three moments are announced, each to a list of listeners:
+
+- ``op``: an operation produced tensors: ``listener(node_or_None, name, inputs, outputs)``.
+- ``node``: a node ran in backward: ``listener(node, grads_in, grads_out)``.
+- ``accumulate``: a gradient was accumulated into a leaf: ``listener(leaf, grad, total)``.
+
+When nobody listens the lists are empty and the engine only pays an emptiness test.
+"""
+
+op_listeners = []
+node_listeners = []
+accumulate_listeners = []

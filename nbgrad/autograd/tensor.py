@@ -1,0 +1,343 @@
+"""The Tensor: a NumPy array plus what autograd needs to know about it.
+
+Arithmetic and methods are thin: each calls a function of ``nbgrad.ops.functions``, which runs
+an entry of the op table. What lives here is the tensor's autograd state: ``requires_grad``,
+``grad_fn`` (None for leaves), ``.grad``, hooks, and the version counter that catches in-place
+changes to tensors saved for backward.
+"""
+
+import warnings
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.autograd import errors, grad_mode
+
+
+class VersionCounter:
+    """Shared by a tensor and its views; bumped by every in-place change."""
+
+    __slots__ = ("value",)
+
+    def __init__(self):
+        self.value = 0
+
+
+class Size(tuple):
+    """A shape, printed as PyTorch prints it: ``torch.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"torch.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+_BY_NUMPY = {d.numpy: d for d in dtypes.ALL}
+
+
+class Tensor:
+    __slots__ = (
+        "_data",
+        "_dtype",
+        "_requires_grad",
+        "_grad_fn",
+        "_output_nr",
+        "_grad",
+        "_version_counter",
+        "_base",
+        "_accumulator",
+        "_backward_hooks",
+        "_post_accumulate_hooks",
+        "_retains_grad",
+        "__weakref__",
+    )
+
+    # Let NumPy defer to our operators in ``array * tensor``.
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create tensors with nbgrad.tensor(...), nbgrad.zeros(...), and friends")
+
+    @classmethod
+    def _make(cls, data, requires_grad=False, grad_fn=None):
+        """Wrap an ndarray (not copied). The one constructor every operation uses."""
+        t = object.__new__(cls)
+        t._data = data
+        t._dtype = _BY_NUMPY[data.dtype]
+        t._requires_grad = requires_grad
+        t._grad_fn = grad_fn
+        t._output_nr = 0
+        t._grad = None
+        t._version_counter = VersionCounter()
+        t._base = None
+        t._accumulator = None
+        t._backward_hooks = None
+        t._post_accumulate_hooks = None
+        t._retains_grad = False
+        return t
+
+    # --- what a tensor is ---------------------------------------------------------------------
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def is_cuda(self):
+        return False
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    def is_floating_point(self):
+        return self._dtype.is_floating_point
+
+    def is_contiguous(self):
+        return self._data.flags.c_contiguous
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self):
+        if self._requires_grad:
+            raise RuntimeError(errors.NUMPY_REQUIRES_GRAD)
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError(errors.NUMPY_REQUIRES_GRAD)
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous"
+                if self._data.size > 1
+                else "Boolean value of Tensor with no values is ambiguous"
+            )
+        return bool(self._data)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype._category == 2 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        from nbgrad.printing import tensor_repr
+
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    # --- autograd state -----------------------------------------------------------------------
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(errors.NON_LEAF_REQUIRES_GRAD)
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError(errors.ONLY_FLOAT_REQUIRES_GRAD)
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def _version(self):
+        return self._version_counter.value
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(errors.NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}"
+                )
+            if value._dtype is not self._dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    @property
+    def data(self):
+        """The same memory without autograd history (and, as in PyTorch, no version tracking)."""
+        return Tensor._make(self._data)
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data
+        self._dtype = value._dtype
+
+    def retain_grad(self):
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        self._grad_fn._retain_grad_of(self)
+        self._retains_grad = True
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when the gradient for this tensor is computed; it may return a
+        replacement. Returns a handle whose ``remove()`` unregisters it."""
+        from nbgrad.autograd.node import add_hook
+
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._register_tensor_hook(self._output_nr, hook)
+        if self._backward_hooks is None:
+            self._backward_hooks = {}
+        return add_hook(self._backward_hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        from nbgrad.autograd.node import add_hook
+
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors"
+            )
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = {}
+        return add_hook(self._post_accumulate_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from nbgrad.autograd.api import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self):
+        out = Tensor._make(self._data)
+        out._version_counter = self._version_counter
+        out._base = self if self._base is None else self._base
+        return out
+
+    def detach_(self):
+        if self._base is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be called "
+                "on these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                "function in torch/optim/optimizer.py as the solution."
+            )
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def cpu(self):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        from nbgrad.ops.creation import _rebuild
+
+        return (_rebuild, (self._data, self._requires_grad))
+
+
+def _wrap_dim(dim, ndim):
+    size = max(ndim, 1)
+    if not -size <= dim < size:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-size}, {size - 1}], "
+            f"but got {dim})"
+        )
+    return dim % size
+
+
+def grad_enabled():
+    return grad_mode._enabled

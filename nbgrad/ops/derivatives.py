@@ -1,0 +1,285 @@
+"""The table of differentiable operations: every op's forward, what it saves, and its derivatives.
+
+Read it like PyTorch's derivatives.yaml. Each entry names the backward node as PyTorch names it,
+lists what the backward reads (exposed on the node as ``_saved_<name>``), and gives one formula
+per input. ``grad`` is the gradient of the output; the engine itself sums a gradient back down
+to the input's shape when the forward broadcast it, and casts it to the input's dtype.
+
+The formulas are Python expressions compiled against NumPy for ``backward()`` and against
+nbgrad operations for ``backward(create_graph=True)`` (see ``formula_math``); the graph widget
+shows the same text.
+"""
+
+import numpy as np
+
+from nbgrad.ops import formula_math
+from nbgrad.ops.spec import OpSpec
+
+OPS = {}
+
+
+def op(name, node, inputs, grads, forward, **options):
+    spec = OpSpec(name, node, inputs, grads, forward, **options)
+    OPS[name] = spec
+    return spec
+
+
+# --- arithmetic --------------------------------------------------------------------------------
+# Tensors broadcast against each other and Python numbers; inputs that need no grad cost nothing.
+
+op("add", "AddBackward0", ("self", "other"), {"self": "grad", "other": "grad"},
+   lambda self, other, alpha: self + other, attrs=("alpha",), saves=("alpha",), promote=True)
+op("add_scaled", "AddBackward0", ("self", "other"), {"self": "grad", "other": "grad * alpha"},
+   lambda self, other, alpha: self + alpha * other, attrs=("alpha",), saves=("alpha",),
+   promote=True)
+op("sub", "SubBackward0", ("self", "other"), {"self": "grad", "other": "-grad"},
+   lambda self, other, alpha: self - other, attrs=("alpha",), saves=("alpha",), promote=True)
+op("sub_scaled", "SubBackward0", ("self", "other"), {"self": "grad", "other": "-grad * alpha"},
+   lambda self, other, alpha: self - alpha * other, attrs=("alpha",), saves=("alpha",),
+   promote=True)
+op("rsub", "RsubBackward1", ("self",), {"self": "-grad * alpha"},
+   lambda self, other, alpha: other - alpha * self, attrs=("other", "alpha"), saves=("alpha",),
+   promote=True)
+op("mul", "MulBackward0", ("self", "other"),
+   {"self": "grad * other", "other": "grad * self"},
+   np.multiply, saves=("self", "other"), promote=True)
+op("div", "DivBackward0", ("self", "other"),
+   {"self": "grad / other", "other": "-grad * self / (other * other)"},
+   np.true_divide, saves=("self", "other"), promote=True, floating=True)
+op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative)
+op("pow", "PowBackward0", ("self",),
+   {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},
+   np.power, attrs=("exponent",), saves=("self", "exponent"))
+op("pow_tensor", "PowBackward1", ("self", "exponent"),
+   {"self": "grad * exponent * self ** (exponent - 1)",
+    "exponent": "grad * result * log(self)"},
+   np.power, saves=("self", "exponent", "result"), promote=True)
+op("rpow", "PowBackward2", ("exponent",),
+   {"exponent": "grad * result * scalar_log(self) if self != 0 else zeros_like(grad) * exponent"},
+   lambda exponent, self: np.power(self, exponent), attrs=("self",),
+   saves=("self", "exponent", "result"))
+op("maximum", "MaximumBackward0", ("self", "other"),
+   {"self": "where(self > other, grad, where(self == other, grad / 2, 0 * grad))",
+    "other": "where(other > self, grad, where(self == other, grad / 2, 0 * grad))"},
+   np.maximum, saves=("self", "other"), promote=True)
+op("minimum", "MinimumBackward0", ("self", "other"),
+   {"self": "where(self < other, grad, where(self == other, grad / 2, 0 * grad))",
+    "other": "where(other < self, grad, where(self == other, grad / 2, 0 * grad))"},
+   np.minimum, saves=("self", "other"), promote=True)
+
+# --- element-wise functions ---------------------------------------------------------------------
+
+op("exp", "ExpBackward0", ("self",), {"self": "grad * result"}, np.exp, saves=("result",), floating=True)
+op("log", "LogBackward0", ("self",), {"self": "grad / self"}, np.log, saves=("self",), floating=True)
+op("sin", "SinBackward0", ("self",), {"self": "grad * cos(self)"}, np.sin, saves=("self",), floating=True)
+op("cos", "CosBackward0", ("self",), {"self": "-grad * sin(self)"}, np.cos, saves=("self",), floating=True)
+op("tan", "TanBackward0", ("self",), {"self": "grad * (1 + result * result)"}, np.tan,
+   saves=("result",), floating=True)
+op("tanh", "TanhBackward0", ("self",), {"self": "grad * (1 - result * result)"}, np.tanh,
+   saves=("result",), floating=True)
+op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - result)"},
+   lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, saves=("result",), floating=True)
+op("relu", "ReluBackward0", ("self",), {"self": "where(result > 0, grad, 0)"},
+   lambda self: np.maximum(self, 0), saves=("result",))
+op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
+   saves=("result",), floating=True)
+op("rsqrt", "RsqrtBackward0", ("self",), {"self": "-0.5 * grad * result * result * result"},
+   lambda self: 1 / np.sqrt(self), saves=("result",), floating=True)
+op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * result"},
+   np.reciprocal, saves=("result",), floating=True)
+op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",))
+op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign)
+op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
+   saves=("self",), floating=True)
+op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
+   saves=("result",), floating=True)
+op("clamp", "ClampBackward1", ("self",), {"self": "clamp_backward(grad, self, min, max)"},
+   lambda self, min, max: np.clip(self, min, max), attrs=("min", "max"),  # noqa: A006
+   saves=("min", "max", "self"))
+op("where", "WhereBackward0", ("self", "other"),
+   {"self": "where(condition, grad, 0)", "other": "where(condition, 0, grad)"},
+   lambda self, other, condition: np.where(condition, self, other), attrs=("condition",),
+   saves=("condition",), promote=True)
+op("masked_fill", "MaskedFillBackward0", ("self",), {"self": "masked_zero(grad, mask)"},
+   lambda self, mask, value: np.where(mask, np.asarray(value, self.dtype), self),
+   attrs=("mask", "value"), saves=("mask",))
+op("softmax", "SoftmaxBackward0", ("self",),
+   {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
+   lambda self, dim: _softmax(self, dim), attrs=("dim",), saves=("dim", "result"), floating=True)
+op("log_softmax", "LogSoftmaxBackward0", ("self",),
+   {"self": "grad - exp(result) * sum_dim(grad, dim, True)"},
+   lambda self, dim: _log_softmax(self, dim), attrs=("dim",), saves=("dim", "result"), floating=True)
+
+
+def _softmax(x, dim):
+    shifted = np.exp(x - x.max(axis=dim, keepdims=True))
+    return shifted / shifted.sum(axis=dim, keepdims=True)
+
+
+def _log_softmax(x, dim):
+    shifted = x - x.max(axis=dim, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+
+
+# --- matrix products ----------------------------------------------------------------------------
+
+op("mm", "MmBackward0", ("self", "mat2"),
+   {"self": "grad @ matrix_t(mat2)", "mat2": "matrix_t(self) @ grad"},
+   np.matmul, saves=("mat2", "mat2_sym_sizes", "self", "self_sym_sizes"), promote=True)
+op("mv", "MvBackward0", ("self", "vec"),
+   {"self": "outer(grad, vec)", "vec": "matrix_t(self) @ grad"},
+   np.matmul, saves=("self", "vec"), promote=True)
+op("dot", "DotBackward0", ("self", "tensor"),
+   {"self": "grad * tensor", "tensor": "grad * self"},
+   np.dot, saves=("self", "tensor"), promote=True)
+op("bmm", "BmmBackward0", ("self", "mat2"),
+   {"self": "grad @ swap_last(mat2)", "mat2": "swap_last(self) @ grad"},
+   np.matmul, saves=("mat2", "self"), promote=True)
+op("addmm", "AddmmBackward0", ("self", "mat1", "mat2"),
+   {"self": "grad * beta", "mat1": "grad @ matrix_t(mat2) * alpha",
+    "mat2": "matrix_t(mat1) @ grad * alpha"},
+   lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
+   attrs=("beta", "alpha"),
+   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+
+
+def _addmm(bias, mat1, mat2, beta, alpha):
+    product = mat1 @ mat2
+    if alpha != 1:
+        product *= alpha
+    product += bias if beta == 1 else beta * bias
+    return product
+
+
+# --- reductions ---------------------------------------------------------------------------------
+
+op("sum", "SumBackward0", ("self",), {"self": "expand(grad, self_sym_sizes)"},
+   lambda self: self.sum(), saves=("self_sym_sizes",))
+op("sum_dim", "SumBackward1", ("self",),
+   {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"},
+   lambda self, dim, keepdim: self.sum(axis=dim, keepdims=keepdim),
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"))
+op("mean", "MeanBackward0", ("self",),
+   {"self": "expand(grad / self_sym_numel, self_sym_sizes)"},
+   lambda self: self.mean(), saves=("self_sym_numel", "self_sym_sizes"), floating=True)
+op("mean_dim", "MeanBackward1", ("self",),
+   {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"
+            " / reduced_count(self_sym_sizes, dim)"},
+   lambda self, dim, keepdim: self.mean(axis=dim, keepdims=keepdim),
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"), floating=True)
+op("max", "MaxBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
+   lambda self: self.max(), saves=("result", "self"))
+op("min", "MinBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
+   lambda self: self.min(), saves=("result", "self"))
+op("max_dim", "MaxBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _select_extreme(self, dim, keepdim, np.argmax),
+   attrs=("dim", "keepdim"), extra_outputs=("indices",),
+   saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+op("min_dim", "MinBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _select_extreme(self, dim, keepdim, np.argmin),
+   attrs=("dim", "keepdim"), extra_outputs=("indices",),
+   saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+op("amax", "AmaxBackward0", ("self",), {"self": "amax_backward(grad, self, result, dim, keepdim)"},
+   lambda self, dim, keepdim: self.max(axis=dim or None, keepdims=keepdim),
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
+op("amin", "AminBackward0", ("self",), {"self": "amax_backward(grad, self, result, dim, keepdim)"},
+   lambda self, dim, keepdim: self.min(axis=dim or None, keepdims=keepdim),
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
+
+
+def _select_extreme(x, dim, keepdim, arg):
+    indices = arg(x, axis=dim, keepdims=True)
+    values = np.take_along_axis(x, indices, axis=dim)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values, indices
+
+
+# --- shapes and views ---------------------------------------------------------------------------
+# These share memory with their input (``view=True``), as PyTorch's views do: an in-place change
+# through one is seen by the other, and both count as modified.
+
+op("view", "ViewBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   np.reshape, attrs=("shape",), saves=("self_sym_sizes",), view=True)
+op("unsafe_view", "UnsafeViewBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   np.reshape, attrs=("shape",), saves=("self_sym_sizes",))
+op("t", "TBackward0", ("self",), {"self": "matrix_t(grad)"}, np.transpose, view=True)
+op("transpose", "TransposeBackward0", ("self",), {"self": "transpose(grad, dim0, dim1)"},
+   np.swapaxes, attrs=("dim0", "dim1"), saves=("dim0", "dim1"), view=True)
+op("permute", "PermuteBackward0", ("self",), {"self": "permute_back(grad, dims)"},
+   np.transpose, attrs=("dims",), saves=("dims",), view=True)
+op("unsqueeze", "UnsqueezeBackward0", ("self",), {"self": "squeeze(grad, dim)"},
+   np.expand_dims, attrs=("dim",), saves=("dim",), view=True)
+op("squeeze", "SqueezeBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   np.squeeze, saves=("self_sym_sizes",), view=True)
+op("squeeze_dim", "SqueezeBackward1", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   lambda self, dim: np.squeeze(self, dim) if self.shape[dim] == 1 else self,
+   attrs=("dim",), saves=("dim", "self_sym_sizes"), view=True)
+op("squeeze_dims", "SqueezeBackward4", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   lambda self, dim: np.squeeze(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"),
+   view=True)
+op("expand", "ExpandBackward0", ("self",), {"self": "sum_to(grad, self_sym_sizes)"},
+   np.broadcast_to, attrs=("size",), saves=("self_sym_sizes",), view=True)
+op("select", "SelectBackward0", ("self",),
+   {"self": "select_backward(grad, self_sym_sizes, dim, index)"},
+   lambda self, dim, index: self[(slice(None),) * dim + (index,)],
+   attrs=("dim", "index"), saves=("dim", "index", "self_sym_sizes"), view=True)
+op("slice", "SliceBackward0", ("self",),
+   {"self": "slice_backward(grad, self_sym_sizes, dim, start, end, step)"},
+   lambda self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
+   attrs=("dim", "start", "end", "step"),
+   saves=("dim", "end", "self_sym_sizes", "start", "step"), view=True)
+op("index", "IndexBackward0", ("self",),
+   {"self": "index_backward(grad, self_sym_sizes, indices)"},
+   lambda self, indices: self[indices], attrs=("indices",),
+   saves=("indices", "self_sym_sizes"))
+op("gather", "GatherBackward0", ("self",),
+   {"self": "gather_backward(grad, self.shape, dim, index)"},
+   lambda self, dim, index, sparse_grad: np.take_along_axis(self, index, axis=dim),
+   attrs=("dim", "index", "sparse_grad"), saves=("dim", "index", "self", "sparse_grad"))
+op("cat", "CatBackward0", ("tensors",), {"tensors": "split_along(grad, dim, tensors_sym_sizes)"},
+   lambda tensors, dim: np.concatenate(tensors, axis=dim), attrs=("dim",),
+   saves=("dim", "tensors_sym_sizes"), variadic=True)
+op("stack", "StackBackward0", ("tensors",),
+   {"tensors": "unstack(grad, dim, len(tensors_sym_sizes))"},
+   lambda tensors, dim: np.stack(tensors, axis=dim), attrs=("dim",),
+   saves=("dim", "tensors_sym_sizes"), variadic=True)
+op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array)
+op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
+   lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",))
+
+# The backward of the indexing ops, as ops of their own, so that create_graph can differentiate
+# a gradient that went through indexing.
+op("select_backward", "SelectBackwardBackward0", ("grad_output",),
+   {"grad_output": "grad[(slice(None),) * dim + (index,)]"},
+   lambda grad_output, sizes, dim, index: formula_math.select_backward(grad_output, sizes, dim, index),
+   attrs=("sizes", "dim", "index"), saves=("dim", "index"))
+op("slice_backward", "SliceBackwardBackward0", ("grad_output",),
+   {"grad_output": "grad[(slice(None),) * dim + (slice(start, end, step),)]"},
+   lambda grad_output, sizes, dim, start, end, step: formula_math.slice_backward(
+       grad_output, sizes, dim, start, end, step),
+   attrs=("sizes", "dim", "start", "end", "step"), saves=("dim", "end", "start", "step"))
+op("index_put_into_zeros", "IndexPutBackward0", ("values",), {"values": "grad[indices]"},
+   lambda values, sizes, indices: formula_math.index_backward(values, sizes, indices),
+   attrs=("sizes", "indices"), saves=("indices",))
+
+# --- in-place writes ----------------------------------------------------------------------------
+# Run by the in-place machinery: the forward computes the new value, which is then written into
+# the tensor's own memory; ``self`` below is the tensor's value before the write.
+
+op("copy_slices", "CopySlices", ("self", "src"),
+   {"self": "zero_at(grad, key)", "src": "grad[key]"},
+   lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",))
+op("copy", "CopyBackwards", ("self", "src"), {"self": "zeros_like(grad)", "src": "grad"},
+   lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype))
+op("zero", "ZeroBackward0", ("self",), {"self": "zeros_like(grad)"}, np.zeros_like)
+op("fill", "FillBackward0", ("self",), {"self": "zeros_like(grad)"},
+   lambda self, value: np.full_like(self, value), attrs=("value",))
+
+
+def _assign(array, key, value):
+    out = array.copy()
+    out[key] = value
+    return out

@@ -1,0 +1,897 @@
+"""The tensor operations users call (``nbgrad.exp``, ``x.sum(0)``, ``a @ b``), on top of the table.
+
+Each function checks and normalises its arguments the way PyTorch does (dims, shapes, Python
+numbers, error messages) and then runs one or a few entries of ``derivatives.OPS``. Where PyTorch
+builds an operation from smaller ones (``matmul`` from ``mm``/``mv``/``bmm``, indexing from
+``select``/``slice``/``index``), so do we, so that the graph shows the same nodes.
+"""
+
+import builtins
+import collections
+import numbers
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.autograd import grad_mode
+from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.ops.derivatives import OPS
+
+INT64_MAX = 9223372036854775807
+
+_make = Tensor._make
+
+
+def _operand(value):
+    """A Tensor stays a Tensor, a Python or NumPy number becomes a Python number."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return _make(value)
+    raise TypeError(f"unsupported operand type for a tensor operation: {type(value).__name__}")
+
+
+def _check_tensor(value, name="input"):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name} must be a Tensor, not {type(value).__name__}")
+    return value
+
+
+def _broadcast_error(a, b):
+    shape_a = a._data.shape if isinstance(a, Tensor) else ()
+    shape_b = b._data.shape if isinstance(b, Tensor) else ()
+    for offset in range(1, builtins.min(len(shape_a), len(shape_b)) + 1):
+        sa, sb = shape_a[-offset], shape_b[-offset]
+        if sa != sb and sa != 1 and sb != 1:
+            dim = builtins.max(len(shape_a), len(shape_b)) - offset
+            return RuntimeError(
+                f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
+                f"non-singleton dimension {dim}"
+            )
+    return RuntimeError(f"shapes {list(shape_a)} and {list(shape_b)} cannot be broadcast together")
+
+
+def _binary(spec, a, b, attrs=()):
+    a, b = _operand(a), _operand(b)
+    try:
+        return run_op(spec, (a, b), attrs)
+    except ValueError:
+        raise _broadcast_error(a, b) from None
+
+
+# --- arithmetic --------------------------------------------------------------------------------
+
+
+def add(input, other, *, alpha=1):  # noqa: A002 - PyTorch's argument names
+    spec = OPS["add"] if alpha == 1 else OPS["add_scaled"]
+    return _binary(spec, input, other, (alpha,))
+
+
+def sub(input, other, *, alpha=1):  # noqa: A002
+    spec = OPS["sub"] if alpha == 1 else OPS["sub_scaled"]
+    return _binary(spec, input, other, (alpha,))
+
+
+def rsub(input, other, *, alpha=1):  # noqa: A002
+    """``other - alpha * input`` for a Python number ``other``: PyTorch's RsubBackward1."""
+    if isinstance(other, Tensor):
+        return sub(other, input, alpha=alpha)
+    return run_op(OPS["rsub"], (input,), (_operand(other), alpha))
+
+
+def mul(input, other):  # noqa: A002
+    return _binary(OPS["mul"], input, other)
+
+
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    if rounding_mode is not None:
+        quotient = np.true_divide(_array(input), _array(other))
+        rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
+        return _make(rounded.astype(_array(input).dtype, copy=False))
+    return _binary(OPS["div"], input, other)
+
+
+def rdiv(input, other):  # noqa: A002
+    """``other / input`` for a number ``other``: PyTorch computes ``reciprocal(input) * other``."""
+    return mul(reciprocal(input), other)
+
+
+def neg(input):  # noqa: A002
+    return run_op(OPS["neg"], (input,))
+
+
+def pow(input, exponent):  # noqa: A001, A002
+    if not isinstance(input, Tensor):
+        return run_op(OPS["rpow"], (_check_tensor(exponent, "exponent"),), (_operand(input),))
+    if isinstance(exponent, Tensor):
+        return _binary(OPS["pow_tensor"], input, exponent)
+    exponent = _operand(exponent)
+    if isinstance(exponent, float) and not input._dtype.is_floating_point:
+        input = input.to(dtypes.get_default_dtype())
+    return run_op(OPS["pow"], (input,), (exponent,))
+
+
+def square(input):  # noqa: A002
+    return pow(input, 2)
+
+
+def maximum(input, other):  # noqa: A002
+    return _binary(OPS["maximum"], input, other)
+
+
+def minimum(input, other):  # noqa: A002
+    return _binary(OPS["minimum"], input, other)
+
+
+def _array(value):
+    return value._data if isinstance(value, Tensor) else np.asarray(value)
+
+
+# --- element-wise functions ---------------------------------------------------------------------
+
+
+def _unary(name):
+    spec = OPS[name]
+
+    def function(input):  # noqa: A002
+        return run_op(spec, (_check_tensor(input),))
+
+    function.__name__ = name
+    function.__doc__ = f"Element-wise {name}; its backward is ``{spec.grads['self']}``."
+    return function
+
+
+exp = _unary("exp")
+log = _unary("log")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+relu = _unary("relu")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+reciprocal = _unary("reciprocal")
+abs = _unary("abs")  # noqa: A001
+sign = _unary("sign")
+log1p = _unary("log1p")
+expm1 = _unary("expm1")
+
+
+def clamp(input, min=None, max=None):  # noqa: A001, A002
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return run_op(OPS["clamp"], (_check_tensor(input),), (_number(min), _number(max)))
+
+
+clip = clamp
+
+
+def _number(value):
+    if isinstance(value, Tensor):
+        return value.item()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def where(condition, input=None, other=None):  # noqa: A002
+    condition = _bool_array(condition, "where")
+    if input is None and other is None:
+        return tuple(_make(i) for i in np.nonzero(condition))
+    a, b = _operand(input), _operand(other)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = _make(np.asarray(a, dtype=_scalar_dtype(a).numpy))
+    try:
+        return run_op(OPS["where"], (a, b), (condition,))
+    except ValueError:
+        raise _broadcast_error(a, b) from None
+
+
+def _scalar_dtype(value):
+    if isinstance(value, bool):
+        return dtypes.bool
+    if isinstance(value, int):
+        return dtypes.int64
+    return dtypes.get_default_dtype()
+
+
+def _bool_array(mask, op_name):
+    if isinstance(mask, Tensor):
+        if mask._dtype is not dtypes.bool:
+            raise RuntimeError(f"{op_name} expected condition to be a boolean tensor, but got a "
+                               f"tensor with dtype {mask._dtype.name.capitalize()}")
+        return mask._data
+    return np.asarray(mask, dtype=bool)
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    mask = _bool_array(mask, "masked_fill_")
+    return run_op(OPS["masked_fill"], (input,), (mask, _number(value)))
+
+
+def softmax(input, dim, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = input.to(dtype)
+    return run_op(OPS["softmax"], (input,), (_wrap_dim(dim, input.dim()),))
+
+
+def log_softmax(input, dim, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = input.to(dtype)
+    return run_op(OPS["log_softmax"], (input,), (_wrap_dim(dim, input.dim()),))
+
+
+# --- comparisons and other results that carry no gradient -------------------------------------
+
+
+def _no_grad_result(function):
+    def compute(input, other):  # noqa: A002
+        try:
+            return _make(np.asarray(function(_array(input), _array(_operand(other)))))
+        except ValueError:
+            raise _broadcast_error(_operand(input), _operand(other)) from None
+
+    compute.__name__ = function.__name__
+    return compute
+
+
+eq = _no_grad_result(np.equal)
+ne = _no_grad_result(np.not_equal)
+lt = _no_grad_result(np.less)
+le = _no_grad_result(np.less_equal)
+gt = _no_grad_result(np.greater)
+ge = _no_grad_result(np.greater_equal)
+logical_and = _no_grad_result(np.logical_and)
+logical_or = _no_grad_result(np.logical_or)
+logical_xor = _no_grad_result(np.logical_xor)
+bitwise_and = _no_grad_result(np.bitwise_and)
+bitwise_or = _no_grad_result(np.bitwise_or)
+bitwise_xor = _no_grad_result(np.bitwise_xor)
+floor_divide = _no_grad_result(np.floor_divide)
+remainder = _no_grad_result(np.remainder)
+
+
+def logical_not(input):  # noqa: A002
+    return _make(np.logical_not(input._data))
+
+
+def bitwise_not(input):  # noqa: A002
+    return _make(np.invert(input._data))
+
+
+def isnan(input):  # noqa: A002
+    return _make(np.isnan(input._data))
+
+
+def isfinite(input):  # noqa: A002
+    return _make(np.isfinite(input._data))
+
+
+def equal(input, other):  # noqa: A002
+    return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return _make(np.isclose(input._data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    return _arg_extreme(np.argmax, input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    return _arg_extreme(np.argmin, input, dim, keepdim)
+
+
+def _arg_extreme(function, input, dim, keepdim):  # noqa: A002
+    if dim is None:
+        index = function(input._data)
+        return _make(np.asarray(index, dtype=np.int64).reshape((1,) * input.dim() if keepdim else ()))
+    return _make(function(input._data, axis=_wrap_dim(dim, input.dim()), keepdims=keepdim))
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001, A002
+    return _make(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim)))
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001, A002
+    return _make(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim)))
+
+
+def floor(input):  # noqa: A002
+    return _make(np.floor(input._data))
+
+
+def ceil(input):  # noqa: A002
+    return _make(np.ceil(input._data))
+
+
+def round(input, decimals=0):  # noqa: A001, A002
+    return _make(np.round(input._data, decimals))
+
+
+# --- reductions ---------------------------------------------------------------------------------
+
+
+def _dims(dim, ndim):
+    """PyTorch accepts an int, a tuple or a list of dims; the node saves them as a tuple."""
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    for d in dims:
+        _wrap_dim(d, ndim)
+    return dims
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001, A002
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._dtype is dtypes.bool or (not input._dtype.is_floating_point and dtype is None):
+        input = input.to(dtypes.int64) if input._dtype is not dtypes.int64 else input
+    if dim is None:
+        return run_op(OPS["sum"], (input,))
+    return run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim))
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+            f"complex dtype. Got: {dtypes.LEGACY_TYPE_NAMES[input._dtype][:-6]}"
+        )
+    if dim is None:
+        return run_op(OPS["mean"], (input,))
+    return run_op(OPS["mean_dim"], (input,), (_dims(dim, input.dim()), keepdim))
+
+
+MaxResult = collections.namedtuple("max", ["values", "indices"])
+MinResult = collections.namedtuple("min", ["values", "indices"])
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001, A002
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    if dim is None:
+        _check_not_empty(input, "max")
+        return run_op(OPS["max"], (input,))
+    values, indices = run_op(OPS["max_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
+    return MaxResult(values, indices)
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001, A002
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    if dim is None:
+        _check_not_empty(input, "min")
+        return run_op(OPS["min"], (input,))
+    values, indices = run_op(OPS["min_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
+    return MinResult(values, indices)
+
+
+def _check_not_empty(input, name):  # noqa: A002
+    if input._data.size == 0:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+            "the reduction dim with the 'dim' argument."
+        )
+
+
+def amax(input, dim=(), keepdim=False):  # noqa: A002
+    return run_op(OPS["amax"], (input,), (_dims(dim, input.dim()), keepdim))
+
+
+def amin(input, dim=(), keepdim=False):  # noqa: A002
+    return run_op(OPS["amin"], (input,), (_dims(dim, input.dim()), keepdim))
+
+
+# --- matrix products ----------------------------------------------------------------------------
+
+
+def mm(input, mat2):  # noqa: A002
+    a, b = input._data.shape, mat2._data.shape
+    if len(a) != 2:
+        raise RuntimeError(f"self must be a matrix")
+    if len(b) != 2:
+        raise RuntimeError(f"mat2 must be a matrix")
+    if a[1] != b[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})"
+        )
+    return run_op(OPS["mm"], (input, mat2))
+
+
+def mv(input, vec):  # noqa: A002
+    a, v = input._data.shape, vec._data.shape
+    if len(a) != 2 or len(v) != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {len(a)}, {len(v)}")
+    if a[1] != v[0]:
+        raise RuntimeError(
+            f"size mismatch, got input ({a[0]}), mat ({a[0]}x{a[1]}), vec ({v[0]})"
+        )
+    return run_op(OPS["mv"], (input, vec))
+
+
+def dot(input, tensor):  # noqa: A002
+    a, b = input._data.shape, tensor._data.shape
+    if len(a) != 1 or len(b) != 1:
+        raise RuntimeError(
+            f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors"
+        )
+    if a[0] != b[0]:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the "
+            f"same number of elements, but got {a[0]} and {b[0]} elements respectively"
+        )
+    return run_op(OPS["dot"], (input, tensor))
+
+
+def bmm(input, mat2):  # noqa: A002
+    a, b = input._data.shape, mat2._data.shape
+    if len(a) != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if len(b) != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if a[0] != b[0] or a[2] != b[1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{a[0]}, {a[2]}] "
+            f"but got: [{b[0]}, {b[1]}]."
+        )
+    return run_op(OPS["bmm"], (input, mat2))
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    a, b = mat1._data.shape, mat2._data.shape
+    if a[1] != b[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})"
+        )
+    return run_op(OPS["addmm"], (input, mat1, mat2), (beta, alpha))
+
+
+def matmul(input, other):  # noqa: A002
+    """Matrix product of any ranks, built from dot/mv/mm/bmm as PyTorch builds it."""
+    da, db = input.dim(), other.dim()
+    if da == 0 or db == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D"
+        )
+    if da == 1 and db == 1:
+        return dot(input, other)
+    if da == 2 and db == 1:
+        return mv(input, other)
+    if da == 1 and db == 2:
+        return run_op(OPS["squeeze_dims"], (mm(unsqueeze(input, 0), other),), (0,))
+    if da == 2 and db == 2:
+        return mm(input, other)
+    if da >= 3 and db <= 2:
+        batch_shape = input._data.shape[:-1]
+        folded = reshape(input, (-1, input._data.shape[-1]))
+        product = mv(folded, other) if db == 1 else mm(folded, other)
+        out_shape = batch_shape if db == 1 else (*batch_shape, other._data.shape[-1])
+        return run_op(OPS["unsafe_view"], (product,), (out_shape,))
+    return _batched_matmul(input, other)
+
+
+def _batched_matmul(a, b):
+    vector_a, vector_b = a.dim() == 1, b.dim() == 1
+    if vector_a:
+        a = unsqueeze(a, 0)
+    if vector_b:
+        b = unsqueeze(b, -1)
+    (n, k1), (k2, m) = a._data.shape[-2:], b._data.shape[-2:]
+    if k1 != k2:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{int(np.prod(a._data.shape[:-2]))}, {k1}] but got: "
+            f"[{int(np.prod(b._data.shape[:-2]))}, {k2}]."
+        )
+    try:
+        batch = np.broadcast_shapes(a._data.shape[:-2], b._data.shape[:-2])
+    except ValueError:
+        raise _broadcast_error(a, b) from None
+    count = int(np.prod(batch))
+    a3 = reshape(expand(a, (*batch, n, k1)), (count, n, k1))
+    b3 = reshape(expand(b, (*batch, k2, m)), (count, k2, m))
+    out_shape = (*batch, n, m)
+    if vector_a:
+        out_shape = (*batch, m)
+    if vector_b:
+        out_shape = out_shape[:-1]
+    return run_op(OPS["unsafe_view"], (bmm(a3, b3),), (out_shape,))
+
+
+# --- shapes -------------------------------------------------------------------------------------
+
+
+def _shape_args(shape):
+    """``x.view(2, 3)`` and ``x.view((2, 3))`` mean the same."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer_shape(shape, numel):
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+    return shape
+
+
+def _viewable(array, shape):
+    try:
+        probe = array.view()
+        probe.shape = shape
+    except AttributeError:
+        return False
+    return True
+
+
+def view(input, *shape):  # noqa: A002
+    shape = _infer_shape(_shape_args(shape), input._data.size)
+    if not _viewable(input._data, shape):
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return run_op(OPS["view"], (input,), (shape,))
+
+
+def reshape(input, *shape):  # noqa: A002
+    shape = _infer_shape(_shape_args(shape), input._data.size)
+    if _viewable(input._data, shape):
+        return run_op(OPS["view"], (input,), (shape,))
+    # PyTorch copies first, then views the copy: CloneBackward0 then UnsafeViewBackward0.
+    return run_op(OPS["unsafe_view"], (run_op(OPS["clone"], (input,)),), (shape,))
+
+
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    if input.dim() == 0:
+        return reshape(input, (1,))
+    start, end = _wrap_dim(start_dim, input.dim()), _wrap_dim(end_dim, input.dim())
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return input
+    shape = input._data.shape
+    return reshape(input, (*shape[:start], -1, *shape[end + 1:]))
+
+
+def t(input):  # noqa: A002
+    if input.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
+    return run_op(OPS["t"], (input,))
+
+
+def transpose(input, dim0, dim1):  # noqa: A002
+    n = input.dim()
+    return run_op(OPS["transpose"], (input,), (_wrap_dim(dim0, n), _wrap_dim(dim1, n)))
+
+
+def permute(input, *dims):  # noqa: A002
+    dims = _shape_args(dims)
+    n = input.dim()
+    if len(dims) != n:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to "
+            f"len(dims) = {len(dims)}"
+        )
+    dims = tuple(_wrap_dim(d, n) for d in dims)
+    if len(set(dims)) != n:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return run_op(OPS["permute"], (input,), (dims,))
+
+
+def unsqueeze(input, dim):  # noqa: A002
+    return run_op(OPS["unsqueeze"], (input,), (_wrap_dim(dim, input.dim() + 1),))
+
+
+def squeeze(input, dim=None):  # noqa: A002
+    if dim is None:
+        return run_op(OPS["squeeze"], (input,))
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(d for d in (_wrap_dim(d, input.dim()) for d in dim) if input._data.shape[d] == 1)
+        return run_op(OPS["squeeze_dims"], (input,), (dims,))
+    return run_op(OPS["squeeze_dim"], (input,), (_wrap_dim(dim, input.dim()),))
+
+
+def expand(input, *sizes):  # noqa: A002
+    sizes = _shape_args(sizes)
+    shape = input._data.shape
+    if len(sizes) < len(shape):
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{[{', '.join(map(str, shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
+            "the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
+            f"of dimensions in the tensor ({len(shape)})"
+        )
+    lead = len(sizes) - len(shape)
+    target = list(sizes)
+    for i, s in enumerate(shape):
+        want = sizes[lead + i]
+        if want == -1:
+            target[lead + i] = s
+        elif s != want and s != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want}) must match the existing size ({s}) at "
+                f"non-singleton dimension {lead + i}.  Target sizes: [{', '.join(map(str, sizes))}]."
+                f"  Tensor sizes: [{', '.join(map(str, shape))}]"
+            )
+    return run_op(OPS["expand"], (input,), (tuple(target),))
+
+
+def sum_to_size(input, *size):  # noqa: A002
+    size = _shape_args(size)
+    shape = input._data.shape
+    if shape == size:
+        return input
+    lead = len(shape) - len(size)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1
+    )
+    summed = sum(input, dims, keepdim=True)
+    return view(summed, size) if lead else summed
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    first = tensors[0]
+    dim = _wrap_dim(dim, first.dim())
+    for i, t in enumerate(tensors[1:], 1):
+        if t.dim() != first.dim():
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {first.dim()} and {t.dim()}"
+            )
+        for d, (a, b) in enumerate(zip(first._data.shape, t._data.shape)):
+            if d != dim and a != b:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size {a} "
+                    f"but got size {b} for tensor number {i} in the list."
+                )
+    return run_op(OPS["cat"], (tensors,), (dim,))
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t._data.shape != tensors[0]._data.shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got "
+                f"[{', '.join(map(str, tensors[0]._data.shape))}] at entry 0 and "
+                f"[{', '.join(map(str, t._data.shape))}] at entry {i}"
+            )
+    return run_op(OPS["stack"], (tensors,), (_wrap_dim(dim, tensors[0].dim() + 1),))
+
+
+def narrow(input, dim, start, length):  # noqa: A002
+    dim = _wrap_dim(dim, input.dim())
+    return run_op(OPS["slice"], (input,), (dim, start, start + length, 1))
+
+
+def select(input, dim, index):  # noqa: A002
+    dim = _wrap_dim(dim, input.dim())
+    size = input._data.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(
+            f"index {index} is out of bounds for dimension {dim} with size {size}"
+        )
+    return run_op(OPS["select"], (input,), (dim, index))
+
+
+def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
+    return run_op(OPS["gather"], (input,), (_wrap_dim(dim, input.dim()), index._data, sparse_grad))
+
+
+def clone(input):  # noqa: A002
+    return run_op(OPS["clone"], (input,))
+
+
+def contiguous(input):  # noqa: A002
+    return input if input._data.flags.c_contiguous else clone(input)
+
+
+def detach(input):  # noqa: A002
+    return input.detach()
+
+
+def to_dtype(input, dtype):  # noqa: A002
+    dtype = dtypes.to_dtype(dtype)
+    if dtype is input._dtype:
+        return input
+    return run_op(OPS["to_dtype"], (input,), (dtype,))
+
+
+def select_backward(grad, sizes, dim, index):
+    return run_op(OPS["select_backward"], (grad,), (sizes, dim, index))
+
+
+def slice_backward(grad, sizes, dim, start, end, step):
+    return run_op(OPS["slice_backward"], (grad,), (sizes, dim, start, end, step))
+
+
+def index_put_into_zeros(values, sizes, indices):
+    return run_op(OPS["index_put_into_zeros"], (values,), (sizes, indices))
+
+
+# --- indexing -----------------------------------------------------------------------------------
+
+
+def _index_array(value):
+    if isinstance(value, Tensor):
+        if value._dtype.is_floating_point:
+            raise IndexError(
+                "tensors used as indices must be long, int, byte or bool tensors"
+            )
+        return value._data
+    array = np.asarray(value)
+    if array.dtype.kind == "f":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return array
+
+
+def _is_integer(value):
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, numbers.Integral):
+        return True
+    return isinstance(value, Tensor) and value._data.ndim == 0 and value._dtype._category == 1
+
+
+def getitem(tensor, key):
+    """``tensor[key]``: ints select, slices slice, None unsqueezes, arrays index, as in PyTorch."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    consumed = builtins.sum(
+        1 if (k is not None and k is not Ellipsis and not _is_bool_mask(k)) else
+        (_array(k).ndim if _is_bool_mask(k) else 0)
+        for k in key
+    )
+    if consumed > tensor.dim():
+        raise IndexError(
+            f"too many indices for tensor of dimension {tensor.dim()}"
+        )
+    result, dim, advanced, has_advanced = tensor, 0, [], False
+    for k in key:
+        if k is Ellipsis:
+            skip = tensor.dim() - consumed
+            advanced.extend([slice(None)] * skip)
+            dim += skip
+            consumed = tensor.dim()
+        elif k is None:
+            result = unsqueeze(result, dim)
+            advanced.append(slice(None))
+            dim += 1
+        elif _is_integer(k):
+            result = select(result, dim, int(k))
+        elif isinstance(k, slice):
+            if k != slice(None):
+                start, stop, step = k.start, k.stop, k.step
+                if step is not None and step <= 0:
+                    raise ValueError("step must be greater than zero")
+                result = run_op(
+                    OPS["slice"],
+                    (result,),
+                    (dim, 0 if start is None else start, INT64_MAX if stop is None else stop,
+                     1 if step is None else step),
+                )
+            advanced.append(slice(None))
+            dim += 1
+        else:
+            array = _index_array(k)
+            advanced.append(array)
+            has_advanced = True
+            dim += array.ndim if array.dtype == bool else 1
+    if has_advanced:
+        try:
+            result = run_op(OPS["index"], (result,), (tuple(advanced),))
+        except IndexError as error:
+            raise IndexError(str(error)) from None
+    if result is tensor:
+        # ``x[:]`` and ``x[...]`` give a new view of the same memory, as in PyTorch.
+        result = run_op(OPS["view"], (tensor,), (tensor._data.shape,))
+    return result
+
+
+def _is_bool_mask(k):
+    if isinstance(k, Tensor):
+        return k._dtype is dtypes.bool
+    return isinstance(k, np.ndarray) and k.dtype == bool
+
+
+def _numpy_key(key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    converted = []
+    for k in key:
+        if isinstance(k, Tensor):
+            converted.append(k._data if k._data.ndim else k.item())
+        elif isinstance(k, list):
+            converted.append(np.asarray(k))
+        else:
+            converted.append(k)
+    return tuple(converted)
+
+
+def setitem(tensor, key, value):
+    """``tensor[key] = value``: an in-place write, recorded as PyTorch's CopySlices."""
+    value = _operand(value)
+    key = _numpy_key(key)
+    recording = grad_mode._enabled and (
+        tensor._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
+    )
+    if not recording:
+        tensor._data[key] = value._data if isinstance(value, Tensor) else value
+        tensor._version_counter.value += 1
+        return
+    run_inplace(OPS["copy_slices"], tensor, (value,), (key,))
+
+
+# --- in-place operations ------------------------------------------------------------------------
+
+
+def add_(input, other, *, alpha=1):  # noqa: A002
+    spec = OPS["add"] if alpha == 1 else OPS["add_scaled"]
+    return run_inplace(spec, input, (_operand(other),), (alpha,))
+
+
+def sub_(input, other, *, alpha=1):  # noqa: A002
+    spec = OPS["sub"] if alpha == 1 else OPS["sub_scaled"]
+    return run_inplace(spec, input, (_operand(other),), (alpha,))
+
+
+def mul_(input, other):  # noqa: A002
+    return run_inplace(OPS["mul"], input, (_operand(other),))
+
+
+def div_(input, other):  # noqa: A002
+    return run_inplace(OPS["div"], input, (_operand(other),))
+
+
+def clamp_(input, min=None, max=None):  # noqa: A001, A002
+    return run_inplace(OPS["clamp"], input, (), (_number(min), _number(max)))
+
+
+def relu_(input):  # noqa: A002
+    return run_inplace(OPS["relu"], input)
+
+
+def zero_(input):  # noqa: A002
+    return run_inplace(OPS["zero"], input)
+
+
+def fill_(input, value):  # noqa: A002
+    return run_inplace(OPS["fill"], input, (), (_number(value),))
+
+
+def copy_(input, src):  # noqa: A002
+    return run_inplace(OPS["copy"], input, (_operand(src),))
+
+
+def masked_fill_(input, mask, value):  # noqa: A002
+    return run_inplace(OPS["masked_fill"], input, (), (_bool_array(mask, "masked_fill_"), _number(value)))

@@ -1,0 +1,191 @@
+"""Tensor methods and operators: ``x.exp()``, ``x + y``, ``x[0] = v``, all calling ``functions``."""
+
+from nbgrad import dtypes
+from nbgrad.autograd.tensor import Tensor
+from nbgrad.ops import functions as F
+
+
+def _reflected(function):
+    def method(self, other):
+        try:
+            other = F._operand(other)
+        except TypeError:
+            return NotImplemented
+        return function(self, other)
+
+    return method
+
+
+def _swapped(function):
+    def method(self, other):
+        try:
+            other = F._operand(other)
+        except TypeError:
+            return NotImplemented
+        if isinstance(other, Tensor):
+            return function(other, self)
+        return function(self, other)
+
+    return method
+
+
+def _inplace_operator(function):
+    def method(self, other):
+        return function(self, other)
+
+    return method
+
+
+def _matmul(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return F.matmul(self, other)
+
+
+def _rmatmul(self, other):
+    if not isinstance(other, Tensor):
+        return NotImplemented
+    return F.matmul(other, self)
+
+
+def _rsub(self, other):
+    try:
+        other = F._operand(other)
+    except TypeError:
+        return NotImplemented
+    return F.rsub(self, other)
+
+
+def _rtruediv(self, other):
+    try:
+        other = F._operand(other)
+    except TypeError:
+        return NotImplemented
+    return F.rdiv(self, other)
+
+
+def _rpow(self, other):
+    try:
+        other = F._operand(other)
+    except TypeError:
+        return NotImplemented
+    return F.pow(other, self)
+
+
+OPERATORS = {
+    "__add__": _reflected(F.add),
+    "__radd__": _reflected(F.add),
+    "__sub__": _reflected(F.sub),
+    "__rsub__": _rsub,
+    "__mul__": _reflected(F.mul),
+    "__rmul__": _reflected(F.mul),
+    "__truediv__": _reflected(F.div),
+    "__rtruediv__": _rtruediv,
+    "__pow__": _reflected(F.pow),
+    "__rpow__": _rpow,
+    "__matmul__": _matmul,
+    "__rmatmul__": _rmatmul,
+    "__neg__": F.neg,
+    "__pos__": lambda self: self,
+    "__abs__": F.abs,
+    "__floordiv__": _reflected(F.floor_divide),
+    "__rfloordiv__": _swapped(F.floor_divide),
+    "__mod__": _reflected(F.remainder),
+    "__eq__": _reflected(F.eq),
+    "__ne__": _reflected(F.ne),
+    "__lt__": _reflected(F.lt),
+    "__le__": _reflected(F.le),
+    "__gt__": _reflected(F.gt),
+    "__ge__": _reflected(F.ge),
+    "__and__": _reflected(F.bitwise_and),
+    "__or__": _reflected(F.bitwise_or),
+    "__xor__": _reflected(F.bitwise_xor),
+    "__invert__": F.bitwise_not,
+    "__iadd__": _inplace_operator(F.add_),
+    "__isub__": _inplace_operator(F.sub_),
+    "__imul__": _inplace_operator(F.mul_),
+    "__itruediv__": _inplace_operator(F.div_),
+    "__getitem__": F.getitem,
+    "__setitem__": F.setitem,
+}
+
+# Methods that are exactly the module function of the same name, with the tensor first.
+SAME_AS_FUNCTION = [
+    "add", "sub", "mul", "div", "pow", "square", "neg", "maximum", "minimum",
+    "exp", "log", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "sqrt", "rsqrt", "reciprocal",
+    "abs", "sign", "log1p", "expm1", "clamp", "clip", "masked_fill", "softmax", "log_softmax",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "isnan",
+    "isfinite", "equal", "allclose", "isclose", "argmax", "argmin", "all", "any", "floor", "ceil",
+    "round", "sum", "mean", "max", "min", "amax", "amin", "mm", "mv", "dot", "bmm", "matmul",
+    "view", "reshape", "flatten", "t", "transpose", "permute", "unsqueeze", "squeeze", "expand",
+    "sum_to_size", "narrow", "select", "gather", "clone", "contiguous",
+    "add_", "sub_", "mul_", "div_", "clamp_", "relu_", "zero_", "fill_", "copy_", "masked_fill_",
+]
+
+ALIASES = {
+    "multiply": F.mul,
+    "subtract": F.sub,
+    "divide": F.div,
+    "negative": F.neg,
+    "absolute": F.abs,
+    "swapaxes": F.transpose,
+    "clamp_min": lambda self, min: F.clamp(self, min=min),  # noqa: A006
+    "clamp_max": lambda self, max: F.clamp(self, max=max),  # noqa: A006
+    "view_as": lambda self, other: F.view(self, other._data.shape),
+    "reshape_as": lambda self, other: F.reshape(self, other._data.shape),
+    "expand_as": lambda self, other: F.expand(self, other._data.shape),
+    "type_as": lambda self, other: F.to_dtype(self, other._dtype),
+    "float": lambda self: F.to_dtype(self, dtypes.float32),
+    "double": lambda self: F.to_dtype(self, dtypes.float64),
+    "half": lambda self: F.to_dtype(self, dtypes.float16),
+    "long": lambda self: F.to_dtype(self, dtypes.int64),
+    "int": lambda self: F.to_dtype(self, dtypes.int32),
+    "bool": lambda self: F.to_dtype(self, dtypes.bool),
+}
+
+
+def _to(self, *args, **kwargs):
+    """``x.to(dtype)``, ``x.to("cpu")``, ``x.to(other)``, ``x.to("cpu", torch.float64)``."""
+    target = kwargs.pop("dtype", None)
+    kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    copy = kwargs.pop("copy", False)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            target = arg._dtype
+        elif isinstance(arg, str):
+            if arg.split(":")[0] != "cpu":
+                raise RuntimeError(f"nbgrad runs on the CPU only; cannot move a tensor to {arg!r}")
+        elif arg is not None:
+            target = arg
+    result = self if target is None else F.to_dtype(self, target)
+    return F.clone(result) if copy and result is self else result
+
+
+def _transposed(self):
+    """``x.T``: all dims reversed, recorded as PermuteBackward0 as in PyTorch."""
+    if self.dim() < 2:
+        return self
+    return F.permute(self, tuple(reversed(range(self.dim()))))
+
+
+def _type(self, dtype=None):
+    if dtype is None:
+        return f"torch.{dtypes.LEGACY_TYPE_NAMES[self._dtype]}"
+    return F.to_dtype(self, dtype)
+
+
+def install():
+    for name, function in OPERATORS.items():
+        setattr(Tensor, name, function)
+    for name in SAME_AS_FUNCTION:
+        setattr(Tensor, name, getattr(F, name))
+    for name, function in ALIASES.items():
+        setattr(Tensor, name, function)
+    Tensor.to = _to
+    Tensor.type = _type
+    Tensor.T = property(_transposed)
+    Tensor.mT = property(lambda self: F.transpose(self, -2, -1))
+    Tensor.__hash__ = object.__hash__

@@ -1,0 +1,156 @@
+"""How one operation is declared: its forward, what it saves, and its derivative formulas.
+
+A formula is a short Python expression over ``grad`` (the gradient flowing in) and the names the
+operation saves, like a line of PyTorch's derivatives.yaml::
+
+    "self": "grad * other"
+
+The same text is compiled twice: once against NumPy (plain backward, fast) and once against
+nbgrad's own differentiable operations (``create_graph=True``, so backward builds a graph). The
+widget shows the very same text, so the engine and the pictures cannot disagree.
+"""
+
+class OpSpec:
+    """The declaration of one differentiable operation.
+
+    name      the forward op ("mul"), shown in the forward view of the graph
+    node      the backward node's class name, as PyTorch names it ("MulBackward0")
+    inputs    names of the tensor inputs, in order; each gets one edge in ``next_functions``
+    attrs     names of the non-tensor arguments, passed to ``forward`` after the arrays
+    saves     what backward needs, each exposed on the node as ``_saved_<name>``: a tensor input,
+              ``result``, an attr, an extra output, or ``<input>_sym_sizes`` / ``<input>_sym_numel``
+    grads     input name -> formula text (inputs without a formula are not differentiable)
+    forward   NumPy implementation: ``forward(*arrays, *attrs)`` -> array (or tuple with extras)
+    extra_outputs  names of outputs after the first that never require grad (``indices`` of max)
+    view      the result shares memory (and so the version counter) with ``inputs[0]``
+    variadic  the single input is a list of tensors (cat, stack); its formula returns a list
+    promote   bring the inputs to one dtype first, by PyTorch's type-promotion rules
+    floating  integer inputs become the default float dtype first (exp, mean, true division)
+    """
+
+    __slots__ = (
+        "name",
+        "node",
+        "inputs",
+        "attrs",
+        "saves",
+        "grads",
+        "forward",
+        "extra_outputs",
+        "view",
+        "formula_names",
+        "array_vjps",
+        "_tensor_vjps",
+        "saves_for_needs",
+        "save_sources",
+        "variadic",
+        "promote",
+        "floating",
+        "node_class",
+    )
+
+    def __init__(
+        self,
+        name,
+        node,
+        inputs,
+        grads,
+        forward,
+        attrs=(),
+        saves=(),
+        extra_outputs=(),
+        view=False,
+        variadic=False,
+        promote=False,
+        floating=False,
+    ):
+        self.name = name
+        self.node = node
+        self.inputs = tuple(inputs)
+        self.attrs = tuple(attrs)
+        self.saves = tuple(saves)
+        self.grads = dict(grads)
+        self.forward = forward
+        self.extra_outputs = tuple(extra_outputs)
+        self.view = view
+        self.variadic = variadic
+        self.promote = promote
+        self.floating = floating
+        unknown = set(self.grads) - set(self.inputs)
+        if unknown:
+            raise ValueError(f"{node}: formulas for unknown inputs {sorted(unknown)}")
+        self.formula_names = {
+            inp: _names_used(text, self.saves, node) for inp, text in self.grads.items()
+        }
+        from nbgrad.ops import formula_math
+
+        self.array_vjps = self._compile(formula_math.ARRAY_NAMESPACE)
+        self._tensor_vjps = None
+        self.saves_for_needs = {}
+        self.save_sources = tuple(self._source_of(s) for s in self.saves)
+        self.node_class = None
+
+    def _source_of(self, saved):
+        """Where a saved name's value comes from: ("input", i), ("result", 0), ("attr", j), ..."""
+        if saved in self.inputs:
+            return ("input", self.inputs.index(saved))
+        if saved == "result":
+            return ("result", 0)
+        if saved in self.attrs:
+            return ("attr", self.attrs.index(saved))
+        if saved in self.extra_outputs:
+            return ("extra", self.extra_outputs.index(saved))
+        for suffix, kind in (("_sym_sizes", "sizes"), ("_sym_numel", "numel"), ("_dtype", "dtype")):
+            base = saved[: -len(suffix)]
+            if saved.endswith(suffix) and base in self.inputs:
+                return (kind, self.inputs.index(base))
+        raise ValueError(f"{self.node}: cannot tell where saved {saved!r} comes from")
+
+    def _compile(self, namespace):
+        """One function per input, ``f(grad, *saved) -> gradient for that input`` (or None)."""
+        params = ", ".join(("grad",) + self.saves)
+        vjps = []
+        for inp in self.inputs:
+            text = self.grads.get(inp)
+            if text is None:
+                vjps.append(None)
+                continue
+            source = f"lambda {params}: {text}"
+            vjps.append(eval(compile(source, f"<{self.node}: {inp}>", "eval"), dict(namespace)))  # noqa: S307 - our own table
+        return tuple(vjps)
+
+    @property
+    def tensor_vjps(self):
+        if self._tensor_vjps is None:
+            from nbgrad.ops import formula_math
+
+            self._tensor_vjps = self._compile(formula_math.tensor_namespace())
+        return self._tensor_vjps
+
+    def saved_positions(self, needs):
+        """Which of ``saves`` to keep when only the inputs flagged in ``needs`` want a gradient.
+
+        PyTorch keeps exactly what the needed formulas read (``x * 2`` does not save ``x``), and
+        so do we; the answer is cached per combination of flags.
+        """
+        positions = self.saves_for_needs.get(needs)
+        if positions is None:
+            used = set()
+            for inp, need in zip(self.inputs, needs):
+                if need and inp in self.formula_names:
+                    used |= self.formula_names[inp]
+            # Tensors are kept only when a needed formula reads them; sizes, dims and other
+            # small values always (PyTorch shows ``_saved_alpha`` even when nothing needs it).
+            positions = tuple(
+                i
+                for i, (s, (kind, _)) in enumerate(zip(self.saves, self.save_sources))
+                if s in used or kind not in ("input", "result")
+            )
+            self.saves_for_needs[needs] = positions
+        return positions
+
+
+def _names_used(text, saves, node):
+    code = compile(text, f"<{node}>", "eval")
+    names = set(code.co_names)
+    return {s for s in saves if s in names}

@@ -1,0 +1,91 @@
+"""The same expressions run through nbgrad and PyTorch give the same graph, values and grads."""
+
+import numpy as np
+import pytest
+
+import nbgrad
+from graph_compare import saved_names, structure, to_numpy
+
+# Each expression sees x, y (2x3), v (3), m (3x4), b3 (5x2x3), c3 (5x3x4) requiring grad, and
+# T, the library under test. Values are kept away from kinks and branch points.
+EXPRESSIONS = [
+    "x + 2", "2 + x", "x + y", "x - y", "x - 2", "2 - x", "x * 2", "2 * x", "x * y", "x / y",
+    "x / 2", "2 / x", "x ** 2", "x ** y", "2 ** x", "-x", "x @ m", "x.mm(m)", "v @ v",
+    "v.dot(v)", "m.t() @ v", "x.mv(v)", "v @ m", "b3 @ c3", "b3 @ m", "b3 @ v",
+    "T.bmm(b3, c3)", "x.sum()", "x.sum(0)", "x.sum(dim=1, keepdim=True)", "x.sum((0, 1))",
+    "x.sum(-1)", "x.mean()", "x.mean(0)", "x.mean(dim=1, keepdim=True)", "x.max()",
+    "x.max(0)[0]", "x.max(1).values", "x.min()", "x.min(1)[0]", "x.amax(0)", "x.amax()",
+    "x.amin(1)", "x.exp()", "x.log()", "x.sin()", "x.cos()", "x.tan()", "x.tanh()",
+    "x.sigmoid()", "x.relu()", "T.relu(x - 3)", "x.sqrt()", "x.rsqrt()", "x.reciprocal()",
+    "(x - 3).abs()", "x.log1p()", "x.expm1()", "x.clamp(2, 5)", "x.clamp(min=2)",
+    "x.clamp(max=4)", "T.where(x > 3, x, y)", "T.where(x > 3, x, 0.)", "x.view(3, 2)",
+    "x.reshape(3, 2)", "x.reshape(-1)", "x.flatten()", "x.t()", "x.T", "x.transpose(0, 1)",
+    "x.permute(1, 0)", "x.unsqueeze(1)", "x.unsqueeze(0).squeeze()",
+    "x.unsqueeze(0).squeeze(0)", "x[:, :1].expand(2, 3)", "x.expand(2, 2, 3)", "x[0]",
+    "x[0, 1]", "x[:, 1:]", "x[0][1:]", "x[[0, 1]]", "x[x > 3]", "x[:, [0, 2]]", "x[None]",
+    "x[..., 0]", "x[1:, ::2]", "T.cat([x, y])", "T.cat([x, y], 1)", "T.stack([x, y])",
+    "T.stack([x, y], 2)", "x.clone()", "x.pow(3)", "T.pow(x, 3)", "x.square()", "x.neg()",
+    "x.log_softmax(1)", "x.softmax(1)", "x.softmax(0)", "x.maximum(y + 0.5)",
+    "x.minimum(y + 0.5)", "x.masked_fill(x > 3, 0.)", "x.narrow(0, 0, 1)", "x.select(0, 1)",
+    "x.gather(1, T.tensor([[0], [2]]))", "x.double()", "x.to(T.float64)",
+    "x.exp().exp()", "x.sign()", "x.t().reshape(6)", "x.sum_to_size(1, 3)",
+    "(x * y).sum() / x.numel()", "T.addmm(v, x, m[:, :3])", "x.view_as(y)", "x.expand_as(x)",
+    "((x * 2).tanh() + y.sigmoid() * x).sum()",
+]
+
+
+def inputs(T, dtype):
+    rng = np.random.default_rng(7)
+    shapes = {"x": (2, 3), "y": (2, 3), "v": (3,), "m": (3, 4), "b3": (5, 2, 3), "c3": (5, 3, 4)}
+    values = {}
+    for name, shape in shapes.items():
+        # Positive, distinct values: away from log/sqrt domains and from ties in max/min.
+        data = rng.permutation(np.prod(shape)).reshape(shape) * 0.37 + 0.5
+        values[name] = T.tensor(data, dtype=dtype, requires_grad=True)
+    return values
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_graph_values_and_grads_match_pytorch(torch, expression):
+    ours_in, theirs_in = inputs(nbgrad, nbgrad.float64), inputs(torch, torch.float64)
+    ours = eval(expression, {"T": nbgrad, **ours_in})  # noqa: S307 - our own test table
+    theirs = eval(expression, {"T": torch, **theirs_in})  # noqa: S307
+
+    assert structure(ours.grad_fn) == structure(theirs.grad_fn)
+    assert ours.shape == tuple(theirs.shape)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=1e-12, atol=1e-12)
+
+    torch_saved = {n for n in saved_names(theirs.grad_fn) if not n.endswith("_sym_strides")}
+    assert torch_saved <= saved_names(ours.grad_fn)
+    for name in torch_saved:
+        assert_same_saved(getattr(ours.grad_fn, name), getattr(theirs.grad_fn, name), torch, name)
+
+    seed = np.random.default_rng(3).standard_normal(tuple(theirs.shape))
+    ours.backward(nbgrad.tensor(seed))
+    theirs.backward(torch.tensor(seed))
+    for name in ours_in:
+        mine, real = ours_in[name].grad, theirs_in[name].grad
+        assert (mine is None) == (real is None), name
+        if real is not None:
+            np.testing.assert_allclose(to_numpy(mine), to_numpy(real), rtol=1e-10, atol=1e-12)
+
+
+def assert_same_saved(mine, real, torch, name):
+    if isinstance(real, torch.Tensor):
+        np.testing.assert_allclose(to_numpy(mine), to_numpy(real), rtol=1e-12, err_msg=name)
+    elif isinstance(real, tuple) and any(isinstance(r, torch.Tensor) for r in real):
+        assert len(mine) == len(real), name
+        for m, r in zip(mine, real):
+            assert_same_saved(m, r, torch, name)
+    else:
+        assert mine == _signed(real), name
+
+
+def _signed(value):
+    """PyTorch shows a saved negative dim as its unsigned 64-bit wrap-around (2**64 - 1 for -1)."""
+    if isinstance(value, int) and value >= 2**63:
+        return value - 2**64
+    if isinstance(value, tuple):
+        return tuple(_signed(v) for v in value)
+    return value

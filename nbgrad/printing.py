@@ -80,11 +80,14 @@ def _summarized(array):
 def _vector(values, indent, summarize, fmt):
     per_line = max(1, math.floor((LINEWIDTH - indent) / (fmt.width + 2)))
     if summarize and len(values) > 2 * EDGEITEMS:
-        items = ([fmt.format(v) for v in values[:EDGEITEMS].tolist()] + [" ..."]
-                 + [fmt.format(v) for v in values[-EDGEITEMS:].tolist()])
+        items = (
+            [fmt.format(v) for v in values[:EDGEITEMS].tolist()]
+            + [" ..."]
+            + [fmt.format(v) for v in values[-EDGEITEMS:].tolist()]
+        )
     else:
         items = [fmt.format(v) for v in values.tolist()]
-    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
@@ -94,9 +97,14 @@ def _nested(values, indent, summarize, fmt):
     if values.ndim == 1:
         return _vector(values, indent, summarize, fmt)
     if summarize and values.shape[0] > 2 * EDGEITEMS:
-        rows = ([_nested(values[i], indent + 1, summarize, fmt) for i in range(EDGEITEMS)] + ["..."]
-                + [_nested(values[i], indent + 1, summarize, fmt)
-                   for i in range(len(values) - EDGEITEMS, len(values))])
+        rows = (
+            [_nested(values[i], indent + 1, summarize, fmt) for i in range(EDGEITEMS)]
+            + ["..."]
+            + [
+                _nested(values[i], indent + 1, summarize, fmt)
+                for i in range(len(values) - EDGEITEMS, len(values))
+            ]
+        )
     else:
         rows = [_nested(values[i], indent + 1, summarize, fmt) for i in range(values.shape[0])]
     separator = "," + "\n" * (values.ndim - 1) + " " * (indent + 1)

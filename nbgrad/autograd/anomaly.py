@@ -1,4 +1,4 @@
-"""Anomaly detection: remember where each node was made, and name the one whose backward went wrong."""
+"""Anomaly detection: remember where each node was made; name the node whose backward failed."""
 
 import traceback
 import warnings

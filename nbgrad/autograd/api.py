@@ -1,4 +1,4 @@
-"""``backward()`` and ``autograd.grad()``: check the arguments as PyTorch does, then run the engine."""
+"""``backward()`` and ``autograd.grad()``: check arguments as PyTorch does, then run the engine."""
 
 import numpy as np
 
@@ -17,12 +17,11 @@ def _root_grads(outputs, grad_outputs, create_graph):
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     else:
-        grad_outputs = _as_tuple(grad_outputs) if not isinstance(grad_outputs, Tensor) else (
-            grad_outputs,)
-    if len(grad_outputs) != len(outputs):
-        raise RuntimeError(
-            f"got {len(grad_outputs)} tensors and {len(outputs)} gradients"
+        grad_outputs = (
+            _as_tuple(grad_outputs) if not isinstance(grad_outputs, Tensor) else (grad_outputs,)
         )
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"got {len(grad_outputs)} tensors and {len(outputs)} gradients")
     grads = []
     for i, (out, grad) in enumerate(zip(outputs, grad_outputs)):
         if grad is None:

@@ -107,8 +107,9 @@ def _record(spec, inputs, result, attrs, extras, snapshot):
         needs.append(edge[0] is not None)
     node.next_functions = tuple(edges)
     node._input_meta = tuple(meta)
-    node._saved = _saved_values(spec, spec.saved_positions(tuple(needs)), inputs, result, attrs,
-                                extras)
+    node._saved = _saved_values(
+        spec, spec.saved_positions(tuple(needs)), inputs, result, attrs, extras
+    )
     if anomaly.enabled:
         anomaly.remember_forward(node)
     return node
@@ -129,9 +130,7 @@ def _saved_values(spec, positions, inputs, result, attrs, extras):
         elif kind == "extra":
             saved[p] = extras[i]
         elif kind == "sizes":
-            saved[p] = (
-                [t._data.shape for t in inputs] if spec.variadic else inputs[i]._data.shape
-            )
+            saved[p] = [t._data.shape for t in inputs] if spec.variadic else inputs[i]._data.shape
         elif kind == "numel":
             saved[p] = inputs[i]._data.size
         else:  # "dtype"
@@ -167,8 +166,7 @@ def _convert(spec, operands, arrays):
         return arrays
     np_target = target.numpy
     return [
-        a.astype(np_target) if type(a) is np.ndarray and a.dtype != np_target else a
-        for a in arrays
+        a.astype(np_target) if type(a) is np.ndarray and a.dtype != np_target else a for a in arrays
     ]
 
 
@@ -207,6 +205,14 @@ def result_dtype(operands):
 
 
 def _type_name(np_dtype):
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "int32": "Int",
-            "bool": "Bool", "float16": "Half", "uint8": "Byte", "int8": "Char",
-            "int16": "Short"}[np.dtype(np_dtype).name]
+    return {
+        "float32": "Float",
+        "float64": "Double",
+        "int64": "Long",
+        "int32": "Int",
+        "bool": "Bool",
+        "float16": "Half",
+        "uint8": "Byte",
+        "int8": "Char",
+        "int16": "Short",
+    }[np.dtype(np_dtype).name]

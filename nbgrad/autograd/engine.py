@@ -13,7 +13,7 @@ import heapq
 
 import numpy as np
 
-from nbgrad.autograd import anomaly, errors, grad_mode, observe
+from nbgrad.autograd import anomaly, grad_mode, observe
 from nbgrad.autograd.node import AccumulateGrad
 from nbgrad.autograd.tensor import Tensor
 
@@ -56,8 +56,11 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
     while ready:
         node = heapq.heappop(ready)[1]
         grads = buffers.pop(node, None) or [None] * node.num_outputs
-        if node._tensor_pre_hooks or node._retains_grad or node._pre_hooks or (
-            type(node) is AccumulateGrad and node.variable._backward_hooks
+        if (
+            node._tensor_pre_hooks
+            or node._retains_grad
+            or node._pre_hooks
+            or (type(node) is AccumulateGrad and node.variable._backward_hooks)
         ):
             grads = _run_pre_hooks(node, grads, create_graph)
         if node in capture_at:
@@ -201,10 +204,7 @@ def _validate(node, index, grad, create_graph):
 def _expandable(shape, target):
     if len(shape) > len(target):
         return False
-    for s, t in zip(reversed(shape), reversed(target)):
-        if s != t and s != 1:
-            return False
-    return True
+    return all(s in (t, 1) for s, t in zip(reversed(shape), reversed(target)))
 
 
 def _sum_to(grad, shape):

@@ -16,7 +16,7 @@ def _set_enabled(mode):
 
 
 class _GradModeContext:
-    """Base of no_grad / enable_grad / set_grad_enabled: a context manager that is also a decorator."""
+    """Base of no_grad and enable_grad: a context manager that is also a decorator."""
 
     _mode = None
 

@@ -14,7 +14,9 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(value):
-    return value if isinstance(value, tuple) else tuple(value) if isinstance(value, list) else (value,)
+    return (
+        value if isinstance(value, tuple) else tuple(value) if isinstance(value, list) else (value,)
+    )
 
 
 def _differentiable_outputs(outputs):
@@ -40,8 +42,9 @@ def _numerical_jacobians(func, inputs, index, eps):
 
 
 def _outputs_of(func, inputs):
-    return [o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor)
-            and o._dtype.is_floating_point]
+    return [
+        o for o in _as_tuple(func(*inputs)) if isinstance(o, Tensor) and o._dtype.is_floating_point
+    ]
 
 
 def _analytical_jacobians(outputs, inputs, index):
@@ -53,8 +56,13 @@ def _analytical_jacobians(outputs, inputs, index):
             for k in range(out._data.size):
                 seed = np.zeros(out._data.size, out._data.dtype)
                 seed[k] = 1
-                (g,) = autograd_grad(out, x, Tensor._make(seed.reshape(out._data.shape)),
-                                     retain_graph=True, allow_unused=True)
+                (g,) = autograd_grad(
+                    out,
+                    x,
+                    Tensor._make(seed.reshape(out._data.shape)),
+                    retain_graph=True,
+                    allow_unused=True,
+                )
                 if g is not None:
                     jac[:, k] = g._data.reshape(-1)
         jacobians.append(jac)
@@ -89,8 +97,17 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     return True
 
 
-def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, **_ignored):
+def gradgradcheck(
+    func,
+    inputs,
+    grad_outputs=None,
+    *,
+    eps=1e-6,
+    atol=1e-5,
+    rtol=1e-3,
+    raise_exception=True,
+    **_ignored,
+):
     """Check second derivatives: gradcheck of the (differentiable) backward of ``func``."""
     inputs = _as_tuple(inputs)
     outputs = _differentiable_outputs(_as_tuple(func(*inputs)))
@@ -108,5 +125,11 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         grads = autograd_grad(outs, wrt, args[n:], create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
-    return gradcheck(first_derivatives, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+    return gradcheck(
+        first_derivatives,
+        inputs + grad_outputs,
+        eps=eps,
+        atol=atol,
+        rtol=rtol,
+        raise_exception=raise_exception,
+    )

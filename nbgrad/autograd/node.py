@@ -168,7 +168,9 @@ class TableNode(Node):
         grad = grads[0]
         if spec.variadic:
             pieces = vjps[0](grad, *saved)
-            return [p if edge[0] is not None else None for p, edge in zip(pieces, self.next_functions)]
+            return [
+                p if edge[0] is not None else None for p, edge in zip(pieces, self.next_functions)
+            ]
         return [
             vjp(grad, *saved) if edge[0] is not None and vjp is not None else None
             for vjp, edge in zip(vjps, self.next_functions)
@@ -201,7 +203,9 @@ def _as_shown(value):
     if isinstance(value, np.ndarray):
         return Tensor._make(value)
     if isinstance(value, tuple) and any(isinstance(v, (np.ndarray, slice)) for v in value):
-        return tuple(None if isinstance(v, slice) and v == slice(None) else _as_shown(v) for v in value)
+        return tuple(
+            None if isinstance(v, slice) and v == slice(None) else _as_shown(v) for v in value
+        )
     return value
 
 

@@ -8,8 +8,6 @@ changes to tensors saved for backward.
 
 import warnings
 
-import numpy as np
-
 from nbgrad import dtypes
 from nbgrad.autograd import errors, grad_mode
 
@@ -161,7 +159,7 @@ class Tensor:
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous"
+                "Boolean value of Tensor with more than one value is ambiguous"
                 if self._data.size > 1
                 else "Boolean value of Tensor with no values is ambiguous"
             )

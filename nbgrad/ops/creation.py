@@ -41,8 +41,9 @@ def _inferred(array, from_python):
     if kind in "iu" and from_python:
         return array.astype(np.int64)
     if kind == "O":
-        raise TypeError("can't convert this data to a tensor: expected numbers or nested lists of "
-                        "numbers")
+        raise TypeError(
+            "can't convert this data to a tensor: expected numbers or nested lists of numbers"
+        )
     return array
 
 
@@ -58,8 +59,9 @@ def _plain(data):
 def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, Tensor):
         warnings.warn(
-            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
-            "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+            "To copy construct from a tensor, it is recommended to use "
+            "sourceTensor.detach().clone() or "
+            "sourceTensor.detach().clone().requires_grad_(True), rather than "
             "torch.tensor(sourceTensor).",
             UserWarning,
             stacklevel=2,
@@ -71,9 +73,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     else:
         array = _inferred(np.array(_plain(data)), from_python=True)
     if requires_grad:
-        target = dtypes.to_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(array.dtype)
+        target = (
+            dtypes.to_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(array.dtype)
+        )
         if not target.is_floating_point:
-            raise RuntimeError(errors.ONLY_FLOAT_REQUIRES_GRAD[0].upper() + errors.ONLY_FLOAT_REQUIRES_GRAD[1:])
+            raise RuntimeError(
+                errors.ONLY_FLOAT_REQUIRES_GRAD[0].upper() + errors.ONLY_FLOAT_REQUIRES_GRAD[1:]
+            )
     return _finish(array, dtype, requires_grad)
 
 
@@ -115,9 +121,13 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
-        dtype = (dtypes.bool if isinstance(fill_value, bool)
-                 else dtypes.int64 if isinstance(fill_value, int)
-                 else dtypes.get_default_dtype())
+        dtype = (
+            dtypes.bool
+            if isinstance(fill_value, bool)
+            else dtypes.int64
+            if isinstance(fill_value, int)
+            else dtypes.get_default_dtype()
+        )
     dtype = dtypes.to_dtype(dtype)
     return _finish(np.full(_size((size,)), fill_value, dtype.numpy), None, requires_grad)
 
@@ -159,8 +169,9 @@ def randint(low, high=None, size=(), dtype=None, device=None, requires_grad=Fals
     if high is None:
         low, high = 0, low
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return _finish(_generator.integers(low, high, _size((size,))).astype(dtype.numpy), None,
-                   requires_grad)
+    return _finish(
+        _generator.integers(low, high, _size((size,))).astype(dtype.numpy), None, requires_grad
+    )
 
 
 def randperm(n, dtype=None, device=None):
@@ -170,8 +181,9 @@ def randperm(n, dtype=None, device=None):
 
 def _like(function):
     def like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-        return function(*input._data.shape, dtype=dtype or input._dtype,
-                        requires_grad=requires_grad)
+        return function(
+            *input._data.shape, dtype=dtype or input._dtype, requires_grad=requires_grad
+        )
 
     like.__name__ = function.__name__ + "_like"
     return like
@@ -185,8 +197,9 @@ randn_like = _like(randn)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    return full(input._data.shape, fill_value, dtype=dtype or input._dtype,
-                requires_grad=requires_grad)
+    return full(
+        input._data.shape, fill_value, dtype=dtype or input._dtype, requires_grad=requires_grad
+    )
 
 
 def _fill_from(tensor, values):

@@ -69,10 +69,14 @@ op("minimum", "MinimumBackward0", ("self", "other"),
 
 # --- element-wise functions ---------------------------------------------------------------------
 
-op("exp", "ExpBackward0", ("self",), {"self": "grad * result"}, np.exp, saves=("result",), floating=True)
-op("log", "LogBackward0", ("self",), {"self": "grad / self"}, np.log, saves=("self",), floating=True)
-op("sin", "SinBackward0", ("self",), {"self": "grad * cos(self)"}, np.sin, saves=("self",), floating=True)
-op("cos", "CosBackward0", ("self",), {"self": "-grad * sin(self)"}, np.cos, saves=("self",), floating=True)
+op("exp", "ExpBackward0", ("self",), {"self": "grad * result"}, np.exp, saves=("result",),
+   floating=True)
+op("log", "LogBackward0", ("self",), {"self": "grad / self"}, np.log, saves=("self",),
+   floating=True)
+op("sin", "SinBackward0", ("self",), {"self": "grad * cos(self)"}, np.sin, saves=("self",),
+   floating=True)
+op("cos", "CosBackward0", ("self",), {"self": "-grad * sin(self)"}, np.cos, saves=("self",),
+   floating=True)
 op("tan", "TanBackward0", ("self",), {"self": "grad * (1 + result * result)"}, np.tan,
    saves=("result",), floating=True)
 op("tanh", "TanhBackward0", ("self",), {"self": "grad * (1 - result * result)"}, np.tanh,
@@ -105,10 +109,12 @@ op("masked_fill", "MaskedFillBackward0", ("self",), {"self": "masked_zero(grad, 
    attrs=("mask", "value"), saves=("mask",))
 op("softmax", "SoftmaxBackward0", ("self",),
    {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
-   lambda self, dim: _softmax(self, dim), attrs=("dim",), saves=("dim", "result"), floating=True)
+   lambda self, dim: _softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
+   floating=True)
 op("log_softmax", "LogSoftmaxBackward0", ("self",),
    {"self": "grad - exp(result) * sum_dim(grad, dim, True)"},
-   lambda self, dim: _log_softmax(self, dim), attrs=("dim",), saves=("dim", "result"), floating=True)
+   lambda self, dim: _log_softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
+   floating=True)
 
 
 def _softmax(x, dim):
@@ -161,12 +167,14 @@ op("sum_dim", "SumBackward1", ("self",),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"))
 op("mean", "MeanBackward0", ("self",),
    {"self": "expand(grad / self_sym_numel, self_sym_sizes)"},
-   lambda self: self.mean(), saves=("self_sym_numel", "self_sym_sizes"), floating=True)
+   lambda self: self.mean(), saves=("self_sym_numel", "self_sym_sizes"),
+   floating=True)
 op("mean_dim", "MeanBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"
             " / reduced_count(self_sym_sizes, dim)"},
    lambda self, dim, keepdim: self.mean(axis=dim, keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"), floating=True)
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"),
+   floating=True)
 op("max", "MaxBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
    lambda self: self.max(), saves=("result", "self"))
 op("min", "MinBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
@@ -254,7 +262,8 @@ op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"
 # a gradient that went through indexing.
 op("select_backward", "SelectBackwardBackward0", ("grad_output",),
    {"grad_output": "grad[(slice(None),) * dim + (index,)]"},
-   lambda grad_output, sizes, dim, index: formula_math.select_backward(grad_output, sizes, dim, index),
+   lambda grad_output, sizes, dim, index: formula_math.select_backward(
+       grad_output, sizes, dim, index),
    attrs=("sizes", "dim", "index"), saves=("dim", "index"))
 op("slice_backward", "SliceBackwardBackward0", ("grad_output",),
    {"grad_output": "grad[(slice(None),) * dim + (slice(start, end, step),)]"},

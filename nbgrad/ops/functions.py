@@ -204,8 +204,10 @@ def _scalar_dtype(value):
 def _bool_array(mask, op_name):
     if isinstance(mask, Tensor):
         if mask._dtype is not dtypes.bool:
-            raise RuntimeError(f"{op_name} expected condition to be a boolean tensor, but got a "
-                               f"tensor with dtype {mask._dtype.name.capitalize()}")
+            raise RuntimeError(
+                f"{op_name} expected condition to be a boolean tensor, but got a "
+                f"tensor with dtype {mask._dtype.name.capitalize()}"
+            )
         return mask._data
     return np.asarray(mask, dtype=bool)
 
@@ -296,7 +298,9 @@ def argmin(input, dim=None, keepdim=False):  # noqa: A002
 def _arg_extreme(function, input, dim, keepdim):  # noqa: A002
     if dim is None:
         index = function(input._data)
-        return _make(np.asarray(index, dtype=np.int64).reshape((1,) * input.dim() if keepdim else ()))
+        return _make(
+            np.asarray(index, dtype=np.int64).reshape((1,) * input.dim() if keepdim else ())
+        )
     return _make(function(input._data, axis=_wrap_dim(dim, input.dim()), keepdims=keepdim))
 
 
@@ -400,9 +404,9 @@ def amin(input, dim=(), keepdim=False):  # noqa: A002
 def mm(input, mat2):  # noqa: A002
     a, b = input._data.shape, mat2._data.shape
     if len(a) != 2:
-        raise RuntimeError(f"self must be a matrix")
+        raise RuntimeError("self must be a matrix")
     if len(b) != 2:
-        raise RuntimeError(f"mat2 must be a matrix")
+        raise RuntimeError("mat2 must be a matrix")
     if a[1] != b[0]:
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})"
@@ -415,18 +419,14 @@ def mv(input, vec):  # noqa: A002
     if len(a) != 2 or len(v) != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {len(a)}, {len(v)}")
     if a[1] != v[0]:
-        raise RuntimeError(
-            f"size mismatch, got input ({a[0]}), mat ({a[0]}x{a[1]}), vec ({v[0]})"
-        )
+        raise RuntimeError(f"size mismatch, got input ({a[0]}), mat ({a[0]}x{a[1]}), vec ({v[0]})")
     return run_op(OPS["mv"], (input, vec))
 
 
 def dot(input, tensor):  # noqa: A002
     a, b = input._data.shape, tensor._data.shape
     if len(a) != 1 or len(b) != 1:
-        raise RuntimeError(
-            f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors"
-        )
+        raise RuntimeError(f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors")
     if a[0] != b[0]:
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the "
@@ -530,10 +530,14 @@ def _infer_shape(shape, numel):
             known *= s
     if unknown:
         if known == 0 or numel % known:
-            raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+            raise RuntimeError(
+                f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}"
+            )
         shape = tuple(numel // known if s == -1 else s for s in shape)
     elif known != numel:
-        raise RuntimeError(f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}")
+        raise RuntimeError(
+            f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}"
+        )
     return shape
 
 
@@ -573,7 +577,7 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     if start == end:
         return input
     shape = input._data.shape
-    return reshape(input, (*shape[:start], -1, *shape[end + 1:]))
+    return reshape(input, (*shape[:start], -1, *shape[end + 1 :]))
 
 
 def t(input):  # noqa: A002
@@ -610,9 +614,15 @@ def squeeze(input, dim=None):  # noqa: A002
     if dim is None:
         return run_op(OPS["squeeze"], (input,))
     if isinstance(dim, (tuple, list)):
-        dims = tuple(d for d in (_wrap_dim(d, input.dim()) for d in dim) if input._data.shape[d] == 1)
+        dims = tuple(
+            d for d in (_wrap_dim(d, input.dim()) for d in dim) if input._data.shape[d] == 1
+        )
         return run_op(OPS["squeeze_dims"], (input,), (dims,))
     return run_op(OPS["squeeze_dim"], (input,), (_wrap_dim(dim, input.dim()),))
+
+
+def _listed(sizes):
+    return ", ".join(str(s) for s in sizes)
 
 
 def expand(input, *sizes):  # noqa: A002
@@ -620,9 +630,9 @@ def expand(input, *sizes):  # noqa: A002
     shape = input._data.shape
     if len(sizes) < len(shape):
         raise RuntimeError(
-            f"expand(torch.FloatTensor{{[{', '.join(map(str, shape))}]}}, size=[{', '.join(map(str, sizes))}]): "
-            "the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
-            f"of dimensions in the tensor ({len(shape)})"
+            f"expand(torch.{dtypes.LEGACY_TYPE_NAMES[input._dtype]}{{[{_listed(shape)}]}}, "
+            f"size=[{_listed(sizes)}]): the number of sizes provided ({len(sizes)}) must be "
+            f"greater or equal to the number of dimensions in the tensor ({len(shape)})"
         )
     lead = len(sizes) - len(shape)
     target = list(sizes)
@@ -633,8 +643,8 @@ def expand(input, *sizes):  # noqa: A002
         elif s != want and s != 1:
             raise RuntimeError(
                 f"The expanded size of the tensor ({want}) must match the existing size ({s}) at "
-                f"non-singleton dimension {lead + i}.  Target sizes: [{', '.join(map(str, sizes))}]."
-                f"  Tensor sizes: [{', '.join(map(str, shape))}]"
+                f"non-singleton dimension {lead + i}.  Target sizes: [{_listed(sizes)}].  "
+                f"Tensor sizes: [{_listed(shape)}]"
             )
     return run_op(OPS["expand"], (input,), (tuple(target),))
 
@@ -698,9 +708,7 @@ def select(input, dim, index):  # noqa: A002
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
     if not -size <= index < size:
-        raise IndexError(
-            f"index {index} is out of bounds for dimension {dim} with size {size}"
-        )
+        raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
     return run_op(OPS["select"], (input,), (dim, index))
 
 
@@ -745,9 +753,7 @@ def index_put_into_zeros(values, sizes, indices):
 def _index_array(value):
     if isinstance(value, Tensor):
         if value._dtype.is_floating_point:
-            raise IndexError(
-                "tensors used as indices must be long, int, byte or bool tensors"
-            )
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         return value._data
     array = np.asarray(value)
     if array.dtype.kind == "f":
@@ -768,14 +774,13 @@ def getitem(tensor, key):
     if not isinstance(key, tuple):
         key = (key,)
     consumed = builtins.sum(
-        1 if (k is not None and k is not Ellipsis and not _is_bool_mask(k)) else
-        (_array(k).ndim if _is_bool_mask(k) else 0)
+        1
+        if (k is not None and k is not Ellipsis and not _is_bool_mask(k))
+        else (_array(k).ndim if _is_bool_mask(k) else 0)
         for k in key
     )
     if consumed > tensor.dim():
-        raise IndexError(
-            f"too many indices for tensor of dimension {tensor.dim()}"
-        )
+        raise IndexError(f"too many indices for tensor of dimension {tensor.dim()}")
     result, dim, advanced, has_advanced = tensor, 0, [], False
     for k in key:
         if k is Ellipsis:
@@ -797,8 +802,12 @@ def getitem(tensor, key):
                 result = run_op(
                     OPS["slice"],
                     (result,),
-                    (dim, 0 if start is None else start, INT64_MAX if stop is None else stop,
-                     1 if step is None else step),
+                    (
+                        dim,
+                        0 if start is None else start,
+                        INT64_MAX if stop is None else stop,
+                        1 if step is None else step,
+                    ),
                 )
             advanced.append(slice(None))
             dim += 1
@@ -894,4 +903,6 @@ def copy_(input, src):  # noqa: A002
 
 
 def masked_fill_(input, mask, value):  # noqa: A002
-    return run_inplace(OPS["masked_fill"], input, (), (_bool_array(mask, "masked_fill_"), _number(value)))
+    return run_inplace(
+        OPS["masked_fill"], input, (), (_bool_array(mask, "masked_fill_"), _number(value))
+    )

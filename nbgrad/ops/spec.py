@@ -10,6 +10,7 @@ nbgrad's own differentiable operations (``create_graph=True``, so backward build
 widget shows the very same text, so the engine and the pictures cannot disagree.
 """
 
+
 class OpSpec:
     """The declaration of one differentiable operation.
 

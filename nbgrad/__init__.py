@@ -3,6 +3,8 @@
 ``import nbgrad as torch`` runs the autograd parts of PyTorch code unchanged.
 """
 
+import warnings
+
 from nbgrad import autograd, dtypes
 from nbgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from nbgrad.autograd.tensor import Size, Tensor
@@ -137,6 +139,9 @@ from nbgrad.ops.functions import (
 
 methods.install()
 creation.install()
+
+# PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy would warn from inside nbgrad.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"nbgrad\.")
 
 __version__ = "0.1.0"
 

@@ -117,7 +117,8 @@ class OpSpec:
                 vjps.append(None)
                 continue
             source = f"lambda {params}: {text}"
-            vjps.append(eval(compile(source, f"<{self.node}: {inp}>", "eval"), dict(namespace)))  # noqa: S307 - our own table
+            scope = {**namespace, "__name__": "nbgrad.ops.formulas"}
+            vjps.append(eval(compile(source, f"<{self.node}: {inp}>", "eval"), scope))  # noqa: S307 - our own table
         return tuple(vjps)
 
     @property

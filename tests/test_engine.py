@@ -297,12 +297,11 @@ def test_modifying_a_saved_tensor_in_place_breaks_backward():
 
 
 def test_anomaly_mode_names_the_node_that_produced_nan():
-    with pytest.warns(UserWarning):
-        with nbgrad.autograd.detect_anomaly():
-            s = nbgrad.tensor([0.0], requires_grad=True)
-            out = (s.sqrt() * 0).sum()
-            with pytest.raises(RuntimeError, match="Function 'SqrtBackward0' returned nan"):
-                out.backward()
+    with pytest.warns(UserWarning), nbgrad.autograd.detect_anomaly():
+        s = nbgrad.tensor([0.0], requires_grad=True)
+        out = (s.sqrt() * 0).sum()
+        with pytest.raises(RuntimeError, match="Function 'SqrtBackward0' returned nan"):
+            out.backward()
     assert not nbgrad.autograd.is_anomaly_enabled()
 
 

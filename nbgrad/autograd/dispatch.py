@@ -8,7 +8,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd import anomaly, errors, grad_mode, observe
-from nbgrad.autograd.node import SavedTensor, edge_of, node_class_for
+from nbgrad.autograd.node import SavedTensor, accumulator_of, node_class_for
 from nbgrad.autograd.tensor import Tensor
 
 _make = Tensor._make
@@ -17,8 +17,23 @@ _make = Tensor._make
 def run_op(spec, inputs, attrs=()):
     """Apply ``spec`` to ``inputs`` (Tensors or Python numbers; a list for variadic ops)."""
     tensors = inputs[0] if spec.variadic else inputs
-    arrays = [t._data if isinstance(t, Tensor) else t for t in tensors]
-    if spec.promote or spec.floating:
+    arrays = []
+    wants_grad = False
+    common = None  # the tensors' dtype, while they all share one
+    mixed = False
+    for t in tensors:
+        if isinstance(t, Tensor):
+            arrays.append(t._data)
+            wants_grad = wants_grad or t._requires_grad
+            if common is None:
+                common = t._dtype
+            elif t._dtype is not common:
+                mixed = True
+        else:
+            arrays.append(t)
+    # Float tensors of one dtype with Python numbers need no cast (the common case, kept cheap);
+    # anything else goes through PyTorch's type promotion.
+    if (spec.promote or spec.floating) and (mixed or common is None or common._category != 2):
         arrays = _convert(spec, tensors, arrays)
     out = spec.forward(arrays, *attrs) if spec.variadic else spec.forward(*arrays, *attrs)
     extras = ()
@@ -27,9 +42,8 @@ def run_op(spec, inputs, attrs=()):
     if type(out) is not np.ndarray:
         out = np.asarray(out)
 
-    recording = grad_mode._enabled and any(
-        isinstance(t, Tensor) and t._requires_grad for t in tensors
-    )
+    # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
+    recording = wants_grad and grad_mode._enabled and out.dtype.kind == "f"
     result = _make(out, recording)
     if spec.view:
         source = tensors[0]
@@ -69,15 +83,20 @@ def run_inplace(spec, target, others=(), attrs=()):
     if recording:
         # ``self`` in the formulas means the value before the write: keep a copy of it.
         needs = tuple(isinstance(t, Tensor) and t._requires_grad for t in inputs)
-        saved_names = {spec.saves[p] for p in spec.saved_positions(needs)}
-        snapshot = _make(target._data.copy(), target._requires_grad, target._grad_fn)
+        saved_names = {spec.saves[p] for p, _, _ in spec.save_plan(needs)}
+        # When only its history is needed, not its value, the snapshot need not copy.
+        value = target._data.copy() if "self" in saved_names else target._data
+        snapshot = _make(value, target._requires_grad, target._grad_fn)
         snapshot._output_nr = target._output_nr
-        if "self" not in saved_names:
-            snapshot._data = target._data  # only its history is needed, not its value
+        # Inputs are saved before the write, so that writing into a saved input (``c.mul_(c)``)
+        # is caught at backward, as in PyTorch; the result is saved after it.
+        node = _record(spec, inputs, target, attrs, (), snapshot=snapshot)
     np.copyto(target._data, new_value, casting="unsafe")
     target._version_counter.value += 1
     if recording:
-        node = _record(spec, inputs, target, attrs, (), snapshot=snapshot)
+        for p, kind, _ in spec.save_plan(tuple(e[0] is not None for e in node.next_functions)):
+            if kind == "result":
+                node._saved[p] = SavedTensor(target, True)
         target._grad_fn = node
         target._output_nr = 0
         target._requires_grad = True
@@ -97,29 +116,29 @@ def _record(spec, inputs, result, attrs, extras, snapshot):
         inputs = (snapshot, *inputs[1:])
     edges, meta, needs = [], [], []
     for t in inputs:
-        if isinstance(t, Tensor):
-            edge = edge_of(t)
+        if isinstance(t, Tensor) and t._requires_grad:
+            grad_fn = t._grad_fn
+            edges.append((grad_fn, t._output_nr) if grad_fn is not None else (accumulator_of(t), 0))
             meta.append((t._data.shape, t._dtype))
+            needs.append(True)
         else:
-            edge = (None, 0)
+            edges.append(_NO_EDGE)
             meta.append(None)
-        edges.append(edge)
-        needs.append(edge[0] is not None)
+            needs.append(False)
     node.next_functions = tuple(edges)
-    node._input_meta = tuple(meta)
-    node._saved = _saved_values(
-        spec, spec.saved_positions(tuple(needs)), inputs, result, attrs, extras
-    )
+    node._input_meta = meta
+    node._saved = _saved_values(spec, spec.save_plan(tuple(needs)), inputs, result, attrs, extras)
     if anomaly.enabled:
         anomaly.remember_forward(node)
     return node
 
 
-def _saved_values(spec, positions, inputs, result, attrs, extras):
+_NO_EDGE = (None, 0)
+
+
+def _saved_values(spec, plan, inputs, result, attrs, extras):
     saved = [None] * len(spec.saves)
-    sources = spec.save_sources
-    for p in positions:
-        kind, i = sources[p]
+    for p, kind, i in plan:
         if kind == "input":
             value = inputs[i]
             saved[p] = SavedTensor(value, False) if isinstance(value, Tensor) else value

@@ -56,12 +56,8 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
     while ready:
         node = heapq.heappop(ready)[1]
         grads = buffers.pop(node, None) or [None] * node.num_outputs
-        if (
-            node._tensor_pre_hooks
-            or node._retains_grad
-            or node._pre_hooks
-            or (type(node) is AccumulateGrad and node.variable._backward_hooks)
-        ):
+        is_leaf_node = type(node) is AccumulateGrad
+        if node._extras is not None or (is_leaf_node and node.variable._backward_hooks):
             grads = _run_pre_hooks(node, grads, create_graph)
         if node in capture_at:
             for nr, slot in capture_at[node]:
@@ -69,9 +65,14 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
         if runs is not None and node not in runs:
             continue
 
-        outputs = _run_node(node, grads, create_graph)
-        if not keep_graph:
-            node.release_saved()
+        if is_leaf_node:
+            if grads[0] is not None:
+                accumulate_into_leaf(node.variable, grads[0], create_graph)
+            outputs = ()
+        else:
+            outputs = _run_node(node, grads, create_graph)
+            if not keep_graph:
+                node.release_saved()
         if listeners:
             for listener in listeners:
                 listener(node, grads, outputs)
@@ -80,7 +81,10 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
             if child is None or (runs is not None and child not in dependencies):
                 continue
             if grad is not None:
-                _add_to_buffer(buffers, child, nr, grad)
+                buffer = buffers.get(child)
+                if buffer is None:
+                    buffers[child] = buffer = [None] * child.num_outputs
+                buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
             remaining = dependencies[child] - 1
             dependencies[child] = remaining
             if remaining == 0:
@@ -156,24 +160,29 @@ def _add_to_buffer(buffers, node, nr, grad):
 
 
 def _run_node(node, grads, create_graph):
-    if all(g is None for g in grads):
+    """Run one node's backward; return one gradient per edge, brought to the input's shape."""
+    if node.num_outputs == 1:
+        if grads[0] is None:
+            return [None] * len(node.next_functions)
+    elif all(g is None for g in grads):
         return [None] * len(node.next_functions)
-    if node.num_outputs > 1 and any(g is None for g in grads):
+    else:
         grads = [_zeros_for(node, i, create_graph) if g is None else g for i, g in enumerate(grads)]
     try:
         outputs = node.apply(grads, create_graph)
     except Exception as error:
         anomaly.report_failed_node(node, error)
         raise
-    if node._post_hooks:
+    if node._extras is not None and node._extras.post_hooks:
         outputs = _run_post_hooks(node, outputs, grads, create_graph)
-    checked = [
-        None if grad is None else _validate(node, i, grad, create_graph)
-        for i, grad in enumerate(outputs)
-    ]
+    for i, (grad, meta) in enumerate(zip(outputs, node._input_meta)):
+        if grad is not None and meta is not None:
+            shape, dtype = meta
+            if grad.shape != shape or grad.dtype is not dtype.numpy:
+                outputs[i] = _validate(node, i, grad, shape, dtype, create_graph)
     if anomaly.enabled:
-        anomaly.check_outputs(node, checked)
-    return checked
+        anomaly.check_outputs(node, outputs)
+    return outputs
 
 
 def _zeros_for(node, output_nr, create_graph):
@@ -182,12 +191,8 @@ def _zeros_for(node, output_nr, create_graph):
     return Tensor._make(zeros) if create_graph else zeros
 
 
-def _validate(node, index, grad, create_graph):
+def _validate(node, index, grad, shape, dtype, create_graph):
     """Bring a gradient to its input's shape and dtype, as PyTorch's validate_outputs does."""
-    meta = node._input_meta[index]
-    if meta is None:
-        return grad
-    shape, dtype = meta
     if grad.shape != shape:
         if not _expandable(shape, grad.shape):
             raise RuntimeError(
@@ -228,20 +233,23 @@ def _as_grad(value, create_graph):
 
 def _run_pre_hooks(node, grads, create_graph):
     grads = list(grads)
+    extras = node._extras
     if type(node) is AccumulateGrad:
-        tensor_hooks = [(0, fn) for fn in node.variable._backward_hooks.values()]
+        tensor_hooks = [(0, fn) for fn in (node.variable._backward_hooks or {}).values()]
     else:
-        tensor_hooks = list((node._tensor_pre_hooks or {}).values())
+        tensor_hooks = list(extras.tensor_pre_hooks.values()) if extras is not None else []
     for nr, fn in tensor_hooks:
         if grads[nr] is not None:
             result = fn(_as_tensor(grads[nr]))
             if result is not None:
                 grads[nr] = _as_grad(result, create_graph)
-    for nr, ref in list((node._retains_grad or {}).items()):
+    if extras is None:
+        return grads
+    for nr, ref in list(extras.retains_grad.items()):
         tensor = ref()
         if tensor is not None and grads[nr] is not None:
             _retain(tensor, grads[nr], create_graph)
-    for fn in list((node._pre_hooks or {}).values()):
+    for fn in list(extras.pre_hooks.values()):
         result = fn(tuple(_as_tensor(g) for g in grads))
         if result is not None:
             grads = [_as_grad(r, create_graph) for r in result]
@@ -249,7 +257,7 @@ def _run_pre_hooks(node, grads, create_graph):
 
 
 def _run_post_hooks(node, outputs, grads, create_graph):
-    for fn in list(node._post_hooks.values()):
+    for fn in list(node._extras.post_hooks.values()):
         result = fn(tuple(_as_tensor(g) for g in outputs), tuple(_as_tensor(g) for g in grads))
         if result is not None:
             outputs = [_as_grad(r, create_graph) for r in result]

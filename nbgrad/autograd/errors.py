@@ -54,8 +54,8 @@ def modified_by_inplace(saved, node):
         owner = grad_fn.name() if grad_fn is not None else None
     where = ""
     if owner is not None:
-        short = "torch::autograd::CopySlices" if owner == "CopySlices" else _forward_name(owner)
-        where = f", which is output 0 of {short},"
+        output_nr = saved.tensor._output_nr if saved.tensor is not None else 0
+        where = f", which is output {output_nr} of {_forward_name(owner)},"
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: {type_description(saved.dtype, saved.data.shape)}{where} is at version "
@@ -65,7 +65,13 @@ def modified_by_inplace(saved, node):
     )
 
 
+# Nodes that PyTorch writes by hand in C++, named in this message with their C++ namespace.
+_HAND_WRITTEN_NODES = {"CopySlices", "CopyBackwards"}
+
+
 def _forward_name(node_name):
     """``MulBackward0`` -> ``Mul``: PyTorch names the forward op in this message."""
+    if node_name in _HAND_WRITTEN_NODES:
+        return f"torch::autograd::{node_name}"
     head, sep, tail = node_name.rpartition("Backward")
     return head if sep and tail.isdigit() else node_name

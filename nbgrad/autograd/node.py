@@ -42,60 +42,56 @@ def add_hook(hooks, fn):
     return handle
 
 
+class NodeExtras:
+    """What only some nodes have: hooks, retained grads, metadata. Made on first use, so that
+    the many nodes without any cost one attribute and the engine one test."""
+
+    __slots__ = ("tensor_pre_hooks", "retains_grad", "pre_hooks", "post_hooks", "metadata")
+
+    def __init__(self):
+        self.tensor_pre_hooks = {}  # handle key -> (output_nr, fn(grad))
+        self.retains_grad = {}  # output_nr -> weakref to the tensor
+        self.pre_hooks = {}  # handle key -> fn(grad_outputs)
+        self.post_hooks = {}  # handle key -> fn(grad_inputs, grad_outputs)
+        self.metadata = {}
+
+
 class Node:
     """Base of every grad_fn. Subclasses implement ``apply(grads, create_graph)``."""
 
-    __slots__ = (
-        "next_functions",
-        "_input_meta",
-        "_sequence_nr",
-        "_tensor_pre_hooks",
-        "_retains_grad",
-        "_pre_hooks",
-        "_post_hooks",
-        "_metadata",
-        "__weakref__",
-    )
+    __slots__ = ("next_functions", "_input_meta", "_sequence_nr", "_extras", "__weakref__")
     num_outputs = 1
 
     def __init__(self):
         self._sequence_nr = next(_sequence)
-        self._tensor_pre_hooks = None
-        self._retains_grad = None
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._metadata = None
+        self._extras = None
 
     def name(self):
         return type(self).__name__
 
     @property
+    def extras(self):
+        if self._extras is None:
+            self._extras = NodeExtras()
+        return self._extras
+
+    @property
     def metadata(self):
-        if self._metadata is None:
-            self._metadata = {}
-        return self._metadata
+        return self.extras.metadata
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` after this node ran; may return new grad_inputs."""
-        if self._post_hooks is None:
-            self._post_hooks = {}
-        return add_hook(self._post_hooks, fn)
+        return add_hook(self.extras.post_hooks, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
-        if self._pre_hooks is None:
-            self._pre_hooks = {}
-        return add_hook(self._pre_hooks, fn)
+        return add_hook(self.extras.pre_hooks, fn)
 
     def _register_tensor_hook(self, output_nr, fn):
-        if self._tensor_pre_hooks is None:
-            self._tensor_pre_hooks = {}
-        return add_hook(self._tensor_pre_hooks, (output_nr, fn))
+        return add_hook(self.extras.tensor_pre_hooks, (output_nr, fn))
 
     def _retain_grad_of(self, tensor):
-        if self._retains_grad is None:
-            self._retains_grad = {}
-        self._retains_grad[tensor._output_nr] = weakref.ref(tensor)
+        self.extras.retains_grad[tensor._output_nr] = weakref.ref(tensor)
 
     def release_saved(self):
         """Free what backward needed; called after a backward without ``retain_graph``."""
@@ -171,15 +167,18 @@ class TableNode(Node):
             return [
                 p if edge[0] is not None else None for p, edge in zip(pieces, self.next_functions)
             ]
+        # Only inputs with an edge (inputs that need a gradient) get their formula run.
         return [
-            vjp(grad, *saved) if edge[0] is not None and vjp is not None else None
+            None if edge[0] is None or vjp is None else vjp(grad, *saved)
             for vjp, edge in zip(vjps, self.next_functions)
         ]
 
     def release_saved(self):
         saved = self._saved
-        if any(type(s) is SavedTensor for s in saved):
-            self._saved = [FREED if type(s) is SavedTensor else s for s in saved]
+        for s in saved:
+            if type(s) is SavedTensor:
+                self._saved = [FREED if type(s) is SavedTensor else s for s in saved]
+                return
 
     def _saved_value(self, position):
         value = self._saved[position]
@@ -242,9 +241,7 @@ class AccumulateGrad(Node):
         self._input_meta = ((variable.shape, variable._dtype),)
 
     def apply(self, grads, create_graph):
-        from nbgrad.autograd.engine import accumulate_into_leaf
-
-        accumulate_into_leaf(self.variable, grads[0], create_graph)
+        # The engine adds the gradient into ``variable.grad`` itself: see accumulate_into_leaf.
         return []
 
 

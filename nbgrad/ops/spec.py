@@ -129,8 +129,9 @@ class OpSpec:
             self._tensor_vjps = self._compile(formula_math.tensor_namespace())
         return self._tensor_vjps
 
-    def saved_positions(self, needs):
-        """Which of ``saves`` to keep when only the inputs flagged in ``needs`` want a gradient.
+    def save_plan(self, needs):
+        """What to keep, as ``(position, kind, index)`` triples (see ``_source_of``), when only the
+        inputs flagged in ``needs`` want a gradient.
 
         PyTorch keeps exactly what the needed formulas read (``x * 2`` does not save ``x``), and
         so do we; the answer is cached per combination of flags.
@@ -144,8 +145,8 @@ class OpSpec:
             # Tensors are kept only when a needed formula reads them; sizes, dims and other
             # small values always (PyTorch shows ``_saved_alpha`` even when nothing needs it).
             positions = tuple(
-                i
-                for i, (s, (kind, _)) in enumerate(zip(self.saves, self.save_sources))
+                (i, kind, index)
+                for i, (s, (kind, index)) in enumerate(zip(self.saves, self.save_sources))
                 if s in used or kind not in ("input", "result")
             )
             self.saves_for_needs[needs] = positions

@@ -163,7 +163,7 @@ op("sum", "SumBackward0", ("self",), {"self": "expand(grad, self_sym_sizes)"},
    lambda self: self.sum(), saves=("self_sym_sizes",))
 op("sum_dim", "SumBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"},
-   lambda self, dim, keepdim: self.sum(axis=dim, keepdims=keepdim),
+   lambda self, dim, keepdim: self.sum(axis=dim or None, keepdims=keepdim),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"))
 op("mean", "MeanBackward0", ("self",),
    {"self": "expand(grad / self_sym_numel, self_sym_sizes)"},
@@ -172,7 +172,7 @@ op("mean", "MeanBackward0", ("self",),
 op("mean_dim", "MeanBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"
             " / reduced_count(self_sym_sizes, dim)"},
-   lambda self, dim, keepdim: self.mean(axis=dim, keepdims=keepdim),
+   lambda self, dim, keepdim: self.mean(axis=dim or None, keepdims=keepdim),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"),
    floating=True)
 op("max", "MaxBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},

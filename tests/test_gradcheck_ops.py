@@ -1,0 +1,462 @@
+"""Finite-difference checks, in float64, of every operation in the op table.
+
+Each case is a small function of float64 leaves, reaching table entries through the public API.
+It is checked three ways:
+
+- ``fd_check``, written here: one vector-Jacobian product, for a random cotangent, against central
+  differences of ``<cotangent, f(x)>``. It shares nothing with ``nbgrad.autograd.gradcheck``, so
+  a bug in the checker cannot hide a bug in an op;
+- ``nbgrad.autograd.gradcheck`` (the whole Jacobian);
+- for second derivatives, both again on the function ``(x, v) -> vjp(f, x, v)`` built with
+  ``create_graph=True``, which also checks the derivative with respect to the incoming gradient
+  ``v`` (what the ``*_backward`` entries of the table are for), plus ``gradgradcheck``.
+
+Inputs stay away from kinks (relu, abs, clamp bounds, ties of max) and outside forbidden domains
+(log and sqrt of positives); the behaviour *at* kinks and ties is pinned by exact-value tests.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import nbgrad as torch
+from nbgrad.autograd import gradcheck, gradgradcheck, observe
+from nbgrad.ops.derivatives import OPS
+
+# --- inputs --------------------------------------------------------------------------------------
+
+RNG = np.random.default_rng(20240611)
+
+
+def normal(*shape):
+    return RNG.standard_normal(shape)
+
+
+def positive(*shape):
+    """Inside the domain of log, sqrt, rsqrt and of a tensor base of pow."""
+    return RNG.uniform(0.5, 2.0, shape)
+
+
+def away(*shape):
+    """At least 0.2 away from zero, where relu, abs and sign have a kink and 1/x a pole."""
+    return RNG.choice([-1.0, 1.0], shape) * RNG.uniform(0.2, 1.5, shape)
+
+
+def distinct(*shape):
+    """Values at least 0.2 apart, so that max and min have no ties, even within eps."""
+    n = int(np.prod(shape))
+    values = RNG.permutation(n) * 0.25 - 0.1 * n + RNG.uniform(0, 0.05, n)
+    return values.reshape(shape)
+
+
+def mask(*shape):
+    return RNG.random(shape) < 0.5
+
+
+# --- an independent finite-difference check ------------------------------------------------------
+
+
+def _tensors(value):
+    """A function's floating-point tensor outputs, as a tuple."""
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    return tuple(v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point())
+
+
+def _leaves(arrays):
+    return [torch.tensor(np.array(a, dtype=np.float64), requires_grad=True) for a in arrays]
+
+
+def _vjp(outputs, leaves, cotangents):
+    """autograd's ``sum_k <cotangent_k, d output_k / d leaf>`` for every leaf, as arrays."""
+    # One scalar root rather than several outputs: autograd.grad loses gradient when one output
+    # lies on another's graph (see test_grad_of_outputs_that_feed_each_other).
+    terms = [(o * torch.tensor(c)).sum() for o, c in zip(outputs, cotangents) if o.requires_grad]
+    grads = [None] * len(leaves)
+    if terms:
+        grads = torch.autograd.grad(sum(terms), leaves, allow_unused=True)
+    results = []
+    for g, leaf in zip(grads, leaves):
+        if g is None:  # not reached from the outputs: a zero derivative
+            results.append(np.zeros(leaf.shape))
+            continue
+        assert g.shape == leaf.shape and g.dtype == torch.float64
+        results.append(g.numpy())
+    return results
+
+
+def fd_check(fn, arrays, *, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0):
+    """Assert that autograd's vector-Jacobian product of ``fn`` agrees with central differences."""
+    arrays = [np.array(a, dtype=np.float64) for a in arrays]
+    leaves = _leaves(arrays)
+    outputs = _tensors(fn(*leaves))
+    rng = np.random.default_rng(seed)
+    cotangents = [rng.standard_normal(o.shape) for o in outputs]
+    analytic = _vjp(outputs, leaves, cotangents)
+
+    def projected(shifted):
+        outs = _tensors(fn(*_leaves(shifted)))
+        return sum(float(np.sum(o.detach().numpy() * c)) for o, c in zip(outs, cotangents))
+
+    for i, array in enumerate(arrays):
+        numeric = np.zeros_like(array)
+        for j in np.ndindex(array.shape):
+            plus, minus = [a.copy() for a in arrays], [a.copy() for a in arrays]
+            plus[i][j] += eps
+            minus[i][j] -= eps
+            numeric[j] = (projected(plus) - projected(minus)) / (2 * eps)
+        np.testing.assert_allclose(analytic[i], numeric, rtol=rtol, atol=atol, err_msg=f"input {i}")
+
+
+def first_derivative(fn, arrays, seed=1):
+    """``(x..., v...) -> vjp of fn at x for cotangents v``, built with create_graph=True.
+
+    Returns the function and its inputs (``arrays`` followed by random cotangents); checking this
+    function's own derivatives checks fn's second derivatives, and its derivatives in ``v``.
+    """
+    n = len(arrays)
+    outputs = [o for o in _tensors(fn(*_leaves(arrays))) if o.requires_grad]
+    rng = np.random.default_rng(seed)
+    cotangents = [rng.standard_normal(o.shape) for o in outputs]
+
+    def vjp(*args):
+        xs, vs = args[:n], args[n:]
+        outs = [o for o in _tensors(fn(*xs)) if o.requires_grad]
+        grads = torch.autograd.grad(outs, xs, vs, create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return vjp, list(arrays) + cotangents
+
+
+def with_grad(fn):
+    """Run ``fn`` with grad mode on, whatever the caller set.
+
+    nbgrad's ``gradcheck`` evaluates the function under ``no_grad`` for the numerical Jacobian
+    (PyTorch does not), so a function that differentiates inside it, as ``gradgradcheck``'s own
+    first derivative does, finds no graph. That bug is pinned in test_gradcheck_tool.py for the
+    owner of nbgrad.autograd; turning grad mode back on inside works around it.
+    """
+
+    def run(*args):
+        with torch.enable_grad():
+            return fn(*args)
+
+    return run
+
+
+# --- the cases -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Case:
+    id: str
+    fn: object
+    arrays: list
+    second: bool = True  # whether to check second derivatives too
+    tol: dict = dataclasses.field(default_factory=dict)  # fd_check eps/rtol/atol overrides
+
+
+CASES = []
+
+
+def case(id, fn, *arrays, second=True, **tol):
+    CASES.append(Case(id, fn, list(arrays), second, tol))
+
+
+def clone_of(fn):
+    """In-place ops are run on a clone of the leaf (a leaf itself may not be written in place)."""
+    return lambda x, *rest: fn(x.clone(), *rest)
+
+
+# Arithmetic, with broadcasting in both directions and Python numbers.
+for shape in [(2, 3), (3,), (1, 3), (2, 1), ()]:
+    label = "x".join(map(str, shape)) or "0d"
+    case(f"add-{label}", lambda x, y: x + y, normal(2, 3), normal(*shape))
+    case(f"add-reversed-{label}", lambda x, y: y + x, normal(2, 3), normal(*shape))
+    case(f"sub-{label}", lambda x, y: x - y, normal(2, 3), normal(*shape))
+    case(f"sub-reversed-{label}", lambda x, y: y - x, normal(2, 3), normal(*shape))
+    case(f"mul-{label}", lambda x, y: x * y, normal(2, 3), normal(*shape))
+    case(f"mul-reversed-{label}", lambda x, y: y * x, normal(2, 3), normal(*shape))
+    case(f"div-{label}", lambda x, y: x / y, normal(2, 3), away(*shape))
+    case(f"div-reversed-{label}", lambda x, y: y / x, away(2, 3), normal(*shape))
+    case(f"maximum-{label}", torch.maximum, distinct(2, 3), distinct(*shape) + 0.1)
+    case(f"minimum-{label}", lambda x, y: torch.minimum(y, x), distinct(2, 3), distinct(*shape))
+case("add-outer", lambda x, y: x + y, normal(2, 1), normal(1, 3))
+case("add-number", lambda x: x + 2.5, normal(2, 3))
+case("radd-number", lambda x: 2.5 + x, normal(2, 3))
+case("add-alpha", lambda x, y: torch.add(x, y, alpha=2.5), normal(2, 3), normal(3))
+case("add-alpha-method", lambda x, y: y.add(x, alpha=-3), normal(2, 3), normal(2, 1))
+case("sub-number", lambda x: x - 2.5, normal(2, 3))
+case("sub-alpha", lambda x, y: torch.sub(x, y, alpha=2.5), normal(2, 3), normal(3))
+case("rsub-number", lambda x: 2 - x, normal(2, 3))
+case("rsub-alpha", lambda x: torch.rsub(x, 2.0, alpha=3), normal(2, 3))
+case("rsub-tensor", lambda x, y: torch.rsub(x, y, alpha=2), normal(2, 3), normal(3))
+case("mul-number", lambda x: x * 1.5, normal(2, 3))
+case("rmul-number", lambda x: -1.5 * x, normal(2, 3))
+case("div-number", lambda x: x / 4.0, normal(2, 3))
+case("rdiv-number", lambda x: 2.0 / x, away(2, 3))
+case("neg", lambda x: -x, normal(2, 3))
+case("neg-function", torch.neg, normal(3))
+case("mul-self", lambda x: x * x, normal(2, 3))
+
+for exponent in [3, 2, 1, 0, -2, 0.5, -1.5, 2.5]:
+    case(f"pow-{exponent}", lambda x, e=exponent: x**e, positive(2, 3))
+case("pow-3-negative-base", lambda x: x**3, normal(2, 3))
+case("square", torch.square, normal(2, 3))
+case("pow-tensor", lambda x, y: x**y, positive(2, 3), normal(2, 3))
+case("pow-tensor-broadcast", lambda x, y: torch.pow(x, y), positive(2, 3), normal(3))
+case("pow-tensor-broadcast-base", lambda x, y: x**y, positive(3), normal(2, 3))
+case("rpow-2", lambda x: 2**x, normal(2, 3))
+case("rpow-half", lambda x: 0.5**x, normal(2, 3))
+case("rpow-function", lambda x: torch.pow(3, x), normal(3))
+case("rpow-zero-base", lambda x: torch.pow(0.0, x), positive(3))
+
+# Element-wise functions.
+case("exp", torch.exp, normal(2, 3))
+case("log", torch.log, positive(2, 3))
+case("sin", torch.sin, normal(2, 3))
+case("cos", lambda x: x.cos(), normal(2, 3))
+case("tan", torch.tan, RNG.uniform(-1.2, 1.2, (2, 3)))
+case("tanh", torch.tanh, normal(2, 3))
+case("sigmoid", torch.sigmoid, normal(2, 3))
+case("relu", torch.relu, away(2, 3))
+case("sqrt", torch.sqrt, positive(2, 3))
+case("rsqrt", torch.rsqrt, positive(2, 3))
+case("reciprocal", torch.reciprocal, away(2, 3))
+case("abs", torch.abs, away(2, 3))
+case("abs-operator", lambda x: abs(x), away(3))
+case("sign", lambda x: torch.sign(x) * x, away(2, 3))
+case("log1p", torch.log1p, positive(2, 3) - 0.4)
+case("expm1", torch.expm1, normal(2, 3))
+# Clamp bounds at +-0.5; inputs at least 0.1 from either bound.
+BOUNDED = np.array([[-1.2, -0.3, 0.1], [0.4, 0.7, 1.5]])
+case("clamp-both", lambda x: torch.clamp(x, -0.5, 0.5), BOUNDED)
+case("clamp-min", lambda x: x.clamp(min=-0.5), BOUNDED)
+case("clamp-max", lambda x: x.clamp(max=0.5), BOUNDED)
+case("clamp_min", lambda x: x.clamp_min(0.0), BOUNDED)
+case("clamp_max", lambda x: x.clamp_max(0.0), BOUNDED)
+case("clip", lambda x: torch.clip(x, min=-0.5, max=0.5), BOUNDED)
+COND = np.array([[True, False, True], [False, False, True]])
+case("where", lambda x, y: torch.where(torch.tensor(COND), x, y), normal(2, 3), normal(2, 3))
+case("where-broadcast", lambda x, y: torch.where(torch.tensor(COND), x, y), normal(3), normal(2, 1))
+case("where-cond-broadcast", lambda x, y: torch.where(torch.tensor(COND[0]), x, y), normal(2, 3),
+     normal(2, 3))
+case("where-number-other", lambda x: torch.where(torch.tensor(COND), x, 0.0), normal(2, 3))
+case("where-number-self", lambda y: torch.where(torch.tensor(COND), 2.0, y), normal(2, 3))
+case("masked_fill", lambda x: x.masked_fill(torch.tensor(COND), 3.0), normal(2, 3))
+case("masked_fill-broadcast", lambda x: torch.masked_fill(x, torch.tensor(COND[1]), -1.0),
+     normal(2, 3))
+for dim in [0, 1, 2, -1]:
+    case(f"softmax-{dim}", lambda x, d=dim: torch.softmax(x, d), normal(2, 3, 2))
+    case(f"log_softmax-{dim}", lambda x, d=dim: x.log_softmax(d), normal(2, 3, 2))
+case("softmax-1d", lambda x: x.softmax(0), normal(4))
+
+# Matrix products: mm, mv, dot, bmm, addmm directly and through matmul's decompositions.
+case("mm", torch.mm, normal(2, 3), normal(3, 4))
+case("matmul-2d-2d", lambda a, b: a @ b, normal(2, 3), normal(3, 4))
+case("mv", torch.mv, normal(2, 3), normal(3))
+case("matmul-2d-1d", lambda a, b: a @ b, normal(2, 3), normal(3))
+case("dot", torch.dot, normal(3), normal(3))
+case("matmul-1d-1d", lambda a, b: a @ b, normal(3), normal(3))
+case("matmul-1d-2d", lambda a, b: a @ b, normal(3), normal(3, 2))  # squeeze_dims(mm(v[None], m))
+case("bmm", torch.bmm, normal(2, 2, 3), normal(2, 3, 2))
+case("matmul-3d-3d", lambda a, b: a @ b, normal(2, 2, 3), normal(2, 3, 2))
+case("matmul-3d-2d", lambda a, b: a @ b, normal(2, 2, 3), normal(3, 2))  # unsafe_view(mm(...))
+case("matmul-3d-1d", lambda a, b: a @ b, normal(2, 2, 3), normal(3))
+case("matmul-1d-3d", lambda a, b: a @ b, normal(3), normal(2, 3, 2))
+case("matmul-2d-3d", lambda a, b: a @ b, normal(2, 3), normal(2, 3, 2))
+case("matmul-4d-3d-broadcast", lambda a, b: a @ b, normal(2, 1, 2, 3), normal(2, 3, 2))
+case("addmm", torch.addmm, normal(2, 4), normal(2, 3), normal(3, 4))
+case("addmm-broadcast-bias", torch.addmm, normal(4), normal(2, 3), normal(3, 4))
+case("addmm-beta-alpha", lambda b, m1, m2: torch.addmm(b, m1, m2, beta=0.5, alpha=-2.0),
+     normal(1, 4), normal(2, 3), normal(3, 4))
+
+# Reductions: everything, one dim, negative dims, tuples of dims, keepdim.
+for label, reduce in {
+    "all": lambda x: x.sum(),
+    "0": lambda x: x.sum(0),
+    "1": lambda x: x.sum(dim=1),
+    "neg": lambda x: x.sum(-1),
+    "tuple": lambda x: x.sum((0, 2)),
+    "tuple-neg": lambda x: x.sum((-1, 1)),
+    "keepdim": lambda x: x.sum(1, keepdim=True),
+    "tuple-keepdim": lambda x: torch.sum(x, (0, -1), keepdim=True),
+    "empty-tuple": lambda x: x.sum(()),  # PyTorch reduces over every dim
+}.items():
+    case(f"sum-{label}", reduce, normal(2, 3, 2))
+for label, reduce in {
+    "all": lambda x: x.mean(),
+    "0": lambda x: x.mean(0),
+    "neg": lambda x: x.mean(-1),
+    "tuple": lambda x: x.mean((0, 2)),
+    "keepdim": lambda x: torch.mean(x, 1, keepdim=True),
+    "tuple-keepdim": lambda x: x.mean((-1, 0), keepdim=True),
+    "empty-tuple": lambda x: x.mean(()),
+}.items():
+    case(f"mean-{label}", reduce, normal(2, 3, 2))
+case("sum-1d", lambda x: x.sum(0), normal(4))
+case("max", lambda x: x.max(), distinct(2, 3))
+case("min", torch.min, distinct(2, 3))
+case("max-dim", lambda x: x.max(1).values, distinct(2, 3))
+case("max-dim-keepdim", lambda x: x.max(dim=0, keepdim=True)[0], distinct(2, 3))
+case("max-dim-neg", lambda x: torch.max(x, -1).values, distinct(2, 3, 2))
+case("min-dim", lambda x: x.min(0).values, distinct(2, 3))
+case("min-dim-keepdim", lambda x: x.min(-1, keepdim=True).values, distinct(2, 3, 2))
+case("amax", lambda x: x.amax(), distinct(2, 3))
+case("amax-dim", lambda x: x.amax(1), distinct(2, 3))
+case("amax-tuple", lambda x: torch.amax(x, (0, 2)), distinct(2, 3, 2))
+case("amax-neg-keepdim", lambda x: x.amax(-1, keepdim=True), distinct(2, 3, 2))
+case("amin", lambda x: torch.amin(x, 0), distinct(2, 3))
+case("amin-tuple-keepdim", lambda x: x.amin((-1, 0), keepdim=True), distinct(2, 3, 2))
+
+# Shapes and views.
+case("view", lambda x: x.view(3, 2), normal(2, 3))
+case("view-infer", lambda x: x.view(-1), normal(2, 3))
+case("reshape-contiguous", lambda x: x.reshape(3, 2), normal(2, 3))
+case("reshape-copy", lambda x: x.t().reshape(6), normal(2, 3))  # clone then unsafe_view
+case("flatten", lambda x: torch.flatten(x, 1), normal(2, 3, 2))
+case("t", lambda x: x.t(), normal(2, 3))
+case("t-function", torch.t, normal(3))
+case("T", lambda x: x.T, normal(2, 3, 2))
+case("mT", lambda x: x.mT, normal(2, 3, 2))
+case("transpose", lambda x: x.transpose(0, 2), normal(2, 3, 2))
+case("transpose-neg", lambda x: torch.transpose(x, -1, 0), normal(2, 3))
+case("permute", lambda x: x.permute(2, 0, 1), normal(2, 3, 2))
+case("permute-neg", lambda x: torch.permute(x, (-1, -3, -2)), normal(2, 3, 2))
+case("unsqueeze", lambda x: x.unsqueeze(0), normal(2, 3))
+case("unsqueeze-neg", lambda x: torch.unsqueeze(x, -1), normal(2, 3))
+case("squeeze", lambda x: x.squeeze(), normal(1, 3, 1))
+case("squeeze-dim", lambda x: x.squeeze(2), normal(1, 3, 1))
+case("squeeze-dim-not-one", lambda x: x.squeeze(1), normal(1, 3, 1))
+case("squeeze-dims", lambda x: x.squeeze((0, -1)), normal(1, 3, 1))
+case("expand", lambda x: x.expand(2, 3), normal(1, 3))
+case("expand-new-dims", lambda x: x.expand(2, -1, 3), normal(2, 1))
+case("expand_as", lambda x, y: x.expand_as(y) * y, normal(3), normal(2, 3))
+case("sum_to_size", lambda x: x.sum_to_size(2, 1), normal(2, 3))
+case("narrow", lambda x: x.narrow(1, 1, 2), normal(2, 3))
+case("select", lambda x: x.select(1, -1), normal(2, 3))
+case("gather", lambda x: x.gather(1, torch.tensor([[2, 0, 0], [1, 1, 2]])), normal(2, 3))
+case("gather-dim0", lambda x: torch.gather(x, 0, torch.tensor([[1, 0, 1]])), normal(2, 3))
+case("cat-0", lambda a, b: torch.cat([a, b]), normal(2, 3), normal(1, 3))
+case("cat-1", lambda a, b, c: torch.cat((a, b, c), 1), normal(2, 3), normal(2, 1), normal(2, 2))
+case("cat-neg", lambda a, b: torch.cat([a, b], dim=-1), normal(2, 2, 1), normal(2, 2, 2))
+case("cat-repeated", lambda a: torch.cat([a, a * 2]), normal(2))
+for dim in [0, 1, 2, -1]:
+    case(f"stack-{dim}", lambda a, b, d=dim: torch.stack([a, b], d), normal(2, 3), normal(2, 3))
+case("clone", lambda x: x.clone(), normal(2, 3))
+case("contiguous", lambda x: x.t().contiguous(), normal(2, 3))
+case("to-same-dtype", lambda x: x.to(torch.float64), normal(2, 3))
+# A round trip through float32, on inputs and steps that float32 holds exactly.
+case("to-float32-and-back", lambda x: x.float().double() ** 2, RNG.integers(-64, 64, (2, 3)) / 32,
+     eps=2**-10, rtol=1e-4, atol=1e-4)
+
+# Indexing: ints, slices with steps, None, Ellipsis, index lists, boolean masks, mixed.
+INDEX_KEYS = {
+    "int": 1,
+    "neg-int": -1,
+    "two-ints": (0, 2),
+    "slice": slice(1, None),
+    "slice-step": (slice(None), slice(None, None, 2)),
+    "slice-neg-start": slice(-2, None),
+    "slice-stop-step": (slice(None), slice(0, 3, 2), 1),
+    "none": (None, 0),
+    "ellipsis": (Ellipsis, 1),
+    "ellipsis-none": (0, Ellipsis, None),
+    "full": slice(None),
+    "list": [0, 2],
+    "list-repeated": [1, 1, 0, 1],
+    "list-second-dim": (slice(None), [2, 0]),
+    "two-lists": ([0, 1, 1], [2, 0, 2]),
+    "lists-apart": ([1, 0], slice(None), [1, 0]),
+    "tensor": torch.tensor([2, 0]),
+    "mask": torch.tensor(np.array([True, False, True])),
+    "mask-2d": torch.tensor(np.array([[True, False, True], [False, True, True], [True] * 3])),
+    "numpy-mask": np.array([[False, True, True], [True] * 3, [False] * 3]),
+    "int-and-list": (1, [0, 2]),
+    "slice-none-list": (slice(1, None), None, [0, 2]),
+    "mask-and-int": (torch.tensor(np.array([True, False, True])), 1),
+}
+for label, key in INDEX_KEYS.items():
+    case(f"getitem-{label}", lambda x, k=key: x[k], normal(3, 3, 2))
+
+# In-place ops, on a clone of a leaf.
+case("add_", clone_of(lambda c, y: c.add_(y)), normal(2, 3), normal(3))
+case("add_-alpha", clone_of(lambda c, y: c.add_(y, alpha=-2)), normal(2, 3), normal(2, 1))
+case("add_-number", clone_of(lambda c: c.add_(1.5) * c), normal(2, 3))
+case("iadd", clone_of(lambda c, y: c.__iadd__(y)), normal(2, 3), normal(2, 3))
+case("sub_", clone_of(lambda c, y: c.sub_(y)), normal(2, 3), normal(3))
+case("sub_-alpha", clone_of(lambda c, y: c.sub_(y, alpha=0.5)), normal(2, 3), normal(3))
+case("mul_", clone_of(lambda c, y: c.mul_(y)), normal(2, 3), normal(2, 3))
+case("mul_-twice", lambda x, y: x.clone().mul_(y).mul_(x), normal(2, 3), normal(3))
+case("div_", clone_of(lambda c, y: c.div_(y)), normal(2, 3), away(2, 1))
+case("div_-number", clone_of(lambda c: c.div_(4.0)), normal(2, 3))
+case("zero_", clone_of(lambda c, y: c.zero_() + y * c), normal(2, 3), normal(2, 3))
+case("fill_", clone_of(lambda c, y: c.fill_(2.0) * y), normal(2, 3), normal(2, 3))
+case("copy_", clone_of(lambda c, y: c.copy_(y) * 2), normal(2, 3), normal(3))
+case("copy_-then-use", clone_of(lambda c, y: c.copy_(y.exp()) * c), normal(2, 3), normal(2, 3))
+case("clamp_", clone_of(lambda c: c.clamp_(-0.5, 0.5)), BOUNDED)
+case("clamp_-min", clone_of(lambda c: c.clamp_(min=0.0) * c), BOUNDED)
+case("masked_fill_", clone_of(lambda c: c.masked_fill_(torch.tensor(COND), -2.0)), normal(2, 3))
+case("relu_", clone_of(lambda c: c.relu_()), away(2, 3))
+
+
+def setitem(key):
+    def assign(x, y):
+        c = x.clone()
+        c[key] = y
+        return c
+
+    return assign
+
+
+SET_KEYS = {
+    "int": (1, normal(3)),
+    "int-broadcast": (1, normal(1)),
+    "slice-step": ((slice(None), slice(None, None, 2)), normal(3, 2)),
+    "ellipsis": ((Ellipsis, 0), normal(3)),
+    "list": ([2, 0], normal(2, 3)),
+    "mask": (torch.tensor(np.array([[True, False, True]] * 3)), normal(6)),
+    "mask-0d": (torch.tensor(np.array([[False, True, True]] * 3)), normal()),
+    "mixed": ((slice(1, None), [0, 2]), normal(2, 2)),
+}
+for label, (key, value) in SET_KEYS.items():
+    case(f"setitem-{label}", setitem(key), normal(3, 3), value)
+case("setitem-number", clone_of(lambda c: c.__setitem__((0, 1), 5.0) or c * c), normal(2, 3))
+case("setitem-then-read", lambda x, y: setitem(0)(x, y)[0] * x, normal(2, 3), normal(3))
+
+
+# --- the tests -----------------------------------------------------------------------------------
+
+
+def _ids(cases):
+    return [c.id for c in cases]
+
+
+@pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
+def test_first_derivatives(c):
+    fd_check(c.fn, c.arrays, **c.tol)
+    eps = c.tol.get("eps", 1e-6)
+    assert gradcheck(c.fn, _leaves(c.arrays), eps=eps, atol=max(1e-5, c.tol.get("atol", 0)))
+
+
+SECOND = [c for c in CASES if c.second]
+
+
+@pytest.mark.parametrize("c", SECOND, ids=_ids(SECOND))
+def test_second_derivatives(c):
+    vjp, arrays = first_derivative(c.fn, c.arrays)
+    # The differentiable backward (formulas compiled against nbgrad) computes the same gradient
+    # as the plain one (compiled against NumPy).
+    leaves = _leaves(arrays)
+    n = len(c.arrays)
+    outputs = [o for o in _tensors(c.fn(*leaves[:n])) if o.requires_grad]
+    plain = torch.autograd.grad(outputs, leaves[:n], leaves[n:], allow_unused=True)
+    differentiable = [g for g in plain if g is not None]
+    for a, b in zip(differentiable, vjp(*leaves)):
+        np.testing.assert_allclose(b.detach().numpy(), a.numpy(), rtol=1e-12, atol=1e-14)
+
+    fd_check(vjp, arrays, **c.tol)
+    eps = c.tol.get("eps", 1e-6)
+    atol = max(1e-5, c.tol.get("atol", 0))
+    assert gradcheck(with_grad(vjp), _leaves(arrays), eps=eps, atol=atol)
+    assert gradgradcheck(with_grad(c.fn), _leaves(c.arrays), eps=eps, atol=atol)

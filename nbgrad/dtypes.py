@@ -50,6 +50,20 @@ LEGACY_TYPE_NAMES = {
     float64: "DoubleTensor",
 }
 
+# How PyTorch's C++ messages name a dtype: its ScalarType ("Float") and its C++ type ("float").
+SCALAR_TYPE_NAMES = {d: name[: -len("Tensor")] for d, name in LEGACY_TYPE_NAMES.items()}
+CPP_TYPE_NAMES = {
+    bool: "bool",
+    uint8: "unsigned char",
+    int8: "signed char",
+    int16: "short int",
+    int32: "int",
+    int64: "long int",
+    float16: "c10::Half",
+    float32: "float",
+    float64: "double",
+}
+
 _default_float = float32
 
 

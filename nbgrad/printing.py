@@ -139,9 +139,13 @@ def tensor_repr(t, prefix="tensor("):
     array = t._data
     indent = len(prefix)
     suffixes = []
-    if array.size == 0 and array.shape != (0,):
-        suffixes.append(f"size={tuple(array.shape)}")
-    if t._dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool):
+    if array.size == 0:
+        if array.shape != (0,):
+            suffixes.append(f"size={tuple(array.shape)}")
+        # No elements to tell an int64 tensor from a float one: only the default float is implied.
+        if t._dtype is not dtypes.get_default_dtype():
+            suffixes.append(f"dtype={t._dtype!r}")
+    elif t._dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool):
         suffixes.append(f"dtype={t._dtype!r}")
     if t._grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t._grad_fn).__name__}>")

@@ -1,5 +1,6 @@
 """Making tensors: ``tensor``, ``zeros``, ``randn``, ... and the random number generator."""
 
+import math
 import warnings
 
 import numpy as np
@@ -24,34 +25,85 @@ def seed():
     _generator = np.random.default_rng()
 
 
+def _check_requires_grad(dtype, requires_grad):
+    if requires_grad and not dtype.is_floating_point:
+        text = errors.ONLY_FLOAT_REQUIRES_GRAD
+        raise RuntimeError(text[0].upper() + text[1:])
+
+
 def _finish(array, dtype, requires_grad):
     if dtype is not None:
         array = array.astype(dtypes.to_dtype(dtype).numpy, copy=False)
     t = _make(array)
+    _check_requires_grad(t._dtype, requires_grad)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def _inferred(array, from_python):
-    """PyTorch's dtype for data: Python floats give the default float, ints int64."""
-    kind = array.dtype.kind
-    if kind == "f" and from_python:
-        return array.astype(dtypes.get_default_dtype().numpy)
-    if kind in "iu" and from_python:
-        return array.astype(np.int64)
-    if kind == "O":
-        raise TypeError(
-            "can't convert this data to a tensor: expected numbers or nested lists of numbers"
-        )
-    return array
+_SEQUENCES = (list, tuple, range)
+
+
+def _element_dtype(value):
+    """The dtype PyTorch infers for one number of the data (a NumPy number keeps its own)."""
+    if isinstance(value, Tensor):
+        if value._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return value._dtype
+    if isinstance(value, np.generic):
+        return dtypes.from_numpy_dtype(value.dtype)
+    if isinstance(value, bool):
+        return dtypes.bool
+    if isinstance(value, int):
+        return dtypes.int64
+    if isinstance(value, float):
+        return dtypes.get_default_dtype()
+    if isinstance(value, str):
+        raise TypeError("new(): invalid data type 'str'")
+    raise RuntimeError(f"Could not infer dtype of {type(value).__name__}")
+
+
+def _is_sequence(value):
+    return isinstance(value, _SEQUENCES) or (isinstance(value, np.ndarray) and value.ndim)
+
+
+def _data_dtype(data):
+    """Check that nested lists are rectangular, as PyTorch does, and infer their dtype: the
+    promotion of every element's dtype (Python floats give the default float, ints int64)."""
+    sizes = []
+    first = data
+    while _is_sequence(first):
+        sizes.append(len(first))
+        if not len(first):
+            break
+        first = first[0]
+    found = set()
+
+    def walk(value, dim):
+        if dim == len(sizes):
+            found.add(_element_dtype(value))
+            return
+        if not _is_sequence(value):
+            raise TypeError("not a sequence")
+        if len(value) != sizes[dim]:
+            raise ValueError(
+                f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(value)})"
+            )
+        for item in value:
+            walk(item, dim + 1)
+
+    walk(data, 0)
+    result = dtypes.get_default_dtype() if not found else None
+    for d in found:
+        result = d if result is None else dtypes.promote_types(result, d)
+    return result
 
 
 def _plain(data):
     """Nested lists with tensors inside become nested lists of numbers."""
     if isinstance(data, Tensor):
-        return data._data.tolist()
-    if isinstance(data, (list, tuple)):
+        return data._data.reshape(()).item()
+    if isinstance(data, _SEQUENCES):
         return [_plain(d) for d in data]
     return data
 
@@ -69,17 +121,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         array = data._data.copy()
     elif isinstance(data, np.ndarray):
         array = np.array(data)
-        array = _inferred(array, from_python=False)
+        dtypes.from_numpy_dtype(array.dtype)
     else:
-        array = _inferred(np.array(_plain(data)), from_python=True)
-    if requires_grad:
-        target = (
-            dtypes.to_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(array.dtype)
-        )
-        if not target.is_floating_point:
-            raise RuntimeError(
-                errors.ONLY_FLOAT_REQUIRES_GRAD[0].upper() + errors.ONLY_FLOAT_REQUIRES_GRAD[1:]
-            )
+        inferred = _data_dtype(data)
+        target = dtypes.to_dtype(dtype) if dtype is not None else inferred
+        array = np.array(_plain(data), dtype=target.numpy)
+    target = dtypes.to_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(array.dtype)
+    _check_requires_grad(target, requires_grad)
     return _finish(array, dtype, requires_grad)
 
 
@@ -96,19 +144,27 @@ def from_numpy(array):
     return _make(array)
 
 
-def _size(size):
+def _size(size, zeros=False):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    return tuple(int(s) for s in size)
+    size = tuple(int(s) for s in size)
+    for s in size:
+        if s < 0:
+            if zeros:
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {s}: [{', '.join(map(str, size))}]"
+            )
+    return size
 
 
-def _filled(fill, size, dtype, requires_grad, default=None):
-    dtype = dtypes.to_dtype(dtype) if dtype is not None else (default or dtypes.get_default_dtype())
-    return _finish(fill(_size(size), dtype.numpy), None, requires_grad)
+def _filled(fill, size, dtype, requires_grad, zeros=False):
+    dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    return _finish(fill(_size(size, zeros), dtype.numpy), None, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(np.zeros, size, dtype, requires_grad)
+    return _filled(np.zeros, size, dtype, requires_grad, zeros=True)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
@@ -134,6 +190,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    for name, value in (("n", n), ("m", m)):
+        if value is not None and value < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
     return _finish(np.eye(n, m, dtype=dtype.numpy), None, requires_grad)
 
 
@@ -145,11 +204,19 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
         is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in numbers)
         dtype = dtypes.int64 if is_int else dtypes.get_default_dtype()
     dtype = dtypes.to_dtype(dtype)
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     return _finish(np.arange(start, end, step).astype(dtype.numpy), None, requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     return _finish(np.linspace(start, end, steps).astype(dtype.numpy), None, requires_grad)
 
 
@@ -166,7 +233,10 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
 
 
 def randint(low, high=None, size=(), dtype=None, device=None, requires_grad=False):
-    if high is None:
+    """``randint(high, size)`` or ``randint(low, high, size)``, as in PyTorch."""
+    if isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     return _finish(

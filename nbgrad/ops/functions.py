@@ -14,7 +14,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd import grad_mode
-from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.dispatch import result_dtype, run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor, _wrap_dim
 from nbgrad.ops.derivatives import OPS
 
@@ -72,16 +72,44 @@ def add(input, other, *, alpha=1):  # noqa: A002 - PyTorch's argument names
     return _binary(spec, input, other, (alpha,))
 
 
+def _is_bool(value):
+    return isinstance(value, bool) or (isinstance(value, Tensor) and value._dtype is dtypes.bool)
+
+
+def _check_sub(a, b):
+    """PyTorch refuses ``-`` on bools and says what to use instead."""
+    if _is_bool(a) and _is_bool(b):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+            "`logical_xor()` operator instead."
+        )
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+            "to invert a mask, use the `~` or `logical_not()` operator instead."
+        )
+
+
 def sub(input, other, *, alpha=1):  # noqa: A002
+    _check_sub(input, other)
     spec = OPS["sub"] if alpha == 1 else OPS["sub_scaled"]
     return _binary(spec, input, other, (alpha,))
 
 
+def _promoted(input, *others):  # noqa: A002
+    """``input`` converted to the result dtype of an op with the Python numbers ``others``. Only
+    an integer or bool tensor (which cannot require grad) ever changes, so graphs are unchanged."""
+    target = result_dtype((input, *(o for o in others if o is not None)))
+    return input if target is input._dtype else to_dtype(input, target)
+
+
 def rsub(input, other, *, alpha=1):  # noqa: A002
     """``other - alpha * input`` for a Python number ``other``: PyTorch's RsubBackward1."""
+    _check_sub(other, input)
     if isinstance(other, Tensor):
         return sub(other, input, alpha=alpha)
-    return run_op(OPS["rsub"], (input,), (_operand(other), alpha))
+    other = _operand(other)
+    return run_op(OPS["rsub"], (_promoted(input, other),), (other, alpha))
 
 
 def mul(input, other):  # noqa: A002
@@ -89,6 +117,11 @@ def mul(input, other):  # noqa: A002
 
 
 def div(input, other, *, rounding_mode=None):  # noqa: A002
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise RuntimeError(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"'{rounding_mode}'"
+        )
     if rounding_mode is not None:
         quotient = np.true_divide(_array(input), _array(other))
         rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
@@ -102,29 +135,57 @@ def rdiv(input, other):  # noqa: A002
 
 
 def neg(input):  # noqa: A002
+    if input._dtype is dtypes.bool:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+            "invert a mask, use the `~` or `logical_not()` operator instead."
+        )
     return run_op(OPS["neg"], (input,))
 
 
 def pow(input, exponent):  # noqa: A001, A002
     if not isinstance(input, Tensor):
-        return run_op(OPS["rpow"], (_check_tensor(exponent, "exponent"),), (_operand(input),))
+        base = _operand(input)
+        exponent = _promoted(_check_tensor(exponent, "exponent"), base)
+        _check_bool_pow(base, exponent)
+        return run_op(OPS["rpow"], (exponent,), (base,))
+    _check_bool_pow(input, exponent)
+    if input._dtype is dtypes.bool and isinstance(exponent, bool):
+        return _make(np.power(input._data, exponent).astype(bool))
     if isinstance(exponent, Tensor):
         return _binary(OPS["pow_tensor"], input, exponent)
     exponent = _operand(exponent)
     if isinstance(exponent, float) and not input._dtype.is_floating_point:
         input = input.to(dtypes.get_default_dtype())
+    if isinstance(exponent, int) and exponent < 0 and not input._dtype.is_floating_point:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
     return run_op(OPS["pow"], (input,), (exponent,))
+
+
+def _check_bool_pow(base, exponent):
+    """PyTorch has no bool ** bool between tensors (a bool tensor ** True stays bool)."""
+    if _is_bool(base) and _is_bool(exponent) and isinstance(exponent, Tensor):
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
 
 
 def square(input):  # noqa: A002
     return pow(input, 2)
 
 
+def _check_other_tensor(name, other):
+    if not isinstance(other, Tensor):
+        raise TypeError(
+            f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}"
+        )
+
+
 def maximum(input, other):  # noqa: A002
+    _check_other_tensor("maximum", other)
     return _binary(OPS["maximum"], input, other)
 
 
 def minimum(input, other):  # noqa: A002
+    _check_other_tensor("minimum", other)
     return _binary(OPS["minimum"], input, other)
 
 
@@ -166,7 +227,8 @@ expm1 = _unary("expm1")
 def clamp(input, min=None, max=None):  # noqa: A001, A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return run_op(OPS["clamp"], (_check_tensor(input),), (_number(min), _number(max)))
+    min, max = _number(min), _number(max)  # noqa: A001
+    return run_op(OPS["clamp"], (_promoted(_check_tensor(input), min, max),), (min, max))
 
 
 clip = clamp
@@ -232,12 +294,30 @@ def log_softmax(input, dim, dtype=None):  # noqa: A002
 # --- comparisons and other results that carry no gradient -------------------------------------
 
 
-def _no_grad_result(function):
+def _no_grad_result(function, kernel=None, kinds=None):
+    """An op without a gradient. Its operands are first brought to PyTorch's result dtype
+    (Python numbers stay weak, as in PyTorch); ``kinds`` lists the dtype categories the op
+    accepts (0 bool, 1 integer, 2 float), and ``kernel`` names it in PyTorch's refusal."""
+
     def compute(input, other):  # noqa: A002
+        a, b = _operand(input), _operand(other)
+        target = result_dtype((a, b))
+        if kinds is not None and target._category not in kinds:
+            raise NotImplementedError(
+                f'"{kernel}" not implemented for \'{dtypes.SCALAR_TYPE_NAMES[target]}\''
+            )
+        arrays = [x._data.astype(target.numpy, copy=False) if isinstance(x, Tensor) else x
+                  for x in (a, b)]
+        if kernel in ("div_floor_cpu", "remainder_cpu") and target._category < 2:
+            if np.any(np.asarray(arrays[1]) == 0):
+                raise RuntimeError("ZeroDivisionError")
         try:
-            return _make(np.asarray(function(_array(input), _array(_operand(other)))))
+            out = np.asarray(function(*arrays))
         except ValueError:
-            raise _broadcast_error(_operand(input), _operand(other)) from None
+            raise _broadcast_error(a, b) from None
+        if out.dtype != bool:
+            out = out.astype(target.numpy, copy=False)
+        return _make(out)
 
     compute.__name__ = function.__name__
     return compute
@@ -252,11 +332,11 @@ ge = _no_grad_result(np.greater_equal)
 logical_and = _no_grad_result(np.logical_and)
 logical_or = _no_grad_result(np.logical_or)
 logical_xor = _no_grad_result(np.logical_xor)
-bitwise_and = _no_grad_result(np.bitwise_and)
-bitwise_or = _no_grad_result(np.bitwise_or)
-bitwise_xor = _no_grad_result(np.bitwise_xor)
-floor_divide = _no_grad_result(np.floor_divide)
-remainder = _no_grad_result(np.remainder)
+bitwise_and = _no_grad_result(np.bitwise_and, "bitwise_and_cpu", (0, 1))
+bitwise_or = _no_grad_result(np.bitwise_or, "bitwise_or_cpu", (0, 1))
+bitwise_xor = _no_grad_result(np.bitwise_xor, "bitwise_xor_cpu", (0, 1))
+floor_divide = _no_grad_result(np.floor_divide, "div_floor_cpu", (1, 2))
+remainder = _no_grad_result(np.remainder, "remainder_cpu", (1, 2))
 
 
 def logical_not(input):  # noqa: A002
@@ -721,7 +801,12 @@ def clone(input):  # noqa: A002
 
 
 def contiguous(input):  # noqa: A002
-    return input if input._data.flags.c_contiguous else clone(input)
+    if input._data.flags.c_contiguous:
+        return input
+    # PyTorch's clone keeps a transposed layout (as ``np.array`` does); contiguous() does not.
+    result = clone(input)
+    result._data = np.ascontiguousarray(result._data)
+    return result
 
 
 def detach(input):  # noqa: A002

@@ -17,14 +17,14 @@ def _reflected(function):
 
 
 def _swapped(function):
+    """``other <op> self`` for an operator that is not symmetric (``2 // x``)."""
+
     def method(self, other):
         try:
             other = F._operand(other)
         except TypeError:
             return NotImplemented
-        if isinstance(other, Tensor):
-            return function(other, self)
-        return function(self, other)
+        return function(other, self)
 
     return method
 
@@ -91,6 +91,7 @@ OPERATORS = {
     "__floordiv__": _reflected(F.floor_divide),
     "__rfloordiv__": _swapped(F.floor_divide),
     "__mod__": _reflected(F.remainder),
+    "__rmod__": _swapped(F.remainder),
     "__eq__": _reflected(F.eq),
     "__ne__": _reflected(F.ne),
     "__lt__": _reflected(F.lt),
@@ -98,8 +99,11 @@ OPERATORS = {
     "__gt__": _reflected(F.gt),
     "__ge__": _reflected(F.ge),
     "__and__": _reflected(F.bitwise_and),
+    "__rand__": _reflected(F.bitwise_and),
     "__or__": _reflected(F.bitwise_or),
+    "__ror__": _reflected(F.bitwise_or),
     "__xor__": _reflected(F.bitwise_xor),
+    "__rxor__": _reflected(F.bitwise_xor),
     "__invert__": F.bitwise_not,
     "__iadd__": _inplace_operator(F.add_),
     "__isub__": _inplace_operator(F.sub_),

@@ -239,17 +239,43 @@ case("clip", lambda x: torch.clip(x, min=-0.5, max=0.5), BOUNDED)
 COND = np.array([[True, False, True], [False, False, True]])
 case("where", lambda x, y: torch.where(torch.tensor(COND), x, y), normal(2, 3), normal(2, 3))
 case("where-broadcast", lambda x, y: torch.where(torch.tensor(COND), x, y), normal(3), normal(2, 1))
-case("where-cond-broadcast", lambda x, y: torch.where(torch.tensor(COND[0]), x, y), normal(2, 3),
-     normal(2, 3))
+case(
+    "where-cond-broadcast",
+    lambda x, y: torch.where(torch.tensor(COND[0]), x, y),
+    normal(2, 3),
+    normal(2, 3),
+)
 case("where-number-other", lambda x: torch.where(torch.tensor(COND), x, 0.0), normal(2, 3))
 case("where-number-self", lambda y: torch.where(torch.tensor(COND), 2.0, y), normal(2, 3))
 case("masked_fill", lambda x: x.masked_fill(torch.tensor(COND), 3.0), normal(2, 3))
-case("masked_fill-broadcast", lambda x: torch.masked_fill(x, torch.tensor(COND[1]), -1.0),
-     normal(2, 3))
+case(
+    "masked_fill-broadcast",
+    lambda x: torch.masked_fill(x, torch.tensor(COND[1]), -1.0),
+    normal(2, 3),
+)
 for dim in [0, 1, 2, -1]:
     case(f"softmax-{dim}", lambda x, d=dim: torch.softmax(x, d), normal(2, 3, 2))
     case(f"log_softmax-{dim}", lambda x, d=dim: x.log_softmax(d), normal(2, 3, 2))
 case("softmax-1d", lambda x: x.softmax(0), normal(4))
+
+# The same functions on 0-d tensors, times their input: the gradient reaching them then comes out
+# of 0-d NumPy arithmetic as a NumPy scalar rather than an array.
+for label, fn, domain in [
+    ("exp", torch.exp, normal),
+    ("log", torch.log, positive),
+    ("sin", torch.sin, normal),
+    ("sigmoid", torch.sigmoid, normal),
+    ("relu", torch.relu, positive),
+    ("abs", torch.abs, away),
+    ("sqrt", torch.sqrt, positive),
+    ("clamp", lambda x: x.clamp(-0.5, 2.5), positive),
+    ("where", lambda x: torch.where(torch.tensor(True), x, 0.0), normal),
+    ("masked_fill", lambda x: x.masked_fill(torch.tensor(False), 1.0), normal),
+    ("maximum", lambda x: torch.maximum(x, torch.tensor(0.1)), positive),
+    ("minimum", lambda x: torch.minimum(torch.tensor(0.1), x), positive),
+    ("setitem", lambda x: setitem(Ellipsis)(x * 2, x.exp()), normal),
+]:
+    case(f"{label}-0d-product", lambda x, f=fn: f(x) * x, domain())
 
 # Matrix products: mm, mv, dot, bmm, addmm directly and through matmul's decompositions.
 case("mm", torch.mm, normal(2, 3), normal(3, 4))
@@ -268,8 +294,13 @@ case("matmul-2d-3d", lambda a, b: a @ b, normal(2, 3), normal(2, 3, 2))
 case("matmul-4d-3d-broadcast", lambda a, b: a @ b, normal(2, 1, 2, 3), normal(2, 3, 2))
 case("addmm", torch.addmm, normal(2, 4), normal(2, 3), normal(3, 4))
 case("addmm-broadcast-bias", torch.addmm, normal(4), normal(2, 3), normal(3, 4))
-case("addmm-beta-alpha", lambda b, m1, m2: torch.addmm(b, m1, m2, beta=0.5, alpha=-2.0),
-     normal(1, 4), normal(2, 3), normal(3, 4))
+case(
+    "addmm-beta-alpha",
+    lambda b, m1, m2: torch.addmm(b, m1, m2, beta=0.5, alpha=-2.0),
+    normal(1, 4),
+    normal(2, 3),
+    normal(3, 4),
+)
 
 # Reductions: everything, one dim, negative dims, tuples of dims, keepdim.
 for label, reduce in {
@@ -295,6 +326,8 @@ for label, reduce in {
 }.items():
     case(f"mean-{label}", reduce, normal(2, 3, 2))
 case("sum-1d", lambda x: x.sum(0), normal(4))
+# A 0-d input, reduced whole (nbgrad rejects dim=0 / dim=-1 on 0-d tensors, which PyTorch allows).
+case("reductions-0d", lambda x: x.sum() + x.mean() * x.amax() + x.max() * x.amin(), normal())
 case("max", lambda x: x.max(), distinct(2, 3))
 case("min", torch.min, distinct(2, 3))
 case("max-dim", lambda x: x.max(1).values, distinct(2, 3))
@@ -335,7 +368,10 @@ case("expand_as", lambda x, y: x.expand_as(y) * y, normal(3), normal(2, 3))
 case("sum_to_size", lambda x: x.sum_to_size(2, 1), normal(2, 3))
 case("narrow", lambda x: x.narrow(1, 1, 2), normal(2, 3))
 case("select", lambda x: x.select(1, -1), normal(2, 3))
+case("select-neg-dim", lambda x: torch.select(x, -1, 0), normal(2, 3, 2))
+case("narrow-neg-dim", lambda x: torch.narrow(x, -2, 0, 2), normal(2, 3, 2))
 case("gather", lambda x: x.gather(1, torch.tensor([[2, 0, 0], [1, 1, 2]])), normal(2, 3))
+case("gather-neg-dim", lambda x: x.gather(-1, torch.tensor([[[1], [0], [1]]] * 2)), normal(2, 3, 2))
 case("gather-dim0", lambda x: torch.gather(x, 0, torch.tensor([[1, 0, 1]])), normal(2, 3))
 case("cat-0", lambda a, b: torch.cat([a, b]), normal(2, 3), normal(1, 3))
 case("cat-1", lambda a, b, c: torch.cat((a, b, c), 1), normal(2, 3), normal(2, 1), normal(2, 2))
@@ -347,8 +383,14 @@ case("clone", lambda x: x.clone(), normal(2, 3))
 case("contiguous", lambda x: x.t().contiguous(), normal(2, 3))
 case("to-same-dtype", lambda x: x.to(torch.float64), normal(2, 3))
 # A round trip through float32, on inputs and steps that float32 holds exactly.
-case("to-float32-and-back", lambda x: x.float().double() ** 2, RNG.integers(-64, 64, (2, 3)) / 32,
-     eps=2**-10, rtol=1e-4, atol=1e-4)
+case(
+    "to-float32-and-back",
+    lambda x: x.float().double() ** 2,
+    RNG.integers(-64, 64, (2, 3)) / 32,
+    eps=2**-10,
+    rtol=1e-4,
+    atol=1e-4,
+)
 
 # Indexing: ints, slices with steps, None, Ellipsis, index lists, boolean masks, mixed.
 INDEX_KEYS = {
@@ -364,6 +406,10 @@ INDEX_KEYS = {
     "ellipsis-none": (0, Ellipsis, None),
     "full": slice(None),
     "list": [0, 2],
+    "list-negative": [-1, 0],
+    "index-2d": torch.tensor([[0, 1], [2, 0]]),
+    "slice-negative-stop": (slice(None, -1), slice(1, -1, 2)),
+    "slice-past-end": slice(1, 10, 2),
     "list-repeated": [1, 1, 0, 1],
     "list-second-dim": (slice(None), [2, 0]),
     "two-lists": ([0, 1, 1], [2, 0, 2]),
@@ -425,6 +471,21 @@ case("setitem-number", clone_of(lambda c: c.__setitem__((0, 1), 5.0) or c * c), 
 case("setitem-then-read", lambda x, y: setitem(0)(x, y)[0] * x, normal(2, 3), normal(3))
 
 
+def into_zeros(fn, shape=(3, 3)):
+    """Write a tensor that requires grad into one that does not: only ``src`` gets a gradient."""
+    return lambda y: fn(torch.zeros(*shape, dtype=torch.float64), y)
+
+
+case(
+    "setitem-into-constant",
+    into_zeros(lambda z, y: z.__setitem__((1, [0, 2]), y) or z * z),
+    normal(2),
+)
+case("add_-into-constant", into_zeros(lambda z, y: z.add_(y, alpha=2) * y), normal(3))
+case("mul_-into-constant", into_zeros(lambda z, y: z.add_(1.5).mul_(y)), normal(3, 1))
+case("copy_-into-constant", into_zeros(lambda z, y: z.copy_(y).sin()), normal(3))
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 
@@ -460,3 +521,157 @@ def test_second_derivatives(c):
     atol = max(1e-5, c.tol.get("atol", 0))
     assert gradcheck(with_grad(vjp), _leaves(arrays), eps=eps, atol=atol)
     assert gradgradcheck(with_grad(c.fn), _leaves(c.arrays), eps=eps, atol=atol)
+
+
+@pytest.mark.parametrize("c", SECOND, ids=_ids(SECOND))
+def test_third_derivatives(c):
+    vjp, arrays = first_derivative(c.fn, c.arrays)
+    vjp2, arrays2 = first_derivative(vjp, arrays, seed=2)
+    fd_check(vjp2, arrays2, **c.tol)
+
+
+def _with_constant(c, i):
+    """Case ``c`` with input ``i`` a constant: the op then saves and runs only what the other
+    inputs' formulas need (and an in-place target may not require grad at all)."""
+    constant = torch.tensor(c.arrays[i])
+
+    def fn(*xs):
+        return c.fn(*xs[:i], constant, *xs[i:])
+
+    return fn, c.arrays[:i] + c.arrays[i + 1 :]
+
+
+PARTIAL = [(c, i) for c in CASES if len(c.arrays) > 1 for i in range(len(c.arrays))]
+
+
+@pytest.mark.parametrize("c, i", PARTIAL, ids=[f"{c.id}-constant{i}" for c, i in PARTIAL])
+def test_derivatives_with_a_constant_input(c, i):
+    fn, arrays = _with_constant(c, i)
+    fd_check(fn, arrays, **c.tol)
+    if c.second:
+        fd_check(*first_derivative(fn, arrays), **c.tol)
+
+
+# --- every table entry is exercised ----------------------------------------------------------
+
+# Run only as in-place operations (``run_inplace`` reports them with a trailing "_").
+INPLACE_RUNS = {
+    "add_", "sub_", "mul_", "div_", "zero_", "fill_", "copy_", "clamp_", "masked_fill_", "relu_",
+    "copy_slices_",
+}  # fmt: skip
+
+
+def test_every_table_entry_is_exercised():
+    """The cases above reach every entry of the op table (the *_backward entries through
+    create_graph). Runs the cases itself, so it does not depend on which other tests ran."""
+    seen = set()
+
+    def record(node, name, inputs, outputs):
+        seen.add(name)
+
+    observe.op_listeners.append(record)
+    try:
+        for c in CASES:
+            vjp, arrays = first_derivative(c.fn, c.arrays)
+            vjp(*_leaves(arrays))
+    finally:
+        observe.op_listeners.remove(record)
+    assert set(OPS) - {name.rstrip("_") for name in seen} == set()
+    assert INPLACE_RUNS - seen == set()
+
+
+# --- values at kinks and ties, where finite differences do not apply ----------------------------
+# The expected gradients are what PyTorch 2.13 gives; both backward implementations must agree.
+
+TIES = [[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]
+OTHER = torch.tensor([2.0, 3.0, 1.0], dtype=torch.float64)
+
+
+@pytest.mark.parametrize(
+    "fn, data, expected",
+    [
+        # amax/amin and full max/min split the gradient evenly between tied elements.
+        (lambda x: x.amax(1), TIES, [[0, 0.5, 0.5], [0.5, 0.5, 0]]),
+        (lambda x: x.amax(), TIES, [[0, 0.5, 0.5], [0, 0, 0]]),
+        (lambda x: x.amax((0, 1), keepdim=True), TIES, [[0, 0.5, 0.5], [0, 0, 0]]),
+        (lambda x: x.amin(0), [[1.0, 0.0, 3.0], [1.0, 2.0, 3.0]], [[0.5, 1, 0.5], [0.5, 0, 0.5]]),
+        (lambda x: x.max(), TIES, [[0, 0.5, 0.5], [0, 0, 0]]),
+        (lambda x: x.min(), [[0.0, 3.0, 0.0], [2.0, 0.0, 5.0]], [[1 / 3, 0, 1 / 3], [0, 1 / 3, 0]]),
+        # max/min along a dim send it all to the index they return (the first of the tied).
+        (lambda x: x.max(1).values, TIES, [[0, 1, 0], [1, 0, 0]]),
+        (lambda x: x.min(0).values, TIES, [[1, 0, 0], [0, 1, 1]]),
+        # maximum/minimum halve it between equal elements.
+        (lambda x: torch.maximum(x, OTHER), TIES, [[0, 0.5, 1], [0.5, 0, 0]]),
+        (lambda x: torch.minimum(OTHER, x), TIES, [[1, 0.5, 0], [0.5, 1, 1]]),
+        # Kinks: relu and abs have derivative 0 at 0; clamp passes the gradient at its bounds.
+        (torch.relu, [-1.0, 0.0, 1.0], [0, 0, 1]),
+        (torch.abs, [-1.0, 0.0, 1.0], [-1, 0, 1]),
+        (torch.sign, [-1.0, 0.0, 1.0], [0, 0, 0]),
+        (lambda x: x.clamp(-1, 1), [-2.0, -1.0, 0.0, 1.0, 2.0], [0, 1, 1, 1, 0]),
+        (lambda x: x.clamp(min=0), [-2.0, 0.0, 2.0], [0, 1, 1]),
+        # Powers at 0: x**0 is constant, and 0**x has derivative 0 (not 0 * log 0 = nan).
+        (lambda x: x**0, [-1.0, 0.0, 2.0], [0, 0, 0]),
+        (lambda x: x**2, [-1.0, 0.0, 2.0], [-2, 0, 4]),
+        (lambda x: 0**x, [1.0, 0.5, 0.0], [0, 0, 0]),
+        # sum and mean over dim=() reduce every dim.
+        (lambda x: x.sum(()), TIES, [[1, 1, 1], [1, 1, 1]]),
+        (lambda x: x.mean(()) * 6, TIES, [[1, 1, 1], [1, 1, 1]]),
+    ],
+)
+def test_gradient_at_kinks_and_ties(fn, data, expected):
+    x = torch.tensor(data, dtype=torch.float64, requires_grad=True)
+    (plain,) = torch.autograd.grad(fn(x).sum(), x)
+    (differentiable,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
+    assert plain.tolist() == expected
+    assert differentiable.tolist() == expected
+
+
+def test_to_dtype_casts_the_gradient_back():
+    """``.double()`` on a float32 leaf: its gradients come back as float32, to every order."""
+    data, w = np.array([0.5, -1.25, 2.0]), np.array([1.5, -2.0, 0.25])  # exact in float32
+    x = torch.tensor(data, dtype=torch.float32, requires_grad=True)
+    y = x.double()
+    assert y.dtype == torch.float64 and y.grad_fn.name() == "ToCopyBackward0"
+    (g,) = torch.autograd.grad((y * y * torch.tensor(w)).sum(), x, create_graph=True)
+    assert g.dtype == torch.float32
+    assert g.tolist() == (2 * data * w).tolist()
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    assert gg.dtype == torch.float32
+    assert gg.tolist() == (2 * w).tolist()
+
+
+def test_reductions_of_an_empty_tensor():
+    fd_check(lambda x, y: (x.sum(0) + y) * y + x.sum(1).sum(), [np.zeros((0, 3)), normal(1)])
+    x = torch.zeros(0, 3, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(x.sum(), x)
+    assert g.shape == (0, 3)
+
+
+# --- engine bugs found by these checks, for the owner of nbgrad.autograd ------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: autograd.grad drops the gradient of an output that lies on the graph of "
+    "another output listed before it. engine._post_order marks every root as seen before walking, "
+    "so a root reached from an earlier root comes after it in the 'children first' order, and "
+    "_plan_partial decides the earlier root's node is not needed.",
+)
+def test_grad_of_outputs_that_feed_each_other():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y1 = x * 2
+    y2 = y1 * 3
+    ones = torch.ones(2)
+    assert torch.autograd.grad([y1, y2], x, [ones, ones])[0].tolist() == [8.0, 8.0]
+    assert torch.autograd.grad([y2, y1], x, [ones, ones])[0].tolist() == [8.0, 8.0]  # gives 2, 2
+
+
+def test_power_of_a_negative_number_has_a_nan_gradient():
+    """``(-2) ** x`` is real at integer x, but its derivative ``result * log(-2)`` is nan in
+    PyTorch; the backward must say so rather than raise."""
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    y = torch.pow(-2, x)
+    assert y.tolist() == [-2.0, 4.0]
+    for create_graph in (False, True):
+        (g,) = torch.autograd.grad(y.sum(), x, retain_graph=True, create_graph=create_graph)
+        assert np.isnan(g.detach().numpy()).all()

@@ -138,15 +138,19 @@ def _reduced_count(sizes, dims):
     return count
 
 
+# Arithmetic on 0-d arrays gives NumPy scalars (``np.float64``), so a gradient that flowed through
+# a 0-d tensor may arrive as one: it has a dtype but cannot be written into.
+
+
 def _zero_at(grad, key):
-    out = grad.copy()
+    out = np.array(grad)  # a copy, and an array even when grad is a NumPy scalar
     out[key] = 0
     return out
 
 
 def _where(condition, a, b):
     out = np.where(condition, a, b)
-    like = a if isinstance(a, np.ndarray) else b
+    like = a if isinstance(a, (np.ndarray, np.generic)) else b
     return out.astype(like.dtype, copy=False)
 
 
@@ -156,6 +160,13 @@ def _masked_zero(grad, mask):
 
 def _sum_dim(grad, dim, keepdim):
     return grad.sum(axis=dim, keepdims=keepdim)
+
+
+def _scalar_log(value):
+    """The log of a Python number, nan below zero as ``torch.log`` gives (``math.log`` raises)."""
+    if value > 0:
+        return math.log(value)
+    return -math.inf if value == 0 else math.nan
 
 
 ARRAY_NAMESPACE = {
@@ -191,7 +202,7 @@ ARRAY_NAMESPACE = {
     "swap_last": lambda a: np.swapaxes(a, -1, -2),
     "squeeze": np.squeeze,
     "reduced_count": _reduced_count,
-    "scalar_log": math.log,
+    "scalar_log": _scalar_log,
     "zero_at": _zero_at,
     "astype": lambda a, dt: a.astype(dt.numpy, copy=False),
 }
@@ -298,7 +309,7 @@ def tensor_namespace():
         "swap_last": lambda a: a.transpose(-1, -2),
         "squeeze": lambda g, dim: g.squeeze(dim),
         "reduced_count": _reduced_count,
-        "scalar_log": math.log,
+        "scalar_log": _scalar_log,
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
     }

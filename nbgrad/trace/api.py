@@ -1,0 +1,78 @@
+"""The public way to record outside IPython: ``with nbgrad.record() as trace:``, and
+``nbgrad.last_trace()``."""
+
+import sys
+
+from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES, Recorder
+from nbgrad.trace.source import Source
+from nbgrad.trace.values import Policy
+
+DEFAULT_MAX_ELEMENTS = 100
+
+_last_trace = None
+
+
+def last_trace():
+    """The newest finished Trace (of a ``%%autograd`` cell or a ``record()`` block), or None."""
+    return _last_trace
+
+
+def set_last_trace(trace):
+    global _last_trace
+    _last_trace = trace
+
+
+class record:
+    """Record everything autograd does inside a ``with`` block::
+
+        with nbgrad.record() as trace:
+            e = (a + b) * d
+            e.backward()
+        trace.tensors["e"].grad_fn.name   # "MulBackward0"
+
+    The trace is filled in as the block runs and finished (names given, references to the
+    program's objects dropped) when it ends, also when it ends with an exception.
+
+    full          keep every array whole (by default arrays with more than ``max_elements``
+                  elements are kept as statistics and a preview)
+    max_elements  the size above which arrays are summarised
+    max_nodes     stop recording after this many operations
+    max_passes    stop recording when one more backward pass would start
+    name          a name for the trace (shown in its summary)
+    """
+
+    def __init__(
+        self,
+        *,
+        full=False,
+        max_elements=DEFAULT_MAX_ELEMENTS,
+        max_nodes=DEFAULT_MAX_NODES,
+        max_passes=DEFAULT_MAX_PASSES,
+        name=None,
+    ):
+        self._options = dict(
+            policy=Policy(max_elements=max_elements, full=full),
+            max_nodes=max_nodes,
+            max_passes=max_passes,
+            name=name,
+        )
+        self._recorder = None
+
+    def __enter__(self):
+        if self._recorder is not None:
+            raise RuntimeError("this record() block is already running")
+        caller = sys._getframe(1)
+        source = Source(caller.f_code.co_filename)
+        self._recorder = Recorder(source, base_frame=caller, source_kind="file", **self._options)
+        self._recorder.start()
+        return self._recorder.trace
+
+    def __exit__(self, exc_type, exc, tb):
+        caller = sys._getframe(1)
+        namespaces = [caller.f_locals]
+        if caller.f_globals is not caller.f_locals:
+            namespaces.append(caller.f_globals)
+        recorder, self._recorder = self._recorder, None
+        trace = recorder.finish(namespaces, error=exc)
+        set_last_trace(trace)
+        return False  # an exception goes on, as if the block were not recorded

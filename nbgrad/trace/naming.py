@@ -1,0 +1,211 @@
+"""Names for what a trace recorded: the names the user's code gave, or labels from its text.
+
+A tensor is named, by priority:
+
+1. ``variable``: a name that holds it when recording ends: ``a``, ``model.fc1.weight`` (a
+   module's parameter), ``xs[0]`` (an element of a list, tuple or dict);
+2. ``version``: an earlier value of such a tensor, before an in-place change: ``w#1``;
+3. ``assignment``: the name its expression was assigned to (``loss = ...`` in a loop whose
+   earlier losses no variable holds any more: ``loss#1``, ``loss#2``);
+4. ``expression``: the text of the expression that made it (``c * d``), or ``addmm in model(x)``
+   for an operation run inside a call;
+5. ``module``: the output of an nn.Module: ``model.fc1(...)``;
+6. ``operand``: a leaf or constant written inline, by its text (``torch.tensor(3.0)``);
+7. ``anonymous``: ``leaf``, ``constant``, or the op's name.
+
+Names are unique in a trace: a repeated one gets ``#k``, k counting its occurrences in order.
+"""
+
+from nbgrad.autograd.tensor import Tensor
+from nbgrad.trace.modules import module_paths, named_submodules
+from nbgrad.trace.trace import TensorRecord
+
+# IPython's own variables, never the user's names for things.
+IGNORED_NAMES = {"In", "Out", "get_ipython", "exit", "quit"}
+CONTAINER_DEPTH = 2
+CONTAINER_LENGTH = 1000
+MAX_VISITS = 50_000
+
+
+def name_everything(trace, source, namespaces, live, sites, module_outputs, earlier=None):
+    """Name the tensors of ``trace`` and give its ops their module paths.
+
+    live            id(tensor) -> (tensor, its latest record), for tensors still alive
+    sites           per op: (code, lasti, direct) of the user's frame that ran it, or None
+    module_outputs  record -> scope (modules, outermost first) of the forward that returned it
+    earlier         record -> the record of the same tensor's previous value (in-place changes)
+    """
+    tensors, modules = _variables(namespaces)
+    module_names = {}
+    for path, module in modules:
+        for sub_path, sub in named_submodules(module, path):
+            module_names.setdefault(id(sub), sub_path)
+
+    chosen = {}  # record -> (base name, how)
+    aliases = {}
+    for path, tensor in tensors:
+        entry = live.get(id(tensor))
+        if entry is None or entry[0] is not tensor:
+            continue
+        record = entry[1]
+        if record in chosen:
+            aliases.setdefault(record, []).append(path)
+        else:
+            chosen[record] = (path, "variable")
+
+    for record, (path, _) in list(chosen.items()):
+        previous = (earlier or {}).get(record)
+        while previous is not None and previous not in chosen:
+            chosen[previous] = (path, "version")
+            previous = earlier.get(previous)
+
+    scopes = {op.module for op in trace.ops if op.module} | set(module_outputs.values())
+    paths = module_paths(_with_ancestors(scopes), module_names)
+    for scope, path in paths.items():
+        trace.modules.setdefault(path, type(scope[-1]).__name__)
+    for op in trace.ops:
+        if op.module:
+            op.module = paths[op.module]
+
+    _label_results(trace, source, sites, module_outputs, paths, chosen)
+    _label_inputs(trace, source, sites, chosen)
+
+    for record in trace.tensors.values():
+        if record not in chosen:
+            base = "leaf" if record.requires_grad and record.grad_fn is None else "constant"
+            if record.grad_fn is not None:
+                base = record.op.op if record.op is not None else record.grad_fn.name
+            chosen[record] = (base, "anonymous")
+
+    _make_unique(trace, chosen)
+    for record, names in aliases.items():
+        record.aliases = tuple(names)
+
+
+def _variables(namespaces):
+    """(path, tensor) and (path, module) for everything the user's variables reach."""
+    tensors, modules = [], []
+    budget = [MAX_VISITS]
+    for namespace in namespaces:
+        for key, value in list(namespace.items()):
+            if not isinstance(key, str) or key.startswith("_") or key in IGNORED_NAMES:
+                continue
+            _visit(key, value, 0, tensors, modules, budget)
+    return tensors, modules
+
+
+def _visit(path, value, depth, tensors, modules, budget):
+    budget[0] -= 1
+    if budget[0] < 0:
+        return
+    if isinstance(value, Tensor):
+        tensors.append((path, value))
+    elif _is_module(value):
+        modules.append((path, value))
+        for method in ("named_parameters", "named_buffers"):
+            try:
+                named = list(getattr(value, method)())
+            except Exception:  # noqa: S112 - a half-built module: name what we can
+                continue
+            for name, tensor in named:
+                if isinstance(tensor, Tensor):
+                    tensors.append((f"{path}.{name}", tensor))
+    elif depth < CONTAINER_DEPTH:
+        if isinstance(value, (list, tuple)) and len(value) <= CONTAINER_LENGTH:
+            for index, item in enumerate(value):
+                _visit(f"{path}[{index}]", item, depth + 1, tensors, modules, budget)
+        elif isinstance(value, dict) and len(value) <= CONTAINER_LENGTH:
+            for key, item in list(value.items()):
+                if isinstance(key, (str, int)) and not isinstance(key, bool):
+                    _visit(f"{path}[{key!r}]", item, depth + 1, tensors, modules, budget)
+
+
+def _is_module(value):
+    return (
+        not isinstance(value, type)
+        and callable(getattr(value, "named_parameters", None))
+        and callable(getattr(value, "named_modules", None))
+    )
+
+
+def _with_ancestors(scopes):
+    every = set()
+    for scope in scopes:
+        for depth in range(1, len(scope) + 1):
+            every.add(scope[:depth])
+    return every
+
+
+def _is_value_of_site(sites, index):
+    """Whether op ``index`` made the value of the expression it ran from: it was called
+    straight from that expression, or it is the last of the ops one call made."""
+    site = sites[index]
+    if site is None:
+        return False
+    if site[2]:
+        return True
+    following = sites[index + 1] if index + 1 < len(sites) else None
+    return following is None or following[:2] != site[:2]
+
+
+def _label_results(trace, source, sites, module_outputs, paths, chosen):
+    for index, op in enumerate(trace.ops):
+        pending = [r for r in op.outputs if r not in chosen]
+        if not pending:
+            continue
+        expression = source.expression(op.span)
+        for record in pending:
+            if expression is not None and _is_value_of_site(sites, index):
+                target = source.assigned_to(expression)
+                if target is not None:
+                    chosen[record] = (target, "assignment")
+                else:
+                    chosen[record] = (source.label(expression), "expression")
+            elif record in module_outputs:
+                chosen[record] = (f"{paths[module_outputs[record]]}(...)", "module")
+            elif expression is not None:
+                chosen[record] = (f"{op.op} in {source.label(expression)}", "expression")
+
+
+def _label_inputs(trace, source, sites, chosen):
+    """Leaves and constants written inline get the text of the operand they were."""
+    for index, op in enumerate(trace.ops):
+        site = sites[index]
+        tensor_inputs = [r for r in op.inputs if type(r) is TensorRecord]
+        unnamed = [r for r in tensor_inputs if r.op is None and r not in chosen]
+        if not unnamed or site is None or not site[2]:
+            continue
+        parts = source.operands(source.expression(op.span))
+        operands = [text for text, _ in parts]
+        literal_free = [text for text, is_literal in parts if not is_literal]
+        if len(tensor_inputs) == len(literal_free):
+            texts = literal_free
+        elif len(tensor_inputs) == len(operands):
+            texts = operands
+        else:
+            continue
+        for record, text in zip(tensor_inputs, texts):
+            if record in unnamed and record not in chosen and text:
+                chosen[record] = (text, "operand")
+
+
+def _make_unique(trace, chosen):
+    """Give each record its name; repeated names get ``#k`` (k: its occurrence, in order)."""
+    held = {base for base, how in chosen.values() if how == "variable"}
+    occurrences = {}
+    final = {}
+    for record in trace.tensors.values():
+        base, how = chosen[record]
+        occurrences[base] = occurrences.get(base, 0) + 1
+        if how == "variable" or (base not in held and occurrences[base] == 1):
+            name = base
+        else:
+            name = f"{base}#{occurrences[base]}"
+        while name in final:  # a label that happens to read like another's "#k"
+            name += "'"
+        final[name] = record
+        record.name = name
+        record.named_by = how
+    # Variables first would change occurrence counting; instead keep creation order in the
+    # trace's table, now keyed by the final names.
+    trace.tensors = {record.name: record for record in trace.tensors.values()}

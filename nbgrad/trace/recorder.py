@@ -1,0 +1,653 @@
+"""The Recorder: listens at the engine's observation points and builds a Trace.
+
+Three listeners do the work, each cheap and each guarded so that a fault in the recorder stops
+recording instead of breaking the user's program:
+
+- ``_on_op``: an operation ran. Its inputs, outputs and node become records, values are
+  snapshotted, the node's saved buffers noted, intermediates asked to retain their grad, and the
+  user's line and the running nn.Module noted.
+- ``_on_node``: a node ran in backward. The grads it got and sent on each edge are logged.
+- ``_on_accumulate``: a grad was summed into a leaf's ``.grad``, with the running total.
+
+While recording, the recorder maps engine objects to their records by ``id`` with a weak
+reference to check the object is still the same one; it never keeps a tensor alive. ``stop``
+removes every listener; ``finish`` names the tensors and drops every engine reference, leaving a
+Trace made only of snapshots.
+"""
+
+import os
+import sys
+import weakref
+
+import numpy as np
+
+import nbgrad.autograd
+import nbgrad.ops
+from nbgrad.autograd import observe
+from nbgrad.autograd.node import FREED, AccumulateGrad, SavedTensor, TableNode
+from nbgrad.autograd.tensor import Tensor
+from nbgrad.trace import naming, passes
+from nbgrad.trace.modules import ScopeTracker, find_hook_home
+from nbgrad.trace.trace import (
+    Accumulation,
+    BackwardPass,
+    BackwardStep,
+    NodeRecord,
+    OpRecord,
+    TensorRecord,
+    Trace,
+)
+from nbgrad.trace.values import ArraySummary, Policy, keep_plain, snapshot
+
+DEFAULT_MAX_NODES = 2000
+DEFAULT_MAX_PASSES = 3
+
+# Frames in these folders only carry an operation from the user's expression to the engine: an
+# op called through them alone is the value of that expression.
+_PLUMBING = tuple(
+    os.path.dirname(package.__file__) + os.sep for package in (nbgrad.ops, nbgrad.autograd)
+)
+
+_active = None  # the Recorder listening now: recordings do not nest
+
+
+class RecordingError(RuntimeError):
+    """A recording could not start (another one is running)."""
+
+
+def active_recorder():
+    return _active
+
+
+class Recorder:
+    """Records what autograd does from ``start()`` to ``stop()``.
+
+    source      a ``Source``: the code whose lines and expressions label the records
+    base_frame  the frame that runs the recorded code (the search for the user's line stops
+                there)
+    policy      a values.Policy: how much of each array to keep
+    max_nodes   stop recording after this many operations (or this many nodes)
+    max_passes  stop recording when a backward pass would start after this many
+    """
+
+    def __init__(
+        self,
+        source,
+        base_frame=None,
+        policy=None,
+        max_nodes=DEFAULT_MAX_NODES,
+        max_passes=DEFAULT_MAX_PASSES,
+        name=None,
+        source_kind="cell",
+    ):
+        if max_nodes < 1:
+            raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
+        if max_passes < 0:
+            raise ValueError(f"max_passes must be at least 0, got {max_passes}")
+        self.source = source
+        self.policy = policy or Policy()
+        self.max_nodes = int(max_nodes)
+        self.max_passes = int(max_passes)
+        self.trace = Trace(
+            name=name, policy=self.policy, source_kind=source_kind, filename=source.filename
+        )
+        self._filename = source.filename
+        self._base_frame = base_frame
+        self._listening = False
+        self._listeners = (self._on_op, self._on_node, self._on_accumulate)
+        # Engine object -> record, by id, with a weak reference proving the id is still that object.
+        self._tensors = {}  # id(tensor) -> (weakref, latest TensorRecord of that tensor)
+        self._nodes = {}  # id(node) -> (weakref, NodeRecord)
+        self._leaf_of_accumulator = {}  # AccumulateGrad NodeRecord -> weakref to its leaf
+        self._sites = []  # per OpRecord: (code, lasti, direct) of the user's frame, for labels
+        self._module_outputs = {}  # TensorRecord -> scope of the module whose forward returned it
+        self._earlier = {}  # TensorRecord -> the same tensor's record before an in-place change
+        self._last_totals = {}  # TensorRecord -> (grad array, its version, snapshot)
+        self._accumulations = []
+        self._pass_frames = passes.PassFrames()
+        self._grad_snapshots = {}  # id(array) -> (array, snapshot), within one pass
+        self._scopes = ScopeTracker(on_output=self._module_returned)
+
+    # --- starting and stopping ----------------------------------------------------------------
+
+    def start(self):
+        global _active
+        if _active is not None:
+            raise RecordingError(
+                "a recording is already running (a %%autograd cell or a `with nbgrad.record()` "
+                "block); recordings do not nest. Record the outer code only, or end the other "
+                "recording first."
+            )
+        _active = self
+        self._listening = True
+        try:
+            self._scopes.attach(find_hook_home())
+            observe.op_listeners.append(self._on_op)
+            observe.node_listeners.append(self._on_node)
+            observe.accumulate_listeners.append(self._on_accumulate)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, reason=None):
+        """Stop listening: remove every listener and hook, note the grads as they are now."""
+        global _active
+        if _active is self:
+            _active = None
+        if not self._listening:
+            return
+        self._listening = False
+        for listeners, listener in zip(
+            (observe.op_listeners, observe.node_listeners, observe.accumulate_listeners),
+            self._listeners,
+        ):
+            while listener in listeners:
+                listeners.remove(listener)
+        self._scopes.detach()
+        if reason and self.trace.truncated is None:
+            self.trace.truncated = reason
+        self._pass_frames.clear()
+        self._grad_snapshots.clear()
+        self._note_final_grads()
+
+    def finish(self, namespaces=(), error=None):
+        """Stop, name everything from ``namespaces`` (dicts of the user's variables), and drop
+        every reference to the engine's objects. Returns the finished Trace."""
+        self.stop()
+        trace = self.trace
+        if error is not None:
+            trace.error = f"{type(error).__name__}: {error}"
+        try:
+            self._complete(namespaces)
+        finally:
+            self._tensors.clear()
+            self._nodes.clear()
+            self._leaf_of_accumulator.clear()
+            self._sites.clear()
+            self._module_outputs.clear()
+            self._earlier.clear()
+            self._last_totals.clear()
+            self._accumulations = []
+            self._scopes.on_output = None
+            trace.complete = True
+        return trace
+
+    @property
+    def listening(self):
+        return self._listening
+
+    # --- the three listeners -------------------------------------------------------------------
+
+    def _on_op(self, node, op_name, inputs, outputs):
+        try:
+            self._record_op(node, op_name, inputs, outputs)
+        except Exception as error:  # a recorder fault must not break the user's program
+            self._fail(error)
+
+    def _on_node(self, node, grads_in, grads_out):
+        try:
+            self._record_step(node, grads_in, grads_out)
+        except Exception as error:
+            self._fail(error)
+
+    def _on_accumulate(self, leaf, grad, total):
+        try:
+            self._record_accumulation(sys._getframe(), leaf, grad, total)
+        except Exception as error:
+            self._fail(error)
+
+    def _fail(self, error):
+        self.stop(reason=f"the recorder failed and stopped: {type(error).__name__}: {error}")
+
+    # --- forward --------------------------------------------------------------------------------
+
+    def _record_op(self, node, op_name, inputs, outputs):
+        user_frame, direct, execute_frame = self._locate(sys._getframe(2))
+        backward_pass = self._pass_for(execute_frame) if execute_frame is not None else None
+        if not self._listening:
+            return
+        trace = self.trace
+        if len(trace.ops) >= self.max_nodes or len(trace.nodes) >= self.max_nodes:
+            self.stop(reason=f"stopped after {len(trace.ops)} operations (max_nodes)")
+            return
+        if (
+            node is not None
+            and execute_frame is None
+            and self.max_passes
+            and len(trace.passes) >= self.max_passes
+        ):
+            # The last allowed backward pass is over and a new forward begins: the first steps
+            # of a training loop are recorded, the rest runs at full speed.
+            self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
+            return
+
+        in_place = bool(outputs) and bool(inputs) and outputs[0] is inputs[0]
+        input_records = []
+        for position, value in enumerate(inputs):
+            if isinstance(value, Tensor):
+                if in_place and position == 0:
+                    input_records.append(self._value_before_inplace(value))
+                else:
+                    input_records.append(self._record_of(value))
+            else:
+                input_records.append(keep_plain(value, self.policy))
+
+        line, site = None, None
+        if user_frame is not None:
+            line = user_frame.f_lineno
+            site = (user_frame.f_code, user_frame.f_lasti, direct)
+        span = self.source.span_at(site[0], site[1]) if site is not None else None
+        op = OpRecord(
+            f"o{len(trace.ops)}",
+            op_name,
+            input_records,
+            [],
+            None,
+            line,
+            span,
+            self._scopes.current or None,
+            backward_pass.index if backward_pass is not None else None,
+        )
+        trace.ops.append(op)
+        self._sites.append(site)
+        for record in input_records:
+            if type(record) is TensorRecord:
+                record.uses.append(op)
+
+        node_record = None
+        if node is not None:
+            node_record = self._make_node(node, op)
+            op.node = node_record
+        for output_nr, tensor in enumerate(outputs):
+            record = self._new_tensor(tensor, op=op)
+            record.output_nr = tensor._output_nr if node is not None else output_nr
+            if node is not None and tensor._grad_fn is node:
+                record.grad_fn = node_record
+                if not tensor._retains_grad:
+                    tensor.retain_grad()  # every intermediate keeps its grad, as the issue asks
+            op.outputs.append(record)
+        if node_record is not None and type(node) is not AccumulateGrad:
+            self._note_saved(node_record, node, input_records, op.outputs)
+
+    def _locate(self, frame):
+        """From an op's caller frame up to the recorded code: (the innermost frame of the
+        recorded code or None, whether only op plumbing lies between, the innermost
+        ``engine._execute`` frame on the way or None)."""
+        filename = self._filename
+        base = self._base_frame
+        direct = True
+        execute_frame = None
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == filename:
+                return frame, direct, execute_frame
+            if code is passes.EXECUTE_CODE:
+                if execute_frame is None:
+                    execute_frame = frame
+            elif not code.co_filename.startswith(_PLUMBING):
+                direct = False
+            if frame is base:
+                break
+            frame = frame.f_back
+        return None, False, execute_frame
+
+    def _value_before_inplace(self, tensor):
+        """The record of what an in-place op overwrote: the tensor's latest record if there is
+        one (its value was snapshotted when it was recorded), else a record without a value."""
+        entry = self._tensors.get(id(tensor))
+        if entry is not None and entry[0]() is tensor:
+            return entry[1]
+        record = self._new_tensor(tensor, take_value=False)
+        record.version = tensor._version_counter.value - 1
+        # The overwritten value is gone, unless the node kept a copy to differentiate through.
+        return record
+
+    # --- tensors ----------------------------------------------------------------------------
+
+    def _record_of(self, tensor):
+        """The record of the tensor's current value: its latest record, or a new one when the
+        tensor is new to the recording or was changed in place since."""
+        entry = self._tensors.get(id(tensor))
+        if (
+            entry is not None
+            and entry[0]() is tensor
+            and entry[1].version == tensor._version_counter.value
+        ):
+            return entry[1]
+        return self._new_tensor(tensor)
+
+    def _new_tensor(self, tensor, op=None, take_value=True):
+        data = tensor._data
+        record = TensorRecord(
+            f"t{len(self.trace.tensors)}",
+            tuple(data.shape),
+            data.dtype.name,
+            tensor._requires_grad,
+            tensor._grad_fn is None,
+            tensor._version_counter.value,
+            snapshot(data, self.policy) if take_value else None,
+        )
+        record.op = op
+        if op is None and tensor._grad_fn is not None:
+            # Made outside the recording (an earlier cell, a custom Function): its node is met now.
+            record.grad_fn = self._node_record(tensor._grad_fn)
+            record.output_nr = tensor._output_nr
+        self.trace.tensors[record.id] = record
+        entry = self._tensors.get(id(tensor))
+        if entry is not None and entry[0]() is tensor:
+            self._earlier[record] = entry[1]
+        self._tensors[id(tensor)] = (weakref.ref(tensor), record)
+        return record
+
+    def _module_returned(self, scope, output):
+        if isinstance(output, Tensor) and self._listening:
+            entry = self._tensors.get(id(output))
+            if entry is not None and entry[0]() is output:
+                self._module_outputs[entry[1]] = scope
+
+    # --- nodes --------------------------------------------------------------------------------
+
+    def _node_record(self, node):
+        entry = self._nodes.get(id(node))
+        if entry is not None and entry[0]() is node:
+            return entry[1]
+        return self._make_node(node, None)
+
+    def _make_node(self, node, op):
+        """A record for ``node`` and, following ``next_functions``, for every node below it
+        that is new to the recording (iteratively: a graph can be deeper than Python's stack)."""
+        record = self._new_node_record(node, op)
+        pending = [(node, record)]
+        while pending:
+            current, current_record = pending.pop()
+            edges = []
+            for child, nr in current.next_functions:
+                if child is None:
+                    edges.append((None, nr))
+                    continue
+                entry = self._nodes.get(id(child))
+                if entry is not None and entry[0]() is child:
+                    child_record = entry[1]
+                else:
+                    child_record = self._new_node_record(child, None)
+                    pending.append((child, child_record))
+                edges.append((child_record, nr))
+            current_record.next = tuple(edges)
+        return record
+
+    def _new_node_record(self, node, op):
+        record = NodeRecord(f"n{len(self.trace.nodes)}", node.name())
+        self.trace.nodes.append(record)
+        self._nodes[id(node)] = (weakref.ref(node), record)
+        record.op = op
+        if type(node) is AccumulateGrad:
+            record.variable = self._record_of(node.variable)
+            self._leaf_of_accumulator[record] = weakref.ref(node.variable)
+        else:
+            record.observed = op is not None
+            if isinstance(node, TableNode):
+                spec = node.spec
+                record.op_name = spec.name
+                record.inputs = spec.inputs
+                record.formulas = self._formulas_of(spec)["grads"]
+                if op is None:
+                    self._note_saved(record, node, None, None)
+        return record
+
+    def _formulas_of(self, spec):
+        table = self.trace.formulas
+        entry = table.get(spec.name)
+        if entry is None:
+            entry = table[spec.name] = {
+                "node": spec.node,
+                "inputs": list(spec.inputs),
+                "saves": list(spec.saves),
+                "grads": dict(spec.grads),
+            }
+        return entry
+
+    def _note_saved(self, record, node, input_records, output_records):
+        """What the node saved for backward, by name. A saved input or output is its tensor's
+        record (shared, not copied again); other saved values are kept as they are."""
+        saved_entries = getattr(node, "_saved", None)
+        if not isinstance(node, TableNode) or saved_entries is None or saved_entries is FREED:
+            return
+        spec = node.spec
+        for position, saved in enumerate(saved_entries):
+            if saved is None or saved is FREED:
+                continue
+            name = spec.saves[position]
+            if type(saved) is SavedTensor:
+                kind, index = spec.save_sources[position]
+                tensor_record = None
+                if kind == "input" and input_records is not None:
+                    candidate = input_records[index]
+                    tensor_record = candidate if type(candidate) is TensorRecord else None
+                elif kind == "result" and output_records:
+                    tensor_record = output_records[0]
+                elif saved.tensor is not None:
+                    tensor_record = self._record_of(saved.tensor)
+                if tensor_record is not None and tensor_record.value is not None:
+                    record.saved_tensors[name] = tensor_record
+                    record.saved[name] = tensor_record.value
+                else:
+                    record.saved[name] = snapshot(saved.data, self.policy)
+            else:
+                record.saved[name] = keep_plain(saved, self.policy)
+
+    # --- backward -----------------------------------------------------------------------------
+
+    def _pass_for(self, execute_frame):
+        """The BackwardPass run by this engine frame; a new one if it just started (or None,
+        having stopped, if it is one pass more than ``max_passes``)."""
+        found = self._pass_frames.find(execute_frame)
+        if found is not None:
+            return found
+        trace = self.trace
+        if len(trace.passes) >= self.max_passes:
+            self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
+            return None
+        roots, retain_graph, create_graph, kind = passes.pass_arguments(execute_frame)
+        user_frame, _, _ = self._locate(execute_frame)
+        backward_pass = BackwardPass(
+            len(trace.passes),
+            kind,
+            tuple((self._node_record(node), nr) for node, nr in roots),
+            retain_graph,
+            create_graph,
+            user_frame.f_lineno if user_frame is not None else None,
+        )
+        trace.passes.append(backward_pass)
+        self._pass_frames.add(execute_frame, backward_pass)
+        self._grad_snapshots.clear()
+        return backward_pass
+
+    def _record_step(self, node, grads_in, grads_out):
+        execute_frame = passes.execute_frame_above(sys._getframe(2))
+        if execute_frame is None:
+            return  # not run by the engine: nothing to place it in
+        backward_pass = self._pass_for(execute_frame)
+        if backward_pass is None or not self._listening:
+            return
+        record = self._node_record(node)
+        sent = []
+        for (child, nr), grad in zip(node.next_functions, grads_out):
+            child_record = self._node_record(child) if child is not None else None
+            sent.append((child_record, nr, self._grad_snapshot(grad)))
+        freed = record.freed_at is None and _freed(node)
+        step = BackwardStep(
+            len(self.trace.backward_steps),
+            backward_pass.index,
+            record,
+            [self._grad_snapshot(grad) for grad in grads_in],
+            sent,
+            freed,
+        )
+        if freed:
+            record.freed_at = step.index
+        record.steps.append(step)
+        backward_pass.steps.append(step)
+        self.trace.backward_steps.append(step)
+
+    def _record_accumulation(self, listener_frame, leaf, grad, total):
+        execute_frame = passes.execute_frame_above(listener_frame)
+        if execute_frame is not None:
+            backward_pass = self._pass_for(execute_frame)
+        else:
+            backward_pass = self._pass_frames.latest()
+        if not self._listening:
+            return
+        in_node = passes.called_from_accumulate_node(listener_frame)
+        record = self._record_of(leaf)
+        grad_array = grad._data if isinstance(grad, Tensor) else grad
+        grad_value = self._grad_snapshot(grad)
+        total_array = total._data
+        if _equal_arrays(total_array, grad_array):  # the first grad: the total is a copy of it
+            total_value = grad_value
+        else:
+            total_value = snapshot(total_array, self.policy)
+        self._last_totals[record] = (total_array, total._version_counter.value, total_value)
+        self._accumulations.append(
+            Accumulation(
+                record,
+                backward_pass.index if backward_pass is not None else None,
+                len(self.trace.backward_steps) if in_node else None,
+                grad_value,
+                total_value,
+            )
+        )
+
+    def _grad_snapshot(self, grad):
+        """A gradient's snapshot; the same array sent along an edge and received by the next
+        node is snapshotted once."""
+        if grad is None:
+            return None
+        array = grad._data if isinstance(grad, Tensor) else grad
+        if not isinstance(array, np.ndarray):
+            array = np.asarray(array)
+        hit = self._grad_snapshots.get(id(array))
+        if hit is not None and hit[0] is array:
+            return hit[1]
+        value = snapshot(array, self.policy)
+        self._grad_snapshots[id(array)] = (array, value)
+        return value
+
+    # --- the end ---------------------------------------------------------------------------
+
+    def _note_final_grads(self):
+        """Each live tensor's ``.grad`` now, when recording stops (later steps of a loop that
+        were not recorded must not show up in the trace)."""
+        for ref, record in self._tensors.values():
+            tensor = ref()
+            if tensor is None or tensor._grad is None:
+                continue
+            grad = tensor._grad
+            last = self._last_totals.get(record)
+            if (
+                last is not None
+                and last[0] is grad._data
+                and last[1] == grad._version_counter.value
+            ):
+                record.grad = last[2]  # unchanged since it was last accumulated
+            else:
+                record.grad = snapshot(grad._data, self.policy)
+
+    def _complete(self, namespaces):
+        trace = self.trace
+        latest = {}
+        for ref, record in self._tensors.values():
+            tensor = ref()
+            if tensor is not None:
+                latest[id(tensor)] = (tensor, record)
+        for record, leaf_ref in self._leaf_of_accumulator.items():
+            leaf = leaf_ref()
+            if leaf is not None and id(leaf) in latest:
+                record.variable = latest[id(leaf)][1]
+        accumulations = {}
+        for accumulation in self._accumulations:
+            accumulations.setdefault(accumulation.tensor, []).append(accumulation)
+        _grads_of_ended_tensors(trace, accumulations, {r for _, r in latest.values()})
+        naming.name_everything(
+            trace,
+            source=self.source,
+            namespaces=namespaces,
+            live=latest,
+            sites=self._sites,
+            module_outputs=self._module_outputs,
+            earlier=self._earlier,
+        )
+        trace.accumulations = {record.name: items for record, items in accumulations.items()}
+        trace.accumulation_log = list(self._accumulations)
+        _assign_roles(trace)
+        _note_source_lines(trace, self.source)
+
+
+def _freed(node):
+    saved = getattr(node, "_saved", None)
+    if saved is FREED:
+        return True
+    return type(saved) in (list, tuple) and any(s is FREED for s in saved)
+
+
+def _equal_arrays(a, b):
+    return a.shape == b.shape and np.array_equal(a, b)
+
+
+def _grads_of_ended_tensors(trace, accumulations, live_records):
+    """``.grad`` for records whose tensor is gone or was changed in place since: a leaf's last
+    running total, or the grad its node received (summed over passes when all are kept whole)."""
+    for record in trace.tensors.values():
+        if record.grad is not None or record in live_records:
+            continue
+        if record in accumulations:
+            record.grad = accumulations[record][-1].total
+        elif record.grad_fn is not None and record.grad_fn.steps:
+            received = [
+                step.grads_in[record.output_nr]
+                for step in record.grad_fn.steps
+                if record.output_nr < len(step.grads_in)
+                and step.grads_in[record.output_nr] is not None
+            ]
+            if len(received) == 1:
+                record.grad = received[0]
+            elif received and all(isinstance(g, np.ndarray) for g in received):
+                record.grad = sum(received[1:], received[0].copy())
+
+
+def _assign_roles(trace):
+    roots = set()
+    for backward_pass in trace.passes:
+        for node_record, nr in backward_pass.roots:
+            for record in node_record.outputs:
+                if record.output_nr == nr:
+                    roots.add(record)
+    for record in trace.tensors.values():
+        if record.grad_fn is not None:
+            record.role = "intermediate"
+        elif record.requires_grad:
+            record.role = "leaf"
+        else:
+            record.role = "constant"
+    if not roots:
+        # Without backward, the results are the tracked tensors nothing else used.
+        roots = {r for r in trace.tensors.values() if r.grad_fn is not None and not r.uses}
+    for record in roots:
+        if record.grad_fn is not None:
+            record.role = "output"
+
+
+def _note_source_lines(trace, source):
+    lines = {}
+    for op in trace.ops:
+        if op.line is not None:
+            op.code = lines.setdefault(op.line, source.line_text(op.line))
+    for backward_pass in trace.passes:
+        if backward_pass.line is not None:
+            backward_pass.code = lines.setdefault(
+                backward_pass.line, source.line_text(backward_pass.line)
+            )
+    trace.source_lines = dict(sorted(lines.items()))
+
+
+__all__ = ["ArraySummary", "Recorder", "RecordingError", "active_recorder"]

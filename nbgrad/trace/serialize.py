@@ -1,0 +1,208 @@
+"""A Trace as JSON-ready data, in the schema documented in docs/trace-schema.md.
+
+Records refer to each other by id ("t3" a tensor, "o2" an op, "n5" a node), so the JSON has
+no cycles and each tensor's value is written once; gradients in the backward log are written
+where they travelled.
+"""
+
+import numpy as np
+
+from nbgrad.trace.values import ArraySummary, plain_json, value_json
+
+
+def trace_json(trace, version):
+    from nbgrad.trace.trace import TensorRecord
+
+    policy = trace.policy
+    buffers = _BufferIds(trace, policy)
+
+    def value(v):
+        return value_json(v, policy, buffers.id_for(v))
+
+    def ref(record):
+        return record.id if record is not None else None
+
+    tensors = []
+    for record in trace.tensors.values():
+        entry = {
+            "id": record.id,
+            "name": record.name,
+            "named_by": record.named_by,
+            "role": record.role,
+            "shape": list(record.shape),
+            "dtype": record.dtype,
+            "requires_grad": record.requires_grad,
+            "version": record.version,
+            "value": value(record.value),
+            "grad": value(record.grad),
+            "grad_fn": ref(record.grad_fn),
+            "output_nr": record.output_nr,
+            "op": ref(record.op),
+        }
+        if record.aliases:
+            entry["aliases"] = list(record.aliases)
+        tensors.append(_without_defaults(entry))
+
+    ops = []
+    for op in trace.ops:
+        ops.append(
+            _without_defaults(
+                {
+                    "id": op.id,
+                    "op": op.op,
+                    "inputs": [
+                        i.id if type(i) is TensorRecord else {"const": plain_json(i, policy)}
+                        for i in op.inputs
+                    ],
+                    "outputs": [o.id for o in op.outputs],
+                    "node": ref(op.node),
+                    "line": op.line,
+                    "span": list(op.span) if op.span is not None else None,
+                    "module": op.module,
+                    "in_backward": op.in_backward,
+                }
+            )
+        )
+
+    nodes = []
+    for node in trace.nodes:
+        saved = {}
+        for name, kept in node.saved.items():
+            tensor = node.saved_tensors.get(name)
+            if tensor is not None:
+                saved[name] = {"tensor": tensor.id}
+            elif isinstance(kept, (np.ndarray, ArraySummary)):
+                saved[name] = {"value": value(kept)}
+            else:
+                saved[name] = {"value": plain_json(kept, policy)}
+        entry = {
+            "id": node.id,
+            "name": node.name,
+            "op": ref(node.op),
+            "formula": node.op_name,
+            "next": [[ref(child), nr] if child is not None else None for child, nr in node.next],
+            "saved": saved,
+            "freed_at": node.freed_at,
+            "observed": node.observed,
+        }
+        if node.variable is not None:
+            entry["variable"] = node.variable.id
+        nodes.append(_without_defaults(entry))
+
+    passes = [
+        _without_defaults(
+            {
+                "index": p.index,
+                "kind": p.kind,
+                "roots": [[ref(node), nr] for node, nr in p.roots],
+                "retain_graph": p.retain_graph,
+                "create_graph": p.create_graph,
+                "line": p.line,
+            }
+        )
+        for p in trace.passes
+    ]
+    steps = [
+        _without_defaults(
+            {
+                "pass": s.pass_index,
+                "node": s.node.id,
+                "grads_in": [value(g) for g in s.grads_in],
+                "grads_out": [value(g) for _, _, g in s.grads_out],
+                "freed": s.freed,
+            }
+        )
+        for s in trace.backward_steps
+    ]
+    accumulations = [
+        _without_defaults(
+            {
+                "tensor": a.tensor.id,
+                "pass": a.pass_index,
+                "step": a.step,
+                "grad": value(a.grad),
+                "total": value(a.total),
+            }
+        )
+        for a in trace.accumulation_log
+    ]
+
+    from nbgrad import __version__
+
+    return {
+        "version": version,
+        "producer": {"engine": "nbgrad", "engine_version": __version__},
+        "name": trace.name,
+        "source": {
+            "kind": trace.source_kind,
+            "filename": trace.filename,
+            "lines": {str(line): text for line, text in trace.source_lines.items()},
+        },
+        "status": {
+            "complete": trace.complete,
+            "truncated": trace.truncated,
+            "error": trace.error,
+        },
+        "limits": {
+            "max_elements": policy.max_elements,
+            "full": policy.full,
+        },
+        "modules": dict(trace.modules),
+        "formulas": trace.formulas,
+        "tensors": tensors,
+        "ops": ops,
+        "nodes": nodes,
+        "passes": passes,
+        "steps": steps,
+        "accumulations": accumulations,
+    }
+
+
+# Keys left out of the JSON when they hold these values (docs/trace-schema.md lists them).
+_DEFAULTS = {
+    "version": 0,
+    "output_nr": 0,
+    "grad": None,
+    "grad_fn": None,
+    "op": None,
+    "node": None,
+    "line": None,
+    "span": None,
+    "module": None,
+    "in_backward": None,
+    "formula": None,
+    "freed_at": None,
+    "observed": True,
+    "freed": False,
+    "step": None,
+    "retain_graph": False,
+    "create_graph": False,
+}
+
+
+def _without_defaults(entry):
+    return {
+        key: value
+        for key, value in entry.items()
+        if key not in _DEFAULTS or value is not _DEFAULTS[key] and value != _DEFAULTS[key]
+    }
+
+
+class _BufferIds:
+    """Ids for whole arrays kept beyond the summary size (``--full``): the widget fetches them by
+    id from the kernel (``trace.buffer(id)``) instead of receiving them in the JSON."""
+
+    def __init__(self, trace, policy):
+        self._trace = trace
+        self._policy = policy
+        self._ids = {id(array): key for key, array in trace._buffers.items()}
+
+    def id_for(self, value):
+        if not isinstance(value, np.ndarray) or value.size <= self._policy.max_elements:
+            return None
+        key = self._ids.get(id(value))
+        if key is None:
+            key = f"b{len(self._trace._buffers)}"
+            self._trace._buffers[key] = value
+            self._ids[id(value)] = key
+        return key

@@ -1,0 +1,154 @@
+"""The recorded code's text: which line and which expression ran an operation.
+
+While recording, the recorder only notes the code object and instruction offset of the user's
+frame (cheap). When the trace is finished, ``Source`` turns them into a line, an expression's
+source text (``c * d``) and, where the expression is the right-hand side of an assignment, the
+name it was assigned to. Python 3.11+ gives each instruction a column span; on 3.10 labels fall
+back to the line's text.
+"""
+
+import ast
+import linecache
+import re
+
+LABEL_LENGTH = 40
+
+
+class Source:
+    """The text of the recorded cell or file, parsed on first use.
+
+    filename  the name code objects carry (``co_filename``) for this text
+    text      the exact text that was compiled (line numbers and columns refer to it)
+    """
+
+    def __init__(self, filename, text=None):
+        self.filename = filename
+        if text is None:
+            text = "".join(linecache.getlines(filename))
+        self.text = text
+        self.lines = text.splitlines()
+        self._tree = None
+        self._parsed = False
+        self._by_line = None
+        self._parents = None
+        self._positions = {}
+
+    # --- while recording --------------------------------------------------------------------
+
+    def span_at(self, code, lasti):
+        """(line, col, end line, end col) of the instruction at ``lasti`` in ``code``, or None."""
+        positions = self._positions.get(code)
+        if positions is None:
+            get = getattr(code, "co_positions", None)  # Python 3.11+
+            positions = list(get()) if get is not None else []
+            self._positions[code] = positions
+        index = lasti // 2
+        if 0 <= index < len(positions):
+            span = positions[index]
+            if None not in span:
+                return span
+        return None
+
+    # --- when the trace is finished ----------------------------------------------------------
+
+    def line_text(self, line):
+        if line is None or not 1 <= line <= len(self.lines):
+            return None
+        return self.lines[line - 1].strip()
+
+    def expression(self, span):
+        """The smallest expression (or augmented assignment) that contains ``span``."""
+        if span is None or not self._parse():
+            return None
+        line, col, end_line, end_col = span
+        best, best_size = None, None
+        for node in self._by_line.get(line, ()):
+            start = (node.lineno, node.col_offset)
+            end = (node.end_lineno, node.end_col_offset)
+            if start <= (line, col) and (end_line, end_col) <= end:
+                size = (end[0] - start[0], end[1] - start[1] if end[0] == start[0] else end[1])
+                if best is None or size < best_size:
+                    best, best_size = node, size
+        return best
+
+    def label(self, node):
+        """An expression's source text on one line, shortened to at most 40 characters."""
+        text = ast.get_source_segment(self.text, node) or ""
+        text = re.sub(r"\s+", " ", text).strip()
+        if len(text) > LABEL_LENGTH:
+            text = text[: LABEL_LENGTH - 3].rstrip() + "..."
+        return text
+
+    def assigned_to(self, node):
+        """The name an expression's value was assigned to (``e`` in ``e = c * d``), or None."""
+        if node is None or not self._parse():
+            return None
+        if isinstance(node, ast.AugAssign):
+            return self._target_text(node.target)
+        parent = self._parents.get(node)
+        if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
+            return self._target_text(parent.targets[0])
+        if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)) and parent.value is node:
+            return self._target_text(parent.target)
+        return None
+
+    def operands(self, node):
+        """The source texts of an expression's operands, in the order an op receives them:
+        ``[c, d]`` for ``c * d``, ``[x, y]`` for ``x.mul(y)`` or ``torch.mul(x, y)``."""
+        if node is None:
+            return []
+        if isinstance(node, ast.BinOp):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.UnaryOp):
+            parts = [node.operand]
+        elif isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+        elif isinstance(node, ast.AugAssign):
+            parts = [node.target, node.value]
+        elif isinstance(node, ast.Call):
+            receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+            is_method = receiver is not None and not _looks_like_module(receiver)
+            parts = ([receiver] if is_method else []) + list(node.args)
+        else:
+            return []
+        return [(self.label(p), isinstance(p, ast.Constant)) for p in parts]
+
+    def _target_text(self, target):
+        if isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+            return self.label(target)
+        return None
+
+    def _parse(self):
+        if not self._parsed:
+            self._parsed = True
+            try:
+                self._tree = ast.parse(self.text)
+            except (SyntaxError, ValueError):
+                self._tree = None
+            if self._tree is not None:
+                self._index(self._tree)
+        return self._tree is not None
+
+    def _index(self, tree):
+        by_line, parents = {}, {}
+        for parent in ast.walk(tree):
+            for child in ast.iter_child_nodes(parent):
+                parents[child] = parent
+            if isinstance(parent, (ast.expr, ast.AugAssign)):
+                for line in range(parent.lineno, parent.end_lineno + 1):
+                    by_line.setdefault(line, []).append(parent)
+        self._by_line = by_line
+        self._parents = parents
+
+
+def _looks_like_module(node):
+    """``torch.mul(x, y)``: a call through a module name has no receiver operand. We cannot know
+    for sure from text; a lowercase dotted name that is not called is the common module case."""
+    names = []
+    while isinstance(node, ast.Attribute):
+        names.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return False
+    names.append(node.id)
+    return names[-1] in {"torch", "nbgrad", "F", "nn", "np", "functional"}

@@ -1,0 +1,333 @@
+"""The Trace: an engine-neutral record of what autograd did while a cell (or block) ran.
+
+It holds only snapshots and plain Python records, never the engine's tensors or nodes, so a
+trace can outlive the program's objects, be serialised to one documented JSON schema
+(docs/trace-schema.md), and be produced the same way by a future bridge from real PyTorch.
+
+Records point at each other directly (a node's ``next`` holds node records, a tensor's
+``grad_fn`` a node record), so the Python API reads like PyTorch's: ``trace.tensors["e"]
+.grad_fn.next[0][0].name == "AddBackward0"``.
+"""
+
+from nbgrad.trace import summary as _summary
+from nbgrad.trace.serialize import trace_json
+
+SCHEMA_VERSION = 1
+
+
+class TensorRecord:
+    """One value of a tensor: a tensor changed in place gets a new record (a new version).
+
+    name           unique within the trace: a variable's name (``a``, ``model.fc1.weight``,
+                   ``xs[0]``), else a label from the code that made it (``c * d``)
+    named_by       how the name was found: "variable", "assignment", "expression", "operand",
+                   or "anonymous"
+    aliases        other variable names that held this tensor at the end
+    shape, dtype   as tuple and dtype name ("float32")
+    requires_grad, is_leaf, version
+    role           "leaf" (requires grad, no grad_fn), "constant", "intermediate" or "output"
+    value          the snapshot taken when it was recorded: a NumPy array, or an ArraySummary
+                   for a large one (None if it was changed in place before it was first seen)
+    grad           its ``.grad`` when recording stopped (a snapshot), or None
+    grad_fn        the NodeRecord of its grad_fn, or None
+    op             the OpRecord that produced it, or None (made outside any recorded operation)
+    """
+
+    __slots__ = (
+        "id",
+        "name",
+        "named_by",
+        "aliases",
+        "shape",
+        "dtype",
+        "requires_grad",
+        "is_leaf",
+        "version",
+        "role",
+        "value",
+        "grad",
+        "grad_fn",
+        "output_nr",
+        "op",
+        "uses",
+        "__weakref__",
+    )
+
+    def __init__(self, id, shape, dtype, requires_grad, is_leaf, version, value):
+        self.id = id
+        self.name = id
+        self.named_by = "anonymous"
+        self.aliases = ()
+        self.shape = shape
+        self.dtype = dtype
+        self.requires_grad = requires_grad
+        self.is_leaf = is_leaf
+        self.version = version
+        self.role = "constant"
+        self.value = value
+        self.grad = None
+        self.grad_fn = None
+        self.output_nr = 0
+        self.op = None
+        self.uses = []  # the OpRecords that read this value, in order
+
+    def __repr__(self):
+        return f"<TensorRecord {self.name!r} shape={list(self.shape)} {self.role}>"
+
+
+class OpRecord:
+    """One call of an operation in the forward pass, in the order they ran.
+
+    op        the operation's name ("mul"; an in-place one ends in "_": "add_")
+    inputs    TensorRecords, or plain numbers for Python operands
+    outputs   TensorRecords
+    node      the NodeRecord of the grad_fn it made, or None (nothing required grad, or no_grad)
+    line      the line (of the cell, or of the file for ``record()``) that ran it, or None
+    code      that line's text
+    span      (line, column, end line, end column) of the expression that ran it, or None
+    module    the dotted path of the nn.Module it ran inside ("model.fc1"), or None
+    in_backward  the index of the backward pass it ran in (create_graph), or None
+    """
+
+    __slots__ = (
+        "id",
+        "op",
+        "inputs",
+        "outputs",
+        "node",
+        "line",
+        "code",
+        "span",
+        "module",
+        "in_backward",
+        "__weakref__",
+    )
+
+    def __init__(self, id, op, inputs, outputs, node, line, span, module, in_backward):
+        self.id = id
+        self.op = op
+        self.inputs = inputs
+        self.outputs = outputs
+        self.node = node
+        self.line = line
+        self.code = None
+        self.span = span
+        self.module = module
+        self.in_backward = in_backward
+
+    def __repr__(self):
+        where = f" line {self.line}" if self.line is not None else ""
+        return f"<OpRecord {self.op}{where}>"
+
+
+class NodeRecord:
+    """One grad_fn node (``MulBackward0``, ``AccumulateGrad``, a custom Function's node).
+
+    name      the node's class name
+    op        the OpRecord that made it, or None (an AccumulateGrad, or a node made before
+              recording started or by a custom Function, first met in backward: ``observed``
+              is False for those)
+    next      like ``next_functions``: a tuple of (NodeRecord or None, input_nr)
+    saved     what it saved for backward, name -> value (a snapshot, a number, a tuple...)
+    saved_tensors  name -> TensorRecord, for the saved values that are recorded tensors
+    formulas  input name -> local-gradient formula text, as the op table declares it
+    variable  for an AccumulateGrad: the TensorRecord of its leaf
+    freed_at  the index of the backward step after which its saved buffers were freed, or None
+    steps     the BackwardSteps in which it ran
+    """
+
+    __slots__ = (
+        "id",
+        "name",
+        "op",
+        "op_name",
+        "next",
+        "saved",
+        "saved_tensors",
+        "formulas",
+        "inputs",
+        "variable",
+        "freed_at",
+        "steps",
+        "observed",
+        "__weakref__",
+    )
+
+    def __init__(self, id, name):
+        self.id = id
+        self.name = name
+        self.op = None
+        self.op_name = None
+        self.next = ()
+        self.saved = {}
+        self.saved_tensors = {}
+        self.formulas = {}
+        self.inputs = ()
+        self.variable = None
+        self.freed_at = None
+        self.steps = []
+        self.observed = True
+
+    @property
+    def module(self):
+        return self.op.module if self.op is not None else None
+
+    @property
+    def line(self):
+        return self.op.line if self.op is not None else None
+
+    @property
+    def outputs(self):
+        return self.op.outputs if self.op is not None else ()
+
+    def __repr__(self):
+        return f"<NodeRecord {self.name} {self.id}>"
+
+
+class BackwardPass:
+    """One call of ``backward()`` or ``autograd.grad()`` that ran nodes while recording.
+
+    kind          "backward" or "grad"
+    roots         the (NodeRecord, input_nr) edges it started from
+    retain_graph, create_graph
+    line, code    where in the cell it was called
+    steps         its BackwardSteps, in the order the engine ran them
+    """
+
+    __slots__ = ("index", "kind", "roots", "retain_graph", "create_graph", "line", "code", "steps")
+
+    def __init__(self, index, kind, roots, retain_graph, create_graph, line):
+        self.index = index
+        self.kind = kind
+        self.roots = roots
+        self.retain_graph = retain_graph
+        self.create_graph = create_graph
+        self.line = line
+        self.code = None
+        self.steps = []
+
+    def __repr__(self):
+        return f"<BackwardPass {self.index} {self.kind}: {len(self.steps)} steps>"
+
+
+class BackwardStep:
+    """One node run by the engine.
+
+    index       its position in ``trace.backward_steps`` (all passes, in order)
+    pass_index  which BackwardPass
+    node        the NodeRecord that ran
+    grads_in    the gradients it received, one per output of its forward (None where none came)
+    grads_out   one (NodeRecord or None, input_nr, gradient or None) per ``next`` edge
+    freed       its saved buffers were freed right after it ran (no ``retain_graph``)
+    """
+
+    __slots__ = ("index", "pass_index", "node", "grads_in", "grads_out", "freed")
+
+    def __init__(self, index, pass_index, node, grads_in, grads_out, freed):
+        self.index = index
+        self.pass_index = pass_index
+        self.node = node
+        self.grads_in = grads_in
+        self.grads_out = grads_out
+        self.freed = freed
+
+    def __repr__(self):
+        return f"<BackwardStep {self.index}: {self.node.name}>"
+
+
+class Accumulation:
+    """One gradient summed into a leaf's ``.grad``: ``grad`` is what came, ``total`` the running
+    ``.grad`` after adding it. ``step`` is the index of the AccumulateGrad step (None when
+    ``backward(inputs=...)`` accumulated into a non-leaf)."""
+
+    __slots__ = ("tensor", "pass_index", "step", "grad", "total")
+
+    def __init__(self, tensor, pass_index, step, grad, total):
+        self.tensor = tensor
+        self.pass_index = pass_index
+        self.step = step
+        self.grad = grad
+        self.total = total
+
+    def __repr__(self):
+        return f"<Accumulation into {self.tensor.name} (pass {self.pass_index})>"
+
+
+class Trace:
+    """Everything recorded while a ``%%autograd`` cell or a ``with nbgrad.record()`` block ran.
+
+    tensors         name -> TensorRecord, in the order they were first recorded
+    ops             the OpRecords, in the order they ran
+    nodes           the NodeRecords (grad_fn nodes and one AccumulateGrad per leaf)
+    passes          the BackwardPasses
+    backward_steps  every BackwardStep of every pass, in the order the engine ran them
+    accumulations   leaf name -> its Accumulations, in order
+    accumulation_log  every Accumulation, in the order they happened
+    modules         module path -> class name, for the nn.Modules that ran
+    source_lines    line number -> text, for the lines that ran a recorded operation
+    truncated       why recording stopped early (a limit was reached), or None
+    error           "ExceptionType: message" if the recorded code raised, or None
+    """
+
+    def __init__(self, name=None, policy=None, source_kind="cell", filename=None):
+        self.name = name
+        self.policy = policy
+        self.source_kind = source_kind
+        self.filename = filename
+        self.tensors = {}
+        self.ops = []
+        self.nodes = []
+        self.passes = []
+        self.backward_steps = []
+        self.accumulations = {}
+        self.accumulation_log = []
+        self.modules = {}
+        self.source_lines = {}
+        self.formulas = {}
+        self.truncated = None
+        self.error = None
+        self.complete = False
+        self._buffers = {}
+
+    # --- looking things up ------------------------------------------------------------------
+
+    def node(self, name_or_id):
+        """The first node whose class name (or id) is ``name_or_id``."""
+        for node in self.nodes:
+            if node.name == name_or_id or node.id == name_or_id:
+                return node
+        raise KeyError(name_or_id)
+
+    def buffer(self, buffer_id):
+        """The whole array behind a value's ``"buffer"`` id in the JSON (``--full`` only)."""
+        return self._buffers[buffer_id]
+
+    @property
+    def leaves(self):
+        return [t for t in self.tensors.values() if t.role == "leaf"]
+
+    # --- output ------------------------------------------------------------------------------
+
+    def to_json(self, indent=None):
+        """The trace as the JSON text documented in docs/trace-schema.md."""
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, separators=_separators(indent))
+
+    def to_dict(self):
+        """The trace as JSON-ready Python data (what ``to_json`` serialises)."""
+        return trace_json(self, SCHEMA_VERSION)
+
+    def summary(self):
+        """A text summary: the forward ops, the backward steps, the tensors and their grads."""
+        return _summary.render(self)
+
+    def __repr__(self):
+        return _summary.one_line(self)
+
+    def _repr_pretty_(self, printer, cycle):
+        printer.text(self.summary() if not cycle else repr(self))
+
+
+def _separators(indent):
+    return (",", ": ") if indent is not None else (",", ":")

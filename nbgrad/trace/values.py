@@ -1,0 +1,213 @@
+"""Snapshots of arrays: what a trace keeps of a value, and how a value is written into JSON.
+
+A recording must not be rewritten by what the program does next (an in-place ``mul_``, an
+optimizer step), so every value is copied the moment it is recorded. Small arrays are kept whole;
+an array with more elements than the policy allows is kept as an ``ArraySummary`` (shape, dtype,
+statistics and a small preview), unless the policy says to keep everything (``--full``).
+"""
+
+import math
+
+import numpy as np
+
+# A preview shows the top-left corner of the first matrix, or the first elements of a vector.
+PREVIEW_SIDE = 6
+PREVIEW_LENGTH = 12
+
+
+class Policy:
+    """How much of each array a recording keeps.
+
+    max_elements  arrays with more elements are summarised (statistics and a preview)
+    full          keep every array whole as well (the JSON still summarises the large ones)
+    """
+
+    __slots__ = ("max_elements", "full")
+
+    def __init__(self, max_elements=100, full=False):
+        if max_elements < 0:
+            raise ValueError(f"max_elements must be at least 0, got {max_elements}")
+        self.max_elements = int(max_elements)
+        self.full = bool(full)
+
+
+class ArraySummary:
+    """What is kept of a large array: its shape, dtype, statistics and a preview.
+
+    ``min``, ``max``, ``mean`` and ``std`` are Python floats over the whole array (NaN when
+    there are no elements); ``nonfinite`` counts NaN and infinite elements; ``preview`` is a small
+    NumPy array (see ``preview_of``).
+    """
+
+    __slots__ = ("shape", "dtype", "min", "max", "mean", "std", "nonfinite", "preview")
+
+    def __init__(self, array):
+        self.shape = tuple(array.shape)
+        self.dtype = array.dtype.name
+        self.preview = preview_of(array).copy()
+        self.nonfinite = 0
+        if array.size == 0:
+            self.min = self.max = self.mean = self.std = math.nan
+            return
+        values = array
+        if values.dtype.kind == "b":
+            values = values.astype(np.uint8)
+        low, high = values.min(), values.max()
+        if values.dtype.kind == "f" and not (np.isfinite(low) and np.isfinite(high)):
+            finite = np.isfinite(values)
+            self.nonfinite = int(values.size - np.count_nonzero(finite))
+        self.min, self.max = float(low), float(high)
+        # float64 accumulation: a float32 mean of a million elements drifts visibly.
+        self.mean = float(values.mean(dtype=np.float64))
+        self.std = float(values.std(dtype=np.float64))
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    def __repr__(self):
+        return (
+            f"ArraySummary(shape={list(self.shape)}, dtype={self.dtype}, min={self.min:.4g}, "
+            f"max={self.max:.4g}, mean={self.mean:.4g}, std={self.std:.4g})"
+        )
+
+
+def preview_of(array):
+    """The top-left corner of the first matrix (at most 6 x 6), or a vector's first 12 values."""
+    if array.ndim == 0:
+        return array
+    if array.ndim == 1:
+        return array[:PREVIEW_LENGTH]
+    leading = (0,) * (array.ndim - 2)
+    return array[leading + (slice(0, PREVIEW_SIDE), slice(0, PREVIEW_SIDE))]
+
+
+def snapshot(array, policy):
+    """A copy of ``array`` that later changes cannot reach, or its summary when it is large."""
+    if array.size <= policy.max_elements or policy.full:
+        return np.array(array, copy=True)
+    return ArraySummary(array)
+
+
+def same_values(array, kept):
+    """Whether a kept snapshot still describes ``array`` (to share one snapshot for both)."""
+    if isinstance(kept, np.ndarray):
+        return (
+            kept.shape == array.shape and kept.dtype == array.dtype and np.array_equal(kept, array)
+        )
+    return False
+
+
+def shape_of(value):
+    return tuple(value.shape)
+
+
+def dtype_name(value):
+    return value.dtype if isinstance(value, ArraySummary) else value.dtype.name
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+
+def number_json(x):
+    """A number as JSON accepts it: NaN and infinities become the strings "NaN", "Infinity",
+    "-Infinity" (JSON has no literal for them)."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    x = float(x)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
+
+
+def _short_float(x, dtype_kind_is_low_precision):
+    if dtype_kind_is_low_precision:
+        # str() of a float32 is its shortest round-trip text: 0.1 stays 0.1, not 0.10000000149.
+        return number_json(float(str(x)))
+    return number_json(x)
+
+
+def array_data_json(array):
+    """The elements of a small array as nested lists (a bare number for a 0-dim array)."""
+    if array.dtype.kind == "f":
+        low = array.dtype.itemsize < 8
+        flat = [_short_float(x, low) for x in array.ravel()]
+    elif array.dtype.kind == "b":
+        flat = [bool(x) for x in array.ravel()]
+    else:
+        flat = [int(x) for x in array.ravel()]
+    return _nest(flat, array.shape)
+
+
+def _nest(flat, shape):
+    if not shape:
+        return flat[0]
+    if len(shape) == 1:
+        return flat
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def _stat_json(x):
+    return number_json(float(f"{x:.6g}")) if math.isfinite(x) else number_json(x)
+
+
+def value_json(value, policy, buffer_id=None):
+    """One value of the trace as JSON (docs/trace-schema.md, "Values"): a small array is its
+    elements as nested lists (a bare number for a 0-dim array); a large one is an object with
+    its shape, dtype, statistics and preview (and the id of its whole buffer, when kept)."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray) and value.size <= policy.max_elements:
+        return array_data_json(value)
+    summary = value if isinstance(value, ArraySummary) else ArraySummary(value)
+    out = {
+        "shape": list(summary.shape),
+        "dtype": summary.dtype,
+        "stats": {
+            "min": _stat_json(summary.min),
+            "max": _stat_json(summary.max),
+            "mean": _stat_json(summary.mean),
+            "std": _stat_json(summary.std),
+        },
+        "preview": array_data_json(summary.preview),
+    }
+    if summary.nonfinite:
+        out["stats"]["nonfinite"] = summary.nonfinite
+    if buffer_id is not None:
+        out["buffer"] = buffer_id
+    return out
+
+
+def keep_plain(value, policy):
+    """A saved non-tensor value (a dim, a size, an alpha, a dtype, an index array) as the trace
+    keeps it: numbers, strings, tuples and slices as they are, arrays as snapshots, anything else
+    (a dtype) as its text."""
+    if value is None or isinstance(value, (bool, int, float, str, slice)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return tuple(keep_plain(v, policy) for v in value)
+    if isinstance(value, np.ndarray):
+        return snapshot(value, policy)
+    return str(value)
+
+
+def plain_json(value, policy):
+    """A value made by ``keep_plain`` as JSON: numbers and strings as they are, a tuple as a
+    list, a slice as {"slice": [start, stop, step]}, an array as a value (see ``value_json``)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return number_json(value)
+    if isinstance(value, tuple):
+        return [plain_json(v, policy) for v in value]
+    if isinstance(value, slice):
+        parts = (value.start, value.stop, value.step)
+        return {"slice": [plain_json(v, policy) for v in parts]}
+    return value_json(value, policy)

@@ -326,3 +326,18 @@ def test_calling_a_node_directly():
     y = x * x
     grad_self, grad_other = y.grad_fn(nbgrad.ones(2))
     assert grad_self.tolist() == grad_other.tolist() == [1.0, 2.0]
+
+
+def test_a_fresh_gradient_becomes_grad_without_a_copy_and_a_shared_one_is_copied():
+    seen = []
+    nbgrad.autograd.observe.accumulate_listeners.append(
+        lambda leaf, grad, total: seen.append(total._data is grad)
+    )
+    try:
+        w = nbgrad.randn(5, 3, requires_grad=True)
+        (nbgrad.randn(4, 5) @ w).sum().backward()  # mm's gradient for w is a new array
+        a, b = nbgrad.ones(3, requires_grad=True), nbgrad.ones(3, requires_grad=True)
+        (a + b).sum().backward()  # AddBackward0 hands one array to both leaves
+    finally:
+        nbgrad.autograd.observe.accumulate_listeners.clear()
+    assert seen == [True, False, False]

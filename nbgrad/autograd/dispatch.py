@@ -8,7 +8,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd import anomaly, errors, grad_mode, observe
-from nbgrad.autograd.node import SavedTensor, accumulator_of, node_class_for
+from nbgrad.autograd.node import SavedTensor, _sequence, accumulator_of, edge_of, node_class_for
 from nbgrad.autograd.tensor import Tensor
 
 _make = Tensor._make
@@ -17,20 +17,31 @@ _make = Tensor._make
 def run_op(spec, inputs, attrs=()):
     """Apply ``spec`` to ``inputs`` (Tensors or Python numbers; a list for variadic ops)."""
     tensors = inputs[0] if spec.variadic else inputs
-    arrays = []
-    wants_grad = False
+    # One pass over the inputs gathers their arrays and, if a graph may be wanted, the edges
+    # to their nodes: this function runs for every operation, so it is written for speed.
+    graph_wanted = grad_mode._enabled
+    arrays, edges, metas = [], [], []
+    needs = 0  # bit i set: input i needs a gradient
     common = None  # the tensors' dtype, while they all share one
     mixed = False
-    for t in tensors:
+    for i, t in enumerate(tensors):
         if isinstance(t, Tensor):
             arrays.append(t._data)
-            wants_grad = wants_grad or t._requires_grad
+            dtype = t._dtype
             if common is None:
-                common = t._dtype
-            elif t._dtype is not common:
+                common = dtype
+            elif dtype is not common:
                 mixed = True
+            if graph_wanted and t._requires_grad:
+                grad_fn = t._grad_fn
+                edges.append((grad_fn, t._output_nr) if grad_fn else (accumulator_of(t), 0))
+                metas.append((t._data.shape, dtype))
+                needs |= 1 << i
+                continue
         else:
             arrays.append(t)
+        edges.append(_NO_EDGE)
+        metas.append(None)
     # Float tensors of one dtype with Python numbers need no cast (the common case, kept cheap);
     # anything else goes through PyTorch's type promotion.
     if (spec.promote or spec.floating) and (mixed or common is None or common._category != 2):
@@ -43,15 +54,15 @@ def run_op(spec, inputs, attrs=()):
         out = np.asarray(out)
 
     # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
-    recording = wants_grad and grad_mode._enabled and out.dtype.kind == "f"
-    result = _make(out, recording)
+    recording = needs and out.dtype.kind == "f"
+    result = _make(out)
     if spec.view:
         source = tensors[0]
         result._version_counter = source._version_counter
         result._base = source if source._base is None else source._base
     if recording:
-        node = _record(spec, tensors, result, attrs, extras, snapshot=None)
-        result._grad_fn = node
+        result._requires_grad = True
+        result._grad_fn = _record(spec, tensors, result, attrs, extras, edges, metas, needs)
     if observe.op_listeners:
         for listener in observe.op_listeners:
             listener(result._grad_fn, spec.name, tuple(tensors), (result,))
@@ -82,19 +93,27 @@ def run_inplace(spec, target, others=(), attrs=()):
     snapshot = None
     if recording:
         # ``self`` in the formulas means the value before the write: keep a copy of it.
-        needs = tuple(isinstance(t, Tensor) and t._requires_grad for t in inputs)
+        needs = sum(
+            1 << i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad
+        )
         saved_names = {spec.saves[p] for p, _, _ in spec.save_plan(needs)}
         # When only its history is needed, not its value, the snapshot need not copy.
         value = target._data.copy() if "self" in saved_names else target._data
         snapshot = _make(value, target._requires_grad, target._grad_fn)
         snapshot._output_nr = target._output_nr
+        recorded_inputs = (snapshot, *others)
+        edges = [edge_of(t) if isinstance(t, Tensor) else _NO_EDGE for t in recorded_inputs]
+        metas = [
+            (t._data.shape, t._dtype) if edge[0] is not None else None
+            for t, edge in zip(recorded_inputs, edges)
+        ]
         # Inputs are saved before the write, so that writing into a saved input (``c.mul_(c)``)
         # is caught at backward, as in PyTorch; the result is saved after it.
-        node = _record(spec, inputs, target, attrs, (), snapshot=snapshot)
+        node = _record(spec, recorded_inputs, target, attrs, (), edges, metas, needs)
     np.copyto(target._data, new_value, casting="unsafe")
     target._version_counter.value += 1
     if recording:
-        for p, kind, _ in spec.save_plan(tuple(e[0] is not None for e in node.next_functions)):
+        for p, kind, _ in spec.save_plan(needs):
             if kind == "result":
                 node._saved[p] = SavedTensor(target, True)
         target._grad_fn = node
@@ -106,39 +125,19 @@ def run_inplace(spec, target, others=(), attrs=()):
     return target
 
 
-def _record(spec, inputs, result, attrs, extras, snapshot):
-    """Make the grad_fn node for one recorded operation."""
+def _record(spec, inputs, result, attrs, extras, edges, metas, needs):
+    """Make the grad_fn node of one operation, with its edges and what its backward needs."""
     node_class = spec.node_class
     if node_class is None:
         node_class = spec.node_class = node_class_for(spec)
-    node = node_class()
-    if snapshot is not None:
-        inputs = (snapshot, *inputs[1:])
-    edges, meta, needs = [], [], []
-    for t in inputs:
-        if isinstance(t, Tensor) and t._requires_grad:
-            grad_fn = t._grad_fn
-            edges.append((grad_fn, t._output_nr) if grad_fn is not None else (accumulator_of(t), 0))
-            meta.append((t._data.shape, t._dtype))
-            needs.append(True)
-        else:
-            edges.append(_NO_EDGE)
-            meta.append(None)
-            needs.append(False)
+    # Made without calling __init__: this is the hottest allocation in the engine.
+    node = object.__new__(node_class)
+    node._sequence_nr = next(_sequence)
+    node._extras = None
     node.next_functions = tuple(edges)
-    node._input_meta = meta
-    node._saved = _saved_values(spec, spec.save_plan(tuple(needs)), inputs, result, attrs, extras)
-    if anomaly.enabled:
-        anomaly.remember_forward(node)
-    return node
-
-
-_NO_EDGE = (None, 0)
-
-
-def _saved_values(spec, plan, inputs, result, attrs, extras):
+    node._input_meta = metas
     saved = [None] * len(spec.saves)
-    for p, kind, i in plan:
+    for p, kind, i in spec.saves_for_needs.get(needs) or spec.save_plan(needs):
         if kind == "input":
             value = inputs[i]
             saved[p] = SavedTensor(value, False) if isinstance(value, Tensor) else value
@@ -146,6 +145,8 @@ def _saved_values(spec, plan, inputs, result, attrs, extras):
             saved[p] = SavedTensor(result, True)
         elif kind == "attr":
             saved[p] = attrs[i]
+        elif kind == "constant":
+            saved[p] = i
         elif kind == "extra":
             saved[p] = extras[i]
         elif kind == "sizes":
@@ -154,7 +155,13 @@ def _saved_values(spec, plan, inputs, result, attrs, extras):
             saved[p] = inputs[i]._data.size
         else:  # "dtype"
             saved[p] = inputs[i]._dtype
-    return saved
+    node._saved = saved
+    if anomaly.enabled:
+        anomaly.remember_forward(node)
+    return node
+
+
+_NO_EDGE = (None, 0)
 
 
 def _check_inplace_allowed(target):

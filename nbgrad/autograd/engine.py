@@ -10,6 +10,7 @@ backward. Hooks always see Tensors.
 """
 
 import heapq
+import sys
 
 import numpy as np
 
@@ -53,8 +54,13 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
     heapq.heapify(ready)
     listeners = observe.node_listeners
 
-    while ready:
-        node = heapq.heappop(ready)[1]
+    # ``upcoming`` holds the next node when it is the only one ready: a chain then skips the heap.
+    upcoming = None
+    while ready or upcoming is not None:
+        if upcoming is not None:
+            node, upcoming = upcoming, None
+        else:
+            node = heapq.heappop(ready)[1]
         grads = buffers.pop(node, None) or [None] * node.num_outputs
         is_leaf_node = type(node) is AccumulateGrad
         if node._extras is not None or (is_leaf_node and node.variable._backward_hooks):
@@ -66,8 +72,13 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
             continue
 
         if is_leaf_node:
-            if grads[0] is not None:
-                accumulate_into_leaf(node.variable, grads[0], create_graph)
+            leaf_grad = grads[0]
+            if leaf_grad is not None:
+                # As PyTorch does, a gradient nothing else refers to becomes ``.grad`` without a
+                # copy. References now: ``grads``, ``leaf_grad`` and getrefcount's argument.
+                owned = sys.getrefcount(leaf_grad) == 3
+                accumulate_into_leaf(node.variable, leaf_grad, create_graph, owned)
+            leaf_grad = None
             outputs = ()
         else:
             outputs = _run_node(node, grads, create_graph)
@@ -88,7 +99,15 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
             remaining = dependencies[child] - 1
             dependencies[child] = remaining
             if remaining == 0:
+                if not ready and upcoming is None:
+                    upcoming = child
+                    continue
+                if upcoming is not None:
+                    heapq.heappush(ready, (-upcoming._sequence_nr, upcoming))
+                    upcoming = None
                 heapq.heappush(ready, (-child._sequence_nr, child))
+        # Drop this step's references, so that a leaf's gradient can be taken without a copy.
+        outputs = grad = None
     return captured
 
 
@@ -175,9 +194,10 @@ def _run_node(node, grads, create_graph):
         raise
     if node._extras is not None and node._extras.post_hooks:
         outputs = _run_post_hooks(node, outputs, grads, create_graph)
-    for i, (grad, meta) in enumerate(zip(outputs, node._input_meta)):
-        if grad is not None and meta is not None:
-            shape, dtype = meta
+    metas = node._input_meta
+    for i, grad in enumerate(outputs):
+        if grad is not None:
+            shape, dtype = metas[i]
             if grad.shape != shape or grad.dtype is not dtype.numpy:
                 outputs[i] = _validate(node, i, grad, shape, dtype, create_graph)
     if anomaly.enabled:
@@ -271,13 +291,18 @@ def _retain(tensor, grad, create_graph):
         tensor._grad = tensor._grad + _as_tensor(grad)
 
 
-def accumulate_into_leaf(variable, grad, create_graph):
-    """Add ``grad`` into ``variable.grad``; the first gradient is copied, later ones added."""
+def accumulate_into_leaf(variable, grad, create_graph, owned=False):
+    """Add ``grad`` into ``variable.grad``. The first gradient is taken as it is when the caller
+    ``owned`` it, else copied (so that ``.grad`` never shares memory with anything); later ones
+    are added in place."""
     old = variable._grad
     if create_graph:
         variable._grad = grad if old is None else old + grad
     elif old is None:
-        variable._grad = Tensor._make(np.array(grad, dtype=variable._dtype.numpy))
+        if owned and type(grad) is np.ndarray and grad.base is None:
+            variable._grad = Tensor._make(grad)
+        else:
+            variable._grad = Tensor._make(np.array(grad, dtype=variable._dtype.numpy))
     elif old._requires_grad or not old._data.flags.writeable:
         variable._grad = Tensor._make(old._data + grad)
     else:

@@ -58,7 +58,7 @@ def modified_by_inplace(saved, node):
         where = f", which is output {output_nr} of {_forward_name(owner)},"
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: {type_description(saved.dtype, saved.data.shape)}{where} is at version "
+        f"operation: {type_description(dtypes.from_numpy_dtype(saved.data.dtype), saved.data.shape)}{where} is at version "
         f"{saved.counter.value}; expected version {saved.version} instead. Hint: enable anomaly "
         "detection to find the operation that failed to compute its gradient, with "
         "torch.autograd.set_detect_anomaly(True, check_nan=False)."

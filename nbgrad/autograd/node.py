@@ -12,6 +12,7 @@ import weakref
 import numpy as np
 
 from nbgrad.autograd import errors
+from nbgrad.autograd.tensor import VersionCounter
 
 _sequence = itertools.count()
 
@@ -105,14 +106,16 @@ class Node:
 class SavedTensor:
     """A tensor kept for backward, with the version it had, to catch in-place changes later."""
 
-    __slots__ = ("data", "tensor", "counter", "version", "requires_grad", "dtype")
+    __slots__ = ("data", "tensor", "counter", "version", "requires_grad")
 
     def __init__(self, tensor, is_output):
         self.data = tensor._data
-        self.counter = tensor._version_counter
-        self.version = self.counter.value
+        counter = tensor._counter
+        if counter is None:
+            counter = tensor._counter = VersionCounter()
+        self.counter = counter
+        self.version = counter.value
         self.requires_grad = tensor._requires_grad
-        self.dtype = tensor._dtype
         # An output is not kept as a Tensor: it would point back at its own grad_fn (a cycle).
         self.tensor = None if is_output else tensor
 
@@ -140,7 +143,8 @@ class TableNode(Node):
         values = []
         for saved in self._saved:
             if type(saved) is SavedTensor:
-                saved.check_version(self)
+                if saved.counter.value != saved.version:
+                    raise errors.modified_by_inplace(saved, self)
                 values.append(self._tensor_of(saved) if as_tensors else saved.data)
             elif saved is FREED:
                 raise RuntimeError(errors.BACKWARD_TWICE)
@@ -159,7 +163,7 @@ class TableNode(Node):
 
     def apply(self, grads, create_graph):
         spec = self.spec
-        saved = self.unpacked(create_graph)
+        saved = self.unpacked(create_graph) if spec.saves_tensors else self._saved
         vjps = spec.tensor_vjps if create_graph else spec.array_vjps
         grad = grads[0]
         if spec.variadic:
@@ -167,6 +171,8 @@ class TableNode(Node):
             return [
                 p if edge[0] is not None else None for p, edge in zip(pieces, self.next_functions)
             ]
+        if len(vjps) == 1:  # one input, so it has an edge: it is why this node exists
+            return [vjps[0](grad, *saved)]
         # Only inputs with an edge (inputs that need a gradient) get their formula run.
         return [
             None if edge[0] is None or vjp is None else vjp(grad, *saved)
@@ -174,11 +180,8 @@ class TableNode(Node):
         ]
 
     def release_saved(self):
-        saved = self._saved
-        for s in saved:
-            if type(s) is SavedTensor:
-                self._saved = [FREED if type(s) is SavedTensor else s for s in saved]
-                return
+        if self.spec.saves_tensors:
+            self._saved = [FREED if type(s) is SavedTensor else s for s in self._saved]
 
     def _saved_value(self, position):
         value = self._saved[position]

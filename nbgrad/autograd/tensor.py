@@ -47,7 +47,7 @@ class Tensor:
         "_grad_fn",
         "_output_nr",
         "_grad",
-        "_version_counter",
+        "_counter",
         "_base",
         "_accumulator",
         "_backward_hooks",
@@ -72,7 +72,7 @@ class Tensor:
         t._grad_fn = grad_fn
         t._output_nr = 0
         t._grad = None
-        t._version_counter = VersionCounter()
+        t._counter = None  # made on first need: most tensors are never saved nor changed
         t._base = None
         t._accumulator = None
         t._backward_hooks = None
@@ -223,6 +223,17 @@ class Tensor:
     @property
     def output_nr(self):
         return self._output_nr
+
+    @property
+    def _version_counter(self):
+        counter = self._counter
+        if counter is None:
+            counter = self._counter = VersionCounter()
+        return counter
+
+    @_version_counter.setter
+    def _version_counter(self, counter):
+        self._counter = counter
 
     @property
     def _version(self):

@@ -28,12 +28,12 @@ def op(name, node, inputs, grads, forward, **options):
 # Tensors broadcast against each other and Python numbers; inputs that need no grad cost nothing.
 
 op("add", "AddBackward0", ("self", "other"), {"self": "grad", "other": "grad"},
-   lambda self, other, alpha: self + other, attrs=("alpha",), saves=("alpha",), promote=True)
+   np.add, saves=("alpha",), constants={"alpha": 1}, promote=True)
 op("add_scaled", "AddBackward0", ("self", "other"), {"self": "grad", "other": "grad * alpha"},
    lambda self, other, alpha: self + alpha * other, attrs=("alpha",), saves=("alpha",),
    promote=True)
 op("sub", "SubBackward0", ("self", "other"), {"self": "grad", "other": "-grad"},
-   lambda self, other, alpha: self - other, attrs=("alpha",), saves=("alpha",), promote=True)
+   np.subtract, saves=("alpha",), constants={"alpha": 1}, promote=True)
 op("sub_scaled", "SubBackward0", ("self", "other"), {"self": "grad", "other": "-grad * alpha"},
    lambda self, other, alpha: self - alpha * other, attrs=("alpha",), saves=("alpha",),
    promote=True)
@@ -83,7 +83,7 @@ op("tanh", "TanhBackward0", ("self",), {"self": "grad * (1 - result * result)"},
    saves=("result",), floating=True)
 op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - result)"},
    lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, saves=("result",), floating=True)
-op("relu", "ReluBackward0", ("self",), {"self": "where(result > 0, grad, 0)"},
+op("relu", "ReluBackward0", ("self",), {"self": "grad * (result > 0)"},
    lambda self: np.maximum(self, 0), saves=("result",))
 op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
    saves=("result",), floating=True)
@@ -142,6 +142,10 @@ op("bmm", "BmmBackward0", ("self", "mat2"),
    {"self": "grad @ swap_last(mat2)", "mat2": "swap_last(self) @ grad"},
    np.matmul, saves=("mat2", "self"), promote=True)
 op("addmm", "AddmmBackward0", ("self", "mat1", "mat2"),
+   {"self": "grad", "mat1": "grad @ matrix_t(mat2)", "mat2": "matrix_t(mat1) @ grad"},
+   lambda self, mat1, mat2: _addmm(self, mat1, mat2, 1, 1), constants={"alpha": 1, "beta": 1},
+   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+op("addmm_scaled", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad * beta", "mat1": "grad @ matrix_t(mat2) * alpha",
     "mat2": "matrix_t(mat1) @ grad * alpha"},
    lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
@@ -292,3 +296,146 @@ def _assign(array, key, value):
     out = array.copy()
     out[key] = value
     return out
+
+
+# --- neural-network layers ---------------------------------------------------------------------
+# The layers of nbgrad.nn, with the backward nodes PyTorch gives them; their NumPy kernels are in
+# nn_kernels. Arguments that are tensors but never get a gradient (a loss's target and class
+# weights, batch norm's running statistics, embedding indices) are attrs here, as in PyTorch,
+# where they have no edge in next_functions but are still shown as ``_saved_*`` tensors.
+# Reductions are PyTorch's enum: 0 = "none", 1 = "mean", 2 = "sum".
+
+from nbgrad.ops import nn_kernels  # noqa: E402
+
+op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
+   {"input": "convolution_input_grad(grad, input.shape, weight, stride, padding, dilation, "
+             "groups)",
+    "weight": "convolution_weight_grad(grad, input, weight.shape, stride, padding, dilation, "
+              "groups)",
+    "bias": "channel_sum(grad)"},
+   lambda x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+   bias_sym_sizes_opt: nn_kernels.convolution(x, weight, bias, stride, padding, dilation, groups),
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
+          "bias_sym_sizes_opt"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
+          "stride", "transposed", "weight"))
+op("im2col", "Im2ColBackward0", ("self",),
+   {"self": "col2im(grad, (self_sym_argsize_minus_2, self_sym_argsize_minus_1), kernel_size, "
+            "dilation, padding, stride)"},
+   lambda self, kernel_size, dilation, padding, stride, self_sym_argsize_minus_2,
+   self_sym_argsize_minus_1: nn_kernels.unbatched_im2col(self, kernel_size, dilation, padding,
+                                                         stride),
+   attrs=("kernel_size", "dilation", "padding", "stride", "self_sym_argsize_minus_2",
+          "self_sym_argsize_minus_1"),
+   saves=("dilation", "kernel_size", "padding", "self_sym_argsize_minus_1",
+          "self_sym_argsize_minus_2", "stride"))
+op("col2im", "Col2ImBackward0", ("self",),
+   {"self": "im2col(grad, kernel_size, dilation, padding, stride)"},
+   nn_kernels.unbatched_col2im,
+   attrs=("output_size", "kernel_size", "dilation", "padding", "stride"),
+   saves=("dilation", "kernel_size", "padding", "stride"))
+op("max_pool2d", "MaxPool2DWithIndicesBackward0", ("self",),
+   {"self": "max_pool2d_backward(grad, self.shape, result1)"},
+   nn_kernels.max_pool2d, attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode"),
+   extra_outputs=("result1",),
+   saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
+op("avg_pool2d", "AvgPool2DBackward0", ("self",),
+   {"self": "avg_pool2d_backward(grad, self.shape, kernel_size, stride, padding, ceil_mode, "
+            "count_include_pad, divisor_override)"},
+   nn_kernels.avg_pool2d,
+   attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+          "divisor_override"),
+   saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding", "self",
+          "stride"))
+# Average pooling is linear: its backward is an op too, whose own backward is average pooling
+# again, so that backward(create_graph=True) through a pooling layer can be differentiated.
+op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", ("grad_output",),
+   {"grad_output": "avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, "
+                   "divisor_override)"},
+   nn_kernels.avg_pool2d_backward,
+   attrs=("input_shape", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+          "divisor_override"),
+   saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding",
+          "stride"))
+op("constant_pad_nd", "ConstantPadNdBackward0", ("self",),
+   {"self": "constant_pad_nd(grad, [-p for p in pad])"},
+   nn_kernels.constant_pad_nd, attrs=("pad", "value"), saves=("pad",))
+for _dims in (1, 2, 3):
+    for _mode, _name in (("reflect", "Reflection"), ("replicate", "Replication")):
+        op(f"{_mode}_pad{_dims}d", f"{_name}Pad{_dims}DBackward0", ("self",),
+           {"self": f"index_pad_backward(grad, self.shape, padding, {_mode!r})"},
+           lambda self, padding, _mode=_mode: nn_kernels.index_pad(self, padding, _mode),
+           attrs=("padding",), saves=("padding", "self"))
+op("embedding", "EmbeddingBackward0", ("weight",),
+   {"weight": "embedding_backward(grad, indices, weight_sym_argsize_0, padding_idx, "
+              "scale_grad_by_freq, sparse)"},
+   lambda weight, indices, padding_idx, scale_grad_by_freq, sparse, weight_sym_argsize_0:
+   weight[indices],
+   attrs=("indices", "padding_idx", "scale_grad_by_freq", "sparse", "weight_sym_argsize_0"),
+   saves=("indices", "padding_idx", "scale_grad_by_freq", "sparse", "weight_sym_argsize_0"))
+# result1 and result2 are the mean and 1/std the forward normalised with (per row for layer
+# norm, per channel for batch norm); eps is kept so that a differentiable backward can recompute
+# them from the input.
+op("layer_norm", "NativeLayerNormBackward0", ("input", "weight", "bias"),
+   {"input": "layer_norm_input_grad(grad, input, normalized_shape, result1, result2, weight, eps)",
+    "weight": "layer_norm_weight_grad(grad, input, normalized_shape, result1, result2, eps)",
+    "bias": "sum_to(grad, normalized_shape)"},
+   lambda x, weight, bias, normalized_shape, eps: nn_kernels.layer_norm(
+       x, normalized_shape, weight, bias, eps),
+   attrs=("normalized_shape", "eps"), extra_outputs=("result1", "result2"),
+   saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"))
+op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
+   {"input": "batch_norm_input_grad(grad, input, weight, running_mean, running_var, result1, "
+             "result2, training, eps)",
+    "weight": "batch_norm_weight_grad(grad, input, running_mean, running_var, result1, result2, "
+              "training, eps)",
+    "bias": "channel_sum(grad)"},
+   nn_kernels.batch_norm, attrs=("running_mean", "running_var", "training", "momentum", "eps"),
+   extra_outputs=("result1", "result2"),
+   saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
+          "weight"))
+op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
+   nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
+op("erf", "ErfBackward0", ("self",),
+   {"self": "grad * 1.1283791670955126 * exp(-self * self)"},  # 2 / sqrt(pi)
+   nn_kernels.erf, saves=("self",), floating=True)
+op("leaky_relu", "LeakyReluBackward0", ("self",),
+   {"self": "where(self > 0, grad, grad * negative_slope)"},
+   lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
+   attrs=("negative_slope",), saves=("negative_slope", "self"))
+op("linalg_vector_norm", "LinalgVectorNormBackward0", ("self",),
+   {"self": "norm_backward(grad, self, ord, result, dim, keepdim)"},
+   nn_kernels.vector_norm, attrs=("ord", "dim", "keepdim"),
+   saves=("dim", "keepdim", "ord", "result", "self"), floating=True)
+# Multiplying or dividing by a Python number inside a composite layer (cross-entropy's label
+# smoothing, its mean over probabilities) is ATen's Scalar overload, with its own node names.
+op("mul_scalar", "MulBackward1", ("self",), {"self": "grad * other"},
+   np.multiply, attrs=("other",), saves=("other",))
+op("div_scalar", "DivBackward1", ("self",), {"self": "grad / other"},
+   np.true_divide, attrs=("other",), saves=("other",), floating=True)
+
+# --- losses ---
+op("mse_loss", "MseLossBackward0", ("self", "target"),
+   {"self": "mse_loss_backward(grad, self, target, reduction)",
+    "target": "mse_loss_backward(grad, target, self, reduction)"},
+   nn_kernels.mse_loss, attrs=("reduction",), saves=("reduction", "self", "target"), promote=True)
+for _name, _node in (("nll_loss", "NllLossBackward0"), ("nll_loss2d", "NllLoss2DBackward0")):
+    op(_name, _node, ("self",),
+       {"self": "nll_loss_backward(grad, self, target, weight, reduction, ignore_index, "
+                "total_weight)"},
+       nn_kernels.nll_loss, attrs=("target", "weight", "reduction", "ignore_index"),
+       extra_outputs=("total_weight",),
+       saves=("ignore_index", "reduction", "self", "target", "total_weight", "weight"))
+op("binary_cross_entropy", "BinaryCrossEntropyBackward0", ("self", "target"),
+   {"self": "binary_cross_entropy_backward(grad, self, target, weight, reduction)",
+    "target": "binary_cross_entropy_target_backward(grad, self, target, weight, reduction)"},
+   nn_kernels.binary_cross_entropy, attrs=("weight", "reduction"),
+   saves=("reduction", "self", "target", "weight"))
+op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
+   ("self", "target"),
+   {"self": "binary_cross_entropy_with_logits_backward(grad, self, target, weight, pos_weight, "
+            "reduction)",
+    "target": "binary_cross_entropy_with_logits_target_backward(grad, self, target, weight, "
+              "pos_weight, reduction)"},
+   nn_kernels.binary_cross_entropy_with_logits, attrs=("weight", "pos_weight", "reduction"),
+   saves=("pos_weight", "reduction", "self", "target", "weight"))

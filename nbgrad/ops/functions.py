@@ -23,14 +23,18 @@ INT64_MAX = 9223372036854775807
 _make = Tensor._make
 
 
+_PYTHON_NUMBERS = (int, float, bool)
+
+
 def _operand(value):
     """A Tensor stays a Tensor, a Python or NumPy number becomes a Python number."""
-    if isinstance(value, Tensor):
-        return value
-    if isinstance(value, (bool, int, float)):
+    if type(value) in _PYTHON_NUMBERS or isinstance(value, Tensor):
         return value
     if isinstance(value, np.generic):
+        # np.float64 is a float, but NumPy would let it widen a float32 array: unwrap it.
         return value.item()
+    if isinstance(value, (bool, int, float)):
+        return value
     if isinstance(value, np.ndarray):
         return _make(value)
     raise TypeError(f"unsupported operand type for a tensor operation: {type(value).__name__}")
@@ -45,6 +49,10 @@ def _check_tensor(value, name="input"):
 def _broadcast_error(a, b):
     shape_a = a._data.shape if isinstance(a, Tensor) else ()
     shape_b = b._data.shape if isinstance(b, Tensor) else ()
+    return _shapes_error(shape_a, shape_b)
+
+
+def _shapes_error(shape_a, shape_b):
     for offset in range(1, builtins.min(len(shape_a), len(shape_b)) + 1):
         sa, sb = shape_a[-offset], shape_b[-offset]
         if sa != sb and sa != 1 and sb != 1:
@@ -68,8 +76,9 @@ def _binary(spec, a, b, attrs=()):
 
 
 def add(input, other, *, alpha=1):  # noqa: A002 - PyTorch's argument names
-    spec = OPS["add"] if alpha == 1 else OPS["add_scaled"]
-    return _binary(spec, input, other, (alpha,))
+    if alpha == 1:
+        return _binary(OPS["add"], input, other)
+    return _binary(OPS["add_scaled"], input, other, (alpha,))
 
 
 def _is_bool(value):
@@ -92,8 +101,9 @@ def _check_sub(a, b):
 
 def sub(input, other, *, alpha=1):  # noqa: A002
     _check_sub(input, other)
-    spec = OPS["sub"] if alpha == 1 else OPS["sub_scaled"]
-    return _binary(spec, input, other, (alpha,))
+    if alpha == 1:
+        return _binary(OPS["sub"], input, other)
+    return _binary(OPS["sub_scaled"], input, other, (alpha,))
 
 
 def _promoted(input, *others):  # noqa: A002
@@ -172,21 +182,31 @@ def square(input):  # noqa: A002
     return pow(input, 2)
 
 
-def _check_other_tensor(name, other):
-    if not isinstance(other, Tensor):
-        raise TypeError(
-            f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}"
-        )
+def _tensors_only(name):
+    """``torch.maximum(x, y)`` and ``x.maximum(y)``: PyTorch refuses a Python number for ``y``,
+    naming its position (2 in the function, 1 in the method)."""
+    spec = OPS[name]
+
+    def checked(input, other, position):  # noqa: A002
+        if not isinstance(other, Tensor):
+            raise TypeError(
+                f"{name}(): argument 'other' (position {position}) must be Tensor, not "
+                f"{type(other).__name__}"
+            )
+        return _binary(spec, input, other)
+
+    def function(input, other):  # noqa: A002
+        return checked(input, other, 2)
+
+    def method(self, other):
+        return checked(self, other, 1)
+
+    function.__name__ = method.__name__ = name
+    return function, method
 
 
-def maximum(input, other):  # noqa: A002
-    _check_other_tensor("maximum", other)
-    return _binary(OPS["maximum"], input, other)
-
-
-def minimum(input, other):  # noqa: A002
-    _check_other_tensor("minimum", other)
-    return _binary(OPS["minimum"], input, other)
+maximum, maximum_method = _tensors_only("maximum")
+minimum, minimum_method = _tensors_only("minimum")
 
 
 def _array(value):
@@ -266,9 +286,14 @@ def _scalar_dtype(value):
 def _bool_array(mask, op_name):
     if isinstance(mask, Tensor):
         if mask._dtype is not dtypes.bool:
+            if op_name == "masked_fill_":
+                raise RuntimeError(
+                    "masked_fill_ only supports boolean masks, but got mask with dtype "
+                    f"{dtypes.CPP_TYPE_NAMES[mask._dtype]}"
+                )
             raise RuntimeError(
                 f"{op_name} expected condition to be a boolean tensor, but got a "
-                f"tensor with dtype {mask._dtype.name.capitalize()}"
+                f"tensor with dtype {dtypes.SCALAR_TYPE_NAMES[mask._dtype]}"
             )
         return mask._data
     return np.asarray(mask, dtype=bool)
@@ -491,6 +516,12 @@ def mm(input, mat2):  # noqa: A002
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})"
         )
+    if input._dtype is not mat2._dtype:
+        names = dtypes.CPP_TYPE_NAMES
+        raise RuntimeError(
+            "expected m1 and m2 to have the same dtype, but got: "
+            f"{names[input._dtype]} != {names[mat2._dtype]}"
+        )
     return run_op(OPS["mm"], (input, mat2))
 
 
@@ -500,6 +531,12 @@ def mv(input, vec):  # noqa: A002
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {len(a)}, {len(v)}")
     if a[1] != v[0]:
         raise RuntimeError(f"size mismatch, got input ({a[0]}), mat ({a[0]}x{a[1]}), vec ({v[0]})")
+    if input._dtype is not vec._dtype:
+        mat_name, vec_name = (dtypes.SCALAR_TYPE_NAMES[t._dtype] for t in (input, vec))
+        raise RuntimeError(
+            "addmv input tensors must have the same dtype, but got "
+            f"{vec_name}, {mat_name}, and {vec_name}"
+        )
     return run_op(OPS["mv"], (input, vec))
 
 
@@ -507,6 +544,11 @@ def dot(input, tensor):  # noqa: A002
     a, b = input._data.shape, tensor._data.shape
     if len(a) != 1 or len(b) != 1:
         raise RuntimeError(f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors")
+    if input._dtype is not tensor._dtype:
+        raise RuntimeError(
+            "dot : expected both vectors to have same dtype, but found "
+            f"{dtypes.SCALAR_TYPE_NAMES[input._dtype]} and {dtypes.SCALAR_TYPE_NAMES[tensor._dtype]}"
+        )
     if a[0] != b[0]:
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the "
@@ -526,6 +568,11 @@ def bmm(input, mat2):  # noqa: A002
             f"Expected size for first two dimensions of batch2 tensor to be: [{a[0]}, {a[2]}] "
             f"but got: [{b[0]}, {b[1]}]."
         )
+    if input._dtype is not mat2._dtype:
+        raise RuntimeError(
+            f"expected scalar type {dtypes.SCALAR_TYPE_NAMES[input._dtype]} but found "
+            f"{dtypes.SCALAR_TYPE_NAMES[mat2._dtype]}"
+        )
     return run_op(OPS["bmm"], (input, mat2))
 
 
@@ -535,7 +582,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})"
         )
-    return run_op(OPS["addmm"], (input, mat1, mat2), (beta, alpha))
+    if beta == 1 and alpha == 1:
+        return run_op(OPS["addmm"], (input, mat1, mat2))
+    return run_op(OPS["addmm_scaled"], (input, mat1, mat2), (beta, alpha))
 
 
 def matmul(input, other):  # noqa: A002
@@ -569,17 +618,17 @@ def _batched_matmul(a, b):
     if vector_b:
         b = unsqueeze(b, -1)
     (n, k1), (k2, m) = a._data.shape[-2:], b._data.shape[-2:]
-    if k1 != k2:
-        raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: "
-            f"[{int(np.prod(a._data.shape[:-2]))}, {k1}] but got: "
-            f"[{int(np.prod(b._data.shape[:-2]))}, {k2}]."
-        )
+    # PyTorch broadcasts the batch dims first, then checks the inner sizes.
     try:
         batch = np.broadcast_shapes(a._data.shape[:-2], b._data.shape[:-2])
     except ValueError:
-        raise _broadcast_error(a, b) from None
+        raise _shapes_error(a._data.shape[:-2], b._data.shape[:-2]) from None
     count = int(np.prod(batch))
+    if k1 != k2:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{count}, {k1}] but "
+            f"got: [{count}, {k2}]."
+        )
     a3 = reshape(expand(a, (*batch, n, k1)), (count, n, k1))
     b3 = reshape(expand(b, (*batch, k2, m)), (count, k2, m))
     out_shape = (*batch, n, m)
@@ -605,9 +654,18 @@ def _infer_shape(shape, numel):
     if len(unknown) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = 1
-    for s in shape:
+    for i, s in enumerate(shape):
+        if s < -1:
+            raise RuntimeError(
+                f"invalid shape dimension {s} at index {i} of shape [{', '.join(map(str, shape))}]"
+            )
         if s != -1:
             known *= s
+    if unknown and numel == 0 and known == 0:
+        raise RuntimeError(
+            f"cannot reshape tensor of 0 elements into shape [{', '.join(map(str, shape))}] "
+            "because the unspecified dimension size -1 can be any value and is ambiguous"
+        )
     if unknown:
         if known == 0 or numel % known:
             raise RuntimeError(
@@ -716,7 +774,14 @@ def expand(input, *sizes):  # noqa: A002
         )
     lead = len(sizes) - len(shape)
     target = list(sizes)
-    for i, s in enumerate(shape):
+    for i in range(lead):
+        if sizes[i] == -1:
+            raise RuntimeError(
+                f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                f"dimension {i}"
+            )
+    # PyTorch checks from the last dim backwards, so it reports the last mismatch.
+    for i, s in reversed(list(enumerate(shape))):
         want = sizes[lead + i]
         if want == -1:
             target[lead + i] = s
@@ -745,7 +810,10 @@ def sum_to_size(input, *size):  # noqa: A002
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     first = tensors[0]
     dim = _wrap_dim(dim, first.dim())
     for i, t in enumerate(tensors[1:], 1):
@@ -781,6 +849,16 @@ def stack(tensors, dim=0):
 
 def narrow(input, dim, start, length):  # noqa: A002
     dim = _wrap_dim(dim, input.dim())
+    size = input._data.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
+    start %= builtins.max(size, 1)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return run_op(OPS["slice"], (input,), (dim, start, start + length, 1))
 
 
@@ -788,12 +866,32 @@ def select(input, dim, index):  # noqa: A002
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
     if not -size <= index < size:
-        raise IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size "
+            f"[{_listed(input._data.shape)}] at dimension {dim}"
+        )
     return run_op(OPS["select"], (input,), (dim, index))
 
 
 def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
-    return run_op(OPS["gather"], (input,), (_wrap_dim(dim, input.dim()), index._data, sparse_grad))
+    dim = _wrap_dim(dim, input.dim())
+    if index._dtype not in (dtypes.int32, dtypes.int64):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if index.dim() != input.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for d, (i, s) in enumerate(zip(index._data.shape, input._data.shape)):
+        if d != dim and i > s:
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index [{_listed(index.shape)}] to "
+                f"be no larger than self [{_listed(input.shape)}] apart from dimension {dim}"
+            )
+    size = input._data.shape[dim]
+    bad = index._data[(index._data < -size) | (index._data >= size)]
+    if bad.size:
+        raise RuntimeError(
+            f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}"
+        )
+    return run_op(OPS["gather"], (input,), (dim, index._data, sparse_grad))
 
 
 def clone(input):  # noqa: A002
@@ -854,20 +952,47 @@ def _is_integer(value):
     return isinstance(value, Tensor) and value._data.ndim == 0 and value._dtype._category == 1
 
 
+def _check_zero_dim_key(tensor, key):
+    if tensor.dim() == 0:
+        for k in key:
+            if _is_integer(k):
+                raise IndexError(
+                    "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                    "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number"
+                )
+            if isinstance(k, slice):
+                raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+
+
+def _consumed(key):
+    """How many of the tensor's dims the key indexes (a k-dim bool mask indexes k)."""
+    return builtins.sum(
+        (_array(k).ndim if _is_bool_mask(k) else 1)
+        for k in key
+        if k is not None and k is not Ellipsis
+    )
+
+
+def _is_full_slice(k, size):
+    """``:``, ``0:``, ``:n`` with n >= size: PyTorch skips these inside a tuple of indices."""
+    return (
+        k.start in (None, 0) and (k.stop is None or k.stop >= size) and k.step in (None, 1)
+    )
+
+
 def getitem(tensor, key):
     """``tensor[key]``: ints select, slices slice, None unsqueezes, arrays index, as in PyTorch."""
+    # A lone slice is always recorded (``x[:]`` is SliceBackward0); inside a tuple, a slice
+    # that keeps everything is skipped, as PyTorch's indexing does.
+    lone_slice = isinstance(key, slice)
     if not isinstance(key, tuple):
         key = (key,)
-    consumed = builtins.sum(
-        1
-        if (k is not None and k is not Ellipsis and not _is_bool_mask(k))
-        else (_array(k).ndim if _is_bool_mask(k) else 0)
-        for k in key
-    )
+    _check_zero_dim_key(tensor, key)
+    consumed = _consumed(key)
     if consumed > tensor.dim():
         raise IndexError(f"too many indices for tensor of dimension {tensor.dim()}")
     result, dim, advanced, has_advanced = tensor, 0, [], False
-    for k in key:
+    for position, k in enumerate(key):
         if k is Ellipsis:
             skip = tensor.dim() - consumed
             advanced.extend([slice(None)] * skip)
@@ -878,12 +1003,17 @@ def getitem(tensor, key):
             advanced.append(slice(None))
             dim += 1
         elif _is_integer(k):
-            result = select(result, dim, int(k))
+            index, size = int(k), result._data.shape[dim]
+            if not -size <= index < size:
+                raise IndexError(
+                    f"index {index} is out of bounds for dimension {position} with size {size}"
+                )
+            result = run_op(OPS["select"], (result,), (dim, index))
         elif isinstance(k, slice):
-            if k != slice(None):
-                start, stop, step = k.start, k.stop, k.step
-                if step is not None and step <= 0:
-                    raise ValueError("step must be greater than zero")
+            start, stop, step = k.start, k.stop, k.step
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            if lone_slice or not _is_full_slice(k, result._data.shape[dim]):
                 result = run_op(
                     OPS["slice"],
                     (result,),
@@ -896,20 +1026,70 @@ def getitem(tensor, key):
                 )
             advanced.append(slice(None))
             dim += 1
+        elif isinstance(k, float):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                f"are valid indices (got {type(k).__name__})"
+            )
         else:
             array = _index_array(k)
             advanced.append(array)
             has_advanced = True
             dim += array.ndim if array.dtype == bool else 1
     if has_advanced:
-        try:
-            result = run_op(OPS["index"], (result,), (tuple(advanced),))
-        except IndexError as error:
-            raise IndexError(str(error)) from None
+        _check_advanced(result, advanced)
+        result = run_op(OPS["index"], (result,), (tuple(advanced),))
     if result is tensor:
-        # ``x[:]`` and ``x[...]`` give a new view of the same memory, as in PyTorch.
+        # ``x[...]`` gives a new view of the same memory (PyTorch: AliasBackward0).
         result = run_op(OPS["view"], (tensor,), (tensor._data.shape,))
     return result
+
+
+def _check_advanced(result, advanced):
+    """PyTorch's messages for a mask of the wrong shape and an index out of range."""
+    dim, ordinal = 0, 0
+    shape = result._data.shape
+    for index in advanced:
+        if isinstance(index, slice):
+            dim += 1
+            continue
+        if index.dtype == bool:
+            for j, size in enumerate(index.shape):
+                if dim + j >= len(shape) or shape[dim + j] != size:
+                    raise IndexError(
+                        f"The shape of the mask [{_listed(index.shape)}] at index {j} does not "
+                        f"match the shape of the indexed tensor [{_listed(shape)}] at index "
+                        f"{dim + j}"
+                    )
+            dim, ordinal = dim + index.ndim, ordinal + index.ndim
+            continue
+        size = shape[dim]
+        bad = index[(index < -size) | (index >= size)]
+        if bad.size:
+            raise IndexError(
+                f"index {bad.flat[0]} is out of bounds for dimension {ordinal} with size {size}"
+            )
+        dim, ordinal = dim + 1, ordinal + 1
+
+
+def _writes_through_view(tensor, key):
+    """Whether PyTorch writes ``tensor[key] = value`` into a view of ``tensor`` (an int, None or
+    a partial slice in the key) rather than into ``tensor`` itself."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    dim, consumed = 0, _consumed(key)
+    for k in key:
+        if k is None or _is_integer(k):
+            return True
+        if k is Ellipsis:
+            dim += tensor.dim() - consumed
+        elif isinstance(k, slice):
+            if dim < tensor.dim() and not _is_full_slice(k, tensor._data.shape[dim]):
+                return True
+            dim += 1
+        else:
+            dim += _array(k).ndim if _is_bool_mask(k) else 1
+    return False
 
 
 def _is_bool_mask(k):
@@ -939,6 +1119,12 @@ def setitem(tensor, key, value):
     recording = grad_mode._enabled and (
         tensor._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
     )
+    if recording and tensor._grad_fn is None and tensor._requires_grad:
+        if _writes_through_view(tensor, key):
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation."
+            )
     if not recording:
         tensor._data[key] = value._data if isinstance(value, Tensor) else value
         tensor._version_counter.value += 1
@@ -949,22 +1135,41 @@ def setitem(tensor, key, value):
 # --- in-place operations ------------------------------------------------------------------------
 
 
+def _inplace_operand(input, other):  # noqa: A002
+    """``other`` as an operand of an in-place op on ``input``: it must broadcast to input's shape."""
+    other = _operand(other)
+    if isinstance(other, Tensor) and other._data.shape != input._data.shape:
+        try:
+            shape = np.broadcast_shapes(input._data.shape, other._data.shape)
+        except ValueError:
+            raise _broadcast_error(input, other) from None
+        if shape != input._data.shape:
+            raise RuntimeError(
+                f"output with shape [{_listed(input._data.shape)}] doesn't match the broadcast "
+                f"shape [{_listed(shape)}]"
+            )
+    return other
+
+
 def add_(input, other, *, alpha=1):  # noqa: A002
-    spec = OPS["add"] if alpha == 1 else OPS["add_scaled"]
-    return run_inplace(spec, input, (_operand(other),), (alpha,))
+    if alpha == 1:
+        return run_inplace(OPS["add"], input, (_inplace_operand(input, other),))
+    return run_inplace(OPS["add_scaled"], input, (_inplace_operand(input, other),), (alpha,))
 
 
 def sub_(input, other, *, alpha=1):  # noqa: A002
-    spec = OPS["sub"] if alpha == 1 else OPS["sub_scaled"]
-    return run_inplace(spec, input, (_operand(other),), (alpha,))
+    _check_sub(input, other)
+    if alpha == 1:
+        return run_inplace(OPS["sub"], input, (_inplace_operand(input, other),))
+    return run_inplace(OPS["sub_scaled"], input, (_inplace_operand(input, other),), (alpha,))
 
 
 def mul_(input, other):  # noqa: A002
-    return run_inplace(OPS["mul"], input, (_operand(other),))
+    return run_inplace(OPS["mul"], input, (_inplace_operand(input, other),))
 
 
 def div_(input, other):  # noqa: A002
-    return run_inplace(OPS["div"], input, (_operand(other),))
+    return run_inplace(OPS["div"], input, (_inplace_operand(input, other),))
 
 
 def clamp_(input, min=None, max=None):  # noqa: A001, A002
@@ -984,10 +1189,12 @@ def fill_(input, value):  # noqa: A002
 
 
 def copy_(input, src):  # noqa: A002
-    return run_inplace(OPS["copy"], input, (_operand(src),))
+    return run_inplace(OPS["copy"], input, (_inplace_operand(input, src),))
 
 
 def masked_fill_(input, mask, value):  # noqa: A002
+    if isinstance(mask, Tensor):
+        _inplace_operand(input, mask)
     return run_inplace(
         OPS["masked_fill"], input, (), (_bool_array(mask, "masked_fill_"), _number(value))
     )

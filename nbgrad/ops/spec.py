@@ -23,6 +23,7 @@ class OpSpec:
     grads     input name -> formula text (inputs without a formula are not differentiable)
     forward   NumPy implementation: ``forward(*arrays, *attrs)`` -> array (or tuple with extras)
     extra_outputs  names of outputs after the first that never require grad (``indices`` of max)
+    constants saved values fixed for this entry (``alpha`` = 1 of plain addition), not arguments
     view      the result shares memory (and so the version counter) with ``inputs[0]``
     variadic  the single input is a list of tensors (cat, stack); its formula returns a list
     promote   bring the inputs to one dtype first, by PyTorch's type-promotion rules
@@ -44,6 +45,8 @@ class OpSpec:
         "_tensor_vjps",
         "saves_for_needs",
         "save_sources",
+        "saves_tensors",
+        "constants",
         "variadic",
         "promote",
         "floating",
@@ -64,6 +67,7 @@ class OpSpec:
         variadic=False,
         promote=False,
         floating=False,
+        constants=None,
     ):
         self.name = name
         self.node = node
@@ -74,6 +78,7 @@ class OpSpec:
         self.forward = forward
         self.extra_outputs = tuple(extra_outputs)
         self.view = view
+        self.constants = dict(constants or {})
         self.variadic = variadic
         self.promote = promote
         self.floating = floating
@@ -89,6 +94,7 @@ class OpSpec:
         self._tensor_vjps = None
         self.saves_for_needs = {}
         self.save_sources = tuple(self._source_of(s) for s in self.saves)
+        self.saves_tensors = any(kind in ("input", "result") for kind, _ in self.save_sources)
         self.node_class = None
 
     def _source_of(self, saved):
@@ -99,6 +105,8 @@ class OpSpec:
             return ("result", 0)
         if saved in self.attrs:
             return ("attr", self.attrs.index(saved))
+        if saved in self.constants:
+            return ("constant", self.constants[saved])
         if saved in self.extra_outputs:
             return ("extra", self.extra_outputs.index(saved))
         for suffix, kind in (("_sym_sizes", "sizes"), ("_sym_numel", "numel"), ("_dtype", "dtype")):
@@ -131,7 +139,7 @@ class OpSpec:
 
     def save_plan(self, needs):
         """What to keep, as ``(position, kind, index)`` triples (see ``_source_of``), when only the
-        inputs flagged in ``needs`` want a gradient.
+        inputs flagged in ``needs`` (bit i for input i) want a gradient.
 
         PyTorch keeps exactly what the needed formulas read (``x * 2`` does not save ``x``), and
         so do we; the answer is cached per combination of flags.
@@ -139,8 +147,8 @@ class OpSpec:
         positions = self.saves_for_needs.get(needs)
         if positions is None:
             used = set()
-            for inp, need in zip(self.inputs, needs):
-                if need and inp in self.formula_names:
+            for i, inp in enumerate(self.inputs):
+                if needs >> i & 1 and inp in self.formula_names:
                     used |= self.formula_names[inp]
             # Tensors are kept only when a needed formula reads them; sizes, dims and other
             # small values always (PyTorch shows ``_saved_alpha`` even when nothing needs it).

@@ -1,11 +1,10 @@
 """nbgrad.autograd: the graph, the engine, custom Functions and the checking tools."""
 
-from nbgrad.autograd import graph
+from nbgrad.autograd import graph, observe
 from nbgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from nbgrad.autograd.api import backward, grad
 from nbgrad.autograd.function import Function, FunctionCtx, once_differentiable
 from nbgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from nbgrad.autograd import observe
 from nbgrad.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [

@@ -45,6 +45,10 @@ def type_description(dtype, shape):
     return f"[torch.{dtypes.LEGACY_TYPE_NAMES[dtype]} [{', '.join(str(s) for s in shape)}]]"
 
 
+def _described(array):
+    return type_description(dtypes.from_numpy_dtype(array.dtype), array.shape)
+
+
 def modified_by_inplace(saved, node):
     """The error for a saved tensor that an in-place operation changed after it was saved."""
     if saved.tensor is None:
@@ -58,7 +62,7 @@ def modified_by_inplace(saved, node):
         where = f", which is output {output_nr} of {_forward_name(owner)},"
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: {type_description(dtypes.from_numpy_dtype(saved.data.dtype), saved.data.shape)}{where} is at version "
+        f"operation: {_described(saved.data)}{where} is at version "
         f"{saved.counter.value}; expected version {saved.version} instead. Hint: enable anomaly "
         "detection to find the operation that failed to compute its gradient, with "
         "torch.autograd.set_detect_anomaly(True, check_nan=False)."

@@ -23,14 +23,18 @@ INT64_MAX = 9223372036854775807
 _make = Tensor._make
 
 
+_PYTHON_NUMBERS = (int, float, bool)
+
+
 def _operand(value):
     """A Tensor stays a Tensor, a Python or NumPy number becomes a Python number."""
-    if isinstance(value, Tensor):
-        return value
-    if isinstance(value, (bool, int, float)):
+    if type(value) in _PYTHON_NUMBERS or isinstance(value, Tensor):
         return value
     if isinstance(value, np.generic):
+        # np.float64 is a float, but NumPy would let it widen a float32 array: unwrap it.
         return value.item()
+    if isinstance(value, (bool, int, float)):
+        return value
     if isinstance(value, np.ndarray):
         return _make(value)
     raise TypeError(f"unsupported operand type for a tensor operation: {type(value).__name__}")
@@ -72,8 +76,9 @@ def _binary(spec, a, b, attrs=()):
 
 
 def add(input, other, *, alpha=1):  # noqa: A002 - PyTorch's argument names
-    spec = OPS["add"] if alpha == 1 else OPS["add_scaled"]
-    return _binary(spec, input, other, (alpha,))
+    if alpha == 1:
+        return _binary(OPS["add"], input, other)
+    return _binary(OPS["add_scaled"], input, other, (alpha,))
 
 
 def _is_bool(value):
@@ -96,8 +101,9 @@ def _check_sub(a, b):
 
 def sub(input, other, *, alpha=1):  # noqa: A002
     _check_sub(input, other)
-    spec = OPS["sub"] if alpha == 1 else OPS["sub_scaled"]
-    return _binary(spec, input, other, (alpha,))
+    if alpha == 1:
+        return _binary(OPS["sub"], input, other)
+    return _binary(OPS["sub_scaled"], input, other, (alpha,))
 
 
 def _promoted(input, *others):  # noqa: A002
@@ -576,7 +582,9 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})"
         )
-    return run_op(OPS["addmm"], (input, mat1, mat2), (beta, alpha))
+    if beta == 1 and alpha == 1:
+        return run_op(OPS["addmm"], (input, mat1, mat2))
+    return run_op(OPS["addmm_scaled"], (input, mat1, mat2), (beta, alpha))
 
 
 def matmul(input, other):  # noqa: A002
@@ -1144,14 +1152,16 @@ def _inplace_operand(input, other):  # noqa: A002
 
 
 def add_(input, other, *, alpha=1):  # noqa: A002
-    spec = OPS["add"] if alpha == 1 else OPS["add_scaled"]
-    return run_inplace(spec, input, (_inplace_operand(input, other),), (alpha,))
+    if alpha == 1:
+        return run_inplace(OPS["add"], input, (_inplace_operand(input, other),))
+    return run_inplace(OPS["add_scaled"], input, (_inplace_operand(input, other),), (alpha,))
 
 
 def sub_(input, other, *, alpha=1):  # noqa: A002
     _check_sub(input, other)
-    spec = OPS["sub"] if alpha == 1 else OPS["sub_scaled"]
-    return run_inplace(spec, input, (_inplace_operand(input, other),), (alpha,))
+    if alpha == 1:
+        return run_inplace(OPS["sub"], input, (_inplace_operand(input, other),))
+    return run_inplace(OPS["sub_scaled"], input, (_inplace_operand(input, other),), (alpha,))
 
 
 def mul_(input, other):  # noqa: A002

@@ -1,19 +1,44 @@
 """Tensor methods and operators: ``x.exp()``, ``x + y``, ``x[0] = v``, all calling ``functions``."""
 
 from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import functions as F
+from nbgrad.ops.derivatives import OPS
 
 
 def _reflected(function):
     def method(self, other):
-        try:
-            other = F._operand(other)
-        except TypeError:
-            return NotImplemented
+        if type(other) not in F._PYTHON_NUMBERS and not isinstance(other, Tensor):
+            try:
+                other = F._operand(other)
+            except TypeError:
+                return NotImplemented
         return function(self, other)
 
     return method
+
+
+def _arithmetic(spec_name, attrs=(), check=None):
+    """``x + y``-style operators straight to the op table: the hottest path of all. ``check``
+    raises PyTorch's error for operands the op refuses (``-`` on bools)."""
+    spec = OPS[spec_name]
+
+    def operator(self, other):
+        if type(other) not in F._PYTHON_NUMBERS and not isinstance(other, Tensor):
+            try:
+                other = F._operand(other)
+            except TypeError:
+                return NotImplemented
+        if check is not None:
+            check(self, other)
+        try:
+            return run_op(spec, (self, other), attrs)
+        except ValueError:
+            raise F._broadcast_error(self, other) from None
+
+    operator.__name__ = f"__{spec_name}__"
+    return operator
 
 
 def _swapped(function):
@@ -73,13 +98,13 @@ def _rpow(self, other):
 
 
 OPERATORS = {
-    "__add__": _reflected(F.add),
-    "__radd__": _reflected(F.add),
-    "__sub__": _reflected(F.sub),
+    "__add__": _arithmetic("add"),
+    "__radd__": _arithmetic("add"),
+    "__sub__": _arithmetic("sub", check=F._check_sub),
     "__rsub__": _rsub,
-    "__mul__": _reflected(F.mul),
-    "__rmul__": _reflected(F.mul),
-    "__truediv__": _reflected(F.div),
+    "__mul__": _arithmetic("mul"),
+    "__rmul__": _arithmetic("mul"),
+    "__truediv__": _arithmetic("div"),
     "__rtruediv__": _rtruediv,
     "__pow__": _reflected(F.pow),
     "__rpow__": _rpow,

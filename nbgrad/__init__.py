@@ -162,3 +162,7 @@ def is_floating_point(input):  # noqa: A002
 
 def device(name="cpu"):
     return name
+
+
+# --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
+from nbgrad import datasets, nn, optim  # noqa: E402

@@ -312,4 +312,295 @@ def tensor_namespace():
         "scalar_log": _scalar_log,
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
+        **nn_tensor_namespace(),
+    }
+
+
+# --- neural-network layers -------------------------------------------------------------------
+# The functions the layer formulas of derivatives.py call. The NumPy versions are the kernels
+# of nn_kernels; the Tensor versions are built from differentiable operations, including the
+# layers' own table ops (im2col and col2im are each other's backward, and so are average pooling
+# and its backward), so that a gradient through a layer can itself be differentiated. Where the
+# forward saved statistics of its input (a norm's mean and 1/std), the Tensor version recomputes
+# them from the input, so that their dependence on it is differentiated too.
+
+from nbgrad.ops import nn_kernels  # noqa: E402
+
+
+def _channel_sum(grad):
+    """Sum over every dim but the channels (dim 1): the gradient of a per-channel bias."""
+    return grad.sum(axis=nn_kernels.all_but_channel(grad.ndim))
+
+
+def _layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight, eps):
+    return nn_kernels.layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight)
+
+
+def _layer_norm_weight_grad(grad, input, normalized_shape, mean, rstd, eps):
+    return _sum_to(grad * ((input - mean) * rstd), normalized_shape)
+
+
+def _embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
+    return nn_kernels.embedding_backward(
+        grad, indices, num_weights, padding_idx, scale_grad_by_freq
+    )
+
+
+ARRAY_NAMESPACE.update(
+    {
+        "channel_sum": _channel_sum,
+        "convolution_input_grad": nn_kernels.convolution_input_grad,
+        "convolution_weight_grad": nn_kernels.convolution_weight_grad,
+        "im2col": nn_kernels.unbatched_im2col,
+        "col2im": nn_kernels.unbatched_col2im,
+        "max_pool2d_backward": nn_kernels.max_pool2d_backward,
+        "avg_pool2d": nn_kernels.avg_pool2d,
+        "avg_pool2d_backward": nn_kernels.avg_pool2d_backward,
+        "constant_pad_nd": lambda grad, pad: nn_kernels.constant_pad_nd(grad, pad, 0),
+        "index_pad_backward": nn_kernels.index_pad_backward,
+        "embedding_backward": _embedding_backward,
+        "layer_norm_input_grad": _layer_norm_input_grad,
+        "layer_norm_weight_grad": _layer_norm_weight_grad,
+        "batch_norm_input_grad": nn_kernels.batch_norm_input_grad,
+        "batch_norm_weight_grad": nn_kernels.batch_norm_weight_grad,
+        "gelu_backward": nn_kernels.gelu_backward,
+        "norm_backward": nn_kernels.norm_backward,
+        "mse_loss_backward": nn_kernels.mse_loss_backward,
+        "nll_loss_backward": nn_kernels.nll_loss_backward,
+        "binary_cross_entropy_backward": nn_kernels.binary_cross_entropy_backward,
+        "binary_cross_entropy_target_backward": nn_kernels.binary_cross_entropy_target_backward,
+        "binary_cross_entropy_with_logits_backward": (
+            nn_kernels.binary_cross_entropy_with_logits_backward
+        ),
+        "binary_cross_entropy_with_logits_target_backward": (
+            nn_kernels.binary_cross_entropy_with_logits_target_backward
+        ),
+    }
+)
+
+
+def nn_tensor_namespace():
+    """The Tensor versions of the layer functions above (merged into ``tensor_namespace()``)."""
+    import nbgrad as nb
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
+    from nbgrad.ops.functions import index_put_into_zeros
+
+    def constant(array, like):
+        return nb.as_tensor(np.asarray(array, dtype=like.dtype.numpy if like is not None else None))
+
+    def channel_sum(grad):
+        return grad.sum(dim=nn_kernels.all_but_channel(grad.ndim))
+
+    def im2col(x, kernel_size, dilation, padding, stride):
+        return run_op(OPS["im2col"], (x,), (kernel_size, dilation, padding, stride, *x.shape[-2:]))
+
+    def col2im(columns, output_size, kernel_size, dilation, padding, stride):
+        attrs = (tuple(output_size), kernel_size, dilation, padding, stride)
+        return run_op(OPS["col2im"], (columns,), attrs)
+
+    def lift_1d(tensor, spatial_dims):
+        return tensor.unsqueeze(2) if spatial_dims == 1 else tensor
+
+    def convolution_input_grad(grad, input_shape, weight, stride, padding, dilation, groups):
+        spatial_dims = len(input_shape) - 2
+        geometry = nn_kernels.ConvGeometry(spatial_dims, stride, padding, dilation, groups)
+        kernels4, grad4 = lift_1d(weight, spatial_dims), lift_1d(grad, spatial_dims)
+        n, out_channels = grad4.shape[:2]
+        kernels = kernels4.reshape(groups, out_channels // groups, -1).transpose(1, 2)
+        per_group = grad4.reshape(n, groups, out_channels // groups, -1)
+        columns = nb.matmul(kernels, per_group).reshape(n, -1, per_group.shape[-1])
+        in_size = (1, *input_shape[2:]) if spatial_dims == 1 else tuple(input_shape[2:])
+        image = col2im(
+            columns,
+            in_size,
+            tuple(kernels4.shape[2:]),
+            geometry.dilation,
+            geometry.padding,
+            geometry.stride,
+        )
+        return image.reshape(tuple(input_shape))
+
+    def convolution_weight_grad(grad, input, weight_shape, stride, padding, dilation, groups):
+        spatial_dims = input.ndim - 2
+        geometry = nn_kernels.ConvGeometry(spatial_dims, stride, padding, dilation, groups)
+        input4, grad4 = lift_1d(input, spatial_dims), lift_1d(grad, spatial_dims)
+        kernel_size = (1, *weight_shape[2:]) if spatial_dims == 1 else tuple(weight_shape[2:])
+        columns = im2col(input4, kernel_size, geometry.dilation, geometry.padding, geometry.stride)
+        n, out_channels = grad4.shape[:2]
+        per_group = columns.reshape(n, groups, -1, columns.shape[-1])
+        grads = grad4.reshape(n, groups, out_channels // groups, -1)
+        per_sample = nb.matmul(grads, per_group.transpose(-1, -2))
+        return per_sample.sum(0).reshape(tuple(weight_shape))
+
+    def max_pool2d_backward(grad, input_shape, indices):
+        planes = int(np.prod(input_shape[:-2], dtype=np.int64))
+        plane_size = input_shape[-2] * input_shape[-1]
+        offsets = (np.arange(planes) * plane_size).reshape(indices.shape[:-2] + (1, 1))
+        flat = index_put_into_zeros(
+            grad.reshape(-1), (planes * plane_size,), ((indices + offsets).reshape(-1),)
+        )
+        return flat.reshape(tuple(input_shape))
+
+    def avg_pool2d(x, *options):
+        return run_op(OPS["avg_pool2d"], (x,), options)
+
+    def avg_pool2d_backward(grad, input_shape, *options):
+        return run_op(OPS["avg_pool2d_backward"], (grad,), (tuple(input_shape), *options))
+
+    def constant_pad_nd(grad, pad):
+        return run_op(OPS["constant_pad_nd"], (grad,), (tuple(pad), 0))
+
+    def index_pad_backward(grad, input_shape, padding, mode):
+        key = nn_kernels._pad_key(tuple(input_shape), padding, mode)
+        return index_put_into_zeros(grad, tuple(input_shape), key)
+
+    def embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
+        rows = np.asarray(indices).reshape(-1)
+        scale = (rows != padding_idx).astype(np.float64)
+        if scale_grad_by_freq:
+            scale /= np.bincount(rows, minlength=num_weights)[rows]
+        row_grads = grad.reshape(rows.size, -1) * constant(scale[:, None], grad)
+        return index_put_into_zeros(row_grads, (num_weights, row_grads.shape[1]), (rows,))
+
+    def normalized_rows(x, normalized_shape, eps):
+        axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+        centered = x - x.mean(axes, keepdim=True)
+        rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
+        return axes, centered * rstd, rstd
+
+    def layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight, eps):
+        axes, normalized, rstd = normalized_rows(input, normalized_shape, eps)
+        g = grad * weight if weight is not None else grad
+        return rstd * (
+            g - g.mean(axes, keepdim=True) - normalized * (g * normalized).mean(axes, keepdim=True)
+        )
+
+    def layer_norm_weight_grad(grad, input, normalized_shape, mean, rstd, eps):
+        _, normalized, _ = normalized_rows(input, normalized_shape, eps)
+        return (grad * normalized).sum_to_size(tuple(normalized_shape))
+
+    def batch_statistics(x, running_mean, running_var, training, eps):
+        shape = nn_kernels.channel_shape(x)
+        if training:
+            axes = nn_kernels.all_but_channel(x.ndim)
+            mean = x.mean(axes, keepdim=True)
+            centered = x - mean
+            return mean, ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
+        invstd = 1 / np.sqrt(running_var + eps)
+        return constant(running_mean.reshape(shape), x), constant(invstd.reshape(shape), x)
+
+    def batch_norm_input_grad(
+        grad, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps
+    ):
+        mean, invstd = batch_statistics(input, running_mean, running_var, training, eps)
+        scale = invstd
+        if weight is not None:
+            scale = invstd * weight.reshape(nn_kernels.channel_shape(input))
+        if not training:
+            return grad * scale
+        axes = nn_kernels.all_but_channel(input.ndim)
+        normalized = (input - mean) * invstd
+        centered_grad = (
+            grad
+            - grad.mean(axes, keepdim=True)
+            - normalized * (grad * normalized).mean(axes, keepdim=True)
+        )
+        return centered_grad * scale
+
+    def batch_norm_weight_grad(
+        grad, input, running_mean, running_var, save_mean, save_invstd, training, eps
+    ):
+        mean, invstd = batch_statistics(input, running_mean, running_var, training, eps)
+        return (grad * (input - mean) * invstd).sum(dim=nn_kernels.all_but_channel(input.ndim))
+
+    def gelu_backward(grad, x, approximate):
+        if approximate == "tanh":
+            cubic = nn_kernels.GELU_TANH_CUBIC
+            tanh_inner = (nn_kernels.SQRT_2_OVER_PI * (x + cubic * x * x * x)).tanh()
+            slope = 0.5 * (1 + tanh_inner) + 0.5 * x * (1 - tanh_inner * tanh_inner) * (
+                nn_kernels.SQRT_2_OVER_PI * (1 + 3 * cubic * x * x)
+            )
+            return grad * slope
+        cdf = 0.5 * (1 + run_op(OPS["erf"], (x * nn_kernels.SQRT_HALF,)))
+        pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+        return grad * (cdf + x * pdf)
+
+    def norm_backward(grad, x, ord, norm, dim, keepdim):
+        if not keepdim:
+            for d in sorted(dim):
+                grad, norm = grad.unsqueeze(d), norm.unsqueeze(d)
+        return x * (grad / norm).masked_fill(norm == 0, 0.0)
+
+    def mean_scale(reduction, x):
+        return nn_kernels.mean_scale(reduction, x.numel())
+
+    def mse_loss_backward(grad, x, target, reduction):
+        return 2 * (x - target) * grad / mean_scale(reduction, x)
+
+    def nll_loss_backward(grad, input, target, weight, reduction, ignore_index, total_weight):
+        key, weights = nn_kernels.nll_weights(target, weight, ignore_index, grad.dtype.numpy)
+        if reduction == nn_kernels.REDUCTION_MEAN:
+            weights = weights / total_weight
+        values = -grad * constant(weights, grad)
+        return index_put_into_zeros(values, tuple(input.shape), key)
+
+    def weighted(out, weight, reduction, x):
+        if weight is not None:
+            out = out * constant(weight, out)
+        return out / mean_scale(reduction, x)
+
+    def binary_cross_entropy_backward(grad, x, target, weight, reduction):
+        out = grad * (x - target) / ((1 - x) * x).clamp(min=nn_kernels.BCE_EPSILON)
+        return weighted(out, weight, reduction, x)
+
+    def binary_cross_entropy_target_backward(grad, x, target, weight, reduction):
+        return weighted(grad * ((-x).log1p() - x.log()), weight, reduction, x)
+
+    def log_sigmoid(x):
+        return -((-x).relu() + (-x.abs()).exp().log1p())
+
+    def binary_cross_entropy_with_logits_backward(grad, x, target, weight, pos_weight, reduction):
+        if pos_weight is not None:
+            scaled = constant(pos_weight, x) * target
+            out = (scaled + 1 - target) * x.sigmoid() - scaled
+        else:
+            out = x.sigmoid() - target
+        return weighted(out * grad, weight, reduction, x)
+
+    def binary_cross_entropy_with_logits_target_backward(
+        grad, x, target, weight, pos_weight, reduction
+    ):
+        if pos_weight is not None:
+            out = log_sigmoid(-x) - log_sigmoid(x) * constant(pos_weight, x)
+        else:
+            out = -x
+        return weighted(out * grad, weight, reduction, x)
+
+    return {
+        "channel_sum": channel_sum,
+        "convolution_input_grad": convolution_input_grad,
+        "convolution_weight_grad": convolution_weight_grad,
+        "im2col": im2col,
+        "col2im": col2im,
+        "max_pool2d_backward": max_pool2d_backward,
+        "avg_pool2d": avg_pool2d,
+        "avg_pool2d_backward": avg_pool2d_backward,
+        "constant_pad_nd": constant_pad_nd,
+        "index_pad_backward": index_pad_backward,
+        "embedding_backward": embedding_backward,
+        "layer_norm_input_grad": layer_norm_input_grad,
+        "layer_norm_weight_grad": layer_norm_weight_grad,
+        "batch_norm_input_grad": batch_norm_input_grad,
+        "batch_norm_weight_grad": batch_norm_weight_grad,
+        "gelu_backward": gelu_backward,
+        "norm_backward": norm_backward,
+        "mse_loss_backward": mse_loss_backward,
+        "nll_loss_backward": nll_loss_backward,
+        "binary_cross_entropy_backward": binary_cross_entropy_backward,
+        "binary_cross_entropy_target_backward": binary_cross_entropy_target_backward,
+        "binary_cross_entropy_with_logits_backward": binary_cross_entropy_with_logits_backward,
+        "binary_cross_entropy_with_logits_target_backward": (
+            binary_cross_entropy_with_logits_target_backward
+        ),
     }

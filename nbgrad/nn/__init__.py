@@ -1,0 +1,36 @@
+"""nbgrad.nn: layers, losses and containers, with PyTorch's names, graphs and defaults."""
+
+from nbgrad.nn import functional, init
+from nbgrad.nn.modules import (
+    GELU,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    BCELoss,
+    BCEWithLogitsLoss,
+    Conv1d,
+    Conv2d,
+    CrossEntropyLoss,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    L1Loss,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    MaxPool2d,
+    Module,
+    ModuleDict,
+    ModuleList,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sequential,
+    Sigmoid,
+    Softmax,
+    Tanh,
+    Unflatten,
+)
+from nbgrad.nn.parameter import Parameter

@@ -1,0 +1,918 @@
+"""nbgrad.nn.functional: the layers as functions, as ``torch.nn.functional`` has them.
+
+Each function checks its arguments the way PyTorch does (with PyTorch's messages), then runs the
+table ops of the layer. Where PyTorch has a dedicated backward node (``ConvolutionBackward0``,
+``NllLossBackward0``, ...) the layer is one table op; where PyTorch composes smaller ops
+(``linear`` from ``addmm`` and ``t``, ``l1_loss`` from ``sub``, ``abs`` and ``mean``,
+``cross_entropy`` from ``log_softmax`` and ``nll_loss``), so does this module, in the same order,
+so that ``grad_fn`` and ``next_functions`` read the same as PyTorch's.
+"""
+
+import numbers
+import warnings
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.autograd import grad_mode
+from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.tensor import Size, Tensor, _wrap_dim
+from nbgrad.ops import creation, nn_kernels
+from nbgrad.ops import functions as ops
+from nbgrad.ops.derivatives import OPS
+
+# The element-wise activations are the tensor functions themselves.
+sigmoid = ops.sigmoid
+tanh = ops.tanh
+
+# --- argument helpers -------------------------------------------------------------------------
+
+
+def _tuple(value, n, name="argument"):
+    """``3`` -> ``(3, 3)``; a sequence of length n stays as it is (as a tuple of ints)."""
+    if isinstance(value, numbers.Integral):
+        return (int(value),) * n
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise ValueError(f"expected {name} to be a single integer value or a list of {n} values")
+    return value
+
+
+def _shape_text(shape):
+    return f"[{', '.join(str(s) for s in shape)}]"
+
+
+def _type_name(tensor):
+    """PyTorch's short dtype name: Float, Double, Long."""
+    return dtypes.SCALAR_TYPE_NAMES[tensor._dtype]
+
+
+def _c_type_name(tensor):
+    """The C++ type name PyTorch's convolution messages use."""
+    names = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int"}
+    return names.get(tensor._dtype.name, tensor._dtype.name)
+
+
+def _as_array(tensor):
+    return None if tensor is None else tensor._data
+
+
+def _bump_version(tensor):
+    """Record an in-place change made directly to ``tensor``'s memory (as PyTorch's in-place ops
+    do), so that a graph that saved the old value notices."""
+    tensor._version_counter.value += 1
+
+
+REDUCTIONS = {
+    "none": nn_kernels.REDUCTION_NONE,
+    "mean": nn_kernels.REDUCTION_MEAN,
+    "sum": nn_kernels.REDUCTION_SUM,
+}
+
+
+def _reduction(reduction, size_average=None, reduce=None):
+    """PyTorch's reduction enum, accepting the deprecated ``size_average`` / ``reduce`` too."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return REDUCTIONS[reduction]
+
+
+def _legacy_reduction(size_average, reduce):
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+        "instead.",
+        UserWarning,
+        stacklevel=3,
+    )
+    return reduction
+
+
+# --- linear -----------------------------------------------------------------------------------
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``, built as PyTorch builds it.
+
+    A 2-d input with a bias is one ``addmm`` (AddmmBackward0, with TBackward0 on the weight).
+    Any other contiguous input with a bias is flattened to 2-d, run through ``addmm`` and viewed
+    back; without a bias it is ``matmul``; a non-contiguous input is ``matmul``, then an in-place
+    add of the bias.
+    """
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError(
+            "both arguments to linear need to be at least 1D, but they are "
+            f"{input.dim()}D and {weight.dim()}D"
+        )
+    if input._dtype is not weight._dtype and bias is not None:
+        raise RuntimeError(
+            f"mat1 and mat2 must have the same dtype, but got {_type_name(input)} and "
+            f"{_type_name(weight)}"
+        )
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {_c_type_name(input)} != "
+            f"{_c_type_name(weight)}"
+        )
+    if bias is not None and input.dim() == 2:
+        return ops.addmm(bias, input, ops.t(weight))
+    if bias is not None and input.is_contiguous() and bias.dim() == 1:
+        shape = input.shape
+        rows = int(np.prod(shape[:-1], dtype=np.int64))
+        flat = ops.reshape(input, (rows, shape[-1]))
+        out = ops.addmm(bias, flat, ops.t(weight))
+        return ops.view(out, (*shape[:-1], out.shape[1]))
+    out = ops.matmul(input, ops.t(weight))
+    if bias is not None:
+        out = ops.add_(out, bias)
+    return out
+
+
+# --- convolution ------------------------------------------------------------------------------
+
+
+def _conv_padding(padding, input, weight, stride, dilation, spatial_dims):
+    """Numbers for ``padding``; for ``"same"``, also the extra padding an even kernel needs on
+    one side, which PyTorch applies first with a ConstantPadNd."""
+    if not isinstance(padding, str):
+        return _tuple(padding, spatial_dims, "padding"), None
+    if padding == "valid":
+        return (0,) * spatial_dims, None
+    if padding != "same":
+        raise ValueError(
+            f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}"
+        )
+    if any(s != 1 for s in stride):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    left, right = [], []
+    for d, k in zip(dilation, weight.shape[2:]):
+        total = d * (k - 1)
+        left.append(total // 2)
+        right.append(total - total // 2)
+    if left == right:
+        return tuple(left), None
+    warnings.warn(
+        "Using padding='same' with even kernel lengths and odd dilation may require a "
+        "zero-padded copy of the input be created",
+        UserWarning,
+        stacklevel=4,
+    )
+    extra = [0] * (2 * spatial_dims)
+    for i in range(spatial_dims):
+        extra[2 * (spatial_dims - 1 - i) + 1] = right[i] - left[i]  # pad lists the last dim first
+    return tuple(left), tuple(extra)
+
+
+def _check_conv(input, weight, bias, padding, dilation, groups, spatial_dims, name):
+    dims = spatial_dims + 2
+    if input.dim() not in (dims - 1, dims):
+        raise RuntimeError(
+            f"Expected {dims - 1}D (unbatched) or {dims}D (batched) input to {name}, but got "
+            f"input of size: {_shape_text(input.shape)}"
+        )
+    if bias is not None and input._dtype is not bias._dtype:
+        raise RuntimeError(
+            f"Input type ({_c_type_name(input)}) and bias type ({_c_type_name(bias)}) should be "
+            "the same"
+        )
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(
+            f"expected scalar type {_type_name(input)} but found {_type_name(weight)}"
+        )
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size [{_shape_text(weight.shape)}] instead"
+        )
+    channels = input.shape[-spatial_dims - 1]
+    if channels != weight.shape[1] * groups:
+        batched = input.shape if input.dim() == dims else (1, *input.shape)
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {_shape_text(weight.shape)}, expected "
+            f"input{_shape_text(batched)} to have {weight.shape[1] * groups} channels, but got "
+            f"{channels} channels instead"
+        )
+    padded = [s + 2 * p for s, p in zip(input.shape[-spatial_dims:], padding)]
+    kernel = [d * (k - 1) + 1 for d, k in zip(dilation, weight.shape[2:])]
+    if any(k > s for k, s in zip(kernel, padded)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, kernel))}). Kernel size can't be greater than "
+            "actual input size"
+        )
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, spatial_dims, name):
+    stride = _tuple(stride, spatial_dims, "stride")
+    dilation = _tuple(dilation, spatial_dims, "dilation")
+    padding, extra = _conv_padding(padding, input, weight, stride, dilation, spatial_dims)
+    if extra is not None:
+        input = pad(input, extra)
+    _check_conv(input, weight, bias, padding, dilation, groups, spatial_dims, name)
+    unbatched = input.dim() == spatial_dims + 1
+    if unbatched:
+        input = ops.unsqueeze(input, 0)
+    attrs = (
+        stride,
+        padding,
+        dilation,
+        False,  # transposed
+        (0,) * spatial_dims,  # output_padding
+        groups,
+        None if bias is None else bias.shape,
+    )
+    out = run_op(OPS["convolution"], (input, weight, bias), attrs)
+    return ops.squeeze(out, 0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Every kernel-sized block of a (N, C, H, W) or (C, H, W) input as a column: the "im2col"
+    that convolution is built on."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor for input with possible 0 batch size and "
+            f"non-zero dimensions, but got: {_shape_text(input.shape)}"
+        )
+    kernel_size, dilation = _tuple(kernel_size, 2), _tuple(dilation, 2)
+    padding, stride = _tuple(padding, 2), _tuple(stride, 2)
+    height, width = input.shape[-2:]
+    blocks = [
+        nn_kernels.conv_output_size(s, k, st, p, d)
+        for s, k, st, p, d in zip((height, width), kernel_size, stride, padding, dilation)
+    ]
+    if min(blocks) < 1:
+        raise RuntimeError(
+            f"Given input with spatial size ({height}, {width}), kernel_size={kernel_size}, "
+            f"dilation={dilation}, padding={padding}, calculated shape of the array of sliding "
+            f"blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one."
+        )
+    attrs = (kernel_size, dilation, padding, stride, height, width)
+    return run_op(OPS["im2col"], (input,), attrs)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """The inverse arrangement of ``unfold``: columns summed back into an image (col2im)."""
+    output_size, kernel_size = _tuple(output_size, 2), _tuple(kernel_size, 2)
+    dilation, padding, stride = _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possible 0 batch size and "
+            f"non-zero dimensions, but got: {_shape_text(input.shape)}"
+        )
+    blocks = [
+        nn_kernels.conv_output_size(s, k, st, p, d)
+        for s, k, st, p, d in zip(output_size, kernel_size, stride, padding, dilation)
+    ]
+    columns, length = input.shape[-2:]
+    taps = kernel_size[0] * kernel_size[1]
+    if columns % taps:
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={columns} and kernel_size={kernel_size}"
+        )
+    if blocks[0] * blocks[1] != length:
+        raise RuntimeError(
+            f"Given output_size={output_size}, kernel_size={kernel_size}, "
+            f"dilation={dilation}, padding={padding}, stride={stride}, expected size of "
+            f"input's dimension 2 to match the calculated number of sliding blocks "
+            f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)="
+            f"{length}."
+        )
+    attrs = (output_size, kernel_size, dilation, padding, stride)
+    return run_op(OPS["col2im"], (input,), attrs)
+
+
+# --- pooling ----------------------------------------------------------------------------------
+
+
+def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+    if input.dim() not in (3, 4) or input.numel() == 0:
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    for k, p, d in zip(kernel_size, padding, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+    out = [
+        nn_kernels.pool_output_size(s, k, st, p, d, ceil_mode)
+        for s, k, st, p, d in zip(input.shape[-2:], kernel_size, stride, padding, dilation)
+    ]
+    if min(out) < 1:
+        channels = input.shape[-3]
+        raise RuntimeError(
+            f"Given input size: ({channels}x{input.shape[-2]}x{input.shape[-1]}). Calculated "
+            f"output size: ({channels}x{out[0]}x{out[1]}). Output size is too small"
+        )
+
+
+def _pool_stride(stride, kernel_size):
+    if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0):
+        return kernel_size
+    return _tuple(stride, 2, "stride")
+
+
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """The max of each window; with ``return_indices``, also where it was (``row * W + col``)."""
+    kernel_size = _tuple(kernel_size, 2, "kernel_size")
+    stride = _pool_stride(stride, kernel_size)
+    padding, dilation = _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation")
+    _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+    attrs = (kernel_size, stride, padding, dilation, bool(ceil_mode))
+    values, indices = run_op(OPS["max_pool2d"], (input,), attrs)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    kernel_size = _tuple(kernel_size, 2, "kernel_size")
+    stride = _pool_stride(stride, kernel_size)
+    padding = _tuple(padding, 2, "padding")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    _check_pool(input, kernel_size, stride, padding, (1, 1), ceil_mode, "avg_pool2d")
+    attrs = (
+        kernel_size,
+        stride,
+        padding,
+        bool(ceil_mode),
+        bool(count_include_pad),
+        divisor_override,
+    )
+    return run_op(OPS["avg_pool2d"], (input,), attrs)
+
+
+# --- padding ----------------------------------------------------------------------------------
+
+_INDEX_PAD_HELP = (
+    "Supported combinations for non-constant padding:\n"
+    "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+    "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+    "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last dims: ``pad`` lists (left, right) of the last dim, then of the one before.
+
+    ``constant`` (negative amounts crop), ``reflect`` and ``replicate``, as PyTorch.
+    """
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension but "
+            f"got padding length {len(pad)} and input of dimension {input.dim()}"
+        )
+    if mode == "constant":
+        return run_op(OPS["constant_pad_nd"], (input,), (pad, 0 if value is None else value))
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    dims = len(pad) // 2
+    if input.dim() not in (dims + 1, dims + 2) or dims > 3:
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            + _INDEX_PAD_HELP
+        )
+    if mode == "circular":
+        raise NotImplementedError("pad: mode='circular' is not implemented in nbgrad")
+    if mode == "reflect":
+        for k in range(dims):
+            axis = input.dim() - 1 - k
+            if max(pad[2 * k], pad[2 * k + 1]) >= input.shape[axis]:
+                raise RuntimeError(
+                    "Argument #4: Padding size should be less than the corresponding input "
+                    f"dimension, but got: padding ({pad[2 * k]}, {pad[2 * k + 1]}) at dimension "
+                    f"{axis} of input {_shape_text(input.shape)}"
+                )
+    return run_op(OPS[f"{mode}_pad{dims}d"], (input,), (pad,))
+
+
+# --- dropout, embedding -----------------------------------------------------------------------
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (during
+    training only): the input times a random mask, MulBackward0 as in PyTorch."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if not input.is_floating_point():
+        raise RuntimeError(
+            f"result type Float can't be cast to the desired output type {_type_name(input)}"
+        )
+    dtype = input._dtype.numpy
+    if p == 1:
+        mask = np.zeros(input.shape, dtype)
+    else:
+        keep = creation._generator.random(input.shape) >= p
+        mask = (keep / (1 - p)).astype(dtype)
+    mask = Tensor._make(mask)
+    return ops.mul_(input, mask) if inplace else ops.mul(input, mask)
+
+
+def _check_indices(indices, name):
+    if not isinstance(indices, Tensor) or indices._dtype not in (dtypes.int64, dtypes.int32):
+        kind = (
+            f"torch.{dtypes.LEGACY_TYPE_NAMES[indices._dtype]}"
+            if isinstance(indices, Tensor)
+            else type(indices).__name__
+        )
+        raise RuntimeError(
+            f"Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {kind} instead (while checking arguments for {name})"
+        )
+
+
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
+    """Rows of ``weight`` looked up by the integer ``input``; the padding row gets no gradient."""
+    _check_indices(input, "embedding")
+    num_weights = weight.shape[0]
+    if padding_idx is None:
+        padding_idx = -1
+    else:
+        if not -num_weights <= padding_idx < num_weights:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= num_weights
+    indices = input._data
+    if indices.size and (indices.min() < 0 or indices.max() >= num_weights):
+        raise IndexError("index out of range in self")
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported by nbgrad")
+    if max_norm is not None:
+        _embedding_renorm(weight, indices, max_norm, norm_type)
+    attrs = (indices, padding_idx, bool(scale_grad_by_freq), False, num_weights)
+    return run_op(OPS["embedding"], (weight,), attrs)
+
+
+def _embedding_renorm(weight, indices, max_norm, norm_type):
+    """Shrink, in place, the looked-up rows whose norm exceeds ``max_norm`` (as PyTorch does,
+    outside the graph)."""
+    rows = np.unique(indices)
+    data = weight._data
+    norms = np.linalg.norm(data[rows], ord=norm_type, axis=1)
+    too_long = norms > max_norm
+    if too_long.any():
+        scale = max_norm / (norms[too_long] + 1e-7)
+        data[rows[too_long]] *= scale[:, None].astype(data.dtype)
+        _bump_version(weight)
+
+
+def one_hot(tensor, num_classes=-1):
+    if not isinstance(tensor, Tensor) or tensor._dtype is not dtypes.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    labels = tensor._data
+    if num_classes == -1:
+        if labels.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(labels.max()) + 1
+    if labels.size and labels.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if labels.size and labels.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros((*labels.shape, num_classes), np.int64)
+    np.put_along_axis(out, labels[..., None], 1, axis=-1)
+    return Tensor._make(out)
+
+
+# --- activations ------------------------------------------------------------------------------
+
+
+def _check_floating(input, kernel):
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input)}'")
+
+
+def relu(input, inplace=False):
+    return ops.relu_(input) if inplace else ops.relu(input)
+
+
+def gelu(input, approximate="none"):
+    """x * P(X <= x) for a standard normal X; ``approximate="tanh"`` uses the tanh formula."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    _check_floating(input, "GeluKernelImpl")
+    return run_op(OPS["gelu"], (input,), (approximate,))
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _check_floating(input, "leaky_relu_cpu")
+    if inplace:
+        return run_inplace(OPS["leaky_relu"], input, (), (negative_slope,))
+    return run_op(OPS["leaky_relu"], (input,), (negative_slope,))
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+        "dim=X as an argument.",
+        UserWarning,
+        stacklevel=stacklevel,
+    )
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim(), _stacklevel)
+    if dtype is None:
+        _check_floating(input, "softmax_lastdim_kernel_impl")
+    return ops.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
+    if dtype is None:
+        _check_floating(input, "log_softmax_lastdim_kernel_impl")
+    return ops.log_softmax(input, dim, dtype=dtype)
+
+
+# --- normalisation ----------------------------------------------------------------------------
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dims to mean 0 and variance 1."""
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    normalized_shape = tuple(int(s) for s in normalized_shape)
+    count = len(normalized_shape)
+    if input.dim() < count or tuple(input.shape[input.dim() - count :]) != normalized_shape:
+        raise RuntimeError(
+            f"Given normalized_shape={_shape_text(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(map(str, normalized_shape))}], but got input of size"
+            f"{_shape_text(input.shape)}"
+        )
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and tuple(param.shape) != normalized_shape:
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {_shape_text(param.shape)} and normalized_shape = "
+                f"{_shape_text(normalized_shape)}"
+            )
+    _check_same_dtype(input, weight, bias)
+    out, _, _ = run_op(OPS["layer_norm"], (input, weight, bias), (normalized_shape, eps))
+    return out
+
+
+def _check_same_dtype(*tensors):
+    kinds = {t._dtype for t in tensors if t is not None}
+    if len(kinds) > 1:
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
+):
+    """Normalise each channel (dim 1): with the batch's statistics when training (and move the
+    running ones toward them), with the running ones otherwise."""
+    if input.dim() < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+    channels = input.shape[1]
+    if training:
+        values_per_channel = input.numel() // channels if channels else 0
+        if values_per_channel == 1:
+            raise ValueError(
+                "Expected more than 1 value per channel when training, got input size "
+                f"{input.shape!r}"
+            )
+    elif running_mean is None or running_var is None:
+        raise RuntimeError(
+            f"running_{'mean' if running_mean is None else 'var'} must be defined in evaluation "
+            "mode"
+        )
+    for name, tensor in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ):
+        if tensor is not None and tensor.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {tensor.numel()}")
+    _check_same_dtype(input, weight, bias)
+    if training and running_mean is not None:
+        _bump_version(running_mean)
+        _bump_version(running_var)
+    attrs = (_as_array(running_mean), _as_array(running_var), bool(training), momentum, eps)
+    out, _, _ = run_op(OPS["batch_norm"], (input, weight, bias), attrs)
+    return out
+
+
+# --- losses -----------------------------------------------------------------------------------
+
+
+def _broadcast_pair(input, target, name):
+    """PyTorch warns when a loss's target has another shape, then broadcasts the two."""
+    if input.shape == target.shape:
+        return input, target
+    warnings.warn(
+        f"Using a target size ({target.shape!r}) that is different to the input size "
+        f"({input.shape!r}). This will likely lead to incorrect results due to broadcasting. "
+        "Please ensure they have the same size.",
+        UserWarning,
+        stacklevel=3,
+    )
+    try:
+        shape = np.broadcast_shapes(input.shape, target.shape)
+    except ValueError:
+        raise ops._broadcast_error(input, target) from None
+    if input.shape != shape:
+        input = ops.expand(input, shape)
+    if target.shape != shape:
+        target = ops.expand(target, shape)
+    return input, target
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """The mean (or sum) of squared differences: one MseLossBackward0 node."""
+    reduction = _reduction(reduction, size_average, reduce)
+    input, target = _broadcast_pair(input, target, "mse_loss")
+    if not input.is_floating_point() and not target.is_floating_point():
+        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_type_name(input)}'")
+    if weight is not None:
+        losses = weight * (input - target) ** 2
+        return _apply_reduction(losses, reduction)
+    return run_op(OPS["mse_loss"], (input, target), (reduction,))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """The mean (or sum) of absolute differences, composed as PyTorch composes it."""
+    reduction = _reduction(reduction, size_average, reduce)
+    input, target = _broadcast_pair(input, target, "l1_loss")
+    losses = ops.abs(ops.sub(input, target))
+    if weight is not None:
+        losses = losses * weight
+    return _apply_reduction(losses, reduction)
+
+
+def _apply_reduction(losses, reduction):
+    if reduction == nn_kernels.REDUCTION_MEAN:
+        return ops.mean(losses)
+    if reduction == nn_kernels.REDUCTION_SUM:
+        return ops.sum(losses)
+    return losses
+
+
+def _check_class_weight(weight, classes):
+    if weight is not None and (weight.dim() != 1 or weight.numel() != classes):
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {classes} classes or no classes but "
+            f"got weight tensor of shape: {_shape_text(weight.shape)}"
+        )
+
+
+def _check_class_targets(target, classes, ignore_index):
+    """Class indices must be Long (or Byte) and name a class, unless they are ``ignore_index``."""
+    if target._dtype not in (dtypes.int64, dtypes.uint8):
+        raise RuntimeError(
+            f"expected target dtype to be Long or Byte, but got {_type_name(target)}"
+        )
+    labels = target._data
+    counted = labels[labels != ignore_index] if labels.ndim else labels.reshape(1)
+    if labels.ndim == 0 and labels == ignore_index:
+        counted = counted[:0]
+    outside = counted[(counted < 0) | (counted >= classes)]
+    if outside.size:
+        raise IndexError(f"Target {outside.reshape(-1)[0]} is out of bounds.")
+
+
+def nll_loss(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"
+):
+    """Minus the (weighted) log-probability of each target class: ``input`` holds
+    log-probabilities (of ``log_softmax``), class dim 1 (or 0 for one sample)."""
+    return _nll_loss_nd(
+        input, target, weight, _reduction(reduction, size_average, reduce), ignore_index
+    )
+
+
+def _nll_loss_nd(input, target, weight, reduction, ignore_index):
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if not isinstance(target, Tensor):
+        raise TypeError(f"nll_loss(): target must be a Tensor, not {type(target).__name__}")
+    if input.dim() != 1 and (target.dim() == 0 or input.shape[0] != target.shape[0]):
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+            f"({target.shape[0] if target.dim() else 1})."
+        )
+    classes = input.shape[0] if input.dim() == 1 else input.shape[1]
+    _check_class_targets(target, classes, ignore_index)
+    _check_class_weight(weight, classes)
+    weights = _as_array(weight)
+    labels = target._data
+    if input.dim() <= 2:
+        if input.dim() == 2 and target.dim() != 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if input.dim() == 1:
+            labels = labels.reshape(())
+        attrs = (labels, weights, reduction, ignore_index)
+        return run_op(OPS["nll_loss"], (input,), attrs)[0]
+    if input.dim() == 4:
+        if target.dim() != 3:
+            raise RuntimeError(
+                "only batches of spatial targets supported (3D tensors) but got targets of "
+                f"dimension: {target.dim()}"
+            )
+        if target.shape[1:] != input.shape[2:]:
+            raise RuntimeError(
+                f"size mismatch (got input: {_shape_text(input.shape)} , target: "
+                f"{_shape_text(target.shape)}"
+            )
+        return run_op(OPS["nll_loss2d"], (input,), (labels, weights, reduction, ignore_index))[0]
+    # Other ranks: PyTorch views (N, C, d1, d2, ...) as a 4-d (N, C, 1, d1*d2*...) first.
+    n, c = input.shape[:2]
+    out_size = (n, *input.shape[2:])
+    if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(
+            f"Expected target size {_shape_text(out_size)}, got {_shape_text(target.shape)}"
+        )
+    flat = ops.view(ops.contiguous(input), (n, c, 1, -1))
+    attrs = (labels.reshape(n, 1, -1), weights, reduction, ignore_index)
+    out = run_op(OPS["nll_loss2d"], (flat,), attrs)[0]
+    return ops.view(out, out_size) if reduction == nn_kernels.REDUCTION_NONE else out
+
+
+def cross_entropy(
+    input,
+    target,
+    weight=None,
+    size_average=None,
+    ignore_index=-100,
+    reduce=None,
+    reduction="mean",
+    label_smoothing=0.0,
+):
+    """``nll_loss(log_softmax(input, 1), target)``: NllLossBackward0 after LogSoftmaxBackward0.
+
+    ``target`` holds class indices, or class probabilities (a float tensor shaped like
+    ``input``). Stable for large inputs: log_softmax subtracts each row's max first.
+    """
+    reduction = _reduction(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    if input.dim() == 0:
+        raise ValueError("Expected 1 or more dimensions (got 0)")
+    if target.shape == input.shape:
+        if not target.is_floating_point():
+            raise RuntimeError(
+                "Expected floating point type for target with class probabilities, got "
+                f"{_type_name(target)}"
+            )
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _cross_entropy_probabilities(
+            input, target, weight, reduction, label_smoothing, class_dim
+        )
+    log_probs = ops.log_softmax(input, class_dim)
+    if label_smoothing > 0:
+        return _cross_entropy_label_smoothing(
+            log_probs, target, weight, reduction, ignore_index, label_smoothing, class_dim
+        )
+    return _nll_loss_nd(log_probs, target, weight, reduction, ignore_index)
+
+
+def _mul_scalar(tensor, number):
+    return run_op(OPS["mul_scalar"], (tensor,), (number,))
+
+
+def _class_weight_view(weight, ndim, class_dim):
+    shape = [1] * ndim
+    shape[class_dim] = weight.shape[0]
+    return ops.view(weight, shape)
+
+
+def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim):
+    classes = input.shape[class_dim]
+    _check_class_weight(weight, classes)
+    if label_smoothing > 0:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    log_probs = ops.log_softmax(input, class_dim)
+    products = log_probs * target
+    if weight is not None:
+        products = products * _class_weight_view(weight, input.dim(), class_dim)
+    if reduction == nn_kernels.REDUCTION_NONE:
+        return -ops.sum(products, class_dim)
+    total = -ops.sum(products)
+    if reduction == nn_kernels.REDUCTION_SUM:
+        return total
+    return run_op(OPS["div_scalar"], (total,), (input.numel() // classes,))
+
+
+def _cross_entropy_label_smoothing(
+    log_probs, target, weight, reduction, ignore_index, label_smoothing, class_dim
+):
+    """PyTorch's composition: (1 - s) * nll + s / C * (the loss against uniform targets)."""
+    classes = log_probs.shape[class_dim]
+    nll = _nll_loss_nd(log_probs, target, weight, reduction, ignore_index)
+    ignored = target._data == ignore_index
+    if weight is not None:
+        smooth = -ops.sum(
+            log_probs * _class_weight_view(weight, log_probs.dim(), class_dim), class_dim
+        )
+    else:
+        smooth = -ops.sum(log_probs, class_dim)
+    smooth = ops.masked_fill_(smooth, ignored, 0.0)
+    if reduction == nn_kernels.REDUCTION_MEAN:
+        if weight is not None:
+            counted = Tensor._make(np.asarray(weight._data[target._data[~ignored]].sum()))
+        else:
+            counted = Tensor._make(np.asarray((~ignored).sum(), np.int64))
+        smooth = ops.div(ops.sum(smooth), counted)
+    elif reduction == nn_kernels.REDUCTION_SUM:
+        smooth = ops.sum(smooth)
+    return ops.add(
+        _mul_scalar(nll, 1 - label_smoothing), _mul_scalar(smooth, label_smoothing / classes)
+    )
+
+
+def binary_cross_entropy(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
+    """-(t log(p) + (1 - t) log(1 - p)) for probabilities ``input`` in [0, 1]."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape!r}) that is different to the input size "
+            f"({input.shape!r}) is deprecated. Please ensure they have the same size."
+        )
+    if target._dtype is not input._dtype:
+        raise RuntimeError(f"Found dtype {_type_name(target)} but expected {_type_name(input)}")
+    data = input._data
+    if data.size and ((data < 0) | (data > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    weights = None if weight is None else np.broadcast_to(weight._data, target.shape)
+    return run_op(OPS["binary_cross_entropy"], (input, target), (weights, reduction))
+
+
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
+    """``binary_cross_entropy(sigmoid(input), target)`` computed stably from the logits."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Target size ({target.shape!r}) must be the same as input size ({input.shape!r})"
+        )
+    if not target.is_floating_point():
+        raise RuntimeError(f"Found dtype {_type_name(target)} but expected {_type_name(input)}")
+    attrs = (_as_array(weight), _as_array(pos_weight), reduction)
+    return run_op(OPS["binary_cross_entropy_with_logits"], (input, target), attrs)
+
+
+# --- similarity -------------------------------------------------------------------------------
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim``, composed as PyTorch does:
+    each input divided by its norm (clamped to at least ``eps``), multiplied, summed."""
+    try:
+        shape = Size(np.broadcast_shapes(x1.shape, x2.shape))
+    except ValueError:
+        raise ops._broadcast_error(x1, x2) from None
+    if x1.shape != shape:
+        x1 = ops.expand(x1, shape)
+    if x2.shape != shape:
+        x2 = ops.expand(x2, shape)
+    dim = _wrap_dim(dim, len(shape))
+    norms = []
+    for x in (x1, x2):
+        norm = ops.clone(run_op(OPS["linalg_vector_norm"], (x,), (2, (dim,), True)))
+        with grad_mode.no_grad():
+            ops.clamp_(norm, min=eps)
+        norms.append(norm)
+    return ops.sum(ops.div(x1, norms[0]) * ops.div(x2, norms[1]), dim)

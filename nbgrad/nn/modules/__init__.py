@@ -1,0 +1,18 @@
+from nbgrad.nn.modules.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from nbgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
+from nbgrad.nn.modules.conv import Conv1d, Conv2d
+from nbgrad.nn.modules.dropout import Dropout
+from nbgrad.nn.modules.flatten import Flatten, Unflatten
+from nbgrad.nn.modules.linear import Identity, Linear
+from nbgrad.nn.modules.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+)
+from nbgrad.nn.modules.module import Module
+from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from nbgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
+from nbgrad.nn.modules.sparse import Embedding

@@ -1,0 +1,5 @@
+"""nbgrad.optim: optimizers that update Parameters from their ``.grad``, as torch.optim does."""
+
+from nbgrad.optim.adam import Adam, AdamW
+from nbgrad.optim.optimizer import Optimizer
+from nbgrad.optim.sgd import SGD

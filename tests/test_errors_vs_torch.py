@@ -568,8 +568,8 @@ CASES = {
     "linspace with negative steps": "T.linspace(0, 1, -1)",
 }
 
-# Differences whose fix belongs to files of the engine owner (nbgrad/autograd/tensor.py, node.py,
-# function.py, api.py): each is a strict xfail, so that the fix turns it into a failure to remove.
+# Differences that were fixed in the engine's own files (nbgrad/autograd/tensor.py, node.py,
+# function.py, api.py); each entry names where.
 ENGINE_CASES = {
     "requires_grad_() on an integer tensor": (
         "T.tensor([1, 2]).requires_grad_()",
@@ -658,10 +658,7 @@ def test_error_matches_pytorch(torch, name):
 
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-        for name, (_, reason) in ENGINE_CASES.items()
-    ],
+    [name for name in ENGINE_CASES],
 )
 def test_error_matches_pytorch_engine_owned(torch, name):
     assert_same_error(torch, ENGINE_CASES[name][0])

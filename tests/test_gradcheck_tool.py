@@ -1,8 +1,8 @@
 """``nbgrad.autograd.gradcheck`` and ``gradgradcheck`` themselves: they pass correct derivatives,
 catch wrong ones (made on purpose with custom Functions), and behave as PyTorch's do.
 
-The known bugs of the checker are pinned at the end as strict xfails, for the owner of
-nbgrad.autograd; test_gradcheck_ops.py works around them.
+The end of the file holds the checker's former bugs (grad mode, non-contiguous and empty
+inputs), now fixed, as regression tests.
 """
 
 import warnings
@@ -20,7 +20,7 @@ def leaf(*shape, seed=0):
 
 
 def with_grad(fn):
-    """Work around gradcheck running the function under no_grad (see the xfails below)."""
+    """Run the function with grad mode on whatever the caller's mode (gradcheck keeps it)."""
 
     def run(*args):
         with torch.enable_grad():
@@ -178,24 +178,13 @@ def test_gradgradcheck_uses_the_given_grad_outputs():
     assert gradgradcheck(with_grad(lambda a: a.exp() * a), (x,), (v,)) is True
 
 
-# --- bugs of the checker, for the owner of nbgrad.autograd -------------------------------------
+# --- former bugs of the checker ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gradcheck bug: _numerical_jacobians calls the function under no_grad (PyTorch keeps "
-    "grad mode on), so gradgradcheck's own first derivative finds no graph and fails with "
-    "'got 1 tensors and 0 gradients' for every function",
-)
 def test_gradgradcheck_without_workaround():
     assert gradgradcheck(lambda a: a.sin(), (leaf(3),)) is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gradcheck bug: same cause; a function that differentiates inside (as PyTorch users "
-    "write to check second derivatives by hand) cannot be checked",
-)
 def test_gradcheck_of_a_function_that_differentiates():
     def derivative(a):
         return torch.autograd.grad(a.sin().sum(), a, create_graph=True)[0]
@@ -203,22 +192,12 @@ def test_gradcheck_of_a_function_that_differentiates():
     assert gradcheck(derivative, (leaf(3),)) is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gradcheck bug: _numerical_jacobians perturbs x._data.reshape(-1), which is a copy "
-    "when the input is not contiguous, so the numerical Jacobian is all zeros",
-)
 def test_gradcheck_of_a_non_contiguous_input():
     x = torch.tensor(np.arange(6.0).reshape(3, 2)).t().detach().requires_grad_()
     assert not x.is_contiguous()
     assert gradcheck(lambda a: a * 2, (x,)) is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gradcheck bug: an input with no elements makes _numerical_jacobians reshape an empty "
-    "list to (0, -1), a ValueError; PyTorch returns True",
-)
 def test_gradcheck_of_an_empty_input():
     x = torch.zeros(0, 3, dtype=torch.float64, requires_grad=True)
     assert gradcheck(lambda a: a * 2, (x,)) is True

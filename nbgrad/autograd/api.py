@@ -60,7 +60,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         return
     inputs = _as_tuple(inputs)
     if not inputs:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     capture = [edge_of(t) for t in inputs]
     run_only = {edge[0] for t, edge in zip(inputs, capture) if t._grad_fn is None}
     captured = engine.execute(

@@ -153,8 +153,11 @@ def _plan_partial(root_nodes, capture, run_only):
 
 
 def _post_order(root_nodes):
-    order, seen = [], set(root_nodes)
+    order, seen = [], set()
     for root in root_nodes:
+        if root in seen:  # reached from an earlier root: already placed after its children
+            continue
+        seen.add(root)
         stack = [(root, 0)]
         while stack:
             node, i = stack[-1]

@@ -79,3 +79,21 @@ def _forward_name(node_name):
         return f"torch::autograd::{node_name}"
     head, sep, tail = node_name.rpartition("Backward")
     return head if sep and tail.isdigit() else node_name
+
+
+# PyTorch names dtypes two ways in one message: C++ type names, then ScalarType names.
+_CPP_TYPE_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double"}
+_SCALAR_TYPE_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double"}
+
+
+def grad_dtype_mismatch(grad_dtype, tensor_dtype):
+    cpp_name = _CPP_TYPE_NAMES.get(grad_dtype.name, grad_dtype.name)
+    scalar_name = _SCALAR_TYPE_NAMES.get(tensor_dtype.name, tensor_dtype.name)
+    return (
+        f"attempting to assign a gradient with dtype '{cpp_name}' "
+        f"to a tensor with grad_dtype '{scalar_name}'. "
+        "The gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You can "
+        "set the tensor's grad_dtype attribute with a specific dtype, or None to allow any dtype. "
+        "Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may break "
+        "downstream systems that assume they match."
+    )

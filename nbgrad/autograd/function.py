@@ -93,10 +93,7 @@ class BackwardCFunction(Node, FunctionCtx):
         for position, (edge, _) in zip(self._tensor_positions, self.next_functions):
             g = result[position]
             if g is not None and not isinstance(g, Tensor):
-                raise TypeError(
-                    f"function {self.name()} returned a gradient of type {type(g).__name__} at "
-                    f"position {position}; expected a Tensor or None"
-                )
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
             if g is None or edge is None:
                 outputs.append(None)
             else:

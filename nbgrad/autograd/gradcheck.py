@@ -4,7 +4,6 @@ import warnings
 
 import numpy as np
 
-from nbgrad.autograd import grad_mode
 from nbgrad.autograd.api import grad as autograd_grad
 from nbgrad.autograd.tensor import Tensor
 
@@ -24,21 +23,24 @@ def _differentiable_outputs(outputs):
 
 
 def _numerical_jacobians(func, inputs, index, eps):
-    """For input ``index``: one matrix per output, rows = input elements, cols = output elements."""
-    x = inputs[index]
-    flat = x._data.reshape(-1)
-    columns = []
-    with grad_mode.no_grad():
-        for j in range(flat.size):
-            original = flat[j]
-            flat[j] = original + eps
-            plus = [o._data.copy().reshape(-1) for o in _outputs_of(func, inputs)]
-            flat[j] = original - eps
-            minus = [o._data.copy().reshape(-1) for o in _outputs_of(func, inputs)]
-            flat[j] = original
-            columns.append([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
-    count = len(_outputs_of(func, inputs)) if not columns else len(columns[0])
-    return [np.array([col[k] for col in columns]).reshape(flat.size, -1) for k in range(count)]
+    """For input ``index``: one matrix per output, rows = input elements, cols = output elements.
+
+    Each element is nudged in place, in the input's own memory (so views and non-contiguous
+    inputs work), with grad mode left as the caller had it: a function may differentiate inside.
+    """
+    data = inputs[index]._data
+    sizes = [o._data.size for o in _outputs_of(func, inputs)]
+    jacobians = [np.zeros((data.size, n)) for n in sizes]
+    for row, position in enumerate(np.ndindex(data.shape)):
+        original = data[position]
+        data[position] = original + eps
+        plus = [o._data.astype(np.float64).reshape(-1) for o in _outputs_of(func, inputs)]
+        data[position] = original - eps
+        minus = [o._data.astype(np.float64).reshape(-1) for o in _outputs_of(func, inputs)]
+        data[position] = original
+        for jacobian, p, m in zip(jacobians, plus, minus):
+            jacobian[row] = (p - m) / (2 * eps)
+    return jacobians
 
 
 def _outputs_of(func, inputs):

@@ -166,10 +166,15 @@ class Tensor:
         return bool(self._data)
 
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
+
+    def _scalar(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self):
         if self._dtype._category == 2 or self._data.size != 1:
@@ -196,15 +201,21 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
-        self.requires_grad_(flag)
+        self._set_requires_grad(flag, errors.ONLY_FLOAT_REQUIRES_GRAD)
 
     def requires_grad_(self, requires_grad=True):
+        # PyTorch words this one message differently from the setter's.
+        return self._set_requires_grad(
+            requires_grad, "only Tensors of floating point dtype can require gradients"
+        )
+
+    def _set_requires_grad(self, requires_grad, not_float_message):
         if self._grad_fn is not None:
             if requires_grad:
                 return self
             raise RuntimeError(errors.NON_LEAF_REQUIRES_GRAD)
         if requires_grad and not self._dtype.is_floating_point:
-            raise RuntimeError(errors.ONLY_FLOAT_REQUIRES_GRAD)
+            raise RuntimeError(not_float_message)
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -253,10 +264,14 @@ class Tensor:
                     f"assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}"
                 )
-            if value._dtype is not self._dtype:
-                raise RuntimeError("assigned grad has data of a different type")
             if value._data.shape != self._data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the gradient "
+                    "and the tensor are the same size"
+                )
+            if value._dtype is not self._dtype:
+                raise RuntimeError(errors.grad_dtype_mismatch(value._dtype, self._dtype))
         self._grad = value
 
     @grad.deleter

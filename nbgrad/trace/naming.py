@@ -77,7 +77,11 @@ def name_everything(trace, source, namespaces, live, sites, module_outputs, earl
                 base = record.op.op if record.op is not None else record.grad_fn.name
             chosen[record] = (base, "anonymous")
 
-    _make_unique(trace, chosen)
+    # A name a variable holds now is numbered wherever else it appears (``out#1``, ``out#2``
+    # for the recorded steps of a loop whose ``out`` now holds a later, unrecorded tensor).
+    held = {base for base, how in chosen.values() if how == "variable"}
+    held.update(path for path, _ in tensors)
+    _make_unique(trace, chosen, held)
     for record, names in aliases.items():
         record.aliases = tuple(names)
 
@@ -153,29 +157,31 @@ def _label_results(trace, source, sites, module_outputs, paths, chosen):
         pending = [r for r in op.outputs if r not in chosen]
         if not pending:
             continue
-        expression = source.expression(op.span)
+        described = source.describe(op.span) if op.span is not None else None
         for record in pending:
-            if expression is not None and _is_value_of_site(sites, index):
-                target = source.assigned_to(expression)
-                if target is not None:
-                    chosen[record] = (target, "assignment")
-                else:
-                    chosen[record] = (source.label(expression), "expression")
+            if described is not None and _is_value_of_site(sites, index):
+                label, target, _ = described
+                chosen[record] = (target, "assignment") if target else (label, "expression")
             elif record in module_outputs:
                 chosen[record] = (f"{paths[module_outputs[record]]}(...)", "module")
-            elif expression is not None:
-                chosen[record] = (f"{op.op} in {source.label(expression)}", "expression")
+            elif described is not None:
+                chosen[record] = (f"{op.op} in {described[0]}", "expression")
 
 
 def _label_inputs(trace, source, sites, chosen):
     """Leaves and constants written inline get the text of the operand they were."""
     for index, op in enumerate(trace.ops):
         site = sites[index]
+        if site is None or not site[2] or op.span is None:
+            continue
         tensor_inputs = [r for r in op.inputs if type(r) is TensorRecord]
         unnamed = [r for r in tensor_inputs if r.op is None and r not in chosen]
-        if not unnamed or site is None or not site[2]:
+        if not unnamed:
             continue
-        parts = source.operands(source.expression(op.span))
+        described = source.describe(op.span)
+        if described is None:
+            continue
+        parts = described[2]
         operands = [text for text, _ in parts]
         literal_free = [text for text, is_literal in parts if not is_literal]
         if len(tensor_inputs) == len(literal_free):
@@ -189,9 +195,9 @@ def _label_inputs(trace, source, sites, chosen):
                 chosen[record] = (text, "operand")
 
 
-def _make_unique(trace, chosen):
-    """Give each record its name; repeated names get ``#k`` (k: its occurrence, in order)."""
-    held = {base for base, how in chosen.values() if how == "variable"}
+def _make_unique(trace, chosen, held):
+    """Give each record its name; repeated names get ``#k`` (k: its occurrence, in order), and
+    so do names in ``held`` given to anything but the variable holding them."""
     occurrences = {}
     final = {}
     for record in trace.tensors.values():

@@ -47,6 +47,10 @@ DEFAULT_MAX_PASSES = 3
 _PLUMBING = tuple(
     os.path.dirname(package.__file__) + os.sep for package in (nbgrad.ops, nbgrad.autograd)
 )
+# An operation called by the engine itself (summing a retained or accumulated grad) is
+# bookkeeping, not part of the user's computation.
+_ENGINE_FILE = passes.EXECUTE_CODE.co_filename
+_INTERNAL = object()
 
 _active = None  # the Recorder listening now: recordings do not nest
 
@@ -103,6 +107,10 @@ class Recorder:
         self._module_outputs = {}  # TensorRecord -> scope of the module whose forward returned it
         self._earlier = {}  # TensorRecord -> the same tensor's record before an in-place change
         self._last_totals = {}  # TensorRecord -> (grad array, its version, snapshot)
+        # Arrays already snapshotted as a leaf's running .grad: id(array) -> (array, the .grad
+        # tensor's version, snapshot). ``p.grad`` read right after backward reuses the snapshot.
+        self._known_grads = {}
+        self._pending = {}  # records whose value is taken only if autograd reads them (a set)
         self._accumulations = []
         self._pass_frames = passes.PassFrames()
         self._grad_snapshots = {}  # id(array) -> (array, snapshot), within one pass
@@ -204,6 +212,8 @@ class Recorder:
 
     def _record_op(self, node, op_name, inputs, outputs):
         user_frame, direct, execute_frame = self._locate(sys._getframe(2))
+        if user_frame is _INTERNAL:
+            return
         backward_pass = self._pass_for(execute_frame) if execute_frame is not None else None
         if not self._listening:
             return
@@ -225,19 +235,27 @@ class Recorder:
         in_place = bool(outputs) and bool(inputs) and outputs[0] is inputs[0]
         input_records = []
         for position, value in enumerate(inputs):
-            if isinstance(value, Tensor):
+            if type(value) in _NUMBERS:
+                input_records.append(value)
+            elif isinstance(value, Tensor):
                 if in_place and position == 0:
-                    input_records.append(self._value_before_inplace(value))
+                    record = self._value_before_inplace(value)
                 else:
-                    input_records.append(self._record_of(value))
+                    record = self._record_of(value)
+                if node is not None and record.value is None and record in self._pending:
+                    # Read by autograd now: its value is part of the graph, keep it.
+                    record.value = snapshot(value._data, self.policy)
+                    del self._pending[record]
+                input_records.append(record)
             else:
                 input_records.append(keep_plain(value, self.policy))
 
-        line, site = None, None
+        line, site, span = None, None, None
         if user_frame is not None:
+            code, lasti = user_frame.f_code, user_frame.f_lasti
             line = user_frame.f_lineno
-            site = (user_frame.f_code, user_frame.f_lasti, direct)
-        span = self.source.span_at(site[0], site[1]) if site is not None else None
+            site = (code, lasti, direct)
+            span = self.source.span_at(code, lasti)
         op = OpRecord(
             f"o{len(trace.ops)}",
             op_name,
@@ -260,20 +278,29 @@ class Recorder:
             node_record = self._make_node(node, op)
             op.node = node_record
         for output_nr, tensor in enumerate(outputs):
-            record = self._new_tensor(tensor, op=op)
-            record.output_nr = tensor._output_nr if node is not None else output_nr
-            if node is not None and tensor._grad_fn is node:
-                record.grad_fn = node_record
-                if not tensor._retains_grad:
-                    tensor.retain_grad()  # every intermediate keeps its grad, as the issue asks
+            if node is None:
+                # Under no_grad or on constants: autograd keeps nothing of it, and neither do we
+                # unless autograd reads the result later (an optimizer's ``lr * p.grad`` is not
+                # worth a copy; the updated parameter is, when the next forward reads it).
+                record = self._new_tensor(tensor, op=op, take_value=False)
+                self._pending[record] = None
+                record.output_nr = output_nr
+            else:
+                record = self._new_tensor(tensor, op=op)
+                record.output_nr = tensor._output_nr
+                if tensor._grad_fn is node:
+                    record.grad_fn = node_record
+                    if not tensor._retains_grad:
+                        tensor.retain_grad()  # every intermediate keeps its grad (issue 4)
             op.outputs.append(record)
         if node_record is not None and type(node) is not AccumulateGrad:
             self._note_saved(node_record, node, input_records, op.outputs)
 
-    def _locate(self, frame):
+    def _locate(self, frame, from_op=True):
         """From an op's caller frame up to the recorded code: (the innermost frame of the
         recorded code or None, whether only op plumbing lies between, the innermost
-        ``engine._execute`` frame on the way or None)."""
+        ``engine._execute`` frame on the way or None); ``_INTERNAL`` first for the engine's
+        own bookkeeping operations."""
         filename = self._filename
         base = self._base_frame
         direct = True
@@ -282,6 +309,8 @@ class Recorder:
             code = frame.f_code
             if code.co_filename == filename:
                 return frame, direct, execute_frame
+            if direct and from_op and code.co_filename == _ENGINE_FILE:
+                return _INTERNAL, False, None
             if code is passes.EXECUTE_CODE:
                 if execute_frame is None:
                     execute_frame = frame
@@ -299,7 +328,7 @@ class Recorder:
         if entry is not None and entry[0]() is tensor:
             return entry[1]
         record = self._new_tensor(tensor, take_value=False)
-        record.version = tensor._version_counter.value - 1
+        record.version = tensor._version - 1
         # The overwritten value is gone, unless the node kept a copy to differentiate through.
         return record
 
@@ -309,24 +338,28 @@ class Recorder:
         """The record of the tensor's current value: its latest record, or a new one when the
         tensor is new to the recording or was changed in place since."""
         entry = self._tensors.get(id(tensor))
-        if (
-            entry is not None
-            and entry[0]() is tensor
-            and entry[1].version == tensor._version_counter.value
-        ):
+        if entry is not None and entry[0]() is tensor and entry[1].version == tensor._version:
             return entry[1]
         return self._new_tensor(tensor)
 
     def _new_tensor(self, tensor, op=None, take_value=True):
         data = tensor._data
+        version = tensor._version
+        value = None
+        if take_value:
+            known = self._known_grads.get(id(data))
+            if known is not None and known[0] is data and known[1] == version:
+                value = known[2]
+            else:
+                value = snapshot(data, self.policy)
         record = TensorRecord(
             f"t{len(self.trace.tensors)}",
-            tuple(data.shape),
-            data.dtype.name,
+            data.shape,
+            _dtype_name(data.dtype),
             tensor._requires_grad,
             tensor._grad_fn is None,
-            tensor._version_counter.value,
-            snapshot(data, self.policy) if take_value else None,
+            version,
+            value,
         )
         record.op = op
         if op is None and tensor._grad_fn is not None:
@@ -449,7 +482,7 @@ class Recorder:
             self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
             return None
         roots, retain_graph, create_graph, kind = passes.pass_arguments(execute_frame)
-        user_frame, _, _ = self._locate(execute_frame)
+        user_frame, _, _ = self._locate(execute_frame, from_op=False)
         backward_pass = BackwardPass(
             len(trace.passes),
             kind,
@@ -507,7 +540,9 @@ class Recorder:
             total_value = grad_value
         else:
             total_value = snapshot(total_array, self.policy)
-        self._last_totals[record] = (total_array, total._version_counter.value, total_value)
+        kept = (total_array, total._version, total_value)
+        self._last_totals[record] = kept
+        self._known_grads[id(total_array)] = kept
         self._accumulations.append(
             Accumulation(
                 record,
@@ -536,22 +571,28 @@ class Recorder:
     # --- the end ---------------------------------------------------------------------------
 
     def _note_final_grads(self):
-        """Each live tensor's ``.grad`` now, when recording stops (later steps of a loop that
-        were not recorded must not show up in the trace)."""
+        """Each live tensor's ``.grad`` (and pending value) now, when recording stops: later
+        steps of a loop that were not recorded must not show up in the trace."""
         for ref, record in self._tensors.values():
             tensor = ref()
-            if tensor is None or tensor._grad is None:
+            if tensor is None:
                 continue
+            if record in self._pending and record.version == tensor._version:
+                record.value = snapshot(tensor._data, self.policy)
             grad = tensor._grad
+            if grad is None:
+                continue
             last = self._last_totals.get(record)
-            if (
-                last is not None
-                and last[0] is grad._data
-                and last[1] == grad._version_counter.value
-            ):
+            received = _single_grad_received(record)
+            if last is not None and last[0] is grad._data and last[1] == grad._version:
                 record.grad = last[2]  # unchanged since it was last accumulated
+            elif received is not None and grad._version == 0 and grad.shape == record.shape:
+                # A retained grad that one backward step delivered: the step's snapshot is it.
+                record.grad = received
             else:
                 record.grad = snapshot(grad._data, self.policy)
+        self._pending.clear()
+        self._known_grads.clear()
 
     def _complete(self, namespaces):
         trace = self.trace
@@ -564,10 +605,19 @@ class Recorder:
             leaf = leaf_ref()
             if leaf is not None and id(leaf) in latest:
                 record.variable = latest[id(leaf)][1]
+        by_version = {}
+        for accumulation in self._accumulations:
+            by_version.setdefault(accumulation.tensor, []).append(accumulation)
+        _grads_of_ended_tensors(trace, by_version, {r for _, r in latest.values()})
+        # A leaf changed in place (an optimizer step) is one tensor with several values; its
+        # contributions are listed together, under its newest value's name.
+        newer = {old: new for new, old in self._earlier.items()}
         accumulations = {}
         for accumulation in self._accumulations:
-            accumulations.setdefault(accumulation.tensor, []).append(accumulation)
-        _grads_of_ended_tensors(trace, accumulations, {r for _, r in latest.values()})
+            newest = accumulation.tensor
+            while newest in newer:
+                newest = newer[newest]
+            accumulations.setdefault(newest, []).append(accumulation)
         naming.name_everything(
             trace,
             source=self.source,
@@ -583,11 +633,32 @@ class Recorder:
         _note_source_lines(trace, self.source)
 
 
+_NUMBERS = (int, float, bool)
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(np_dtype):
+    """``dtype.name`` is slow enough to matter here; there are only a few dtypes."""
+    name = _DTYPE_NAMES.get(np_dtype)
+    if name is None:
+        name = _DTYPE_NAMES[np_dtype] = np_dtype.name
+    return name
+
+
 def _freed(node):
     saved = getattr(node, "_saved", None)
     if saved is FREED:
         return True
     return type(saved) in (list, tuple) and any(s is FREED for s in saved)
+
+
+def _single_grad_received(record):
+    """The grad a non-leaf received, if its node ran exactly once while recording."""
+    node = record.grad_fn
+    if node is None or record.op is None or len(node.steps) != 1:
+        return None
+    grads_in = node.steps[0].grads_in
+    return grads_in[record.output_nr] if record.output_nr < len(grads_in) else None
 
 
 def _equal_arrays(a, b):

@@ -21,17 +21,18 @@ class Source:
     text      the exact text that was compiled (line numbers and columns refer to it)
     """
 
-    def __init__(self, filename, text=None):
+    def __init__(self, filename, text=None, tree=None):
         self.filename = filename
         if text is None:
             text = "".join(linecache.getlines(filename))
         self.text = text
         self.lines = text.splitlines()
-        self._tree = None
+        self._tree = tree  # the parsed text, when the caller has it already
         self._parsed = False
         self._by_line = None
         self._parents = None
         self._positions = {}
+        self._descriptions = {}
 
     # --- while recording --------------------------------------------------------------------
 
@@ -44,12 +45,25 @@ class Source:
             self._positions[code] = positions
         index = lasti // 2
         if 0 <= index < len(positions):
-            span = positions[index]
-            if None not in span:
-                return span
+            line, end_line, col, end_col = positions[index]
+            if None not in (line, end_line, col, end_col):
+                return (line, col, end_line, end_col)
         return None
 
     # --- when the trace is finished ----------------------------------------------------------
+
+    def describe(self, span):
+        """What the expression at ``span`` is, as (label, assigned name or None, operands), or
+        None; cached, since a loop runs the same expression many times."""
+        cache = self._descriptions
+        if span in cache:
+            return cache[span]
+        node = self.expression(span)
+        found = None
+        if node is not None:
+            found = (self.label(node), self.assigned_to(node), self.operands(node))
+        cache[span] = found
+        return found
 
     def line_text(self, line):
         if line is None or not 1 <= line <= len(self.lines):
@@ -73,11 +87,22 @@ class Source:
 
     def label(self, node):
         """An expression's source text on one line, shortened to at most 40 characters."""
-        text = ast.get_source_segment(self.text, node) or ""
-        text = re.sub(r"\s+", " ", text).strip()
+        text = re.sub(r"\s+", " ", self._segment(node)).strip()
         if len(text) > LABEL_LENGTH:
             text = text[: LABEL_LENGTH - 3].rstrip() + "..."
         return text
+
+    def _segment(self, node):
+        """The source text of ``node`` (columns are UTF-8 byte offsets, as ``ast`` gives them)."""
+        first, last = node.lineno - 1, node.end_lineno - 1
+        if not 0 <= first <= last < len(self.lines):
+            return ""
+        lines = [line.encode() for line in self.lines[first : last + 1]]
+        if first == last:
+            return lines[0][node.col_offset : node.end_col_offset].decode(errors="replace")
+        lines[0] = lines[0][node.col_offset :]
+        lines[-1] = lines[-1][: node.end_col_offset]
+        return b"\n".join(lines).decode(errors="replace")
 
     def assigned_to(self, node):
         """The name an expression's value was assigned to (``e`` in ``e = c * d``), or None."""
@@ -121,10 +146,11 @@ class Source:
     def _parse(self):
         if not self._parsed:
             self._parsed = True
-            try:
-                self._tree = ast.parse(self.text)
-            except (SyntaxError, ValueError):
-                self._tree = None
+            if self._tree is None:
+                try:
+                    self._tree = ast.parse(self.text)
+                except (SyntaxError, ValueError):
+                    self._tree = None
             if self._tree is not None:
                 self._index(self._tree)
         return self._tree is not None

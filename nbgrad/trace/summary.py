@@ -4,6 +4,8 @@ Deterministic (no memory addresses, no timings), so it reads the same in a noteb
 output, in nbval and on GitHub.
 """
 
+import math
+
 import numpy as np
 
 from nbgrad.trace.values import ArraySummary
@@ -40,19 +42,22 @@ def render(trace):
 
     lines.append("")
     lines.append("forward")
+    previous_line = object()
     for op in _first(trace.ops, lines):
-        where = f"line {op.line}" if op.line is not None else "  ?   "
-        outputs = ", ".join(o.name for o in op.outputs)
-        node = f"  {op.node.name}" if op.node is not None else "  (no grad_fn)"
-        module = f"  in {op.module}" if op.module else ""
-        value = _short(op.outputs[0].value) if op.outputs else ""
-        lines.append(f"  {where:>8}  {outputs} = {value}{node}{module}")
+        if op.line != previous_line:
+            previous_line = op.line
+            where = f"line {op.line}: {op.code}" if op.line is not None else "(outside the code)"
+            lines.append(f"  {where}")
+        outputs = ", ".join(f"{o.name} = {_short(o.value)}" for o in op.outputs)
+        node = op.node.name if op.node is not None else "no grad_fn"
+        module = f" in {op.module}" if op.module else ""
+        detail = f"{node}{module}"
         saved = op.node.saved if op.node is not None else {}
         if saved:
-            shown = ", ".join(
+            detail += ", saved " + ", ".join(
                 f"{name}={_saved_text(op.node, name, kept)}" for name, kept in saved.items()
             )
-            lines.append(f"  {'':>8}    saved {shown}")
+        lines.append(f"      {op.op} -> {outputs}   ({detail})")
 
     for backward_pass in trace.passes:
         lines.append("")
@@ -136,11 +141,26 @@ def _short(value):
         shape = "x".join(str(s) for s in value.shape)
         return f"[{shape} {value.dtype}: mean {value.mean:.4g}, std {value.std:.4g}]"
     if isinstance(value, np.ndarray):
-        if value.ndim == 0:
-            return np.array2string(value, precision=4)
-        text = np.array2string(value, precision=4, separator=", ", threshold=8, edgeitems=2)
-        text = " ".join(text.split())
+        text = _array_text(value)
         if len(text) > VALUE_WIDTH:
             text = text[: VALUE_WIDTH - 3] + "..."
         return text
     return repr(value)
+
+
+def _array_text(array, items=4):
+    """``[1., 2., ...]``-style text of an array's first few elements along each dimension."""
+    if array.ndim == 0:
+        return _number(array.item())
+    shown = [_array_text(array[i], max(2, items // 2)) for i in range(min(items, array.shape[0]))]
+    if array.shape[0] > items:
+        shown.append("...")
+    return "[" + ", ".join(shown) + "]"
+
+
+def _number(x):
+    if isinstance(x, (bool, int)):
+        return str(x)
+    if math.isfinite(x) and x == int(x) and abs(x) < 1e6:
+        return f"{int(x)}."
+    return f"{x:.4g}"

@@ -49,17 +49,21 @@ class ArraySummary:
         if array.size == 0:
             self.min = self.max = self.mean = self.std = math.nan
             return
-        values = array
-        if values.dtype.kind == "b":
-            values = values.astype(np.uint8)
-        low, high = values.min(), values.max()
-        if values.dtype.kind == "f" and not (np.isfinite(low) and np.isfinite(high)):
+        values = array.reshape(-1)
+        if values.dtype.kind != "f":
+            values = values.astype(np.float64)
+        low, high = np.minimum.reduce(values), np.maximum.reduce(values)
+        if not (np.isfinite(low) and np.isfinite(high)):
             finite = np.isfinite(values)
             self.nonfinite = int(values.size - np.count_nonzero(finite))
+            values = values[finite]
+            if values.size == 0:
+                self.min, self.max = float(low), float(high)
+                self.mean = self.std = math.nan
+                return
+            low, high = np.minimum.reduce(values), np.maximum.reduce(values)
         self.min, self.max = float(low), float(high)
-        # float64 accumulation: a float32 mean of a million elements drifts visibly.
-        self.mean = float(values.mean(dtype=np.float64))
-        self.std = float(values.std(dtype=np.float64))
+        self.mean, self.std = _mean_and_std(values)
 
     @property
     def size(self):
@@ -70,6 +74,19 @@ class ArraySummary:
             f"ArraySummary(shape={list(self.shape)}, dtype={self.dtype}, min={self.min:.4g}, "
             f"max={self.max:.4g}, mean={self.mean:.4g}, std={self.std:.4g})"
         )
+
+
+def _mean_and_std(values):
+    """Mean and standard deviation in a few fast passes (a recording summarises many arrays):
+    pairwise sum for the mean, a BLAS dot product for the mean square. When the spread is tiny
+    next to the mean, that shortcut loses the digits that matter, and the exact way is used."""
+    n = values.size
+    mean = float(np.add.reduce(values, dtype=values.dtype)) / n
+    mean_square = float(np.dot(values, values)) / n
+    variance = mean_square - mean * mean
+    if variance < 1e-3 * mean * mean or not math.isfinite(variance):
+        return float(values.mean(dtype=np.float64)), float(values.std(dtype=np.float64))
+    return mean, math.sqrt(variance)
 
 
 def preview_of(array):

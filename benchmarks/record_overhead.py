@@ -1,0 +1,129 @@
+"""What recording costs: one training step of a 784-128-10 MLP, in a ``%%autograd`` cell versus
+the same cell without the magic.
+
+The step (batch 64, float32) is the one of ``benchmarks/mlp.py`` plus the SGD update, written in
+the cell itself as a learner would write it:
+
+    hidden = torch.relu(torch.addmm(b1, x, W1))
+    logits = torch.addmm(b2, hidden, W2)
+    loss = -(torch.log_softmax(logits, 1) * onehot).sum(1).mean()
+    loss.backward()
+    with torch.no_grad(): p -= 0.1 * p.grad; p.grad = None      (for each parameter)
+
+Both cells run through a real IPython shell (``run_cell``), so both pay IPython's own cost per
+cell; the recorded one also pays the recording, naming the tensors when the cell ends, and
+(second line of the table) the text summary that a ``%%autograd`` cell displays. Samples are
+interleaved (plain, recorded, plain, ...) so that a slow moment of the machine hits both; BLAS
+runs on one thread (threadpoolctl). The target of issue 4 is a ratio of at most 1.5.
+
+Run from the repository root:  python -m benchmarks.record_overhead
+"""
+
+import gc
+import statistics
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+SETUP = """
+import numpy as np
+import nbgrad as torch
+rng = np.random.default_rng(0)
+x = torch.tensor(rng.standard_normal((64, 784)).astype(np.float32))
+onehot = torch.tensor(np.eye(10, dtype=np.float32)[rng.integers(0, 10, 64)])
+W1 = torch.tensor((rng.standard_normal((784, 128)) / 28).astype(np.float32), requires_grad=True)
+b1 = torch.full((128,), 0.01, requires_grad=True)
+W2 = torch.tensor((rng.standard_normal((128, 10)) / 11.3).astype(np.float32), requires_grad=True)
+b2 = torch.zeros(10, requires_grad=True)
+params = [W1, b1, W2, b2]
+"""
+
+STEP = """\
+hidden = torch.relu(torch.addmm(b1, x, W1))
+logits = torch.addmm(b2, hidden, W2)
+loss = -(torch.log_softmax(logits, 1) * onehot).sum(1).mean()
+loss.backward()
+with torch.no_grad():
+    for p in params:
+        p -= 0.1 * p.grad
+        p.grad = None
+"""
+
+CELLS = {
+    "plain cell": STEP,
+    "%%autograd --no-show": "%%autograd --no-show\n" + STEP,
+    "%%autograd (text summary built)": "%%autograd --no-show\n" + STEP + "_ = repr_summary()\n",
+}
+
+SAMPLES = 9
+SAMPLE_SECONDS = 0.3
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext nbgrad", store_history=False)
+    shell.run_cell(SETUP, store_history=False)
+    shell.user_ns["repr_summary"] = lambda: __import__("nbgrad").last_trace().summary()
+    return shell
+
+
+def _run(shell, cell, repeats):
+    start = time.perf_counter()
+    for _ in range(repeats):
+        result = shell.run_cell(cell, store_history=False, silent=True)
+        if not result.success:
+            raise SystemExit(f"the benchmarked cell failed: {result.error_in_exec!r}")
+    return (time.perf_counter() - start) / repeats
+
+
+def measure():
+    shell = _shell()
+    with threadpool_limits(1):
+        repeats = {}
+        for label, cell in CELLS.items():
+            _run(shell, cell, 3)  # warm up
+            once = _run(shell, cell, 5)
+            repeats[label] = max(1, int(SAMPLE_SECONDS / once))
+        samples = {label: [] for label in CELLS}
+        for _ in range(SAMPLES):
+            for label, cell in CELLS.items():
+                samples[label].append(_run(shell, cell, repeats[label]))
+                gc.collect()
+    return {label: statistics.median(times) for label, times in samples.items()}
+
+
+def check_recording():
+    """The recorded cell must record what it claims: the whole step, forward and backward."""
+    shell = _shell()
+    shell.run_cell("%%autograd --no-show\n" + STEP, store_history=False)
+    import nbgrad
+
+    trace = nbgrad.last_trace()
+    assert trace.error is None and trace.truncated is None, trace
+    assert "loss" in trace.tensors and len(trace.accumulations["W1"]) == 1
+    assert len(trace.backward_steps) >= 10, trace
+    assert np.isfinite(trace.tensors["loss"].value).all()
+    return trace
+
+
+def main():
+    trace = check_recording()
+    medians = measure()
+    plain = medians["plain cell"]
+    python = sys.version.split()[0]
+    print(f"784-128-10 MLP training step, batch 64, float32, BLAS on 1 thread, Python {python}")
+    print(
+        f"recorded: {len(trace.ops)} ops, {len(trace.nodes)} nodes, "
+        f"{len(trace.backward_steps)} backward steps, JSON {len(trace.to_json())} bytes"
+    )
+    print(f"{'cell':<34}{'median ms':>10}{'ratio':>8}")
+    for label, seconds in medians.items():
+        print(f"{label:<34}{seconds * 1e3:>10.3f}{seconds / plain:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""``%%autograd`` and ``%autograd``: run a cell (or one statement) while recording autograd.
+
+    %load_ext nbgrad
+
+    %%autograd [--no-show] [--backward NAME] [--full] [--max-nodes N] [--name NAME] ...
+    <ordinary Python>
+
+The cell runs in the user's namespace exactly as a plain cell does: its variables remain, its
+last expression is displayed, and an exception shows one traceback with the cell's own lines
+and fails the cell (so ``nbconvert --execute`` stops). Then the trace is shown (``show_trace``,
+the one function the graph widget replaces) and is available as ``nbgrad.last_trace()``.
+"""
+
+import argparse
+import ast
+import contextlib
+import io
+import keyword
+import sys
+import tokenize
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from nbgrad.trace.api import DEFAULT_MAX_ELEMENTS, set_last_trace
+from nbgrad.trace.recorder import (
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_PASSES,
+    Recorder,
+    RecordingError,
+)
+from nbgrad.trace.source import Source
+from nbgrad.trace.values import Policy
+
+BACKWARD_FILENAME = "<%%autograd --backward>"
+
+
+def show_trace(trace):
+    """Show a recorded cell's trace below the cell.
+
+    This is the single seam between recording and display: the graph widget replaces this
+    function's body (a text summary for now, from ``Trace._repr_pretty_``).
+    """
+    from IPython.display import display
+
+    display(trace)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad option as an IPython usage error, with the usage text."""
+
+    def error(self, message):
+        raise UsageError(f"{self.format_usage()}{self.prog}: error: {message}")
+
+
+def _positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _count(text):
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def _identifier(text):
+    if not text.isidentifier() or keyword.iskeyword(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Python variable name")
+    return text
+
+
+def _build_parser():
+    parser = _Parser(
+        prog="%autograd",
+        add_help=False,
+        description=(
+            "Run the cell (%%autograd) or one statement (%autograd STATEMENT) while recording "
+            "every autograd operation, backward step and gradient accumulation, then show the "
+            "recorded graph. nbgrad.last_trace() returns the trace."
+        ),
+    )
+    parser.add_argument("--no-show", action="store_true", help="record, but display nothing")
+    parser.add_argument(
+        "--backward",
+        metavar="NAME",
+        help="call NAME.backward() after the cell (NAME: a variable, or an attribute of one)",
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="keep every array whole (by default large arrays keep statistics and a preview)",
+    )
+    parser.add_argument(
+        "--max-nodes",
+        metavar="N",
+        type=_positive,
+        default=DEFAULT_MAX_NODES,
+        help=f"stop recording after N operations (default {DEFAULT_MAX_NODES})",
+    )
+    parser.add_argument(
+        "--max-passes",
+        metavar="N",
+        type=_count,
+        default=DEFAULT_MAX_PASSES,
+        help=(
+            "record N backward passes, then let the rest of the cell (a training loop) run "
+            f"unrecorded (default {DEFAULT_MAX_PASSES})"
+        ),
+    )
+    parser.add_argument(
+        "--max-elements",
+        metavar="N",
+        type=_count,
+        default=DEFAULT_MAX_ELEMENTS,
+        help=(
+            "arrays with more than N elements are kept as statistics and a preview "
+            f"(default {DEFAULT_MAX_ELEMENTS})"
+        ),
+    )
+    parser.add_argument(
+        "--name", metavar="NAME", type=_identifier, help="also bind the trace to variable NAME"
+    )
+    parser.add_argument("-h", "--help", action="store_true", help="show this help")
+    return parser
+
+
+PARSER = _build_parser()
+_TAKES_VALUE = {"--backward", "--max-nodes", "--max-passes", "--max-elements", "--name"}
+
+
+def split_options(line):
+    """Split a line magic's text into its leading options and the statement after them.
+
+    Options are the leading words that start with ``-`` (with the value of those that take
+    one); ``--`` ends them explicitly, for a statement that starts with ``-``.
+    """
+    rest = line.lstrip()
+    options = []
+    while rest.startswith("-"):
+        word, _, after = rest.partition(" ")
+        if word == "--":
+            rest = after.lstrip()
+            break
+        options.append(word)
+        rest = after.lstrip()
+        if word in _TAKES_VALUE and rest:
+            value, _, after = rest.partition(" ")
+            options.append(value)
+            rest = after.lstrip()
+    return options, rest
+
+
+@magics_class
+class AutogradMagics(Magics):
+    @line_cell_magic
+    def autograd(self, line, cell=None):
+        __tracebackhide__ = True  # noqa: F841 - IPython's debugger skips this frame
+        if cell is None:
+            words, statement = split_options(line)
+        else:
+            words, statement = line.split(), None
+        options = PARSER.parse_args(words)
+        if options.help:
+            print(PARSER.format_help())
+            return None
+        if cell is None and not statement.strip():
+            raise UsageError(f"{PARSER.format_usage()}%autograd: error: no statement to run")
+        if cell is not None:
+            header = f"%%autograd {line}".rstrip()
+            return run_recorded(self.shell, cell, options, header=header)
+        return run_recorded(self.shell, statement, options, header=None)
+
+
+AutogradMagics.autograd.__doc__ = PARSER.format_help()
+
+
+def run_recorded(shell, code, options, header):
+    """Run ``code`` in the user's namespace while recording, then show the trace.
+
+    ``header`` is the cell's first line (``%%autograd ...``), or None for a line magic. The cell
+    body is compiled with one blank line in front of it so that line numbers in tracebacks and
+    in the trace are the cell's own.
+    """
+    __tracebackhide__ = True  # noqa: F841
+    number = shell.execution_count
+    transformed = shell.transform_cell(code)
+    compiled_text = ("\n" if header is not None else "") + transformed
+    shown_text = (header + "\n" if header is not None else "") + transformed
+    filename = shell.compile.cache(shown_text, number)
+    tree = ast.parse(compiled_text, filename)
+    cell_code, last_expression = _compile(shell, tree, filename, code)
+
+    recorder = Recorder(
+        Source(filename, compiled_text, tree=tree),
+        base_frame=sys._getframe(),
+        policy=Policy(max_elements=options.max_elements, full=options.full),
+        max_nodes=options.max_nodes,
+        max_passes=options.max_passes,
+        name=options.name,
+        source_kind="cell",
+    )
+    try:
+        recorder.start()
+    except RecordingError as error:
+        raise UsageError(str(error)) from None
+
+    error = None
+    try:
+        exec(cell_code, shell.user_global_ns, shell.user_ns)
+        if last_expression is not None:
+            # Compiled in "single" mode: Python hands the value to sys.displayhook, which in
+            # IPython displays it as the cell's Out[n], as for a plain cell.
+            exec(last_expression, shell.user_global_ns, shell.user_ns)
+        if options.backward:
+            target = eval(  # noqa: S307 - the user's own expression, run as their cell would
+                compile(options.backward, BACKWARD_FILENAME, "eval"),
+                shell.user_global_ns,
+                shell.user_ns,
+            )
+            target.backward()
+    except BaseException as raised:  # KeyboardInterrupt too: recording must end either way
+        error = raised
+    finally:
+        trace = recorder.finish([shell.user_ns], error=error)
+        set_last_trace(trace)
+        if options.name:
+            shell.user_ns[options.name] = trace
+    if not options.no_show:
+        show_trace(trace)
+    if error is not None:
+        _raise_cleanly(shell, error, {filename, BACKWARD_FILENAME})
+    return None
+
+
+def _compile(shell, tree, filename, raw):
+    """The cell's code, and its last expression compiled to be displayed (or None)."""
+    flags = shell.compile.flags
+    body = list(tree.body)
+    last = None
+    if body and isinstance(body[-1], ast.Expr) and not _ends_with_semicolon(raw):
+        last = compile(
+            ast.Interactive(body=[body.pop()]), filename, "single", flags=flags, dont_inherit=True
+        )
+    module = ast.Module(body=body, type_ignores=[])
+    return compile(module, filename, "exec", flags=flags, dont_inherit=True), last
+
+
+def _ends_with_semicolon(code):
+    """A trailing ``;`` hides the last expression's value, as in a plain IPython cell."""
+    lines = [line for line in code.splitlines() if line.strip()]
+    if not lines or ";" not in lines[-1]:
+        return False
+    try:  # the last line alone: a ``;`` in a string or a comment does not count
+        tokens = list(tokenize.generate_tokens(io.StringIO(lines[-1]).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return False
+    for token in reversed(tokens):
+        if token.type in (
+            tokenize.ENDMARKER,
+            tokenize.NL,
+            tokenize.NEWLINE,
+            tokenize.COMMENT,
+            tokenize.DEDENT,
+            tokenize.INDENT,
+        ):
+            continue
+        return token.type == tokenize.OP and token.string == ";"
+    return False
+
+
+def _raise_cleanly(shell, error, filenames):
+    """Re-raise the cell's exception so that IPython shows one traceback starting at the
+    cell's own code (not at this magic), and the cell counts as failed."""
+    __tracebackhide__ = True  # noqa: F841
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename not in filenames:
+        tb = tb.tb_next
+    if tb is not None and not isinstance(error, (SystemExit, UsageError)):
+
+        def render_traceback():
+            # IPython calls this instead of formatting the traceback itself; used once.
+            del error._render_traceback_
+            return shell.InteractiveTB.structured_traceback(type(error), error, tb, tb_offset=0)
+
+        # An exception class with __slots__ refuses the attribute: the long traceback it is.
+        with contextlib.suppress(AttributeError):
+            error._render_traceback_ = render_traceback
+    raise error
+
+
+def load_ipython_extension(shell):
+    shell.register_magics(AutogradMagics)
+
+
+def unload_ipython_extension(shell):
+    """Nothing to undo: the magics stay registered until the kernel restarts, as IPython's own
+    extensions do."""

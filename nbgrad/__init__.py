@@ -164,5 +164,17 @@ def device(name="cpu"):
     return name
 
 
+# --- recording (nbgrad.trace) and the %%autograd magic (nbgrad.magic) ---------------------------
+
+from nbgrad.trace.api import last_trace, record  # noqa: E402
+
+
+def load_ipython_extension(shell):
+    """``%load_ext nbgrad`` registers the ``%%autograd`` cell magic and ``%autograd`` line magic."""
+    from nbgrad.magic import load_ipython_extension as load
+
+    load(shell)
+
+
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
 from nbgrad import datasets, nn, optim  # noqa: E402

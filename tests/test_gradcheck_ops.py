@@ -487,6 +487,136 @@ case("mul_-into-constant", into_zeros(lambda z, y: z.add_(1.5).mul_(y)), normal(
 case("copy_-into-constant", into_zeros(lambda z, y: z.copy_(y).sin()), normal(3))
 
 
+# Layers of nbgrad.nn.functional, each on its own table entry (or two).
+F = torch.nn.functional
+TARGETS = torch.tensor([2, 0, 1])
+case("conv2d", F.conv2d, normal(1, 2, 3, 3), normal(2, 2, 2, 2), normal(2))
+case(
+    "conv2d-stride-padding-dilation",
+    lambda x, w: F.conv2d(x, w, stride=2, padding=1, dilation=(1, 2)),
+    normal(1, 1, 4, 4),
+    normal(2, 1, 2, 2),
+)
+case(
+    "conv1d-groups",
+    lambda x, w, b: F.conv1d(x, w, b, padding=1, groups=2),
+    normal(2, 2, 4),
+    normal(2, 1, 3),
+    normal(2),
+)
+case("unfold", lambda x: F.unfold(x, kernel_size=2), normal(1, 2, 3, 3))  # im2col
+case(
+    "unfold-options", lambda x: F.unfold(x, 2, dilation=1, padding=1, stride=2), normal(1, 1, 3, 3)
+)
+case("fold", lambda c: F.fold(c, (3, 3), kernel_size=2), normal(1, 4, 4))  # col2im
+case("max_pool2d", lambda x: F.max_pool2d(x, 2), distinct(1, 1, 4, 4))
+case(
+    "max_pool2d-overlapping",
+    lambda x: F.max_pool2d(x, 2, stride=1, padding=1),
+    distinct(1, 2, 3, 3),
+)
+case("avg_pool2d", lambda x: F.avg_pool2d(x, 2), normal(1, 1, 4, 4))
+case(
+    "avg_pool2d-options",
+    lambda x: F.avg_pool2d(x, 2, stride=1, padding=1, count_include_pad=False),
+    normal(2, 3, 3),
+)
+case(
+    "avg_pool2d-divisor",
+    lambda x: F.avg_pool2d(x, 3, stride=2, ceil_mode=True, divisor_override=2),
+    normal(1, 1, 4, 4),
+)
+case("pad-constant", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), normal(2, 3))
+case("pad-constant-crop", lambda x: F.pad(x, (-1, 1)), normal(2, 3))
+for label, shape, amounts in [
+    ("1d", (2, 4), (2, 1)),
+    ("2d", (1, 3, 3), (1, 0, 2, 1)),
+    ("3d", (1, 2, 2, 3), (1, 1, 0, 1, 1, 0)),
+]:
+    for mode in ("reflect", "replicate"):
+        case(f"pad-{mode}{label}", lambda x, p=amounts, m=mode: F.pad(x, p, mode=m), normal(*shape))
+case("embedding", lambda w: F.embedding(torch.tensor([[0, 2], [2, 3]]), w), normal(4, 3))
+case("layer_norm", lambda x, w, b: F.layer_norm(x, (3,), w, b), normal(2, 3), normal(3), normal(3))
+case("layer_norm-2d", lambda x: F.layer_norm(x, (2, 3)), normal(2, 2, 3))
+case(
+    "batch_norm-training",
+    lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True),
+    normal(3, 2),
+    normal(2),
+    normal(2),
+)
+case(
+    "batch_norm-training-3d",
+    lambda x: F.batch_norm(x, torch.zeros(2), torch.ones(2), training=True),
+    normal(2, 2, 3),
+)
+case(
+    "batch_norm-eval",
+    lambda x, w, b: F.batch_norm(x, torch.tensor([0.5, -1.0]), torch.tensor([2.0, 0.5]), w, b),
+    normal(3, 2),
+    normal(2),
+    normal(2),
+)
+case("gelu", F.gelu, normal(2, 3))  # its differentiable backward runs erf
+case("gelu-tanh", lambda x: F.gelu(x, approximate="tanh"), normal(2, 3))
+case("leaky_relu", lambda x: F.leaky_relu(x, 0.1), away(2, 3))
+case("cosine_similarity", F.cosine_similarity, normal(2, 3), normal(2, 3))  # vector norms
+case("mse_loss", F.mse_loss, normal(2, 3), normal(2, 3))
+case("mse_loss-sum", lambda x, t: F.mse_loss(x, t, reduction="sum"), normal(2, 3), normal(2, 3))
+case("mse_loss-none", lambda x, t: F.mse_loss(x, t, reduction="none"), normal(3), normal(3))
+case("nll_loss", lambda x: F.nll_loss(x, TARGETS), normal(3, 4))
+case(
+    "nll_loss-weight-ignore",
+    lambda x: F.nll_loss(
+        x, torch.tensor([2, 0, 1]), weight=torch.tensor([0.5, 2.0, 1.0]), ignore_index=0
+    ),
+    normal(3, 3),
+)
+case("nll_loss-none", lambda x: F.nll_loss(x, TARGETS, reduction="none"), normal(3, 3))
+case("nll_loss2d", lambda x: F.nll_loss(x, torch.tensor([[[0, 2], [1, 1]]])), normal(1, 3, 2, 2))
+case("cross_entropy", lambda x: F.cross_entropy(x, TARGETS), normal(3, 3))
+case(
+    "cross_entropy-label-smoothing",
+    lambda x: F.cross_entropy(x, TARGETS, label_smoothing=0.2),
+    normal(3, 3),
+)  # mul_scalar
+case(
+    "cross_entropy-probabilities", F.cross_entropy, normal(2, 3), RNG.dirichlet(np.ones(3), 2)
+)  # div_scalar
+case(
+    "binary_cross_entropy",
+    F.binary_cross_entropy,
+    RNG.uniform(0.1, 0.9, (2, 3)),
+    RNG.uniform(0, 1, (2, 3)),
+)
+case(
+    "binary_cross_entropy-weight-sum",
+    lambda p, t: F.binary_cross_entropy(
+        p, t, weight=torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64), reduction="sum"
+    ),
+    RNG.uniform(0.1, 0.9, (2, 3)),
+    RNG.uniform(0, 1, (2, 3)),
+)
+case(
+    "binary_cross_entropy_with_logits",
+    F.binary_cross_entropy_with_logits,
+    normal(2, 3),
+    RNG.uniform(0, 1, (2, 3)),
+)
+case(
+    "binary_cross_entropy_with_logits-weights",
+    lambda x, t: F.binary_cross_entropy_with_logits(
+        x,
+        t,
+        weight=torch.tensor([1.0, 2.0, 0.5]),
+        pos_weight=torch.tensor([2.0, 1.0, 0.5]),
+        reduction="none",
+    ),
+    normal(2, 3),
+    RNG.uniform(0, 1, (2, 3)),
+)
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 
@@ -662,6 +792,15 @@ def test_addmm_ignores_the_bias_when_beta_is_0():
     out.sum().backward()
     assert bias.grad.tolist() == [[0.0, 0.0]]
     assert m1.grad.tolist() == [[4.0, 4.0], [4.0, 4.0]]
+
+
+def test_embedding_gradient_skips_padding_and_scales_by_frequency():
+    """Not the derivative, on purpose (PyTorch's numbers): the padding row gets none, and with
+    scale_grad_by_freq each row's gradient is divided by how often its index occurs."""
+    w = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]], requires_grad=True)
+    y = F.embedding(torch.tensor([0, 2, 2, 1]), w, padding_idx=1, scale_grad_by_freq=True)
+    y.backward(torch.tensor([[1.0, 1.0], [1.0, 10.0], [100.0, 1000.0], [5.0, 5.0]]))
+    assert w.grad.tolist() == [[1.0, 1.0], [0.0, 0.0], [50.5, 505.0], [0.0, 0.0]]
 
 
 def test_to_dtype_casts_the_gradient_back():

@@ -51,11 +51,12 @@ op("pow", "PowBackward0", ("self",),
    {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},
    np.power, attrs=("exponent",), saves=("self", "exponent"))
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
-   {"self": "grad * exponent * self ** (exponent - 1)",
-    "exponent": "grad * result * log(self)"},
+   {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
+    "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
    np.power, saves=("self", "exponent", "result"), promote=True)
 op("rpow", "PowBackward2", ("exponent",),
-   {"exponent": "grad * result * scalar_log(self) if self != 0 else zeros_like(grad) * exponent"},
+   {"exponent": "grad * result * scalar_log(self) if self != 0 else "
+                "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},
    lambda exponent, self: np.power(self, exponent), attrs=("self",),
    saves=("self", "exponent", "result"))
 op("maximum", "MaximumBackward0", ("self", "other"),
@@ -157,7 +158,8 @@ def _addmm(bias, mat1, mat2, beta, alpha):
     product = mat1 @ mat2
     if alpha != 1:
         product *= alpha
-    product += bias if beta == 1 else beta * bias
+    if beta != 0:  # with beta=0 PyTorch ignores the bias, nan and inf included
+        product += bias if beta == 1 else beta * bias
     return product
 
 

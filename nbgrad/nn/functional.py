@@ -143,7 +143,7 @@ def _conv_padding(padding, input, weight, stride, dilation, spatial_dims):
     if not isinstance(padding, str):
         return _tuple(padding, spatial_dims, "padding"), None
     if padding == "valid":
-        return (0,) * spatial_dims, None
+        return (0,), None  # one value for every dim, as PyTorch saves it
     if padding != "same":
         raise ValueError(
             f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}"
@@ -198,6 +198,7 @@ def _check_conv(input, weight, bias, padding, dilation, groups, spatial_dims, na
             f"input{_shape_text(batched)} to have {weight.shape[1] * groups} channels, but got "
             f"{channels} channels instead"
         )
+    padding = padding * spatial_dims if len(padding) == 1 else padding
     padded = [s + 2 * p for s, p in zip(input.shape[-spatial_dims:], padding)]
     kernel = [d * (k - 1) + 1 for d, k in zip(dilation, weight.shape[2:])]
     if any(k > s for k, s in zip(kernel, padded)):
@@ -223,9 +224,9 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, spatial_dims, 
         padding,
         dilation,
         False,  # transposed
-        (0,) * spatial_dims,  # output_padding
+        (0,) * len(padding),  # output_padding, as long as padding (PyTorch's habit)
         groups,
-        None if bias is None else bias.shape,
+        (0,) if bias is None else tuple(bias.shape),  # what PyTorch shows without a bias
     )
     out = run_op(OPS["convolution"], (input, weight, bias), attrs)
     return ops.squeeze(out, 0) if unbatched else out
@@ -904,11 +905,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         shape = Size(np.broadcast_shapes(x1.shape, x2.shape))
     except ValueError:
         raise ops._broadcast_error(x1, x2) from None
-    if x1.shape != shape:
-        x1 = ops.expand(x1, shape)
-    if x2.shape != shape:
-        x2 = ops.expand(x2, shape)
-    dim = _wrap_dim(dim, len(shape))
+    if x1.shape != x2.shape:  # PyTorch's expand_outplace: both expanded, or neither
+        x1, x2 = ops.expand(x1, shape), ops.expand(x2, shape)
+    _wrap_dim(dim, len(shape))  # checked, but saved as given, as PyTorch saves it
     norms = []
     for x in (x1, x2):
         norm = ops.clone(run_op(OPS["linalg_vector_norm"], (x,), (2, (dim,), True)))

@@ -138,6 +138,11 @@ class ConvGeometry:
     """A convolution's parameters in the 2-d layout, for 1-d and 2-d layers alike."""
 
     def __init__(self, spatial_dims, stride, padding, dilation, groups):
+        # PyTorch may give one value for every dim (its ``padding="valid"`` saves ``(0,)``).
+        stride, padding, dilation = (
+            tuple(v) * spatial_dims if len(v) == 1 else tuple(v)
+            for v in (stride, padding, dilation)
+        )
         if spatial_dims == 1:
             stride, padding, dilation = (
                 pair_1d(stride, 1),

@@ -69,8 +69,7 @@ def _leaves(arrays):
 
 def _vjp(outputs, leaves, cotangents):
     """autograd's ``sum_k <cotangent_k, d output_k / d leaf>`` for every leaf, as arrays."""
-    # One scalar root rather than several outputs: autograd.grad loses gradient when one output
-    # lies on another's graph (see test_grad_of_outputs_that_feed_each_other).
+    # One scalar root, sum_k <cotangent_k, output_k>: the same as seeding every output.
     terms = [(o * torch.tensor(c)).sum() for o, c in zip(outputs, cotangents) if o.requires_grad]
     grads = [None] * len(leaves)
     if terms:
@@ -126,22 +125,6 @@ def first_derivative(fn, arrays, seed=1):
         return tuple(g for g in grads if g is not None)
 
     return vjp, list(arrays) + cotangents
-
-
-def with_grad(fn):
-    """Run ``fn`` with grad mode on, whatever the caller set.
-
-    nbgrad's ``gradcheck`` evaluates the function under ``no_grad`` for the numerical Jacobian
-    (PyTorch does not), so a function that differentiates inside it, as ``gradgradcheck``'s own
-    first derivative does, finds no graph. That bug is pinned in test_gradcheck_tool.py for the
-    owner of nbgrad.autograd; turning grad mode back on inside works around it.
-    """
-
-    def run(*args):
-        with torch.enable_grad():
-            return fn(*args)
-
-    return run
 
 
 # --- the cases -----------------------------------------------------------------------------------
@@ -650,8 +633,8 @@ def test_second_derivatives(c):
     fd_check(vjp, arrays, **c.tol)
     eps = c.tol.get("eps", 1e-6)
     atol = max(1e-5, c.tol.get("atol", 0))
-    assert gradcheck(with_grad(vjp), _leaves(arrays), eps=eps, atol=atol)
-    assert gradgradcheck(with_grad(c.fn), _leaves(c.arrays), eps=eps, atol=atol)
+    assert gradcheck(vjp, _leaves(arrays), eps=eps, atol=atol)
+    assert gradgradcheck(c.fn, _leaves(c.arrays), eps=eps, atol=atol)
 
 
 @pytest.mark.parametrize("c", SECOND, ids=_ids(SECOND))
@@ -824,18 +807,6 @@ def test_reductions_of_an_empty_tensor():
     assert g.shape == (0, 3)
 
 
-# --- engine bugs found by these checks, for the owner of nbgrad.autograd ------------------------
-
-
-def test_grad_of_outputs_that_feed_each_other():
-    x = torch.tensor([1.0, 2.0], requires_grad=True)
-    y1 = x * 2
-    y2 = y1 * 3
-    ones = torch.ones(2)
-    assert torch.autograd.grad([y1, y2], x, [ones, ones])[0].tolist() == [8.0, 8.0]
-    assert torch.autograd.grad([y2, y1], x, [ones, ones])[0].tolist() == [8.0, 8.0]  # gives 2, 2
-
-
 def test_power_of_a_negative_number_has_a_nan_gradient():
     """``(-2) ** x`` is real at integer x, but its derivative ``result * log(-2)`` is nan in
     PyTorch; the backward must say so rather than raise."""
@@ -845,3 +816,18 @@ def test_power_of_a_negative_number_has_a_nan_gradient():
     for create_graph in (False, True):
         (g,) = torch.autograd.grad(y.sum(), x, retain_graph=True, create_graph=create_graph)
         assert np.isnan(g.detach().numpy()).all()
+
+
+# --- engine bugs found by these checks, fixed since ----------------------------------------------
+
+
+def test_grad_of_outputs_that_feed_each_other():
+    """autograd.grad once lost the gradient of an output on the graph of an earlier output."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y1 = x * 2
+    y2 = y1 * 3
+    ones = torch.ones(2)
+    assert torch.autograd.grad([y1, y2], x, [ones, ones])[0].tolist() == [8.0, 8.0]
+    assert torch.autograd.grad([y2, y1], x, [ones, ones])[0].tolist() == [8.0, 8.0]  # gave [2, 2]
+    v = torch.tensor([1.0, 2.0], requires_grad=True)  # a leaf among the outputs
+    assert torch.autograd.grad([-v, v], v, [ones, 3 * ones])[0].tolist() == [2.0, 2.0]

@@ -19,16 +19,6 @@ def leaf(*shape, seed=0):
     return torch.tensor(rng.standard_normal(shape), requires_grad=True)
 
 
-def with_grad(fn):
-    """Run the function with grad mode on whatever the caller's mode (gradcheck keeps it)."""
-
-    def run(*args):
-        with torch.enable_grad():
-            return fn(*args)
-
-    return run
-
-
 class WrongSquare(torch.autograd.Function):
     """x**2 with the derivative 3x instead of 2x."""
 
@@ -160,28 +150,28 @@ def test_gradcheck_warns_about_single_precision_inputs():
 
 def test_gradgradcheck_accepts_right_second_derivatives():
     x, y = leaf(2, 3), leaf(3, seed=1)
-    assert gradgradcheck(with_grad(lambda a, b: (a * b).sin()), (x, y)) is True
-    assert gradgradcheck(with_grad(Cube.apply), (x,)) is True
+    assert gradgradcheck(lambda a, b: (a * b).sin(), (x, y)) is True
+    assert gradgradcheck(Cube.apply, (x,)) is True
 
 
 def test_gradgradcheck_catches_a_wrong_second_derivative():
     x = leaf(3)
     assert gradcheck(DetachedCube.apply, (x,)) is True  # the first derivative is right
     with pytest.raises(GradcheckError, match="Jacobian mismatch"):
-        gradgradcheck(with_grad(DetachedCube.apply), (x,))
-    assert gradgradcheck(with_grad(DetachedCube.apply), (x,), raise_exception=False) is False
+        gradgradcheck(DetachedCube.apply, (x,))
+    assert gradgradcheck(DetachedCube.apply, (x,), raise_exception=False) is False
 
 
 def test_gradgradcheck_uses_the_given_grad_outputs():
     x = leaf(3)
     v = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64, requires_grad=True)
-    assert gradgradcheck(with_grad(lambda a: a.exp() * a), (x,), (v,)) is True
+    assert gradgradcheck(lambda a: a.exp() * a, (x,), (v,)) is True
 
 
 # --- former bugs of the checker ------------------------------------------------------------------
 
 
-def test_gradgradcheck_without_workaround():
+def test_gradgradcheck_of_a_plain_function():
     assert gradgradcheck(lambda a: a.sin(), (leaf(3),)) is True
 
 

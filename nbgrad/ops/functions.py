@@ -220,7 +220,9 @@ def _unary(name):
     spec = OPS[name]
 
     def function(input):  # noqa: A002
-        return run_op(spec, (_check_tensor(input),))
+        if not isinstance(input, Tensor):
+            _check_tensor(input)
+        return run_op(spec, (input,))
 
     function.__name__ = name
     function.__doc__ = f"Element-wise {name}; its backward is ``{spec.grads['self']}``."

@@ -204,7 +204,7 @@ def run_recorded(shell, code, options, header):
         source_kind="cell",
     )
     try:
-        recorder.start()
+        recorder.start([shell.user_ns])
     except RecordingError as error:
         raise UsageError(str(error)) from None
 

@@ -64,7 +64,10 @@ class record:
         caller = sys._getframe(1)
         source = Source(caller.f_code.co_filename)
         self._recorder = Recorder(source, base_frame=caller, source_kind="file", **self._options)
-        self._recorder.start()
+        namespaces = [caller.f_locals]
+        if caller.f_globals is not caller.f_locals:
+            namespaces.append(caller.f_globals)
+        self._recorder.start(namespaces)
         return self._recorder.trace
 
     def __exit__(self, exc_type, exc, tb):

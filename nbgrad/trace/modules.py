@@ -39,8 +39,13 @@ class ScopeTracker:
         self.on_output = on_output  # on_output(scope, output): a module's forward returned
         self._handles = []
 
-    def attach(self, home):
+    def attach(self, home, namespaces=()):
+        """Hook every module call through ``home``'s global hooks; without them, hook the
+        modules that ``namespaces`` (the user's variables) hold now, one by one."""
         if home is None:
+            for module in _modules_in(namespaces):
+                self._handles.append(module.register_forward_pre_hook(self._enter))
+                self._handles.append(module.register_forward_hook(self._leave))
             return
         self._handles.append(home.register_module_forward_pre_hook(self._enter))
         try:
@@ -68,6 +73,28 @@ class ScopeTracker:
                 if self.on_output is not None:
                     self.on_output(scope[: depth + 1], output)
                 return
+
+
+def is_module(value):
+    """Duck-typed: anything with ``named_parameters`` and ``named_modules`` (nbgrad's or torch's
+    nn.Module)."""
+    return (
+        not isinstance(value, type)
+        and callable(getattr(value, "named_parameters", None))
+        and callable(getattr(value, "named_modules", None))
+    )
+
+
+def _modules_in(namespaces):
+    """Every module the namespaces hold, with its submodules, each once."""
+    seen = set()
+    for namespace in namespaces:
+        for key, value in list(namespace.items()):
+            if isinstance(key, str) and not key.startswith("_") and is_module(value):
+                for _, module in named_submodules(value, key):
+                    if id(module) not in seen and hasattr(module, "register_forward_hook"):
+                        seen.add(id(module))
+                        yield module
 
 
 def module_paths(scopes, named_modules):

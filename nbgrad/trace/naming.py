@@ -7,8 +7,8 @@ A tensor is named, by priority:
 2. ``version``: an earlier value of such a tensor, before an in-place change: ``w#1``;
 3. ``assignment``: the name its expression was assigned to (``loss = ...`` in a loop whose
    earlier losses no variable holds any more: ``loss#1``, ``loss#2``);
-4. ``expression``: the text of the expression that made it (``c * d``), or ``addmm in model(x)``
-   for an operation run inside a call;
+4. ``expression``: the text of the expression that made it (``c * d``), or for an operation run
+   inside a call, its name and where: ``t in model.fc1`` (a module), ``mul in f(x)``;
 5. ``module``: the output of an nn.Module: ``model.fc1(...)``;
 6. ``operand``: a leaf or constant written inline, by its text (``torch.tensor(3.0)``);
 7. ``anonymous``: ``leaf``, ``constant``, or the op's name.
@@ -17,7 +17,7 @@ Names are unique in a trace: a repeated one gets ``#k``, k counting its occurren
 """
 
 from nbgrad.autograd.tensor import Tensor
-from nbgrad.trace.modules import module_paths, named_submodules
+from nbgrad.trace.modules import is_module, module_paths, named_submodules
 from nbgrad.trace.trace import TensorRecord
 
 # IPython's own variables, never the user's names for things.
@@ -104,7 +104,7 @@ def _visit(path, value, depth, tensors, modules, budget):
         return
     if isinstance(value, Tensor):
         tensors.append((path, value))
-    elif _is_module(value):
+    elif is_module(value):
         modules.append((path, value))
         for method in ("named_parameters", "named_buffers"):
             try:
@@ -122,14 +122,6 @@ def _visit(path, value, depth, tensors, modules, budget):
             for key, item in list(value.items()):
                 if isinstance(key, (str, int)) and not isinstance(key, bool):
                     _visit(f"{path}[{key!r}]", item, depth + 1, tensors, modules, budget)
-
-
-def _is_module(value):
-    return (
-        not isinstance(value, type)
-        and callable(getattr(value, "named_parameters", None))
-        and callable(getattr(value, "named_modules", None))
-    )
 
 
 def _with_ancestors(scopes):
@@ -164,6 +156,8 @@ def _label_results(trace, source, sites, module_outputs, paths, chosen):
                 chosen[record] = (target, "assignment") if target else (label, "expression")
             elif record in module_outputs:
                 chosen[record] = (f"{paths[module_outputs[record]]}(...)", "module")
+            elif op.module:
+                chosen[record] = (f"{op.op} in {op.module}", "expression")
             elif described is not None:
                 chosen[record] = (f"{op.op} in {described[0]}", "expression")
 

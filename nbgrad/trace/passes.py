@@ -11,12 +11,10 @@ observation point touches one file.
 """
 
 from nbgrad.autograd import engine
-from nbgrad.autograd.node import AccumulateGrad
 
 EXECUTE_CODE = engine._execute.__code__
-ACCUMULATE_CODE = AccumulateGrad.apply.__code__
-# How far above a listener the engine's frame can be: listener <- accumulate_into_leaf <-
-# AccumulateGrad.apply <- _run_node <- _execute.
+# How far above a listener the engine's frame can be (listener <- accumulate_into_leaf <-
+# AccumulateGrad.apply <- _run_node <- _execute at most, today fewer).
 SEARCH_DEPTH = 6
 
 
@@ -29,17 +27,6 @@ def execute_frame_above(frame):
             return frame
         frame = frame.f_back
     return None
-
-
-def called_from_accumulate_node(listener_frame):
-    """Whether an accumulation listener runs inside an AccumulateGrad node (not for the
-    non-leaf ``inputs`` of ``backward(inputs=...)``, which are accumulated after the pass)."""
-    caller = listener_frame.f_back  # accumulate_into_leaf
-    return (
-        caller is not None
-        and caller.f_back is not None
-        and (caller.f_back.f_code is ACCUMULATE_CODE)
-    )
 
 
 def pass_arguments(frame):

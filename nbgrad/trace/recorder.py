@@ -118,7 +118,9 @@ class Recorder:
 
     # --- starting and stopping ----------------------------------------------------------------
 
-    def start(self):
+    def start(self, namespaces=()):
+        """Start listening. ``namespaces`` (the user's variables) are needed only when the module
+        system has no global forward hooks: its modules are then hooked one by one."""
         global _active
         if _active is not None:
             raise RecordingError(
@@ -129,7 +131,7 @@ class Recorder:
         _active = self
         self._listening = True
         try:
-            self._scopes.attach(find_hook_home())
+            self._scopes.attach(find_hook_home(), namespaces)
             observe.op_listeners.append(self._on_op)
             observe.node_listeners.append(self._on_node)
             observe.accumulate_listeners.append(self._on_accumulate)
@@ -531,7 +533,9 @@ class Recorder:
             backward_pass = self._pass_frames.latest()
         if not self._listening:
             return
-        in_node = passes.called_from_accumulate_node(listener_frame)
+        # Inside the engine, an accumulation is the AccumulateGrad node about to be logged;
+        # ``backward(inputs=[non_leaf])`` accumulates after the pass, outside any node.
+        in_node = execute_frame is not None
         record = self._record_of(leaf)
         grad_array = grad._data if isinstance(grad, Tensor) else grad
         grad_value = self._grad_snapshot(grad)

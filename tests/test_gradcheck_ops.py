@@ -472,6 +472,13 @@ case("copy_-into-constant", into_zeros(lambda z, y: z.copy_(y).sin()), normal(3)
 
 # Layers of nbgrad.nn.functional, each on its own table entry (or two).
 F = torch.nn.functional
+
+
+def double(values):
+    """A float64 constant: PyTorch wants a layer's weights and statistics in the input's dtype."""
+    return torch.tensor(values, dtype=torch.float64)
+
+
 TARGETS = torch.tensor([2, 0, 1])
 case("conv2d", F.conv2d, normal(1, 2, 3, 3), normal(2, 2, 2, 2), normal(2))
 case(
@@ -530,12 +537,12 @@ case(
 )
 case(
     "batch_norm-training-3d",
-    lambda x: F.batch_norm(x, torch.zeros(2), torch.ones(2), training=True),
+    lambda x: F.batch_norm(x, double([0.0, 0.0]), double([1.0, 1.0]), training=True),
     normal(2, 2, 3),
 )
 case(
     "batch_norm-eval",
-    lambda x, w, b: F.batch_norm(x, torch.tensor([0.5, -1.0]), torch.tensor([2.0, 0.5]), w, b),
+    lambda x, w, b: F.batch_norm(x, double([0.5, -1.0]), double([2.0, 0.5]), w, b),
     normal(3, 2),
     normal(2),
     normal(2),
@@ -551,7 +558,7 @@ case("nll_loss", lambda x: F.nll_loss(x, TARGETS), normal(3, 4))
 case(
     "nll_loss-weight-ignore",
     lambda x: F.nll_loss(
-        x, torch.tensor([2, 0, 1]), weight=torch.tensor([0.5, 2.0, 1.0]), ignore_index=0
+        x, torch.tensor([2, 0, 1]), weight=double([0.5, 2.0, 1.0]), ignore_index=0
     ),
     normal(3, 3),
 )
@@ -574,9 +581,7 @@ case(
 )
 case(
     "binary_cross_entropy-weight-sum",
-    lambda p, t: F.binary_cross_entropy(
-        p, t, weight=torch.tensor([1.0, 2.0, 0.5], dtype=torch.float64), reduction="sum"
-    ),
+    lambda p, t: F.binary_cross_entropy(p, t, weight=double([1.0, 2.0, 0.5]), reduction="sum"),
     RNG.uniform(0.1, 0.9, (2, 3)),
     RNG.uniform(0, 1, (2, 3)),
 )

@@ -137,6 +137,10 @@ def linear(input, weight, bias=None):
 # --- convolution ------------------------------------------------------------------------------
 
 
+# A set, as PyTorch's: its message shows it in this process's set order.
+PADDING_STRINGS = {"same", "valid"}
+
+
 def _conv_padding(padding, input, weight, stride, dilation, spatial_dims):
     """Numbers for ``padding``; for ``"same"``, also the extra padding an even kernel needs on
     one side, which PyTorch applies first with a ConstantPadNd."""
@@ -145,9 +149,7 @@ def _conv_padding(padding, input, weight, stride, dilation, spatial_dims):
     if padding == "valid":
         return (0,), None  # one value for every dim, as PyTorch saves it
     if padding != "same":
-        raise ValueError(
-            f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}"
-        )
+        raise ValueError(f"Invalid padding string '{padding}', should be one of {PADDING_STRINGS}")
     if any(s != 1 for s in stride):
         raise ValueError("padding='same' is not supported for strided convolutions")
     left, right = [], []
@@ -721,6 +723,9 @@ def nll_loss(
 
 
 def _nll_loss_nd(input, target, weight, reduction, ignore_index):
+    """PyTorch's nll_loss_nd: 1-d and 2-d inputs are one NllLoss, 4-d one NllLoss2d, other ranks
+    are viewed as 4-d first. The checks come in PyTorch's order, so the first problem found is
+    the one PyTorch reports."""
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
     if not isinstance(target, Tensor):
@@ -730,19 +735,14 @@ def _nll_loss_nd(input, target, weight, reduction, ignore_index):
             f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
             f"({target.shape[0] if target.dim() else 1})."
         )
-    classes = input.shape[0] if input.dim() == 1 else input.shape[1]
-    _check_class_targets(target, classes, ignore_index)
-    _check_class_weight(weight, classes)
-    weights = _as_array(weight)
     labels = target._data
     if input.dim() <= 2:
-        if input.dim() == 2 and target.dim() != 1:
+        if target.dim() > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        spec = OPS["nll_loss"]
         if input.dim() == 1:
             labels = labels.reshape(())
-        attrs = (labels, weights, reduction, ignore_index)
-        return run_op(OPS["nll_loss"], (input,), attrs)[0]
-    if input.dim() == 4:
+    elif input.dim() == 4:
         if target.dim() != 3:
             raise RuntimeError(
                 "only batches of spatial targets supported (3D tensors) but got targets of "
@@ -753,17 +753,25 @@ def _nll_loss_nd(input, target, weight, reduction, ignore_index):
                 f"size mismatch (got input: {_shape_text(input.shape)} , target: "
                 f"{_shape_text(target.shape)}"
             )
-        return run_op(OPS["nll_loss2d"], (input,), (labels, weights, reduction, ignore_index))[0]
+        spec = OPS["nll_loss2d"]
+    else:
+        n = input.shape[0]
+        out_size = (n, *input.shape[2:])
+        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+            raise RuntimeError(
+                f"Expected target size {_shape_text(out_size)}, got {_shape_text(target.shape)}"
+            )
+        spec = OPS["nll_loss2d"]
+    classes = input.shape[0] if input.dim() == 1 else input.shape[1]
+    _check_class_weight(weight, classes)
+    _check_class_targets(target, classes, ignore_index)
+    attrs = (labels, _as_array(weight), reduction, ignore_index)
+    if input.dim() in (1, 2, 4):
+        return run_op(spec, (input,), attrs)[0]
     # Other ranks: PyTorch views (N, C, d1, d2, ...) as a 4-d (N, C, 1, d1*d2*...) first.
     n, c = input.shape[:2]
-    out_size = (n, *input.shape[2:])
-    if tuple(target.shape[1:]) != tuple(input.shape[2:]):
-        raise RuntimeError(
-            f"Expected target size {_shape_text(out_size)}, got {_shape_text(target.shape)}"
-        )
     flat = ops.view(ops.contiguous(input), (n, c, 1, -1))
-    attrs = (labels.reshape(n, 1, -1), weights, reduction, ignore_index)
-    out = run_op(OPS["nll_loss2d"], (flat,), attrs)[0]
+    out = run_op(spec, (flat,), (labels.reshape(n, 1, -1), *attrs[1:]))[0]
     return ops.view(out, out_size) if reduction == nn_kernels.REDUCTION_NONE else out
 
 

@@ -37,7 +37,7 @@ class _ConvNd(Module):
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ValueError(
-                    f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}"
+                    f"Invalid padding string {padding!r}, should be one of {F.PADDING_STRINGS}"
                 )
             if padding == "same" and any(s != 1 for s in F._tuple(stride, n)):
                 raise ValueError("padding='same' is not supported for strided convolutions")

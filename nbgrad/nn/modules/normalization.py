@@ -53,9 +53,7 @@ class LayerNorm(Module):
         text = (
             f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
         )
-        if self.elementwise_affine:
-            text += f", bias={self.bias is not None}"
-        return text
+        return text + f", bias={self.bias is not None}"
 
 
 class _BatchNorm(Module):
@@ -141,8 +139,7 @@ class _BatchNorm(Module):
         text = (
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}"
         )
-        if self.affine:
-            text += f", bias={self.bias is not None}"
+        text += f", bias={self.bias is not None}"
         return text + f", track_running_stats={self.track_running_stats}"
 
 

@@ -1,0 +1,85 @@
+"""Run every benchmark and write the results into benchmarks/README.md.
+
+Run from the repository root:  python -m benchmarks.run_all
+
+The README's text between the two ``results`` markers is replaced; the rest is left as written.
+Pass ``--no-write`` to only print. Timings need a quiet machine: the script first waits (up to
+5 minutes) until other processes use under 15% of the cores, and records how busy the machine
+was before and after, next to the results.
+"""
+
+import argparse
+import datetime
+import pathlib
+
+from benchmarks import chain, harness, mlp
+
+README = pathlib.Path(__file__).with_name("README.md")
+START = "<!-- results:start (written by python -m benchmarks.run_all) -->"
+END = "<!-- results:end -->"
+
+
+def _busy(fraction):
+    return "unknown" if fraction is None else f"{fraction:.0%}"
+
+
+def results_section(results, busy_before):
+    today = datetime.date.today().isoformat()
+    lines = [
+        START,
+        "",
+        f"Measured on {today} with `python -m benchmarks.run_all`.",
+        "",
+        "Machine and settings:",
+        "",
+        *(f"- {line}" for line in harness.machine_lines()),
+        f"- other processes' CPU use just before the run: {_busy(busy_before)} of the cores",
+        "",
+    ]
+    for result in results:
+        lines += [
+            f"### {result['title']}",
+            "",
+            "Forward + backward per engine, in turns; ratios are of the minimum of "
+            f"{harness.REPEATS} samples (the median shows the spread).",
+            "",
+            result["table"],
+            "",
+            result["verdict"],
+            "",
+            harness.load_note(result["others_load"]),
+            "",
+        ]
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def write_readme(section):
+    text = README.read_text() if README.exists() else f"# Benchmarks\n\n{START}\n{END}\n"
+    if START not in text or END not in text:
+        text = text.rstrip() + f"\n\n## Results\n\n{START}\n{END}\n"
+    before = text[: text.index(START)]
+    after = text[text.index(END) + len(END) :]
+    README.write_text(before + section + after)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-write", action="store_true", help="print only, leave README.md")
+    args = parser.parse_args()
+
+    busy_before = harness.wait_until_quiet()
+    print(harness.PINNING)
+    results = [chain.run(), mlp.run("addmm")]
+    if mlp.has_style("nn"):
+        results.append(mlp.run("nn"))
+
+    section = results_section(results, busy_before)
+    print(section)
+    if not args.no_write:
+        write_readme(section)
+        print(f"\nwritten to {README}")
+
+
+if __name__ == "__main__":
+    main()

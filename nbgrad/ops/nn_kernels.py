@@ -430,6 +430,14 @@ def all_but_channel(ndim):
     return (0, *range(2, ndim))
 
 
+def channel_sum(x):
+    """Sum over every dim but the channels (dim 1). A matrix-vector product with ones does the
+    inner sum: BLAS does it several times faster than ``x.sum(axis=(0, 2, 3))``."""
+    n, c = x.shape[:2]
+    per_sample = x.reshape(n, c, -1) @ np.ones(x[:1, :1].size, x.dtype)
+    return per_sample.sum(axis=0)
+
+
 def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps):
     """(out, save_mean, save_invstd). In training, normalise with the batch's statistics and
     move the running ones toward them (unbiased variance); in eval, use the running ones."""

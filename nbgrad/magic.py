@@ -29,7 +29,7 @@ from nbgrad.trace.recorder import (
     Recorder,
     RecordingError,
 )
-from nbgrad.trace.source import Source
+from nbgrad.trace.source import source_for
 from nbgrad.trace.values import Policy
 
 BACKWARD_FILENAME = "<%%autograd --backward>"
@@ -187,7 +187,10 @@ def run_recorded(shell, code, options, header):
     """
     __tracebackhide__ = True  # noqa: F841
     number = shell.execution_count
-    transformed = shell.transform_cell(code)
+    # IPython's own syntax (%magics, !shell, help?) needs IPython's transformation; plain Python
+    # does not, and tokenizing a cell a second time is a visible part of a small cell's cost.
+    plain = not any(c in code for c in "%!?") and not code.startswith((" ", "\t"))
+    transformed = code if plain else shell.transform_cell(code)
     compiled_text = ("\n" if header is not None else "") + transformed
     shown_text = (header + "\n" if header is not None else "") + transformed
     filename = shell.compile.cache(shown_text, number)
@@ -195,7 +198,7 @@ def run_recorded(shell, code, options, header):
     cell_code, last_expression = _compile(shell, tree, filename, code)
 
     recorder = Recorder(
-        Source(filename, compiled_text, tree=tree),
+        source_for(filename, compiled_text, tree=tree),
         base_frame=sys._getframe(),
         policy=Policy(max_elements=options.max_elements, full=options.full),
         max_nodes=options.max_nodes,

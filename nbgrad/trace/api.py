@@ -4,10 +4,8 @@
 import sys
 
 from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES, Recorder
-from nbgrad.trace.source import Source
-from nbgrad.trace.values import Policy
-
-DEFAULT_MAX_ELEMENTS = 100
+from nbgrad.trace.source import source_for
+from nbgrad.trace.values import DEFAULT_MAX_ELEMENTS, Policy
 
 _last_trace = None
 
@@ -62,7 +60,7 @@ class record:
         if self._recorder is not None:
             raise RuntimeError("this record() block is already running")
         caller = sys._getframe(1)
-        source = Source(caller.f_code.co_filename)
+        source = source_for(caller.f_code.co_filename)
         self._recorder = Recorder(source, base_frame=caller, source_kind="file", **self._options)
         namespaces = [caller.f_locals]
         if caller.f_globals is not caller.f_locals:

@@ -37,7 +37,7 @@ from nbgrad.trace.trace import (
     TensorRecord,
     Trace,
 )
-from nbgrad.trace.values import ArraySummary, Policy, keep_plain, snapshot
+from nbgrad.trace.values import ArraySummary, Policy, dtype_name, keep_plain, snapshot
 
 DEFAULT_MAX_NODES = 2000
 DEFAULT_MAX_PASSES = 3
@@ -330,7 +330,7 @@ class Recorder:
         if entry is not None and entry[0]() is tensor:
             return entry[1]
         record = self._new_tensor(tensor, take_value=False)
-        record.version = tensor._version - 1
+        record.version = _version_of(tensor) - 1
         # The overwritten value is gone, unless the node kept a copy to differentiate through.
         return record
 
@@ -340,13 +340,13 @@ class Recorder:
         """The record of the tensor's current value: its latest record, or a new one when the
         tensor is new to the recording or was changed in place since."""
         entry = self._tensors.get(id(tensor))
-        if entry is not None and entry[0]() is tensor and entry[1].version == tensor._version:
+        if entry is not None and entry[0]() is tensor and entry[1].version == _version_of(tensor):
             return entry[1]
         return self._new_tensor(tensor)
 
     def _new_tensor(self, tensor, op=None, take_value=True):
         data = tensor._data
-        version = tensor._version
+        version = _version_of(tensor)
         value = None
         if take_value:
             known = self._known_grads.get(id(data))
@@ -357,7 +357,7 @@ class Recorder:
         record = TensorRecord(
             f"t{len(self.trace.tensors)}",
             data.shape,
-            _dtype_name(data.dtype),
+            dtype_name(data.dtype),
             tensor._requires_grad,
             tensor._grad_fn is None,
             version,
@@ -544,7 +544,7 @@ class Recorder:
             total_value = grad_value
         else:
             total_value = snapshot(total_array, self.policy)
-        kept = (total_array, total._version, total_value)
+        kept = (total_array, _version_of(total), total_value)
         self._last_totals[record] = kept
         self._known_grads[id(total_array)] = kept
         self._accumulations.append(
@@ -581,16 +581,16 @@ class Recorder:
             tensor = ref()
             if tensor is None:
                 continue
-            if record in self._pending and record.version == tensor._version:
+            if record in self._pending and record.version == _version_of(tensor):
                 record.value = snapshot(tensor._data, self.policy)
             grad = tensor._grad
             if grad is None:
                 continue
             last = self._last_totals.get(record)
             received = _single_grad_received(record)
-            if last is not None and last[0] is grad._data and last[1] == grad._version:
+            if last is not None and last[0] is grad._data and last[1] == _version_of(grad):
                 record.grad = last[2]  # unchanged since it was last accumulated
-            elif received is not None and grad._version == 0 and grad.shape == record.shape:
+            elif received is not None and _version_of(grad) == 0 and grad.shape == record.shape:
                 # A retained grad that one backward step delivered: the step's snapshot is it.
                 record.grad = received
             else:
@@ -638,15 +638,19 @@ class Recorder:
 
 
 _NUMBERS = (int, float, bool)
-_DTYPE_NAMES = {}
 
 
-def _dtype_name(np_dtype):
-    """``dtype.name`` is slow enough to matter here; there are only a few dtypes."""
-    name = _DTYPE_NAMES.get(np_dtype)
-    if name is None:
-        name = _DTYPE_NAMES[np_dtype] = np_dtype.name
-    return name
+if "_counter" in getattr(Tensor, "__slots__", ()):
+
+    def _version_of(tensor):
+        """``tensor._version`` without making the version counter the engine makes lazily."""
+        counter = tensor._counter
+        return 0 if counter is None else counter.value
+
+else:  # an engine without lazy counters
+
+    def _version_of(tensor):
+        return tensor._version
 
 
 def _freed(node):

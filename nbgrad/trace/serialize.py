@@ -145,6 +145,7 @@ def trace_json(trace, version):
         },
         "limits": {
             "max_elements": policy.max_elements,
+            "inline_elements": policy.inline_elements,
             "full": policy.full,
         },
         "modules": dict(trace.modules),
@@ -189,8 +190,8 @@ def _without_defaults(entry):
 
 
 class _BufferIds:
-    """Ids for whole arrays kept beyond the summary size (``--full``): the widget fetches them by
-    id from the kernel (``trace.buffer(id)``) instead of receiving them in the JSON."""
+    """Ids for whole arrays too large to travel inline: the widget fetches them by id from the
+    kernel (``trace.buffer(id)``) instead of receiving them in the JSON."""
 
     def __init__(self, trace, policy):
         self._trace = trace
@@ -198,7 +199,7 @@ class _BufferIds:
         self._ids = {id(array): key for key, array in trace._buffers.items()}
 
     def id_for(self, value):
-        if not isinstance(value, np.ndarray) or value.size <= self._policy.max_elements:
+        if not isinstance(value, np.ndarray) or value.size <= self._policy.inline_elements:
             return None
         key = self._ids.get(id(value))
         if key is None:

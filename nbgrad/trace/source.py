@@ -14,6 +14,25 @@ import re
 LABEL_LENGTH = 40
 
 
+_RECENT = {}  # (filename, text) -> Source, for code recorded again (a cell run again, a loop)
+RECENT_SOURCES = 8
+
+
+def source_for(filename, text=None, tree=None):
+    """The Source of this text, reused when the same code is recorded again: its parse, its
+    index and its labels are already made."""
+    if text is None:
+        text = "".join(linecache.getlines(filename))
+    key = (filename, text)
+    source = _RECENT.pop(key, None)
+    if source is None:
+        source = Source(filename, text, tree)
+    _RECENT[key] = source  # most recent last
+    while len(_RECENT) > RECENT_SOURCES:
+        del _RECENT[next(iter(_RECENT))]
+    return source
+
+
 class Source:
     """The text of the recorded cell or file, parsed on first use.
 
@@ -31,6 +50,8 @@ class Source:
         self._parsed = False
         self._by_line = None
         self._parents = None
+        self._indexed = None
+        self._statements = None
         self._positions = {}
         self._descriptions = {}
 
@@ -38,11 +59,16 @@ class Source:
 
     def span_at(self, code, lasti):
         """(line, col, end line, end col) of the instruction at ``lasti`` in ``code``, or None."""
-        positions = self._positions.get(code)
-        if positions is None:
+        # Keyed by id: hashing a code object hashes its whole contents.
+        entry = self._positions.get(id(code))
+        if entry is not None and entry[0] is code:
+            positions = entry[1]
+        else:
             get = getattr(code, "co_positions", None)  # Python 3.11+
             positions = list(get()) if get is not None else []
-            self._positions[code] = positions
+            if len(self._positions) > 16:  # code of earlier runs of this cell: let it go
+                self._positions.clear()
+            self._positions[id(code)] = (code, positions)
         index = lasti // 2
         if 0 <= index < len(positions):
             line, end_line, col, end_col = positions[index]
@@ -76,7 +102,7 @@ class Source:
             return None
         line, col, end_line, end_col = span
         best, best_size = None, None
-        for node in self._by_line.get(line, ()):
+        for node in self._nodes_at(line):
             start = (node.lineno, node.col_offset)
             end = (node.end_lineno, node.end_col_offset)
             if start <= (line, col) and (end_line, end_col) <= end:
@@ -152,19 +178,29 @@ class Source:
                 except (SyntaxError, ValueError):
                     self._tree = None
             if self._tree is not None:
-                self._index(self._tree)
+                self._by_line, self._parents, self._indexed = {}, {}, set()
+                self._statements = [(s.lineno, s.end_lineno, s) for s in self._tree.body]
         return self._tree is not None
 
-    def _index(self, tree):
-        by_line, parents = {}, {}
-        for parent in ast.walk(tree):
+    def _nodes_at(self, line):
+        """The expressions covering ``line``. The top-level statement holding the line is
+        indexed on first need: a cell's other statements are never walked."""
+        for start, end, statement in self._statements:
+            if start <= line <= end:
+                if id(statement) not in self._indexed:
+                    self._indexed.add(id(statement))
+                    self._index(statement)
+                break
+        return self._by_line.get(line, ())
+
+    def _index(self, statement):
+        by_line, parents = self._by_line, self._parents
+        for parent in ast.walk(statement):
             for child in ast.iter_child_nodes(parent):
                 parents[child] = parent
             if isinstance(parent, (ast.expr, ast.AugAssign)):
                 for line in range(parent.lineno, parent.end_lineno + 1):
                     by_line.setdefault(line, []).append(parent)
-        self._by_line = by_line
-        self._parents = parents
 
 
 def _looks_like_module(node):

@@ -15,20 +15,29 @@ PREVIEW_SIDE = 6
 PREVIEW_LENGTH = 12
 
 
-class Policy:
-    """How much of each array a recording keeps.
+DEFAULT_MAX_ELEMENTS = 1024
+DEFAULT_INLINE_ELEMENTS = 100
 
-    max_elements  arrays with more elements are summarised (statistics and a preview)
-    full          keep every array whole as well (the JSON still summarises the large ones)
+
+class Policy:
+    """How much of each array a recording keeps, and how much of it the JSON carries.
+
+    max_elements     arrays with more elements are kept as a summary (statistics and a preview)
+    full             keep every array whole
+    inline_elements  arrays with more elements travel in the JSON as a summary, with the id of
+                     the whole array when it was kept (fetched on request, not sent up front)
     """
 
-    __slots__ = ("max_elements", "full")
+    __slots__ = ("max_elements", "full", "inline_elements")
 
-    def __init__(self, max_elements=100, full=False):
+    def __init__(
+        self, max_elements=DEFAULT_MAX_ELEMENTS, full=False, inline_elements=DEFAULT_INLINE_ELEMENTS
+    ):
         if max_elements < 0:
             raise ValueError(f"max_elements must be at least 0, got {max_elements}")
         self.max_elements = int(max_elements)
         self.full = bool(full)
+        self.inline_elements = min(int(inline_elements), self.max_elements)
 
 
 class ArraySummary:
@@ -42,8 +51,9 @@ class ArraySummary:
     __slots__ = ("shape", "dtype", "min", "max", "mean", "std", "nonfinite", "preview")
 
     def __init__(self, array):
-        self.shape = tuple(array.shape)
-        self.dtype = array.dtype.name
+        # Written for speed: a recording summarises every large array it meets.
+        self.shape = array.shape
+        self.dtype = dtype_name(array.dtype)
         self.preview = preview_of(array).copy()
         self.nonfinite = 0
         if array.size == 0:
@@ -52,17 +62,17 @@ class ArraySummary:
         values = array.reshape(-1)
         if values.dtype.kind != "f":
             values = values.astype(np.float64)
-        low, high = np.minimum.reduce(values), np.maximum.reduce(values)
-        if not (np.isfinite(low) and np.isfinite(high)):
+        low, high = float(np.minimum.reduce(values)), float(np.maximum.reduce(values))
+        if not (math.isfinite(low) and math.isfinite(high)):
             finite = np.isfinite(values)
             self.nonfinite = int(values.size - np.count_nonzero(finite))
             values = values[finite]
             if values.size == 0:
-                self.min, self.max = float(low), float(high)
+                self.min, self.max = low, high
                 self.mean = self.std = math.nan
                 return
-            low, high = np.minimum.reduce(values), np.maximum.reduce(values)
-        self.min, self.max = float(low), float(high)
+            low, high = float(np.minimum.reduce(values)), float(np.maximum.reduce(values))
+        self.min, self.max = low, high
         self.mean, self.std = _mean_and_std(values)
 
     @property
@@ -81,7 +91,7 @@ def _mean_and_std(values):
     pairwise sum for the mean, a BLAS dot product for the mean square. When the spread is tiny
     next to the mean, that shortcut loses the digits that matter, and the exact way is used."""
     n = values.size
-    mean = float(np.add.reduce(values, dtype=values.dtype)) / n
+    mean = float(np.add.reduce(values)) / n
     mean_square = float(np.dot(values, values)) / n
     variance = mean_square - mean * mean
     if variance < 1e-3 * mean * mean or not math.isfinite(variance):
@@ -115,12 +125,15 @@ def same_values(array, kept):
     return False
 
 
-def shape_of(value):
-    return tuple(value.shape)
+_DTYPE_NAMES = {}
 
 
-def dtype_name(value):
-    return value.dtype if isinstance(value, ArraySummary) else value.dtype.name
+def dtype_name(np_dtype):
+    """``np_dtype.name``, which is slow enough to matter here; there are only a few dtypes."""
+    name = _DTYPE_NAMES.get(np_dtype)
+    if name is None:
+        name = _DTYPE_NAMES[np_dtype] = np_dtype.name
+    return name
 
 
 # --- JSON ---------------------------------------------------------------------------------------
@@ -175,11 +188,11 @@ def _stat_json(x):
 
 def value_json(value, policy, buffer_id=None):
     """One value of the trace as JSON (docs/trace-schema.md, "Values"): a small array is its
-    elements as nested lists (a bare number for a 0-dim array); a large one is an object with
+    elements as nested lists (a bare number for a 0-dim array); a larger one is an object with
     its shape, dtype, statistics and preview (and the id of its whole buffer, when kept)."""
     if value is None:
         return None
-    if isinstance(value, np.ndarray) and value.size <= policy.max_elements:
+    if isinstance(value, np.ndarray) and value.size <= policy.inline_elements:
         return array_data_json(value)
     summary = value if isinstance(value, ArraySummary) else ArraySummary(value)
     out = {

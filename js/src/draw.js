@@ -1,0 +1,133 @@
+// The graph as SVG: one <g data-node-id data-label> per drawn node, one path per edge, and a
+// box around each expanded module group. Texts go in as text nodes (see dom.js).
+
+import { s } from "./dom.js";
+import { inGroup } from "./groups.js";
+
+function edgePath(points) {
+  if (!points || points.length === 0) return "";
+  const [first, ...rest] = points;
+  if (rest.length === 1) return `M${first.x},${first.y}L${rest[0].x},${rest[0].y}`;
+  // a smooth curve through dagre's points: quadratic pieces between midpoints
+  let d = `M${first.x},${first.y}`;
+  for (let i = 0; i < rest.length - 1; i++) {
+    const p = rest[i];
+    const q = rest[i + 1];
+    const mx = (p.x + q.x) / 2;
+    const my = (p.y + q.y) / 2;
+    d += i === rest.length - 2 ? `Q${p.x},${p.y} ${q.x},${q.y}` : `Q${p.x},${p.y} ${mx},${my}`;
+  }
+  return d;
+}
+
+function nodeClass(node) {
+  const roles = String(node.role || "")
+    .split(" ")
+    .filter(Boolean)
+    .map((r) => `role-${r}`);
+  return ["node", `kind-${node.kind}`, ...roles].join(" ");
+}
+
+function drawNode(node, box) {
+  const { width, height } = box;
+  const shape =
+    node.kind === "tensor"
+      ? s("rect", { class: "shape", x: -width / 2, y: -height / 2, width, height, rx: height / 2 })
+      : s("rect", { class: "shape", x: -width / 2, y: -height / 2, width, height, rx: node.kind === "group" ? 8 : 3 });
+  const title = s("title", { text: node.sub ? `${node.label}\n${node.sub}` : node.label });
+  return s(
+    "g",
+    {
+      class: nodeClass(node),
+      "data-node-id": node.id,
+      "data-label": node.label,
+      "data-kind": node.kind,
+      transform: `translate(${box.x},${box.y})`,
+      tabindex: 0,
+      role: "button",
+    },
+    title,
+    shape,
+    s("text", { class: "label", x: 0, y: node.sub ? -3 : 4, text: node.label }),
+    node.sub ? s("text", { class: "sub", x: 0, y: 12, text: node.sub }) : null,
+    node.kind === "group" ? s("text", { class: "badge", x: width / 2 - 10, y: -height / 2 + 12, text: "+" }) : null,
+  );
+}
+
+/** Boxes around the expanded groups that have drawn members. */
+function groupBoxes(graph, positions, expanded) {
+  const boxes = [];
+  for (const path of expanded) {
+    let x0 = Infinity;
+    let y0 = Infinity;
+    let x1 = -Infinity;
+    let y1 = -Infinity;
+    for (const node of graph.nodes) {
+      if (!inGroup(node, path)) continue;
+      const b = positions.get(node.id);
+      x0 = Math.min(x0, b.x - b.width / 2);
+      y0 = Math.min(y0, b.y - b.height / 2);
+      x1 = Math.max(x1, b.x + b.width / 2);
+      y1 = Math.max(y1, b.y + b.height / 2);
+    }
+    if (x0 === Infinity) continue;
+    const depth = path.split(".").length;
+    const pad = 10 + Math.max(0, 4 - depth) * 2;
+    boxes.push({ path, x: x0 - pad, y: y0 - pad - 14, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad + 14 });
+  }
+  return boxes;
+}
+
+/** Draw a laid-out graph into `layers` ({ groups, edges, nodes } <g> elements). */
+export function drawGraph(layers, graph, laid, expanded, modules, arrowId) {
+  for (const layer of Object.values(layers)) layer.replaceChildren();
+  for (const box of groupBoxes(graph, laid.positions, expanded)) {
+    layers.groups.append(
+      s(
+        "g",
+        { class: "group-box", "data-group": box.path },
+        s("rect", { x: box.x, y: box.y, width: box.width, height: box.height, rx: 10 }),
+        s("text", {
+          class: "group-title",
+          x: box.x + 8,
+          y: box.y + 13,
+          text: `− ${box.path}${modules[box.path] ? ` (${modules[box.path]})` : ""}`,
+        }),
+      ),
+    );
+  }
+  const edgeEls = new Map();
+  for (const edge of laid.edges) {
+    const path = s("path", {
+      class: "edge",
+      d: edgePath(edge.points),
+      "data-from": edge.from,
+      "data-to": edge.to,
+      "marker-end": `url(#${arrowId})`,
+    });
+    edgeEls.set(`${edge.from}>${edge.to}`, path);
+    layers.edges.append(path);
+  }
+  const nodeEls = new Map();
+  const fragment = document.createDocumentFragment();
+  for (const node of graph.nodes) {
+    const el = drawNode(node, laid.positions.get(node.id));
+    nodeEls.set(node.id, el);
+    fragment.append(el);
+  }
+  layers.nodes.append(fragment);
+  return { nodeEls, edgeEls };
+}
+
+/** The arrowhead marker, defined once per SVG. */
+export function arrowDefs(arrowId) {
+  return s(
+    "defs",
+    null,
+    s(
+      "marker",
+      { id: arrowId, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+      s("path", { d: "M0,0L10,5L0,10z", class: "arrowhead" }),
+    ),
+  );
+}

@@ -1,0 +1,255 @@
+// The panel that explains the selected node: a tensor, a Function node (grad_fn), an
+// AccumulateGrad, an op without a grad_fn, or a folded module group. Names in it are links
+// that select what they name.
+
+import { h } from "./dom.js";
+import { formatShape, isSummary } from "./format.js";
+import { localGradients } from "./formula.js";
+import { GROUP_PREFIX } from "./groups.js";
+import { nameOf } from "./trace.js";
+import { renderValue } from "./values.js";
+
+function link(ctx, id, text) {
+  if (!id) return h("span", { class: "none", text: text || "None" });
+  return h("a", {
+    href: "#",
+    class: "link",
+    "data-link": id,
+    text: text ?? nameOf(ctx.index, id),
+    onclick: (event) => {
+      event.preventDefault();
+      ctx.select(id);
+    },
+  });
+}
+
+function row(label, ...content) {
+  return h("div", { class: "row" }, h("span", { class: "key", text: label }), h("span", { class: "val" }, ...content));
+}
+
+function section(title, ...content) {
+  return h("section", null, h("h4", { text: title }), ...content);
+}
+
+function codeLine(ctx, line) {
+  if (line === undefined || line === null) return null;
+  const text = ctx.index.lines[String(line)];
+  if (!text) return null;
+  return h("div", { class: "code-line" }, h("span", { class: "line-no", text: `line ${line}` }), h("code", { text }));
+}
+
+function tensorSummaryLine(tensor) {
+  return `${formatShape(tensor.shape)} ${tensor.dtype || ""}`.trim();
+}
+
+function accumulationTable(ctx, tensorId) {
+  const items = ctx.index.accumulations.get(tensorId) || [];
+  if (!items.length) return h("div", { class: "note", text: "Nothing was accumulated into .grad while recording." });
+  const tensor = ctx.index.tensors.get(tensorId);
+  const dtype = tensor ? tensor.dtype : "float32";
+  const rows = items.map((acc, i) =>
+    h(
+      "tr",
+      { class: acc.step !== undefined && acc.step < ctx.step ? "done" : "", "data-step": acc.step ?? "" },
+      h("td", { text: `#${i + 1}` }),
+      h("td", { text: `pass ${acc.pass + 1}` }),
+      h("td", null, acc.step !== undefined ? h("a", { href: "#", class: "link", text: `step ${acc.step + 1}`, onclick: (e) => (e.preventDefault(), ctx.goToStep(acc.step + 1)) }) : "after the pass"),
+      h("td", { class: "value-cell" }, h("span", { class: "plus", text: "+ " }), renderValue(acc.grad, dtype, ctx)),
+      h("td", { class: "value-cell" }, h("span", { class: "eq", text: "= " }), renderValue(acc.total, dtype, ctx)),
+    ),
+  );
+  return h(
+    "table",
+    { class: "accumulations", "data-role": "accumulations" },
+    h("thead", null, h("tr", null, ["", "pass", "step", "contribution", "running .grad"].map((t) => h("th", { text: t })))),
+    h("tbody", null, rows),
+  );
+}
+
+function tensorPanel(ctx, tensor) {
+  const index = ctx.index;
+  const isLeaf = !tensor.grad_fn;
+  const op = tensor.op ? index.ops.get(tensor.op) : null;
+  const uses = index.usesOfTensor.get(tensor.id) || [];
+  const accumulator = index.accumulatorOf.get(tensor.id);
+  const parts = [
+    h("header", null, h("h3", { class: "title", text: tensor.name }), h("span", { class: `badge role-${tensor.role}`, text: tensor.role })),
+    tensor.aliases && tensor.aliases.length ? row("also named", tensor.aliases.join(", ")) : null,
+    row("shape", formatShape(tensor.shape)),
+    row("dtype", tensor.dtype || ""),
+    row("requires_grad", tensor.requires_grad ? "True" : "False"),
+    row("is_leaf", isLeaf ? "True" : "False"),
+    tensor.grad_fn ? row("grad_fn", link(ctx, tensor.grad_fn)) : null,
+    op ? row("made by", link(ctx, op.id, op.op), op.line !== undefined ? ` at line ${op.line}` : "") : null,
+    op ? codeLine(ctx, op.line) : null,
+    uses.length ? row("used by", ...uses.flatMap((id, i) => [i ? ", " : "", link(ctx, id, index.ops.get(id).op)])) : null,
+    section("value", h("div", { class: "value", "data-role": "value" }, renderValue(tensor.value, tensor.dtype, ctx))),
+    section(".grad", h("div", { class: "value", "data-role": "grad" }, tensor.grad === undefined || tensor.grad === null ? h("span", { class: "none", text: "None" }) : renderValue(tensor.grad, tensor.dtype, ctx))),
+  ];
+  if (accumulator) {
+    parts.push(section("accumulated into .grad", row("by", link(ctx, accumulator, "AccumulateGrad")), accumulationTable(ctx, tensor.id)));
+  }
+  return parts;
+}
+
+function stepList(ctx, node) {
+  const index = ctx.index;
+  const stepIds = index.stepsOfNode.get(node.id) || [];
+  if (!stepIds.length) return h("div", { class: "note", text: "This node did not run in a recorded backward pass." });
+  const names = localGradients(index, node);
+  return stepIds.map((i) => {
+    const step = index.steps[i];
+    const current = ctx.step === i + 1;
+    const sent = (node.next || []).map((edge, k) => {
+      const grad = (step.grads_out || [])[k];
+      const target = edge ? edge[0] : null;
+      const operand = names[k] ? names[k].operandName : null;
+      return h(
+        "li",
+        { class: grad === null || grad === undefined ? "no-grad" : "" },
+        h("span", { class: "value-inline" }, renderValue(grad ?? null, "float32", ctx)),
+        h("span", { class: "arrow", text: " → " }),
+        target ? link(ctx, target, labelOfNode(index, target)) : h("span", { class: "none", text: "None (no gradient needed)" }),
+        operand ? h("span", { class: "for", text: ` for ${operand}` }) : null,
+      );
+    });
+    return h(
+      "div",
+      { class: `step${current ? " current" : ""}`, "data-step": i + 1 },
+      h("div", { class: "step-title" }, h("a", { href: "#", class: "link", text: `step ${i + 1}`, onclick: (e) => (e.preventDefault(), ctx.goToStep(i + 1)) }), ` of backward pass ${step.pass + 1}${step.freed ? ", then its saved buffers were freed" : ""}`),
+      row("grad in", ...(step.grads_in || []).map((g) => renderValue(g, "float32", ctx))),
+      (node.next || []).length ? h("div", { class: "sent" }, h("span", { class: "key", text: "sent" }), h("ul", null, sent)) : null,
+    );
+  });
+}
+
+function labelOfNode(index, id) {
+  const node = index.nodes.get(id);
+  if (!node) return id;
+  if (node.variable && index.tensors.has(node.variable)) return `AccumulateGrad (${index.tensors.get(node.variable).name})`;
+  return node.name;
+}
+
+function savedList(ctx, node) {
+  const index = ctx.index;
+  const entries = Object.entries(node.saved || {});
+  if (!entries.length) return h("div", { class: "note", text: "Nothing: its backward needs no saved values." });
+  const freed = node.freed_at !== undefined && node.freed_at !== null;
+  return h(
+    "table",
+    { class: "saved", "data-role": "saved" },
+    h(
+      "tbody",
+      null,
+      entries.map(([name, saved]) => {
+        const tensor = saved.tensor ? index.tensors.get(saved.tensor) : null;
+        const value = tensor ? tensor.value : saved.value;
+        return h(
+          "tr",
+          { "data-saved": name },
+          h("th", { text: `_saved_${name}` }),
+          h("td", null, tensor ? link(ctx, tensor.id, tensor.name) : null, tensor ? " = " : "", renderValue(value ?? null, tensor ? tensor.dtype : "float32", ctx)),
+          h("td", { class: "freed" }, freed ? (ctx.step > node.freed_at ? "freed" : `freed after step ${node.freed_at + 1}`) : ""),
+        );
+      }),
+    ),
+  );
+}
+
+function functionPanel(ctx, node) {
+  const index = ctx.index;
+  const op = node.op ? index.ops.get(node.op) : null;
+  const outputs = index.outputsOfNode.get(node.id) || (op ? op.outputs : []);
+  const gradients = localGradients(index, node);
+  const parts = [
+    h("header", null, h("h3", { class: "title", text: node.name }), h("span", { class: "badge", text: "Function" })),
+    op ? row("made by", link(ctx, op.id, op.op), op.line !== undefined ? ` at line ${op.line}` : "") : row("made by", h("span", { class: "none", text: node.observed === false ? "outside the recording" : "?" })),
+    op ? codeLine(ctx, op.line) : null,
+    op && op.module ? row("in module", `${op.module}${index.modules[op.module] ? ` (${index.modules[op.module]})` : ""}`) : null,
+    outputs.length ? row("grad_fn of", ...outputs.flatMap((id, i) => [i ? ", " : "", link(ctx, id)])) : null,
+    section("saved for backward", savedList(ctx, node)),
+  ];
+  if (gradients.some(Boolean)) {
+    parts.push(
+      section(
+        "local gradients",
+        h(
+          "ul",
+          { class: "formulas", "data-role": "formulas" },
+          gradients.filter(Boolean).map((g) =>
+            h(
+              "li",
+              { class: `formula ${g.kind}` },
+              h("code", { text: g.text }),
+              g.value !== null && g.value !== undefined && !isSummary(g.value) && !Array.isArray(g.value) ? h("span", { class: "formula-value" }, " = ", renderValue(g.value, "float32", ctx)) : null,
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+  parts.push(
+    section(
+      "next_functions",
+      h(
+        "ol",
+        { class: "next", start: 0 },
+        (node.next || []).map((edge) => h("li", null, edge ? link(ctx, edge[0], labelOfNode(index, edge[0])) : h("span", { class: "none", text: "None" }), edge ? `, ${edge[1]}` : "")),
+      ),
+    ),
+    section("in the backward pass", ...[stepList(ctx, node)].flat()),
+  );
+  return parts;
+}
+
+function accumulatePanel(ctx, node) {
+  const tensor = ctx.index.tensors.get(node.variable);
+  return [
+    h("header", null, h("h3", { class: "title", text: "AccumulateGrad" }), h("span", { class: "badge", text: "leaf" })),
+    row("variable", link(ctx, node.variable)),
+    tensor ? row("is", `${tensorSummaryLine(tensor)}, requires_grad=True`) : null,
+    tensor ? section(".grad", h("div", { class: "value", "data-role": "grad" }, renderValue(tensor.grad ?? null, tensor.dtype, ctx))) : null,
+    section("contributions, in order", accumulationTable(ctx, node.variable)),
+    section("in the backward pass", ...[stepList(ctx, node)].flat()),
+  ];
+}
+
+function opPanel(ctx, op) {
+  return [
+    h("header", null, h("h3", { class: "title", text: op.op }), h("span", { class: "badge", text: "op" })),
+    codeLine(ctx, op.line),
+    row("inputs", ...(op.inputs || []).flatMap((input, i) => [i ? ", " : "", typeof input === "string" ? link(ctx, input) : h("code", { text: JSON.stringify(input.const) })])),
+    row("outputs", ...(op.outputs || []).flatMap((id, i) => [i ? ", " : "", link(ctx, id)])),
+    h("div", { class: "note", text: "No grad_fn: none of its inputs required grad (or grad mode was off)." }),
+  ];
+}
+
+function groupPanel(ctx, path) {
+  return [
+    h("header", null, h("h3", { class: "title", text: path }), h("span", { class: "badge", text: "module" })),
+    ctx.index.modules[path] ? row("class", ctx.index.modules[path]) : null,
+    h("button", { type: "button", class: "expand", text: "expand this group", onclick: () => ctx.expand(path) }),
+  ];
+}
+
+function emptyPanel() {
+  return [h("div", { class: "hint", text: "Click a node to see its value, what it saved for backward, and the gradients that flowed through it." })];
+}
+
+/** Fill the inspector for the selected id. */
+export function renderInspector(panel, ctx, id) {
+  const index = ctx.index;
+  let parts;
+  if (!id) parts = emptyPanel();
+  else if (id.startsWith(GROUP_PREFIX)) parts = groupPanel(ctx, id.slice(GROUP_PREFIX.length));
+  else if (index.tensors.has(id)) parts = tensorPanel(ctx, index.tensors.get(id));
+  else if (index.nodes.has(id)) {
+    const node = index.nodes.get(id);
+    parts = node.variable ? accumulatePanel(ctx, node) : functionPanel(ctx, node);
+  } else if (index.ops.has(id)) {
+    const op = index.ops.get(id);
+    parts = op.node && index.nodes.has(op.node) ? functionPanel(ctx, index.nodes.get(op.node)) : opPanel(ctx, op);
+  } else parts = [h("div", { class: "note", text: `Nothing called ${id} in this trace.` })];
+  panel.replaceChildren(...parts.filter(Boolean));
+  panel.setAttribute("data-selected", id || "");
+}

@@ -1,0 +1,147 @@
+// A tensor's value (or grad) in the inspector: a number, a vector, a matrix as a table with a
+// colour scale, or, for a large array, its statistics and a preview, with a button that fetches
+// the whole array from the kernel when the trace kept it.
+
+import { h } from "./dom.js";
+import { formatNumber, formatShape, isSummary, shapeOf, toNumber } from "./format.js";
+
+const MAX_CELLS = 400; // a fetched array larger than this is shown as rows of its first cells
+
+/** A background colour for v on a scale symmetric around 0: blue below, red above. */
+export function cellColour(v, maxAbs) {
+  const x = toNumber(v);
+  if (!Number.isFinite(x) || !maxAbs) return "transparent";
+  const t = Math.min(1, Math.abs(x) / maxAbs);
+  const alpha = (0.08 + 0.5 * t).toFixed(2);
+  return x >= 0 ? `rgba(214, 69, 65, ${alpha})` : `rgba(52, 120, 198, ${alpha})`;
+}
+
+function flat(value) {
+  return Array.isArray(value) ? value.flatMap(flat) : [value];
+}
+
+function maxAbsOf(values) {
+  let m = 0;
+  for (const v of values) {
+    const x = Math.abs(toNumber(v));
+    if (Number.isFinite(x) && x > m) m = x;
+  }
+  return m;
+}
+
+function matrixTable(rows, dtype, maxAbs) {
+  return h(
+    "table",
+    { class: "matrix" },
+    h(
+      "tbody",
+      null,
+      rows.map((row) =>
+        h(
+          "tr",
+          null,
+          (Array.isArray(row) ? row : [row]).map((v) =>
+            h("td", { style: `background:${cellColour(v, maxAbs)}`, text: formatNumber(v, dtype) }),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+/** A small array (nested lists) or a number. */
+export function renderArray(value, dtype) {
+  if (!Array.isArray(value)) return h("span", { class: "number", text: formatNumber(value, dtype) });
+  const shape = shapeOf(value);
+  const maxAbs = maxAbsOf(flat(value));
+  if (shape.length === 1) return matrixTable([value], dtype, maxAbs);
+  if (shape.length === 2) return matrixTable(value, dtype, maxAbs);
+  // more dimensions: one matrix per leading index
+  const blocks = [];
+  const walk = (v, prefix) => {
+    if (shapeOf(v).length === 2) {
+      blocks.push(h("div", { class: "slice-title", text: `[${prefix.join(", ")}, :, :]` }), matrixTable(v, dtype, maxAbs));
+      return;
+    }
+    v.forEach((item, i) => walk(item, [...prefix, i]));
+  };
+  walk(value, []);
+  return h("div", { class: "slices" }, blocks);
+}
+
+function statsTable(stats, dtype) {
+  const rows = ["min", "max", "mean", "std"].map((key) =>
+    h("tr", null, h("th", { text: key }), h("td", { text: formatNumber(stats[key], "float64") })),
+  );
+  if (stats.nonfinite) rows.push(h("tr", null, h("th", { text: "nan/inf" }), h("td", { text: String(stats.nonfinite) })));
+  return h("table", { class: "stats", "data-dtype": dtype }, h("tbody", null, rows));
+}
+
+/** A large array's summary, with "load full array" when the kernel kept it. */
+export function renderSummary(summary, { fetchBuffer } = {}) {
+  const box = h("div", { class: "summary" });
+  const dtype = summary.dtype;
+  box.append(
+    h("div", { class: "summary-head", text: `${formatShape(summary.shape)} ${dtype}: statistics and a preview` }),
+    statsTable(summary.stats, dtype),
+    h("div", { class: "preview-title", text: "preview (top-left corner)" }),
+    renderArray(summary.preview, dtype),
+  );
+  if (!summary.buffer) {
+    box.append(
+      h("div", {
+        class: "note",
+        text: "The recording kept statistics only. Record with --full to keep whole arrays.",
+      }),
+    );
+    return box;
+  }
+  const status = h("div", { class: "load-status" });
+  const button = h("button", { class: "load-full", type: "button", text: "load full array" });
+  button.addEventListener("click", () => {
+    if (!fetchBuffer) {
+      status.className = "load-status error";
+      status.textContent = "The full array cannot be loaded here (no kernel).";
+      return;
+    }
+    button.disabled = true;
+    status.className = "load-status loading";
+    status.textContent = "loading…";
+    fetchBuffer(summary.buffer).then(
+      (reply) => {
+        button.remove();
+        status.className = "load-status loaded";
+        status.textContent = "";
+        status.append(renderFetched(reply, dtype));
+      },
+      (error) => {
+        button.disabled = false;
+        status.className = "load-status error";
+        status.textContent = `Could not load the array: ${error && error.message ? error.message : error}`;
+      },
+    );
+  });
+  box.append(button, status);
+  return box;
+}
+
+function renderFetched(reply, dtype) {
+  const data = reply.data;
+  const count = flat(data).length;
+  const note = h("div", { class: "note", text: `${formatShape(reply.shape)} ${reply.dtype || dtype}, ${count} values` });
+  if (count <= MAX_CELLS) return h("div", null, note, renderArray(data, reply.dtype || dtype));
+  const text = h("pre", { class: "full-array", text: JSON.stringify(data) });
+  return h("div", null, note, text);
+}
+
+/** Any value of the trace JSON. */
+export function renderValue(value, dtype, options = {}) {
+  if (value === null || value === undefined) return h("span", { class: "none", text: "None" });
+  if (isSummary(value)) return renderSummary(value, options);
+  if (typeof value === "object" && !Array.isArray(value)) {
+    if ("slice" in value) return h("code", { text: `slice(${value.slice.map((v) => (v === null ? "None" : v)).join(", ")})` });
+    return h("code", { text: JSON.stringify(value) });
+  }
+  if (typeof value === "string") return h("code", { text: value });
+  return renderArray(value, dtype);
+}

@@ -1,0 +1,99 @@
+// The anywidget entry: render({ model, el }) connects the app to the kernel.
+//
+// Synced traits: trace (the trace JSON text), selected (a record id), step (timeline position),
+// view ("forward" | "backward"). Large arrays come on request: the app sends
+// { type: "fetch", buffer, request } and the kernel answers { type: "buffer", request, ... }.
+
+import "./style.css";
+import { createApp } from "./app.js";
+
+const FETCH_TIMEOUT_MS = 20000;
+
+function parseTrace(text) {
+  if (!text) return {};
+  try {
+    return typeof text === "string" ? JSON.parse(text) : text;
+  } catch (error) {
+    return { status: { error: `the trace could not be read (${error.message})` } };
+  }
+}
+
+/** Ask the kernel for a whole buffer; resolves with its reply, rejects with an Error. */
+export function bufferFetcher(model) {
+  let next = 0;
+  const waiting = new Map();
+  const onMessage = (message) => {
+    if (!message || message.type !== "buffer") return;
+    const pending = waiting.get(message.request);
+    if (!pending) return;
+    waiting.delete(message.request);
+    clearTimeout(pending.timer);
+    if (message.ok) pending.resolve(message);
+    else pending.reject(new Error(message.error || "the kernel could not send it"));
+  };
+  model.on("msg:custom", onMessage);
+  const fetchBuffer = (buffer) =>
+    new Promise((resolve, reject) => {
+      const request = ++next;
+      const timer = setTimeout(() => {
+        waiting.delete(request);
+        reject(new Error("no answer from the kernel (is it still running?)"));
+      }, FETCH_TIMEOUT_MS);
+      waiting.set(request, { resolve, reject, timer });
+      try {
+        model.send({ type: "fetch", buffer, request });
+      } catch (error) {
+        clearTimeout(timer);
+        waiting.delete(request);
+        reject(error);
+      }
+    });
+  const stop = () => {
+    model.off("msg:custom", onMessage);
+    for (const pending of waiting.values()) clearTimeout(pending.timer);
+  };
+  return { fetchBuffer, stop };
+}
+
+function render({ model, el }) {
+  const fetcher = bufferFetcher(model);
+  const push = (name, value) => {
+    if (model.get(name) === value) return;
+    model.set(name, value);
+    model.save_changes();
+  };
+  const app = createApp(el, {
+    trace: parseTrace(model.get("trace")),
+    selected: model.get("selected") || null,
+    step: model.get("step") || 0,
+    view: model.get("view"),
+    onSelect: (id) => push("selected", id || ""),
+    onStep: (k) => push("step", k),
+    onView: (view) => push("view", view),
+    fetchBuffer: fetcher.fetchBuffer,
+  });
+  const onTrace = () => app.setTrace(parseTrace(model.get("trace")));
+  const onSelected = () => {
+    const id = model.get("selected") || null;
+    if (id !== app.state.selected) app.select(id);
+  };
+  const onStep = () => {
+    const k = model.get("step") || 0;
+    if (k !== app.state.step) app.setStep(k);
+  };
+  const onView = () => app.setView(model.get("view"));
+  model.on("change:trace", onTrace);
+  model.on("change:selected", onSelected);
+  model.on("change:step", onStep);
+  model.on("change:view", onView);
+  return () => {
+    model.off("change:trace", onTrace);
+    model.off("change:selected", onSelected);
+    model.off("change:step", onStep);
+    model.off("change:view", onView);
+    fetcher.stop();
+    app.destroy();
+  };
+}
+
+export default { render };

@@ -1,0 +1,285 @@
+"""The graph widget: draws a Trace in the notebook (front-end in js/, bundled into static/).
+
+    nbgrad.show(e)                  # the graph behind a tensor
+    nbgrad.show(nbgrad.last_trace())
+    w = GraphWidget(trace); w        # a handle: w.selected, w.step, w.save_html("graph.html")
+
+Synced with the browser: ``trace`` (the trace JSON, as text), ``selected`` (the id of the
+selected record, "" for none: click in the browser or set it here), ``step`` (the backward
+timeline's position, 0 = before the first step) and ``view`` ("forward" or "backward"). Whole
+arrays behind large values are not in the JSON: the browser asks for one with a custom message
+when the user opens it (``--full`` recordings keep them).
+"""
+
+import base64
+import json
+import sys
+from pathlib import Path
+
+import anywidget
+import traitlets
+
+from nbgrad import widget_static
+from nbgrad.trace.values import array_data_json
+
+STATIC = Path(__file__).parent / "static"
+MAX_FETCH_ELEMENTS = 1_000_000  # a larger array is refused with a message, not sent
+MAX_SAVED_ELEMENTS = 2_000_000  # save_html inlines whole buffers up to this many elements
+
+_MISSING_BUNDLE = """
+export default { render({ el }) {
+  const box = document.createElement("div");
+  box.style.cssText = "padding:12px;border:1px solid #f59e0b;background:#fff7ed;color:#9a3412";
+  box.textContent = "The nbgrad widget's JavaScript was not built. Run `npm ci && npm run build`"
+    + " in js/, or reinstall nbgrad with `pip install -e .` (needs Node.js).";
+  el.append(box);
+} };
+"""
+
+
+def _static_text(name, fallback):
+    path = STATIC / name
+    return path.read_text(encoding="utf-8") if path.is_file() else fallback
+
+
+def _trace_data(trace):
+    """(trace JSON text, parsed data, the Trace object or None) from a Trace, dict or text."""
+    if hasattr(trace, "to_json"):
+        text = trace.to_json()
+        return text, json.loads(text), trace
+    if isinstance(trace, (bytes, str)):
+        return str(trace if isinstance(trace, str) else trace.decode()), json.loads(trace), None
+    if isinstance(trace, dict):
+        return json.dumps(trace, separators=(",", ":")), trace, None
+    if trace is None:
+        return "{}", {}, None
+    raise TypeError(f"GraphWidget needs a Trace, its JSON or its dict, got {type(trace).__name__}")
+
+
+class GraphWidget(anywidget.AnyWidget):
+    """An interactive drawing of one Trace: graph, inspector and backward timeline."""
+
+    _esm = _static_text("widget.js", _MISSING_BUNDLE)
+    _css = _static_text("widget.css", "")
+
+    trace = traitlets.Unicode("{}").tag(sync=True)
+    selected = traitlets.Unicode("").tag(sync=True)
+    step = traitlets.Int(0).tag(sync=True)
+    view = traitlets.Unicode("backward").tag(sync=True)
+
+    def __init__(self, trace=None, **kwargs):
+        text, data, source = _trace_data(trace)
+        self._data = data
+        self._source = source
+        if "view" not in kwargs and not data.get("nodes"):
+            kwargs["view"] = "forward"
+        super().__init__(trace=text, **kwargs)
+        self.on_msg(self._on_message)
+
+    # --- Python side of the selection and the timeline ---------------------------------------
+
+    @traitlets.validate("step")
+    def _valid_step(self, proposal):
+        return max(0, min(int(proposal["value"]), len(self._data.get("steps", []))))
+
+    @traitlets.validate("view")
+    def _valid_view(self, proposal):
+        if proposal["value"] not in ("forward", "backward"):
+            raise traitlets.TraitError('view is "forward" or "backward"')
+        return proposal["value"]
+
+    @traitlets.observe("trace")
+    def _trace_changed(self, change):
+        self._data = json.loads(change["new"] or "{}")
+
+    def select(self, name):
+        """Select a record by id ("n3") or by name (a tensor's name, or a node's class name)."""
+        for key in ("tensors", "nodes", "ops"):
+            for record in self._data.get(key, []):
+                if name in (record.get("id"), record.get("name")):
+                    self.selected = record["id"]
+                    return record["id"]
+        raise KeyError(name)
+
+    # --- buffers on request -------------------------------------------------------------------
+
+    def _on_message(self, _widget, content, _buffers):
+        if not isinstance(content, dict) or content.get("type") != "fetch":
+            return
+        reply = {"type": "buffer", "request": content.get("request")}
+        reply.update(self._buffer_reply(content.get("buffer")))
+        self.send(reply)
+
+    def _buffer_reply(self, buffer_id):
+        if self._source is None or not hasattr(self._source, "buffer"):
+            return {"ok": False, "error": "this widget was made from JSON: no arrays to send"}
+        try:
+            array = self._source.buffer(buffer_id)
+        except KeyError:
+            return {"ok": False, "error": f"the trace kept no array {buffer_id!r}"}
+        if array.size > MAX_FETCH_ELEMENTS:
+            return {
+                "ok": False,
+                "error": f"{array.size} values is too many to show (at most {MAX_FETCH_ELEMENTS})",
+            }
+        return {
+            "ok": True,
+            "shape": list(array.shape),
+            "dtype": array.dtype.name,
+            "data": array_data_json(array),
+        }
+
+    # --- what shows where the widget cannot run -----------------------------------------------
+
+    def __repr__(self):
+        return f"<GraphWidget: {widget_static.summary_of(self._data)}>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
+        data = dict(data)
+        data["text/plain"] = widget_static.summary_of(self._data)
+        data["text/html"] = widget_static.html_of(self._data)
+        return data, metadata
+
+    # --- one shareable file -------------------------------------------------------------------
+
+    def save_html(self, path, title="autograd graph"):
+        """Write one self-contained HTML file with this widget, interactive, working offline."""
+        buffers = {}
+        if self._source is not None and hasattr(self._source, "_buffers"):
+            budget = MAX_SAVED_ELEMENTS
+            for key in sorted(_buffer_ids(self._data)):
+                reply = self._buffer_reply(key)
+                if reply["ok"] and self._source.buffer(key).size <= budget:
+                    budget -= self._source.buffer(key).size
+                    buffers[key] = reply
+        page = _page(
+            title=title,
+            css=_static_text("widget.css", ""),
+            esm=_static_text("widget.js", _MISSING_BUNDLE),
+            state={
+                "trace": self.trace,
+                "selected": self.selected,
+                "step": self.step,
+                "view": self.view,
+            },
+            buffers=buffers,
+        )
+        Path(path).write_text(page, encoding="utf-8")
+        return Path(path)
+
+
+def _buffer_ids(data):
+    found = set()
+
+    def walk(value):
+        if isinstance(value, dict):
+            if "buffer" in value and "stats" in value:
+                found.add(value["buffer"])
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(data)
+    return found
+
+
+def _script_json(value):
+    """JSON safe inside a <script> element."""
+    text = json.dumps(value, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ margin: 16px; font-family: system-ui, sans-serif; }}
+{css}
+</style>
+</head>
+<body>
+<div id="nbgrad-root"></div>
+<script type="application/json" id="nbgrad-state">{state}</script>
+<script type="application/json" id="nbgrad-buffers">{buffers}</script>
+<script type="text/plain" id="nbgrad-bundle">{bundle}</script>
+<script type="module">
+// A stand-in for the Jupyter widget model: the same get/set/on/send, with no kernel behind it.
+const read = (id) => JSON.parse(document.getElementById(id).textContent);
+const state = read("nbgrad-state");
+const buffers = read("nbgrad-buffers");
+const listeners = {{}};
+const emit = (name, ...args) => (listeners[name] || []).forEach((fn) => fn(...args));
+const model = {{
+  get: (key) => state[key],
+  set: (key, value) => {{ state[key] = value; emit("change:" + key); }},
+  save_changes: () => {{}},
+  on: (name, fn) => {{ (listeners[name] ||= []).push(fn); }},
+  off: (name, fn) => {{ listeners[name] = (listeners[name] || []).filter((f) => f !== fn); }},
+  send: (message) => {{
+    if (!message || message.type !== "fetch") return;
+    const reply = buffers[message.buffer]
+      || {{ ok: false, error: "this saved page does not include that array" }};
+    setTimeout(() => emit("msg:custom", {{ ...reply, type: "buffer", request: message.request }}));
+  }},
+}};
+const code = atob(document.getElementById("nbgrad-bundle").textContent.trim());
+const bytes = Uint8Array.from(code, (c) => c.charCodeAt(0));
+const url = URL.createObjectURL(new Blob([bytes], {{ type: "text/javascript" }}));
+const widget = (await import(url)).default;
+widget.render({{ model, el: document.getElementById("nbgrad-root") }});
+</script>
+</body>
+</html>
+"""
+
+
+def _page(title, css, esm, state, buffers):
+    import html
+
+    return _PAGE.format(
+        title=html.escape(title),
+        css=css.replace("</", "<\\/"),
+        state=_script_json(state),
+        buffers=_script_json(buffers),
+        bundle=base64.b64encode(esm.encode("utf-8")).decode("ascii"),
+    )
+
+
+# --- showing ------------------------------------------------------------------------------------
+
+
+def graph(obj, names=None):
+    """A GraphWidget for a Trace (or its JSON) or for a tensor's graph, without displaying it."""
+    if hasattr(obj, "grad_fn") and hasattr(obj, "detach"):
+        from nbgrad.widget_graph import trace_of_tensor
+
+        return GraphWidget(trace_of_tensor(obj, names))
+    return GraphWidget(obj)
+
+
+def display_trace(trace):
+    """Show a recorded trace below the cell: what ``%%autograd`` calls after recording."""
+    from IPython.display import display
+
+    display(GraphWidget(trace))
+
+
+def show(obj):
+    """Show the graph of a tensor (its grad_fn and everything below it) or of a Trace.
+
+    Tensors are named after the variables that hold them where ``show`` was called.
+    """
+    from IPython.display import display
+
+    names = {}
+    caller = sys._getframe(1)
+    names.update(caller.f_globals)
+    names.update(caller.f_locals)
+    display(graph(obj, names))

@@ -726,7 +726,7 @@ def _note_source_lines(trace, source):
             backward_pass.code = lines.setdefault(
                 backward_pass.line, source.line_text(backward_pass.line)
             )
-    trace.source_lines = dict(sorted(lines.items()))
+    trace.source_lines = {line: text for line, text in sorted(lines.items()) if text is not None}
 
 
 __all__ = ["ArraySummary", "Recorder", "RecordingError", "active_recorder"]

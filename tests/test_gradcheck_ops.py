@@ -220,6 +220,27 @@ case("clamp-max", lambda x: x.clamp(max=0.5), BOUNDED)
 case("clamp_min", lambda x: x.clamp_min(0.0), BOUNDED)
 case("clamp_max", lambda x: x.clamp_max(0.0), BOUNDED)
 case("clip", lambda x: torch.clip(x, min=-0.5, max=0.5), BOUNDED)
+case(
+    "clamp-tensor-bounds",  # tensor bounds get gradients too (ClampBackward0)
+    lambda x, lo, hi: x.clamp(min=lo, max=hi),
+    BOUNDED,
+    np.full(3, -0.5),
+    np.full((2, 1), 0.5),
+)
+case("clamp-tensor-min", lambda x, lo: torch.clamp(x, min=lo), BOUNDED, np.full((2, 3), -0.5))
+case("div-floor", lambda x, y: torch.div(x, y, rounding_mode="floor"), normal(2, 3), away(2, 3))
+case("div-trunc", lambda x, y: torch.div(x, y, rounding_mode="trunc"), normal(2, 3), away(3))
+# A 0-d tensor accepts dim 0 and -1, as in PyTorch.
+for label, fn in {
+    "sum": lambda s: s.sum(0),
+    "mean": lambda s: s.mean(-1),
+    "max": lambda s: s.max(0).values,
+    "amin": lambda s: s.amin(0),
+    "squeeze": lambda s: s.squeeze(0) * s,
+    "transpose": lambda s: s.transpose(0, -1) * s,
+    "softmax": lambda s: s.log_softmax(0) + s.softmax(-1) * s,
+}.items():
+    case(f"{label}-0d-dim", fn, normal())
 COND = np.array([[True, False, True], [False, False, True]])
 case("where", lambda x, y: torch.where(torch.tensor(COND), x, y), normal(2, 3), normal(2, 3))
 case("where-broadcast", lambda x, y: torch.where(torch.tensor(COND), x, y), normal(3), normal(2, 1))
@@ -232,6 +253,12 @@ case(
 case("where-number-other", lambda x: torch.where(torch.tensor(COND), x, 0.0), normal(2, 3))
 case("where-number-self", lambda y: torch.where(torch.tensor(COND), 2.0, y), normal(2, 3))
 case("masked_fill", lambda x: x.masked_fill(torch.tensor(COND), 3.0), normal(2, 3))
+case(
+    "masked_fill-tensor-value",  # the fill value gets the gradient of every place it filled
+    lambda x, v: x.masked_fill(torch.tensor(COND), v),
+    normal(2, 3),
+    normal(),
+)
 case(
     "masked_fill-broadcast",
     lambda x: torch.masked_fill(x, torch.tensor(COND[1]), -1.0),

@@ -6,8 +6,8 @@ from graph_compare import saved_names, structure, to_numpy
 
 import nbgrad
 
-# Each expression sees x, y (2x3), v (3), m (3x4), b3 (5x2x3), c3 (5x3x4) requiring grad, and
-# T, the library under test. Values are kept away from kinks and branch points.
+# Each expression sees x, y (2x3), v (3), m (3x4), b3 (5x2x3), c3 (5x3x4), s (0-d), all requiring
+# grad, and T, the library under test. Values are kept away from kinks and branch points.
 EXPRESSIONS = [
     "x + 2",
     "2 + x",
@@ -124,16 +124,37 @@ EXPRESSIONS = [
     "x.view_as(y)",
     "x.expand_as(x)",
     "((x * 2).tanh() + y.sigmoid() * x).sum()",
+    "x.clamp(min=y)",
+    "x.clamp(min=y - 1, max=y[0] + 1)",
+    "x.masked_fill(x > 3, s)",
+    "T.div(x, y, rounding_mode='floor')",
+    "T.div(x, 2, rounding_mode='trunc')",
+    "s.sum(0)",
+    "s.mean(-1)",
+    "s.max(0)[0]",
+    "s.amax(0)",
+    "s.squeeze(0)",
+    "s.transpose(0, -1)",
+    "s.softmax(0)",
+    "s.log_softmax(-1)",
 ]
 
 
 def inputs(T, dtype):
     rng = np.random.default_rng(7)
-    shapes = {"x": (2, 3), "y": (2, 3), "v": (3,), "m": (3, 4), "b3": (5, 2, 3), "c3": (5, 3, 4)}
+    shapes = {
+        "x": (2, 3),
+        "y": (2, 3),
+        "v": (3,),
+        "m": (3, 4),
+        "b3": (5, 2, 3),
+        "c3": (5, 3, 4),
+        "s": (),
+    }
     values = {}
     for name, shape in shapes.items():
         # Positive, distinct values: away from log/sqrt domains and from ties in max/min.
-        data = rng.permutation(np.prod(shape)).reshape(shape) * 0.37 + 0.5
+        data = rng.permutation(int(np.prod(shape))).reshape(shape) * 0.37 + 0.5
         values[name] = T.tensor(data, dtype=dtype, requires_grad=True)
     return values
 

@@ -209,6 +209,8 @@ def result_dtype(operands):
             return first._dtype
     ranked = []
     for value in operands:
+        if value is None:  # an absent optional operand (clamp's min or max)
+            continue
         if isinstance(value, Tensor):
             ranked.append((2 if value._data.ndim else 1, value._dtype))
         elif isinstance(value, bool):

@@ -12,6 +12,8 @@ import numpy as np
 
 
 def _normalize_dims(dims, ndim):
+    if ndim == 0:  # a 0-d tensor's dim 0 (or -1) names no real axis
+        return ()
     if isinstance(dims, int):
         dims = (dims,)
     if not dims:  # None or (): PyTorch reduces over every dim
@@ -85,6 +87,8 @@ def _gather_key(index, dim):
 
 def _value_selecting_backward(grad, sizes, dim, indices, keepdim):
     """Backward of max/min along a dim: the gradient goes to the element that was selected."""
+    if not sizes:  # a 0-d input: its one element was selected
+        return grad
     if not keepdim:
         grad = np.expand_dims(grad, dim)
         indices = np.expand_dims(indices, dim)
@@ -159,7 +163,15 @@ def _masked_zero(grad, mask):
 
 
 def _sum_dim(grad, dim, keepdim):
-    return grad.sum(axis=dim, keepdims=keepdim)
+    return grad.sum(axis=dim if grad.ndim else None, keepdims=keepdim)
+
+
+def _transpose(grad, dim0, dim1):
+    return np.swapaxes(grad, dim0, dim1) if grad.ndim else grad
+
+
+def _squeeze(grad, dim):
+    return np.squeeze(grad, dim) if grad.ndim else grad
 
 
 def _scalar_log(value):
@@ -179,7 +191,7 @@ ARRAY_NAMESPACE = {
     "where": _where,
     "zeros_like": np.zeros_like,
     "reshape": np.reshape,
-    "transpose": np.swapaxes,
+    "transpose": _transpose,
     "permute_back": _permute_back,
     "matrix_t": np.transpose,
     "unsqueeze": np.expand_dims,
@@ -200,7 +212,7 @@ ARRAY_NAMESPACE = {
     "unstack": _unstack,
     "masked_zero": _masked_zero,
     "swap_last": lambda a: np.swapaxes(a, -1, -2),
-    "squeeze": np.squeeze,
+    "squeeze": _squeeze,
     "reduced_count": _reduced_count,
     "scalar_log": _scalar_log,
     "zero_at": _zero_at,
@@ -236,6 +248,8 @@ def tensor_namespace():
         )
 
     def value_selecting_backward(grad, sizes, dim, indices, keepdim):
+        if not sizes:  # a 0-d input: its one element was selected
+            return grad
         indices = np.asarray(indices)
         if not keepdim:
             grad = grad.unsqueeze(dim)
@@ -293,7 +307,7 @@ def tensor_namespace():
         "outer": lambda a, b: a.reshape(*a.shape, *([1] * b.ndim)) * b,
         "sum_to": sum_to,
         "sum_dim": lambda g, dim, keepdim: g.sum(dim=dim, keepdim=keepdim),
-        "expand": lambda g, shape: g.expand(*shape),
+        "expand": lambda g, shape: g.expand(tuple(shape)),
         "restore_reduced": restore_reduced,
         "select_backward": select_backward,
         "slice_backward": slice_backward,

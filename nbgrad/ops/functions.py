@@ -133,9 +133,7 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
             f"'{rounding_mode}'"
         )
     if rounding_mode is not None:
-        quotient = np.true_divide(_array(input), _array(other))
-        rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
-        return _make(rounded.astype(_array(input).dtype, copy=False))
+        return _binary(OPS["div_rounded"], input, other, (rounding_mode,))
     return _binary(OPS["div"], input, other)
 
 
@@ -249,8 +247,16 @@ expm1 = _unary("expm1")
 def clamp(input, min=None, max=None):  # noqa: A001, A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        # Tensor bounds are inputs of their own (ClampBackward0): they get gradients too.
+        return run_op(OPS["clamp_tensor"], (_check_tensor(input), _operand_or_none(min),
+                                            _operand_or_none(max)))
     min, max = _number(min), _number(max)  # noqa: A001
     return run_op(OPS["clamp"], (_promoted(_check_tensor(input), min, max),), (min, max))
+
+
+def _operand_or_none(value):
+    return None if value is None else _operand(value)
 
 
 clip = clamp
@@ -303,19 +309,24 @@ def _bool_array(mask, op_name):
 
 def masked_fill(input, mask, value):  # noqa: A002
     mask = _bool_array(mask, "masked_fill_")
+    if isinstance(value, Tensor) and value._requires_grad:
+        # A fill value that requires grad gets the gradient of every place it filled.
+        return run_op(OPS["masked_fill_tensor"], (input, value), (mask,))
     return run_op(OPS["masked_fill"], (input,), (mask, _number(value)))
 
 
 def softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
-    return run_op(OPS["softmax"], (input,), (_wrap_dim(dim, input.dim()),))
+    _wrap_dim(dim, input.dim())  # checked, but saved as given (-1 stays -1), as PyTorch does
+    return run_op(OPS["softmax"], (input,), (dim,))
 
 
 def log_softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
-    return run_op(OPS["log_softmax"], (input,), (_wrap_dim(dim, input.dim()),))
+    _wrap_dim(dim, input.dim())
+    return run_op(OPS["log_softmax"], (input,), (dim,))
 
 
 # --- comparisons and other results that carry no gradient -------------------------------------
@@ -403,11 +414,17 @@ def argmin(input, dim=None, keepdim=False):  # noqa: A002
 
 
 def _arg_extreme(function, input, dim, keepdim):  # noqa: A002
+    name = function.__name__
     if dim is None:
+        if input._data.size == 0:
+            raise IndexError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+            )
         index = function(input._data)
         return _make(
             np.asarray(index, dtype=np.int64).reshape((1,) * input.dim() if keepdim else ())
         )
+    _check_reduced_sizes(input, name, (dim,))
     return _make(function(input._data, axis=_wrap_dim(dim, input.dim()), keepdims=keepdim))
 
 
@@ -475,6 +492,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002
     if dim is None:
         _check_not_empty(input, "max")
         return run_op(OPS["max"], (input,))
+    _check_reduced_sizes(input, "max", (dim,))
     values, indices = run_op(OPS["max_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
     return MaxResult(values, indices)
 
@@ -485,6 +503,7 @@ def min(input, dim=None, keepdim=False):  # noqa: A001, A002
     if dim is None:
         _check_not_empty(input, "min")
         return run_op(OPS["min"], (input,))
+    _check_reduced_sizes(input, "min", (dim,))
     values, indices = run_op(OPS["min_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
     return MinResult(values, indices)
 
@@ -497,12 +516,27 @@ def _check_not_empty(input, name):  # noqa: A002
         )
 
 
+def _check_reduced_sizes(input, name, dims):  # noqa: A002
+    """Max-like reductions of an empty tensor: PyTorch refuses to reduce a dim of size 0."""
+    if input._data.size:
+        return
+    if not dims:
+        _check_not_empty(input, name)
+    for d in dims:
+        if input._data.shape[_wrap_dim(d, input.dim())] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
 def amax(input, dim=(), keepdim=False):  # noqa: A002
-    return run_op(OPS["amax"], (input,), (_dims(dim, input.dim()), keepdim))
+    dims = _dims(dim, input.dim())
+    _check_reduced_sizes(input, "amax", dims)
+    return run_op(OPS["amax"], (input,), (dims, keepdim))
 
 
 def amin(input, dim=(), keepdim=False):  # noqa: A002
-    return run_op(OPS["amin"], (input,), (_dims(dim, input.dim()), keepdim))
+    dims = _dims(dim, input.dim())
+    _check_reduced_sizes(input, "amin", dims)
+    return run_op(OPS["amin"], (input,), (dims, keepdim))
 
 
 # --- matrix products ----------------------------------------------------------------------------
@@ -604,41 +638,78 @@ def matmul(input, other):  # noqa: A002
         return run_op(OPS["squeeze_dims"], (mm(unsqueeze(input, 0), other),), (0,))
     if da == 2 and db == 2:
         return mm(input, other)
-    if da >= 3 and db <= 2:
-        batch_shape = input._data.shape[:-1]
-        folded = reshape(input, (-1, input._data.shape[-1]))
-        product = mv(folded, other) if db == 1 else mm(folded, other)
-        out_shape = batch_shape if db == 1 else (*batch_shape, other._data.shape[-1])
-        return run_op(OPS["unsafe_view"], (product,), (out_shape,))
+    if _should_fold(input, other):
+        return _folded_matmul(input, other)
     return _batched_matmul(input, other)
 
 
-def _batched_matmul(a, b):
-    vector_a, vector_b = a.dim() == 1, b.dim() == 1
-    if vector_a:
-        a = unsqueeze(a, 0)
-    if vector_b:
-        b = unsqueeze(b, -1)
-    (n, k1), (k2, m) = a._data.shape[-2:], b._data.shape[-2:]
-    # PyTorch broadcasts the batch dims first, then checks the inner sizes.
+def _should_fold(tensor1, tensor2):
+    """PyTorch's choice of folding the batch dims of the larger operand into one matrix (mm or
+    mv) instead of a batched product (bmm): when the other operand requires grad, or when the
+    fold needs no copy."""
+    larger = tensor1.dim() >= tensor2.dim()
+    big, small = (tensor1, tensor2) if larger else (tensor2, tensor1)
+    if not (big.dim() >= 3 and small.dim() <= 2):
+        return False
+    if small._requires_grad:
+        return True
+    if tensor1.dim() == 2:
+        return False
+    if big._data.size == 0:
+        return True
+    shape = list(big._data.shape)
+    strides = [s // big._data.itemsize for s in big._data.strides]
+    if not larger:  # tensor2.mT
+        shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
+    return builtins.all(
+        strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2)
+    )
+
+
+def _folded_matmul(tensor1, tensor2):
+    transpose_back = tensor2.dim() > tensor1.dim()
+    if transpose_back:  # (tensor2.mT @ tensor1.mT).mT
+        t1 = transpose(tensor2, -2, -1)
+        t2 = t(tensor1) if tensor1.dim() == 2 else tensor1
+    else:
+        t1, t2 = tensor1, tensor2
+    output_shape = t1._data.shape[:-1]
+    folded = reshape(t1, (int(np.prod(output_shape)), t1._data.shape[-1]))
+    if t2.dim() == 1:
+        return run_op(OPS["unsafe_view"], (mv(folded, t2),), (output_shape,))
+    output_shape = (*output_shape, t2._data.shape[1])
+    output = run_op(OPS["unsafe_view"], (mm(folded, t2),), (output_shape,))
+    return contiguous(transpose(output, -2, -1)) if transpose_back else output
+
+
+def _batched_matmul(tensor1, tensor2):
+    """Broadcast the batch dims, expand both operands to them and multiply with bmm, as
+    PyTorch does (a vector on the left is expanded as a row, one on the right as a column)."""
+    d1, d2 = tensor1.dim(), tensor2.dim()
+    shape1, shape2 = tensor1._data.shape, tensor2._data.shape
+    n, m1, batch1 = (shape1[-2] if d1 > 1 else 1), shape1[-1], shape1[: builtins.max(d1 - 2, 0)]
+    m2, p = (shape2[-2], shape2[-1]) if d2 > 1 else (shape2[0], 1)
+    batch2 = shape2[: builtins.max(d2 - 2, 0)]
+    if d1 == 3 and d2 == 3 and batch1[0] != batch2[0]:
+        if batch1[0] == 1 and tensor1._requires_grad:
+            return matmul(squeeze(tensor1, 0), tensor2)
+        if batch2[0] == 1 and tensor2._requires_grad:
+            return matmul(tensor1, squeeze(tensor2, 0))
     try:
-        batch = np.broadcast_shapes(a._data.shape[:-2], b._data.shape[:-2])
+        batch = np.broadcast_shapes(batch1, batch2)
     except ValueError:
-        raise _shapes_error(a._data.shape[:-2], b._data.shape[:-2]) from None
+        raise _shapes_error(batch1, batch2) from None
     count = int(np.prod(batch))
-    if k1 != k2:
-        raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: [{count}, {k1}] but "
-            f"got: [{count}, {k2}]."
-        )
-    a3 = reshape(expand(a, (*batch, n, k1)), (count, n, k1))
-    b3 = reshape(expand(b, (*batch, k2, m)), (count, k2, m))
-    out_shape = (*batch, n, m)
-    if vector_a:
-        out_shape = (*batch, m)
-    if vector_b:
-        out_shape = out_shape[:-1]
-    return run_op(OPS["unsafe_view"], (bmm(a3, b3),), (out_shape,))
+    expanded1 = reshape(expand(tensor1, (*batch, n, m1)), (count, n, m1))
+    if d2 == 1:
+        expanded2 = unsqueeze(reshape(expand(tensor2, (*batch, m2)), (count, m2)), 2)
+    else:
+        expanded2 = reshape(expand(tensor2, (*batch, m2, p)), (count, m2, p))
+    output_shape = (*batch, *((n,) if d1 > 1 else ()), *((p,) if d2 > 1 else ()))
+    product = bmm(expanded1, expanded2)
+    if d2 == 1:
+        product = squeeze(product, -1)
+    return run_op(OPS["unsafe_view"], (product,), (output_shape,))
 
 
 # --- shapes -------------------------------------------------------------------------------------
@@ -728,10 +799,13 @@ def t(input):  # noqa: A002
 
 def transpose(input, dim0, dim1):  # noqa: A002
     n = input.dim()
-    return run_op(OPS["transpose"], (input,), (_wrap_dim(dim0, n), _wrap_dim(dim1, n)))
+    _wrap_dim(dim0, n), _wrap_dim(dim1, n)  # checked, but saved as given, as PyTorch does
+    return run_op(OPS["transpose"], (input,), (dim0, dim1))
 
 
 def permute(input, *dims):  # noqa: A002
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_args(dims)
     n = input.dim()
     if len(dims) != n:
@@ -766,6 +840,8 @@ def _listed(sizes):
 
 
 def expand(input, *sizes):  # noqa: A002
+    if not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_args(sizes)
     shape = input._data.shape
     if len(sizes) < len(shape):

@@ -271,9 +271,8 @@ def _to(self, *args, **kwargs):
 
 
 def _transposed(self):
-    """``x.T``: all dims reversed, recorded as PermuteBackward0 as in PyTorch."""
-    if self.dim() < 2:
-        return self
+    """``x.T``: all dims reversed, recorded as PermuteBackward0 as in PyTorch (a new view even
+    for a vector or a 0-d tensor)."""
     return F.permute(self, tuple(reversed(range(self.dim()))))
 
 

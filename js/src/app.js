@@ -251,7 +251,7 @@ export function createApp(el, options) {
 
   setTrace(options.trace);
   // the first fit needs the page laid out by the browser
-  requestAnimationFrame(() => fit());
+  (globalThis.requestAnimationFrame || setTimeout)(() => fit());
 
   return {
     setTrace,

@@ -5,6 +5,7 @@
 import { h } from "./dom.js";
 import { formatNumber, formatShape, isSummary, shapeOf, toNumber } from "./format.js";
 
+const NON_FINITE = new Set(["NaN", "Infinity", "-Infinity"]); // how JSON carries them
 const MAX_CELLS = 400; // a fetched array larger than this is shown as rows of its first cells
 
 /** A background colour for v on a scale symmetric around 0: blue below, red above. */
@@ -142,6 +143,6 @@ export function renderValue(value, dtype, options = {}) {
     if ("slice" in value) return h("code", { text: `slice(${value.slice.map((v) => (v === null ? "None" : v)).join(", ")})` });
     return h("code", { text: JSON.stringify(value) });
   }
-  if (typeof value === "string") return h("code", { text: value });
+  if (typeof value === "string" && !NON_FINITE.has(value)) return h("code", { text: value });
   return renderArray(value, dtype);
 }

@@ -1,0 +1,110 @@
+import dagre from "@dagrejs/dagre";
+import { describe, expect, it } from "vitest";
+import { groupPaths, initialCollapsed, visibleGraph } from "../src/groups.js";
+import { layout, layoutInput, longestPathRanks, nodeSize } from "../src/layout.js";
+import { indexTrace } from "../src/trace.js";
+import { backwardView, drawnIdFor, forwardView } from "../src/views.js";
+import { layeredTrace, simpleTrace } from "./fixtures.js";
+
+describe("views", () => {
+  it("the forward view has tensors and ops joined input -> op -> output", () => {
+    const view = forwardView(indexTrace(simpleTrace()));
+    expect(view.nodes.map((n) => n.id)).toEqual(["t0", "t1", "o0", "t2", "t3", "o1", "t4"]);
+    expect(view.nodes.find((n) => n.id === "t0")).toMatchObject({ kind: "tensor", label: "a", role: "leaf", sub: "scalar float32" });
+    expect(view.nodes.find((n) => n.id === "o1")).toMatchObject({ kind: "op", label: "mul", sub: "MulBackward0" });
+    expect(view.edges.map((e) => `${e.from}>${e.to}`)).toEqual(["t0>o0", "t1>o0", "o0>t2", "t2>o1", "t3>o1", "o1>t4"]);
+  });
+
+  it("the backward view joins grad_fn nodes by next_functions down to AccumulateGrad", () => {
+    const view = backwardView(indexTrace(simpleTrace()));
+    const byId = Object.fromEntries(view.nodes.map((n) => [n.id, n]));
+    expect(byId.n3).toMatchObject({ label: "MulBackward0", sub: "e", role: "root" });
+    expect(byId.n1).toMatchObject({ label: "AccumulateGrad", sub: "a", role: "accumulate" });
+    expect(view.edges.map((e) => `${e.from}>${e.to}`)).toEqual(["n0>n1", "n0>n2", "n3>n0", "n3>n4"]);
+  });
+
+  it("maps a selection between the views", () => {
+    const index = indexTrace(simpleTrace());
+    expect(drawnIdFor(index, "n3", "forward")).toBe("o1");
+    expect(drawnIdFor(index, "n1", "forward")).toBe("t0");
+    expect(drawnIdFor(index, "t0", "backward")).toBe("n1");
+    expect(drawnIdFor(index, "t2", "backward")).toBe("n0");
+    expect(drawnIdFor(index, "o1", "backward")).toBe("n3");
+  });
+});
+
+describe("layout input", () => {
+  it("gives dagre one box per drawn node and one edge per drawn edge", () => {
+    const view = backwardView(indexTrace(simpleTrace()));
+    const input = layoutInput(view);
+    expect(input.nodes).toHaveLength(5);
+    expect(input.edges).toEqual(view.edges.map((e) => ({ v: e.from, w: e.to })));
+    for (const node of input.nodes) {
+      expect(node.width).toBeGreaterThanOrEqual(56);
+      expect(node.height).toBeGreaterThan(0);
+    }
+    expect(nodeSize({ label: "AccumulateGrad", sub: "a" }).width).toBeGreaterThan(nodeSize({ label: "a", sub: "" }).width);
+  });
+
+  it("places every node, parents above children", () => {
+    const view = backwardView(indexTrace(simpleTrace()));
+    const laid = layout(view);
+    for (const node of view.nodes) expect(laid.positions.get(node.id)).toBeDefined();
+    for (const edge of view.edges) expect(laid.positions.get(edge.from).y).toBeLessThan(laid.positions.get(edge.to).y);
+    expect(laid.width).toBeGreaterThan(0);
+  });
+
+  it("ranks a 20,000-deep chain without overflowing the stack (longest path, sinks at 0)", () => {
+    const g = new dagre.graphlib.Graph();
+    g.setGraph({});
+    g.setDefaultEdgeLabel(() => ({ minlen: 1 }));
+    for (let i = 0; i < 20000; i++) g.setNode(`v${i}`, {});
+    for (let i = 1; i < 20000; i++) g.setEdge(`v${i - 1}`, `v${i}`, { minlen: 1 });
+    g.setNode("leaf", {});
+    g.setEdge("leaf", "v19999", { minlen: 1 });
+    longestPathRanks(g);
+    expect(g.node("v19999").rank).toBe(0);
+    expect(g.node("v0").rank).toBe(-19999);
+    expect(g.node("leaf").rank).toBe(-1); // as low as its successor allows
+  });
+
+  it("lays out a deep 1,500-node graph", () => {
+    const view = forwardView(indexTrace(layeredTrace(190)));
+    expect(view.nodes.length).toBeGreaterThan(1400);
+    const laid = layout(view);
+    expect(laid.positions.size).toBe(view.nodes.length);
+  });
+});
+
+describe("module groups", () => {
+  const trace = layeredTrace(3);
+  const index = indexTrace(trace);
+  const view = forwardView(index);
+
+  it("lists the groups, parents first", () => {
+    expect(groupPaths(view, index.modules)).toEqual(["model", "model.layers.0", "model.layers.1", "model.layers.2"]);
+  });
+
+  it("folds a collapsed group into one node, keeping the edges across it", () => {
+    const visible = visibleGraph(view, new Set(["model.layers.1"]), index.modules);
+    const group = visible.nodes.find((n) => n.id === "group:model.layers.1");
+    expect(group).toMatchObject({ kind: "group", label: "model.layers.1", className: "Linear" });
+    expect(group.members).toBeGreaterThan(3);
+    expect(visible.nodes.some((n) => n.group === "model.layers.1")).toBe(false);
+    // relu0 (in model) feeds the folded layer 1; the folded layer feeds relu1
+    expect(visible.edges.some((e) => e.to === "group:model.layers.1")).toBe(true);
+    expect(visible.edges.some((e) => e.from === "group:model.layers.1")).toBe(true);
+    expect(visible.edges.every((e) => e.from !== e.to)).toBe(true);
+  });
+
+  it("folds everything into the outermost collapsed group", () => {
+    const visible = visibleGraph(view, new Set(groupPaths(view, index.modules)), index.modules);
+    expect(visible.nodes.filter((n) => n.kind === "group").map((n) => n.id)).toEqual(["group:model"]);
+  });
+
+  it("opens small views expanded and large ones collapsed", () => {
+    expect(initialCollapsed(view, index.modules, 300).size).toBe(0);
+    const big = forwardView(indexTrace(layeredTrace(50)));
+    expect(initialCollapsed(big, {}, 300).size).toBeGreaterThan(0);
+  });
+});

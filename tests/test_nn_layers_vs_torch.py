@@ -130,6 +130,8 @@ def activation_cases():
         "gelu": act("GELU"),
         "gelu tanh": act("GELU", approximate="tanh"),
         "leaky relu": act("LeakyReLU", 0.2),
+        "leaky relu inplace": lambda T, m: T.nn.LeakyReLU(0.1, inplace=True)(m.input(4, 5) * 1),
+        "dropout inplace eval": lambda T, m: T.nn.Dropout(0.3, inplace=True).eval()(m.input(2, 3)),
         "softmax": act("Softmax", dim=1),
         "softmax 3d last": act("Softmax", dim=-1, shape=(2, 3, 4)),
         "log softmax": act("LogSoftmax", dim=1),
@@ -393,6 +395,12 @@ def test_dropout_in_training_is_input_times_scaled_mask(torch):
     np.testing.assert_allclose(ours._data[kept], x._data[kept] / 0.75, rtol=1e-12)
     ours.sum().backward()
     np.testing.assert_allclose(x.grad._data, kept / 0.75, rtol=1e-12)
+
+
+def test_dropout_in_place_graph(torch):
+    case = lambda T, m: T.nn.functional.dropout(m.input(3, 4) * 2, 0.5, inplace=True)  # noqa: E731
+    ours, theirs, _, _ = run_both(torch, case)
+    assert structure(ours.grad_fn) == structure(theirs.grad_fn)
 
 
 def test_dropout_edge_probabilities():

@@ -469,3 +469,8 @@ op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
               "pos_weight, reduction)"},
    nn_kernels.binary_cross_entropy_with_logits, attrs=("weight", "pos_weight", "reduction"),
    saves=("pos_weight", "reduction", "self", "target", "weight"))
+# In place, PyTorch's leaky_relu_ saves its result (the input is overwritten): another node name.
+op("leaky_relu_", "LeakyReluBackward1", ("self",),
+   {"self": "where(result > 0, grad, grad * negative_slope)"},
+   lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
+   attrs=("negative_slope",), saves=("negative_slope", "result"))

@@ -101,6 +101,7 @@ def embedding_and_norm_cases():
         "embedding": embedding(10, 3),
         "embedding padding_idx": embedding(10, 3, padding_idx=4),
         "embedding scale by freq": embedding(10, 3, scale_grad_by_freq=True),
+        "embedding max norm": embedding(10, 3, max_norm=1.0),
         "layer norm": norm("LayerNorm", 5, shape=(4, 5)),
         "layer norm 2 dims": norm("LayerNorm", (4, 5), shape=(2, 4, 5)),
         "layer norm no affine": norm("LayerNorm", 5, elementwise_affine=False, shape=(3, 5)),

@@ -302,7 +302,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 # --- pooling ----------------------------------------------------------------------------------
 
 
-def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     if input.dim() not in (3, 4) or input.numel() == 0:
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     for k, p, d in zip(kernel_size, padding, dilation):
@@ -336,7 +336,7 @@ def max_pool2d(
     kernel_size = _tuple(kernel_size, 2, "kernel_size")
     stride = _pool_stride(stride, kernel_size)
     padding, dilation = _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation")
-    _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+    _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode)
     attrs = (kernel_size, stride, padding, dilation, bool(ceil_mode))
     values, indices = run_op(OPS["max_pool2d"], (input,), attrs)
     return (values, indices) if return_indices else values
@@ -356,7 +356,7 @@ def avg_pool2d(
     padding = _tuple(padding, 2, "padding")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    _check_pool(input, kernel_size, stride, padding, (1, 1), ceil_mode, "avg_pool2d")
+    _check_pool(input, kernel_size, stride, padding, (1, 1), ceil_mode)
     attrs = (
         kernel_size,
         stride,
@@ -703,10 +703,8 @@ def _check_class_targets(target, classes, ignore_index):
         raise RuntimeError(
             f"expected target dtype to be Long or Byte, but got {_type_name(target)}"
         )
-    labels = target._data
-    counted = labels[labels != ignore_index] if labels.ndim else labels.reshape(1)
-    if labels.ndim == 0 and labels == ignore_index:
-        counted = counted[:0]
+    labels = target._data.reshape(-1)
+    counted = labels[labels != ignore_index]
     outside = counted[(counted < 0) | (counted >= classes)]
     if outside.size:
         raise IndexError(f"Target {outside.reshape(-1)[0]} is out of bounds.")

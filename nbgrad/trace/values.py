@@ -86,12 +86,30 @@ class ArraySummary:
         )
 
 
+_BLOCK = 256
+_ONES = {}
+
+
+def _sum(values):
+    """The sum of a flat float array. For a large one, BLAS sums rows of 256 (a matrix-vector
+    product, about three times faster than NumPy's pairwise sum) and NumPy sums the row sums."""
+    n = values.size
+    whole = n - n % _BLOCK
+    if whole < 16 * _BLOCK:
+        return float(np.add.reduce(values))
+    ones = _ONES.get(values.dtype)
+    if ones is None:
+        ones = _ONES[values.dtype] = np.ones(_BLOCK, values.dtype)
+    total = float(np.add.reduce(values[:whole].reshape(-1, _BLOCK) @ ones))
+    return total + float(np.add.reduce(values[whole:])) if whole < n else total
+
+
 def _mean_and_std(values):
     """Mean and standard deviation in a few fast passes (a recording summarises many arrays):
-    pairwise sum for the mean, a BLAS dot product for the mean square. When the spread is tiny
+    a blocked sum for the mean, a BLAS dot product for the mean square. When the spread is tiny
     next to the mean, that shortcut loses the digits that matter, and the exact way is used."""
     n = values.size
-    mean = float(np.add.reduce(values)) / n
+    mean = _sum(values) / n
     mean_square = float(np.dot(values, values)) / n
     variance = mean_square - mean * mean
     if variance < 1e-3 * mean * mean or not math.isfinite(variance):

@@ -12,7 +12,19 @@ observation point touches one file.
 
 from nbgrad.autograd import engine
 
-EXECUTE_CODE = engine._execute.__code__
+
+def _pass_runner_code():
+    """The code of the engine function that runs one pass (``_execute`` today). If the engine
+    is reorganised and it is gone, recording still works, without telling passes apart."""
+    for name in ("_execute", "execute"):
+        code = getattr(getattr(engine, name, None), "__code__", None)
+        if code is not None:
+            return code
+    return None
+
+
+EXECUTE_CODE = _pass_runner_code()
+ENGINE_FILE = engine.__file__
 # How far above a listener the engine's frame can be (listener <- accumulate_into_leaf <-
 # AccumulateGrad.apply <- _run_node <- _execute at most, today fewer).
 SEARCH_DEPTH = 6

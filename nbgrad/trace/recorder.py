@@ -49,7 +49,7 @@ _PLUMBING = tuple(
 )
 # An operation called by the engine itself (summing a retained or accumulated grad) is
 # bookkeeping, not part of the user's computation.
-_ENGINE_FILE = passes.EXECUTE_CODE.co_filename
+_ENGINE_FILE = passes.ENGINE_FILE
 _INTERNAL = object()
 
 _active = None  # the Recorder listening now: recordings do not nest

@@ -223,6 +223,7 @@ def test_load_state_dict_lists_missing_and_unexpected_keys(torch):
 
 
 def test_weights_load_from_a_pytorch_state_dict(torch):
+    torch.manual_seed(0)
     theirs = torch.nn.Linear(4, 2)
     ours = nn.Linear(4, 2)
     ours.load_state_dict(theirs.state_dict())
@@ -230,7 +231,8 @@ def test_weights_load_from_a_pytorch_state_dict(torch):
     np.testing.assert_allclose(
         ours(nbgrad.tensor(x)).detach()._data,
         theirs(torch.tensor(x)).detach().numpy(),
-        rtol=1e-6,
+        rtol=1e-5,
+        atol=1e-6,  # float32 sums in another order: outputs near 0 differ in the last bits
     )
 
 

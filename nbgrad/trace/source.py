@@ -115,7 +115,10 @@ class Source:
         """An expression's source text on one line, shortened to at most 40 characters."""
         text = re.sub(r"\s+", " ", self._segment(node)).strip()
         if len(text) > LABEL_LENGTH:
-            text = text[: LABEL_LENGTH - 3].rstrip() + "..."
+            # Keep both ends: a chain of calls differs at its end (``....sum(1)`` and
+            # ``....sum(1).mean()``), a long call at its start.
+            head = (LABEL_LENGTH - 3) // 2
+            text = text[:head].rstrip() + "..." + text[-(LABEL_LENGTH - 3 - head) :].lstrip()
         return text
 
     def _segment(self, node):

@@ -57,6 +57,7 @@ def run_both(torch, case, dtype_name="float64"):
     """(nbgrad's output, PyTorch's output, nbgrad's maker, PyTorch's maker)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        torch.manual_seed(0)  # PyTorch's initial weights, the same on every run
         theirs_maker = Maker(torch, dtype_name)
         theirs = case(torch, theirs_maker)
         ours_maker = Maker(nbgrad, dtype_name, reference=theirs_maker)

@@ -47,8 +47,8 @@ export function createApp(el, options) {
     h("button", { type: "button", "data-role": "fit", text: "fit", title: "show the whole graph", onclick: () => fit() }),
     h("button", { type: "button", "data-role": "zoom-in", text: "+", title: "zoom in", onclick: () => viewport.zoom(1.25) }),
     h("button", { type: "button", "data-role": "zoom-out", text: "−", title: "zoom out", onclick: () => viewport.zoom(0.8) }),
-    h("button", { type: "button", "data-role": "expand-all", text: "expand all", onclick: () => setCollapsedAll(false) }),
-    h("button", { type: "button", "data-role": "collapse-all", text: "collapse all", onclick: () => setCollapsedAll(true) }),
+    h("button", { type: "button", class: "group-button", "data-role": "expand-all", text: "expand all", title: "open every module group", onclick: () => setCollapsedAll(false) }),
+    h("button", { type: "button", class: "group-button", "data-role": "collapse-all", text: "collapse all", title: "fold every module group into one node", onclick: () => setCollapsedAll(true) }),
     search,
     status,
   );
@@ -101,6 +101,8 @@ export function createApp(el, options) {
     const expanded = groupPaths(graph, state.index.modules).filter((p) => !collapsed.has(p) && ![...collapsed].some((c) => p.startsWith(`${c}.`)));
     state.drawn = drawGraph(layers, state.visible, state.laid, expanded, state.index.modules, arrowId);
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
+    const hasGroups = groupPaths(graph, state.index.modules).length > 0;
+    for (const button of toolbar.querySelectorAll(".group-button")) button.hidden = !hasGroups;
     status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}`;
     for (const [name, button] of Object.entries(viewButtons)) button.classList.toggle("active", name === state.view);
     paint();

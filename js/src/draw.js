@@ -3,6 +3,7 @@
 
 import { s } from "./dom.js";
 import { inGroup } from "./groups.js";
+import { shorten } from "./layout.js";
 
 function edgePath(points) {
   if (!points || points.length === 0) return "";
@@ -48,8 +49,8 @@ function drawNode(node, box) {
     },
     title,
     shape,
-    s("text", { class: "label", x: 0, y: node.sub ? -3 : 4, text: node.label }),
-    node.sub ? s("text", { class: "sub", x: 0, y: 12, text: node.sub }) : null,
+    s("text", { class: "label", x: 0, y: node.sub ? -3 : 4, text: shorten(node.label) }),
+    node.sub ? s("text", { class: "sub", x: 0, y: 12, text: shorten(node.sub) }) : null,
     node.kind === "group" ? s("text", { class: "badge", x: width / 2 - 10, y: -height / 2 + 12, text: "+" }) : null,
   );
 }

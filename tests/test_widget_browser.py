@@ -1,0 +1,350 @@
+"""The graph widget end to end, in a real browser: Debian's chromium driven by Playwright.
+
+JupyterLab runs headless on 127.0.0.1 (a free port, no token, a temporary directory); the test
+opens a notebook, runs a ``%%autograd`` cell, clicks nodes and checks what the inspector says.
+A ``save_html`` file is opened and clicked the same way. Screenshots go to test-artifacts/.
+
+scripts/test installs what this needs (chromium from apt, playwright from pip); without them the
+tests are skipped with the reason.
+"""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import nbgrad
+from nbgrad.widget import GraphWidget
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+XSS = "<img src=x onerror=alert(1)>"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+pytestmark = pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
+)
+
+
+# --- a browser and a JupyterLab ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (ROOT / "nbgrad" / "static" / "widget.js").is_file():
+        pytest.fail("the widget is not built: run `npm ci && npm run build` in js/")
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.problems = []
+    page.dialogs = []
+    page.on("pageerror", lambda error: page.problems.append(str(error)))
+
+    def on_dialog(dialog):
+        page.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    yield page
+    context.close()
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _notebook(cells):
+    return {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"cell{i}",
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+            for i, source in enumerate(cells)
+        ],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+# The magic shows the widget once its owner switches it to nbgrad.widget.display_trace; until
+# then the cell after it displays the widget itself.
+SHOW_IF_NEEDED = """\
+import inspect, nbgrad, nbgrad.magic
+from nbgrad.widget import GraphWidget, display_trace
+if "display_trace" not in inspect.getsource(nbgrad.magic.show_trace):
+    display_trace(nbgrad.last_trace())
+"""
+
+CELLS = [
+    "%load_ext nbgrad",
+    """%%autograd
+import nbgrad as torch
+a = torch.tensor(2.0, requires_grad=True)
+b = torch.tensor(3.0, requires_grad=True)
+c = a + b
+d = torch.tensor(4.0, requires_grad=True)
+e = c * d
+e.backward()""",
+    SHOW_IF_NEEDED,
+    """%%autograd --no-show
+globals()["<img src=x onerror=alert(1)>"] = torch.arange(300.0).reshape(15, 20).requires_grad_()
+loss = (globals()["<img src=x onerror=alert(1)>"] * 2).sum()
+loss.backward()""",
+    "w = GraphWidget(nbgrad.last_trace(), view='forward')\nw",
+    'print("SYNC", repr(w.selected), w.step)',
+]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server on 127.0.0.1 serving a notebook made for these tests."""
+    home = tmp_path_factory.mktemp("lab")
+    notebooks = home / "notebooks"
+    notebooks.mkdir()
+    (notebooks / "widget.ipynb").write_text(json.dumps(_notebook(CELLS)))
+    port = _free_port()
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(home / ".config"),
+        JUPYTER_RUNTIME_DIR=str(home / ".runtime"),
+        IPYTHONDIR=str(home / ".ipython"),
+        JUPYTERLAB_SETTINGS_DIR=str(home / ".settings"),
+    )
+    # no "get notified about Jupyter news?" toast over the screenshots
+    settings = home / ".settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.port_retries=0",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        "--ServerApp.disable_check_xsrf=True",
+        f"--ServerApp.root_dir={notebooks}",
+        f"--LabApp.workspaces_dir={home / '.workspaces'}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",  # no look-ups on PyPI
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")
+    log = open(home / "server.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status", timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail("JupyterLab did not start:\n" + (home / "server.log").read_text())
+                time.sleep(0.3)
+        # start the notebook's kernel now, so the page opens without asking which kernel to use
+        session = {"path": "widget.ipynb", "type": "notebook", "kernel": {"name": "python3"}}
+        request = urllib.request.Request(
+            f"{url}/api/sessions",
+            data=json.dumps(session).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        urllib.request.urlopen(request, timeout=30)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def _run_all(page):
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name=re.compile("^Run All Cells")).click()
+
+
+def _inspector(widget):
+    return widget.locator('[data-role="inspector"]')
+
+
+# --- in JupyterLab --------------------------------------------------------------------------------
+
+
+def test_widget_in_jupyterlab(lab, page):
+    try:
+        _check_widget_in_jupyterlab(lab, page)
+    except Exception:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "failure-jupyterlab.png"))
+        raise
+
+
+def _check_widget_in_jupyterlab(lab, page):
+    page.goto(f"{lab}/lab/tree/widget.ipynb")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    _run_all(page)
+    sync_output = page.locator(".jp-OutputArea-output", has_text="SYNC")
+    sync_output.wait_for(timeout=40_000)
+
+    widgets = page.locator(".nbgrad-widget")
+    widgets.first.wait_for(timeout=30_000)
+    widget = widgets.first
+    # e = (a + b) * d: the backward graph of the %%autograd cell
+    nodes = widget.locator("[data-node-id]")
+    labels = sorted(nodes.evaluate_all("els => els.map(e => e.dataset.label)"))
+    assert labels == [
+        "AccumulateGrad",
+        "AccumulateGrad",
+        "AccumulateGrad",
+        "AddBackward0",
+        "MulBackward0",
+    ]
+
+    # a Function node: its saved buffers with their values, its formulas, its gradients
+    widget.locator('[data-label="MulBackward0"]').click()
+    inspector = _inspector(widget)
+    saved = inspector.locator('[data-role="saved"]')
+    assert re.search(r"_saved_self\s*c = 5\.", saved.inner_text())
+    assert re.search(r"_saved_other\s*d = 4\.", saved.inner_text())
+    assert "de/dc = d = 4." in inspector.locator('[data-role="formulas"]').inner_text()
+    assert "e = c * d" in inspector.inner_text()  # the cell line that made it
+
+    # a leaf's AccumulateGrad: the contributions to a.grad
+    accumulate_a = widget.locator('[data-label="AccumulateGrad"]').filter(
+        has=page.locator("text.sub", has_text=re.compile("^a$"))
+    )
+    accumulate_a.click()
+    rows = inspector.locator('[data-role="accumulations"] tbody tr')
+    assert rows.count() == 1
+    assert "+ 4." in rows.first.inner_text() and "= 4." in rows.first.inner_text()
+
+    # the timeline: step 1 is MulBackward0; it lights up and the inspector follows
+    widget.locator('[data-role="next"]').click()
+    assert widget.locator('[data-role="step-label"]').inner_text() == "step 1 of 5: MulBackward0"
+    assert "current" in widget.locator('[data-label="MulBackward0"]').get_attribute("class")
+    assert widget.locator(".edge.lit").count() == 2
+    assert inspector.locator(".title").inner_text() == "MulBackward0"
+    widget.locator('[data-role="next"]').click()
+    assert "AccumulateGrad (d)" in widget.locator('[data-role="step-label"]').inner_text()
+    widget.scroll_into_view_if_needed()
+    ARTIFACTS.mkdir(exist_ok=True)
+    widget.screenshot(path=str(ARTIFACTS / "widget-jupyterlab.png"))
+
+    # the XSS name: shown as those characters, nothing runs, no <img> in the widget
+    evil = widgets.nth(1)
+    node = evil.locator("[data-node-id]").filter(has=page.locator("text.label", has_text=XSS))
+    node.first.wait_for()
+    assert node.first.get_attribute("data-label") == XSS
+    node.first.click()
+    assert _inspector(evil).locator(".title").inner_text() == XSS
+    assert evil.locator("img").count() == 0
+    # its value has 300 elements: a summary, the whole array fetched from the kernel on request
+    _inspector(evil).locator("button.load-full").first.click()
+    loaded = _inspector(evil).locator(".load-status.loaded")
+    loaded.first.wait_for(timeout=20_000)
+    assert "15×20 float32, 300 values" in loaded.first.inner_text()
+    evil.screenshot(path=str(ARTIFACTS / "widget-jupyterlab-xss-and-fetch.png"))
+
+    # two-way: the click and a step reached Python (re-run the cell that prints them)
+    evil.locator('[data-role="last"]').click()
+    page.wait_for_timeout(500)
+    sync_cell = page.locator(".jp-CodeCell", has_text='print("SYNC"')
+    sync_cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".some(e => /SYNC '\\w+' [1-9]/.test(e.textContent))",
+        timeout=30_000,
+    )
+    assert page.dialogs == []
+    assert page.problems == []
+
+
+# --- a saved HTML file ----------------------------------------------------------------------------
+
+
+def _record_simple():
+    import nbgrad as torch
+
+    with nbgrad.record() as trace:
+        a = torch.tensor(2.0, requires_grad=True)
+        b = torch.tensor(3.0, requires_grad=True)
+        c = a + b
+        d = torch.tensor(4.0, requires_grad=True)
+        e = c * d
+        e.backward()
+    return trace
+
+
+def test_save_html_works_offline(tmp_path, page):
+    path = GraphWidget(_record_simple()).save_html(tmp_path / "graph.html")
+    requests = []
+    page.route("**/*", lambda route: (requests.append(route.request.url), route.continue_()))
+    page.goto(path.as_uri())
+    page.wait_for_selector("[data-node-id]")
+    assert all(url.startswith(("file:", "blob:", "data:")) for url in requests), requests
+
+    page.locator('[data-label="MulBackward0"]').click()
+    saved = page.locator('[data-role="inspector"] [data-role="saved"]')
+    assert re.search(r"_saved_self\s*c = 5\.", saved.inner_text())
+    page.locator('[data-view="forward"]').click()
+    page.locator('[data-label="a"]').click()
+    assert page.locator('[data-role="inspector"] [data-role="accumulations"] tbody tr').count() == 1
+    page.locator('[data-role="last"]').click()
+    assert page.locator('[data-role="step-label"]').inner_text().startswith("step 5 of 5")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "widget-save-html.png"))
+    assert page.problems == []
+
+
+def test_save_html_of_an_empty_trace_says_so(tmp_path, page):
+    with nbgrad.record() as trace:
+        pass
+    path = GraphWidget(trace).save_html(tmp_path / "empty.html")
+    page.goto(path.as_uri())
+    message = page.locator('[data-role="message"]')
+    message.wait_for()
+    assert "Nothing to draw" in message.inner_text()
+    assert page.locator("[data-node-id]").count() == 0

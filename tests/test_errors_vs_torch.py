@@ -114,7 +114,7 @@ CASES = {
     ".numpy() on a leaf requiring grad": "T.tensor([1., 2.], requires_grad=True).numpy()",
     ".numpy() on a result": "(T.tensor([1., 2.], requires_grad=True) * 2).numpy()",
     "np.asarray of a tensor requiring grad": "np.asarray(T.tensor([1., 2.], requires_grad=True))",
-    # --- matrix products ----------------------------------------------------------------------------
+    # --- matrix products --------------------------------------------------------------------------
     "mm shapes": "T.mm(T.ones(2, 3), T.ones(2, 3))",
     "mm of a vector": "T.mm(T.ones(3), T.ones(3, 2))",
     "mm with a vector": "T.mm(T.ones(2, 3), T.ones(3))",
@@ -191,7 +191,7 @@ CASES = {
         a = T.ones(3)
         a.masked_fill_(T.ones(2, dtype=T.bool), 1.)
     """,
-    # --- the gradient passed to backward ------------------------------------------------------------
+    # --- the gradient passed to backward ----------------------------------------------------------
     "gradient of the wrong length": """
         a = T.tensor([1., 2.], requires_grad=True)
         (a * 2).backward(T.ones(3))
@@ -208,7 +208,7 @@ CASES = {
         a = T.ones(2, 3, requires_grad=True)
         T.autograd.grad(a * 2, a, T.ones(3))
     """,
-    # --- custom autograd.Function -------------------------------------------------------------------
+    # --- custom autograd.Function -----------------------------------------------------------------
     "Function returning too few grads": """
         class Mul(T.autograd.Function):
             @staticmethod
@@ -266,7 +266,7 @@ CASES = {
         a = T.ones(2, requires_grad=True)
         Double.apply(a).sum().backward()
     """,
-    # --- autograd.grad and unused inputs ----------------------------------------------------------------
+    # --- autograd.grad and unused inputs ----------------------------------------------------------
     "autograd.grad with an unused input": """
         a = T.ones(2, requires_grad=True)
         b = T.ones(2, requires_grad=True)
@@ -288,7 +288,7 @@ CASES = {
         a = T.ones(2, requires_grad=True)
         T.autograd.grad((a * 2).sum(), [a], materialize_grads=True, allow_unused=False)
     """,
-    # --- in-place operations on leaves ------------------------------------------------------------------
+    # --- in-place operations on leaves ------------------------------------------------------------
     "add_ on a leaf requiring grad": """
         a = T.ones(2, requires_grad=True)
         a.add_(1)
@@ -350,7 +350,7 @@ CASES = {
         b = a * 1
         b[0].detach_()
     """,
-    # --- in-place modification of saved tensors (version counter) --------------------------------------
+    # --- in-place modification of saved tensors (version counter) ---------------------------------
     "saved input modified (mul)": """
         a = T.ones(2, requires_grad=True)
         b = a * 1
@@ -421,7 +421,7 @@ CASES = {
         b.add_(1)
         y.sum().backward()
     """,
-    # --- shapes --------------------------------------------------------------------------------------
+    # --- shapes -----------------------------------------------------------------------------------
     "view to a wrong size": "T.ones(2, 3).view(4)",
     "view with -1 to a wrong size": "T.ones(2, 3).view(-1, 4)",
     "view with two -1": "T.ones(2, 3).view(-1, -1)",
@@ -449,7 +449,7 @@ CASES = {
     "narrow past the end": "T.ones(2, 3).narrow(0, 1, 5)",
     "narrow with a bad start": "T.ones(2, 3).narrow(0, -3, 1)",
     "narrow with a negative length": "T.ones(2, 3).narrow(0, 0, -1)",
-    # --- dims out of range ------------------------------------------------------------------------------
+    # --- dims out of range ------------------------------------------------------------------------
     "sum over dim 2 of a matrix": "T.ones(2, 3).sum(2)",
     "sum over dim -3 of a matrix": "T.ones(2, 3).sum(-3)",
     "mean over dim 5": "T.ones(2, 3).mean(5)",
@@ -463,7 +463,7 @@ CASES = {
     "max over dim 2": "T.ones(2, 3).max(2)",
     "squeeze(3) of a matrix": "T.ones(2, 3).squeeze(3)",
     "argmax over dim 5": "T.ones(2, 3).argmax(5)",
-    # --- indexing ---------------------------------------------------------------------------------------
+    # --- indexing ---------------------------------------------------------------------------------
     "index past the end": "T.ones(3)[3]",
     "negative index past the start": "T.ones(3)[-4]",
     "second index past the end": "T.ones(2, 3)[0, 5]",
@@ -499,7 +499,7 @@ CASES = {
     "gather with a float index": "T.ones(2, 3).gather(1, T.tensor([[0.]]))",
     "gather with an index of fewer dims": "T.ones(2, 3).gather(1, T.tensor([0, 1]))",
     "gather with a larger index": "T.ones(2, 3).gather(1, T.tensor([[0], [1], [2]]))",
-    # --- numbers out of tensors ----------------------------------------------------------------------------
+    # --- numbers out of tensors -------------------------------------------------------------------
     ".item() of three elements": "T.ones(3).item()",
     ".item() of no elements": "T.ones(0).item()",
     "bool() of three elements": "bool(T.ones(3))",
@@ -510,7 +510,7 @@ CASES = {
     """,
     "len() of a 0-d tensor": "len(T.tensor(1.))",
     "iter() of a 0-d tensor": "iter(T.tensor(1.))",
-    # --- dtypes -------------------------------------------------------------------------------------------
+    # --- dtypes -----------------------------------------------------------------------------------
     "mean of an integer tensor": "T.tensor([1, 2]).mean()",
     "max of an empty tensor": "T.ones(0).max()",
     "- of two bool tensors": "T.tensor([True]) - T.tensor([False])",
@@ -547,7 +547,7 @@ CASES = {
     "minimum with a float": "T.ones(2).minimum(0.5)",
     "div with an unknown rounding mode": "T.tensor([1.]).div(2, rounding_mode='round')",
     "clamp without bounds": "T.ones(2).clamp()",
-    # --- creating tensors -----------------------------------------------------------------------------------
+    # --- creating tensors -------------------------------------------------------------------------
     "ragged nested list": "T.tensor([[1, 2], [3]])",
     "ragged nested list, longer": "T.tensor([[1, 2], [3, 4, 5]])",
     "ragged nested list, deeper": "T.tensor([[[1], [2]], [[3], [4, 5]]])",

@@ -408,7 +408,9 @@ def test_default_dtype_float64_changes_inference_like_pytorch(torch):
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
 
 # An operand: a 1-d tensor ("t"), a 0-dim tensor ("z") of a dtype, or a Python number ("s").
-OPERANDS = [("t", d) for d in DTYPES] + [("z", d) for d in DTYPES] + [("s", v) for v in (3, 2.5, True)]
+OPERANDS = (
+    [("t", d) for d in DTYPES] + [("z", d) for d in DTYPES] + [("s", v) for v in (3, 2.5, True)]
+)
 
 BINARY_OPS = {
     "add": operator.add,
@@ -527,7 +529,7 @@ def test_promotion_examples_match_pytorch(torch, expression):
         assert describe(mine, torch) == describe(real, torch)
 
 
-# --- the Tensor API ---------------------------------------------------------------------------------
+# --- the Tensor API -------------------------------------------------------------------------------
 
 API_NAMES = {
     "x": lambda T: T.tensor([[0.5, -1.25, 2.0], [3.5, 0.75, -2.5]], requires_grad=True),

@@ -153,7 +153,8 @@ def _size(size, zeros=False):
             if zeros:
                 raise RuntimeError("zeros: Dimension size must be non-negative.")
             raise RuntimeError(
-                f"Trying to create tensor with negative dimension {s}: [{', '.join(map(str, size))}]"
+                f"Trying to create tensor with negative dimension {s}: "
+                f"[{', '.join(map(str, size))}]"
             )
     return size
 

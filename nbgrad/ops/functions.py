@@ -249,8 +249,10 @@ def clamp(input, min=None, max=None):  # noqa: A001, A002
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         # Tensor bounds are inputs of their own (ClampBackward0): they get gradients too.
-        return run_op(OPS["clamp_tensor"], (_check_tensor(input), _operand_or_none(min),
-                                            _operand_or_none(max)))
+        return run_op(
+            OPS["clamp_tensor"],
+            (_check_tensor(input), _operand_or_none(min), _operand_or_none(max)),
+        )
     min, max = _number(min), _number(max)  # noqa: A001
     return run_op(OPS["clamp"], (_promoted(_check_tensor(input), min, max),), (min, max))
 
@@ -342,13 +344,14 @@ def _no_grad_result(function, kernel=None, kinds=None):
         target = result_dtype((a, b))
         if kinds is not None and target._category not in kinds:
             raise NotImplementedError(
-                f'"{kernel}" not implemented for \'{dtypes.SCALAR_TYPE_NAMES[target]}\''
+                f"\"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[target]}'"
             )
-        arrays = [x._data.astype(target.numpy, copy=False) if isinstance(x, Tensor) else x
-                  for x in (a, b)]
-        if kernel in ("div_floor_cpu", "remainder_cpu") and target._category < 2:
-            if np.any(np.asarray(arrays[1]) == 0):
-                raise RuntimeError("ZeroDivisionError")
+        arrays = [
+            x._data.astype(target.numpy, copy=False) if isinstance(x, Tensor) else x for x in (a, b)
+        ]
+        dividing = kernel in ("div_floor_cpu", "remainder_cpu")
+        if dividing and target._category < 2 and np.any(np.asarray(arrays[1]) == 0):
+            raise RuntimeError("ZeroDivisionError")
         try:
             out = np.asarray(function(*arrays))
         except ValueError:
@@ -583,7 +586,8 @@ def dot(input, tensor):  # noqa: A002
     if input._dtype is not tensor._dtype:
         raise RuntimeError(
             "dot : expected both vectors to have same dtype, but found "
-            f"{dtypes.SCALAR_TYPE_NAMES[input._dtype]} and {dtypes.SCALAR_TYPE_NAMES[tensor._dtype]}"
+            f"{dtypes.SCALAR_TYPE_NAMES[input._dtype]} and "
+            f"{dtypes.SCALAR_TYPE_NAMES[tensor._dtype]}"
         )
     if a[0] != b[0]:
         raise RuntimeError(
@@ -661,9 +665,7 @@ def _should_fold(tensor1, tensor2):
     strides = [s // big._data.itemsize for s in big._data.strides]
     if not larger:  # tensor2.mT
         shape[-2:], strides[-2:] = shape[:-3:-1], strides[:-3:-1]
-    return builtins.all(
-        strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2)
-    )
+    return builtins.all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
 
 
 def _folded_matmul(tensor1, tensor2):
@@ -1053,9 +1055,7 @@ def _consumed(key):
 
 def _is_full_slice(k, size):
     """``:``, ``0:``, ``:n`` with n >= size: PyTorch skips these inside a tuple of indices."""
-    return (
-        k.start in (None, 0) and (k.stop is None or k.stop >= size) and k.step in (None, 1)
-    )
+    return k.start in (None, 0) and (k.stop is None or k.stop >= size) and k.step in (None, 1)
 
 
 def getitem(tensor, key):
@@ -1197,12 +1197,11 @@ def setitem(tensor, key, value):
     recording = grad_mode._enabled and (
         tensor._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
     )
-    if recording and tensor._grad_fn is None and tensor._requires_grad:
-        if _writes_through_view(tensor, key):
-            raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place "
-                "operation."
-            )
+    leaf = tensor._grad_fn is None and tensor._requires_grad
+    if recording and leaf and _writes_through_view(tensor, key):
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
     if not recording:
         tensor._data[key] = value._data if isinstance(value, Tensor) else value
         tensor._version_counter.value += 1
@@ -1214,7 +1213,7 @@ def setitem(tensor, key, value):
 
 
 def _inplace_operand(input, other):  # noqa: A002
-    """``other`` as an operand of an in-place op on ``input``: it must broadcast to input's shape."""
+    """``other`` as an operand of an in-place op on ``input``: it broadcasts to input's shape."""
     other = _operand(other)
     if isinstance(other, Tensor) and other._data.shape != input._data.shape:
         try:

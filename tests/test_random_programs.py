@@ -1,0 +1,749 @@
+"""Random programs run on nbgrad and on PyTorch from the same float64 inputs give the same results.
+
+Hypothesis draws a program: a few leaves (shapes that broadcast against each other, some not
+requiring grad), then a sequence of operations drawn from a list (element-wise ops with
+broadcasting and Python numbers, unary ops on their safe domains, reductions, matrix products,
+views, indexing, cat/stack), each taking its operands from everything computed so far, so that
+tensors are used more than once. Every step runs in both libraries in lockstep and must agree:
+the value, ``requires_grad``, ``is_leaf``, the ``grad_fn`` class and the whole graph below it
+(``next_functions``, node sharing, which leaf each ``AccumulateGrad`` holds), or the exception
+raised (type and message). At the end the last value is backpropagated with a random upstream
+gradient (sometimes twice with ``retain_graph=True``, sometimes through ``autograd.grad``) and
+every leaf's ``.grad`` must agree, as must the ``.grad`` of intermediates that ``retain_grad()``.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import nbgrad
+
+SETTINGS = settings(
+    max_examples=250,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    # The torch fixture is the module itself: nothing to reset between examples.
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+
+RTOL, ATOL = 1e-9, 1e-11
+
+
+def _array(t):
+    return t.detach().numpy()
+
+
+class Program:
+    """The values computed so far, each a pair (nbgrad tensor, PyTorch tensor)."""
+
+    def __init__(self, torch, data):
+        self.torch, self.data = torch, data
+        self.values = []
+        self.leaves = []
+        self.log = []
+
+    def draw(self, strategy, label):
+        return self.data.draw(strategy, label=label)
+
+    def choice(self, items, label):
+        return items[self.draw(st.integers(0, len(items) - 1), label)]
+
+    # --- making values ------------------------------------------------------------------------
+
+    def leaf(self, shape, requires_grad=None, low=None):
+        seed = self.draw(st.integers(0, 2**32 - 1), "seed")
+        array = np.random.default_rng(seed).standard_normal(shape)
+        if low is not None:
+            array = low + np.abs(array)
+        if requires_grad is None:
+            requires_grad = self.draw(st.booleans(), "requires_grad")
+        pair = (
+            nbgrad.tensor(array, requires_grad=requires_grad),
+            self.torch.tensor(array, requires_grad=requires_grad),
+        )
+        name = f"leaf{len(self.leaves)}"
+        self.leaves.append(pair)
+        self.values.append(pair)
+        self.log.append(f"{name} = tensor(shape={shape}, requires_grad={requires_grad})")
+        return pair
+
+    def step(self, text, fn, *operands):
+        """Run ``fn(T, *tensors)`` in both libraries; keep the result, or check the errors."""
+        names = [f"v{next(k for k, v in enumerate(self.values) if v is o)}" for o in operands]
+        self.log.append(f"v{len(self.values)} = " + text.format(*names))
+        real, real_error = self._run(fn, 1, operands)
+        mine, my_error = self._run(fn, 0, operands)
+        if real_error is not None:
+            assert my_error is not None, f"PyTorch raised {real_error!r}; nbgrad did not"
+            assert (type(my_error).__name__, str(my_error)) == (
+                type(real_error).__name__,
+                str(real_error),
+            )
+            self.log.append("  (both raised)")
+            return None
+        assert my_error is None, f"nbgrad raised {my_error!r}; PyTorch did not"
+        pair = (mine, real)
+        check_same_tensor(pair, self)
+        self.values.append(pair)
+        return pair
+
+    def _run(self, fn, which, operands):
+        T = (nbgrad, self.torch)[which]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                return fn(T, *(o[which] for o in operands)), None
+            except Exception as error:  # noqa: BLE001 - compared with PyTorch's
+                return None, error
+
+    # --- choosing operands ----------------------------------------------------------------------
+
+    def pick(self, label, where=lambda a: True):
+        """A value whose nbgrad array satisfies ``where``, or None if there is none."""
+        candidates = [v for v in self.values if where(_array(v[0]))]
+        if not candidates:
+            return None
+        return self.choice(candidates, label)
+
+    def pick_pair(self, label, fits):
+        """Two values (possibly the same one twice) whose arrays satisfy ``fits(a, b)``."""
+        first = self.pick(label + " a")
+        candidates = [v for v in self.values if fits(_array(first[0]), _array(v[0]))]
+        return first, self.choice(candidates, label + " b") if candidates else None
+
+
+def check_same_tensor(pair, program):
+    mine, real = pair
+    context = "\n".join(program.log)
+    assert tuple(mine.shape) == tuple(real.shape), context
+    assert str(mine.dtype) == str(real.dtype), context
+    np.testing.assert_allclose(_array(mine), _array(real), RTOL, ATOL, err_msg=context)
+    assert mine.requires_grad == real.requires_grad, context
+    assert mine.is_leaf == real.is_leaf, context
+    assert graph(mine.grad_fn, program, 0) == graph(real.grad_fn, program, 1), context
+
+
+# Known differences, each pinned by a strict xfail test at the end of this file: PyTorch's
+# reshape of a non-contiguous tensor that can still be viewed is ReshapeAliasBackward0 (nbgrad:
+# ViewBackward0), and x[...] is AliasBackward0 (nbgrad: ViewBackward0). Same edges, same grads.
+KNOWN_NAME_DIFFERENCES = {
+    "ReshapeAliasBackward0": "ViewBackward0",
+    "AliasBackward0": "ViewBackward0",
+}
+
+
+def graph(fn, program, which):
+    """The graph below ``fn``, node by node in breadth-first order of discovery: the class name,
+    the edges as (node number, input_nr), and for AccumulateGrad the leaf it accumulates into.
+    Equal lists mean equal graphs, shared nodes included."""
+    if fn is None:
+        return None
+    numbers, order, rows = {fn: 0}, [fn], []
+    for node in order:
+        edges = []
+        for child, nr in node.next_functions:
+            if child is not None and child not in numbers:
+                numbers[child] = len(order)
+                order.append(child)
+            edges.append((None if child is None else numbers[child], nr))
+        leaf = None
+        if type(node).__name__ == "AccumulateGrad":
+            leaf = next(i for i, p in enumerate(program.leaves) if p[which] is node.variable)
+        name = type(node).__name__
+        rows.append((KNOWN_NAME_DIFFERENCES.get(name, name), tuple(edges), leaf))
+    return rows
+
+
+# --- the operations -------------------------------------------------------------------------------
+# Each takes the program, draws its operands and parameters, and runs one step (or does nothing
+# when no value fits). Unary functions only see values inside their safe domain.
+
+
+def _broadcastable(a, b):
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        return False
+    return True
+
+
+def binary(p):
+    name = p.choice(["add", "sub", "mul", "div", "maximum", "minimum", "add_alpha"], "binary")
+    fits = _broadcastable
+    if name == "div":
+        fits = lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) > 0.2)  # noqa: E731
+    if name in ("maximum", "minimum"):
+        # Ties between different values are avoided; a value against itself ties everywhere.
+        fits = lambda a, b: _broadcastable(a, b) and (a is b or not np.isin(a, b).any())  # noqa: E731
+    a, b = p.pick_pair(name, fits)
+    if b is None:
+        return
+    functions = {
+        "add": ("{} + {}", lambda T, x, y: x + y),
+        "sub": ("{} - {}", lambda T, x, y: x - y),
+        "mul": ("{} * {}", lambda T, x, y: x * y),
+        "div": ("{} / {}", lambda T, x, y: x / y),
+        "maximum": ("T.maximum({}, {})", lambda T, x, y: T.maximum(x, y)),
+        "minimum": ("{}.minimum({})", lambda T, x, y: x.minimum(y)),
+        "add_alpha": ("T.add({}, {}, alpha=2)", lambda T, x, y: T.add(x, y, alpha=2)),
+    }
+    text, fn = functions[name]
+    p.step(text, fn, a, b)
+
+
+def scalar(p):
+    number = p.choice([2, -1.5, 0.5, 3.0], "number")
+    forms = [
+        ("{} + " + repr(number), lambda T, x: x + number, None),
+        (repr(number) + " + {}", lambda T, x: number + x, None),
+        ("{} - " + repr(number), lambda T, x: x - number, None),
+        (repr(number) + " - {}", lambda T, x: number - x, None),
+        ("{} * " + repr(number), lambda T, x: x * number, None),
+        (repr(number) + " * {}", lambda T, x: number * x, None),
+        ("{} / " + repr(number), lambda T, x: x / number, None),
+        (repr(number) + " / {}", lambda T, x: number / x, lambda a: np.all(np.abs(a) > 0.2)),
+        ("{} ** 2", lambda T, x: x**2, lambda a: np.all(np.abs(a) < 1e3)),
+        ("{} ** 3", lambda T, x: x**3, lambda a: np.all(np.abs(a) < 1e2)),
+        ("{} ** 0.5", lambda T, x: x**0.5, lambda a: np.all(a > 0.1)),
+        ("2 ** {}", lambda T, x: 2**x, lambda a: np.all(np.abs(a) < 20)),
+    ]
+    text, fn, domain = p.choice(forms, "scalar form")
+    x = p.pick("operand", domain or (lambda a: True))
+    if x is not None:
+        p.step(text, fn, x)
+
+
+def power(p):
+    """A positive base to a tensor power: ``x ** y``, or ``x ** x`` (one tensor used twice)."""
+    x = p.pick("base", lambda a: np.all(a > 0.1) and np.all(a < 20))
+    if x is None:
+        return
+    y = p.pick("exponent", lambda b: _broadcastable(_array(x[0]), b) and np.all(np.abs(b) < 5))
+    if y is not None:
+        p.step("{} ** {}", lambda T, a, b: a**b, x, y)
+
+
+UNARY = [
+    ("{}.neg()", lambda T, x: x.neg(), None),
+    ("-{}", lambda T, x: -x, None),
+    ("{}.exp()", lambda T, x: x.exp(), lambda a: np.all(np.abs(a) < 5)),
+    ("T.exp({})", lambda T, x: T.exp(x), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.log()", lambda T, x: x.log(), lambda a: np.all(a > 0.1)),
+    ("{}.sqrt()", lambda T, x: x.sqrt(), lambda a: np.all(a > 0.1)),
+    ("{}.rsqrt()", lambda T, x: x.rsqrt(), lambda a: np.all(a > 0.1)),
+    ("{}.reciprocal()", lambda T, x: x.reciprocal(), lambda a: np.all(np.abs(a) > 0.2)),
+    ("{}.log1p()", lambda T, x: x.log1p(), lambda a: np.all(a > -0.8)),
+    ("{}.expm1()", lambda T, x: x.expm1(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.sin()", lambda T, x: x.sin(), None),
+    ("{}.cos()", lambda T, x: x.cos(), None),
+    ("{}.tan()", lambda T, x: x.tan(), lambda a: np.all(np.abs(a) < 1.2)),
+    ("{}.tanh()", lambda T, x: x.tanh(), None),
+    ("T.tanh({})", lambda T, x: T.tanh(x), None),
+    ("{}.sigmoid()", lambda T, x: x.sigmoid(), None),
+    ("{}.relu()", lambda T, x: x.relu(), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("T.relu({})", lambda T, x: T.relu(x), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("{}.abs()", lambda T, x: x.abs(), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("{}.square()", lambda T, x: x.square(), None),
+    ("{}.pow(2)", lambda T, x: x.pow(2), lambda a: np.all(np.abs(a) < 1e3)),
+    ("{}.clamp(-0.5, 0.7)", lambda T, x: x.clamp(-0.5, 0.7), None),
+    ("{}.clamp(min=0.1)", lambda T, x: x.clamp(min=0.1), None),
+    ("{}.sign()", lambda T, x: x.sign(), None),
+    ("{}.clone()", lambda T, x: x.clone(), None),
+    ("{}.contiguous()", lambda T, x: x.contiguous(), None),
+    ("{}.detach()", lambda T, x: x.detach(), None),
+    ("{}.float().double()", lambda T, x: x.float().double(), None),
+]
+
+
+def unary(p):
+    text, fn, domain = p.choice(UNARY, "unary")
+    x = p.pick("operand", domain or (lambda a: True))
+    if x is not None:
+        p.step(text, fn, x)
+
+
+def softmax(p):
+    # Not over a dim of size 0: a known difference, pinned by an xfail test below.
+    x = p.pick("operand", lambda a: a.ndim >= 1 and a.size > 0 and np.all(np.abs(a) < 50))
+    if x is None:
+        return
+    dim = p.draw(st.integers(-x[0].dim(), x[0].dim() - 1), "dim")
+    name = p.choice(["softmax", "log_softmax"], "which")
+    p.step(f"{{}}.{name}({dim})", lambda T, t: getattr(t, name)(dim), x)
+
+
+def reduction(p):
+    x = p.pick("operand")
+    ndim = x[0].dim()
+    name = p.choice(["sum", "mean", "max", "min", "amax", "amin"], "reduction")
+    if name in ("max", "min", "amax", "amin") and np.unique(_array(x[0])).size != x[0].numel():
+        return  # ties: which element gets the gradient is a tie-break, not a formula
+    if ndim == 0 or p.draw(st.booleans(), "over everything"):
+        if name in ("amax", "amin"):
+            p.step(f"{{}}.{name}()", lambda T, t: getattr(t, name)(), x)
+        else:
+            p.step(f"{{}}.{name}()", lambda T, t: getattr(t, name)(), x)
+        return
+    keepdim = p.draw(st.booleans(), "keepdim")
+    dim = p.draw(st.integers(-ndim, ndim - 1), "dim")
+    if name in ("max", "min"):
+        part = p.choice(["[0]", ".values"], "part")
+        get = (lambda r: r[0]) if part == "[0]" else (lambda r: r.values)
+        p.step(
+            f"{{}}.{name}({dim}, keepdim={keepdim}){part}",
+            lambda T, t: get(getattr(t, name)(dim, keepdim=keepdim)),
+            x,
+        )
+        return
+    if name in ("sum", "mean") and ndim >= 2 and p.draw(st.booleans(), "tuple of dims"):
+        dim = (0, dim % ndim) if dim % ndim != 0 else (0,)
+    p.step(
+        f"{{}}.{name}({dim!r}, keepdim={keepdim})",
+        lambda T, t: getattr(t, name)(dim, keepdim=keepdim),
+        x,
+    )
+
+
+def _matmul_shape(a, b):
+    try:
+        return np.matmul(np.zeros(a.shape), np.zeros(b.shape)).shape
+    except ValueError:
+        return None
+
+
+def matmul(p):
+    form = p.choice(["@", "matmul", "mm", "mv", "dot", "bmm", "self", "new"], "matmul form")
+    if form == "self":
+        # A value times its own transpose: one tensor used twice.
+        x = p.pick("operand", lambda a: a.ndim >= 2 and np.all(np.abs(a) < 1e3))
+        if x is not None:
+            p.step("{0} @ {0}.transpose(-1, -2)", lambda T, t: t @ t.transpose(-1, -2), x)
+        return
+    if form == "new":
+        # A fresh weight of a fitting shape, as in x @ W.
+        x = p.pick("operand", lambda a: a.ndim >= 1 and np.all(np.abs(a) < 1e3))
+        if x is None:
+            return
+        columns = p.draw(st.integers(1, 3), "columns")
+        shape = (x[0].shape[-1], columns) if p.draw(st.booleans(), "matrix") else (x[0].shape[-1],)
+        w = p.leaf(shape)
+        p.step("{} @ {}", lambda T, a, b: a @ b, x, w)
+        return
+    ranks = {"mm": (2, 2), "mv": (2, 1), "dot": (1, 1), "bmm": (3, 3)}.get(form)
+    small = lambda a: np.all(np.abs(a) < 1e3)  # noqa: E731
+
+    def fits(a, b):
+        if ranks is not None and (a.ndim, b.ndim) != ranks:
+            return False
+        if ranks is None and (a.ndim == 0 or b.ndim == 0):
+            return False
+        return small(a) and small(b) and _matmul_shape(a, b) is not None
+
+    a = p.pick("left", lambda t: small(t) and (ranks is None or t.ndim == ranks[0]))
+    if a is None:
+        return
+    b = p.pick("right", lambda t: fits(_array(a[0]), t))
+    if b is None:
+        return
+    texts = {
+        "@": "{} @ {}",
+        "matmul": "T.matmul({}, {})",
+        "mm": "T.mm({}, {})",
+        "mv": "{}.mv({})",
+        "dot": "T.dot({}, {})",
+        "bmm": "T.bmm({}, {})",
+    }
+    functions = {
+        "@": lambda T, x, y: x @ y,
+        "matmul": lambda T, x, y: T.matmul(x, y),
+        "mm": lambda T, x, y: T.mm(x, y),
+        "mv": lambda T, x, y: x.mv(y),
+        "dot": lambda T, x, y: T.dot(x, y),
+        "bmm": lambda T, x, y: T.bmm(x, y),
+    }
+    p.step(texts[form], functions[form], a, b)
+
+
+def _factorisations(shape):
+    n = int(np.prod(shape))
+    options = [(n,), (-1,), (1, n), (n, 1)]
+    for d in range(2, n):
+        if n % d == 0:
+            options.append((d, n // d))
+            options.append((d, -1))
+    return options
+
+
+def view(p):
+    x = p.pick("operand")
+    t = x[0]
+    ndim = t.dim()
+    form = p.choice(
+        [
+            "reshape",
+            "view",
+            "transpose",
+            "permute",
+            "t",
+            "T",
+            "unsqueeze",
+            "squeeze",
+            "squeeze_dim",
+            "expand",
+            "flatten",
+            "narrow",
+            "view_as",
+        ],
+        "view form",
+    )
+    if form in ("reshape", "view"):
+        shape = p.choice(_factorisations(tuple(t.shape)), "shape")
+        p.step(f"{{}}.{form}{shape}", lambda T, a: getattr(a, form)(*shape), x)
+    elif form == "transpose" and ndim >= 1:
+        d0, d1 = (p.draw(st.integers(-ndim, ndim - 1), f"dim{i}") for i in range(2))
+        p.step(f"{{}}.transpose({d0}, {d1})", lambda T, a: a.transpose(d0, d1), x)
+    elif form == "permute":
+        order = tuple(p.draw(st.permutations(range(ndim)), "order"))
+        p.step(f"{{}}.permute{order}", lambda T, a: a.permute(*order), x)
+    elif form == "t" and ndim <= 2:
+        p.step("{}.t()", lambda T, a: a.t(), x)
+    elif form == "T" and ndim != 3:
+        p.step("{}.T", lambda T, a: a.T, x)
+    elif form == "unsqueeze" and ndim < 4:
+        dim = p.draw(st.integers(-ndim - 1, ndim), "dim")
+        p.step(f"{{}}.unsqueeze({dim})", lambda T, a: a.unsqueeze(dim), x)
+    elif form == "squeeze":
+        p.step("{}.squeeze()", lambda T, a: a.squeeze(), x)
+    elif form == "squeeze_dim" and ndim >= 1:
+        dim = p.draw(st.integers(-ndim, ndim - 1), "dim")
+        p.step(f"{{}}.squeeze({dim})", lambda T, a: a.squeeze(dim), x)
+    elif form == "expand":
+        lead = p.draw(st.integers(0, 1), "new dims")
+        sizes = [2] * lead + [
+            p.choice([s, -1, 3], "size") if s == 1 else p.choice([s, -1], "size") for s in t.shape
+        ]
+        p.step(f"{{}}.expand{tuple(sizes)}", lambda T, a: a.expand(*sizes), x)
+    elif form == "flatten" and ndim >= 1:
+        start = p.draw(st.integers(0, ndim - 1), "start")
+        end = p.draw(st.integers(start, ndim - 1), "end")
+        p.step(f"{{}}.flatten({start}, {end})", lambda T, a: a.flatten(start, end), x)
+    elif form == "narrow" and ndim >= 1:
+        dim = p.draw(st.integers(0, ndim - 1), "dim")
+        size = t.shape[dim]
+        start = p.draw(st.integers(0, max(size - 1, 0)), "start")
+        length = p.draw(st.integers(0, size - start), "length")
+        p.step(
+            f"{{}}.narrow({dim}, {start}, {length})", lambda T, a: a.narrow(dim, start, length), x
+        )
+    elif form == "view_as":
+        y = p.pick("target", lambda a: a.size == t.numel())
+        p.step("{}.view_as({})", lambda T, a, b: a.view_as(b), x, y)
+
+
+def index(p):
+    x = p.pick("operand", lambda a: a.ndim >= 1 and a.size > 0)
+    if x is None:
+        return
+    t = x[0]
+    n0, j = t.shape[0], None
+    i = p.draw(st.integers(-n0, n0 - 1), "int")
+    keys = [
+        ("[{i}]", lambda T, a: a[i]),
+        ("[{i}:]", lambda T, a: a[i:]),
+        ("[:{i}]", lambda T, a: a[:i]),
+        ("[::2]", lambda T, a: a[::2]),
+        ("[:]", lambda T, a: a[:]),
+        ("[None]", lambda T, a: a[None]),
+        ("[..., -1]", lambda T, a: a[..., -1]),
+        ("[[{i}, 0]]", lambda T, a: a[[i, 0]]),
+        ("[[0, 0]]", lambda T, a: a[[0, 0]]),
+        ("[T.tensor([{i}])]", lambda T, a: a[T.tensor([i])]),
+        ("[mask]", lambda T, a: a[a > 0.1]),
+    ]
+    if t.dim() >= 2:
+        n1 = t.shape[1]
+        j = p.draw(st.integers(-n1, n1 - 1), "second int")
+        keys += [
+            ("[{i}, {j}]", lambda T, a: a[i, j]),
+            ("[:, {j}]", lambda T, a: a[:, j]),
+            ("[{i}, :]", lambda T, a: a[i, :]),
+            ("[0:{n0}, {j}]", lambda T, a: a[0:n0, j]),
+            ("[1:, [{j}]]", lambda T, a: a[1:, [j]]),
+            ("[:, [{j}, 0]]", lambda T, a: a[:, [j, 0]]),
+            ("[[{i}], [{j}]]", lambda T, a: a[[i], [j]]),
+            ("[{i}, None, {j}:]", lambda T, a: a[i, None, j:]),
+            ("[:, :, None]", lambda T, a: a[:, :, None]),
+        ]
+    text, fn = p.choice(keys, "key")
+    p.step("{}" + text.format(i=i, j=j, n0=n0), fn, x)
+
+
+def join(p):
+    x = p.pick("first")
+    same = [v for v in p.values if tuple(v[0].shape) == tuple(x[0].shape)]
+    others = [p.choice(same, f"other {k}") for k in range(p.draw(st.integers(0, 2), "count"))]
+    operands = [x, *others]
+    slots = ", ".join(["{}"] * len(operands))
+    if p.draw(st.booleans(), "stack"):
+        dim = p.draw(st.integers(-x[0].dim() - 1, x[0].dim()), "dim")
+        p.step(f"T.stack([{slots}], {dim})", lambda T, *ts: T.stack(list(ts), dim), *operands)
+    elif x[0].dim() >= 1:
+        dim = p.draw(st.integers(-x[0].dim(), x[0].dim() - 1), "dim")
+        p.step(f"T.cat([{slots}], {dim})", lambda T, *ts: T.cat(list(ts), dim), *operands)
+
+
+def select_values(p):
+    a, b = p.pick_pair("where", _broadcastable)
+    if b is None:
+        return
+    form = p.choice(["where", "where_number", "masked_fill"], "form")
+    if form == "where":
+        p.step("T.where({0} > 0, {0}, {1})", lambda T, x, y: T.where(x > 0, x, y), a, b)
+    elif form == "where_number":
+        p.step("T.where({} > 0.2, {}, 0.5)", lambda T, x, y: T.where(x > 0.2, y, 0.5), a, b)
+    else:
+        p.step("{}.masked_fill({} < 0, 2.0)", lambda T, x, y: x.masked_fill(y < 0, 2.0), a, b)
+
+
+OPERATIONS = [
+    binary,
+    binary,
+    scalar,
+    scalar,
+    power,
+    unary,
+    unary,
+    unary,
+    softmax,
+    reduction,
+    reduction,
+    matmul,
+    matmul,
+    view,
+    view,
+    view,
+    index,
+    index,
+    join,
+    select_values,
+]
+
+BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
+
+
+def leaf_shapes(p):
+    """Shapes that broadcast against one base shape: suffixes of it, some sizes set to 1."""
+    base = p.choice(BASE_SHAPES, "base shape")
+    shapes = [base]
+    for k in range(p.draw(st.integers(1, 3), "more leaves")):
+        cut = p.draw(st.integers(0, len(base)), f"cut {k}")
+        shape = list(base[cut:])
+        for d in range(len(shape)):
+            if p.draw(st.integers(0, 3), f"one {k} {d}") == 0:
+                shape[d] = 1
+        shapes.append(tuple(shape))
+    return shapes
+
+
+def build(torch, data):
+    p = Program(torch, data)
+    for n, shape in enumerate(leaf_shapes(p)):
+        p.leaf(shape, requires_grad=True if n == 0 else None)
+    for k in range(p.draw(st.integers(1, 10), "steps")):
+        p.choice(OPERATIONS, f"operation {k}")(p)
+    return p
+
+
+def check_grads(p, label):
+    context = "\n".join(p.log) + f"\nafter {label}"
+    for n, (mine, real) in enumerate(p.leaves):
+        assert (mine.grad is None) == (real.grad is None), f"leaf{n}\n{context}"
+        if real.grad is not None:
+            np.testing.assert_allclose(
+                _array(mine.grad), _array(real.grad), RTOL, ATOL, err_msg=f"leaf{n}\n{context}"
+            )
+
+
+@SETTINGS
+@given(data=st.data())
+def test_random_programs_match_pytorch(torch, data):
+    p = build(torch, data)
+    out = p.values[-1]
+    if not out[1].requires_grad:
+        assert not out[0].requires_grad
+        return
+    retained = [v for v in p.values[len(p.leaves) :] if v[1].requires_grad and not v[1].is_leaf]
+    if retained and p.draw(st.booleans(), "retain_grad"):
+        retained = [p.choice(retained, "retained")]
+        for pair in retained[0]:
+            pair.retain_grad()
+    else:
+        retained = []
+    seed = p.draw(st.integers(0, 2**32 - 1), "upstream seed")
+    upstream = np.random.default_rng(seed).standard_normal(tuple(out[1].shape))
+    mode = p.draw(st.sampled_from(["backward", "twice", "autograd.grad"]), "mode")
+    if mode == "autograd.grad":
+        wanted = [k for k, leaf in enumerate(p.leaves) if leaf[1].requires_grad]
+        results = []
+        for which, T in enumerate((nbgrad, p.torch)):
+            inputs = [p.leaves[k][which] for k in wanted]
+            results.append(
+                T.autograd.grad(out[which], inputs, T.tensor(upstream), allow_unused=True)
+            )
+        for k, mine, real in zip(wanted, *results):
+            assert (mine is None) == (real is None), f"leaf{k}\n" + "\n".join(p.log)
+            if real is not None:
+                np.testing.assert_allclose(_array(mine), _array(real), RTOL, ATOL)
+        check_grads(p, "autograd.grad (no .grad anywhere)")
+        return
+    twice = mode == "twice"
+    out[0].backward(nbgrad.tensor(upstream), retain_graph=twice)
+    out[1].backward(torch.tensor(upstream), retain_graph=twice)
+    check_grads(p, "backward")
+    if twice:
+        out[0].backward(nbgrad.tensor(upstream * 0.5))
+        out[1].backward(torch.tensor(upstream * 0.5))
+        check_grads(p, "a second backward (grads accumulate)")
+    for mine, real in retained:
+        assert (mine.grad is None) == (real.grad is None)
+        if real.grad is not None:
+            np.testing.assert_allclose(_array(mine.grad), _array(real.grad), RTOL, ATOL)
+
+
+# --- matmul of every pair of ranks ----------------------------------------------------------------
+
+MATMUL_SHAPES = [
+    (3,),
+    (2, 3),
+    (3, 2),
+    (3, 3),
+    (4, 2, 3),
+    (4, 3, 2),
+    (1, 2, 3),
+    (1, 3, 2),
+    (2, 1, 3, 2),
+]
+
+
+def _matmul_cases():
+    for a, b in itertools.product(MATMUL_SHAPES, MATMUL_SHAPES):
+        try:
+            np.matmul(np.zeros(a), np.zeros(b))
+        except ValueError:
+            continue
+        for grads in ((True, True), (True, False), (False, True)):
+            for layouts in itertools.product(("contiguous", "transposed"), repeat=2):
+                yield a, b, grads, layouts
+
+
+@pytest.mark.parametrize("a, b, grads, layouts", list(_matmul_cases()))
+def test_matmul_graph_matches_pytorch(torch, a, b, grads, layouts):
+    """PyTorch folds the batch of the larger operand into mm/mv, or expands both for bmm,
+    depending on ranks, on which operand requires grad and on strides: nbgrad chooses alike."""
+    rows, values = [], []
+    for which, T in enumerate((nbgrad, torch)):
+        p = Program(torch, None)
+        operands = []
+        for k, (shape, requires_grad, layout) in enumerate(zip((a, b), grads, layouts)):
+            if layout == "transposed" and len(shape) >= 2:
+                stored = (*shape[:-2], shape[-1], shape[-2])
+                leaf = T.tensor(
+                    np.random.default_rng(k).standard_normal(stored), requires_grad=requires_grad
+                )
+                operands.append(leaf.transpose(-1, -2))
+            else:
+                leaf = T.tensor(
+                    np.random.default_rng(k).standard_normal(shape), requires_grad=requires_grad
+                )
+                operands.append(leaf)
+            p.leaves.append((leaf, leaf))
+        out = operands[0] @ operands[1]
+        rows.append(graph(out.grad_fn, p, which))
+        values.append(_array(out))
+    assert rows[0] == rows[1]
+    np.testing.assert_allclose(values[0], values[1], RTOL, ATOL)
+
+
+# --- known differences, as strict xfails ----------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="softmax/log_softmax over a dim of size 0 give an empty result in PyTorch; nbgrad's "
+    "forward (_softmax in nbgrad/ops/derivatives.py) takes a max over the empty dim and raises",
+)
+def test_softmax_over_an_empty_dim(torch):
+    for T in (nbgrad, torch):
+        x = T.ones(2, 0, 3, requires_grad=True)
+        assert tuple(x.softmax(1).shape) == tuple(x.log_softmax(1).shape) == (2, 0, 3)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="reshape of a tensor that is not contiguous but can be viewed (x.transpose(-1, -2) "
+    "expanded for a batched matmul, x[:, 1:]) is ReshapeAliasBackward0 in PyTorch; nbgrad "
+    "records ViewBackward0 (needs a reshape_alias entry in nbgrad/ops/derivatives.py, then "
+    "functions.reshape picks it when the input is not contiguous)",
+)
+def test_reshape_of_a_non_contiguous_view_is_reshape_alias(torch):
+    for T in (nbgrad, torch):
+        x = T.ones(2, 3, 2, requires_grad=True)
+        assert type(x[:, 1:].reshape(2, 4).grad_fn).__name__ == "ReshapeAliasBackward0"
+        batched = x @ x.transpose(-1, -2)
+        view = batched.grad_fn.next_functions[0][0].next_functions[1][0]
+        assert type(view).__name__ == "ReshapeAliasBackward0"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="x[...] and x[:, :] are AliasBackward0 in PyTorch; nbgrad records ViewBackward0 "
+    "(needs an 'alias' entry in nbgrad/ops/derivatives.py)",
+)
+def test_indexing_that_keeps_everything_is_an_alias(torch):
+    for T in (nbgrad, torch):
+        x = T.ones(2, 3, requires_grad=True)
+        assert type(x[...].grad_fn).__name__ == "AliasBackward0"
+        assert type(x[:, :].grad_fn).__name__ == "AliasBackward0"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="b[[0]] = v and b[mask] = v are IndexPutBackward0, b[:] = number is FillBackward3 in "
+    "PyTorch; nbgrad records CopySlices for every item assignment (needs index_put and "
+    "fill entries in nbgrad/ops/derivatives.py)",
+)
+def test_item_assignment_nodes_match_pytorch(torch):
+    names = []
+    for T in (nbgrad, torch):
+        row = []
+        for key in ([0], slice(None)):
+            b = T.ones(2, 3, requires_grad=True) * 1
+            b[key] = 5.0
+            row.append(type(b.grad_fn).__name__)
+        names.append(row)
+    assert names[0] == names[1] == [["IndexPutBackward0", "FillBackward3"]][0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="round/floor/ceil of a tensor requiring grad record RoundBackward0/FloorBackward0/"
+    "CeilBackward0 (zero gradient) in PyTorch; nbgrad returns a tensor without history "
+    "(needs entries in nbgrad/ops/derivatives.py)",
+)
+def test_rounding_functions_are_recorded(torch):
+    for T in (nbgrad, torch):
+        x = T.tensor([0.4, 1.6], requires_grad=True)
+        assert [type(f(x).grad_fn).__name__ for f in (T.round, T.floor, T.ceil)] == [
+            "RoundBackward0",
+            "FloorBackward0",
+            "CeilBackward0",
+        ]

@@ -341,3 +341,53 @@ def test_a_fresh_gradient_becomes_grad_without_a_copy_and_a_shared_one_is_copied
     finally:
         nbgrad.autograd.observe.accumulate_listeners.clear()
     assert seen == [True, False, False]
+
+
+def test_backward_passes_are_announced_to_listeners_even_when_they_fail():
+    events = []
+
+    def listener(event, roots, retain_graph, create_graph, is_grad):
+        events.append((event, len(roots), retain_graph, create_graph, is_grad))
+
+    nbgrad.autograd.observe.backward_listeners.append(listener)
+    try:
+        x = nbgrad.tensor(2.0, requires_grad=True)
+        y = x * x
+        y.backward(retain_graph=True)
+        nbgrad.autograd.grad(y, x)
+        with pytest.raises(RuntimeError, match="second time"):
+            y.backward()
+    finally:
+        nbgrad.autograd.observe.backward_listeners.clear()
+    assert events == [
+        ("start", 1, True, False, False),
+        ("end", 1, True, False, False),
+        ("start", 1, False, False, True),
+        ("end", 1, False, False, True),
+        ("start", 1, False, False, False),
+        ("end", 1, False, False, False),
+    ]
+
+
+def test_retain_grad_follows_a_tensor_through_an_in_place_op(torch):
+    for T in (nbgrad, torch):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        h = x * 1
+        h.retain_grad()
+        h.mul_(3)
+        (h * h).sum().backward()
+        assert h.grad.tolist() == [6.0, 12.0]  # d/dh of h**2 at the new h = [3, 6]
+
+
+def test_leaf_nodes_run_before_other_ready_nodes_and_in_arrival_order(torch):
+    orders = []
+    for T in (nbgrad, torch):
+        order = []
+        a = T.tensor(2.0, requires_grad=True)
+        b = T.tensor(3.0, requires_grad=True)
+        d = T.tensor(4.0, requires_grad=True)
+        for leaf, name in ((a, "a"), (b, "b"), (d, "d")):
+            leaf.register_hook(lambda g, name=name: order.append(name))
+        ((a + b) * d).backward()
+        orders.append(order)
+    assert orders[0] == orders[1] == ["d", "a", "b"]

@@ -153,11 +153,6 @@ def test_backward_order_matches_pytorch(torch):
     assert sorted(step_names(trace)[3:]) == sorted(order[3:])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: two AccumulateGrad nodes ready together run in creation order reversed "
-    "(b before a); PyTorch runs a first (reported in issue 4's notes)",
-)
 def test_backward_order_matches_pytorch_for_ready_leaves(torch):
     trace, _ = small_program()
     order = []
@@ -228,7 +223,7 @@ def test_grad_pass_and_create_graph():
     assert float(x.grad) == 18.0
 
 
-def test_custom_function_nodes_are_met_in_backward():
+def test_custom_function_calls_are_recorded_as_ops():
     class Double(nbgrad.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -243,7 +238,9 @@ def test_custom_function_nodes_are_met_in_backward():
         y = Double.apply(x) + 1
         y.backward()
     node = trace.node("DoubleBackward")
-    assert not node.observed and node.steps
+    assert node.observed and node.steps
+    (call,) = [op for op in trace.ops if op.op == "Double"]
+    assert call.node is node
     assert float(x.grad) == 2.0
 
 

@@ -45,7 +45,7 @@ def remember_forward(node):
 
 
 def _warn_with_forward_trace(node):
-    trace = node._extras.metadata.get("traceback_") if node._extras is not None else None
+    trace = node.metadata.get("traceback_") if node._extras is not None else None
     if trace:
         warnings.warn(
             f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n"

@@ -119,6 +119,11 @@ def run_inplace(spec, target, others=(), attrs=()):
         target._grad_fn = node
         target._output_nr = 0
         target._requires_grad = True
+        if target._retains_grad:  # the retained grad moves with the tensor to its new grad_fn
+            old = snapshot._grad_fn
+            if old is not None and old._extras is not None:
+                old._extras.own("retains_grad").pop(snapshot._output_nr, None)
+            node._retain_grad_of(target)
     if observe.op_listeners:
         for listener in observe.op_listeners:
             listener(target._grad_fn, spec.name + "_", inputs, (target,))

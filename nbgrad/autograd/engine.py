@@ -10,6 +10,7 @@ backward. Hooks always see Tensors.
 """
 
 import heapq
+import itertools
 import sys
 
 import numpy as np
@@ -29,10 +30,16 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=
     """
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
+    announce = observe.backward_listeners
+    pass_info = (tuple(roots), keep_graph, create_graph, capture is not None)
+    for listener in announce:
+        listener("start", *pass_info)
     try:
         return _execute(roots, root_grads, keep_graph, create_graph, capture, run_only)
     finally:
         grad_mode._set_enabled(previous_mode)
+        for listener in announce:
+            listener("end", *pass_info)
 
 
 def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
@@ -50,7 +57,14 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
     buffers = {}
     for (node, nr), grad in zip(roots, root_grads):
         _add_to_buffer(buffers, node, nr, grad)
-    ready = [(-node._sequence_nr, node) for node in root_nodes if not dependencies.get(node)]
+    # Heap entries are (-sequence_nr, arrival, node): newest node first; among equals (ready
+    # leaves all share one number) the first to become ready, as PyTorch's queue does.
+    arrivals = itertools.count()
+    ready = [
+        (-node._sequence_nr, next(arrivals), node)
+        for node in root_nodes
+        if not dependencies.get(node)
+    ]
     heapq.heapify(ready)
     listeners = observe.node_listeners
 
@@ -60,7 +74,7 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
         if upcoming is not None:
             node, upcoming = upcoming, None
         else:
-            node = heapq.heappop(ready)[1]
+            node = heapq.heappop(ready)[2]
         grads = buffers.pop(node, None) or [None] * node.num_outputs
         is_leaf_node = type(node) is AccumulateGrad
         if node._extras is not None or (is_leaf_node and node.variable._backward_hooks):
@@ -103,9 +117,9 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
                     upcoming = child
                     continue
                 if upcoming is not None:
-                    heapq.heappush(ready, (-upcoming._sequence_nr, upcoming))
+                    heapq.heappush(ready, (-upcoming._sequence_nr, next(arrivals), upcoming))
                     upcoming = None
-                heapq.heappush(ready, (-child._sequence_nr, child))
+                heapq.heappush(ready, (-child._sequence_nr, next(arrivals), child))
         # Drop this step's references, so that a leaf's gradient can be taken without a copy.
         outputs = grad = None
     return captured

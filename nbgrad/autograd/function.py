@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-from nbgrad.autograd import errors, grad_mode
+from nbgrad.autograd import errors, grad_mode, observe
 from nbgrad.autograd.node import FREED, Node, SavedTensor, edge_of
 from nbgrad.autograd.tensor import Tensor
 
@@ -155,6 +155,10 @@ class Function:
         elif ctx._dirty:
             for t in ctx._dirty:
                 t._version_counter.value += 1
+        for listener in observe.op_listeners:
+            tensors = tuple(a for a in args if isinstance(a, Tensor))
+            outputs_seen = tuple(o for o in outs if isinstance(o, Tensor))
+            listener(ctx if recording else None, cls.__name__, tensors, outputs_seen)
         return outs[0] if single else outs
 
 

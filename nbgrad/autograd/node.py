@@ -7,6 +7,7 @@ made from the op table, one per entry, so their names and ``_saved_*`` attribute
 """
 
 import itertools
+import types
 import weakref
 
 import numpy as np
@@ -50,11 +51,24 @@ class NodeExtras:
     __slots__ = ("tensor_pre_hooks", "retains_grad", "pre_hooks", "post_hooks", "metadata")
 
     def __init__(self):
-        self.tensor_pre_hooks = {}  # handle key -> (output_nr, fn(grad))
-        self.retains_grad = {}  # output_nr -> weakref to the tensor
-        self.pre_hooks = {}  # handle key -> fn(grad_outputs)
-        self.post_hooks = {}  # handle key -> fn(grad_inputs, grad_outputs)
-        self.metadata = {}
+        # One shared empty mapping until something is added: a recorder retains the grad of
+        # every node, and should not pay for five dicts each.
+        self.tensor_pre_hooks = _NONE  # handle key -> (output_nr, fn(grad))
+        self.retains_grad = _NONE  # output_nr -> weakref to the tensor
+        self.pre_hooks = _NONE  # handle key -> fn(grad_outputs)
+        self.post_hooks = _NONE  # handle key -> fn(grad_inputs, grad_outputs)
+        self.metadata = None
+
+    def own(self, name):
+        """The dict called ``name``, made on first use."""
+        value = getattr(self, name)
+        if value is _NONE:
+            value = {}
+            setattr(self, name, value)
+        return value
+
+
+_NONE = types.MappingProxyType({})
 
 
 class Node:
@@ -78,21 +92,24 @@ class Node:
 
     @property
     def metadata(self):
-        return self.extras.metadata
+        extras = self.extras
+        if extras.metadata is None:
+            extras.metadata = {}
+        return extras.metadata
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` after this node ran; may return new grad_inputs."""
-        return add_hook(self.extras.post_hooks, fn)
+        return add_hook(self.extras.own("post_hooks"), fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
-        return add_hook(self.extras.pre_hooks, fn)
+        return add_hook(self.extras.own("pre_hooks"), fn)
 
     def _register_tensor_hook(self, output_nr, fn):
-        return add_hook(self.extras.tensor_pre_hooks, (output_nr, fn))
+        return add_hook(self.extras.own("tensor_pre_hooks"), (output_nr, fn))
 
     def _retain_grad_of(self, tensor):
-        self.extras.retains_grad[tensor._output_nr] = weakref.ref(tensor)
+        self.extras.own("retains_grad")[tensor._output_nr] = weakref.ref(tensor)
 
     def release_saved(self):
         """Free what backward needed; called after a backward without ``retain_graph``."""
@@ -233,6 +250,9 @@ def node_class_for(spec):
     return type(spec.node, (TableNode,), attributes)
 
 
+LEAF_SEQUENCE_NR = 2**64 - 1
+
+
 class AccumulateGrad(Node):
     """The node that adds an incoming gradient into a leaf's ``.grad``."""
 
@@ -240,7 +260,10 @@ class AccumulateGrad(Node):
     __module__ = "builtins"
 
     def __init__(self, variable):
-        super().__init__()
+        # PyTorch gives AccumulateGrad the largest sequence number: a ready leaf is served
+        # before any other ready node.
+        self._sequence_nr = LEAF_SEQUENCE_NR
+        self._extras = None
         self.variable = variable
         self.next_functions = ()
         self._input_meta = ((variable.shape, variable._dtype),)

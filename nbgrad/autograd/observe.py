@@ -5,6 +5,11 @@ Three moments are announced, each to a list of listeners:
 - ``op``: an operation produced tensors: ``listener(node_or_None, name, inputs, outputs)``.
 - ``node``: a node ran in backward: ``listener(node, grads_in, grads_out)``.
 - ``accumulate``: a gradient was accumulated into a leaf: ``listener(leaf, grad, total)``.
+- ``backward``: a backward pass starts and ends (the end also when it fails):
+  ``listener(event, roots, retain_graph, create_graph, is_grad)`` with event "start" or "end",
+  roots the ``(node, input_nr)`` edges it starts from, and is_grad True for ``autograd.grad``.
+
+Custom ``autograd.Function`` calls are announced as ops too, named after the class.
 
 When nobody listens the lists are empty and the engine only pays an emptiness test.
 """
@@ -12,3 +17,4 @@ When nobody listens the lists are empty and the engine only pays an emptiness te
 op_listeners = []
 node_listeners = []
 accumulate_listeners = []
+backward_listeners = []

@@ -387,7 +387,7 @@ def test_leaf_nodes_run_before_other_ready_nodes_and_in_arrival_order(torch):
         b = T.tensor(3.0, requires_grad=True)
         d = T.tensor(4.0, requires_grad=True)
         for leaf, name in ((a, "a"), (b, "b"), (d, "d")):
-            leaf.register_hook(lambda g, name=name: order.append(name))
+            leaf.register_hook(lambda g, name=name, order=order: order.append(name))
         ((a + b) * d).backward()
         orders.append(order)
     assert orders[0] == orders[1] == ["d", "a", "b"]

@@ -377,11 +377,9 @@ class Module:
 
     # --- state --------------------------------------------------------------------------------
 
-    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
         """Every parameter and persistent buffer by dotted name, sharing memory with the module
         (detached, unless ``keep_vars``)."""
-        if args:  # PyTorch's old positional form: state_dict(destination, prefix, keep_vars)
-            destination, prefix, keep_vars = (list(args) + [destination, prefix, keep_vars])[:3]
         if destination is None:
             destination = collections.OrderedDict()
         for name, param in self._parameters.items():

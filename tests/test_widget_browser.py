@@ -199,6 +199,19 @@ def lab(tmp_path_factory):
         log.close()
 
 
+def _open_notebook(page, url):
+    page.goto(url)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    # JupyterLab may still ask which kernel to use, although the session exists: the default
+    select = page.locator(".jp-Dialog").get_by_role("button", name="Select", exact=True)
+    try:
+        select.wait_for(timeout=3_000)
+        select.click()
+    except playwright_api.TimeoutError:
+        pass
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+
+
 def _run_all(page):
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name=re.compile("^Run All Cells")).click()
@@ -221,9 +234,7 @@ def test_widget_in_jupyterlab(lab, page):
 
 
 def _check_widget_in_jupyterlab(lab, page):
-    page.goto(f"{lab}/lab/tree/widget.ipynb")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    _open_notebook(page, f"{lab}/lab/tree/widget.ipynb")
     _run_all(page)
     sync_output = page.locator(".jp-OutputArea-output", has_text="SYNC")
     sync_output.wait_for(timeout=40_000)

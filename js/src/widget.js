@@ -1,7 +1,7 @@
 // The anywidget entry: render({ model, el }) connects the app to the kernel.
 //
-// Synced traits: trace (the trace JSON text), selected (a record id), step (timeline position),
-// view ("forward" | "backward"). Large arrays come on request: the app sends
+// Synced traits: trace (the trace JSON, gzip-compressed bytes), selected (a record id), step
+// (timeline position), view ("forward" | "backward"). Large arrays come on request: the app sends
 // { type: "fetch", buffer, request } and the kernel answers { type: "buffer", request, ... }.
 
 import "./style.css";
@@ -9,10 +9,25 @@ import { createApp } from "./app.js";
 
 const FETCH_TIMEOUT_MS = 20000;
 
-function parseTrace(text) {
-  if (!text) return {};
+function bytesOf(value) {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  return null;
+}
+
+/** The trace from the model's value: gzip-compressed JSON bytes (or JSON text). */
+export async function readTrace(value) {
   try {
-    return typeof text === "string" ? JSON.parse(text) : text;
+    if (!value) return {};
+    if (typeof value === "string") return JSON.parse(value);
+    let bytes = bytesOf(value);
+    if (!bytes) return value;
+    if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+      const stream = new Response(bytes).body.pipeThrough(new DecompressionStream("gzip"));
+      bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+    }
+    return JSON.parse(new TextDecoder().decode(bytes));
   } catch (error) {
     return { status: { error: `the trace could not be read (${error.message})` } };
   }
@@ -55,7 +70,8 @@ export function bufferFetcher(model) {
   return { fetchBuffer, stop };
 }
 
-function render({ model, el }) {
+async function render({ model, el }) {
+  const trace = await readTrace(model.get("trace"));
   const fetcher = bufferFetcher(model);
   const push = (name, value) => {
     if (model.get(name) === value) return;
@@ -63,7 +79,7 @@ function render({ model, el }) {
     model.save_changes();
   };
   const app = createApp(el, {
-    trace: parseTrace(model.get("trace")),
+    trace,
     selected: model.get("selected") || null,
     step: model.get("step") || 0,
     view: model.get("view"),
@@ -72,7 +88,7 @@ function render({ model, el }) {
     onView: (view) => push("view", view),
     fetchBuffer: fetcher.fetchBuffer,
   });
-  const onTrace = () => app.setTrace(parseTrace(model.get("trace")));
+  const onTrace = async () => app.setTrace(await readTrace(model.get("trace")));
   const onSelected = () => {
     const id = model.get("selected") || null;
     if (id !== app.state.selected) app.select(id);

@@ -12,6 +12,7 @@ import { backwardView, drawnIdFor, forwardView } from "./views.js";
 import { createViewport } from "./viewport.js";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
+const READABLE_SCALE = 0.6; // a new drawing is not shrunk below this: it opens at its top
 
 let instances = 0;
 
@@ -106,11 +107,12 @@ export function createApp(el, options) {
     status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}`;
     for (const [name, button] of Object.entries(viewButtons)) button.classList.toggle("active", name === state.view);
     paint();
-    if (refit) fit();
+    if (refit) fit(READABLE_SCALE);
   }
 
-  function fit() {
-    if (state.laid) viewport.fit(state.laid.width, state.laid.height);
+  /** Fit the drawing (the fit button), or with `minScale` keep it readable from the top. */
+  function fit(minScale = 0) {
+    if (state.laid) viewport.fit(state.laid.width, state.laid.height, minScale);
   }
 
   /** The drawn element standing for a record id in the current view (its group if folded). */
@@ -253,7 +255,7 @@ export function createApp(el, options) {
 
   setTrace(options.trace);
   // the first fit needs the page laid out by the browser
-  (globalThis.requestAnimationFrame || setTimeout)(() => fit());
+  (globalThis.requestAnimationFrame || setTimeout)(() => fit(READABLE_SCALE));
 
   return {
     setTrace,

@@ -1,7 +1,7 @@
 // A node's local-gradient formulas, from the op table's text (trace.formulas), with the
 // program's names put in: MulBackward0 of e = c * d has "grad * other" for input `self`, shown
 // as "de/dc = d"; a formula that is not a plain product shows the vector-Jacobian product it
-// computes, "grad_c = expand(grad_e, [2])".
+// computes, with L the value backward started from: "∂L/∂c = expand(∂L/∂e, [2])".
 
 import { formatNumber } from "./format.js";
 
@@ -104,8 +104,8 @@ export function localGradients(index, node) {
       const text = `d${operand(outName)}/d${operand(operandName)} = ${substitute(factor, names)}`;
       return { input: edge.input, operandName, text, kind: "local", value: factorValue(index, node, factor) };
     }
-    const vjp = substitute(source, { ...names, grad: `grad_${operand(outName)}` });
-    return { input: edge.input, operandName, text: `grad_${operand(operandName)} = ${vjp}`, kind: "vjp", value: null };
+    const vjp = substitute(source, { ...names, grad: `∂L/∂${operand(outName)}` });
+    return { input: edge.input, operandName, text: `∂L/∂${operand(operandName)} = ${vjp}`, kind: "vjp", value: null };
   });
 }
 

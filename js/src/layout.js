@@ -36,7 +36,8 @@ export function layoutInput(graph) {
   };
 }
 
-/** dagre's longest-path ranking, iteratively: from the sinks up, in reverse topological order. */
+/** dagre's longest-path ranking, iteratively (from the sinks up, in reverse topological order),
+ * then each sink moved up under its lowest parent. */
 export function longestPathRanks(g) {
   const waiting = new Map();
   const ready = [];
@@ -61,6 +62,17 @@ export function longestPathRanks(g) {
     }
   }
   for (const v of g.nodes()) if (g.node(v).rank === undefined) g.node(v).rank = 0; // a cycle
+  // Longest path puts every sink on the bottom rank: each leaf's AccumulateGrad would hang at
+  // the foot of the graph on an edge hundreds of ranks long (one dummy node per rank, and the
+  // layout takes seconds). A sink has nothing below it, so it moves up under its lowest parent.
+  for (const v of g.nodes()) {
+    if (g.outEdges(v).length) continue;
+    const into = g.inEdges(v);
+    if (!into.length) continue;
+    let rank = -Infinity;
+    for (const e of into) rank = Math.max(rank, g.node(e.v).rank + g.edge(e).minlen);
+    g.node(v).rank = rank;
+  }
 }
 
 /** dagre's initial order (depth-first from the top rank, successors in order), iteratively. */

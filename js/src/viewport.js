@@ -45,17 +45,18 @@ export function createViewport(svg, root) {
 
   return {
     state,
-    /** Show the whole drawing (never magnified past 1.5x). */
-    fit(width, height) {
+    /** Show the whole drawing (never magnified past 1.2x). With `minScale`, a drawing that
+     * would shrink below it is shown from its top at that scale instead (still readable). */
+    fit(width, height, minScale = 0) {
       state.width = width;
       state.height = height;
       const box = svg.getBoundingClientRect();
       const vw = box.width || svg.clientWidth || 800;
       const vh = box.height || svg.clientHeight || 500;
-      const k = Math.min(1.5, (vw - 16) / Math.max(width, 1), (vh - 16) / Math.max(height, 1));
-      state.k = Math.max(0.02, k);
+      const k = Math.min(1.2, (vw - 16) / Math.max(width, 1), (vh - 16) / Math.max(height, 1));
+      state.k = Math.max(0.02, minScale, k);
       state.x = (vw - width * state.k) / 2;
-      state.y = Math.max(8, (vh - height * state.k) / 2);
+      state.y = state.k > k ? 8 : Math.max(8, (vh - height * state.k) / 2);
       apply();
     },
     zoom(factor) {

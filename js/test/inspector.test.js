@@ -41,7 +41,7 @@ describe("formulas", () => {
     trace.tensors.push({ id: "t5", name: "loss", role: "output", shape: [], dtype: "float32", value: 20 });
     trace.nodes.push({ id: "n5", name: "SumBackward0", op: "o2", formula: "sum", next: [["n3", 0]], saved: { self_sym_sizes: { value: [] } } });
     const index = indexTrace(trace);
-    expect(localGradients(index, index.nodes.get("n5"))[0].text).toBe("grad_e = expand(grad_loss, [])");
+    expect(localGradients(index, index.nodes.get("n5"))[0].text).toBe("∂L/∂e = expand(∂L/∂loss, [])");
   });
 });
 

@@ -68,6 +68,17 @@ describe("layout input", () => {
     expect(g.node("leaf").rank).toBe(-1); // as low as its successor allows
   });
 
+  it("hangs a sink right under its lowest parent, not at the foot of the graph", () => {
+    const g = new dagre.graphlib.Graph();
+    g.setGraph({});
+    for (let i = 0; i < 50; i++) g.setNode(`v${i}`, {});
+    for (let i = 1; i < 50; i++) g.setEdge(`v${i - 1}`, `v${i}`, { minlen: 1 });
+    g.setNode("acc", {});
+    g.setEdge("v0", "acc", { minlen: 1 });
+    longestPathRanks(g);
+    expect(g.node("acc").rank).toBe(g.node("v0").rank + 1);
+  });
+
   it("lays out a deep 1,500-node graph", () => {
     const view = forwardView(indexTrace(layeredTrace(190)));
     expect(view.nodes.length).toBeGreaterThan(1400);

@@ -1,4 +1,5 @@
-"""NumPy kernels of the neural-network layers: convolution, pooling, padding, normalisation.
+"""NumPy kernels of the neural-network layers: convolution, pooling, padding, normalisation,
+activations, norms and losses.
 
 The op table (``derivatives.py``) calls these for the forward of a layer and formula_math calls
 them for its backward. They work on plain arrays and know nothing of autograd.
@@ -536,14 +537,17 @@ def gelu_backward(grad, x, approximate):
     return grad * (cdf + x * pdf)
 
 
-def vector_norm(x, ord, dim, keepdim):  # noqa: A002 - PyTorch's argument name
+# --- norms ---------------------------------------------------------------------------------
+
+
+def vector_norm(x, ord, dim, keepdim):
     """The 2-norm along ``dim`` (the only order nbgrad's layers use)."""
     if ord != 2:
         raise NotImplementedError(f"vector_norm: only ord=2 is implemented, got ord={ord}")
     return np.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
 
 
-def norm_backward(grad, x, ord, norm, dim, keepdim):  # noqa: A002
+def norm_backward(grad, x, ord, norm, dim, keepdim):
     """d|x|/dx = x / |x|, and 0 where the norm is 0 (PyTorch's choice of subgradient)."""
     if not keepdim:
         grad, norm = np.expand_dims(grad, dim), np.expand_dims(norm, dim)

@@ -223,6 +223,56 @@ def test_grad_pass_and_create_graph():
     assert float(x.grad) == 18.0
 
 
+def test_backward_with_inputs_is_a_backward_pass():
+    w = nbgrad.tensor(2.0, requires_grad=True)
+    v = nbgrad.tensor(5.0, requires_grad=True)
+    with record() as trace:
+        h = w * 3
+        y = h * v
+        y.backward(inputs=[w], retain_graph=True)
+        y.backward(inputs=[h])
+    assert [p.kind for p in trace.passes] == ["backward", "backward"]
+    first, second = (trace.accumulations["w"], trace.accumulations["h"])
+    assert [(a.pass_index, float(a.grad)) for a in first] == [(0, 15.0)]
+    # into a non-leaf, backward(inputs=...) accumulates after its pass, outside any step
+    assert [(a.pass_index, a.step, float(a.grad)) for a in second] == [(1, None, 5.0)]
+    assert v.grad is None
+
+
+def test_a_pass_inside_a_pass_gets_its_own_steps():
+    """autograd.grad called from a hook while backward runs: two passes, each step in its own."""
+    x = nbgrad.tensor(2.0, requires_grad=True)
+    u = nbgrad.tensor(3.0, requires_grad=True)
+    with record() as trace:
+        h = x * x
+        inner = u * u
+        h.register_hook(lambda grad: grad * nbgrad.autograd.grad(inner, u)[0])
+        y = h * 1.0
+        y.backward()
+    assert [p.kind for p in trace.passes] == ["backward", "grad"]
+    by_pass = [[s.node.name for s in p.steps] for p in trace.passes]
+    assert by_pass[1] == ["MulBackward0"]  # inner's node, run by the nested grad()
+    assert by_pass[0][0] == "MulBackward0" and by_pass[0][-1] == "AccumulateGrad"
+    assert [s.pass_index for s in trace.backward_steps] == [0, 1, 0, 0]
+    assert float(x.grad) == 4.0 * 6.0
+
+
+def test_a_failed_pass_ends_and_the_next_forward_is_recorded():
+    x = nbgrad.tensor(2.0, requires_grad=True)
+    with record() as trace:
+        y = x * 3
+        handle = y.register_hook(lambda grad: 1 / 0)
+        with pytest.raises(ZeroDivisionError):
+            y.backward()
+        handle.remove()
+        z = x * 4  # a forward op after the failed pass: not "in backward"
+        z.backward()
+    assert len(trace.passes) == 2
+    assert trace.ops[-1].in_backward is None and trace.ops[-1].outputs[0].name == "z"
+    assert [s.pass_index for s in trace.backward_steps] == [1, 1]
+    assert float(x.grad) == 4.0
+
+
 def test_custom_function_calls_are_recorded_as_ops():
     class Double(nbgrad.autograd.Function):
         @staticmethod
@@ -242,6 +292,70 @@ def test_custom_function_calls_are_recorded_as_ops():
     (call,) = [op for op in trace.ops if op.op == "Double"]
     assert call.node is node
     assert float(x.grad) == 2.0
+
+
+class Square(nbgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        squared = x * x
+        return squared + 0
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2 * x
+
+
+def test_ops_inside_a_custom_function_are_marked_as_run_inside_it():
+    x = nbgrad.tensor([1.0, 3.0], requires_grad=True)
+    with record() as trace:
+        y = Square.apply(x)
+        z = (y * 2).sum()
+        z.backward()
+    call = next(op for op in trace.ops if op.op == "Square")
+    mul, add = [op for op in trace.ops if op.function is call]
+    assert (mul.op, add.op) == ("mul", "add")
+    assert call.function is None and trace.ops[-1].function is None
+    # The forward's ops ran under no_grad: no node; their values are kept all the same.
+    assert mul.node is None and list(mul.outputs[0].value) == [1.0, 9.0]
+    # The Function's output is its own record, named by the cell's variable.
+    (y_record,) = call.outputs
+    assert y_record.name == "y" and y_record.grad_fn is call.node
+    assert call.node.name == "SquareBackward" and call.node.observed
+    assert [(n.name, nr) for n, nr in call.node.next] == [("AccumulateGrad", 0)]
+    # ctx.save_for_backward(x) is what its node saved
+    assert call.node.saved_tensors == {"tensors[0]": trace.tensors["x"]}
+    assert list(trace.tensors["x"].grad) == [4.0, 12.0]
+    assert "inside Square.forward" in trace.summary()
+    data = trace.to_dict()
+    marked = [o for o in data["ops"] if o.get("function") == call.id]
+    assert [o["op"] for o in marked] == ["mul", "add"]
+    assert data["nodes"][int(call.node.id[1:])]["saved"] == {"tensors[0]": {"tensor": "t0"}}
+
+
+def test_nested_custom_functions_and_a_function_without_grad():
+    class Outer(nbgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return Square.apply(x) * 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    x = nbgrad.tensor(2.0, requires_grad=True)
+    with record() as trace:
+        y = Outer.apply(x)
+        with nbgrad.no_grad():
+            q = Square.apply(x)
+    outer = next(op for op in trace.ops if op.op == "Outer")
+    inner_square, later_square = [op for op in trace.ops if op.op == "Square"]
+    assert inner_square.function is outer and inner_square.node is None  # inside no_grad
+    assert [op.op for op in trace.ops if op.function is inner_square] == ["mul", "add"]
+    assert [op.op for op in trace.ops if op.function is outer] == ["Square", "mul"]
+    assert later_square.function is None and later_square.node is None
+    assert float(y) == 12.0 and float(q) == 4.0
 
 
 # --- nn.Module paths ----------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """The Recorder: listens at the engine's observation points and builds a Trace.
 
-Three listeners do the work, each cheap and each guarded so that a fault in the recorder stops
+Four listeners do the work, each cheap and each guarded so that a fault in the recorder stops
 recording instead of breaking the user's program:
 
-- ``_on_op``: an operation ran. Its inputs, outputs and node become records, values are
-  snapshotted, the node's saved buffers noted, intermediates asked to retain their grad, and the
-  user's line and the running nn.Module noted.
+- ``_on_op``: an operation (or a custom ``autograd.Function``) ran. Its inputs, outputs and node
+  become records, values are snapshotted, the node's saved buffers noted, intermediates asked to
+  retain their grad, and the user's line and the running nn.Module noted.
+- ``_on_backward``: a ``backward()`` or ``autograd.grad()`` pass starts or ends.
 - ``_on_node``: a node ran in backward. The grads it got and sent on each edge are logged.
 - ``_on_accumulate``: a grad was summed into a leaf's ``.grad``, with the running total.
 
@@ -23,10 +24,10 @@ import numpy as np
 
 import nbgrad.autograd
 import nbgrad.ops
-from nbgrad.autograd import observe
+from nbgrad.autograd import engine, function, grad_mode, observe
 from nbgrad.autograd.node import FREED, AccumulateGrad, SavedTensor, TableNode
 from nbgrad.autograd.tensor import Tensor
-from nbgrad.trace import naming, passes
+from nbgrad.trace import naming
 from nbgrad.trace.modules import ScopeTracker, find_hook_home
 from nbgrad.trace.trace import (
     Accumulation,
@@ -49,8 +50,11 @@ _PLUMBING = tuple(
 )
 # An operation called by the engine itself (summing a retained or accumulated grad) is
 # bookkeeping, not part of the user's computation.
-_ENGINE_FILE = passes.ENGINE_FILE
+_ENGINE_FILE = engine.__file__
 _INTERNAL = object()
+# ``Function.apply`` runs a custom Function's forward (under no_grad), then announces the call:
+# an op whose frames pass through it ran inside that forward.
+_FUNCTION_APPLY_CODE = getattr(getattr(function.Function.apply, "__func__", None), "__code__", None)
 
 _active = None  # the Recorder listening now: recordings do not nest
 
@@ -98,7 +102,12 @@ class Recorder:
         self._filename = source.filename
         self._base_frame = base_frame
         self._listening = False
-        self._listeners = (self._on_op, self._on_node, self._on_accumulate)
+        self._listeners = (
+            (observe.op_listeners, self._on_op),
+            (observe.backward_listeners, self._on_backward),
+            (observe.node_listeners, self._on_node),
+            (observe.accumulate_listeners, self._on_accumulate),
+        )
         # Engine object -> record, by id, with a weak reference proving the id is still that object.
         self._tensors = {}  # id(tensor) -> (weakref, latest TensorRecord of that tensor)
         self._nodes = {}  # id(node) -> (weakref, NodeRecord)
@@ -112,7 +121,11 @@ class Recorder:
         self._known_grads = {}
         self._pending = {}  # records whose value is taken only if autograd reads them (a set)
         self._accumulations = []
-        self._pass_frames = passes.PassFrames()
+        self._running_passes = []  # BackwardPass records of the passes running now, innermost last
+        self._last_pass = None  # the newest pass, running or ended
+        # Custom Functions whose forward is running: (Function.apply's frame, [OpRecords run
+        # inside it]), until the call is announced and becomes the ops' ``function``.
+        self._function_calls = []
         self._grad_snapshots = {}  # id(array) -> (array, snapshot), within one pass
         self._scopes = ScopeTracker(on_output=self._module_returned)
 
@@ -132,9 +145,8 @@ class Recorder:
         self._listening = True
         try:
             self._scopes.attach(find_hook_home(), namespaces)
-            observe.op_listeners.append(self._on_op)
-            observe.node_listeners.append(self._on_node)
-            observe.accumulate_listeners.append(self._on_accumulate)
+            for listeners, listener in self._listeners:
+                listeners.append(listener)
         except BaseException:
             self.stop()
             raise
@@ -148,16 +160,14 @@ class Recorder:
         if not self._listening:
             return
         self._listening = False
-        for listeners, listener in zip(
-            (observe.op_listeners, observe.node_listeners, observe.accumulate_listeners),
-            self._listeners,
-        ):
+        for listeners, listener in self._listeners:
             while listener in listeners:
                 listeners.remove(listener)
         self._scopes.detach()
         if reason and self.trace.truncated is None:
             self.trace.truncated = reason
-        self._pass_frames.clear()
+        self._running_passes = []
+        self._function_calls = []
         self._grad_snapshots.clear()
         self._note_final_grads()
 
@@ -187,12 +197,21 @@ class Recorder:
     def listening(self):
         return self._listening
 
-    # --- the three listeners -------------------------------------------------------------------
+    # --- the four listeners --------------------------------------------------------------------
 
     def _on_op(self, node, op_name, inputs, outputs):
         try:
             self._record_op(node, op_name, inputs, outputs)
         except Exception as error:  # a recorder fault must not break the user's program
+            self._fail(error)
+
+    def _on_backward(self, event, roots, retain_graph, create_graph, is_grad):
+        try:
+            if event == "start":
+                self._start_pass(roots, retain_graph, create_graph, is_grad)
+            elif self._running_passes:
+                self._running_passes.pop()
+        except Exception as error:
             self._fail(error)
 
     def _on_node(self, node, grads_in, grads_out):
@@ -203,7 +222,7 @@ class Recorder:
 
     def _on_accumulate(self, leaf, grad, total):
         try:
-            self._record_accumulation(sys._getframe(), leaf, grad, total)
+            self._record_accumulation(leaf, grad, total)
         except Exception as error:
             self._fail(error)
 
@@ -213,19 +232,19 @@ class Recorder:
     # --- forward --------------------------------------------------------------------------------
 
     def _record_op(self, node, op_name, inputs, outputs):
-        user_frame, direct, execute_frame = self._locate(sys._getframe(2))
+        caller = sys._getframe(2)  # what announced the op: the engine's dispatch, Function.apply
+        user_frame, direct = self._locate(caller)
         if user_frame is _INTERNAL:
-            return
-        backward_pass = self._pass_for(execute_frame) if execute_frame is not None else None
-        if not self._listening:
             return
         trace = self.trace
         if len(trace.ops) >= self.max_nodes or len(trace.nodes) >= self.max_nodes:
             self.stop(reason=f"stopped after {len(trace.ops)} operations (max_nodes)")
             return
+        running = self._running_passes
+        backward_pass = running[-1] if running else None
         if (
             node is not None
-            and execute_frame is None
+            and backward_pass is None
             and self.max_passes
             and len(trace.passes) >= self.max_passes
         ):
@@ -271,6 +290,12 @@ class Recorder:
         )
         trace.ops.append(op)
         self._sites.append(site)
+        is_function_call = caller.f_code is _FUNCTION_APPLY_CODE
+        if is_function_call:
+            self._close_function_call(caller, op)
+        inside_function = not grad_mode._enabled and self._note_function_call(
+            caller.f_back if is_function_call else caller, op
+        )  # a custom Function's forward runs under no_grad
         for record in input_records:
             if type(record) is TensorRecord:
                 record.uses.append(op)
@@ -283,45 +308,74 @@ class Recorder:
             if node is None:
                 # Under no_grad or on constants: autograd keeps nothing of it, and neither do we
                 # unless autograd reads the result later (an optimizer's ``lr * p.grad`` is not
-                # worth a copy; the updated parameter is, when the next forward reads it).
-                record = self._new_tensor(tensor, op=op, take_value=False)
-                self._pending[record] = None
+                # worth a copy; the updated parameter is, when the next forward reads it). What
+                # a custom Function's forward computes is kept: it is what its node stands for.
+                record = self._new_tensor(tensor, op=op, take_value=inside_function)
+                if not inside_function:
+                    self._pending[record] = None
                 record.output_nr = output_nr
             else:
-                record = self._new_tensor(tensor, op=op)
+                record = self._new_tensor(tensor, op=op, same_value=is_function_call)
                 record.output_nr = tensor._output_nr
                 if tensor._grad_fn is node:
                     record.grad_fn = node_record
                     if not tensor._retains_grad:
                         tensor.retain_grad()  # every intermediate keeps its grad (issue 4)
             op.outputs.append(record)
-        if node_record is not None and type(node) is not AccumulateGrad:
-            self._note_saved(node_record, node, input_records, op.outputs)
+        if node_record is not None:
+            if is_function_call:
+                self._note_function_saved(node_record, node, op.outputs)
+            elif type(node) is not AccumulateGrad:
+                self._note_saved(node_record, node, input_records, op.outputs)
 
     def _locate(self, frame, from_op=True):
         """From an op's caller frame up to the recorded code: (the innermost frame of the
-        recorded code or None, whether only op plumbing lies between, the innermost
-        ``engine._execute`` frame on the way or None); ``_INTERNAL`` first for the engine's
-        own bookkeeping operations."""
+        recorded code or None, whether only op plumbing lies between); ``_INTERNAL`` first for
+        the engine's own bookkeeping operations."""
         filename = self._filename
         base = self._base_frame
         direct = True
-        execute_frame = None
         while frame is not None:
             code = frame.f_code
             if code.co_filename == filename:
-                return frame, direct, execute_frame
+                return frame, direct
             if direct and from_op and code.co_filename == _ENGINE_FILE:
-                return _INTERNAL, False, None
-            if code is passes.EXECUTE_CODE:
-                if execute_frame is None:
-                    execute_frame = frame
-            elif not code.co_filename.startswith(_PLUMBING):
+                return _INTERNAL, False
+            if not code.co_filename.startswith(_PLUMBING):
                 direct = False
             if frame is base:
                 break
             frame = frame.f_back
-        return None, False, execute_frame
+        return None, False
+
+    # --- custom autograd.Function calls ---------------------------------------------------------
+
+    def _note_function_call(self, frame, op):
+        """If ``op`` runs inside a custom Function's forward, remember it under that call (the
+        call is announced only when its forward has returned) and return True."""
+        base = self._base_frame
+        while frame is not None and frame is not base:
+            if frame.f_code is _FUNCTION_APPLY_CODE:
+                for held, inner in reversed(self._function_calls):
+                    if held is frame:
+                        inner.append(op)
+                        return True
+                self._function_calls.append((frame, [op]))
+                return True
+            frame = frame.f_back
+        return False
+
+    def _close_function_call(self, apply_frame, op):
+        """The Function call run by ``apply_frame`` is ``op``: the ops its forward ran are
+        marked as run inside it."""
+        calls = self._function_calls
+        for position in range(len(calls) - 1, -1, -1):
+            held, inner = calls[position]
+            if held is apply_frame:
+                del calls[position]
+                for inner_op in inner:
+                    inner_op.function = op
+                return
 
     def _value_before_inplace(self, tensor):
         """The record of what an in-place op overwrote: the tensor's latest record if there is
@@ -344,14 +398,27 @@ class Recorder:
             return entry[1]
         return self._new_tensor(tensor)
 
-    def _new_tensor(self, tensor, op=None, take_value=True):
+    def _new_tensor(self, tensor, op=None, take_value=True, same_value=False):
+        """A new record for ``tensor``'s current value. A record the tensor had before is its
+        earlier value (changed in place since), unless ``same_value``: a custom Function
+        returning the very tensor its forward made gives that value a second record, the
+        Function's output."""
         data = tensor._data
         version = _version_of(tensor)
+        entry = self._tensors.get(id(tensor))
+        if entry is not None and entry[0]() is not tensor:
+            entry = None
         value = None
         if take_value:
             known = self._known_grads.get(id(data))
             if known is not None and known[0] is data and known[1] == version:
                 value = known[2]
+            elif same_value and entry is not None and entry[1].version == version:
+                earlier = entry[1]
+                if earlier.value is None:  # the forward's result autograd had not read yet
+                    earlier.value = snapshot(data, self.policy)
+                    self._pending.pop(earlier, None)
+                value = earlier.value
             else:
                 value = snapshot(data, self.policy)
         record = TensorRecord(
@@ -369,8 +436,7 @@ class Recorder:
             record.grad_fn = self._node_record(tensor._grad_fn)
             record.output_nr = tensor._output_nr
         self.trace.tensors[record.id] = record
-        entry = self._tensors.get(id(tensor))
-        if entry is not None and entry[0]() is tensor:
+        if entry is not None and not (same_value and entry[1].version == version):
             self._earlier[record] = entry[1]
         self._tensors[id(tensor)] = (weakref.ref(tensor), record)
         return record
@@ -471,40 +537,63 @@ class Recorder:
             else:
                 record.saved[name] = keep_plain(saved, self.policy)
 
+    def _note_function_saved(self, record, ctx, output_records):
+        """What a custom Function's forward passed to ``ctx.save_for_backward``, by position
+        (``tensors[0]``, as ``ctx.saved_tensors[0]`` reads it back)."""
+        saved_entries = getattr(ctx, "_saved", None)
+        if saved_entries is None or saved_entries is FREED:
+            return
+        for position, saved in enumerate(saved_entries):
+            name = f"tensors[{position}]"
+            if type(saved) is not SavedTensor:
+                record.saved[name] = keep_plain(saved, self.policy)
+                continue
+            tensor_record = None
+            if saved.tensor is not None:  # an input or any other tensor
+                entry = self._tensors.get(id(saved.tensor))
+                if entry is not None and entry[0]() is saved.tensor:
+                    candidate = entry[1]
+                    if candidate.version == saved.version and candidate.value is not None:
+                        tensor_record = candidate
+            else:  # an output: kept as its data only
+                tensor_record = next(
+                    (r for r in output_records if r.value is not None and _holds(r, saved.data)),
+                    None,
+                )
+            if tensor_record is not None:
+                record.saved_tensors[name] = tensor_record
+                record.saved[name] = tensor_record.value
+            else:
+                record.saved[name] = snapshot(saved.data, self.policy)
+
     # --- backward -----------------------------------------------------------------------------
 
-    def _pass_for(self, execute_frame):
-        """The BackwardPass run by this engine frame; a new one if it just started (or None,
-        having stopped, if it is one pass more than ``max_passes``)."""
-        found = self._pass_frames.find(execute_frame)
-        if found is not None:
-            return found
+    def _start_pass(self, roots, retain_graph, create_graph, is_grad):
+        """A backward pass starts: a new BackwardPass, unless it is one more than
+        ``max_passes`` (recording then stops)."""
         trace = self.trace
         if len(trace.passes) >= self.max_passes:
             self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
-            return None
-        roots, retain_graph, create_graph, kind = passes.pass_arguments(execute_frame)
-        user_frame, _, _ = self._locate(execute_frame, from_op=False)
+            return
+        # listener <- _on_backward <- the engine's pass runner <- backward() ... <- the user
+        user_frame, _ = self._locate(sys._getframe(3), from_op=False)
         backward_pass = BackwardPass(
             len(trace.passes),
-            kind,
+            "grad" if is_grad else "backward",
             tuple((self._node_record(node), nr) for node, nr in roots),
             retain_graph,
             create_graph,
             user_frame.f_lineno if user_frame is not None else None,
         )
         trace.passes.append(backward_pass)
-        self._pass_frames.add(execute_frame, backward_pass)
+        self._running_passes.append(backward_pass)
+        self._last_pass = backward_pass
         self._grad_snapshots.clear()
-        return backward_pass
 
     def _record_step(self, node, grads_in, grads_out):
-        execute_frame = passes.execute_frame_above(sys._getframe(2))
-        if execute_frame is None:
-            return  # not run by the engine: nothing to place it in
-        backward_pass = self._pass_for(execute_frame)
-        if backward_pass is None or not self._listening:
-            return
+        if not self._running_passes:
+            return  # a pass that started before recording did: nothing to place it in
+        backward_pass = self._running_passes[-1]
         record = self._node_record(node)
         sent = []
         for (child, nr), grad in zip(node.next_functions, grads_out):
@@ -525,17 +614,15 @@ class Recorder:
         backward_pass.steps.append(step)
         self.trace.backward_steps.append(step)
 
-    def _record_accumulation(self, listener_frame, leaf, grad, total):
-        execute_frame = passes.execute_frame_above(listener_frame)
-        if execute_frame is not None:
-            backward_pass = self._pass_for(execute_frame)
-        else:
-            backward_pass = self._pass_frames.latest()
-        if not self._listening:
-            return
-        # Inside the engine, an accumulation is the AccumulateGrad node about to be logged;
-        # ``backward(inputs=[non_leaf])`` accumulates after the pass, outside any node.
-        in_node = execute_frame is not None
+    def _record_accumulation(self, leaf, grad, total):
+        # Inside a pass, an accumulation is the AccumulateGrad node about to be logged;
+        # ``backward(inputs=[non_leaf])`` accumulates just after its pass, outside any node.
+        in_node = bool(self._running_passes)
+        backward_pass = self._running_passes[-1] if in_node else self._last_pass
+        if backward_pass is not None and backward_pass.kind == "grad":
+            # The engine announces ``backward(inputs=...)`` as it does ``autograd.grad`` (both
+            # capture gradients); only backward accumulates into ``.grad``.
+            backward_pass.kind = "backward"
         record = self._record_of(leaf)
         grad_array = grad._data if isinstance(grad, Tensor) else grad
         grad_value = self._grad_snapshot(grad)
@@ -658,6 +745,14 @@ def _freed(node):
     if saved is FREED:
         return True
     return type(saved) in (list, tuple) and any(s is FREED for s in saved)
+
+
+def _holds(record, array):
+    """Whether ``record``'s snapshot was taken of ``array``'s current values."""
+    value = record.value
+    return (
+        isinstance(value, np.ndarray) and value.shape == array.shape and _equal_arrays(value, array)
+    )
 
 
 def _single_grad_received(record):

@@ -60,6 +60,7 @@ def trace_json(trace, version):
                     "span": list(op.span) if op.span is not None else None,
                     "module": op.module,
                     "in_backward": op.in_backward,
+                    "function": ref(op.function),
                 }
             )
         )
@@ -171,6 +172,7 @@ _DEFAULTS = {
     "span": None,
     "module": None,
     "in_backward": None,
+    "function": None,
     "formula": None,
     "freed_at": None,
     "observed": True,

@@ -51,7 +51,8 @@ def render(trace):
         outputs = ", ".join(f"{o.name} = {_short(o.value)}" for o in op.outputs)
         node = op.node.name if op.node is not None else "no grad_fn"
         module = f" in {op.module}" if op.module else ""
-        detail = f"{node}{module}"
+        inside = f", inside {op.function.op}.forward" if op.function is not None else ""
+        detail = f"{node}{module}{inside}"
         saved = op.node.saved if op.node is not None else {}
         if saved:
             detail += ", saved " + ", ".join(

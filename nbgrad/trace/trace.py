@@ -87,6 +87,8 @@ class OpRecord:
     span      (line, column, end line, end column) of the expression that ran it, or None
     module    the dotted path of the nn.Module it ran inside ("model.fc1"), or None
     in_backward  the index of the backward pass it ran in (create_graph), or None
+    function  the OpRecord of the custom ``autograd.Function`` call whose ``forward`` ran it
+              (under no_grad, so it made no node: the Function's node stands for it), or None
     """
 
     __slots__ = (
@@ -100,6 +102,7 @@ class OpRecord:
         "span",
         "module",
         "in_backward",
+        "function",
         "__weakref__",
     )
 
@@ -114,6 +117,7 @@ class OpRecord:
         self.span = span
         self.module = module
         self.in_backward = in_backward
+        self.function = None
 
     def __repr__(self):
         where = f" line {self.line}" if self.line is not None else ""

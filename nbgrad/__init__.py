@@ -176,5 +176,18 @@ def load_ipython_extension(shell):
     load(shell)
 
 
+def show(obj):
+    """Show the graph widget for a tensor (its grad_fn and everything below it) or a Trace.
+
+    Tensors are named after the variables that hold them where ``show`` is called.
+    """
+    import sys
+
+    from nbgrad.widget import show as show_widget
+
+    caller = sys._getframe(1)
+    return show_widget(obj, names={**caller.f_globals, **caller.f_locals})
+
+
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
 from nbgrad import datasets, nn, optim  # noqa: E402

@@ -286,15 +286,14 @@ def display_trace(trace):
     display(GraphWidget(trace))
 
 
-def show(obj):
+def show(obj, names=None):
     """Show the graph of a tensor (its grad_fn and everything below it) or of a Trace.
 
-    Tensors are named after the variables that hold them where ``show`` was called.
+    Tensors are named after the variables in ``names`` (by default, where ``show`` was called).
     """
     from IPython.display import display
 
-    names = {}
-    caller = sys._getframe(1)
-    names.update(caller.f_globals)
-    names.update(caller.f_locals)
+    if names is None:
+        caller = sys._getframe(1)
+        names = {**caller.f_globals, **caller.f_locals}
     display(graph(obj, names))

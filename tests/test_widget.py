@@ -1,0 +1,168 @@
+"""The graph widget's Python side: what it syncs, what it sends on request, what it shows where
+the widget cannot run (static SVG, text), save_html, and the graph of a tensor (nbgrad.show).
+The browser side is tested by vitest (js/test) and tests/test_widget_browser.py."""
+
+import gzip
+import json
+import re
+
+import pytest
+
+import nbgrad
+import nbgrad as torch
+from nbgrad import widget as widget_module
+from nbgrad.widget import GraphWidget, display_trace, graph
+from nbgrad.widget_graph import trace_of_tensor
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def record_simple():
+    with nbgrad.record() as trace:
+        a = torch.tensor(2.0, requires_grad=True)
+        b = torch.tensor(3.0, requires_grad=True)
+        c = a + b
+        d = torch.tensor(4.0, requires_grad=True)
+        e = c * d
+        e.backward()
+    return trace
+
+
+def test_the_trace_travels_gzip_compressed_and_reads_back():
+    trace = record_simple()
+    widget = GraphWidget(trace)
+    assert widget.trace[:2] == b"\x1f\x8b"
+    assert json.loads(widget.trace_json) == json.loads(trace.to_json())
+    assert len(widget.trace) < len(trace.to_json())
+    assert widget.view == "backward"
+
+
+def test_selected_step_and_view_from_python():
+    widget = GraphWidget(record_simple())
+    assert widget.select("e") == widget.selected
+    assert widget.selected.startswith("t")
+    assert widget.select("MulBackward0").startswith("n")
+    with pytest.raises(KeyError):
+        widget.select("nothing")
+    widget.step = 3
+    assert widget.step == 3
+    widget.step = 99
+    assert widget.step == 5  # clamped to the number of backward steps
+    widget.step = -2
+    assert widget.step == 0
+    widget.view = "forward"
+    with pytest.raises(Exception, match="forward"):
+        widget.view = "sideways"
+
+
+def test_a_trace_without_nodes_opens_in_the_forward_view():
+    with nbgrad.record() as trace:
+        x = torch.ones(3)
+        y = x * 2  # noqa: F841
+    assert GraphWidget(trace).view == "forward"
+
+
+def test_whole_arrays_are_sent_on_request_only():
+    with nbgrad.record() as trace:
+        w = torch.arange(300.0).reshape(15, 20).requires_grad_()
+        (w * 2).sum().backward()
+    data = json.loads(trace.to_json())
+    value = next(t for t in data["tensors"] if t["name"] == "w")["value"]
+    assert "stats" in value and "buffer" in value  # a summary travels, not the 300 values
+    widget = GraphWidget(trace)
+    sent = []
+    widget.send = lambda message, buffers=None: sent.append(message)
+    widget._on_message(widget, {"type": "fetch", "buffer": value["buffer"], "request": 7}, [])
+    assert sent[0]["type"] == "buffer" and sent[0]["request"] == 7 and sent[0]["ok"]
+    assert sent[0]["shape"] == [15, 20] and sent[0]["data"][1][0] == 20.0
+    widget._on_message(widget, {"type": "fetch", "buffer": "b999", "request": 8}, [])
+    assert sent[1] == {
+        "type": "buffer",
+        "request": 8,
+        "ok": False,
+        "error": "the trace kept no array 'b999'",
+    }
+    from_json = GraphWidget(trace.to_json())
+    assert not from_json._buffer_reply(value["buffer"])["ok"]
+
+
+def test_static_views_are_deterministic_and_have_no_addresses():
+    first = GraphWidget(record_simple())
+    second = GraphWidget(record_simple())
+    data, _ = first._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"] == (
+        "autograd graph: 5 tensors, 2 ops, 5 grad_fn nodes, 1 backward pass (5 steps)"
+    )
+    assert data["text/html"] == second._repr_mimebundle_()[0]["text/html"]
+    assert "<svg" in data["text/html"] and 'data-label="MulBackward0"' in data["text/html"]
+    for text in (repr(first), data["text/plain"], data["text/html"]):
+        assert not re.search(r"0x[0-9a-f]{6,}", text)
+
+
+def test_static_html_escapes_names_from_user_code():
+    with nbgrad.record() as trace:
+        globals()[XSS] = torch.tensor([1.0, 2.0], requires_grad=True)
+        (globals()[XSS] * 3).sum().backward()
+    del globals()[XSS]
+    html = GraphWidget(trace)._repr_mimebundle_()[0]["text/html"]
+    assert "<img" not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_empty_trace_says_so():
+    with nbgrad.record() as trace:
+        pass
+    widget = GraphWidget(trace)
+    assert "Nothing to draw" in widget._repr_mimebundle_()[0]["text/html"]
+
+
+def test_save_html_is_one_self_contained_file(tmp_path):
+    path = GraphWidget(record_simple()).save_html(tmp_path / "graph.html")
+    page = path.read_text()
+    assert "<script src" not in page and "<link" not in page
+    assert 'id="nbgrad-bundle"' in page and 'id="nbgrad-state"' in page
+    state = json.loads(re.search(r'id="nbgrad-state">(.*?)</script>', page).group(1))
+    import base64
+
+    trace = json.loads(gzip.decompress(base64.b64decode(state["trace"])))
+    assert [t["name"] for t in trace["tensors"]] == ["a", "b", "c", "d", "e"]
+
+
+def test_the_graph_of_a_tensor():
+    a = torch.tensor(2.0, requires_grad=True)
+    b = torch.tensor(3.0, requires_grad=True)
+    c = a + b
+    d = torch.tensor(4.0, requires_grad=True)
+    e = c * d
+    data = trace_of_tensor(e, locals()).to_dict()
+    names = {t["id"]: t["name"] for t in data["tensors"]}
+    assert sorted(names.values()) == ["a", "b", "c", "d", "e"]
+    nodes = {n["id"]: n for n in data["nodes"]}
+    mul = next(n for n in nodes.values() if n["name"] == "MulBackward0")
+    assert {k: names[v["tensor"]] for k, v in mul["saved"].items()} == {"self": "c", "other": "d"}
+    assert [nodes[edge[0]]["name"] for edge in mul["next"]] == ["AddBackward0", "AccumulateGrad"]
+    accumulated = sorted(names[n["variable"]] for n in nodes.values() if "variable" in n)
+    assert accumulated == ["a", "b", "d"]
+    assert data["formulas"]["mul"]["grads"] == {"self": "grad * other", "other": "grad * self"}
+
+    e.backward()  # frees the saved buffers
+    after = trace_of_tensor(e, locals()).to_dict()
+    mul = next(n for n in after["nodes"] if n["name"] == "MulBackward0")
+    assert mul["saved"] == {} and mul["freed_at"] == -1
+    grads = {t["name"]: t.get("grad") for t in after["tensors"]}
+    assert grads["a"] == 4.0 and grads["d"] == 5.0
+
+
+def test_show_and_display_trace_display_a_widget(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    nbgrad.show(y)
+    display_trace(record_simple())
+    assert len(shown) == 2 and all(isinstance(w, GraphWidget) for w in shown)
+    tensors = json.loads(shown[0].trace_json)["tensors"]
+    assert {"x", "y"} <= {t["name"] for t in tensors}
+    assert graph(record_simple()).view == "backward"
+    assert widget_module.display_trace is display_trace

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import nbgrad
 
 SETTINGS = settings(
-    max_examples=250,
+    max_examples=500,
     deadline=None,
     derandomize=True,
     database=None,
@@ -558,7 +558,7 @@ def build(torch, data):
     p = Program(torch, data)
     for n, shape in enumerate(leaf_shapes(p)):
         p.leaf(shape, requires_grad=True if n == 0 else None)
-    for k in range(p.draw(st.integers(1, 10), "steps")):
+    for k in range(p.draw(st.integers(2, 12), "steps")):
         p.choice(OPERATIONS, f"operation {k}")(p)
     return p
 

@@ -7,6 +7,7 @@ Each case is an expression evaluated twice, with ``T`` bound to nbgrad and to Py
 import itertools
 import math
 import operator
+import re
 import warnings
 
 import numpy as np
@@ -678,6 +679,25 @@ API_CASES = [
     "x.cpu() is x",
     "x.detach().numpy()",
     "i.numpy()",
+    # Memory layout decides what view() and reshape() do: results PyTorch allocates afresh are
+    # C-contiguous whatever the layout of their input.
+    "b.permute(2, 0, 1).sum(1).is_contiguous()",
+    "b.permute(2, 0, 1).sum(1).view(-1).shape",
+    "b.permute(2, 0, 1).mean(2, keepdim=True).is_contiguous()",
+    "b.permute(2, 0, 1).amax(1).is_contiguous()",
+    "b.permute(2, 0, 1).max(1).values.is_contiguous()",
+    "b.permute(2, 0, 1).softmax(0).is_contiguous()",
+    "b.permute(2, 0, 1).log_softmax(2).view(-1).shape",
+    "T.cat([b.permute(2, 0, 1)] * 2).is_contiguous()",
+    "T.stack([b.permute(2, 0, 1)], 1).is_contiguous()",
+    "b.permute(2, 0, 1).masked_fill(b.permute(2, 0, 1) > 0, 0.).is_contiguous()",
+    "(2 ** b.permute(2, 0, 1)).is_contiguous()",
+    "(b.permute(2, 0, 1) * 2).is_contiguous()",
+    "b.permute(2, 0, 1).exp().is_contiguous()",
+    "b[:, [0, 1]].is_contiguous()",
+    "b.permute(2, 0, 1)[[0, 1]].is_contiguous()",
+    "b.permute(2, 0, 1).flatten(1).shape",
+    "T.ones(0, 2, 3).flatten(1).shape",
     "T.is_tensor(x)",
     "T.numel(b)",
     "T.is_floating_point(i)",
@@ -691,3 +711,68 @@ def test_tensor_api_matches_pytorch(torch, expression):
         assert_same_exception(mine, real)
     else:
         assert describe(mine, torch) == describe(real, torch)
+
+
+# --- grad_fn nodes as printed -------------------------------------------------------------------
+
+
+def _without_addresses(value):
+    return re.sub(r"0x[0-9a-f]+", "0x...", repr(value))
+
+
+def _nodes(T):
+    a = T.ones(2, requires_grad=True)
+    b = a * 2
+    c = b.sum()
+    return {
+        "grad_fn": b.grad_fn,
+        "next_functions": b.grad_fn.next_functions,
+        "nested next_functions": c.grad_fn.next_functions[0][0].next_functions,
+        "str": str(b.grad_fn),
+        "class": type(b.grad_fn),
+        "name()": b.grad_fn.name(),
+        "sum name()": c.grad_fn.name(),
+    }
+
+
+def test_grad_fn_reprs_match_pytorch_up_to_addresses(torch):
+    mine, real = _nodes(nbgrad), _nodes(torch)
+    for key in real:
+        assert _without_addresses(mine[key]) == _without_addresses(real[key]), key
+
+
+def _custom_node(T):
+    class Square(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return 2 * grad
+
+    return Square.apply(T.ones(2, requires_grad=True)).grad_fn
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine owner (nbgrad/autograd/function.py): a custom Function's node prints as "
+    "<torch.autograd.function.SquareBackward ...> in PyTorch, <nbgrad.autograd.function..."
+    "> in nbgrad; with `import nbgrad as torch` the PyTorch module path would read right",
+)
+def test_custom_function_node_repr_matches_pytorch(torch):
+    assert _without_addresses(_custom_node(nbgrad)) == _without_addresses(_custom_node(torch))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine owner (nbgrad/autograd/node.py): AccumulateGrad.name() is "
+    "'torch::autograd::AccumulateGrad' in PyTorch (the hand-written C++ nodes keep their "
+    "namespace), 'AccumulateGrad' in nbgrad",
+)
+def test_accumulate_grad_name_matches_pytorch(torch):
+    names = []
+    for T in (nbgrad, torch):
+        a = T.ones(2, requires_grad=True)
+        names.append((a * 2).grad_fn.next_functions[0][0].name())
+    assert names[0] == names[1]

@@ -64,6 +64,15 @@ def _shapes_error(shape_a, shape_b):
     return RuntimeError(f"shapes {list(shape_a)} and {list(shape_b)} cannot be broadcast together")
 
 
+def _fresh(result):
+    """The result of an op that PyTorch writes into a new C-contiguous tensor, whatever the
+    layout of its input (reductions over a dim, softmax, cat, masked_fill). NumPy may follow a
+    transposed input instead, and the layout decides what view() and reshape() do next."""
+    if not result._data.flags.c_contiguous:
+        result._data = np.ascontiguousarray(result._data)
+    return result
+
+
 def _binary(spec, a, b, attrs=()):
     a, b = _operand(a), _operand(b)
     try:
@@ -156,7 +165,7 @@ def pow(input, exponent):  # noqa: A001, A002
         base = _operand(input)
         exponent = _promoted(_check_tensor(exponent, "exponent"), base)
         _check_bool_pow(base, exponent)
-        return run_op(OPS["rpow"], (exponent,), (base,))
+        return _fresh(run_op(OPS["rpow"], (exponent,), (base,)))
     _check_bool_pow(input, exponent)
     if input._dtype is dtypes.bool and isinstance(exponent, bool):
         return _make(np.power(input._data, exponent).astype(bool))
@@ -313,22 +322,22 @@ def masked_fill(input, mask, value):  # noqa: A002
     mask = _bool_array(mask, "masked_fill_")
     if isinstance(value, Tensor) and value._requires_grad:
         # A fill value that requires grad gets the gradient of every place it filled.
-        return run_op(OPS["masked_fill_tensor"], (input, value), (mask,))
-    return run_op(OPS["masked_fill"], (input,), (mask, _number(value)))
+        return _fresh(run_op(OPS["masked_fill_tensor"], (input, value), (mask,)))
+    return _fresh(run_op(OPS["masked_fill"], (input,), (mask, _number(value))))
 
 
 def softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
     _wrap_dim(dim, input.dim())  # checked, but saved as given (-1 stays -1), as PyTorch does
-    return run_op(OPS["softmax"], (input,), (dim,))
+    return _fresh(run_op(OPS["softmax"], (input,), (dim,)))
 
 
 def log_softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
     _wrap_dim(dim, input.dim())
-    return run_op(OPS["log_softmax"], (input,), (dim,))
+    return _fresh(run_op(OPS["log_softmax"], (input,), (dim,)))
 
 
 # --- comparisons and other results that carry no gradient -------------------------------------
@@ -469,7 +478,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001, A002
         input = input.to(dtypes.int64) if input._dtype is not dtypes.int64 else input
     if dim is None:
         return run_op(OPS["sum"], (input,))
-    return run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim))
+    return _fresh(run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim)))
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -482,7 +491,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
         )
     if dim is None:
         return run_op(OPS["mean"], (input,))
-    return run_op(OPS["mean_dim"], (input,), (_dims(dim, input.dim()), keepdim))
+    return _fresh(run_op(OPS["mean_dim"], (input,), (_dims(dim, input.dim()), keepdim)))
 
 
 MaxResult = collections.namedtuple("max", ["values", "indices"])
@@ -497,7 +506,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002
         return run_op(OPS["max"], (input,))
     _check_reduced_sizes(input, "max", (dim,))
     values, indices = run_op(OPS["max_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
-    return MaxResult(values, indices)
+    return MaxResult(_fresh(values), _fresh(indices))
 
 
 def min(input, dim=None, keepdim=False):  # noqa: A001, A002
@@ -508,7 +517,7 @@ def min(input, dim=None, keepdim=False):  # noqa: A001, A002
         return run_op(OPS["min"], (input,))
     _check_reduced_sizes(input, "min", (dim,))
     values, indices = run_op(OPS["min_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
-    return MinResult(values, indices)
+    return MinResult(_fresh(values), _fresh(indices))
 
 
 def _check_not_empty(input, name):  # noqa: A002
@@ -519,27 +528,30 @@ def _check_not_empty(input, name):  # noqa: A002
         )
 
 
-def _check_reduced_sizes(input, name, dims):  # noqa: A002
-    """Max-like reductions of an empty tensor: PyTorch refuses to reduce a dim of size 0."""
+def _check_reduced_sizes(input, name, dims, wrapped=True):  # noqa: A002
+    """Max-like reductions of an empty tensor: PyTorch refuses to reduce a dim of size 0, naming
+    it wrapped (max, argmax) or as given (amax, amin)."""
     if input._data.size:
         return
     if not dims:
         _check_not_empty(input, name)
     for d in dims:
-        if input._data.shape[_wrap_dim(d, input.dim())] == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        wrapped_dim = _wrap_dim(d, input.dim())
+        if input._data.shape[wrapped_dim] == 0:
+            shown = wrapped_dim if wrapped else d
+            raise IndexError(f"{name}(): Expected reduction dim {shown} to have non-zero size.")
 
 
 def amax(input, dim=(), keepdim=False):  # noqa: A002
     dims = _dims(dim, input.dim())
-    _check_reduced_sizes(input, "amax", dims)
-    return run_op(OPS["amax"], (input,), (dims, keepdim))
+    _check_reduced_sizes(input, "amax", dims, wrapped=False)
+    return _fresh(run_op(OPS["amax"], (input,), (dims, keepdim)))
 
 
 def amin(input, dim=(), keepdim=False):  # noqa: A002
     dims = _dims(dim, input.dim())
-    _check_reduced_sizes(input, "amin", dims)
-    return run_op(OPS["amin"], (input,), (dims, keepdim))
+    _check_reduced_sizes(input, "amin", dims, wrapped=False)
+    return _fresh(run_op(OPS["amin"], (input,), (dims, keepdim)))
 
 
 # --- matrix products ----------------------------------------------------------------------------
@@ -790,7 +802,8 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     if start == end:
         return input
     shape = input._data.shape
-    return reshape(input, (*shape[:start], -1, *shape[end + 1 :]))
+    merged = int(np.prod(shape[start : end + 1]))  # not -1: that is ambiguous with 0 elements
+    return reshape(input, (*shape[:start], merged, *shape[end + 1 :]))
 
 
 def t(input):  # noqa: A002
@@ -907,7 +920,7 @@ def cat(tensors, dim=0):
                     f"Sizes of tensors must match except in dimension {dim}. Expected size {a} "
                     f"but got size {b} for tensor number {i} in the list."
                 )
-    return run_op(OPS["cat"], (tensors,), (dim,))
+    return _fresh(run_op(OPS["cat"], (tensors,), (dim,)))
 
 
 concat = cat
@@ -924,7 +937,7 @@ def stack(tensors, dim=0):
                 f"[{', '.join(map(str, tensors[0]._data.shape))}] at entry 0 and "
                 f"[{', '.join(map(str, t._data.shape))}] at entry {i}"
             )
-    return run_op(OPS["stack"], (tensors,), (_wrap_dim(dim, tensors[0].dim() + 1),))
+    return _fresh(run_op(OPS["stack"], (tensors,), (_wrap_dim(dim, tensors[0].dim() + 1),)))
 
 
 def narrow(input, dim, start, length):  # noqa: A002
@@ -1117,6 +1130,8 @@ def getitem(tensor, key):
     if has_advanced:
         _check_advanced(result, advanced)
         result = run_op(OPS["index"], (result,), (tuple(advanced),))
+        # PyTorch's index result is a fresh C-contiguous tensor; NumPy may lay it out otherwise.
+        result._data = np.ascontiguousarray(result._data)
     if result is tensor:
         # ``x[...]`` gives a new view of the same memory (PyTorch: AliasBackward0).
         result = run_op(OPS["view"], (tensor,), (tensor._data.shape,))

@@ -207,7 +207,7 @@ def run_recorded(shell, code, options, header):
         source_kind="cell",
     )
     try:
-        recorder.start([shell.user_ns])
+        recorder.start()
     except RecordingError as error:
         raise UsageError(str(error)) from None
 

@@ -448,6 +448,40 @@ def test_nn_modules_name_their_parameters_and_group_their_ops():
     assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
 
 
+def test_a_model_made_inside_the_recording_is_grouped_by_module_path():
+    import nbgrad.nn.modules.module as home
+
+    with record() as trace:
+        model = nbgrad.nn.Sequential(nbgrad.nn.Linear(4, 3), nbgrad.nn.Tanh())
+        head = nbgrad.nn.Linear(3, 1)
+        loss = head(model(nbgrad.randn(2, 4))).sum()
+        loss.backward()
+    assert trace.modules == {
+        "model": "Sequential",
+        "model.0": "Linear",
+        "model.1": "Tanh",
+        "head": "Linear",
+    }
+    grouped = [(op.op, op.module) for op in trace.ops if op.node is not None]
+    assert grouped[:3] == [("t", "model.0"), ("addmm", "model.0"), ("tanh", "model.1")]
+    assert ("sum", None) in grouped and any(m == "head" for _, m in grouped)
+    assert not home._global_forward_pre_hooks and not home._global_forward_hooks
+
+
+def test_a_forward_that_raises_leaves_its_module():
+    class Broken(nbgrad.nn.Module):
+        def forward(self, x):
+            raise ValueError("broken")
+
+    x = nbgrad.tensor(1.0, requires_grad=True)
+    with record() as trace:
+        broken = Broken()
+        with pytest.raises(ValueError):
+            broken(x * 2)
+        y = x * 3
+    assert [(op.outputs[0].name, op.module) for op in trace.ops] == [("x * 2", None), ("y", None)]
+
+
 # --- snapshots and limits ----------------------------------------------------------------------
 
 

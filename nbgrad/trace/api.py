@@ -62,10 +62,7 @@ class record:
         caller = sys._getframe(1)
         source = source_for(caller.f_code.co_filename)
         self._recorder = Recorder(source, base_frame=caller, source_kind="file", **self._options)
-        namespaces = [caller.f_locals]
-        if caller.f_globals is not caller.f_locals:
-            namespaces.append(caller.f_globals)
-        self._recorder.start(namespaces)
+        self._recorder.start()
         return self._recorder.trace
 
     def __exit__(self, exc_type, exc, tb):

@@ -2,33 +2,23 @@
 
 The recorder does not reach into ``nbgrad.nn``: it registers the two global hooks PyTorch
 itself offers (``torch.nn.modules.module.register_module_forward_pre_hook`` and
-``register_module_forward_hook``), which every ``Module.__call__`` runs around ``forward``. Any
-module system with those two functions works: nbgrad.nn once it has them, real PyTorch for a
-future bridge, or a stand-in in tests.
+``register_module_forward_hook``), which every ``Module.__call__`` runs around ``forward``, so
+that modules made while recording are seen as well as those made before. Any module system with
+those two functions works: ``nbgrad.nn.modules.module``, ``torch.nn.modules.module`` for the
+PyTorch bridge, or a stand-in in tests.
 
 While recording, a scope is the tuple of module objects being called, outermost first. When the
 trace is finished, ``module_paths`` turns scopes into dotted paths (``model.fc1``) from the names
 the modules have in the user's namespace.
 """
 
-import importlib
-
-# Where a module system keeps its global forward hooks, first match wins.
-HOOK_HOMES = ("nbgrad.nn.modules.module", "nbgrad.nn.modules", "nbgrad.nn")
-
 
 def find_hook_home():
-    """The module offering ``register_module_forward_pre_hook`` and ``..._forward_hook``."""
-    for name in HOOK_HOMES:
-        try:
-            home = importlib.import_module(name)
-        except ImportError:
-            continue
-        if hasattr(home, "register_module_forward_pre_hook") and hasattr(
-            home, "register_module_forward_hook"
-        ):
-            return home
-    return None
+    """nbgrad's module system, where its global forward hooks live (imported when recording
+    starts: nbgrad.nn is built on the engine, which the trace package does not need)."""
+    import nbgrad.nn.modules.module as home
+
+    return home
 
 
 class ScopeTracker:
@@ -39,20 +29,13 @@ class ScopeTracker:
         self.on_output = on_output  # on_output(scope, output): a module's forward returned
         self._handles = []
 
-    def attach(self, home, namespaces=()):
-        """Hook every module call through ``home``'s global hooks; without them, hook the
-        modules that ``namespaces`` (the user's variables) hold now, one by one."""
+    def attach(self, home):
+        """Hook every module call through ``home``'s global hooks (None: no module system)."""
         if home is None:
-            for module in _modules_in(namespaces):
-                self._handles.append(module.register_forward_pre_hook(self._enter))
-                self._handles.append(module.register_forward_hook(self._leave))
             return
         self._handles.append(home.register_module_forward_pre_hook(self._enter))
-        try:
-            handle = home.register_module_forward_hook(self._leave, always_call=True)
-        except TypeError:  # a module system without ``always_call``
-            handle = home.register_module_forward_hook(self._leave)
-        self._handles.append(handle)
+        # always_call: a forward that raises still leaves the stack.
+        self._handles.append(home.register_module_forward_hook(self._leave, always_call=True))
 
     def detach(self):
         for handle in self._handles:
@@ -65,8 +48,8 @@ class ScopeTracker:
 
     def _leave(self, module, args, output):
         scope = self.current
-        # A forward that raised without ``always_call`` leaves its module on the stack: unwind
-        # to the module that is returning now.
+        # Unwind to the module that is returning now (a module whose forward started before
+        # recording did is not on the stack).
         for depth in range(len(scope) - 1, -1, -1):
             if scope[depth] is module:
                 self.current = scope[:depth]
@@ -83,18 +66,6 @@ def is_module(value):
         and callable(getattr(value, "named_parameters", None))
         and callable(getattr(value, "named_modules", None))
     )
-
-
-def _modules_in(namespaces):
-    """Every module the namespaces hold, with its submodules, each once."""
-    seen = set()
-    for namespace in namespaces:
-        for key, value in list(namespace.items()):
-            if isinstance(key, str) and not key.startswith("_") and is_module(value):
-                for _, module in named_submodules(value, key):
-                    if id(module) not in seen and hasattr(module, "register_forward_hook"):
-                        seen.add(id(module))
-                        yield module
 
 
 def module_paths(scopes, named_modules):

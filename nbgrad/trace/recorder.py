@@ -131,9 +131,8 @@ class Recorder:
 
     # --- starting and stopping ----------------------------------------------------------------
 
-    def start(self, namespaces=()):
-        """Start listening. ``namespaces`` (the user's variables) are needed only when the module
-        system has no global forward hooks: its modules are then hooked one by one."""
+    def start(self):
+        """Start listening."""
         global _active
         if _active is not None:
             raise RecordingError(
@@ -144,7 +143,7 @@ class Recorder:
         _active = self
         self._listening = True
         try:
-            self._scopes.attach(find_hook_home(), namespaces)
+            self._scopes.attach(find_hook_home())
             for listeners, listener in self._listeners:
                 listeners.append(listener)
         except BaseException:

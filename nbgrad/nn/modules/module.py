@@ -6,6 +6,7 @@ the order it was assigned, exactly as in PyTorch.
 """
 
 import collections
+import warnings
 
 import numpy as np
 
@@ -70,6 +71,8 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
+        if _global_forward_pre_hooks or _global_forward_hooks:
+            return _call_with_global_hooks(self, args, kwargs)
         for hook in list(self._forward_pre_hooks.values()):
             changed = hook(self, args)
             if changed is not None:
@@ -472,6 +475,66 @@ class Module:
             else:
                 text += "\n  " + "\n  ".join(lines) + "\n"
         return text + ")"
+
+
+# --- global forward hooks: run around every module's forward (PyTorch's debugging hooks) ---------
+
+_global_forward_pre_hooks = {}
+_global_forward_hooks = {}
+_global_forward_hooks_always_called = set()  # keys of the forward hooks registered always_call
+
+
+def register_module_forward_pre_hook(hook):
+    """``hook(module, args)`` before every module's forward, before the module's own pre-hooks;
+    it may return new args. Returns a handle whose ``remove()`` unregisters it."""
+    return add_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook, *, always_call=False):
+    """``hook(module, args, output)`` after every module's forward, before the module's own
+    forward hooks; it may return a new output. With ``always_call`` it also runs when forward
+    (or a hook) raised, with the output None, before the exception goes on."""
+    handle = add_hook(_global_forward_hooks, hook)
+    _global_forward_hooks_always_called.intersection_update(_global_forward_hooks)
+    if always_call:
+        _global_forward_hooks_always_called.add(handle._key)
+    return handle
+
+
+def _call_with_global_hooks(module, args, kwargs):
+    """``Module.__call__`` while global hooks are registered, in PyTorch's order: global
+    pre-hooks, the module's pre-hooks, forward, global forward hooks, the module's forward hooks."""
+    result = None
+    called = set()  # the forward hooks that ran: an always_call one runs once, even on error
+    try:
+        for hook in [*_global_forward_pre_hooks.values(), *module._forward_pre_hooks.values()]:
+            changed = hook(module, args)
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
+        result = module.forward(*args, **kwargs)
+        for key, hook in list(_global_forward_hooks.items()):
+            called.add(key)
+            changed = hook(module, args, result)
+            if changed is not None:
+                result = changed
+        for hook in list(module._forward_hooks.values()):
+            changed = hook(module, args, result)
+            if changed is not None:
+                result = changed
+        return result
+    except Exception:
+        for key, hook in list(_global_forward_hooks.items()):
+            if key in _global_forward_hooks_always_called and key not in called:
+                try:
+                    hook(module, args, result)
+                except Exception as hook_error:  # the first error is the one to report
+                    warnings.warn(
+                        "global module forward hook with ``always_call=True`` raised an "
+                        "exception that was silenced as another error was raised in forward: "
+                        f"{hook_error}",
+                        stacklevel=2,
+                    )
+        raise
 
 
 def _zero_grad_in_place(param):

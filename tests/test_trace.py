@@ -480,6 +480,7 @@ def test_a_forward_that_raises_leaves_its_module():
             broken(x * 2)
         y = x * 3
     assert [(op.outputs[0].name, op.module) for op in trace.ops] == [("x * 2", None), ("y", None)]
+    assert float(y) == 3.0
 
 
 # --- snapshots and limits ----------------------------------------------------------------------

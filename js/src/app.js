@@ -126,13 +126,22 @@ export function createApp(el, options) {
   /** Selection and timeline classes. */
   function paint() {
     if (!state.drawn) return;
-    for (const el of page.querySelectorAll(".selected, .current, .done, .lit")) el.classList.remove("selected", "current", "done", "lit");
+    for (const el of page.querySelectorAll(".selected, .current, .done, .lit")) {
+      el.classList.remove("selected", "current", "done", "lit");
+      if (el.classList.contains("edge")) el.setAttribute("marker-end", `url(#${arrowId})`);
+    }
     let highlight = stepHighlight(state.index, state.step);
     if (state.view === "forward") highlight = forwardHighlight(state.index, highlight);
     const standIn = (id) => state.visible.standIn.get(id) || id;
     for (const id of highlight.done) state.drawn.nodeEls.get(standIn(id))?.classList.add("done");
     if (highlight.current) state.drawn.nodeEls.get(standIn(highlight.current))?.classList.add("current");
-    for (const [from, to] of highlight.edges) state.drawn.edgeEls.get(`${standIn(from)}>${standIn(to)}`)?.classList.add("lit");
+    for (const [from, to] of highlight.edges) {
+      const edge = state.drawn.edgeEls.get(`${standIn(from)}>${standIn(to)}`);
+      if (!edge) continue;
+      edge.classList.add("lit");
+      edge.setAttribute("marker-end", `url(#${arrowId}-lit)`);
+      edge.parentNode.append(edge); // drawn last: on top of the others
+    }
     const selected = state.selected ? (state.selected.startsWith(GROUP_PREFIX) ? state.drawn.nodeEls.get(state.selected) : drawnElement(state.selected)) : null;
     if (selected) selected.classList.add("selected");
   }

@@ -120,15 +120,13 @@ export function drawGraph(layers, graph, laid, expanded, modules, arrowId) {
   return { nodeEls, edgeEls };
 }
 
-/** The arrowhead marker, defined once per SVG. */
+/** The arrowhead markers (plain, and for edges carrying a gradient), defined once per SVG. */
 export function arrowDefs(arrowId) {
-  return s(
-    "defs",
-    null,
+  const marker = (id, cls) =>
     s(
       "marker",
-      { id: arrowId, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
-      s("path", { d: "M0,0L10,5L0,10z", class: "arrowhead" }),
-    ),
-  );
+      { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 9, markerHeight: 9, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse" },
+      s("path", { d: "M0,0L10,5L0,10z", class: cls }),
+    );
+  return s("defs", null, marker(arrowId, "arrowhead"), marker(`${arrowId}-lit`, "arrowhead-lit"));
 }

@@ -327,7 +327,8 @@ def test_widget_in_notebook_7(lab, page):
         saved = _inspector(widget).locator('[data-role="saved"]')
         assert re.search(r"_saved_self\s*c = 5\.", saved.inner_text())
         widget.locator('[data-role="next"]').click()
-        assert widget.locator('[data-role="step-label"]').inner_text() == "step 1 of 5: MulBackward0"
+        label = widget.locator('[data-role="step-label"]')
+        assert label.inner_text() == "step 1 of 5: MulBackward0"
         widget.scroll_into_view_if_needed()
         ARTIFACTS.mkdir(exist_ok=True)
         widget.screenshot(path=str(ARTIFACTS / "widget-notebook7.png"))

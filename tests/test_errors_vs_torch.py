@@ -658,7 +658,7 @@ def test_error_matches_pytorch(torch, name):
 
 @pytest.mark.parametrize(
     "name",
-    [name for name in ENGINE_CASES],
+    list(ENGINE_CASES),
 )
 def test_error_matches_pytorch_engine_owned(torch, name):
     assert_same_error(torch, ENGINE_CASES[name][0])

@@ -69,7 +69,7 @@ class _Builder:
     def node(self, node):
         record = self.nodes.get(id(node))
         if record is None:
-            record = NodeRecord(f"n{len(self.nodes)}", node.name())
+            record = NodeRecord(f"n{len(self.nodes)}", type(node).__name__)
             self.nodes[id(node)] = record
             self.trace.nodes.append(record)
             pending = [(node, record)]
@@ -82,7 +82,7 @@ class _Builder:
                         continue
                     child_record = self.nodes.get(id(child))
                     if child_record is None:
-                        child_record = NodeRecord(f"n{len(self.nodes)}", child.name())
+                        child_record = NodeRecord(f"n{len(self.nodes)}", type(child).__name__)
                         self.nodes[id(child)] = child_record
                         self.trace.nodes.append(child_record)
                         pending.append((child, child_record))

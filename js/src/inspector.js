@@ -47,22 +47,26 @@ function accumulationTable(ctx, tensorId) {
   if (!items.length) return h("div", { class: "note", text: "Nothing was accumulated into .grad while recording." });
   const tensor = ctx.index.tensors.get(tensorId);
   const dtype = tensor ? tensor.dtype : "float32";
-  const rows = items.map((acc, i) =>
-    h(
-      "tr",
-      { class: acc.step !== undefined && acc.step < ctx.step ? "done" : "", "data-step": acc.step ?? "" },
-      h("td", { text: `#${i + 1}` }),
-      h("td", { text: `pass ${acc.pass + 1}` }),
-      h("td", null, acc.step !== undefined ? h("a", { href: "#", class: "link", text: `step ${acc.step + 1}`, onclick: (e) => (e.preventDefault(), ctx.goToStep(acc.step + 1)) }) : "after the pass"),
-      h("td", { class: "value-cell" }, h("span", { class: "plus", text: "+ " }), renderValue(acc.grad, dtype, ctx)),
-      h("td", { class: "value-cell" }, h("span", { class: "eq", text: "= " }), renderValue(acc.total, dtype, ctx)),
-    ),
-  );
+  const stepLink = (acc) =>
+    acc.step !== undefined
+      ? h("a", { href: "#", class: "link", text: `step ${acc.step + 1}`, onclick: (e) => (e.preventDefault(), ctx.goToStep(acc.step + 1)) })
+      : "after the pass";
   return h(
-    "table",
+    "ol",
     { class: "accumulations", "data-role": "accumulations" },
-    h("thead", null, h("tr", null, ["", "pass", "step", "contribution", "running .grad"].map((t) => h("th", { text: t })))),
-    h("tbody", null, rows),
+    items.map((acc, i) =>
+      h(
+        "li",
+        { class: `accumulation${acc.step !== undefined && acc.step < ctx.step ? " done" : ""}`, "data-accumulation": i + 1 },
+        h("div", { class: "acc-title" }, h("b", { text: `#${i + 1}` }), ` backward pass ${acc.pass + 1}, `, stepLink(acc)),
+        h(
+          "div",
+          { class: "acc-values" },
+          h("span", { class: "acc-part" }, h("span", { class: "op", text: "+" }), renderValue(acc.grad, dtype, ctx)),
+          h("span", { class: "acc-part" }, h("span", { class: "op", text: "→ .grad =" }), renderValue(acc.total, dtype, ctx)),
+        ),
+      ),
+    ),
   );
 }
 

@@ -110,11 +110,11 @@ describe("the inspector", () => {
     const trace = simpleTrace();
     trace.accumulations.push({ tensor: "t0", pass: 1, step: 9, grad: 4.0, total: 8.0 });
     const { panel } = inspect(trace, "n1");
-    const rows = panel.querySelectorAll('[data-role="accumulations"] tbody tr');
+    const rows = panel.querySelectorAll('[data-role="accumulations"] [data-accumulation]');
     expect(rows).toHaveLength(2);
-    expect(rows[0].textContent).toContain("+ 4.");
-    expect(rows[1].textContent).toContain("= 8.");
-    expect(rows[1].textContent).toContain("pass 2");
+    expect(rows[0].textContent).toContain("+4.→ .grad =4.");
+    expect(rows[1].textContent).toContain(".grad =8.");
+    expect(rows[1].textContent).toContain("backward pass 2");
   });
 
   it("shows a tensor, and its links select what they name", () => {

@@ -126,7 +126,10 @@ class Recorder:
         # Custom Functions whose forward is running: (Function.apply's frame, [OpRecords run
         # inside it]), until the call is announced and becomes the ops' ``function``.
         self._function_calls = []
-        self._grad_snapshots = {}  # id(array) -> (array, snapshot), within one pass
+        # id(array) -> (weak reference to the array, snapshot), within one pass. Weak: a strong
+        # one would keep the engine from taking a leaf's first gradient as ``.grad`` without a
+        # copy (it checks that nothing else refers to it).
+        self._grad_snapshots = {}
         self._scopes = ScopeTracker(on_output=self._module_returned)
 
     # --- starting and stopping ----------------------------------------------------------------
@@ -477,7 +480,7 @@ class Recorder:
         return record
 
     def _new_node_record(self, node, op):
-        record = NodeRecord(f"n{len(self.trace.nodes)}", node.name())
+        record = NodeRecord(f"n{len(self.trace.nodes)}", type(node).__name__)
         self.trace.nodes.append(record)
         self._nodes[id(node)] = (weakref.ref(node), record)
         record.op = op
@@ -626,7 +629,8 @@ class Recorder:
         grad_array = grad._data if isinstance(grad, Tensor) else grad
         grad_value = self._grad_snapshot(grad)
         total_array = total._data
-        if _equal_arrays(total_array, grad_array):  # the first grad: the total is a copy of it
+        if total_array is grad_array or _equal_arrays(total_array, grad_array):
+            # The first grad: the total is that very array, or a copy of it.
             total_value = grad_value
         else:
             total_value = snapshot(total_array, self.policy)
@@ -652,10 +656,10 @@ class Recorder:
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
         hit = self._grad_snapshots.get(id(array))
-        if hit is not None and hit[0] is array:
+        if hit is not None and hit[0]() is array:
             return hit[1]
         value = snapshot(array, self.policy)
-        self._grad_snapshots[id(array)] = (array, value)
+        self._grad_snapshots[id(array)] = (weakref.ref(array), value)
         return value
 
     # --- the end ---------------------------------------------------------------------------

@@ -20,10 +20,16 @@ What is stored, and what is not (notebooks/README.md says why):
 - no execution timings (``record_timing=False``) and no kernel-specific language details
   beyond the language name;
 - no memory addresses: an output containing ``0x7f...`` fails the run, since it would change
-  on every execution.
+  on every execution;
+- nothing else that changes from run to run or from machine to machine: the patterns of
+  notebooks/sanitize.cfg (a cell's temporary file name in a warning) are applied to the stored
+  outputs as nbval applies them before comparing, and tracebacks name files relative to the
+  repository, and consecutive prints to one stream are one output however the kernel flushed
+  them. Executing twice stores the same bytes.
 """
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -35,6 +41,7 @@ from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+SANITIZE = NOTEBOOKS / "sanitize.cfg"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
 CELL_TIMEOUT = 600  # seconds
@@ -61,8 +68,15 @@ def execute(path):
     return problems
 
 
+def sanitize_patterns():
+    """The (regex, replacement) pairs of sanitize.cfg, read as nbval reads them."""
+    text = SANITIZE.read_text(encoding="utf-8")
+    return re.findall(r"^regex: (.*)$\n^replace: (.*)$", text, flags=re.MULTILINE)
+
+
 def clean(nb):
     """Drop widget state and kernel details; report outputs that would not be reproducible."""
+    patterns = sanitize_patterns()
     nb.metadata.pop("widgets", None)
     nb.metadata["language_info"] = {"name": nb.metadata.get("language_info", {}).get("name")}
     problems = []
@@ -70,7 +84,8 @@ def clean(nb):
         if cell.cell_type != "code":
             continue
         cell.metadata.pop("execution", None)
-        for output in cell.get("outputs", []):
+        cell.outputs = _merge_streams(cell.get("outputs", []))
+        for output in cell.outputs:
             data = output.get("data")
             if data is not None:
                 data.pop(WIDGET_VIEW, None)
@@ -79,7 +94,42 @@ def clean(nb):
                 found = ADDRESS.search(text)
                 if found:
                     problems.append(f"cell {number}: a memory address in its output: {found[0]}")
+            _rewrite_texts(output, lambda text: _stable(text, patterns))
     return problems
+
+
+def _merge_streams(outputs):
+    """One output for consecutive prints to the same stream, however the kernel flushed them."""
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.get("output_type") == "stream"
+            and previous is not None
+            and previous.get("output_type") == "stream"
+            and previous.get("name") == output.get("name")
+        ):
+            previous["text"] += output["text"]
+        else:
+            merged.append(output)
+    return merged
+
+
+def _stable(text, patterns):
+    text = text.replace(str(ROOT) + os.sep, "")
+    for regex, replacement in patterns:
+        text = re.sub(regex, replacement, text)
+    return text
+
+
+def _rewrite_texts(output, rewrite):
+    if "text" in output:
+        output["text"] = rewrite(output["text"])
+    for key, value in output.get("data", {}).items():
+        if isinstance(value, str):
+            output["data"][key] = rewrite(value)
+    if "traceback" in output:
+        output["traceback"] = [rewrite(line) for line in output["traceback"]]
 
 
 def _texts(output):

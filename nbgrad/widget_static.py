@@ -64,6 +64,8 @@ def graph_of(data):
         nodes.append((tid, t["name"], f"{_shape_text(t['shape'])} {t['dtype']}", t["role"]))
 
     for op in data.get("ops", []):
+        if op.get("function") or (op.get("in_backward") is not None and not op.get("node")):
+            continue  # inside a custom Function's forward, or backward arithmetic: not drawn
         for i in op.get("inputs", []):
             if isinstance(i, str):
                 add_tensor(i)

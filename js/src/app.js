@@ -13,6 +13,7 @@ import { createViewport } from "./viewport.js";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 const READABLE_SCALE = 0.6; // a new drawing is not shrunk below this: it opens at its top
+const SCHEMA_VERSION = 1; // docs/trace-schema.md
 
 let instances = 0;
 
@@ -237,6 +238,9 @@ export function createApp(el, options) {
   }
 
   function setTrace(trace) {
+    if (trace && trace.version !== undefined && trace.version !== SCHEMA_VERSION) {
+      trace = { status: { error: `this trace is in schema version ${trace.version}; this widget reads version ${SCHEMA_VERSION} (update nbgrad)` } };
+    }
     state.index = indexTrace(trace);
     state.graphs = {};
     state.collapsed = {};

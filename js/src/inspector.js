@@ -134,11 +134,18 @@ function labelOfNode(index, id) {
   return node.name;
 }
 
+/** How PyTorch shows a saved value: `_saved_self`, or `saved_tensors[0]` for a custom Function. */
+function savedName(name) {
+  const custom = /^tensors\[(\d+)\]$/.exec(name);
+  return custom ? `saved_tensors[${custom[1]}]` : `_saved_${name}`;
+}
+
 function savedList(ctx, node) {
   const index = ctx.index;
   const entries = Object.entries(node.saved || {});
-  if (!entries.length) return h("div", { class: "note", text: "Nothing: its backward needs no saved values." });
   const freed = node.freed_at !== undefined && node.freed_at !== null;
+  if (!entries.length && freed) return h("div", { class: "note", text: "Freed: a backward pass without retain_graph=True released them." });
+  if (!entries.length) return h("div", { class: "note", text: "Nothing: its backward needs no saved values." });
   return h(
     "table",
     { class: "saved", "data-role": "saved" },
@@ -151,9 +158,9 @@ function savedList(ctx, node) {
         return h(
           "tr",
           { "data-saved": name },
-          h("th", { text: `_saved_${name}` }),
+          h("th", { text: savedName(name) }),
           h("td", null, tensor ? link(ctx, tensor.id, tensor.name) : null, tensor ? " = " : "", renderValue(value ?? null, tensor ? tensor.dtype : "float32", ctx)),
-          h("td", { class: "freed" }, freed ? (ctx.step > node.freed_at ? "freed" : `freed after step ${node.freed_at + 1}`) : ""),
+          h("td", { class: "freed" }, freed ? (node.freed_at < 0 || ctx.step > node.freed_at ? "freed" : `freed after step ${node.freed_at + 1}`) : ""),
         );
       }),
     ),
@@ -170,6 +177,7 @@ function functionPanel(ctx, node) {
     op ? row("made by", link(ctx, op.id, op.op), op.line !== undefined ? ` at line ${op.line}` : "") : row("made by", h("span", { class: "none", text: node.observed === false ? "outside the recording" : "?" })),
     op ? codeLine(ctx, op.line) : null,
     op && op.module ? row("in module", `${op.module}${index.modules[op.module] ? ` (${index.modules[op.module]})` : ""}`) : null,
+    op && index.opsInside.has(op.id) ? row("its forward ran", ...index.opsInside.get(op.id).flatMap((id, i) => [i ? ", " : "", link(ctx, id, index.ops.get(id).op)])) : null,
     outputs.length ? row("grad_fn of", ...outputs.flatMap((id, i) => [i ? ", " : "", link(ctx, id)])) : null,
     section("saved for backward", savedList(ctx, node)),
   ];

@@ -18,10 +18,15 @@ export function indexTrace(trace) {
     outputsOfNode: new Map(), // node id -> the tensor ids it is the grad_fn of
     stepsOfNode: new Map(), // node id -> indexes into steps
     usesOfTensor: new Map(), // tensor id -> ops reading it
+    opsInside: new Map(), // op id of a custom Function call -> the ops its forward ran
   };
   for (const tensor of t.tensors || []) index.tensors.set(tensor.id, tensor);
   for (const op of t.ops || []) {
     index.ops.set(op.id, op);
+    if (op.function) {
+      if (!index.opsInside.has(op.function)) index.opsInside.set(op.function, []);
+      index.opsInside.get(op.function).push(op.id);
+    }
     for (const input of op.inputs || []) {
       if (typeof input !== "string") continue;
       if (!index.usesOfTensor.has(input)) index.usesOfTensor.set(input, []);

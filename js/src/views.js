@@ -9,6 +9,15 @@
 import { formatShape } from "./format.js";
 import { moduleOf } from "./trace.js";
 
+/** Whether an op is drawn in the forward view: not the ops inside a custom Function's forward
+ * (the Function's call stands for them), nor the plain arithmetic of a backward formula (only
+ * those that made nodes, under create_graph, are part of a graph). */
+export function isDrawnOp(op) {
+  if (op.function !== undefined && op.function !== null) return false;
+  if (op.in_backward !== undefined && op.in_backward !== null && !op.node) return false;
+  return true;
+}
+
 export function forwardView(index) {
   const nodes = [];
   const edges = [];
@@ -27,7 +36,12 @@ export function forwardView(index) {
       group: moduleOf(index, id),
     });
   };
+  const hidden = new Set(); // tensors made by ops that are not drawn
   for (const op of index.ops.values()) {
+    if (!isDrawnOp(op)) {
+      for (const output of op.outputs || []) hidden.add(output);
+      continue;
+    }
     for (const input of op.inputs || []) if (typeof input === "string") addTensor(input);
     const node = op.node ? index.nodes.get(op.node) : null;
     nodes.push({
@@ -47,7 +61,10 @@ export function forwardView(index) {
       edges.push({ from: op.id, to: output, slot: 0 });
     }
   }
-  for (const id of index.tensors.keys()) addTensor(id);
+  // tensors no drawn op touched: leaves and results the program made, not a Function's insides
+  for (const [id, tensor] of index.tensors) {
+    if (!hidden.has(id) && (tensor.role !== "constant" || !tensor.op)) addTensor(id);
+  }
   return { nodes, edges };
 }
 

@@ -70,6 +70,14 @@ describe("the widget page", () => {
     expect(banner.querySelector("b")).toBeNull();
   });
 
+  it("refuses a schema version it does not know, with a message", () => {
+    const trace = simpleTrace();
+    trace.version = 2;
+    const { el } = mount(trace);
+    expect(el.querySelector('[data-role="banner"]').textContent).toContain("schema version 2");
+    expect(el.querySelectorAll("[data-node-id]")).toHaveLength(0);
+  });
+
   it("opens a large trace collapsed and expands a group on click", () => {
     const { el } = mount(layeredTrace(60), { view: "forward" });
     const groups = el.querySelectorAll('[data-kind="group"]');

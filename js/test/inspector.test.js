@@ -138,6 +138,16 @@ describe("the inspector", () => {
     expect(panel.querySelector(".title").textContent).toBe("<b>Custom</b>");
   });
 
+  it("names a custom Function's saved tensors as PyTorch does, and says when they were freed", () => {
+    const trace = simpleTrace();
+    trace.nodes[3] = { ...trace.nodes[3], name: "SquareBackward", formula: undefined, saved: { "tensors[0]": { tensor: "t2" } } };
+    let { panel } = inspect(trace, "n3");
+    expect(panel.querySelector('[data-role="saved"]').textContent).toContain("saved_tensors[0]c = 5.");
+    trace.nodes[3] = { ...trace.nodes[3], saved: {}, freed_at: -1 };
+    ({ panel } = inspect(trace, "n3"));
+    expect(panel.textContent).toContain("Freed: a backward pass without retain_graph=True");
+  });
+
   it("has a hint when nothing is selected", () => {
     const { panel } = inspect(simpleTrace(), null);
     expect(panel.textContent).toContain("Click a node");

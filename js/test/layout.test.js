@@ -119,3 +119,24 @@ describe("module groups", () => {
     expect(initialCollapsed(big, {}, 300).size).toBeGreaterThan(0);
   });
 });
+
+describe("custom Functions in the forward view", () => {
+  it("draws the Function's call, not the ops inside its forward or plain backward arithmetic", () => {
+    const trace = {
+      tensors: [
+        { id: "t0", name: "x", role: "leaf", shape: [2], dtype: "float32" },
+        { id: "t1", name: "constant", role: "constant", shape: [2], dtype: "float32", op: "o0" },
+        { id: "t2", name: "Square", role: "intermediate", shape: [2], dtype: "float32", grad_fn: "n0", op: "o1" },
+        { id: "t4", name: "constant#2", role: "constant", shape: [2], dtype: "float32", op: "o3" },
+      ],
+      ops: [
+        { id: "o0", op: "mul", inputs: ["t0", "t0"], outputs: ["t1"], function: "o1" },
+        { id: "o1", op: "Square", inputs: ["t0"], outputs: ["t2"], node: "n0" },
+        { id: "o3", op: "mul", inputs: ["t0", { const: 2 }], outputs: ["t4"], in_backward: 0 },
+      ],
+      nodes: [{ id: "n0", name: "SquareBackward", op: "o1", next: [], saved: { "tensors[0]": { tensor: "t0" } } }],
+    };
+    const view = forwardView(indexTrace(trace));
+    expect(view.nodes.map((n) => n.id)).toEqual(["t0", "o1", "t2"]);
+  });
+});

@@ -133,6 +133,7 @@ from nbgrad.ops.functions import (
     tan,
     tanh,
     transpose,
+    trunc,
     unsqueeze,
     where,
 )

@@ -132,15 +132,6 @@ def check_same_tensor(pair, program):
     assert graph(mine.grad_fn, program, 0) == graph(real.grad_fn, program, 1), context
 
 
-# Known differences, each pinned by a strict xfail test at the end of this file: PyTorch's
-# reshape of a non-contiguous tensor that can still be viewed is ReshapeAliasBackward0 (nbgrad:
-# ViewBackward0), and x[...] is AliasBackward0 (nbgrad: ViewBackward0). Same edges, same grads.
-KNOWN_NAME_DIFFERENCES = {
-    "ReshapeAliasBackward0": "ViewBackward0",
-    "AliasBackward0": "ViewBackward0",
-}
-
-
 def graph(fn, program, which):
     """The graph below ``fn``, node by node in breadth-first order of discovery: the class name,
     the edges as (node number, input_nr), and for AccumulateGrad the leaf it accumulates into.
@@ -159,7 +150,7 @@ def graph(fn, program, which):
         if type(node).__name__ == "AccumulateGrad":
             leaf = next(i for i, p in enumerate(program.leaves) if p[which] is node.variable)
         name = type(node).__name__
-        rows.append((KNOWN_NAME_DIFFERENCES.get(name, name), tuple(edges), leaf))
+        rows.append((name, tuple(edges), leaf))
     return rows
 
 
@@ -673,27 +664,15 @@ def test_matmul_graph_matches_pytorch(torch, a, b, grads, layouts):
     np.testing.assert_allclose(values[0], values[1], RTOL, ATOL)
 
 
-# --- known differences, as strict xfails ----------------------------------------------------------
+# --- differences these tests found, now fixed ---------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="softmax/log_softmax over a dim of size 0 give an empty result in PyTorch; nbgrad's "
-    "forward (_softmax in nbgrad/ops/derivatives.py) takes a max over the empty dim and raises",
-)
 def test_softmax_over_an_empty_dim(torch):
     for T in (nbgrad, torch):
         x = T.ones(2, 0, 3, requires_grad=True)
         assert tuple(x.softmax(1).shape) == tuple(x.log_softmax(1).shape) == (2, 0, 3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reshape of a tensor that is not contiguous but can be viewed (x.transpose(-1, -2) "
-    "expanded for a batched matmul, x[:, 1:]) is ReshapeAliasBackward0 in PyTorch; nbgrad "
-    "records ViewBackward0 (needs a reshape_alias entry in nbgrad/ops/derivatives.py, then "
-    "functions.reshape picks it when the input is not contiguous)",
-)
 def test_reshape_of_a_non_contiguous_view_is_reshape_alias(torch):
     for T in (nbgrad, torch):
         x = T.ones(2, 3, 2, requires_grad=True)
@@ -703,11 +682,6 @@ def test_reshape_of_a_non_contiguous_view_is_reshape_alias(torch):
         assert type(view).__name__ == "ReshapeAliasBackward0"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="x[...] and x[:, :] are AliasBackward0 in PyTorch; nbgrad records ViewBackward0 "
-    "(needs an 'alias' entry in nbgrad/ops/derivatives.py)",
-)
 def test_indexing_that_keeps_everything_is_an_alias(torch):
     for T in (nbgrad, torch):
         x = T.ones(2, 3, requires_grad=True)
@@ -715,12 +689,6 @@ def test_indexing_that_keeps_everything_is_an_alias(torch):
         assert type(x[:, :].grad_fn).__name__ == "AliasBackward0"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="b[[0]] = v and b[mask] = v are IndexPutBackward0, b[:] = number is FillBackward3 in "
-    "PyTorch; nbgrad records CopySlices for every item assignment (needs index_put and "
-    "fill entries in nbgrad/ops/derivatives.py)",
-)
 def test_item_assignment_nodes_match_pytorch(torch):
     names = []
     for T in (nbgrad, torch):
@@ -733,12 +701,6 @@ def test_item_assignment_nodes_match_pytorch(torch):
     assert names[0] == names[1] == [["IndexPutBackward0", "FillBackward3"]][0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="round/floor/ceil of a tensor requiring grad record RoundBackward0/FloorBackward0/"
-    "CeilBackward0 (zero gradient) in PyTorch; nbgrad returns a tensor without history "
-    "(needs entries in nbgrad/ops/derivatives.py)",
-)
 def test_rounding_functions_are_recorded(torch):
     for T in (nbgrad, torch):
         x = T.tensor([0.4, 1.6], requires_grad=True)

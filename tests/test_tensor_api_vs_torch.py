@@ -754,22 +754,10 @@ def _custom_node(T):
     return Square.apply(T.ones(2, requires_grad=True)).grad_fn
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine owner (nbgrad/autograd/function.py): a custom Function's node prints as "
-    "<torch.autograd.function.SquareBackward ...> in PyTorch, <nbgrad.autograd.function..."
-    "> in nbgrad; with `import nbgrad as torch` the PyTorch module path would read right",
-)
 def test_custom_function_node_repr_matches_pytorch(torch):
     assert _without_addresses(_custom_node(nbgrad)) == _without_addresses(_custom_node(torch))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine owner (nbgrad/autograd/node.py): AccumulateGrad.name() is "
-    "'torch::autograd::AccumulateGrad' in PyTorch (the hand-written C++ nodes keep their "
-    "namespace), 'AccumulateGrad' in nbgrad",
-)
 def test_accumulate_grad_name_matches_pytorch(torch):
     names = []
     for T in (nbgrad, torch):

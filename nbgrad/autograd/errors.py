@@ -69,14 +69,9 @@ def modified_by_inplace(saved, node):
     )
 
 
-# Nodes that PyTorch writes by hand in C++, named in this message with their C++ namespace.
-_HAND_WRITTEN_NODES = {"CopySlices", "CopyBackwards"}
-
-
 def _forward_name(node_name):
-    """``MulBackward0`` -> ``Mul``: PyTorch names the forward op in this message."""
-    if node_name in _HAND_WRITTEN_NODES:
-        return f"torch::autograd::{node_name}"
+    """``MulBackward0`` -> ``Mul``: PyTorch names the forward op in this message (hand-written
+    nodes come with their C++ namespace, ``torch::autograd::CopySlices``, and stay whole)."""
     head, sep, tail = node_name.rpartition("Backward")
     return head if sep and tail.isdigit() else node_name
 

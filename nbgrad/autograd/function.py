@@ -113,7 +113,8 @@ class Function:
         cls._backward_cls = type(
             f"{cls.__name__}Backward",
             (BackwardCFunction,),
-            {"_forward_cls": cls, "__module__": __name__},
+            # Printed as PyTorch prints it: <torch.autograd.function.MyReLUBackward object ...>
+            {"_forward_cls": cls, "__module__": "torch.autograd.function"},
         )
 
     @staticmethod

@@ -200,7 +200,7 @@ class TableNode(Node):
         if self.spec.saves_tensors:
             self._saved = [FREED if type(s) is SavedTensor else s for s in self._saved]
 
-    def _saved_value(self, position):
+    def _read_saved(self, position):
         value = self._saved[position]
         if value is FREED:
             raise RuntimeError(errors.BACKWARD_TWICE)
@@ -234,10 +234,19 @@ def _saved_property(position, name):
     def get(node):
         if node._saved is None:
             return None
-        return node._saved_value(position)
+        return node._read_saved(position)
 
     get.__name__ = f"_saved_{name}"
     return property(get, doc=f"What backward saved as ``{name}`` (None if it was not needed).")
+
+
+# Nodes PyTorch writes by hand in C++: their ``name()`` carries the C++ namespace, as in
+# PyTorch, though their class name (and repr) does not.
+HAND_WRITTEN_NODES = {"CopySlices", "CopyBackwards", "AccumulateGrad"}
+
+
+def _namespaced_name(node):
+    return f"torch::autograd::{type(node).__name__}"
 
 
 def node_class_for(spec):
@@ -245,6 +254,8 @@ def node_class_for(spec):
     # Module "builtins" makes the default repr read ``<MulBackward0 object at 0x...>``, as
     # PyTorch's C++ nodes do.
     attributes = {"__slots__": (), "spec": spec, "__module__": "builtins"}
+    if spec.node in HAND_WRITTEN_NODES:
+        attributes["name"] = _namespaced_name
     for position, name in enumerate(spec.saves):
         attributes[f"_saved_{name}"] = _saved_property(position, name)
     return type(spec.node, (TableNode,), attributes)
@@ -258,6 +269,9 @@ class AccumulateGrad(Node):
 
     __slots__ = ("variable",)
     __module__ = "builtins"
+
+    def name(self):
+        return _namespaced_name(self)
 
     def __init__(self, variable):
         # PyTorch gives AccumulateGrad the largest sequence number: a ready leaf is served

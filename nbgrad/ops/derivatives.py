@@ -99,6 +99,13 @@ op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * re
    np.reciprocal, saves=("result",), floating=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",))
 op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign)
+# Step functions: flat almost everywhere, so their gradient is zero (but they are recorded).
+op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor)
+op("ceil", "CeilBackward0", ("self",), {"self": "zeros_like(grad)"}, np.ceil)
+op("trunc", "TruncBackward0", ("self",), {"self": "zeros_like(grad)"}, np.trunc)
+op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round)
+op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
+   lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
    saves=("self",), floating=True)
 op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
@@ -144,11 +151,15 @@ def _axis(x, dim):
 
 
 def _softmax(x, dim):
+    if x.size == 0:
+        return x.copy()
     shifted = np.exp(x - x.max(axis=_axis(x, dim), keepdims=True))
     return shifted / shifted.sum(axis=_axis(x, dim), keepdims=True)
 
 
 def _log_softmax(x, dim):
+    if x.size == 0:
+        return x.copy()
     shifted = x - x.max(axis=_axis(x, dim), keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=_axis(x, dim), keepdims=True))
 
@@ -244,6 +255,9 @@ def _select_extreme(x, dim, keepdim, arg):
 
 op("view", "ViewBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
    np.reshape, attrs=("shape",), saves=("self_sym_sizes",), view=True)
+op("reshape_alias", "ReshapeAliasBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   np.reshape, attrs=("shape",), saves=("self_sym_sizes",), view=True)
+op("alias", "AliasBackward0", ("self",), {"self": "grad"}, lambda self: self[...], view=True)
 op("unsafe_view", "UnsafeViewBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
    np.reshape, attrs=("shape",), saves=("self_sym_sizes",))
 op("t", "TBackward0", ("self",), {"self": "matrix_t(grad)"}, np.transpose, view=True)
@@ -315,6 +329,13 @@ op("index_put_into_zeros", "IndexPutBackward0", ("values",), {"values": "grad[in
 op("copy_slices", "CopySlices", ("self", "src"),
    {"self": "zero_at(grad, key)", "src": "grad[key]"},
    lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",))
+op("index_put", "IndexPutBackward0", ("self", "values"),
+   {"self": "zero_at(grad, indices)", "values": "grad[indices]"},
+   lambda self, values, indices, accumulate: _assign(self, indices, values),
+   attrs=("indices", "accumulate"), saves=("accumulate", "indices"))
+op("fill_whole", "FillBackward3", ("self", "value"),
+   {"self": "zeros_like(grad)", "value": "grad.sum()"},
+   lambda self, value: np.full_like(self, value))
 op("copy", "CopyBackwards", ("self", "src"), {"self": "zeros_like(grad)", "src": "grad"},
    lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype))
 op("zero", "ZeroBackward0", ("self",), {"self": "zeros_like(grad)"}, np.zeros_like)

@@ -449,15 +449,21 @@ def any(input, dim=None, keepdim=False):  # noqa: A001, A002
 
 
 def floor(input):  # noqa: A002
-    return _make(np.floor(input._data))
+    return run_op(OPS["floor"], (input,))
 
 
 def ceil(input):  # noqa: A002
-    return _make(np.ceil(input._data))
+    return run_op(OPS["ceil"], (input,))
+
+
+def trunc(input):  # noqa: A002
+    return run_op(OPS["trunc"], (input,))
 
 
 def round(input, decimals=0):  # noqa: A001, A002
-    return _make(np.round(input._data, decimals))
+    if decimals == 0:
+        return run_op(OPS["round"], (input,))
+    return run_op(OPS["round_decimals"], (input,), (decimals,))
 
 
 # --- reductions ---------------------------------------------------------------------------------
@@ -787,8 +793,10 @@ def view(input, *shape):  # noqa: A002
 
 def reshape(input, *shape):  # noqa: A002
     shape = _infer_shape(_shape_args(shape), input._data.size)
-    if _viewable(input._data, shape):
+    if input._data.flags.c_contiguous:
         return run_op(OPS["view"], (input,), (shape,))
+    if _viewable(input._data, shape):  # strided, but the new shape still fits its memory
+        return run_op(OPS["reshape_alias"], (input,), (shape,))
     # PyTorch copies first, then views the copy: CloneBackward0 then UnsafeViewBackward0.
     return run_op(OPS["unsafe_view"], (run_op(OPS["clone"], (input,)),), (shape,))
 
@@ -1134,7 +1142,7 @@ def getitem(tensor, key):
         result._data = np.ascontiguousarray(result._data)
     if result is tensor:
         # ``x[...]`` gives a new view of the same memory (PyTorch: AliasBackward0).
-        result = run_op(OPS["view"], (tensor,), (tensor._data.shape,))
+        result = run_op(OPS["alias"], (tensor,))
     return result
 
 
@@ -1221,7 +1229,16 @@ def setitem(tensor, key, value):
         tensor._data[key] = value._data if isinstance(value, Tensor) else value
         tensor._version_counter.value += 1
         return
-    run_inplace(OPS["copy_slices"], tensor, (value,), (key,))
+    # PyTorch records different nodes by the kind of key, and so do we.
+    if builtins.any(isinstance(k, np.ndarray) for k in key):
+        run_inplace(OPS["index_put"], tensor, (value,), (key, False))
+    elif builtins.all(k is Ellipsis or k == slice(None) for k in key):
+        if isinstance(value, Tensor):  # the whole tensor: copy_ of the expanded value
+            run_inplace(OPS["copy"], tensor, (expand(value, tensor._data.shape),))
+        else:
+            run_inplace(OPS["fill_whole"], tensor, (value,))
+    else:
+        run_inplace(OPS["copy_slices"], tensor, (value,), (key,))
 
 
 # --- in-place operations ------------------------------------------------------------------------

@@ -187,6 +187,7 @@ SAME_AS_FUNCTION = [
     "any",
     "floor",
     "ceil",
+    "trunc",
     "round",
     "sum",
     "mean",

@@ -46,7 +46,8 @@ export function simpleTrace() {
 }
 
 /** A chain of `layers` modules model.layers.<i>, each y = relu(x @ w + b): 8 nodes per layer in
- * the forward view. Made like the recorder makes it, without backward. */
+ * the forward view (3 ops, 5 tensors), made as the recorder makes them; `backward: true` adds a
+ * backward pass that runs every node. */
 export function layeredTrace(layers, { backward = false } = {}) {
   const tensors = [];
   const ops = [];

@@ -534,7 +534,7 @@ def gelu(input, approximate="none"):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     _check_floating(input, "leaky_relu_cpu")
     if inplace:
-        return run_inplace(OPS["leaky_relu_"], input, (), (negative_slope,))
+        return run_inplace(OPS["leaky_relu_inplace"], input, (), (negative_slope,))
     return run_op(OPS["leaky_relu"], (input,), (negative_slope,))
 
 

@@ -271,8 +271,13 @@ def _page(title, css, esm, state, buffers):
 
 
 def graph(obj, names=None):
-    """A GraphWidget for a Trace (or its JSON) or for a tensor's graph, without displaying it."""
+    """A GraphWidget for a Trace (or its JSON) or for a tensor's graph, without displaying it.
+    A real PyTorch tensor is read by the trace package's bridge (nbgrad.trace.torch_bridge)."""
     if hasattr(obj, "grad_fn") and hasattr(obj, "detach"):
+        if type(obj).__module__.split(".")[0] == "torch":
+            from nbgrad.trace.torch_bridge import trace_of_torch_tensor
+
+            return GraphWidget(trace_of_torch_tensor(obj, names))
         from nbgrad.widget_graph import trace_of_tensor
 
         return GraphWidget(trace_of_tensor(obj, names))

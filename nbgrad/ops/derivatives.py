@@ -46,16 +46,22 @@ op("mul", "MulBackward0", ("self", "other"),
 op("div", "DivBackward0", ("self", "other"),
    {"self": "grad / other", "other": "-grad * self / (other * other)"},
    np.true_divide, saves=("self", "other"), promote=True, floating=True)
+op("div_rounded", "DivBackward2", ("self", "other"),
+   # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them.
+   {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
+   lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
+   attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative)
 op("pow", "PowBackward0", ("self",),
    {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},
    np.power, attrs=("exponent",), saves=("self", "exponent"))
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
-   {"self": "grad * exponent * self ** (exponent - 1)",
-    "exponent": "grad * result * log(self)"},
+   {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
+    "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
    np.power, saves=("self", "exponent", "result"), promote=True)
 op("rpow", "PowBackward2", ("exponent",),
-   {"exponent": "grad * result * scalar_log(self) if self != 0 else zeros_like(grad) * exponent"},
+   {"exponent": "grad * result * scalar_log(self) if self != 0 else "
+                "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},
    lambda exponent, self: np.power(self, exponent), attrs=("self",),
    saves=("self", "exponent", "result"))
 op("maximum", "MaximumBackward0", ("self", "other"),
@@ -93,6 +99,13 @@ op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * re
    np.reciprocal, saves=("result",), floating=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",))
 op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign)
+# Step functions: flat almost everywhere, so their gradient is zero (but they are recorded).
+op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor)
+op("ceil", "CeilBackward0", ("self",), {"self": "zeros_like(grad)"}, np.ceil)
+op("trunc", "TruncBackward0", ("self",), {"self": "zeros_like(grad)"}, np.trunc)
+op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round)
+op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
+   lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
    saves=("self",), floating=True)
 op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
@@ -100,6 +113,11 @@ op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.exp
 op("clamp", "ClampBackward1", ("self",), {"self": "clamp_backward(grad, self, min, max)"},
    lambda self, min, max: np.clip(self, min, max), attrs=("min", "max"),  # noqa: A006
    saves=("min", "max", "self"))
+op("clamp_tensor", "ClampBackward0", ("self", "min", "max"),
+   {"self": "clamp_backward(grad, self, min, max)",
+    "min": "where(self < min, grad, 0 * grad)", "max": "where(self > max, grad, 0 * grad)"},
+   lambda self, min, max: np.clip(self, min, max),  # noqa: A006
+   saves=("max", "min", "self"), promote=True)
 op("where", "WhereBackward0", ("self", "other"),
    {"self": "where(condition, grad, 0)", "other": "where(condition, 0, grad)"},
    lambda self, other, condition: np.where(condition, self, other), attrs=("condition",),
@@ -107,6 +125,10 @@ op("where", "WhereBackward0", ("self", "other"),
 op("masked_fill", "MaskedFillBackward0", ("self",), {"self": "masked_zero(grad, mask)"},
    lambda self, mask, value: np.where(mask, np.asarray(value, self.dtype), self),
    attrs=("mask", "value"), saves=("mask",))
+op("masked_fill_tensor", "MaskedFillBackward1", ("self", "value"),
+   {"self": "masked_zero(grad, mask)", "value": "where(mask, grad, 0 * grad)"},
+   lambda self, value, mask: np.where(mask, value.astype(self.dtype), self),
+   attrs=("mask",), saves=("mask",))
 op("softmax", "SoftmaxBackward0", ("self",),
    {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
    lambda self, dim: _softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
@@ -117,14 +139,29 @@ op("log_softmax", "LogSoftmaxBackward0", ("self",),
    floating=True)
 
 
+def _rounded_divide(a, b, rounding_mode):
+    quotient = np.true_divide(a, b)
+    rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
+    return rounded.astype(np.result_type(a, b), copy=False)
+
+
+def _axis(x, dim):
+    """NumPy's axis for PyTorch's dim: a 0-d tensor accepts dim 0 or -1, NumPy no axis at all."""
+    return None if x.ndim == 0 or dim == () else dim
+
+
 def _softmax(x, dim):
-    shifted = np.exp(x - x.max(axis=dim, keepdims=True))
-    return shifted / shifted.sum(axis=dim, keepdims=True)
+    if x.size == 0:
+        return x.copy()
+    shifted = np.exp(x - x.max(axis=_axis(x, dim), keepdims=True))
+    return shifted / shifted.sum(axis=_axis(x, dim), keepdims=True)
 
 
 def _log_softmax(x, dim):
-    shifted = x - x.max(axis=dim, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=dim, keepdims=True))
+    if x.size == 0:
+        return x.copy()
+    shifted = x - x.max(axis=_axis(x, dim), keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=_axis(x, dim), keepdims=True))
 
 
 # --- matrix products ----------------------------------------------------------------------------
@@ -157,7 +194,8 @@ def _addmm(bias, mat1, mat2, beta, alpha):
     product = mat1 @ mat2
     if alpha != 1:
         product *= alpha
-    product += bias if beta == 1 else beta * bias
+    if beta != 0:  # with beta=0 PyTorch ignores the bias, nan and inf included
+        product += bias if beta == 1 else beta * bias
     return product
 
 
@@ -167,7 +205,7 @@ op("sum", "SumBackward0", ("self",), {"self": "expand(grad, self_sym_sizes)"},
    lambda self: self.sum(), saves=("self_sym_sizes",))
 op("sum_dim", "SumBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"},
-   lambda self, dim, keepdim: self.sum(axis=dim or None, keepdims=keepdim),
+   lambda self, dim, keepdim: self.sum(axis=_axis(self, dim), keepdims=keepdim),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"))
 op("mean", "MeanBackward0", ("self",),
    {"self": "expand(grad / self_sym_numel, self_sym_sizes)"},
@@ -176,7 +214,7 @@ op("mean", "MeanBackward0", ("self",),
 op("mean_dim", "MeanBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"
             " / reduced_count(self_sym_sizes, dim)"},
-   lambda self, dim, keepdim: self.mean(axis=dim or None, keepdims=keepdim),
+   lambda self, dim, keepdim: self.mean(axis=_axis(self, dim), keepdims=keepdim),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"),
    floating=True)
 op("max", "MaxBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
@@ -194,14 +232,16 @@ op("min_dim", "MinBackward0", ("self",),
    attrs=("dim", "keepdim"), extra_outputs=("indices",),
    saves=("dim", "indices", "keepdim", "self_sym_sizes"))
 op("amax", "AmaxBackward0", ("self",), {"self": "amax_backward(grad, self, result, dim, keepdim)"},
-   lambda self, dim, keepdim: self.max(axis=dim or None, keepdims=keepdim),
+   lambda self, dim, keepdim: self.max(axis=_axis(self, dim), keepdims=keepdim),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
 op("amin", "AminBackward0", ("self",), {"self": "amax_backward(grad, self, result, dim, keepdim)"},
-   lambda self, dim, keepdim: self.min(axis=dim or None, keepdims=keepdim),
+   lambda self, dim, keepdim: self.min(axis=_axis(self, dim), keepdims=keepdim),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
 
 
 def _select_extreme(x, dim, keepdim, arg):
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
     indices = arg(x, axis=dim, keepdims=True)
     values = np.take_along_axis(x, indices, axis=dim)
     if not keepdim:
@@ -215,11 +255,15 @@ def _select_extreme(x, dim, keepdim, arg):
 
 op("view", "ViewBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
    np.reshape, attrs=("shape",), saves=("self_sym_sizes",), view=True)
+op("reshape_alias", "ReshapeAliasBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   np.reshape, attrs=("shape",), saves=("self_sym_sizes",), view=True)
+op("alias", "AliasBackward0", ("self",), {"self": "grad"}, lambda self: self[...], view=True)
 op("unsafe_view", "UnsafeViewBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
    np.reshape, attrs=("shape",), saves=("self_sym_sizes",))
 op("t", "TBackward0", ("self",), {"self": "matrix_t(grad)"}, np.transpose, view=True)
 op("transpose", "TransposeBackward0", ("self",), {"self": "transpose(grad, dim0, dim1)"},
-   np.swapaxes, attrs=("dim0", "dim1"), saves=("dim0", "dim1"), view=True)
+   lambda self, dim0, dim1: self[...] if self.ndim == 0 else np.swapaxes(self, dim0, dim1),
+   attrs=("dim0", "dim1"), saves=("dim0", "dim1"), view=True)
 op("permute", "PermuteBackward0", ("self",), {"self": "permute_back(grad, dims)"},
    np.transpose, attrs=("dims",), saves=("dims",), view=True)
 op("unsqueeze", "UnsqueezeBackward0", ("self",), {"self": "squeeze(grad, dim)"},
@@ -227,7 +271,7 @@ op("unsqueeze", "UnsqueezeBackward0", ("self",), {"self": "squeeze(grad, dim)"},
 op("squeeze", "SqueezeBackward0", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
    np.squeeze, saves=("self_sym_sizes",), view=True)
 op("squeeze_dim", "SqueezeBackward1", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
-   lambda self, dim: np.squeeze(self, dim) if self.shape[dim] == 1 else self,
+   lambda self, dim: np.squeeze(self, dim) if self.ndim and self.shape[dim] == 1 else self[...],
    attrs=("dim",), saves=("dim", "self_sym_sizes"), view=True)
 op("squeeze_dims", "SqueezeBackward4", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
    lambda self, dim: np.squeeze(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"),
@@ -285,6 +329,13 @@ op("index_put_into_zeros", "IndexPutBackward0", ("values",), {"values": "grad[in
 op("copy_slices", "CopySlices", ("self", "src"),
    {"self": "zero_at(grad, key)", "src": "grad[key]"},
    lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",))
+op("index_put", "IndexPutBackward0", ("self", "values"),
+   {"self": "zero_at(grad, indices)", "values": "grad[indices]"},
+   lambda self, values, indices, accumulate: _assign(self, indices, values),
+   attrs=("indices", "accumulate"), saves=("accumulate", "indices"))
+op("fill_whole", "FillBackward3", ("self", "value"),
+   {"self": "zeros_like(grad)", "value": "grad.sum()"},
+   lambda self, value: np.full_like(self, value))
 op("copy", "CopyBackwards", ("self", "src"), {"self": "zeros_like(grad)", "src": "grad"},
    lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype))
 op("zero", "ZeroBackward0", ("self",), {"self": "zeros_like(grad)"}, np.zeros_like)
@@ -439,3 +490,9 @@ op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
               "pos_weight, reduction)"},
    nn_kernels.binary_cross_entropy_with_logits, attrs=("weight", "pos_weight", "reduction"),
    saves=("pos_weight", "reduction", "self", "target", "weight"))
+# In place, PyTorch's leaky_relu_ saves its result (the input is overwritten): another node name
+# (and another entry name: a recorder announces an in-place run as the entry's name plus "_").
+op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
+   {"self": "where(result > 0, grad, grad * negative_slope)"},
+   lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
+   attrs=("negative_slope",), saves=("negative_slope", "result"))

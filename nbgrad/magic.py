@@ -5,6 +5,10 @@
     %%autograd [--no-show] [--backward NAME] [--full] [--max-nodes N] [--name NAME] ...
     <ordinary Python>
 
+A cell on real PyTorch tensors records PyTorch's own graph (nbgrad.trace.torch_recorder), into
+the same Trace; which engine a cell uses is detected (nbgrad.trace.engines), or set with
+``--engine``.
+
 The cell runs in the user's namespace exactly as a plain cell does: its variables remain, its
 last expression is displayed, and an exception shows one traceback with the cell's own lines
 and fails the cell (so ``nbconvert --execute`` stops). Then the trace is shown (``show_trace``,
@@ -23,12 +27,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from nbgrad.trace.api import DEFAULT_MAX_ELEMENTS, set_last_trace
-from nbgrad.trace.recorder import (
-    DEFAULT_MAX_NODES,
-    DEFAULT_MAX_PASSES,
-    Recorder,
-    RecordingError,
-)
+from nbgrad.trace.engines import ENGINES, detect_engine, recorder_class
+from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES, RecordingError
 from nbgrad.trace.source import source_for
 from nbgrad.trace.values import Policy
 
@@ -124,12 +124,28 @@ def _build_parser():
     parser.add_argument(
         "--name", metavar="NAME", type=_identifier, help="also bind the trace to variable NAME"
     )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="auto",
+        help=(
+            "the autograd to record: nbgrad's, or real PyTorch's (torch); auto (the default) "
+            "records PyTorch when the cell imports it or uses its tensors or modules"
+        ),
+    )
     parser.add_argument("-h", "--help", action="store_true", help="show this help")
     return parser
 
 
 PARSER = _build_parser()
-_TAKES_VALUE = {"--backward", "--max-nodes", "--max-passes", "--max-elements", "--name"}
+_TAKES_VALUE = {
+    "--backward",
+    "--max-nodes",
+    "--max-passes",
+    "--max-elements",
+    "--name",
+    "--engine",
+}
 
 
 def split_options(line):
@@ -197,7 +213,10 @@ def run_recorded(shell, code, options, header):
     tree = ast.parse(compiled_text, filename)
     cell_code, last_expression = _compile(shell, tree, filename, code)
 
-    recorder = Recorder(
+    engine = options.engine
+    if engine == "auto":
+        engine = detect_engine(tree, shell.user_ns)
+    recorder = recorder_class(engine)(
         source_for(filename, compiled_text, tree=tree),
         base_frame=sys._getframe(),
         policy=Policy(max_elements=options.max_elements, full=options.full),

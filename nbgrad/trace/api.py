@@ -3,7 +3,8 @@
 
 import sys
 
-from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES, Recorder
+from nbgrad.trace.engines import recorder_class
+from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES
 from nbgrad.trace.source import source_for
 from nbgrad.trace.values import DEFAULT_MAX_ELEMENTS, Policy
 
@@ -37,6 +38,7 @@ class record:
     max_nodes     stop recording after this many operations
     max_passes    stop recording when one more backward pass would start
     name          a name for the trace (shown in its summary)
+    engine        "nbgrad" (the default) or "torch": record real PyTorch's autograd instead
     """
 
     def __init__(
@@ -47,7 +49,11 @@ class record:
         max_nodes=DEFAULT_MAX_NODES,
         max_passes=DEFAULT_MAX_PASSES,
         name=None,
+        engine="nbgrad",
     ):
+        if engine not in ("nbgrad", "torch"):
+            raise ValueError(f"engine must be 'nbgrad' or 'torch', got {engine!r}")
+        self._engine = engine
         self._options = dict(
             policy=Policy(max_elements=max_elements, full=full),
             max_nodes=max_nodes,
@@ -61,7 +67,8 @@ class record:
             raise RuntimeError("this record() block is already running")
         caller = sys._getframe(1)
         source = source_for(caller.f_code.co_filename)
-        self._recorder = Recorder(source, base_frame=caller, source_kind="file", **self._options)
+        recorder = recorder_class(self._engine)
+        self._recorder = recorder(source, base_frame=caller, source_kind="file", **self._options)
         self._recorder.start()
         return self._recorder.trace
 

@@ -27,15 +27,18 @@ CONTAINER_LENGTH = 1000
 MAX_VISITS = 50_000
 
 
-def name_everything(trace, source, namespaces, live, sites, module_outputs, earlier=None):
+def name_everything(
+    trace, source, namespaces, live, sites, module_outputs, earlier=None, tensor_type=Tensor
+):
     """Name the tensors of ``trace`` and give its ops their module paths.
 
+    tensor_type     the recorded engine's tensor class (nbgrad's Tensor, or torch.Tensor)
     live            id(tensor) -> (tensor, its latest record), for tensors still alive
     sites           per op: (code, lasti, direct) of the user's frame that ran it, or None
     module_outputs  record -> scope (modules, outermost first) of the forward that returned it
     earlier         record -> the record of the same tensor's previous value (in-place changes)
     """
-    tensors, modules = _variables(namespaces)
+    tensors, modules = _variables(namespaces, tensor_type)
     module_names = {}
     for path, module in modules:
         for sub_path, sub in named_submodules(module, path):
@@ -86,7 +89,7 @@ def name_everything(trace, source, namespaces, live, sites, module_outputs, earl
         record.aliases = tuple(names)
 
 
-def _variables(namespaces):
+def _variables(namespaces, tensor_type):
     """(path, tensor) and (path, module) for everything the user's variables reach."""
     tensors, modules = [], []
     budget = [MAX_VISITS]
@@ -94,15 +97,15 @@ def _variables(namespaces):
         for key, value in list(namespace.items()):
             if not isinstance(key, str) or key.startswith("_") or key in IGNORED_NAMES:
                 continue
-            _visit(key, value, 0, tensors, modules, budget)
+            _visit(key, value, 0, tensors, modules, budget, tensor_type)
     return tensors, modules
 
 
-def _visit(path, value, depth, tensors, modules, budget):
+def _visit(path, value, depth, tensors, modules, budget, tensor_type):
     budget[0] -= 1
     if budget[0] < 0:
         return
-    if isinstance(value, Tensor):
+    if isinstance(value, tensor_type):
         tensors.append((path, value))
     elif is_module(value):
         modules.append((path, value))
@@ -112,16 +115,18 @@ def _visit(path, value, depth, tensors, modules, budget):
             except Exception:  # noqa: S112 - a half-built module: name what we can
                 continue
             for name, tensor in named:
-                if isinstance(tensor, Tensor):
+                if isinstance(tensor, tensor_type):
                     tensors.append((f"{path}.{name}", tensor))
     elif depth < CONTAINER_DEPTH:
         if isinstance(value, (list, tuple)) and len(value) <= CONTAINER_LENGTH:
             for index, item in enumerate(value):
-                _visit(f"{path}[{index}]", item, depth + 1, tensors, modules, budget)
+                _visit(f"{path}[{index}]", item, depth + 1, tensors, modules, budget, tensor_type)
         elif isinstance(value, dict) and len(value) <= CONTAINER_LENGTH:
             for key, item in list(value.items()):
                 if isinstance(key, (str, int)) and not isinstance(key, bool):
-                    _visit(f"{path}[{key!r}]", item, depth + 1, tensors, modules, budget)
+                    _visit(
+                        f"{path}[{key!r}]", item, depth + 1, tensors, modules, budget, tensor_type
+                    )
 
 
 def _with_ancestors(scopes):

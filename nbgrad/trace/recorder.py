@@ -28,6 +28,7 @@ from nbgrad.autograd import engine, function, grad_mode, observe
 from nbgrad.autograd.node import FREED, AccumulateGrad, SavedTensor, TableNode
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace import naming
+from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
 from nbgrad.trace.modules import ScopeTracker, find_hook_home
 from nbgrad.trace.trace import (
     Accumulation,
@@ -56,7 +57,7 @@ _INTERNAL = object()
 # an op whose frames pass through it ran inside that forward.
 _FUNCTION_APPLY_CODE = getattr(getattr(function.Function.apply, "__func__", None), "__code__", None)
 
-_active = None  # the Recorder listening now: recordings do not nest
+_active = None  # the recorder listening now (of nbgrad's engine or of PyTorch): they do not nest
 
 
 class RecordingError(RuntimeError):
@@ -65,6 +66,24 @@ class RecordingError(RuntimeError):
 
 def active_recorder():
     return _active
+
+
+def claim_recording(recorder):
+    """Make ``recorder`` the one recording, or refuse: recordings do not nest."""
+    global _active
+    if _active is not None:
+        raise RecordingError(
+            "a recording is already running (a %%autograd cell or a `with nbgrad.record()` "
+            "block); recordings do not nest. Record the outer code only, or end the other "
+            "recording first."
+        )
+    _active = recorder
+
+
+def release_recording(recorder):
+    global _active
+    if _active is recorder:
+        _active = None
 
 
 class Recorder:
@@ -136,14 +155,7 @@ class Recorder:
 
     def start(self):
         """Start listening."""
-        global _active
-        if _active is not None:
-            raise RecordingError(
-                "a recording is already running (a %%autograd cell or a `with nbgrad.record()` "
-                "block); recordings do not nest. Record the outer code only, or end the other "
-                "recording first."
-            )
-        _active = self
+        claim_recording(self)
         self._listening = True
         try:
             self._scopes.attach(find_hook_home())
@@ -156,9 +168,7 @@ class Recorder:
 
     def stop(self, reason=None):
         """Stop listening: remove every listener and hook, note the grads as they are now."""
-        global _active
-        if _active is self:
-            _active = None
+        release_recording(self)
         if not self._listening:
             return
         self._listening = False
@@ -702,7 +712,7 @@ class Recorder:
         by_version = {}
         for accumulation in self._accumulations:
             by_version.setdefault(accumulation.tensor, []).append(accumulation)
-        _grads_of_ended_tensors(trace, by_version, {r for _, r in latest.values()})
+        grads_of_ended_tensors(trace, by_version, {r for _, r in latest.values()})
         # A leaf changed in place (an optimizer step) is one tensor with several values; its
         # contributions are listed together, under its newest value's name.
         newer = {old: new for new, old in self._earlier.items()}
@@ -723,8 +733,8 @@ class Recorder:
         )
         trace.accumulations = {record.name: items for record, items in accumulations.items()}
         trace.accumulation_log = list(self._accumulations)
-        _assign_roles(trace)
-        _note_source_lines(trace, self.source)
+        assign_roles(trace)
+        note_source_lines(trace, self.source)
 
 
 _NUMBERS = (int, float, bool)
@@ -769,62 +779,6 @@ def _single_grad_received(record):
 
 def _equal_arrays(a, b):
     return a.shape == b.shape and np.array_equal(a, b)
-
-
-def _grads_of_ended_tensors(trace, accumulations, live_records):
-    """``.grad`` for records whose tensor is gone or was changed in place since: a leaf's last
-    running total, or the grad its node received (summed over passes when all are kept whole)."""
-    for record in trace.tensors.values():
-        if record.grad is not None or record in live_records:
-            continue
-        if record in accumulations:
-            record.grad = accumulations[record][-1].total
-        elif record.grad_fn is not None and record.grad_fn.steps:
-            received = [
-                step.grads_in[record.output_nr]
-                for step in record.grad_fn.steps
-                if record.output_nr < len(step.grads_in)
-                and step.grads_in[record.output_nr] is not None
-            ]
-            if len(received) == 1:
-                record.grad = received[0]
-            elif received and all(isinstance(g, np.ndarray) for g in received):
-                record.grad = sum(received[1:], received[0].copy())
-
-
-def _assign_roles(trace):
-    roots = set()
-    for backward_pass in trace.passes:
-        for node_record, nr in backward_pass.roots:
-            for record in node_record.outputs:
-                if record.output_nr == nr:
-                    roots.add(record)
-    for record in trace.tensors.values():
-        if record.grad_fn is not None:
-            record.role = "intermediate"
-        elif record.requires_grad:
-            record.role = "leaf"
-        else:
-            record.role = "constant"
-    if not roots:
-        # Without backward, the results are the tracked tensors nothing else used.
-        roots = {r for r in trace.tensors.values() if r.grad_fn is not None and not r.uses}
-    for record in roots:
-        if record.grad_fn is not None:
-            record.role = "output"
-
-
-def _note_source_lines(trace, source):
-    lines = {}
-    for op in trace.ops:
-        if op.line is not None:
-            op.code = lines.setdefault(op.line, source.line_text(op.line))
-    for backward_pass in trace.passes:
-        if backward_pass.line is not None:
-            backward_pass.code = lines.setdefault(
-                backward_pass.line, source.line_text(backward_pass.line)
-            )
-    trace.source_lines = {line: text for line, text in sorted(lines.items()) if text is not None}
 
 
 __all__ = ["ArraySummary", "Recorder", "RecordingError", "active_recorder"]

@@ -130,9 +130,10 @@ def trace_json(trace, version):
 
     from nbgrad import __version__
 
+    engine, engine_version = trace.engine or ("nbgrad", __version__)
     return {
         "version": version,
-        "producer": {"engine": "nbgrad", "engine_version": __version__},
+        "producer": {"engine": engine, "engine_version": engine_version},
         "name": trace.name,
         "source": {
             "kind": trace.source_kind,

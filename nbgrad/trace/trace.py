@@ -269,12 +269,16 @@ class Trace:
     accumulation_log  every Accumulation, in the order they happened
     modules         module path -> class name, for the nn.Modules that ran
     source_lines    line number -> text, for the lines that ran a recorded operation
+    engine          (name, version) of the autograd engine recorded: ("nbgrad", "0.1.0") or
+                    ("torch", "2.13.0+cpu")
     truncated       why recording stopped early (a limit was reached), or None
     error           "ExceptionType: message" if the recorded code raised, or None
     """
 
-    def __init__(self, name=None, policy=None, source_kind="cell", filename=None):
+    def __init__(self, name=None, policy=None, source_kind="cell", filename=None, engine=None):
         self.name = name
+        # which autograd was recorded: ("nbgrad", its version) or ("torch", torch.__version__)
+        self.engine = engine
         self.policy = policy
         self.source_kind = source_kind
         self.filename = filename

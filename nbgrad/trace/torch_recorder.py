@@ -1,0 +1,805 @@
+"""Recording real PyTorch: what a ``%%autograd`` cell on torch tensors did, as the same Trace
+that nbgrad's own engine gives (so the same widget shows it).
+
+PyTorch offers the observation points; nothing of PyTorch is patched:
+
+- a ``torch.overrides.TorchFunctionMode`` sees every call of PyTorch's Python API (``x * y``,
+  ``torch.addmm``, ``F.cross_entropy``, ``loss.backward()``) with its arguments and results: the
+  op records, their nodes (the results' ``grad_fn``), the values, the user's line. It sees the
+  API as the user wrote it (``cross_entropy``, whose node graph holds ``NllLossBackward0`` and
+  ``LogSoftmaxBackward0``), not the ATen operators a ``TorchDispatchMode`` would (below
+  autograd, where results have no ``grad_fn`` yet).
+- ``Tensor.backward`` / ``torch.autograd.backward`` / ``torch.autograd.grad`` come through the
+  same mode: a pass starts and ends around the call, with its roots and flags.
+- a post-hook on every node (``node.register_hook``) gives, in the engine's order, the grads
+  each node received and the grads it sent along each edge; on an ``AccumulateGrad`` node, the
+  leaf's ``.grad`` after the sum.
+- ``retain_grad()`` on every intermediate; what each node saved read from its ``_saved_*``
+  attributes as soon as the node is made (backward frees them).
+- the global module hooks (``torch.nn.modules.module.register_module_forward_pre_hook`` ...)
+  give the ``nn.Module`` path of each op.
+
+A node PyTorch made without a recorded call (the nodes inside ``cross_entropy``, a custom C++
+op, a ``torch.compile``d region) is still a node of the graph, with its name, edges and saved
+values: it is drawn as an opaque node (``observed`` false), never an error. ``stop`` removes the
+mode and every hook, also after an exception; the program's values and grads are the ones it
+computes unrecorded.
+"""
+
+import functools
+import inspect
+import os
+import sys
+import weakref
+
+import torch
+
+from nbgrad.trace import naming, torch_bridge
+from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
+from nbgrad.trace.modules import ScopeTracker
+from nbgrad.trace.recorder import (
+    DEFAULT_MAX_NODES,
+    DEFAULT_MAX_PASSES,
+    claim_recording,
+    release_recording,
+)
+from nbgrad.trace.torch_bridge import (
+    array_of,
+    describe_saved,
+    is_custom_function_node,
+    node_name,
+    note_formula,
+    storage_key,
+)
+from nbgrad.trace.trace import (
+    Accumulation,
+    BackwardPass,
+    BackwardStep,
+    NodeRecord,
+    OpRecord,
+    TensorRecord,
+    Trace,
+)
+from nbgrad.trace.values import Policy, keep_plain, snapshot
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# Frames in these files only carry a call from the user's expression to PyTorch's C++ (the op
+# is the value of that expression). torch/nn/modules is not among them: an op run inside a
+# module's forward is labelled by the module.
+_PLUMBING = tuple(
+    _TORCH_DIR + path
+    for path in (
+        "_tensor.py",
+        "overrides.py",
+        "functional.py",
+        "nn/functional.py",
+        "autograd" + os.sep,
+    )
+) + (os.path.dirname(__file__) + os.sep,)
+_FUNCTION_APPLY_CODE = torch.autograd.function.Function.apply.__func__.__code__
+# Calls that are not operations: attribute reads and writes, printing, conversions.
+_NOT_OPS = {
+    "__get__",
+    "__set__",
+    "__delete__",
+    "__repr__",
+    "__format__",
+    "__str__",
+    "__len__",
+    "__bool__",
+    "__hash__",
+    "__iter__",
+    "__contains__",
+    "__reduce_ex__",
+    "__deepcopy__",
+    "__array__",
+    "numpy",
+    "tolist",
+    "item",
+    "size",
+    "dim",
+    "numel",
+    "_set_grad_enabled",
+    "retain_grad",
+    "register_hook",
+    "register_post_accumulate_grad_hook",
+    "requires_grad_",
+    "backward",
+    "grad",
+}
+_PASSES = {
+    torch.Tensor.backward: "backward",
+    torch.autograd.backward: "backward",
+    torch.autograd.grad: "grad",
+}
+_SIGNATURES = {func: inspect.signature(func) for func in _PASSES}
+
+
+class _RecordingMode(torch.overrides.TorchFunctionMode):
+    """Hands every PyTorch API call to the recorder. While a mode handles a call, PyTorch
+    disables it, so the calls a call makes inside (``F.linear`` in ``nn.Linear``) and the
+    recorder's own (``detach``, ``numpy``) are not seen."""
+
+    def __init__(self, recorder):
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return self.recorder._call(func, args, kwargs or {})
+
+
+class TorchRecorder:
+    """Records what PyTorch's autograd does from ``start()`` to ``stop()``; the same interface
+    and options as nbgrad's ``Recorder``."""
+
+    def __init__(
+        self,
+        source,
+        base_frame=None,
+        policy=None,
+        max_nodes=DEFAULT_MAX_NODES,
+        max_passes=DEFAULT_MAX_PASSES,
+        name=None,
+        source_kind="cell",
+    ):
+        if max_nodes < 1:
+            raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
+        if max_passes < 0:
+            raise ValueError(f"max_passes must be at least 0, got {max_passes}")
+        self.source = source
+        self.policy = policy or Policy()
+        self.max_nodes = int(max_nodes)
+        self.max_passes = int(max_passes)
+        self.trace = Trace(
+            name=name,
+            policy=self.policy,
+            source_kind=source_kind,
+            filename=source.filename,
+            engine=torch_bridge.ENGINE,
+        )
+        self._filename = source.filename
+        self._base_frame = base_frame
+        self._listening = False
+        self._busy = False  # inside the recorder's own code: calls and hooks pass through
+        self._mode = _RecordingMode(self)
+        self._mode_entered = False
+        self._hook_handles = []
+        self._scopes = ScopeTracker(on_output=self._module_returned)
+        self._tensors = {}  # id(tensor) -> (weakref, latest TensorRecord)
+        self._by_storage = {}  # storage_key -> TensorRecord, for saved tensors read back
+        self._nodes = {}  # id(node) -> (node, NodeRecord): nodes cannot be weakly referenced
+        self._with_saved_tensors = set()  # NodeRecords whose backward frees saved tensors
+        self._sites = []
+        self._module_outputs = {}
+        self._earlier = {}
+        self._pending = {}
+        self._accumulations = []
+        self._running_passes = []
+        self._function_calls = []  # (Function.apply frame, [OpRecords its forward ran])
+        self._grad_snapshots = {}  # id(tensor) -> (weakref, snapshot), within one pass
+
+    # --- starting and stopping ----------------------------------------------------------------
+
+    def start(self):
+        claim_recording(self)
+        self._listening = True
+        try:
+            self._scopes.attach(torch.nn.modules.module)
+            self._mode.__enter__()
+            self._mode_entered = True
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, reason=None):
+        """Stop: leave the mode, remove every hook, note the grads as they are now."""
+        release_recording(self)
+        if not self._listening:
+            return
+        self._listening = False
+        if self._mode_entered:
+            self._mode_entered = False
+            self._mode.__exit__(None, None, None)
+        for handle in self._hook_handles:
+            handle.remove()
+        self._hook_handles = []
+        self._scopes.detach()
+        if reason and self.trace.truncated is None:
+            self.trace.truncated = reason
+        self._running_passes = []
+        self._function_calls = []
+        self._grad_snapshots.clear()
+        with torch._C.DisableTorchFunction():
+            self._note_final_grads()
+
+    def finish(self, namespaces=(), error=None):
+        """Stop, name everything from ``namespaces``, drop every reference to PyTorch's
+        objects. Returns the finished Trace."""
+        self.stop()
+        trace = self.trace
+        if error is not None:
+            trace.error = f"{type(error).__name__}: {error}"
+        try:
+            self._complete(namespaces)
+        finally:
+            self._tensors.clear()
+            self._by_storage.clear()
+            self._nodes.clear()
+            self._sites.clear()
+            self._module_outputs.clear()
+            self._earlier.clear()
+            self._pending.clear()
+            self._accumulations = []
+            self._scopes.on_output = None
+            trace.complete = True
+        return trace
+
+    @property
+    def listening(self):
+        return self._listening
+
+    def _fail(self, error):
+        self.stop(reason=f"the recorder failed and stopped: {type(error).__name__}: {error}")
+
+    # --- every PyTorch API call ------------------------------------------------------------------
+
+    def _call(self, func, args, kwargs):
+        if self._busy or not self._listening:
+            return func(*args, **kwargs)
+        kind = _PASSES.get(func)
+        if kind is not None:
+            return self._run_pass(func, kind, args, kwargs)
+        name = getattr(func, "__name__", "")
+        if name in _NOT_OPS:
+            return func(*args, **kwargs)
+        first = args[0] if args else None
+        version_before = first._version if isinstance(first, torch.Tensor) else None
+        result = func(*args, **kwargs)
+        self._busy = True
+        try:
+            self._record_op(name, args, kwargs, result, version_before)
+        except Exception as error:  # a recorder fault must not break the user's program
+            self._fail(error)
+        finally:
+            self._busy = False
+        return result
+
+    def _record_op(self, name, args, kwargs, result, version_before):
+        outputs = _tensors_in(result)
+        if not outputs or not self._listening:
+            return
+        inputs = _operands(args, kwargs)
+        tensor_inputs = [value for value in inputs if isinstance(value, torch.Tensor)]
+        if not tensor_inputs:
+            return  # a tensor made from numbers (torch.ones): a constant where it is used
+        first = inputs[0] if inputs else None
+        in_place = outputs[0] is first and first._version != version_before
+        if not in_place and all(any(o is t for t in tensor_inputs) for o in outputs):
+            return  # an input handed back unchanged (``x.to(x.dtype)``)
+        trace = self.trace
+        if len(trace.ops) >= self.max_nodes or len(trace.nodes) >= self.max_nodes:
+            self.stop(reason=f"stopped after {len(trace.ops)} operations (max_nodes)")
+            return
+        grad_fn = outputs[0].grad_fn
+        node = (
+            grad_fn
+            if grad_fn is not None and (in_place or id(grad_fn) not in self._nodes)
+            else None
+        )
+        if (
+            node is not None
+            and not self._running_passes
+            and self.max_passes
+            and len(trace.passes) >= self.max_passes
+        ):
+            self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
+            return
+
+        input_records = []
+        for position, value in enumerate(inputs):
+            if isinstance(value, torch.Tensor):
+                record = (
+                    self._tensors[id(value)][1]
+                    if in_place and position == 0 and id(value) in self._tensors
+                    else self._record_of(value)
+                )
+                if node is not None and record.value is None and record in self._pending:
+                    record.value = snapshot(array_of(value), self.policy)
+                    del self._pending[record]
+                input_records.append(record)
+            else:
+                input_records.append(keep_plain(_plain_operand(value), self.policy))
+
+        frame = sys._getframe(3)  # _record_op <- _call <- __torch_function__ <- PyTorch
+        user_frame, direct = self._locate(frame)
+        line, site, span = None, None, None
+        if user_frame is not None:
+            code, lasti = user_frame.f_code, user_frame.f_lasti
+            line, site = user_frame.f_lineno, (code, lasti, direct)
+            span = self.source.span_at(code, lasti)
+        running = self._running_passes
+        op = OpRecord(
+            f"o{len(trace.ops)}",
+            _op_name(name),
+            input_records,
+            [],
+            None,
+            line,
+            span,
+            self._scopes.current or None,
+            running[-1].index if running else None,
+        )
+        trace.ops.append(op)
+        self._sites.append(site)
+        inside_function = not torch.is_grad_enabled() and self._note_function_call(frame, op)
+        for record in input_records:
+            if type(record) is TensorRecord:
+                record.uses.append(op)
+        if node is not None:
+            op.node = self._make_node(node, op)
+        for output_nr, tensor in enumerate(outputs):
+            if tensor.grad_fn is None or node is None:
+                record = self._new_tensor(tensor, op=op, take_value=inside_function)
+                if not inside_function:
+                    self._pending[record] = None
+                record.output_nr = output_nr
+            else:
+                record = self._new_tensor(tensor, op=op)
+                record.output_nr = tensor.output_nr
+                if tensor.grad_fn is node:
+                    record.grad_fn = op.node
+                    if not tensor.retains_grad:
+                        tensor.retain_grad()  # every intermediate keeps its grad (issue 7)
+            op.outputs.append(record)
+        if node is not None:
+            self._read_saved(op.node, node)
+
+    def _locate(self, frame):
+        """(the innermost frame of the recorded code or None, whether only PyTorch's plumbing
+        lies between)."""
+        filename, base = self._filename, self._base_frame
+        direct = True
+        while frame is not None:
+            code = frame.f_code
+            if code.co_filename == filename:
+                return frame, direct
+            if not code.co_filename.startswith(_PLUMBING):
+                direct = False
+            if frame is base:
+                break
+            frame = frame.f_back
+        return None, False
+
+    # --- tensors --------------------------------------------------------------------------------
+
+    def _record_of(self, tensor):
+        entry = self._tensors.get(id(tensor))
+        if entry is not None and entry[0]() is tensor:
+            record = entry[1]
+            if record.version == tensor._version:
+                if record.grad_fn is None and tensor.grad_fn is not None:
+                    # It gained a grad_fn since: a custom Function returned it.
+                    return self._function_output(tensor, record)
+                return record
+        record = self._new_tensor(tensor)
+        if tensor.grad_fn is not None and is_custom_function_node(tensor.grad_fn):
+            return self._function_output(tensor, record)
+        return record
+
+    def _new_tensor(self, tensor, op=None, take_value=True):
+        version = tensor._version
+        record = TensorRecord(
+            f"t{len(self.trace.tensors)}",
+            tuple(tensor.shape),
+            _dtype_name(tensor.dtype),
+            tensor.requires_grad,
+            tensor.grad_fn is None,
+            version,
+            snapshot(array_of(tensor), self.policy) if take_value else None,
+        )
+        record.op = op
+        if op is None and tensor.grad_fn is not None:
+            record.grad_fn = self._node_record(tensor.grad_fn)
+            record.output_nr = tensor.output_nr
+        self.trace.tensors[record.id] = record
+        entry = self._tensors.get(id(tensor))
+        if entry is not None and entry[0]() is tensor and entry[1].version != version:
+            self._earlier[record] = entry[1]
+        self._tensors[id(tensor)] = (weakref.ref(tensor), record)
+        self._by_storage[storage_key(tensor)] = record
+        return record
+
+    def _saved_record(self, tensor):
+        """The record of a tensor a node saved: the very tensor, or one on its memory."""
+        entry = self._tensors.get(id(tensor))
+        if entry is not None and entry[0]() is tensor and entry[1].version == tensor._version:
+            return entry[1]
+        record = self._by_storage.get(storage_key(tensor))
+        if record is not None and record.version == tensor._version:
+            return record
+        return None
+
+    def _module_returned(self, scope, output):
+        if isinstance(output, torch.Tensor) and self._listening:
+            entry = self._tensors.get(id(output))
+            if entry is not None and entry[0]() is output:
+                self._module_outputs[entry[1]] = scope
+
+    # --- custom autograd.Function calls ---------------------------------------------------------
+
+    def _note_function_call(self, frame, op):
+        """Whether ``op`` runs inside a custom Function's forward. PyTorch's mode does not see
+        the Function call itself: its output shows it later, with a grad_fn (see
+        ``_function_output``). Each call is kept with the user's frame that made it."""
+        base = self._base_frame
+        while frame is not None and frame is not base:
+            if frame.f_code is _FUNCTION_APPLY_CODE:
+                for call in reversed(self._function_calls):
+                    if call.frame is frame:
+                        call.ops.append(op)
+                        return True
+                user_frame, direct = self._locate(frame.f_back)
+                self._function_calls.append(_FunctionCall(frame, op, user_frame, direct, self))
+                return True
+            frame = frame.f_back
+        return False
+
+    def _function_output(self, tensor, earlier):
+        """A tensor a custom Function returned: its call becomes an op (named after the
+        Function), whose output is this tensor and whose node is its grad_fn; the ops its
+        forward ran are marked as run inside it."""
+        node = tensor.grad_fn
+        known = self._nodes.get(id(node))
+        if known is not None and known[1].op is not None:
+            call = known[1].op
+        else:
+            found = _FunctionCall.pop_for(self._function_calls, earlier)
+            inner = found.ops if found is not None else []
+            made_inside = {id(o) for op in inner for o in op.outputs}
+            outer_inputs = []
+            for op in inner:
+                for value in op.inputs:
+                    outside = type(value) is TensorRecord and id(value) not in made_inside
+                    if outside and value not in outer_inputs:
+                        outer_inputs.append(value)
+            name = node_name(node)
+            call = OpRecord(
+                f"o{len(self.trace.ops)}",
+                name[: -len("Backward")] if name.endswith("Backward") else name,
+                outer_inputs,
+                [],
+                None,
+                found.line if found else None,
+                found.span if found else None,
+                found.module if found else None,
+                None,
+            )
+            self.trace.ops.append(call)
+            self._sites.append(found.site if found else None)
+            for op in inner:
+                op.function = call
+            call.node = self._node_record(node, op=call)
+        record = self._new_tensor(tensor, op=call)
+        record.value = earlier.value if earlier.value is not None else record.value
+        if record.value is None:
+            record.value = snapshot(array_of(tensor), self.policy)
+        record.grad_fn = call.node
+        record.output_nr = tensor.output_nr
+        call.outputs.append(record)
+        if not tensor.retains_grad:
+            tensor.retain_grad()
+        return record
+
+    # --- nodes ----------------------------------------------------------------------------------
+
+    def _node_record(self, node, op=None):
+        entry = self._nodes.get(id(node))
+        if entry is not None and entry[0] is node:
+            if op is not None and entry[1].op is None:
+                entry[1].op = op
+                entry[1].observed = True
+            return entry[1]
+        return self._make_node(node, op)
+
+    def _make_node(self, node, op):
+        """A record for ``node`` and every node below it new to the recording (iteratively),
+        each with a post-hook that logs its backward step, and what it saved."""
+        record = self._new_node_record(node, op)
+        pending = [(node, record)]
+        while pending:
+            current, current_record = pending.pop()
+            edges = []
+            for child, nr in current.next_functions:
+                if child is None:
+                    edges.append((None, nr))
+                    continue
+                entry = self._nodes.get(id(child))
+                if entry is not None and entry[0] is child:
+                    child_record = entry[1]
+                else:
+                    child_record = self._new_node_record(child, None)
+                    pending.append((child, child_record))
+                    self._read_saved(child_record, child)
+                edges.append((child_record, nr))
+            current_record.next = tuple(edges)
+        return record
+
+    def _new_node_record(self, node, op):
+        record = NodeRecord(f"n{len(self.trace.nodes)}", node_name(node))
+        self.trace.nodes.append(record)
+        self._nodes[id(node)] = (node, record)
+        record.op = op
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            record.variable = self._record_of(variable)
+        else:
+            record.observed = op is not None
+            note_formula(self.trace, record)
+        self._hook_handles.append(node.register_hook(functools.partial(self._on_step, node)))
+        return record
+
+    def _read_saved(self, record, node):
+        if record.variable is not None or record.saved:
+            return
+        if not describe_saved(record, node, self._saved_record, self.policy):
+            record.freed_at = -1
+        elif record.saved_tensors or any(
+            isinstance(value, torch.Tensor) for _, value in _saved_values(node)
+        ):
+            self._with_saved_tensors.add(record)
+
+    # --- backward -------------------------------------------------------------------------------
+
+    def _run_pass(self, func, kind, args, kwargs):
+        backward_pass = None
+        self._busy = True
+        try:
+            backward_pass = self._start_pass(func, kind, args, kwargs)
+        except Exception as error:
+            self._fail(error)
+        finally:
+            self._busy = False
+        try:
+            return func(*args, **kwargs)
+        finally:
+            if backward_pass is not None and backward_pass in self._running_passes:
+                self._running_passes.remove(backward_pass)
+
+    def _start_pass(self, func, kind, args, kwargs):
+        trace = self.trace
+        if len(trace.passes) >= self.max_passes:
+            self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
+            return None
+        bound = _SIGNATURES[func].bind(*args, **kwargs).arguments
+        outputs = bound.get("self", bound.get("tensors", bound.get("outputs")))
+        roots = []
+        for tensor in _tensors_in(outputs):
+            if tensor.grad_fn is not None:
+                roots.append((self._node_record(tensor.grad_fn), tensor.output_nr))
+        create_graph = bool(bound.get("create_graph", False))
+        retain_graph = bound.get("retain_graph")
+        user_frame, _ = self._locate(sys._getframe(4))
+        backward_pass = BackwardPass(
+            len(trace.passes),
+            kind,
+            tuple(roots),
+            bool(create_graph if retain_graph is None else retain_graph),
+            create_graph,
+            user_frame.f_lineno if user_frame is not None else None,
+        )
+        trace.passes.append(backward_pass)
+        self._running_passes.append(backward_pass)
+        self._grad_snapshots.clear()
+        return backward_pass
+
+    def _on_step(self, node, grad_inputs, grad_outputs):
+        """A node's post-hook: it received ``grad_outputs`` and sent ``grad_inputs``."""
+        if self._busy or not self._listening or not self._running_passes:
+            return
+        self._busy = True
+        try:
+            self._record_step(node, grad_inputs, grad_outputs)
+        except Exception as error:
+            self._fail(error)
+        finally:
+            self._busy = False
+
+    def _record_step(self, node, grad_inputs, grad_outputs):
+        backward_pass = self._running_passes[-1]
+        record = self._node_record(node)
+        sent = []
+        for (child, nr), grad in zip(node.next_functions, grad_inputs):
+            child_record = self._node_record(child) if child is not None else None
+            sent.append((child_record, nr, self._grad_snapshot(grad)))
+        freed = (
+            not backward_pass.retain_graph
+            and record.freed_at is None
+            and record in self._with_saved_tensors
+        )
+        step = BackwardStep(
+            len(self.trace.backward_steps),
+            backward_pass.index,
+            record,
+            [self._grad_snapshot(grad) for grad in grad_outputs],
+            sent,
+            freed,
+        )
+        if freed:
+            record.freed_at = step.index
+        record.steps.append(step)
+        backward_pass.steps.append(step)
+        self.trace.backward_steps.append(step)
+        leaf = getattr(node, "variable", None)
+        if isinstance(leaf, torch.Tensor) and grad_outputs and grad_outputs[0] is not None:
+            self._record_accumulation(backward_pass, step, leaf, grad_outputs[0])
+
+    def _record_accumulation(self, backward_pass, step, leaf, grad):
+        total = leaf.grad
+        grad_value = self._grad_snapshot(grad)
+        if total is None:
+            return
+        if total is grad or (total.shape == grad.shape and torch.equal(total, grad)):
+            total_value = grad_value
+        else:
+            total_value = snapshot(array_of(total), self.policy)
+        self._accumulations.append(
+            Accumulation(
+                self._record_of(leaf), backward_pass.index, step.index, grad_value, total_value
+            )
+        )
+
+    def _grad_snapshot(self, grad):
+        if grad is None:
+            return None
+        hit = self._grad_snapshots.get(id(grad))
+        if hit is not None and hit[0]() is grad:
+            return hit[1]
+        value = snapshot(array_of(grad), self.policy)
+        self._grad_snapshots[id(grad)] = (weakref.ref(grad), value)
+        return value
+
+    # --- the end ----------------------------------------------------------------------------------
+
+    def _note_final_grads(self):
+        for ref, record in self._tensors.values():
+            tensor = ref()
+            if tensor is None:
+                continue
+            if record in self._pending and record.version == tensor._version:
+                record.value = snapshot(array_of(tensor), self.policy)
+            grad = tensor.grad if (tensor.is_leaf or tensor.retains_grad) else None
+            if grad is not None:
+                record.grad = snapshot(array_of(grad), self.policy)
+        self._pending.clear()
+
+    def _complete(self, namespaces):
+        trace = self.trace
+        latest = {}
+        for ref, record in self._tensors.values():
+            tensor = ref()
+            if tensor is not None:
+                latest[id(tensor)] = (tensor, record)
+        # A leaf changed in place (an optimizer step) has several records: its AccumulateGrad
+        # points at the newest, and its contributions are listed under the newest's name.
+        newer = {old: new for new, old in self._earlier.items()}
+
+        def newest(record):
+            while record in newer:
+                record = newer[record]
+            return record
+
+        for _, record in self._nodes.values():
+            if record.variable is not None:
+                record.variable = newest(record.variable)
+        by_version = {}
+        for accumulation in self._accumulations:
+            by_version.setdefault(accumulation.tensor, []).append(accumulation)
+        grads_of_ended_tensors(trace, by_version, {r for _, r in latest.values()})
+        accumulations = {}
+        for accumulation in self._accumulations:
+            accumulations.setdefault(newest(accumulation.tensor), []).append(accumulation)
+        naming.name_everything(
+            trace,
+            source=self.source,
+            namespaces=namespaces,
+            live=latest,
+            sites=self._sites,
+            module_outputs=self._module_outputs,
+            earlier=self._earlier,
+            tensor_type=torch.Tensor,
+        )
+        trace.accumulations = {record.name: items for record, items in accumulations.items()}
+        trace.accumulation_log = list(self._accumulations)
+        assign_roles(trace)
+        note_source_lines(trace, self.source)
+
+
+class _FunctionCall:
+    """A custom Function's call seen from inside its forward: the ops it ran, where it was
+    called from."""
+
+    def __init__(self, frame, first_op, user_frame, direct, recorder):
+        self.frame = frame
+        self.ops = [first_op]
+        self.line = self.span = self.site = None
+        self.module = first_op.module
+        if user_frame is not None:
+            code, lasti = user_frame.f_code, user_frame.f_lasti
+            self.line = user_frame.f_lineno
+            self.site = (code, lasti, direct)
+            self.span = recorder.source.span_at(code, lasti)
+
+    @staticmethod
+    def pop_for(calls, output_record):
+        """The call that made ``output_record`` (else the latest call), removed from ``calls``."""
+        for position in range(len(calls) - 1, -1, -1):
+            if any(o is output_record for op in calls[position].ops for o in op.outputs):
+                return calls.pop(position)
+        return calls.pop() if calls else None
+
+
+# --- arguments and results ----------------------------------------------------------------------
+
+
+def _tensors_in(value):
+    """The tensors of a result (or of backward's ``tensors``): one, or those of a tuple/list."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [v for v in value if isinstance(v, torch.Tensor)]
+    return []
+
+
+def _operands(args, kwargs):
+    """A call's operands in order: its arguments, with the tensors of a list argument (``cat``)
+    spread out, then keyword arguments that are tensors or numbers."""
+    operands = []
+    for value in args:
+        if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):
+            operands.extend(value)
+        else:
+            operands.append(value)
+    operands.extend(v for v in kwargs.values() if isinstance(v, (torch.Tensor, int, float)))
+    return operands
+
+
+def _plain_operand(value):
+    if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
+        return str(value)
+    return value
+
+
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(dtype):
+    """``torch.float32`` -> ``"float32"``, NumPy's name, as nbgrad's traces write dtypes."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
+    return name
+
+
+def _saved_values(node):
+    return torch_bridge.read_saved(node) or ()
+
+
+_OPERATOR_NAMES = {"truediv": "div", "floordiv": "floor_divide", "neg": "neg", "matmul": "matmul"}
+
+
+def _op_name(name):
+    """``__mul__`` -> ``mul``, ``__rtruediv__`` -> ``div``, ``__iadd__`` -> ``add_``: the
+    names nbgrad's trace uses for the same operations."""
+    if not (name.startswith("__") and name.endswith("__")):
+        return name
+    bare = name[2:-2]
+    suffix = ""
+    if bare.startswith("i") and bare[1:] in _BINARY:
+        bare, suffix = bare[1:], "_"
+    elif bare.startswith("r") and bare[1:] in _BINARY:
+        bare = bare[1:]
+    return _OPERATOR_NAMES.get(bare, bare) + suffix
+
+
+_BINARY = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor"}

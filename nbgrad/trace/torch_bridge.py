@@ -107,6 +107,8 @@ def describe_saved(record, node, tensor_record_for, policy):
     if saved is None:
         return False
     for name, value in saved:
+        if value is None:  # not saved: the input it is for needs no gradient
+            continue
         if isinstance(value, torch.Tensor):
             tensor_record = tensor_record_for(value)
             if tensor_record is not None and tensor_record.value is not None:

@@ -125,6 +125,10 @@ class _RecordingMode(torch.overrides.TorchFunctionMode):
         self.recorder = recorder
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if torch.compiler.is_compiling():
+            # torch.compile traces modes' code into its graph: the recorder must not be in it.
+            # A compiled region is recorded from the outside, as one opaque node.
+            return func(*args, **(kwargs or {}))
         return self.recorder._call(func, args, kwargs or {})
 
 
@@ -277,6 +281,10 @@ class TorchRecorder:
         in_place = outputs[0] is first and first._version != version_before
         if not in_place and all(any(o is t for t in tensor_inputs) for o in outputs):
             return  # an input handed back unchanged (``x.to(x.dtype)``)
+        if in_place and not torch.is_grad_enabled() and id(first) not in self._tensors:
+            # Filling a tensor the recording has not met yet (``nn.Linear`` initialising its
+            # weights): its value is recorded where it is first used.
+            return
         trace = self.trace
         if len(trace.ops) >= self.max_nodes or len(trace.nodes) >= self.max_nodes:
             self.stop(reason=f"stopped after {len(trace.ops)} operations (max_nodes)")
@@ -480,6 +488,7 @@ class TorchRecorder:
             for op in inner:
                 op.function = call
             call.node = self._node_record(node, op=call)
+            self._read_saved(call.node, node)
         record = self._new_tensor(tensor, op=call)
         record.value = earlier.value if earlier.value is not None else record.value
         if record.value is None:
@@ -576,7 +585,9 @@ class TorchRecorder:
         roots = []
         for tensor in _tensors_in(outputs):
             if tensor.grad_fn is not None:
-                roots.append((self._node_record(tensor.grad_fn), tensor.output_nr))
+                record = self._record_of(tensor)  # a root made where the mode could not see
+                node = record.grad_fn or self._node_record(tensor.grad_fn)
+                roots.append((node, tensor.output_nr))
         create_graph = bool(bound.get("create_graph", False))
         retain_graph = bound.get("retain_graph")
         user_frame, _ = self._locate(sys._getframe(4))

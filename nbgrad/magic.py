@@ -36,14 +36,11 @@ BACKWARD_FILENAME = "<%%autograd --backward>"
 
 
 def show_trace(trace):
-    """Show a recorded cell's trace below the cell.
+    """Show a recorded cell's trace below the cell: the graph widget (nbgrad.widget), which
+    also carries a static SVG and a text summary for places that cannot run it."""
+    from nbgrad.widget import display_trace
 
-    This is the single seam between recording and display: the graph widget replaces this
-    function's body (a text summary for now, from ``Trace._repr_pretty_``).
-    """
-    from IPython.display import display
-
-    display(trace)
+    display_trace(trace)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -147,7 +147,14 @@ class GraphWidget(anywidget.AnyWidget):
         bundle = super()._repr_mimebundle_(**kwargs)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
         data = dict(data)
-        data["text/plain"] = widget_static.summary_of(self._data)
+        # Where the widget cannot run (a terminal, nbconvert, GitHub) the trace's own text
+        # summary says the most; a trace given as bare JSON gets the one-line count.
+        if self._source is not None:
+            from nbgrad.trace import summary
+
+            data["text/plain"] = summary.render(self._source)
+        else:
+            data["text/plain"] = widget_static.summary_of(self._data)
         data["text/html"] = widget_static.html_of(self._data)
         return data, metadata
 

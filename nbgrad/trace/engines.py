@@ -22,11 +22,15 @@ def detect_engine(tree, namespace):
             return "torch"
     if "torch" not in sys.modules:
         return "nbgrad"
+    # The variables the cell reads that it does not assign itself: what it brings in.
+    read, assigned = set(), set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            value = namespace.get(node.id)
-            if value is not None and _belongs_to_torch(value):
-                return "torch"
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
+    for name in read - assigned:
+        value = namespace.get(name)
+        if value is not None and _belongs_to_torch(value):
+            return "torch"
     return "nbgrad"
 
 

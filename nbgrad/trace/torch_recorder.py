@@ -180,7 +180,7 @@ class TorchRecorder:
         self._accumulations = []
         self._running_passes = []
         self._function_calls = []  # (Function.apply frame, [OpRecords its forward ran])
-        self._grad_snapshots = {}  # id(tensor) -> (weakref, snapshot), within one pass
+        self._grad_snapshots = {}  # id(tensor) -> (weakref, version, snapshot), within one pass
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -202,9 +202,7 @@ class TorchRecorder:
         if not self._listening:
             return
         self._listening = False
-        if self._mode_entered:
-            self._mode_entered = False
-            self._mode.__exit__(None, None, None)
+        self._leave_mode()
         for handle in self._hook_handles:
             handle.remove()
         self._hook_handles = []
@@ -221,6 +219,7 @@ class TorchRecorder:
         """Stop, name everything from ``namespaces``, drop every reference to PyTorch's
         objects. Returns the finished Trace."""
         self.stop()
+        self._leave_mode()
         trace = self.trace
         if error is not None:
             trace.error = f"{type(error).__name__}: {error}"
@@ -242,6 +241,14 @@ class TorchRecorder:
     @property
     def listening(self):
         return self._listening
+
+    def _leave_mode(self):
+        """Take the mode off PyTorch's stack. Not while it is handling a call (a limit reached
+        inside an op): PyTorch has taken it off for that call and puts it back after. It then
+        passes every call through until ``finish`` takes it off."""
+        if self._mode_entered and self._mode in torch.overrides._get_current_function_mode_stack():
+            self._mode_entered = False
+            self._mode.__exit__(None, None, None)
 
     def _fail(self, error):
         self.stop(reason=f"the recorder failed and stopped: {type(error).__name__}: {error}")
@@ -663,11 +670,14 @@ class TorchRecorder:
     def _grad_snapshot(self, grad):
         if grad is None:
             return None
+        # The same grad sent along an edge and received by the next node is snapshotted once,
+        # unless PyTorch summed another into it in place meanwhile (a tensor used twice).
         hit = self._grad_snapshots.get(id(grad))
-        if hit is not None and hit[0]() is grad:
-            return hit[1]
+        version = grad._version
+        if hit is not None and hit[0]() is grad and hit[1] == version:
+            return hit[2]
         value = snapshot(array_of(grad), self.policy)
-        self._grad_snapshots[id(grad)] = (weakref.ref(grad), value)
+        self._grad_snapshots[id(grad)] = (weakref.ref(grad), version, value)
         return value
 
     # --- the end ----------------------------------------------------------------------------------

@@ -141,6 +141,13 @@ class SavedTensor:
             raise errors.modified_by_inplace(self, node)
 
 
+def _is_buffer(value):
+    """Saved tensors and arrays (alone or in a tuple of indices) are freed after backward."""
+    if type(value) is SavedTensor or type(value) is np.ndarray:
+        return True
+    return type(value) is tuple and any(type(v) is np.ndarray for v in value)
+
+
 class FreedBuffer:
     """Stands where a saved tensor was, after backward freed it."""
 
@@ -198,7 +205,7 @@ class TableNode(Node):
 
     def release_saved(self):
         if self.spec.saves_tensors:
-            self._saved = [FREED if type(s) is SavedTensor else s for s in self._saved]
+            self._saved = [FREED if _is_buffer(s) else s for s in self._saved]
 
     def _read_saved(self, position):
         value = self._saved[position]

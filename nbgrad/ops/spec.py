@@ -94,7 +94,11 @@ class OpSpec:
         self._tensor_vjps = None
         self.saves_for_needs = {}
         self.save_sources = tuple(self._source_of(s) for s in self.saves)
-        self.saves_tensors = any(kind in ("input", "result") for kind, _ in self.save_sources)
+        # Whether anything saved may be a tensor or an array (index, mask, indices): those are
+        # checked when read and freed after backward, as PyTorch frees its saved tensors.
+        self.saves_tensors = any(
+            kind in ("input", "result", "attr", "extra") for kind, _ in self.save_sources
+        )
         self.node_class = None
 
     def _source_of(self, saved):

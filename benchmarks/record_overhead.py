@@ -18,9 +18,14 @@ runs on one thread (threadpoolctl). Medians and minimums of 15 samples of about 
 reported, with their ratios to the plain cell (on a busy machine, the minimums are the fairer
 comparison). The target of issue 4 is a ratio of at most 1.5.
 
-Run from the repository root:  python -m benchmarks.record_overhead
+With ``--engine torch`` the same step is written on real PyTorch (``import torch``) and the
+recorded cell records PyTorch's graph (nbgrad.trace.torch_recorder); the goal of issue 7 is a
+ratio of at most 2. PyTorch runs on one thread too (``torch.set_num_threads(1)``).
+
+Run from the repository root:  python -m benchmarks.record_overhead [--engine torch]
 """
 
+import argparse
 import gc
 import statistics
 import sys
@@ -53,22 +58,31 @@ with torch.no_grad():
         p.grad = None
 """
 
-CELLS = {
-    "plain cell": STEP,
-    "%%autograd --no-show": "%%autograd --no-show\n" + STEP,
-    "%%autograd (text summary built)": "%%autograd --no-show\n" + STEP + "_ = repr_summary()\n",
-}
+TORCH_SETUP = SETUP.replace("import nbgrad as torch", "import torch\ntorch.set_num_threads(1)")
+
+
+def cells_for(step):
+    return {
+        "plain cell": step,
+        "%%autograd --no-show": "%%autograd --no-show\n" + step,
+        "%%autograd (text summary built)": "%%autograd --no-show\n" + step + "_ = repr_summary()\n",
+    }
+
+
+CELLS = cells_for(STEP)
 
 SAMPLES = 15
 SAMPLE_SECONDS = 0.3
 
 
-def _shell():
+def _shell(setup=SETUP):
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
     shell.run_cell("%load_ext nbgrad", store_history=False)
-    shell.run_cell(SETUP, store_history=False)
+    result = shell.run_cell(setup, store_history=False)
+    if not result.success:
+        raise SystemExit(f"the setup cell failed: {result.error_in_exec!r}")
     shell.user_ns["repr_summary"] = lambda: __import__("nbgrad").last_trace().summary()
     return shell
 
@@ -82,30 +96,31 @@ def _run(shell, cell, repeats):
     return (time.perf_counter() - start) / repeats
 
 
-def measure():
-    shell = _shell()
+def measure(setup=SETUP, cells=CELLS):
+    shell = _shell(setup)
     with threadpool_limits(1):
         repeats = {}
-        for label, cell in CELLS.items():
+        for label, cell in cells.items():
             _run(shell, cell, 3)  # warm up
             once = _run(shell, cell, 5)
             repeats[label] = max(1, int(SAMPLE_SECONDS / once))
-        samples = {label: [] for label in CELLS}
+        samples = {label: [] for label in cells}
         for _ in range(SAMPLES):
-            for label, cell in CELLS.items():
+            for label, cell in cells.items():
                 samples[label].append(_run(shell, cell, repeats[label]))
                 gc.collect()
     return {label: (statistics.median(times), min(times)) for label, times in samples.items()}
 
 
-def check_recording():
+def check_recording(setup=SETUP, engine="nbgrad"):
     """The recorded cell must record what it claims: the whole step, forward and backward."""
-    shell = _shell()
+    shell = _shell(setup)
     shell.run_cell("%%autograd --no-show\n" + STEP, store_history=False)
     import nbgrad
 
     trace = nbgrad.last_trace()
     assert trace.error is None and trace.truncated is None, trace
+    assert (trace.engine or ("nbgrad",))[0] == engine, trace.engine
     assert "loss" in trace.tensors and len(trace.accumulations["W1"]) == 1
     assert len(trace.backward_steps) >= 10, trace
     assert np.isfinite(trace.tensors["loss"].value).all()
@@ -113,11 +128,19 @@ def check_recording():
 
 
 def main():
-    trace = check_recording()
-    timings = measure()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--engine", choices=("nbgrad", "torch"), default="nbgrad")
+    engine = parser.parse_args().engine
+    setup = TORCH_SETUP if engine == "torch" else SETUP
+    trace = check_recording(setup, engine)
+    timings = measure(setup, CELLS)
     plain_median, plain_min = timings["plain cell"]
     python = sys.version.split()[0]
-    print(f"784-128-10 MLP training step, batch 64, float32, BLAS on 1 thread, Python {python}")
+    version = trace.engine[1] if trace.engine else "nbgrad"
+    print(
+        f"784-128-10 MLP training step on {engine} ({version}), batch 64, float32, "
+        f"BLAS on 1 thread, Python {python}"
+    )
     print(
         f"recorded: {len(trace.ops)} ops, {len(trace.nodes)} nodes, "
         f"{len(trace.backward_steps)} backward steps, JSON {len(trace.to_json())} bytes"

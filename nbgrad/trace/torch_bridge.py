@@ -31,6 +31,14 @@ _CUSTOM_FUNCTION_NODE = torch.autograd.function.BackwardCFunction
 
 def array_of(tensor):
     """A tensor's values as a NumPy array (shared memory when PyTorch allows: callers copy)."""
+    try:  # a dense CPU tensor of a dtype NumPy has: nearly always, and fast
+        return tensor.detach().numpy()
+    except (TypeError, RuntimeError):
+        return _converted_array_of(tensor)
+
+
+def _converted_array_of(tensor):
+    """Other tensors: on another device, bfloat16, quantized, sparse."""
     data = tensor.detach()
     if data.device.type != "cpu":
         data = data.cpu()

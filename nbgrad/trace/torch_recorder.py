@@ -40,6 +40,7 @@ from nbgrad.trace.modules import ScopeTracker
 from nbgrad.trace.recorder import (
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_PASSES,
+    _single_grad_received,
     claim_recording,
     release_recording,
 )
@@ -181,6 +182,7 @@ class TorchRecorder:
         self._running_passes = []
         self._function_calls = []  # (Function.apply frame, [OpRecords its forward ran])
         self._grad_snapshots = {}  # id(tensor) -> (weakref, version, snapshot), within one pass
+        self._last_totals = {}  # leaf record -> (weakref to its .grad, version, snapshot)
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -422,7 +424,10 @@ class TorchRecorder:
         if entry is not None and entry[0]() is tensor and entry[1].version != version:
             self._earlier[record] = entry[1]
         self._tensors[id(tensor)] = (weakref.ref(tensor), record)
-        self._by_storage[storage_key(tensor)] = record
+        if op is not None and tensor.grad_fn is not None:
+            # A saved result reads back as a new tensor on the same memory (``_saved_result``);
+            # saved inputs read back as themselves.
+            self._by_storage[storage_key(tensor)] = record
         return record
 
     def _saved_record(self, tensor):
@@ -626,10 +631,11 @@ class TorchRecorder:
     def _record_step(self, node, grad_inputs, grad_outputs):
         backward_pass = self._running_passes[-1]
         record = self._node_record(node)
-        sent = []
-        for (child, nr), grad in zip(node.next_functions, grad_inputs):
-            child_record = self._node_record(child) if child is not None else None
-            sent.append((child_record, nr, self._grad_snapshot(grad)))
+        # The record's edges are the node's next_functions (cheaper than asking PyTorch again).
+        sent = [
+            (child_record, nr, self._grad_snapshot(grad))
+            for (child_record, nr), grad in zip(record.next, grad_inputs)
+        ]
         freed = (
             not backward_pass.retain_graph
             and record.freed_at is None
@@ -661,10 +667,10 @@ class TorchRecorder:
             total_value = grad_value
         else:
             total_value = snapshot(array_of(total), self.policy)
+        record = self._record_of(leaf)
+        self._last_totals[record] = (weakref.ref(total), total._version, total_value)
         self._accumulations.append(
-            Accumulation(
-                self._record_of(leaf), backward_pass.index, step.index, grad_value, total_value
-            )
+            Accumulation(record, backward_pass.index, step.index, grad_value, total_value)
         )
 
     def _grad_snapshot(self, grad):
@@ -690,9 +696,24 @@ class TorchRecorder:
             if record in self._pending and record.version == tensor._version:
                 record.value = snapshot(array_of(tensor), self.policy)
             grad = tensor.grad if (tensor.is_leaf or tensor.retains_grad) else None
-            if grad is not None:
+            if grad is None:
+                continue
+            # Already snapshotted when it was summed into a leaf or sent to a non-leaf, unless
+            # it changed since (a later unrecorded pass, an in-place change).
+            last = self._last_totals.get(record)
+            received = _single_grad_received(record)
+            if last is not None and last[0]() is grad and last[1] == grad._version:
+                record.grad = last[2]
+            elif received is not None and grad._version == 0 and not self._passes_after(record):
+                record.grad = received
+            else:
                 record.grad = snapshot(array_of(grad), self.policy)
         self._pending.clear()
+        self._last_totals.clear()
+
+    def _passes_after(self, record):
+        """Whether a recorded pass ran after the one that delivered ``record``'s grad."""
+        return record.grad_fn.steps[0].pass_index != len(self.trace.passes) - 1
 
     def _complete(self, namespaces):
         trace = self.trace

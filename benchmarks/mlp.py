@@ -60,9 +60,9 @@ def model_loss_nn(T, x, target, p):
 
 
 STYLES = {
-    # style -> (model, how the weights are stored, the targets it takes)
-    "addmm": (model_loss, "in-out", "onehot"),
-    "nn": (model_loss_nn, "out-in", "indices"),
+    # style -> (model, weights stored transposed (out, in) as nn.Linear does, targets as indices)
+    "addmm": (model_loss, False, False),
+    "nn": (model_loss_nn, True, True),
 }
 
 
@@ -70,12 +70,16 @@ def has_style(style):
     return style == "addmm" or hasattr(getattr(nbgrad, "nn", None), "functional")
 
 
-def numpy_forward(x, onehot, p):
-    """The same forward in NumPy; returns the loss and what backward reads."""
-    z1 = x @ p["W1"]
+def numpy_forward(x, onehot, p, transposed=False):
+    """The same forward in NumPy; returns the loss and what backward reads.
+
+    ``transposed``: the weights are stored (out, in), as the ``nn`` style stores them.
+    """
+    W1, W2 = (p["W1"].T, p["W2"].T) if transposed else (p["W1"], p["W2"])
+    z1 = x @ W1
     z1 += p["b1"]
     hidden = np.maximum(z1, 0)
-    logits = hidden @ p["W2"]
+    logits = hidden @ W2
     logits += p["b2"]
     shifted = logits - logits.max(axis=1, keepdims=True)
     exp = np.exp(shifted)
@@ -85,37 +89,32 @@ def numpy_forward(x, onehot, p):
     return loss, (hidden, exp / total)
 
 
-def numpy_backward(x, onehot, p, saved):
-    """The gradients of the loss with respect to the four parameters, by hand."""
+def numpy_backward(x, onehot, p, saved, transposed=False):
+    """The gradients of the loss with respect to the four parameters, by hand, each in the
+    layout of its parameter."""
     hidden, probs = saved
     d_logits = (probs - onehot) / BATCH  # softmax cross-entropy
-    grads = {"W2": hidden.T @ d_logits, "b2": d_logits.sum(axis=0)}
-    d_hidden = d_logits @ p["W2"].T
+    grads = {"b2": d_logits.sum(axis=0)}
+    grads["W2"] = d_logits.T @ hidden if transposed else hidden.T @ d_logits
+    d_hidden = d_logits @ (p["W2"] if transposed else p["W2"].T)
     d_hidden *= hidden > 0  # ReLU (a multiply by the mask: the fastest NumPy way)
-    grads["W1"] = x.T @ d_hidden
+    grads["W1"] = d_hidden.T @ x if transposed else x.T @ d_hidden
     grads["b1"] = d_hidden.sum(axis=0)
     return grads
 
 
 def engines(style="addmm"):
-    """``name -> (forward, forward_and_backward, loss_and_gradients)``, on the same data.
-
-    Gradients are returned in the hand-written version's layout (weights (in, out)).
-    """
-    model, layout, targets = STYLES[style]
+    """``name -> (forward, forward_and_backward, loss_and_gradients)``, on the same data."""
+    model, transposed, indices = STYLES[style]
     x0, onehot0, params0 = make_data()
+    if transposed:
+        params0 = {k: v.T.copy() if k.startswith("W") else v for k, v in params0.items()}
     result = {}
-
-    def stored(key, value):  # a parameter as the model stores it
-        return value.T.copy() if layout == "out-in" and key.startswith("W") else value
-
-    def compared(key, grad):  # its gradient, back in the hand-written layout
-        return grad.T if layout == "out-in" and key.startswith("W") else grad
 
     for name, T in (("nbgrad", nbgrad), ("PyTorch", torch)):
         x = T.tensor(x0)
-        target = T.tensor(onehot0) if targets == "onehot" else T.tensor(onehot0.argmax(axis=1))
-        params = {k: T.tensor(stored(k, v), requires_grad=True) for k, v in params0.items()}
+        target = T.tensor(onehot0.argmax(axis=1)) if indices else T.tensor(onehot0)
+        params = {k: T.tensor(v, requires_grad=True) for k, v in params0.items()}
 
         def forward(T=T, x=x, target=target, params=params):
             return model(T, x, target, params)
@@ -129,15 +128,19 @@ def engines(style="addmm"):
 
         def loss_and_gradients(step=step, params=params):
             loss = step()
-            return loss.item(), {k: compared(k, v.grad.numpy()) for k, v in params.items()}
+            return loss.item(), {k: v.grad.numpy() for k, v in params.items()}
 
         result[name] = (forward, step, loss_and_gradients)
 
     def numpy_step():
-        loss, saved = numpy_forward(x0, onehot0, params0)
-        return loss, numpy_backward(x0, onehot0, params0, saved)
+        loss, saved = numpy_forward(x0, onehot0, params0, transposed)
+        return loss, numpy_backward(x0, onehot0, params0, saved, transposed)
 
-    result["NumPy by hand"] = (lambda: numpy_forward(x0, onehot0, params0), numpy_step, numpy_step)
+    result["NumPy by hand"] = (
+        lambda: numpy_forward(x0, onehot0, params0, transposed),
+        numpy_step,
+        numpy_step,
+    )
     return result
 
 

@@ -121,55 +121,67 @@ def chain_graph_nodes(out):
 
 
 def forward_pieces():
-    """The cost of the pieces of one recorded op, ``h * w`` (both require grad, so the node
-    has two edges and saves both inputs). Pieces are nbgrad's own functions, called directly;
-    the rows marked "rest" are what is left of their caller, by difference."""
+    """The cost of the pieces of one recorded op, ``h * w`` (both require grad, so the node has
+    two edges and saves both inputs).
+
+    Only entry points that survive refactoring are called: the operator, ``run_op`` with grad
+    mode on and off (their difference is what recording the graph costs), and the objects a
+    recorded op makes (``Tensor``, the node, ``SavedTensor``). Rows marked "rest" are what is
+    left of their parent row, by difference.
+    """
     from nbgrad.autograd import dispatch, node
     from nbgrad.autograd.tensor import Tensor
 
     x, w, _ = leaves()
     h = nbgrad.tanh(x)  # a non-leaf, like every op input in the chain after the first
-    alive = h * w  # keeps w's AccumulateGrad alive, as a graph under construction does
+    alive = h * w  # noqa: F841 - keeps w's AccumulateGrad alive, as a graph being built does
     spec = OPS["mul"]
     node_class = spec.node_class or node.node_class_for(spec)
-    run_op, record = internal(dispatch, "run_op"), internal(dispatch, "_record")
+    run_op = internal(dispatch, "run_op")
     saved_tensor = internal(node, "SavedTensor")
     accumulator_of = internal(node, "accumulator_of")
     a, b = h._data, w._data
+
+    def new_node():  # a node object, as cheaply as Python makes one (no __init__)
+        return object.__new__(node_class)
 
     t = {
         "op": try_per_call(lambda: h * w),
         "run_op": try_per_call(lambda: run_op(spec, (h, w))),
         "numpy": try_per_call(lambda: np.multiply(a, b)),
-        "make": try_per_call(lambda: Tensor._make(a, True)),
-        "record": try_per_call(lambda: record(spec, (h, w), alive, (), (), None)),
-        "node": try_per_call(node_class),
+        "make": try_per_call(lambda: Tensor._make(a)),
+        "node": try_per_call(new_node),
         "saved": try_per_call(lambda: saved_tensor(h, False)),
         "accumulator": try_per_call(lambda: accumulator_of(w)),
         "listeners": try_per_call(lambda: observe.op_listeners and None),
     }
+    previous = nbgrad.is_grad_enabled()
+    nbgrad.set_grad_enabled(False)
+    try:
+        t["no_grad"] = try_per_call(lambda: run_op(spec, (h, w)))
+    finally:
+        nbgrad.set_grad_enabled(previous)
+    recording = _minus(t["run_op"], t["no_grad"])
     twice = None if t["saved"] is None else 2 * t["saved"]
     return [
         ("the whole op: h * w", t["op"]),
-        (
-            "  rest: operator layers (methods, functions._binary, _operand)",
-            _minus(t["op"], t["run_op"]),
-        ),
+        ("  rest: operator layers (methods, functions, _operand)", _minus(t["op"], t["run_op"])),
         ("  dispatch.run_op(mul, (h, w))", t["run_op"]),
-        ("    NumPy forward: np.multiply(a, b)", t["numpy"]),
-        ("    Tensor._make(out, True)", t["make"]),
-        ("    dispatch._record: the grad_fn node", t["record"]),
-        ("      node_class(): Node.__init__", t["node"]),
+        ("    run_op under no_grad (computing, no graph)", t["no_grad"]),
+        ("      NumPy forward: np.multiply(a, b)", t["numpy"]),
+        ("      Tensor._make(out)", t["make"]),
+        ("      if observe.op_listeners: (empty)", t["listeners"]),
+        (
+            "      rest (inputs loop, dtype checks, grad mode test)",
+            _minus(t["no_grad"], _sum(t["numpy"], t["make"], t["listeners"])),
+        ),
+        ("    recording the graph: run_op minus run_op under no_grad", recording),
+        ("      a node object: object.__new__(MulBackward0)", t["node"]),
         ("      SavedTensor(...) x 2 (self, other)", twice),
         ("      accumulator_of(w) (leaf edge, weakref)", t["accumulator"]),
         (
-            "      rest of _record (edges, meta, needs lists, save plan)",
-            _minus(t["record"], _sum(t["node"], twice, t["accumulator"])),
-        ),
-        ("    if observe.op_listeners: (empty)", t["listeners"]),
-        (
-            "    rest of run_op (arrays, dtype checks, recording test)",
-            _minus(t["run_op"], _sum(t["numpy"], t["make"], t["record"], t["listeners"])),
+            "      rest (edges, metadata, save plan, node attributes)",
+            _minus(recording, _sum(t["node"], twice, t["accumulator"])),
         ),
     ]
 
@@ -290,18 +302,23 @@ def cprofile_table(limit=18):
 # --- 2. the MLP ----------------------------------------------------------------------------------
 
 
-def mlp_steps(runs=300):
+def mlp_steps(style="addmm", runs=300):
     """Seconds per forward op and per backward node, from timestamps taken by listeners."""
+    model, transposed, indices = mlp.STYLES[style]
     x0, onehot0, params0 = mlp.make_data()
-    x, onehot = nbgrad.tensor(x0), nbgrad.tensor(onehot0)
-    params = {k: nbgrad.tensor(v, requires_grad=True) for k, v in params0.items()}
+    x = nbgrad.tensor(x0)
+    target = nbgrad.tensor(onehot0.argmax(axis=1)) if indices else nbgrad.tensor(onehot0)
+    params = {
+        k: nbgrad.tensor(v.T.copy() if transposed and k.startswith("W") else v, requires_grad=True)
+        for k, v in params0.items()
+    }
     names = {id(p): k for k, p in params.items()}
     labels = {}
     stamps = []
 
     def on_op(node, name, inputs, outputs):
-        count = sum(1 for label in labels.values() if label.startswith(name))
-        label = f"{name}#{count + 1}" if name in ("addmm",) else name
+        count = sum(1 for label in labels.values() if label.split("#")[0] == name)
+        label = f"{name}#{count + 1}"
         labels[node] = label
         stamps.append((label, time.perf_counter()))
 
@@ -321,7 +338,7 @@ def mlp_steps(runs=300):
         observe.op_listeners.append(on_op)
         start = time.perf_counter()
         try:
-            loss = mlp.model_loss(nbgrad, x, onehot, params)
+            loss = model(nbgrad, x, target, params)
         finally:
             observe.op_listeners.remove(on_op)
         _collect(forward, stamps, start)
@@ -537,19 +554,18 @@ def report():
     print(
         "engine's routing of its gradients); the first backward row includes backward()'s setup.\n"
     )
-    forward_steps, backward_steps = mlp_steps()
-    rows = [("forward: " + k, f"{v * 1e6:.1f}") for k, v in forward_steps.items()]
-    rows += [("backward: " + k, f"{v * 1e6:.1f}") for k, v in backward_steps.items()]
-    rows.append(
-        (
-            "sum of medians",
-            f"{(sum(forward_steps.values()) + sum(backward_steps.values())) * 1e6:.1f}",
-        )
-    )
-    print(harness.markdown_table(("step", "us"), rows))
+    for style in [s for s in mlp.STYLES if mlp.has_style(s)]:
+        print(f"### Style {style!r} (see benchmarks/mlp.py)\n")
+        forward_steps, backward_steps = mlp_steps(style)
+        rows = [("forward: " + k, f"{v * 1e6:.1f}") for k, v in forward_steps.items()]
+        rows += [("backward: " + k, f"{v * 1e6:.1f}") for k, v in backward_steps.items()]
+        total = sum(forward_steps.values()) + sum(backward_steps.values())
+        rows.append(("sum of medians", f"{total * 1e6:.1f}"))
+        print(harness.markdown_table(("step", "us"), rows))
+        print()
 
     floor = mlp_numpy_floor()
-    print("\n### The same steps in NumPy by hand\n")
+    print("### The same steps in NumPy by hand (style 'addmm')\n")
     floor_rows = [(label, f"{t * 1e6:.1f}") for label, t in floor]
     floor_rows.append(("sum", f"{sum(t for _, t in floor) * 1e6:.1f}"))
     print(harness.markdown_table(("step", "us"), floor_rows))

@@ -4,8 +4,9 @@ Run from the repository root:  python -m benchmarks.run_all
 
 The README's text between the two ``results`` markers is replaced; the rest is left as written.
 Pass ``--no-write`` to only print. Timings need a quiet machine: the script first waits (up to
-5 minutes) until other processes use under 15% of the cores, and records how busy the machine
-was before and after, next to the results.
+5 minutes) until other processes use under 15% of the cores; a benchmark during which other
+processes used more is run again (``--attempts``, default 3), and the quietest run is kept. How
+busy the machine was is written next to each table.
 """
 
 import argparse
@@ -17,6 +18,7 @@ from benchmarks import chain, harness, mlp
 README = pathlib.Path(__file__).with_name("README.md")
 START = "<!-- results:start (written by python -m benchmarks.run_all) -->"
 END = "<!-- results:end -->"
+QUIET = 0.15  # share of the cores other processes may use during a measurement
 
 
 def _busy(fraction):
@@ -54,6 +56,23 @@ def results_section(results, busy_before):
     return "\n".join(lines)
 
 
+def quietest(benchmark, attempts):
+    """Run ``benchmark()`` until other processes stayed quiet during it (at most ``attempts``
+    times), and keep the run they disturbed least."""
+    best = None
+    for attempt in range(attempts):
+        if attempt:
+            harness.wait_until_quiet()
+        result = benchmark()
+        load = result["others_load"]
+        if best is None or (load is not None and load < best["others_load"]):
+            best = result
+        if load is None or load <= QUIET:
+            break
+        print(f"{result['title']}: {harness.load_note(load)}; running it again")
+    return best
+
+
 def write_readme(section):
     text = README.read_text() if README.exists() else f"# Benchmarks\n\n{START}\n{END}\n"
     if START not in text or END not in text:
@@ -66,13 +85,15 @@ def write_readme(section):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="print only, leave README.md")
+    parser.add_argument("--attempts", type=int, default=3, help="runs of a disturbed benchmark")
     args = parser.parse_args()
 
     busy_before = harness.wait_until_quiet()
     print(harness.PINNING)
-    results = [chain.run(), mlp.run("addmm")]
+    benchmarks = [chain.run, lambda: mlp.run("addmm")]
     if mlp.has_style("nn"):
-        results.append(mlp.run("nn"))
+        benchmarks.append(lambda: mlp.run("nn"))
+    results = [quietest(benchmark, args.attempts) for benchmark in benchmarks]
 
     section = results_section(results, busy_before)
     print(section)

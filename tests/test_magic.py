@@ -25,9 +25,9 @@ e.backward()
 
 @pytest.fixture(scope="module")
 def shell():
-    from IPython.testing.globalipapp import start_ipython
+    from IPython.testing.globalipapp import get_ipython
 
-    ip = start_ipython()
+    ip = get_ipython()  # starts the test shell, or gives the one another module started
     ip.run_cell("%load_ext nbgrad", store_history=False)
     return ip
 

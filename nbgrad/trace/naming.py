@@ -64,7 +64,8 @@ def name_everything(
 
     scopes = {op.module for op in trace.ops if op.module} | set(module_outputs.values())
     paths = module_paths(_with_ancestors(scopes), module_names)
-    for scope, path in paths.items():
+    # Sorted: scopes come from a set, whose order changes from run to run; parents come first.
+    for scope, path in sorted(paths.items(), key=lambda item: item[1]):
         trace.modules.setdefault(path, type(scope[-1]).__name__)
     for op in trace.ops:
         if op.module:

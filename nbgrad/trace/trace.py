@@ -2,7 +2,7 @@
 
 It holds only snapshots and plain Python records, never the engine's tensors or nodes, so a
 trace can outlive the program's objects, be serialised to one documented JSON schema
-(docs/trace-schema.md), and be produced the same way by a future bridge from real PyTorch.
+(docs/trace-schema.md), and be produced the same way from real PyTorch (torch_recorder.py).
 
 Records point at each other directly (a node's ``next`` holds node records, a tensor's
 ``grad_fn`` a node record), so the Python API reads like PyTorch's: ``trace.tensors["e"]

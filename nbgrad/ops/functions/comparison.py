@@ -1,0 +1,159 @@
+"""Results that carry no gradient: comparisons, logical and bitwise ops, ``argmax``, rounding."""
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import result_dtype, run_op
+from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions._common import _array, _broadcast_error, _make, _operand
+from nbgrad.ops.functions.reductions import _check_reduced_sizes
+
+
+def _no_grad_result(function, kernel=None, kinds=None):
+    """An op without a gradient. Its operands are first brought to PyTorch's result dtype
+    (Python numbers stay weak, as in PyTorch); ``kinds`` lists the dtype categories the op
+    accepts (0 bool, 1 integer, 2 float), and ``kernel`` names it in PyTorch's refusal."""
+
+    def compute(input, other):  # noqa: A002
+        a, b = _operand(input), _operand(other)
+        target = result_dtype((a, b))
+        if kinds is not None and target._category not in kinds:
+            raise NotImplementedError(
+                f"\"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[target]}'"
+            )
+        arrays = [
+            x._data.astype(target.numpy, copy=False) if isinstance(x, Tensor) else x for x in (a, b)
+        ]
+        dividing = kernel in ("div_floor_cpu", "remainder_cpu")
+        if dividing and target._category < 2 and np.any(np.asarray(arrays[1]) == 0):
+            raise RuntimeError("ZeroDivisionError")
+        try:
+            out = np.asarray(function(*arrays))
+        except ValueError:
+            raise _broadcast_error(a, b) from None
+        if out.dtype != bool:
+            out = out.astype(target.numpy, copy=False)
+        return _make(out)
+
+    compute.__name__ = function.__name__
+    return compute
+
+
+eq = _no_grad_result(np.equal)
+
+
+ne = _no_grad_result(np.not_equal)
+
+
+lt = _no_grad_result(np.less)
+
+
+le = _no_grad_result(np.less_equal)
+
+
+gt = _no_grad_result(np.greater)
+
+
+ge = _no_grad_result(np.greater_equal)
+
+
+logical_and = _no_grad_result(np.logical_and)
+
+
+logical_or = _no_grad_result(np.logical_or)
+
+
+logical_xor = _no_grad_result(np.logical_xor)
+
+
+bitwise_and = _no_grad_result(np.bitwise_and, "bitwise_and_cpu", (0, 1))
+
+
+bitwise_or = _no_grad_result(np.bitwise_or, "bitwise_or_cpu", (0, 1))
+
+
+bitwise_xor = _no_grad_result(np.bitwise_xor, "bitwise_xor_cpu", (0, 1))
+
+
+floor_divide = _no_grad_result(np.floor_divide, "div_floor_cpu", (1, 2))
+
+
+remainder = _no_grad_result(np.remainder, "remainder_cpu", (1, 2))
+
+
+def logical_not(input):  # noqa: A002
+    return _make(np.logical_not(input._data))
+
+
+def bitwise_not(input):  # noqa: A002
+    return _make(np.invert(input._data))
+
+
+def isnan(input):  # noqa: A002
+    return _make(np.isnan(input._data))
+
+
+def isfinite(input):  # noqa: A002
+    return _make(np.isfinite(input._data))
+
+
+def equal(input, other):  # noqa: A002
+    return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    return _make(np.isclose(input._data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def argmax(input, dim=None, keepdim=False):  # noqa: A002
+    return _arg_extreme(np.argmax, input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):  # noqa: A002
+    return _arg_extreme(np.argmin, input, dim, keepdim)
+
+
+def _arg_extreme(function, input, dim, keepdim):  # noqa: A002
+    name = function.__name__
+    if dim is None:
+        if input._data.size == 0:
+            raise IndexError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0."
+            )
+        index = function(input._data)
+        return _make(
+            np.asarray(index, dtype=np.int64).reshape((1,) * input.dim() if keepdim else ())
+        )
+    _check_reduced_sizes(input, name, (dim,))
+    return _make(function(input._data, axis=_wrap_dim(dim, input.dim()), keepdims=keepdim))
+
+
+def all(input, dim=None, keepdim=False):  # noqa: A001, A002
+    return _make(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim)))
+
+
+def any(input, dim=None, keepdim=False):  # noqa: A001, A002
+    return _make(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim)))
+
+
+def floor(input):  # noqa: A002
+    return run_op(OPS["floor"], (input,))
+
+
+def ceil(input):  # noqa: A002
+    return run_op(OPS["ceil"], (input,))
+
+
+def trunc(input):  # noqa: A002
+    return run_op(OPS["trunc"], (input,))
+
+
+def round(input, decimals=0):  # noqa: A001, A002
+    if decimals == 0:
+        return run_op(OPS["round"], (input,))
+    return run_op(OPS["round_decimals"], (input,), (decimals,))

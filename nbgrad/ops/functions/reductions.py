@@ -1,0 +1,103 @@
+"""Reductions: ``sum``, ``mean``, ``max``/``min`` (with indices), ``amax``/``amin``."""
+
+import collections
+
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_op
+from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions._common import _fresh
+from nbgrad.ops.functions.arithmetic import maximum, minimum
+
+
+def _dims(dim, ndim):
+    """PyTorch accepts an int, a tuple or a list of dims; the node saves them as a tuple."""
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    for d in dims:
+        _wrap_dim(d, ndim)
+    return dims
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001, A002
+    if dtype is not None:
+        input = input.to(dtype)
+    if input._dtype is dtypes.bool or (not input._dtype.is_floating_point and dtype is None):
+        input = input.to(dtypes.int64) if input._dtype is not dtypes.int64 else input
+    if dim is None:
+        return run_op(OPS["sum"], (input,))
+    return _fresh(run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim)))
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+            f"complex dtype. Got: {dtypes.LEGACY_TYPE_NAMES[input._dtype][:-6]}"
+        )
+    if dim is None:
+        return run_op(OPS["mean"], (input,))
+    return _fresh(run_op(OPS["mean_dim"], (input,), (_dims(dim, input.dim()), keepdim)))
+
+
+MaxResult = collections.namedtuple("max", ["values", "indices"])
+
+
+MinResult = collections.namedtuple("min", ["values", "indices"])
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001, A002
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    if dim is None:
+        _check_not_empty(input, "max")
+        return run_op(OPS["max"], (input,))
+    _check_reduced_sizes(input, "max", (dim,))
+    values, indices = run_op(OPS["max_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
+    return MaxResult(_fresh(values), _fresh(indices))
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001, A002
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    if dim is None:
+        _check_not_empty(input, "min")
+        return run_op(OPS["min"], (input,))
+    _check_reduced_sizes(input, "min", (dim,))
+    values, indices = run_op(OPS["min_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
+    return MinResult(_fresh(values), _fresh(indices))
+
+
+def _check_not_empty(input, name):  # noqa: A002
+    if input._data.size == 0:
+        raise RuntimeError(
+            f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+            "the reduction dim with the 'dim' argument."
+        )
+
+
+def _check_reduced_sizes(input, name, dims, wrapped=True):  # noqa: A002
+    """Max-like reductions of an empty tensor: PyTorch refuses to reduce a dim of size 0, naming
+    it wrapped (max, argmax) or as given (amax, amin)."""
+    if input._data.size:
+        return
+    if not dims:
+        _check_not_empty(input, name)
+    for d in dims:
+        wrapped_dim = _wrap_dim(d, input.dim())
+        if input._data.shape[wrapped_dim] == 0:
+            shown = wrapped_dim if wrapped else d
+            raise IndexError(f"{name}(): Expected reduction dim {shown} to have non-zero size.")
+
+
+def amax(input, dim=(), keepdim=False):  # noqa: A002
+    dims = _dims(dim, input.dim())
+    _check_reduced_sizes(input, "amax", dims, wrapped=False)
+    return _fresh(run_op(OPS["amax"], (input,), (dims, keepdim)))
+
+
+def amin(input, dim=(), keepdim=False):  # noqa: A002
+    dims = _dims(dim, input.dim())
+    _check_reduced_sizes(input, "amin", dims, wrapped=False)
+    return _fresh(run_op(OPS["amin"], (input,), (dims, keepdim)))

@@ -1,0 +1,297 @@
+"""Shapes and views: ``view``, ``reshape``, ``transpose``, ``expand``, ``cat``, ``stack``, ..."""
+
+import builtins
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_op
+from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions._common import _fresh, _listed
+from nbgrad.ops.functions.reductions import sum
+
+
+def _shape_args(shape):
+    """``x.view(2, 3)`` and ``x.view((2, 3))`` mean the same."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer_shape(shape, numel):
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for i, s in enumerate(shape):
+        if s < -1:
+            raise RuntimeError(
+                f"invalid shape dimension {s} at index {i} of shape [{', '.join(map(str, shape))}]"
+            )
+        if s != -1:
+            known *= s
+    if unknown and numel == 0 and known == 0:
+        raise RuntimeError(
+            f"cannot reshape tensor of 0 elements into shape [{', '.join(map(str, shape))}] "
+            "because the unspecified dimension size -1 can be any value and is ambiguous"
+        )
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(
+                f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}"
+            )
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(
+            f"shape '[{', '.join(map(str, shape))}]' is invalid for input of size {numel}"
+        )
+    return shape
+
+
+def _viewable(array, shape):
+    try:
+        probe = array.view()
+        probe.shape = shape
+    except AttributeError:
+        return False
+    return True
+
+
+def view(input, *shape):  # noqa: A002
+    shape = _infer_shape(_shape_args(shape), input._data.size)
+    if not _viewable(input._data, shape):
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        )
+    return run_op(OPS["view"], (input,), (shape,))
+
+
+def reshape(input, *shape):  # noqa: A002
+    shape = _infer_shape(_shape_args(shape), input._data.size)
+    if input._data.flags.c_contiguous:
+        return run_op(OPS["view"], (input,), (shape,))
+    if _viewable(input._data, shape):  # strided, but the new shape still fits its memory
+        return run_op(OPS["reshape_alias"], (input,), (shape,))
+    # PyTorch copies first, then views the copy: CloneBackward0 then UnsafeViewBackward0.
+    return run_op(OPS["unsafe_view"], (run_op(OPS["clone"], (input,)),), (shape,))
+
+
+def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
+    if input.dim() == 0:
+        return reshape(input, (1,))
+    start, end = _wrap_dim(start_dim, input.dim()), _wrap_dim(end_dim, input.dim())
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return input
+    shape = input._data.shape
+    merged = int(np.prod(shape[start : end + 1]))  # not -1: that is ambiguous with 0 elements
+    return reshape(input, (*shape[:start], merged, *shape[end + 1 :]))
+
+
+def t(input):  # noqa: A002
+    if input.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
+    return run_op(OPS["t"], (input,))
+
+
+def transpose(input, dim0, dim1):  # noqa: A002
+    n = input.dim()
+    _wrap_dim(dim0, n), _wrap_dim(dim1, n)  # checked, but saved as given, as PyTorch does
+    return run_op(OPS["transpose"], (input,), (dim0, dim1))
+
+
+def permute(input, *dims):  # noqa: A002
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    dims = _shape_args(dims)
+    n = input.dim()
+    if len(dims) != n:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to "
+            f"len(dims) = {len(dims)}"
+        )
+    dims = tuple(_wrap_dim(d, n) for d in dims)
+    if len(set(dims)) != n:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return run_op(OPS["permute"], (input,), (dims,))
+
+
+def unsqueeze(input, dim):  # noqa: A002
+    return run_op(OPS["unsqueeze"], (input,), (_wrap_dim(dim, input.dim() + 1),))
+
+
+def squeeze(input, dim=None):  # noqa: A002
+    if dim is None:
+        return run_op(OPS["squeeze"], (input,))
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(
+            d for d in (_wrap_dim(d, input.dim()) for d in dim) if input._data.shape[d] == 1
+        )
+        return run_op(OPS["squeeze_dims"], (input,), (dims,))
+    return run_op(OPS["squeeze_dim"], (input,), (_wrap_dim(dim, input.dim()),))
+
+
+def expand(input, *sizes):  # noqa: A002
+    if not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
+    sizes = _shape_args(sizes)
+    shape = input._data.shape
+    if len(sizes) < len(shape):
+        raise RuntimeError(
+            f"expand(torch.{dtypes.LEGACY_TYPE_NAMES[input._dtype]}{{[{_listed(shape)}]}}, "
+            f"size=[{_listed(sizes)}]): the number of sizes provided ({len(sizes)}) must be "
+            f"greater or equal to the number of dimensions in the tensor ({len(shape)})"
+        )
+    lead = len(sizes) - len(shape)
+    target = list(sizes)
+    for i in range(lead):
+        if sizes[i] == -1:
+            raise RuntimeError(
+                f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                f"dimension {i}"
+            )
+    # PyTorch checks from the last dim backwards, so it reports the last mismatch.
+    for i, s in reversed(list(enumerate(shape))):
+        want = sizes[lead + i]
+        if want == -1:
+            target[lead + i] = s
+        elif s != want and s != 1:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want}) must match the existing size ({s}) at "
+                f"non-singleton dimension {lead + i}.  Target sizes: [{_listed(sizes)}].  "
+                f"Tensor sizes: [{_listed(shape)}]"
+            )
+    return run_op(OPS["expand"], (input,), (tuple(target),))
+
+
+def sum_to_size(input, *size):  # noqa: A002
+    size = _shape_args(size)
+    shape = input._data.shape
+    if shape == size:
+        return input
+    lead = len(shape) - len(size)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1
+    )
+    summed = sum(input, dims, keepdim=True)
+    return view(summed, size) if lead else summed
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    first = tensors[0]
+    dim = _wrap_dim(dim, first.dim())
+    for i, t in enumerate(tensors[1:], 1):
+        if t.dim() != first.dim():
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {first.dim()} and {t.dim()}"
+            )
+        for d, (a, b) in enumerate(zip(first._data.shape, t._data.shape)):
+            if d != dim and a != b:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size {a} "
+                    f"but got size {b} for tensor number {i} in the list."
+                )
+    return _fresh(run_op(OPS["cat"], (tensors,), (dim,)))
+
+
+concat = cat
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t._data.shape != tensors[0]._data.shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got "
+                f"[{', '.join(map(str, tensors[0]._data.shape))}] at entry 0 and "
+                f"[{', '.join(map(str, t._data.shape))}] at entry {i}"
+            )
+    return _fresh(run_op(OPS["stack"], (tensors,), (_wrap_dim(dim, tensors[0].dim() + 1),)))
+
+
+def narrow(input, dim, start, length):  # noqa: A002
+    dim = _wrap_dim(dim, input.dim())
+    size = input._data.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
+        )
+    start %= builtins.max(size, 1)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return run_op(OPS["slice"], (input,), (dim, start, start + length, 1))
+
+
+def select(input, dim, index):  # noqa: A002
+    dim = _wrap_dim(dim, input.dim())
+    size = input._data.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size "
+            f"[{_listed(input._data.shape)}] at dimension {dim}"
+        )
+    return run_op(OPS["select"], (input,), (dim, index))
+
+
+def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
+    dim = _wrap_dim(dim, input.dim())
+    if index._dtype not in (dtypes.int32, dtypes.int64):
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if index.dim() != input.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for d, (i, s) in enumerate(zip(index._data.shape, input._data.shape)):
+        if d != dim and i > s:
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index [{_listed(index.shape)}] to "
+                f"be no larger than self [{_listed(input.shape)}] apart from dimension {dim}"
+            )
+    size = input._data.shape[dim]
+    bad = index._data[(index._data < -size) | (index._data >= size)]
+    if bad.size:
+        raise RuntimeError(
+            f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}"
+        )
+    return run_op(OPS["gather"], (input,), (dim, index._data, sparse_grad))
+
+
+def clone(input):  # noqa: A002
+    return run_op(OPS["clone"], (input,))
+
+
+def contiguous(input):  # noqa: A002
+    if input._data.flags.c_contiguous:
+        return input
+    # PyTorch's clone keeps a transposed layout (as ``np.array`` does); contiguous() does not.
+    result = clone(input)
+    result._data = np.ascontiguousarray(result._data)
+    return result
+
+
+def detach(input):  # noqa: A002
+    return input.detach()
+
+
+def select_backward(grad, sizes, dim, index):
+    return run_op(OPS["select_backward"], (grad,), (sizes, dim, index))
+
+
+def slice_backward(grad, sizes, dim, start, end, step):
+    return run_op(OPS["slice_backward"], (grad,), (sizes, dim, start, end, step))
+
+
+def index_put_into_zeros(values, sizes, indices):
+    return run_op(OPS["index_put_into_zeros"], (values,), (sizes, indices))

@@ -140,7 +140,7 @@ def _record(spec, inputs, result, attrs, extras, edges, metas, needs):
     node._sequence_nr = next(_sequence)
     node._extras = None
     node.next_functions = tuple(edges)
-    node._input_meta = metas
+    node._input_meta = None if spec.same_shape else metas
     saved = [None] * len(spec.saves)
     for p, kind, i in spec.saves_for_needs.get(needs) or spec.save_plan(needs):
         if kind == "input":

@@ -212,11 +212,12 @@ def _run_node(node, grads, create_graph):
     if node._extras is not None and node._extras.post_hooks:
         outputs = _run_post_hooks(node, outputs, grads, create_graph)
     metas = node._input_meta
-    for i, grad in enumerate(outputs):
-        if grad is not None:
-            shape, dtype = metas[i]
-            if grad.shape != shape or grad.dtype is not dtype.numpy:
-                outputs[i] = _validate(node, i, grad, shape, dtype, create_graph)
+    if metas is not None:  # None: an element-wise op, whose gradient needs no checking
+        for i, grad in enumerate(outputs):
+            if grad is not None:
+                shape, dtype = metas[i]
+                if grad.shape != shape or grad.dtype is not dtype.numpy:
+                    outputs[i] = _validate(node, i, grad, shape, dtype, create_graph)
     if anomaly.enabled:
         anomaly.check_outputs(node, outputs)
     return outputs

@@ -51,7 +51,7 @@ op("div_rounded", "DivBackward2", ("self", "other"),
    {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
    lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
    attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
-op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative)
+op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True)
 op("pow", "PowBackward0", ("self",),
    {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},
    np.power, attrs=("exponent",), saves=("self", "exponent"))
@@ -76,40 +76,41 @@ op("minimum", "MinimumBackward0", ("self", "other"),
 # --- element-wise functions ---------------------------------------------------------------------
 
 op("exp", "ExpBackward0", ("self",), {"self": "grad * result"}, np.exp, saves=("result",),
-   floating=True)
+   floating=True, same_shape=True)
 op("log", "LogBackward0", ("self",), {"self": "grad / self"}, np.log, saves=("self",),
-   floating=True)
+   floating=True, same_shape=True)
 op("sin", "SinBackward0", ("self",), {"self": "grad * cos(self)"}, np.sin, saves=("self",),
-   floating=True)
+   floating=True, same_shape=True)
 op("cos", "CosBackward0", ("self",), {"self": "-grad * sin(self)"}, np.cos, saves=("self",),
-   floating=True)
+   floating=True, same_shape=True)
 op("tan", "TanBackward0", ("self",), {"self": "grad * (1 + result * result)"}, np.tan,
-   saves=("result",), floating=True)
+   saves=("result",), floating=True, same_shape=True)
 op("tanh", "TanhBackward0", ("self",), {"self": "grad * (1 - result * result)"}, np.tanh,
-   saves=("result",), floating=True)
+   saves=("result",), floating=True, same_shape=True)
 op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - result)"},
-   lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, saves=("result",), floating=True)
+   lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, saves=("result",), floating=True, same_shape=True)
 op("relu", "ReluBackward0", ("self",), {"self": "grad * (result > 0)"},
-   lambda self: np.maximum(self, 0), saves=("result",))
+   lambda self: np.maximum(self, 0), saves=("result",), same_shape=True)
 op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
-   saves=("result",), floating=True)
+   saves=("result",), floating=True, same_shape=True)
 op("rsqrt", "RsqrtBackward0", ("self",), {"self": "-0.5 * grad * result * result * result"},
-   lambda self: 1 / np.sqrt(self), saves=("result",), floating=True)
+   lambda self: 1 / np.sqrt(self), saves=("result",), floating=True, same_shape=True)
 op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * result"},
-   np.reciprocal, saves=("result",), floating=True)
-op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",))
-op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign)
+   np.reciprocal, saves=("result",), floating=True, same_shape=True)
+op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",),
+   same_shape=True)
+op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign, same_shape=True)
 # Step functions: flat almost everywhere, so their gradient is zero (but they are recorded).
-op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor)
-op("ceil", "CeilBackward0", ("self",), {"self": "zeros_like(grad)"}, np.ceil)
-op("trunc", "TruncBackward0", ("self",), {"self": "zeros_like(grad)"}, np.trunc)
-op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round)
+op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor, same_shape=True)
+op("ceil", "CeilBackward0", ("self",), {"self": "zeros_like(grad)"}, np.ceil, same_shape=True)
+op("trunc", "TruncBackward0", ("self",), {"self": "zeros_like(grad)"}, np.trunc, same_shape=True)
+op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round, same_shape=True)
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True)
+   saves=("self",), floating=True, same_shape=True)
 op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True)
+   saves=("result",), floating=True, same_shape=True)
 op("clamp", "ClampBackward1", ("self",), {"self": "clamp_backward(grad, self, min, max)"},
    lambda self, min, max: np.clip(self, min, max), attrs=("min", "max"),  # noqa: A006
    saves=("min", "max", "self"))
@@ -132,11 +133,11 @@ op("masked_fill_tensor", "MaskedFillBackward1", ("self", "value"),
 op("softmax", "SoftmaxBackward0", ("self",),
    {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
    lambda self, dim: _softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
-   floating=True)
+   floating=True, same_shape=True)
 op("log_softmax", "LogSoftmaxBackward0", ("self",),
    {"self": "grad - exp(result) * sum_dim(grad, dim, True)"},
    lambda self, dim: _log_softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
-   floating=True)
+   floating=True, same_shape=True)
 
 
 def _rounded_divide(a, b, rounding_mode):
@@ -302,7 +303,7 @@ op("stack", "StackBackward0", ("tensors",),
    {"tensors": "unstack(grad, dim, len(tensors_sym_sizes))"},
    lambda tensors, dim: np.stack(tensors, axis=dim), attrs=("dim",),
    saves=("dim", "tensors_sym_sizes"), variadic=True)
-op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array)
+op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True)
 op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
    lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",))
 

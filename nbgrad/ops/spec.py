@@ -24,6 +24,8 @@ class OpSpec:
     forward   NumPy implementation: ``forward(*arrays, *attrs)`` -> array (or tuple with extras)
     extra_outputs  names of outputs after the first that never require grad (``indices`` of max)
     constants saved values fixed for this entry (``alpha`` = 1 of plain addition), not arguments
+    same_shape  one input, and the gradient always has its shape and dtype: the engine can skip
+              checking it (element-wise functions)
     view      the result shares memory (and so the version counter) with ``inputs[0]``
     variadic  the single input is a list of tensors (cat, stack); its formula returns a list
     promote   bring the inputs to one dtype first, by PyTorch's type-promotion rules
@@ -47,6 +49,7 @@ class OpSpec:
         "save_sources",
         "saves_tensors",
         "constants",
+        "same_shape",
         "variadic",
         "promote",
         "floating",
@@ -68,6 +71,7 @@ class OpSpec:
         promote=False,
         floating=False,
         constants=None,
+        same_shape=False,
     ):
         self.name = name
         self.node = node
@@ -79,6 +83,7 @@ class OpSpec:
         self.extra_outputs = tuple(extra_outputs)
         self.view = view
         self.constants = dict(constants or {})
+        self.same_shape = same_shape
         self.variadic = variadic
         self.promote = promote
         self.floating = floating

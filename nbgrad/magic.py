@@ -212,7 +212,7 @@ def run_recorded(shell, code, options, header):
 
     engine = options.engine
     if engine == "auto":
-        engine = detect_engine(tree, shell.user_ns)
+        engine = detect_engine(tree, shell.user_ns, compiled_text)
     recorder = recorder_class(engine)(
         source_for(filename, compiled_text, tree=tree),
         base_frame=sys._getframe(),

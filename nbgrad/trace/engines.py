@@ -13,25 +13,49 @@ import sys
 ENGINES = ("auto", "nbgrad", "torch")
 
 
-def detect_engine(tree, namespace):
-    """ "torch" or "nbgrad" for the code ``tree`` (an ast.Module) run in ``namespace``."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(_is_torch(a.name) for a in node.names):
-            return "torch"
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and _is_torch(node.module or ""):
-            return "torch"
+def detect_engine(tree, namespace, text=None):
+    """ "torch" or "nbgrad" for the code ``tree`` (an ast.Module, of ``text``) run in
+    ``namespace``."""
+    if "torch" not in sys.modules and text is not None and "torch" not in text:
+        return "nbgrad"  # no value can be PyTorch's, and the code does not import it
+    imports_torch, brought_in = _what_the_code_uses(tree, text)
+    if imports_torch:
+        return "torch"
     if "torch" not in sys.modules:
         return "nbgrad"
-    # The variables the cell reads that it does not assign itself: what it brings in.
-    read, assigned = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
-    for name in read - assigned:
+    for name in brought_in:
         value = namespace.get(name)
         if value is not None and _belongs_to_torch(value):
             return "torch"
     return "nbgrad"
+
+
+_ANALYSED = {}  # cell text -> (imports torch, names it reads without assigning them)
+ANALYSED_CELLS = 16
+
+
+def _what_the_code_uses(tree, text):
+    """Whether the code imports PyTorch, and the variables it reads that it does not assign
+    itself (what it brings in). Walking the tree costs as much as recording a few ops: the
+    answer is kept for a cell run again."""
+    found = _ANALYSED.get(text) if text is not None else None
+    if found is not None:
+        return found
+    imports_torch = False
+    read, assigned = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
+        elif isinstance(node, ast.Import):
+            imports_torch = imports_torch or any(_is_torch(a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imports_torch = imports_torch or _is_torch(node.module or "")
+    found = (imports_torch, tuple(sorted(read - assigned)))
+    if text is not None:
+        if len(_ANALYSED) >= ANALYSED_CELLS:
+            _ANALYSED.clear()
+        _ANALYSED[text] = found
+    return found
 
 
 def recorder_class(engine):

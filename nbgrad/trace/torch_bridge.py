@@ -71,26 +71,22 @@ _SAVED_NAMES = {}  # node class -> its saved names, without the "_saved_" prefix
 
 
 def saved_names(node):
+    """The names of what a node class saves (``self``, ``other``, ``result``...), in the order
+    nbgrad's table (and PyTorch's derivatives.yaml) lists them where the node is known, else
+    alphabetical as ``dir`` gives them."""
     kind = type(node)
     names = _SAVED_NAMES.get(kind)
     if names is None:
-        names = _SAVED_NAMES[kind] = tuple(
-            attribute[len("_saved_") :]
-            for attribute in dir(kind)
-            if attribute.startswith("_saved_")
-        )
+        prefix = "_saved_"
+        names = [
+            attribute[len(prefix) :] for attribute in dir(kind) if attribute.startswith(prefix)
+        ]
+        found = formula_of(kind.__name__)
+        if found is not None:
+            order = {name: i for i, name in enumerate(found[1]["saves"])}
+            names.sort(key=lambda name: order.get(name, len(order)))
+        names = _SAVED_NAMES[kind] = tuple(names)
     return names
-
-
-def _in_table_order(node):
-    """The saved names, in the order nbgrad's table (and PyTorch's derivatives.yaml) lists
-    them where the node is known, else alphabetical as ``dir`` gives them."""
-    names = saved_names(node)
-    found = formula_of(node_name(node))
-    if found is None:
-        return names
-    order = {name: i for i, name in enumerate(found[1]["saves"])}
-    return sorted(names, key=lambda name: order.get(name, len(order)))
 
 
 def read_saved(node):
@@ -100,7 +96,7 @@ def read_saved(node):
     try:
         if is_custom_function_node(node):
             return [(f"tensors[{i}]", t) for i, t in enumerate(node.saved_tensors)]
-        return [(name, getattr(node, f"_saved_{name}")) for name in _in_table_order(node)]
+        return [(name, getattr(node, f"_saved_{name}")) for name in saved_names(node)]
     except RuntimeError:  # "Trying to backward through the graph a second time..."
         return None
 
@@ -109,15 +105,18 @@ def describe_saved(record, node, tensor_record_for, policy):
     """Fill ``record.saved`` (and ``saved_tensors``) from what ``node`` saved.
 
     tensor_record_for(tensor)  the record of a saved tensor the trace knows, or None
-    Returns False when the node's saved values were already freed.
+    Returns None when the node's saved values were already freed, else whether it saved a
+    tensor (which backward frees).
     """
     saved = read_saved(node)
     if saved is None:
-        return False
+        return None
+    saved_a_tensor = False
     for name, value in saved:
         if value is None:  # not saved: the input it is for needs no gradient
             continue
         if isinstance(value, torch.Tensor):
+            saved_a_tensor = True
             tensor_record = tensor_record_for(value)
             if tensor_record is not None and tensor_record.value is not None:
                 record.saved_tensors[name] = tensor_record
@@ -133,7 +132,7 @@ def describe_saved(record, node, tensor_record_for, policy):
             )
         else:
             record.saved[name] = keep_plain(_plain(value), policy)
-    return True
+    return saved_a_tensor
 
 
 def _plain(value):
@@ -152,25 +151,24 @@ _FORMULAS_BY_NODE = None
 
 def formula_of(name):
     """nbgrad's table entry for the node class ``name`` (nbgrad mirrors PyTorch's
-    derivatives.yaml: same node names, same saved names), as the trace's ``formulas`` holds
-    them, with the op name that keys them; None for a node nbgrad does not have."""
+    derivatives.yaml: same node names, same saved names), as (the op name that keys it, the
+    entry as the trace's ``formulas`` holds it); None for a node nbgrad does not have. Entries
+    are shared by every trace: read them, never change them."""
     global _FORMULAS_BY_NODE
     if _FORMULAS_BY_NODE is None:
         from nbgrad.ops.derivatives import OPS
 
         _FORMULAS_BY_NODE = {}
         for spec in OPS.values():
-            _FORMULAS_BY_NODE.setdefault(spec.node, spec)
-    spec = _FORMULAS_BY_NODE.get(name)
-    if spec is None:
-        return None
-    entry = {
-        "node": spec.node,
-        "inputs": list(spec.inputs),
-        "saves": list(spec.saves),
-        "grads": dict(spec.grads),
-    }
-    return spec.name, entry
+            if spec.node not in _FORMULAS_BY_NODE:
+                entry = {
+                    "node": spec.node,
+                    "inputs": list(spec.inputs),
+                    "saves": list(spec.saves),
+                    "grads": dict(spec.grads),
+                }
+                _FORMULAS_BY_NODE[spec.node] = (spec.name, entry)
+    return _FORMULAS_BY_NODE.get(name)
 
 
 def note_formula(trace, record):
@@ -273,13 +271,13 @@ class _GraphReader:
             return record
         record.observed = False  # nothing watched it being made: no op, no line
         note_formula(self.trace, record)
-        freed = not describe_saved(
+        saved_a_tensor = describe_saved(
             record,
             node,
             lambda t: self.saved_tensor(t, f"saved by {record.name}"),
             self.policy,
         )
-        if freed:
+        if saved_a_tensor is None:  # freed by a backward without retain_graph
             record.freed_at = -1
         return record
 

@@ -183,6 +183,7 @@ class TorchRecorder:
         self._function_calls = []  # (Function.apply frame, [OpRecords its forward ran])
         self._grad_snapshots = {}  # id(tensor) -> (weakref, version, snapshot), within one pass
         self._last_totals = {}  # leaf record -> (weakref to its .grad, version, snapshot)
+        self._known_grads = {}  # id(a leaf's .grad) -> the same, to reuse when it is read
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -413,7 +414,7 @@ class TorchRecorder:
             tensor.requires_grad,
             tensor.grad_fn is None,
             version,
-            snapshot(array_of(tensor), self.policy) if take_value else None,
+            self._value_of(tensor, version) if take_value else None,
         )
         record.op = op
         if op is None and tensor.grad_fn is not None:
@@ -429,6 +430,14 @@ class TorchRecorder:
             # saved inputs read back as themselves.
             self._by_storage[storage_key(tensor)] = record
         return record
+
+    def _value_of(self, tensor, version):
+        """A snapshot of the tensor's values; a leaf's ``.grad`` snapshotted when it was summed
+        is reused."""
+        known = self._known_grads.get(id(tensor))
+        if known is not None and known[0]() is tensor and known[1] == version:
+            return known[2]
+        return snapshot(array_of(tensor), self.policy)
 
     def _saved_record(self, tensor):
         """The record of a tensor a node saved: the very tensor, or one on its memory."""
@@ -563,11 +572,10 @@ class TorchRecorder:
     def _read_saved(self, record, node):
         if record.variable is not None or record.saved:
             return
-        if not describe_saved(record, node, self._saved_record, self.policy):
+        saved_a_tensor = describe_saved(record, node, self._saved_record, self.policy)
+        if saved_a_tensor is None:  # freed by a backward without retain_graph
             record.freed_at = -1
-        elif record.saved_tensors or any(
-            isinstance(value, torch.Tensor) for _, value in _saved_values(node)
-        ):
+        elif saved_a_tensor:
             self._with_saved_tensors.add(record)
 
     # --- backward -------------------------------------------------------------------------------
@@ -663,12 +671,16 @@ class TorchRecorder:
         grad_value = self._grad_snapshot(grad)
         if total is None:
             return
-        if total is grad or (total.shape == grad.shape and torch.equal(total, grad)):
+        # The first grad becomes .grad itself (PyTorch takes it over, same memory) or a copy.
+        same_memory = total.data_ptr() == grad.data_ptr() and total.shape == grad.shape
+        if same_memory or (total.shape == grad.shape and torch.equal(total, grad)):
             total_value = grad_value
         else:
             total_value = snapshot(array_of(total), self.policy)
         record = self._record_of(leaf)
-        self._last_totals[record] = (weakref.ref(total), total._version, total_value)
+        kept = (weakref.ref(total), total._version, total_value)
+        self._last_totals[record] = kept
+        self._known_grads[id(total)] = kept  # ``p.grad`` read next (an optimizer step)
         self._accumulations.append(
             Accumulation(record, backward_pass.index, step.index, grad_value, total_value)
         )
@@ -710,6 +722,7 @@ class TorchRecorder:
                 record.grad = snapshot(array_of(grad), self.policy)
         self._pending.clear()
         self._last_totals.clear()
+        self._known_grads.clear()
 
     def _passes_after(self, record):
         """Whether a recorded pass ran after the one that delivered ``record``'s grad."""
@@ -821,10 +834,6 @@ def _dtype_name(dtype):
     if name is None:
         name = _DTYPE_NAMES[dtype] = str(dtype).replace("torch.", "")
     return name
-
-
-def _saved_values(node):
-    return torch_bridge.read_saved(node) or ()
 
 
 _OPERATOR_NAMES = {"truediv": "div", "floordiv": "floor_divide", "neg": "neg", "matmul": "matmul"}

@@ -418,6 +418,18 @@ def test_the_engine_is_detected_from_the_variables_a_cell_uses(shell):
     assert list(nbgrad.last_trace().tensors["v"].grad) == [3.0, 3.0]
 
 
+def test_a_cell_importing_nbgrad_as_torch_records_nbgrad(shell):
+    shell.run_cell("import torch")  # the real one, in the namespace
+    result = shell.run_cell(
+        "%%autograd --no-show\n"
+        "import nbgrad as torch\n"
+        "u = torch.tensor(2.0, requires_grad=True)\n"
+        "(u * u).backward()\n"
+    )
+    assert result.success and nbgrad.last_trace().engine is None
+    assert float(nbgrad.last_trace().tensors["u"].grad) == 4.0
+
+
 def test_engine_option_forces_pytorch(shell):
     shell.run_cell("import torch as real_torch\nq = real_torch.ones(2, requires_grad=True)")
     shell.run_cell("holder = {'q': q}")

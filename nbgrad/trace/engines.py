@@ -46,10 +46,13 @@ def _what_the_code_uses(tree, text):
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
-        elif isinstance(node, ast.Import):
-            imports_torch = imports_torch or any(_is_torch(a.name) for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            imports_torch = imports_torch or _is_torch(node.module or "")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.Import):
+                imports_torch = imports_torch or any(_is_torch(a.name) for a in node.names)
+            elif node.level == 0:
+                imports_torch = imports_torch or _is_torch(node.module or "")
+            # ``import nbgrad as torch`` binds ``torch``: the cell's own, whatever it held
+            assigned.update(a.asname or a.name.split(".")[0] for a in node.names)
     found = (imports_torch, tuple(sorted(read - assigned)))
     if text is not None:
         if len(_ANALYSED) >= ANALYSED_CELLS:

@@ -559,8 +559,8 @@ def report():
         forward_steps, backward_steps = mlp_steps(style)
         rows = [("forward: " + k, f"{v * 1e6:.1f}") for k, v in forward_steps.items()]
         rows += [("backward: " + k, f"{v * 1e6:.1f}") for k, v in backward_steps.items()]
-        total = sum(forward_steps.values()) + sum(backward_steps.values())
-        rows.append(("sum of medians", f"{total * 1e6:.1f}"))
+        step_total = sum(forward_steps.values()) + sum(backward_steps.values())
+        rows.append(("sum of medians", f"{step_total * 1e6:.1f}"))
         print(harness.markdown_table(("step", "us"), rows))
         print()
 
@@ -570,7 +570,7 @@ def report():
     floor_rows.append(("sum", f"{sum(t for _, t in floor) * 1e6:.1f}"))
     print(harness.markdown_table(("step", "us"), floor_rows))
 
-    print("\n### NumPy cost of what nbgrad's backward does beyond the hand-written one\n")
+    print("\n### NumPy costs of formula choices in the MLP's backward\n")
     print("The formulas as the op table has them now:\n")
     for name in ("addmm", "relu", "mean", "sum_dim", "log_softmax"):
         spec = OPS.get(name)

@@ -8,6 +8,7 @@ back to the line's text.
 """
 
 import ast
+import itertools
 import linecache
 import re
 
@@ -59,22 +60,26 @@ class Source:
 
     def span_at(self, code, lasti):
         """(line, col, end line, end col) of the instruction at ``lasti`` in ``code``, or None."""
-        # Keyed by id: hashing a code object hashes its whole contents.
+        # Keyed by id: hashing a code object hashes its whole contents. Only the instructions
+        # asked about are read: a cell's code is new on every run, and listing all its
+        # positions made hundreds of tuples per run for the garbage collector to scan.
         entry = self._positions.get(id(code))
-        if entry is not None and entry[0] is code:
-            positions = entry[1]
-        else:
-            get = getattr(code, "co_positions", None)  # Python 3.11+
-            positions = list(get()) if get is not None else []
+        if entry is None or entry[0] is not code:
             if len(self._positions) > 16:  # code of earlier runs of this cell: let it go
                 self._positions.clear()
-            self._positions[id(code)] = (code, positions)
-        index = lasti // 2
-        if 0 <= index < len(positions):
-            line, end_line, col, end_col = positions[index]
-            if None not in (line, end_line, col, end_col):
-                return (line, col, end_line, end_col)
-        return None
+            entry = self._positions[id(code)] = (code, {})
+        spans = entry[1]
+        if lasti in spans:
+            return spans[lasti]
+        span = None
+        get = getattr(code, "co_positions", None)  # Python 3.11+
+        if get is not None:
+            position = next(itertools.islice(get(), lasti // 2, None), None)
+            if position is not None and None not in position:
+                line, end_line, col, end_col = position
+                span = (line, col, end_line, end_col)
+        spans[lasti] = span
+        return span
 
     # --- when the trace is finished ----------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 PyTorch is an optional extra (``pip install "nbgrad[torch]"``): this module imports it, so it
 is imported only when the user's code already uses PyTorch (a ``%%autograd`` cell on torch
-tensors, ``nbgrad.show(torch_tensor)``). Supported: torch 2.1 to 2.13 (tested with 2.13.0); it
+tensors, ``nbgrad.show(torch_tensor)``). Supported: torch 2.3 and later (``torch.compiler.
+is_compiling``, ``always_call`` module hooks); tested with 2.13.0, the version nbgrad pins. It
 reads only PyTorch's public graph API (``grad_fn``, ``next_functions``, ``_saved_*``,
 ``AccumulateGrad.variable``, node hooks) and ``torch.overrides.TorchFunctionMode``.
 
@@ -18,7 +19,7 @@ import torch
 from nbgrad.trace.trace import NodeRecord, TensorRecord, Trace
 from nbgrad.trace.values import Policy, dtype_name, keep_plain, snapshot
 
-SUPPORTED_VERSIONS = "2.1 to 2.13"
+SUPPORTED_VERSIONS = "2.3 or later (tested: 2.13.0)"
 ENGINE = ("torch", torch.__version__)
 MAX_GRAPH_NODES = 20_000
 

@@ -33,6 +33,7 @@ import sys
 import weakref
 
 import torch
+import torch.nn.modules.module
 
 from nbgrad.trace import naming, torch_bridge
 from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
@@ -78,6 +79,8 @@ _PLUMBING = tuple(
     )
 ) + (os.path.dirname(__file__) + os.sep,)
 _FUNCTION_APPLY_CODE = torch.autograd.function.Function.apply.__func__.__code__
+# torch.compile's tracing (below): asked through the public function where it exists (2.3+).
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
 # Calls that are not operations: attribute reads and writes, printing, conversions.
 _NOT_OPS = {
     "__get__",
@@ -126,7 +129,7 @@ class _RecordingMode(torch.overrides.TorchFunctionMode):
         self.recorder = recorder
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if torch.compiler.is_compiling():
+        if _is_compiling():
             # torch.compile traces modes' code into its graph: the recorder must not be in it.
             # A compiled region is recorded from the outside, as one opaque node.
             return func(*args, **(kwargs or {}))

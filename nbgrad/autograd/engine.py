@@ -79,7 +79,7 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
         is_leaf_node = type(node) is AccumulateGrad
         if node._extras is not None or (is_leaf_node and node.variable._backward_hooks):
             grads = _run_pre_hooks(node, grads, create_graph)
-        if node in capture_at:
+        if capture_at and node in capture_at:
             for nr, slot in capture_at[node]:
                 captured[slot] = grads[nr]
         if runs is not None and node not in runs:

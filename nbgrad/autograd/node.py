@@ -204,8 +204,10 @@ class TableNode(Node):
         ]
 
     def release_saved(self):
-        if self.spec.saves_tensors:
-            self._saved = [FREED if _is_buffer(s) else s for s in self._saved]
+        saved = self._saved
+        for p in self.spec.buffer_positions:
+            if _is_buffer(saved[p]):
+                saved[p] = FREED
 
     def _read_saved(self, position):
         value = self._saved[position]

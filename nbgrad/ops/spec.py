@@ -48,6 +48,7 @@ class OpSpec:
         "saves_for_needs",
         "save_sources",
         "saves_tensors",
+        "buffer_positions",
         "constants",
         "same_shape",
         "variadic",
@@ -101,9 +102,12 @@ class OpSpec:
         self.save_sources = tuple(self._source_of(s) for s in self.saves)
         # Whether anything saved may be a tensor or an array (index, mask, indices): those are
         # checked when read and freed after backward, as PyTorch frees its saved tensors.
-        self.saves_tensors = any(
-            kind in ("input", "result", "attr", "extra") for kind, _ in self.save_sources
+        self.buffer_positions = tuple(
+            p
+            for p, (kind, _) in enumerate(self.save_sources)
+            if kind in ("input", "result", "attr", "extra")
         )
+        self.saves_tensors = bool(self.buffer_positions)
         self.node_class = None
 
     def _source_of(self, saved):

@@ -125,6 +125,9 @@ loss = (globals()["<img src=x onerror=alert(1)>"] * 2).sum()
 loss.backward()""",
     "w = GraphWidget(nbgrad.last_trace(), view='forward')\nw",
     'print("SYNC", repr(w.selected), w.step)',
+    "import json\n"
+    "tensors = json.loads(w.trace_json)['tensors']\n"
+    "w.selected = next(t['id'] for t in tensors if t['name'] == 'loss')",
 ]
 
 
@@ -309,6 +312,16 @@ def _check_widget_in_jupyterlab(lab, page):
     page.wait_for_function(
         "() => [...document.querySelectorAll('.jp-OutputArea-output')]"
         ".some(e => /SYNC '\\w+' [1-9]/.test(e.textContent))",
+        timeout=30_000,
+    )
+
+    # two-way, the other way: selecting from Python opens that node in the inspector
+    select_cell = page.locator(".jp-CodeCell", has_text="w.selected = next(")
+    select_cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.nbgrad-widget [data-role=inspector] .title')]"
+        ".some(e => e.textContent === 'loss')",
         timeout=30_000,
     )
     assert page.dialogs == []

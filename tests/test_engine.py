@@ -355,6 +355,8 @@ def test_backward_passes_are_announced_to_listeners_even_when_they_fail():
         y = x * x
         y.backward(retain_graph=True)
         nbgrad.autograd.grad(y, x)
+        z = x * 3
+        z.backward(inputs=[x])  # a backward pass, though it names its inputs
         with pytest.raises(RuntimeError, match="second time"):
             y.backward()
     finally:
@@ -364,6 +366,8 @@ def test_backward_passes_are_announced_to_listeners_even_when_they_fail():
         ("end", 1, True, False, False),
         ("start", 1, False, False, True),
         ("end", 1, False, False, True),
+        ("start", 1, False, False, False),
+        ("end", 1, False, False, False),
         ("start", 1, False, False, False),
         ("end", 1, False, False, False),
     ]

@@ -31,7 +31,9 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=
     previous_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     announce = observe.backward_listeners
-    pass_info = (tuple(roots), keep_graph, create_graph, capture is not None)
+    # autograd.grad captures without running leaves; backward(inputs=...) passes run_only.
+    is_grad = capture is not None and run_only is None
+    pass_info = (tuple(roots), keep_graph, create_graph, is_grad)
     for listener in announce:
         listener("start", *pass_info)
     try:

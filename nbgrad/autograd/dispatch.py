@@ -17,31 +17,40 @@ _make = Tensor._make
 def run_op(spec, inputs, attrs=()):
     """Apply ``spec`` to ``inputs`` (Tensors or Python numbers; a list for variadic ops)."""
     tensors = inputs[0] if spec.variadic else inputs
-    # One pass over the inputs gathers their arrays and, if a graph may be wanted, the edges
-    # to their nodes: this function runs for every operation, so it is written for speed.
     graph_wanted = grad_mode._enabled
-    arrays, edges, metas = [], [], []
-    needs = 0  # bit i set: input i needs a gradient
-    common = None  # the tensors' dtype, while they all share one
-    mixed = False
-    for i, t in enumerate(tensors):
-        if isinstance(t, Tensor):
-            arrays.append(t._data)
-            dtype = t._dtype
-            if common is None:
-                common = dtype
-            elif dtype is not common:
-                mixed = True
-            if graph_wanted and t._requires_grad:
-                grad_fn = t._grad_fn
-                edges.append((grad_fn, t._output_nr) if grad_fn else (accumulator_of(t), 0))
-                metas.append((t._data.shape, dtype))
-                needs |= 1 << i
-                continue
+    first = tensors[0] if tensors else None
+    if spec.variadic or len(tensors) > 2 or not isinstance(first, Tensor):
+        arrays, edges, metas, needs, common, mixed = _gather(tensors, graph_wanted)
+    else:
+        # Unary and binary ops with a tensor first are nearly every op a model runs: their
+        # inputs are gathered here without the general loop's lists and bookkeeping.
+        common = first._dtype
+        mixed = False
+        if graph_wanted and first._requires_grad:
+            grad_fn = first._grad_fn
+            edge = (grad_fn, first._output_nr) if grad_fn else (accumulator_of(first), 0)
+            meta = (first._data.shape, common)
+            needs = 1
         else:
-            arrays.append(t)
-        edges.append(_NO_EDGE)
-        metas.append(None)
+            edge, meta, needs = _NO_EDGE, None, 0
+        if len(tensors) == 1:
+            arrays, edges, metas = [first._data], (edge,), [meta]
+        else:
+            other = tensors[1]
+            other_edge, other_meta = _NO_EDGE, None
+            if isinstance(other, Tensor):
+                mixed = other._dtype is not common
+                if graph_wanted and other._requires_grad:
+                    grad_fn = other._grad_fn
+                    other_edge = (
+                        (grad_fn, other._output_nr) if grad_fn else (accumulator_of(other), 0)
+                    )
+                    other_meta = (other._data.shape, other._dtype)
+                    needs |= 2
+                arrays = [first._data, other._data]
+            else:
+                arrays = [first._data, other]
+            edges, metas = (edge, other_edge), [meta, other_meta]
     # Float tensors of one dtype with Python numbers need no cast (the common case, kept cheap);
     # anything else goes through PyTorch's type promotion.
     if (spec.promote or spec.floating) and (mixed or common is None or common._category != 2):
@@ -69,6 +78,35 @@ def run_op(spec, inputs, attrs=()):
     if extras:
         return (result, *(_make(e) for e in extras))
     return result
+
+
+def _gather(tensors, graph_wanted):
+    """One pass over the inputs: their arrays and, if a graph may be wanted, the edges to their
+    nodes, the metadata to check gradients against, which inputs need a gradient (bit i for
+    input i), their common dtype (None without tensors) and whether they mix dtypes."""
+    arrays, edges, metas = [], [], []
+    needs = 0
+    common = None
+    mixed = False
+    for i, t in enumerate(tensors):
+        if isinstance(t, Tensor):
+            arrays.append(t._data)
+            dtype = t._dtype
+            if common is None:
+                common = dtype
+            elif dtype is not common:
+                mixed = True
+            if graph_wanted and t._requires_grad:
+                grad_fn = t._grad_fn
+                edges.append((grad_fn, t._output_nr) if grad_fn else (accumulator_of(t), 0))
+                metas.append((t._data.shape, dtype))
+                needs |= 1 << i
+                continue
+        else:
+            arrays.append(t)
+        edges.append(_NO_EDGE)
+        metas.append(None)
+    return arrays, edges, metas, needs, common, mixed
 
 
 def run_inplace(spec, target, others=(), attrs=()):
@@ -141,32 +179,48 @@ def _record(spec, inputs, result, attrs, extras, edges, metas, needs):
     node._extras = None
     node.next_functions = tuple(edges)
     node._input_meta = None if spec.same_shape else metas
-    saved = [None] * len(spec.saves)
-    for p, kind, i in spec.saves_for_needs.get(needs) or spec.save_plan(needs):
-        if kind == "input":
-            value = inputs[i]
-            saved[p] = SavedTensor(value, False) if isinstance(value, Tensor) else value
-        elif kind == "result":
-            saved[p] = SavedTensor(result, True)
-        elif kind == "attr":
-            saved[p] = attrs[i]
-        elif kind == "constant":
-            saved[p] = i
-        elif kind == "extra":
-            saved[p] = extras[i]
-        elif kind == "sizes":
-            saved[p] = [t._data.shape for t in inputs] if spec.variadic else inputs[i]._data.shape
-        elif kind == "numel":
-            saved[p] = inputs[i]._data.size
-        else:  # "dtype"
-            saved[p] = inputs[i]._dtype
-    node._saved = saved
+    saver = spec.savers.get(needs)
+    if saver is None:
+        saver = spec.savers[needs] = _make_saver(spec, needs)
+    node._saved = saver(inputs, result, attrs, extras)
     if anomaly.enabled:
         anomaly.remember_forward(node)
     return node
 
 
 _NO_EDGE = (None, 0)
+
+
+def _make_saver(spec, needs):
+    """Compile, once per op and combination of needed inputs, the function that builds a node's
+    saved list from ``(inputs, result, attrs, extras)``. Every node of the op runs it, so the
+    save plan's kinds are turned into code here instead of being branched on for every node."""
+    constants = {}
+    parts = ["None"] * len(spec.saves)
+    for p, kind, i in spec.save_plan(needs):
+        if kind == "input":
+            value = f"inputs[{i}]"  # a Tensor, or a Python number kept as it is
+            parts[p] = f"(SavedTensor({value}, False) if isinstance({value}, Tensor) else {value})"
+        elif kind == "result":
+            parts[p] = "SavedTensor(result, True)"
+        elif kind == "attr":
+            parts[p] = f"attrs[{i}]"
+        elif kind == "constant":
+            constants[f"constant{p}"] = i
+            parts[p] = f"constant{p}"
+        elif kind == "extra":
+            parts[p] = f"extras[{i}]"
+        elif kind == "sizes":
+            parts[p] = (
+                "[t._data.shape for t in inputs]" if spec.variadic else f"inputs[{i}]._data.shape"
+            )
+        elif kind == "numel":
+            parts[p] = f"inputs[{i}]._data.size"
+        else:  # "dtype"
+            parts[p] = f"inputs[{i}]._dtype"
+    source = f"lambda inputs, result, attrs, extras: [{', '.join(parts)}]"
+    scope = {"SavedTensor": SavedTensor, "Tensor": Tensor, **constants}
+    return eval(compile(source, f"<save {spec.node}>", "eval"), scope)  # noqa: S307 - built above
 
 
 def _check_inplace_allowed(target):

@@ -46,6 +46,7 @@ class OpSpec:
         "array_vjps",
         "_tensor_vjps",
         "saves_for_needs",
+        "savers",
         "save_sources",
         "saves_tensors",
         "buffer_positions",
@@ -99,6 +100,7 @@ class OpSpec:
         self.array_vjps = self._compile(formula_math.ARRAY_NAMESPACE)
         self._tensor_vjps = None
         self.saves_for_needs = {}
+        self.savers = {}  # needs -> function making the node's saved list (see dispatch)
         self.save_sources = tuple(self._source_of(s) for s in self.saves)
         # Whether anything saved may be a tensor or an array (index, mask, indices): those are
         # checked when read and freed after backward, as PyTorch frees its saved tensors.

@@ -197,6 +197,13 @@ class TableNode(Node):
             ]
         if len(vjps) == 1:  # one input, so it has an edge: it is why this node exists
             return [vjps[0](grad, *saved)]
+        if len(vjps) == 2:  # binary ops, the most common: the loop below, unrolled
+            (first, _), (second, _) = self.next_functions
+            first_vjp, second_vjp = vjps
+            return [
+                None if first is None or first_vjp is None else first_vjp(grad, *saved),
+                None if second is None or second_vjp is None else second_vjp(grad, *saved),
+            ]
         # Only inputs with an edge (inputs that need a gradient) get their formula run.
         return [
             None if edge[0] is None or vjp is None else vjp(grad, *saved)
@@ -206,7 +213,9 @@ class TableNode(Node):
     def release_saved(self):
         saved = self._saved
         for p in self.spec.buffer_positions:
-            if _is_buffer(saved[p]):
+            value = saved[p]
+            # A saved tensor is by far the most common buffer: tested here, without a call.
+            if type(value) is SavedTensor or _is_buffer(value):
                 saved[p] = FREED
 
     def _read_saved(self, position):

@@ -202,6 +202,13 @@ class Recorder:
             self._last_totals.clear()
             self._accumulations = []
             self._scopes.on_output = None
+            # The recorder and the frame that runs the recorded code point at each other (the
+            # frame holds the recorder in a variable), and the listeners are the recorder's own
+            # bound methods: unbroken, both cycles would leave the recorder, that frame with
+            # its locals (a cell's parsed tree) and the frames above it for the garbage collector,
+            # several hundred objects per cell.
+            self._base_frame = None
+            self._listeners = ()
             trace.complete = True
         return trace
 
@@ -283,12 +290,10 @@ class Recorder:
             else:
                 input_records.append(keep_plain(value, self.policy))
 
-        line, site, span = None, None, None
+        line, site = None, None
         if user_frame is not None:
-            code, lasti = user_frame.f_code, user_frame.f_lasti
             line = user_frame.f_lineno
-            site = (code, lasti, direct)
-            span = self.source.span_at(code, lasti)
+            site = (user_frame.f_code, user_frame.f_lasti, direct)
         op = OpRecord(
             f"o{len(trace.ops)}",
             op_name,
@@ -296,7 +301,7 @@ class Recorder:
             [],
             None,
             line,
-            span,
+            None,  # its span: from its site, when the trace is finished (Source.fill_spans)
             self._scopes.current or None,
             backward_pass.index if backward_pass is not None else None,
         )
@@ -700,6 +705,7 @@ class Recorder:
 
     def _complete(self, namespaces):
         trace = self.trace
+        self.source.fill_spans(trace.ops, self._sites)
         latest = {}
         for ref, record in self._tensors.values():
             tensor = ref()

@@ -81,6 +81,41 @@ class Source:
         spans[lasti] = span
         return span
 
+    def fill_spans(self, ops, sites):
+        """Give each op without a span the span of its site ((code, lasti, direct) or None, one
+        per op). Spans are looked up when the trace is finished, in one walk over each code
+        object's positions: looking each one up while recording walked the positions from the
+        start for every op, which cost more than the rest of recording an op."""
+        wanted = {}  # id(code) -> (code, offsets asked for)
+        for op, site in zip(ops, sites):
+            if op.span is None and site is not None:
+                code, lasti = site[0], site[1]
+                entry = wanted.get(id(code))
+                if entry is None:
+                    entry = wanted[id(code)] = (code, set())
+                entry[1].add(lasti)
+        found = {key: self._spans_at(code, offsets) for key, (code, offsets) in wanted.items()}
+        for op, site in zip(ops, sites):
+            if op.span is None and site is not None:
+                op.span = found[id(site[0])].get(site[1])
+
+    def _spans_at(self, code, offsets):
+        """lasti -> span for the instructions at ``offsets`` in ``code`` (see ``span_at``)."""
+        spans = {}
+        get = getattr(code, "co_positions", None)  # Python 3.11+
+        if get is None:
+            return spans
+        indexes = {lasti // 2: lasti for lasti in offsets}  # positions are per 2-byte code unit
+        last = max(indexes)
+        for index, position in enumerate(get()):
+            lasti = indexes.get(index)
+            if lasti is not None and None not in position:
+                line, end_line, col, end_col = position
+                spans[lasti] = (line, col, end_line, end_col)
+            if index >= last:
+                break
+        return spans
+
     # --- when the trace is finished ----------------------------------------------------------
 
     def describe(self, span):

@@ -241,6 +241,15 @@ class TorchRecorder:
             self._pending.clear()
             self._accumulations = []
             self._scopes.on_output = None
+            # The recorder and the frame that runs the recorded code point at each other (the
+            # frame holds the recorder in a variable), and so do the recorder and its mode:
+            # unbroken, both cycles would leave the recorder, that frame with its locals (a
+            # cell's parsed tree) and the frames above it for the garbage collector, several
+            # hundred objects per cell. A mode still on PyTorch's stack (see ``_leave_mode``)
+            # keeps its recorder, which passes every call through.
+            self._base_frame = None
+            if not self._mode_entered:
+                self._mode = None
             trace.complete = True
         return trace
 
@@ -334,11 +343,10 @@ class TorchRecorder:
 
         frame = sys._getframe(3)  # _record_op <- _call <- __torch_function__ <- PyTorch
         user_frame, direct = self._locate(frame)
-        line, site, span = None, None, None
+        line, site = None, None
         if user_frame is not None:
-            code, lasti = user_frame.f_code, user_frame.f_lasti
-            line, site = user_frame.f_lineno, (code, lasti, direct)
-            span = self.source.span_at(code, lasti)
+            line = user_frame.f_lineno
+            site = (user_frame.f_code, user_frame.f_lasti, direct)
         running = self._running_passes
         op = OpRecord(
             f"o{len(trace.ops)}",
@@ -347,7 +355,7 @@ class TorchRecorder:
             [],
             None,
             line,
-            span,
+            None,  # its span: from its site, when the trace is finished (Source.fill_spans)
             self._scopes.current or None,
             running[-1].index if running else None,
         )
@@ -733,6 +741,7 @@ class TorchRecorder:
 
     def _complete(self, namespaces):
         trace = self.trace
+        self.source.fill_spans(trace.ops, self._sites)
         latest = {}
         for ref, record in self._tensors.values():
             tensor = ref()

@@ -307,7 +307,8 @@ class AccumulateGrad(Node):
 
 def accumulator_of(tensor):
     """The leaf's AccumulateGrad, made on first use; kept alive only by the graphs that use it."""
-    ref = tensor._accumulator
+    extras = tensor._extras  # read directly: this runs for every leaf input of a recorded op
+    ref = extras.accumulator if extras is not None else None
     node = ref() if ref is not None else None
     if node is None:
         node = AccumulateGrad(tensor)

@@ -39,6 +39,39 @@ class Size(tuple):
 _BY_NUMPY = {d.numpy: d for d in dtypes.ALL}
 
 
+class TensorExtras:
+    """The rarely set part of a tensor: its base (for views), its AccumulateGrad (a weakref, for
+    leaves that require grad), hooks, and whether it retains its grad."""
+
+    __slots__ = ("base", "accumulator", "backward_hooks", "post_accumulate_hooks", "retains_grad")
+
+    def __init__(self):
+        self.base = None
+        self.accumulator = None
+        self.backward_hooks = None
+        self.post_accumulate_hooks = None
+        self.retains_grad = False
+
+
+_NO_EXTRAS = TensorExtras()  # read in place of a tensor's extras while it has none
+
+
+def _extra(name):
+    """``tensor._<name>``: read from the tensor's extras, made when first written."""
+
+    def get(tensor):
+        extras = tensor._extras
+        return getattr(_NO_EXTRAS if extras is None else extras, name)
+
+    def put(tensor, value):
+        extras = tensor._extras
+        if extras is None:
+            extras = tensor._extras = TensorExtras()
+        setattr(extras, name, value)
+
+    return property(get, put)
+
+
 class Tensor:
     __slots__ = (
         "_data",
@@ -48,11 +81,7 @@ class Tensor:
         "_output_nr",
         "_grad",
         "_counter",
-        "_base",
-        "_accumulator",
-        "_backward_hooks",
-        "_post_accumulate_hooks",
-        "_retains_grad",
+        "_extras",
         "__weakref__",
     )
 
@@ -73,12 +102,16 @@ class Tensor:
         t._output_nr = 0
         t._grad = None
         t._counter = None  # made on first need: most tensors are never saved nor changed
-        t._base = None
-        t._accumulator = None
-        t._backward_hooks = None
-        t._post_accumulate_hooks = None
-        t._retains_grad = False
+        t._extras = None  # see TensorExtras
         return t
+
+    # What only some tensors have, kept in ``_extras`` (made on first write) so that the many
+    # tensors an operation makes cost one attribute instead of five; read as plain attributes.
+    _base = _extra("base")
+    _accumulator = _extra("accumulator")
+    _backward_hooks = _extra("backward_hooks")
+    _post_accumulate_hooks = _extra("post_accumulate_hooks")
+    _retains_grad = _extra("retains_grad")
 
     # --- what a tensor is ---------------------------------------------------------------------
 

@@ -105,15 +105,13 @@ class Source:
         get = getattr(code, "co_positions", None)  # Python 3.11+
         if get is None:
             return spans
-        indexes = {lasti // 2: lasti for lasti in offsets}  # positions are per 2-byte code unit
-        last = max(indexes)
-        for index, position in enumerate(get()):
-            lasti = indexes.get(index)
-            if lasti is not None and None not in position:
+        # Positions are per 2-byte code unit. Listed up to the last one asked for, then dropped.
+        positions = list(itertools.islice(get(), max(offsets) // 2 + 1))
+        for lasti in offsets:
+            position = positions[lasti // 2] if lasti // 2 < len(positions) else None
+            if position is not None and None not in position:
                 line, end_line, col, end_col = position
                 spans[lasti] = (line, col, end_line, end_col)
-            if index >= last:
-                break
         return spans
 
     # --- when the trace is finished ----------------------------------------------------------

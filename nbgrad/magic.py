@@ -167,6 +167,23 @@ def split_options(line):
     return options, rest
 
 
+_PARSED = {}  # tuple of option words -> their Namespace, never changed once made
+PARSED_LINES = 32
+
+
+def _parse_options(words):
+    """``PARSER.parse_args(words)``, kept for the next cell with the same options: argparse
+    takes about 10 us, a visible part of what recording a small cell costs."""
+    key = tuple(words)
+    options = _PARSED.get(key)
+    if options is None:
+        options = PARSER.parse_args(words)  # a bad option raises: nothing is kept
+        if len(_PARSED) >= PARSED_LINES:
+            _PARSED.clear()
+        _PARSED[key] = options
+    return options
+
+
 @magics_class
 class AutogradMagics(Magics):
     @line_cell_magic
@@ -176,7 +193,7 @@ class AutogradMagics(Magics):
             words, statement = split_options(line)
         else:
             words, statement = line.split(), None
-        options = PARSER.parse_args(words)
+        options = _parse_options(words)
         if options.help:
             print(PARSER.format_help())
             return None

@@ -55,16 +55,19 @@ def run_op(spec, inputs, attrs=()):
     # anything else goes through PyTorch's type promotion.
     if (spec.promote or spec.floating) and (mixed or common is None or common._category != 2):
         arrays = _convert(spec, tensors, arrays)
-    out = spec.forward(arrays, *attrs) if spec.variadic else spec.forward(*arrays, *attrs)
+    if spec.variadic:
+        out = spec.forward(arrays, *attrs)
+    else:  # without attrs (most ops), a call that does not join two argument lists
+        out = spec.forward(*arrays, *attrs) if attrs else spec.forward(*arrays)
     extras = ()
     if spec.extra_outputs:
         out, *extras = out
     if type(out) is not np.ndarray:
         out = np.asarray(out)
 
-    # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
-    recording = needs and out.dtype.kind == "f"
     result = _make(out)
+    # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
+    recording = needs and result._dtype.is_floating_point
     if spec.view:
         source = tensors[0]
         result._version_counter = source._version_counter
@@ -106,7 +109,7 @@ def _gather(tensors, graph_wanted):
             arrays.append(t)
         edges.append(_NO_EDGE)
         metas.append(None)
-    return arrays, edges, metas, needs, common, mixed
+    return arrays, tuple(edges), metas, needs, common, mixed
 
 
 def run_inplace(spec, target, others=(), attrs=()):
@@ -140,7 +143,7 @@ def run_inplace(spec, target, others=(), attrs=()):
         snapshot = _make(value, target._requires_grad, target._grad_fn)
         snapshot._output_nr = target._output_nr
         recorded_inputs = (snapshot, *others)
-        edges = [edge_of(t) if isinstance(t, Tensor) else _NO_EDGE for t in recorded_inputs]
+        edges = tuple(edge_of(t) if isinstance(t, Tensor) else _NO_EDGE for t in recorded_inputs)
         metas = [
             (t._data.shape, t._dtype) if edge[0] is not None else None
             for t, edge in zip(recorded_inputs, edges)
@@ -169,7 +172,8 @@ def run_inplace(spec, target, others=(), attrs=()):
 
 
 def _record(spec, inputs, result, attrs, extras, edges, metas, needs):
-    """Make the grad_fn node of one operation, with its edges and what its backward needs."""
+    """Make the grad_fn node of one operation, with its edges (a tuple) and what its backward
+    needs."""
     node_class = spec.node_class
     if node_class is None:
         node_class = spec.node_class = node_class_for(spec)
@@ -177,7 +181,7 @@ def _record(spec, inputs, result, attrs, extras, edges, metas, needs):
     node = object.__new__(node_class)
     node._sequence_nr = next(_sequence)
     node._extras = None
-    node.next_functions = tuple(edges)
+    node.next_functions = edges  # a tuple already
     node._input_meta = None if spec.same_shape else metas
     saver = spec.savers.get(needs)
     if saver is None:

@@ -141,17 +141,20 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
 
 def _count_dependencies(root_nodes):
     dependencies = {}
-    seen = set(root_nodes)
+    roots = set(root_nodes)
     stack = list(root_nodes)
     while stack:
         node = stack.pop()
         for child, _ in node.next_functions:
             if child is None:
                 continue
-            dependencies[child] = dependencies.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
+            count = dependencies.get(child)
+            if count is None:  # first reached: the counts double as the set of nodes seen
+                dependencies[child] = 1
+                if child not in roots:
+                    stack.append(child)
+            else:
+                dependencies[child] = count + 1
     return dependencies
 
 

@@ -146,6 +146,11 @@ def _rounded_divide(a, b, rounding_mode):
     return rounded.astype(np.result_type(a, b), copy=False)
 
 
+def _mean(x):
+    """NumPy's mean without its Python-level wrapper: the same sum, divided the same way."""
+    return np.add.reduce(x, axis=None) / x.size
+
+
 def _axis(x, dim):
     """NumPy's axis for PyTorch's dim: a 0-d tensor accepts dim 0 or -1, NumPy no axis at all."""
     return None if x.ndim == 0 or dim == () else dim
@@ -210,7 +215,7 @@ op("sum_dim", "SumBackward1", ("self",),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"))
 op("mean", "MeanBackward0", ("self",),
    {"self": "expand(grad / self_sym_numel, self_sym_sizes)"},
-   lambda self: self.mean(), saves=("self_sym_numel", "self_sym_sizes"),
+   lambda self: _mean(self), saves=("self_sym_numel", "self_sym_sizes"),
    floating=True)
 op("mean_dim", "MeanBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"

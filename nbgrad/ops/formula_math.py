@@ -44,7 +44,21 @@ def _sum_to(grad, shape):
 
 
 def _expand(grad, shape):
-    return np.broadcast_to(grad, tuple(shape))
+    """``grad`` broadcast to ``shape`` without copying (a read-only view)."""
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    if not grad.flags.c_contiguous:
+        return np.broadcast_to(grad, shape)
+    # np.broadcast_to's own checks cost more than the whole view on small arrays: build the
+    # view directly, stride 0 along every dimension that is repeated.
+    lead = len(shape) - grad.ndim
+    strides = (0,) * lead + tuple(
+        0 if size == 1 else stride for size, stride in zip(grad.shape, grad.strides)
+    )
+    view = np.ndarray(shape, grad.dtype, grad, 0, strides)
+    view.flags.writeable = False
+    return view
 
 
 def _restore_reduced(grad, sizes, dims, keepdim):

@@ -9,7 +9,7 @@ changes to tensors saved for backward.
 import warnings
 
 from nbgrad import dtypes
-from nbgrad.autograd import errors, grad_mode
+from nbgrad.autograd import errors
 
 
 class VersionCounter:
@@ -394,7 +394,3 @@ def _wrap_dim(dim, ndim):
             f"but got {dim})"
         )
     return dim % size
-
-
-def grad_enabled():
-    return grad_mode._enabled

@@ -110,6 +110,7 @@ from nbgrad.ops.functions import (
     narrow,
     ne,
     neg,
+    norm,
     permute,
     pow,  # noqa: A004
     reciprocal,
@@ -191,4 +192,4 @@ def show(obj):
 
 
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
-from nbgrad import datasets, nn, optim  # noqa: E402
+from nbgrad import datasets, linalg, nn, optim  # noqa: E402

@@ -137,6 +137,12 @@ EXPRESSIONS = [
     "s.transpose(0, -1)",
     "s.softmax(0)",
     "s.log_softmax(-1)",
+    "x.norm()",
+    "x.norm(dim=1)",
+    "x.norm(p=2, dim=0, keepdim=True)",
+    "T.linalg.vector_norm(x)",
+    "x.norm(1)",
+    "T.norm(x, dim=(0, 1))",
 ]
 
 

@@ -555,9 +555,11 @@ def nn_tensor_namespace():
         return grad * (cdf + x * pdf)
 
     def norm_backward(grad, x, ord, norm, dim, keepdim):
-        if not keepdim:
-            for d in sorted(dim):
+        if not keepdim and dim is not None:  # dim None: a 0-d norm broadcasts as it is
+            for d in sorted(d % x.dim() for d in dim):
                 grad, norm = grad.unsqueeze(d), norm.unsqueeze(d)
+        if ord == 1:
+            return x.sign() * grad
         return x * (grad / norm).masked_fill(norm == 0, 0.0)
 
     def mean_scale(reduction, x):

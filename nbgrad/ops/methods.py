@@ -194,6 +194,7 @@ SAME_AS_FUNCTION = [
     "max",
     "min",
     "amax",
+    "norm",
     "amin",
     "mm",
     "mv",

@@ -541,16 +541,18 @@ def gelu_backward(grad, x, approximate):
 
 
 def vector_norm(x, ord, dim, keepdim):
-    """The 2-norm along ``dim`` (the only order nbgrad's layers use)."""
-    if ord != 2:
-        raise NotImplementedError(f"vector_norm: only ord=2 is implemented, got ord={ord}")
+    """The 2-norm (or 1-norm) along ``dim``; ``dim=None`` means over every element."""
+    if ord == 1:
+        return np.abs(x).sum(axis=dim, keepdims=keepdim)
     return np.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
 
 
 def norm_backward(grad, x, ord, norm, dim, keepdim):
-    """d|x|/dx = x / |x|, and 0 where the norm is 0 (PyTorch's choice of subgradient)."""
-    if not keepdim:
+    """d|x|_2/dx = x / |x|_2 (0 where the norm is 0, PyTorch's subgradient); d|x|_1/dx = sign(x)."""
+    if not keepdim and dim is not None:
         grad, norm = np.expand_dims(grad, dim), np.expand_dims(norm, dim)
+    if ord == 1:
+        return (np.sign(x) * grad).astype(grad.dtype, copy=False)
     safe = np.where(norm == 0, 1, norm)
     return np.where(norm == 0, 0, x * (grad / safe)).astype(grad.dtype, copy=False)
 

@@ -113,7 +113,9 @@ from nbgrad.ops.functions.reductions import (
     max,
     mean,
     min,
+    norm,
     sum,
+    vector_norm,
 )
 from nbgrad.ops.functions.shapes import (
     cat,

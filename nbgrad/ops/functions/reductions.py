@@ -101,3 +101,22 @@ def amin(input, dim=(), keepdim=False):  # noqa: A002
     dims = _dims(dim, input.dim())
     _check_reduced_sizes(input, "amin", dims, wrapped=False)
     return _fresh(run_op(OPS["amin"], (input,), (dims, keepdim)))
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
+    """``x.norm()``: the 2-norm (Frobenius for matrices) or the 1-norm, over ``dim`` or all."""
+    if dtype is not None:
+        input = input.to(dtype)
+    return vector_norm(input, 2 if p == "fro" else p, dim, keepdim)
+
+
+def vector_norm(input, ord=2, dim=None, keepdim=False):  # noqa: A002
+    if ord not in (1, 2):
+        raise NotImplementedError(f"nbgrad computes 1- and 2-norms only, not ord={ord}")
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+            f"{dtypes.LEGACY_TYPE_NAMES[input._dtype][:-6]}"
+        )
+    dims = None if dim is None else _dims(dim, input.dim())
+    return run_op(OPS["linalg_vector_norm"], (input,), (ord, dims, keepdim))

@@ -395,3 +395,18 @@ def test_leaf_nodes_run_before_other_ready_nodes_and_in_arrival_order(torch):
         ((a + b) * d).backward()
         orders.append(order)
     assert orders[0] == orders[1] == ["d", "a", "b"]
+
+
+def test_in_place_element_wise_functions_match_pytorch(torch):
+    results = []
+    for T in (nbgrad, torch):
+        x = T.tensor([0.5, 1.5, 2.5], requires_grad=True)
+        h = x * 1
+        h.sin_()
+        h.exp_()
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            T.tanh_(x)
+        h.sum().backward()
+        results.append((type(h.grad_fn).__name__, h._version, x.grad.tolist()))
+    assert results[0][:2] == results[1][:2] == ("ExpBackward0", 2)
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-6)

@@ -481,6 +481,11 @@ for label, (key, value) in SET_KEYS.items():
 case("setitem-number", clone_of(lambda c: c.__setitem__((0, 1), 5.0) or c * c), normal(2, 3))
 case("setitem-whole", lambda x, y: setitem(slice(None))(x, 2.0) * y, normal(2, 3), normal(2, 3))
 case("alias", lambda x: x[...] * x, normal(2, 3))
+# In-place element-wise functions: sin_ saves the value before the write, exp_ the result.
+case("sin_", clone_of(lambda c: c.sin_() * 2), normal(2, 3))
+case("exp_", clone_of(lambda c: c.exp_()), normal(2, 3))
+case("sigmoid_", clone_of(torch.sigmoid_), normal(3))
+case("sqrt_", clone_of(lambda c: c.sqrt_()), positive(2, 3))
 case("norm", lambda x: x.norm(), normal(2, 3))
 case("norm-dim", lambda x: x.norm(dim=1, keepdim=True) * x, normal(2, 3))
 case("norm-1", lambda x: torch.linalg.vector_norm(x, 1, dim=0), away(2, 3))

@@ -72,3 +72,33 @@ def masked_fill_(input, mask, value):  # noqa: A002
     return run_inplace(
         OPS["masked_fill"], input, (), (_bool_array(mask, "masked_fill_"), _number(value))
     )
+
+
+def _unary_inplace(name):
+    spec = OPS[name]
+
+    def function(input):  # noqa: A002
+        return run_inplace(spec, input)
+
+    function.__name__ = name + "_"
+    function.__doc__ = f"In-place {name}: writes into the tensor and bumps its version."
+    return function
+
+
+exp_ = _unary_inplace("exp")
+log_ = _unary_inplace("log")
+sin_ = _unary_inplace("sin")
+cos_ = _unary_inplace("cos")
+tan_ = _unary_inplace("tan")
+tanh_ = _unary_inplace("tanh")
+sigmoid_ = _unary_inplace("sigmoid")
+sqrt_ = _unary_inplace("sqrt")
+rsqrt_ = _unary_inplace("rsqrt")
+reciprocal_ = _unary_inplace("reciprocal")
+abs_ = _unary_inplace("abs")
+neg_ = _unary_inplace("neg")
+sign_ = _unary_inplace("sign")
+floor_ = _unary_inplace("floor")
+ceil_ = _unary_inplace("ceil")
+round_ = _unary_inplace("round")
+trunc_ = _unary_inplace("trunc")

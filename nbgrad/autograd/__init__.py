@@ -1,6 +1,6 @@
 """nbgrad.autograd: the graph, the engine, custom Functions and the checking tools."""
 
-from nbgrad.autograd import graph, observe
+from nbgrad.autograd import functional, graph, observe
 from nbgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from nbgrad.autograd.api import backward, grad
 from nbgrad.autograd.function import Function, FunctionCtx, once_differentiable
@@ -14,6 +14,7 @@ __all__ = [
     "backward",
     "detect_anomaly",
     "enable_grad",
+    "functional",
     "grad",
     "gradcheck",
     "gradgradcheck",

@@ -29,7 +29,7 @@ from nbgrad.dtypes import (
     short,
     uint8,
 )
-from nbgrad.ops import creation, methods
+from nbgrad.ops import creation, methods, out
 from nbgrad.ops.creation import (
     arange,
     as_tensor,
@@ -156,6 +156,42 @@ from nbgrad.ops.functions import (  # noqa: E402 - PyTorch's in-place module fun
 )
 
 methods.install()
+
+# The ``out=`` form of the module functions tutorials use it with (torch.matmul(a, b, out=c)).
+for _name in (
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "matmul",
+    "mm",
+    "bmm",
+    "mv",
+    "dot",
+    "pow",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "sqrt",
+    "abs",
+    "neg",
+    "clamp",
+    "maximum",
+    "minimum",
+    "sum",
+    "mean",
+    "cat",
+    "stack",
+    "where",
+    "addmm",
+    "square",
+    "reciprocal",
+):
+    globals()[_name] = out.with_out(globals()[_name])
+del _name
 creation.install()
 
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy would warn from inside nbgrad.

@@ -1,0 +1,38 @@
+"""``torch.add(a, b, out=c)``: the ``out=`` form of the module functions, writing the result
+into an existing tensor (resized if its shape differs, as PyTorch does)."""
+
+import functools
+
+import numpy as np
+
+from nbgrad.autograd import grad_mode
+from nbgrad.autograd.dispatch import _type_name
+from nbgrad.autograd.tensor import Tensor
+
+
+def with_out(function):
+    """``function`` that also accepts ``out=``; PyTorch records no graph through it."""
+
+    @functools.wraps(function)
+    def wrapper(*args, out=None, **kwargs):
+        if out is None:
+            return function(*args, **kwargs)
+        if grad_mode._enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            raise RuntimeError(
+                f"{function.__name__}(): functions with out=... arguments don't support "
+                "automatic differentiation, but one of the arguments requires grad."
+            )
+        result = function(*args, **kwargs)
+        if not np.can_cast(result._data.dtype, out._data.dtype, casting="same_kind"):
+            raise RuntimeError(
+                f"result type {_type_name(result._data.dtype)} can't be cast to the desired "
+                f"output type {_type_name(out._data.dtype)}"
+            )
+        if out._data.shape == result._data.shape:
+            np.copyto(out._data, result._data, casting="unsafe")
+        else:
+            out._data = result._data.astype(out._data.dtype)
+        out._version_counter.value += 1
+        return out
+
+    return wrapper

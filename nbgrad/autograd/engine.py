@@ -106,12 +106,10 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
                 raise
             if anomaly.enabled:
                 anomaly.check_outputs(node, outputs)
-            if not keep_graph:
-                node.release_saved()
         else:
             outputs = _run_node(node, grads, create_graph)
-            if not keep_graph:
-                node.release_saved()
+        if not keep_graph and not is_leaf_node:
+            node.release_saved()
         if listeners:
             for listener in listeners:
                 listener(node, grads, outputs)

@@ -223,8 +223,7 @@ class TableNode(Node):
         if value is FREED:
             raise RuntimeError(errors.BACKWARD_TWICE)
         if type(value) is SavedTensor:
-            if value.counter.value != value.version:
-                raise errors.modified_by_inplace(value, self)
+            value.check_version(self)
             return self._tensor_of(value)
         name = self.spec.saves[position]
         if name in self.spec.inputs and isinstance(value, (int, float, bool)):

@@ -703,3 +703,12 @@ def test_tensor_of_a_tensor_warns_like_pytorch(torch):
     code = "T.tensor(T.ones(2))"
     assert _warnings_of(nbgrad, code) == _warnings_of(torch, code)
     assert len(_warnings_of(nbgrad, code)) == 1
+
+
+def test_vector_norm_of_an_integer_tensor_matches_pytorch(torch):
+    assert_same_error(torch, "T.linalg.vector_norm(T.tensor([1, 2]))")
+
+
+def test_vector_norm_orders_nbgrad_lacks_say_so():
+    with pytest.raises(NotImplementedError, match="1- and 2-norms only, not ord=3"):
+        nbgrad.linalg.vector_norm(nbgrad.ones(3), 3)

@@ -18,6 +18,9 @@ import numpy as np
 from nbgrad.autograd import anomaly, grad_mode, observe
 from nbgrad.autograd.node import AccumulateGrad
 from nbgrad.autograd.tensor import Tensor
+from nbgrad.ops.formula_math import ARRAY_NAMESPACE
+
+_sum_to = ARRAY_NAMESPACE["sum_to"]
 
 
 def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=None):
@@ -262,13 +265,10 @@ def _validate(node, index, grad, shape, dtype, create_graph):
 def _expandable(shape, target):
     if len(shape) > len(target):
         return False
-    return all(s in (t, 1) for s, t in zip(reversed(shape), reversed(target)))
-
-
-def _sum_to(grad, shape):
-    from nbgrad.ops.formula_math import ARRAY_NAMESPACE
-
-    return ARRAY_NAMESPACE["sum_to"](grad, shape)
+    for size, target_size in zip(reversed(shape), reversed(target)):
+        if size != target_size and size != 1:
+            return False
+    return True
 
 
 # --- hooks --------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import numpy as np
 def _normalize_dims(dims, ndim):
     if ndim == 0:  # a 0-d tensor's dim 0 (or -1) names no real axis
         return ()
+    if type(dims) is int:  # the common case, in every backward of a reduction over one dim
+        return (dims % ndim,)
     if isinstance(dims, int):
         dims = (dims,)
     if not dims:  # None or (): PyTorch reduces over every dim
@@ -39,7 +41,8 @@ def _sum_to(grad, shape):
     axes = tuple(range(lead)) + tuple(
         lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1
     )
-    summed = grad.sum(axis=axes, keepdims=True) if axes else grad
+    # np.add.reduce is what ndarray.sum calls, without its Python-level wrapper.
+    summed = np.add.reduce(grad, axis=axes, keepdims=True) if axes else grad
     return summed.reshape(shape)
 
 
@@ -63,7 +66,7 @@ def _expand(grad, shape):
 
 def _restore_reduced(grad, sizes, dims, keepdim):
     """Put back the dimensions a reduction removed, so ``grad`` broadcasts against the input."""
-    return np.reshape(grad, _reduced_shape(sizes, dims, keepdim))
+    return grad.reshape(_reduced_shape(sizes, dims, keepdim))  # NumPy scalars have it too
 
 
 def select_backward(grad, sizes, dim, index):
@@ -177,7 +180,7 @@ def _masked_zero(grad, mask):
 
 
 def _sum_dim(grad, dim, keepdim):
-    return grad.sum(axis=dim if grad.ndim else None, keepdims=keepdim)
+    return np.add.reduce(grad, axis=dim if grad.ndim else None, keepdims=keepdim)
 
 
 def _transpose(grad, dim0, dim1):
@@ -207,7 +210,7 @@ ARRAY_NAMESPACE = {
     "reshape": np.reshape,
     "transpose": _transpose,
     "permute_back": _permute_back,
-    "matrix_t": np.transpose,
+    "matrix_t": lambda matrix: matrix.T,
     "unsqueeze": np.expand_dims,
     "outer": np.multiply.outer,
     "sum_to": _sum_to,

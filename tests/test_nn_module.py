@@ -277,6 +277,43 @@ def test_sequential_indexing_and_editing():
     assert list(named.state_dict()) == ["fc.weight", "fc.bias"]
 
 
+def test_editing_numbered_containers_as_pytorch(torch):
+    """Deleting (an index or a slice) and inserting keep the names 0, 1, 2, ...; what each edit
+    returns is PyTorch's (Sequential.insert returns the container, ModuleList.insert None)."""
+
+    def edits(T, container):
+        layers = container(*[T.nn.Linear(1, i + 1) for i in range(5)])
+        log = []
+        del layers[1]
+        del layers[1:3]
+        log.append(layers.insert(1, T.nn.ReLU()) is layers)
+        log.append(layers.insert(2, T.nn.Tanh()) is layers)  # (ModuleList(-1) fails in PyTorch)
+        log.append(layers.append(T.nn.Sigmoid()) is layers)
+        log.append(layers.extend([T.nn.ReLU()]) is layers)
+        del layers[-2]
+        shown = [
+            (name, type(m).__name__, getattr(m, "out_features", None))
+            for name, m in layers.named_children()
+        ]
+        return log, shown
+
+    for container in ("Sequential", "ModuleList"):
+        ours = edits(
+            nbgrad,
+            lambda *m, c=container: (
+                getattr(nn, c)(*m) if c == "Sequential" else getattr(nn, c)(list(m))
+            ),
+        )
+        theirs = edits(
+            torch,
+            lambda *m, c=container: (
+                getattr(torch.nn, c)(*m) if c == "Sequential" else getattr(torch.nn, c)(list(m))
+            ),
+        )
+        assert ours == theirs, container
+    assert ours[1][0] == ("0", "Linear", 1)  # not vacuous: the edits left real layers
+
+
 def test_module_list_and_dict():
     layers = nn.ModuleList([nn.Linear(2, 2)])
     layers.append(nn.ReLU())

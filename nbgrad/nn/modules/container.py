@@ -13,7 +13,42 @@ def _index(index, length, kind="index"):
     return index % length
 
 
-class Sequential(Module):
+class _NumberedModules(Module):
+    """What Sequential and ModuleList share: modules kept under the names 0, 1, 2, ..."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for module in modules:
+            self.append(module)
+        return self
+
+    def __delitem__(self, index):
+        keys = list(self._modules)
+        doomed = keys[index] if isinstance(index, slice) else [keys[_index(index, len(keys))]]
+        for key in doomed:
+            del self._modules[key]
+        self._renumber_with()  # names 0, 1, 2, ... again, as PyTorch does after a deletion
+
+    def _renumber_with(self, index=None, module=None):
+        """Name the modules 0, 1, 2, ... in order, with ``module`` inserted at ``index``."""
+        modules = list(self._modules.values())
+        if module is not None:
+            modules.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
+
+
+class Sequential(_NumberedModules):
     """Runs its modules one after the other, each on the previous one's output."""
 
     def __init__(self, *args):
@@ -40,42 +75,12 @@ class Sequential(Module):
         keys = list(self._modules)
         setattr(self, keys[_index(index, len(keys))], module)
 
-    def __delitem__(self, index):
-        keys = list(self._modules)
-        doomed = keys[index] if isinstance(index, slice) else [keys[_index(index, len(keys))]]
-        for key in doomed:
-            del self._modules[key]
-        # Keep the names 0, 1, 2, ... as PyTorch does after a deletion.
-        remaining = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(remaining):
-            self._modules[str(i)] = module
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for module in modules:
-            self.append(module)
-        return self
-
     def insert(self, index, module):
-        modules = list(self._modules.values())
-        modules.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
+        self._renumber_with(index, module)
         return self
 
 
-class ModuleList(Module):
+class ModuleList(_NumberedModules):
     """A list of modules, each registered (so their parameters are the list's)."""
 
     def __init__(self, modules=None):
@@ -91,43 +96,14 @@ class ModuleList(Module):
     def __setitem__(self, index, module):
         setattr(self, str(_index(index, len(self))), module)
 
-    def __delitem__(self, index):
-        keys = list(self._modules)
-        doomed = keys[index] if isinstance(index, slice) else [keys[_index(index, len(keys))]]
-        for key in doomed:
-            del self._modules[key]
-        remaining = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(remaining):
-            self._modules[str(i)] = module
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
     def __iadd__(self, modules):
         return self.extend(modules)
 
     def __add__(self, other):
         return ModuleList([*self, *other])
 
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for module in modules:
-            self.append(module)
-        return self
-
     def insert(self, index, module):
-        modules = list(self._modules.values())
-        modules.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(modules):
-            self.add_module(str(i), m)
+        self._renumber_with(index, module)
 
     def __repr__(self):
         """Runs of identical modules are shown once, as ``(0-2): 3 x Linear(...)``, as PyTorch

@@ -156,10 +156,7 @@ def run(repeats=harness.REPEATS):
 def main():
     print(harness.PINNING)
     result = run()
-    print(f"\n{result['title']}\n")
-    print(result["table"])
-    print("\n" + result["verdict"])
-    print(harness.load_note(result["others_load"]))
+    harness.print_result(result)
 
 
 if __name__ == "__main__":

@@ -147,10 +147,7 @@ def main():
     print(harness.PINNING)
     for input_grad in (False, True):
         result = run(input_grad)
-        print(f"\n{result['title']}\n")
-        print(result["table"])
-        print("\n" + result["verdict"])
-        print(harness.load_note(result["others_load"]))
+        harness.print_result(result)
 
 
 if __name__ == "__main__":

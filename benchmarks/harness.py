@@ -189,6 +189,14 @@ def load_note(fraction):
     return f"other processes' CPU use during the measurement: {fraction:.0%} of the cores{note}"
 
 
+def print_result(result):
+    """A benchmark's result (the dict its ``run()`` returns), as its script prints it."""
+    print(f"\n{result['title']}\n")
+    print(result["table"])
+    print("\n" + result["verdict"])
+    print(load_note(result["others_load"]))
+
+
 def wait_until_quiet(limit=0.15, max_seconds=300):
     """Wait (up to ``max_seconds``) until other processes use under ``limit`` of the cores."""
     deadline = time.monotonic() + max_seconds

@@ -191,10 +191,7 @@ def main():
         raise SystemExit(f"this nbgrad has no nn.functional: --style {style} cannot run")
     print(harness.PINNING)
     result = run(style)
-    print(f"\n{result['title']}\n")
-    print(result["table"])
-    print("\n" + result["verdict"])
-    print(harness.load_note(result["others_load"]))
+    harness.print_result(result)
 
 
 if __name__ == "__main__":

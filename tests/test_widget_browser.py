@@ -402,3 +402,94 @@ def test_save_html_of_an_empty_trace_says_so(tmp_path, page):
     message.wait_for()
     assert "Nothing to draw" in message.inner_text()
     assert page.locator("[data-node-id]").count() == 0
+
+
+def _record_residual_net():
+    """A model whose module groups interleave: a residual block calls its layers beside a skip
+    connection, and a penalty on the first layer's weight is computed outside every module."""
+    import nbgrad as torch
+    from nbgrad import nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.act = nn.Tanh()
+
+        def forward(self, x):
+            return x + self.act(self.fc(x))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Linear(3, 4)
+            self.blocks = nn.Sequential(Block(), Block())
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x, y):
+            h = self.blocks(torch.relu(self.inp(x)))
+            loss = nn.functional.cross_entropy(self.head(h), y)
+            return loss + 0.01 * (self.inp.weight**2).sum()
+
+    torch.manual_seed(0)
+    net = Net()
+    with nbgrad.record() as trace:
+        net(torch.randn(5, 3), torch.tensor([0, 1, 0, 1, 1])).backward()
+    return trace
+
+
+# Every drawn node and group box, as boxes on the page, and which boxes each node lies in.
+_BOXES_JS = """() => {
+  const box = (el) => { const r = el.getBoundingClientRect();
+    return { x: r.x, y: r.y, width: r.width, height: r.height }; };
+  return {
+    groups: [...document.querySelectorAll(".group-box")].map((g) =>
+      ({ path: g.getAttribute("data-group"), ...box(g.querySelector("rect")) })),
+    nodes: [...document.querySelectorAll("[data-node-id]")].map((n) =>
+      ({ id: n.getAttribute("data-node-id"), module: n.getAttribute("data-module"),
+         ...box(n.querySelector(".shape")) })),
+  };
+}"""
+
+
+def _inside(inner, outer):
+    return (
+        inner["x"] >= outer["x"] - 0.5
+        and inner["y"] >= outer["y"] - 0.5
+        and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + 0.5
+        and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + 0.5
+    )
+
+
+def _overlap(a, b):
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
+
+
+def test_module_group_boxes_hold_their_nodes_and_no_others(tmp_path, page):
+    path = GraphWidget(_record_residual_net()).save_html(tmp_path / "net.html")
+    page.goto(path.as_uri())
+    page.wait_for_selector(".group-box")
+    for view in ("backward", "forward"):
+        page.locator(f'[data-view="{view}"]').click()
+        page.get_by_role("button", name="fit", exact=True).click()
+        drawn = page.evaluate(_BOXES_JS)
+        groups = {g["path"]: g for g in drawn["groups"]}
+        assert {"net", "net.inp", "net.blocks", "net.blocks.0.fc", "net.head"} <= set(groups)
+        for group_path, box in groups.items():
+            parent = group_path.rsplit(".", 1)[0] if "." in group_path else None
+            if parent in groups:
+                assert _inside(box, groups[parent]), (view, group_path)
+            for node in drawn["nodes"]:
+                module = node["module"] or ""
+                if module == group_path or module.startswith(group_path + "."):
+                    assert _inside(node, box), (view, node["id"], group_path)
+                else:
+                    assert not _overlap(node, box), (view, node["id"], module, group_path)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"widget-groups-{view}.png"))
+    assert page.problems == []

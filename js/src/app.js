@@ -99,9 +99,9 @@ export function createApp(el, options) {
     const graph = viewGraph();
     const collapsed = collapsedSet();
     state.visible = visibleGraph(graph, collapsed, state.index.modules);
-    state.laid = layout(state.visible);
     const expanded = groupPaths(graph, state.index.modules).filter((p) => !collapsed.has(p) && ![...collapsed].some((c) => p.startsWith(`${c}.`)));
-    state.drawn = drawGraph(layers, state.visible, state.laid, expanded, state.index.modules, arrowId);
+    state.laid = layout(state.visible, expanded);
+    state.drawn = drawGraph(layers, state.visible, state.laid, state.index.modules, arrowId);
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
     const hasGroups = groupPaths(graph, state.index.modules).length > 0;
     for (const button of toolbar.querySelectorAll(".group-button")) button.hidden = !hasGroups;

@@ -2,7 +2,6 @@
 // box around each expanded module group. Texts go in as text nodes (see dom.js).
 
 import { s } from "./dom.js";
-import { inGroup } from "./groups.js";
 import { shorten } from "./layout.js";
 
 function edgePath(points) {
@@ -43,6 +42,7 @@ function drawNode(node, box) {
       "data-node-id": node.id,
       "data-label": node.label,
       "data-kind": node.kind,
+      "data-module": node.group || null, // the module path it ran in (for tests and styles)
       transform: `translate(${box.x},${box.y})`,
       tabindex: 0,
       role: "button",
@@ -55,34 +55,10 @@ function drawNode(node, box) {
   );
 }
 
-/** Boxes around the expanded groups that have drawn members. */
-function groupBoxes(graph, positions, expanded) {
-  const boxes = [];
-  for (const path of expanded) {
-    let x0 = Infinity;
-    let y0 = Infinity;
-    let x1 = -Infinity;
-    let y1 = -Infinity;
-    for (const node of graph.nodes) {
-      if (!inGroup(node, path)) continue;
-      const b = positions.get(node.id);
-      x0 = Math.min(x0, b.x - b.width / 2);
-      y0 = Math.min(y0, b.y - b.height / 2);
-      x1 = Math.max(x1, b.x + b.width / 2);
-      y1 = Math.max(y1, b.y + b.height / 2);
-    }
-    if (x0 === Infinity) continue;
-    const depth = path.split(".").length;
-    const pad = 10 + Math.max(0, 4 - depth) * 2;
-    boxes.push({ path, x: x0 - pad, y: y0 - pad - 14, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad + 14 });
-  }
-  return boxes;
-}
-
 /** Draw a laid-out graph into `layers` ({ groups, edges, nodes } <g> elements). */
-export function drawGraph(layers, graph, laid, expanded, modules, arrowId) {
+export function drawGraph(layers, graph, laid, modules, arrowId) {
   for (const layer of Object.values(layers)) layer.replaceChildren();
-  for (const box of groupBoxes(graph, laid.positions, expanded)) {
+  for (const box of laid.groups) {
     layers.groups.append(
       s(
         "g",

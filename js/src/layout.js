@@ -8,10 +8,12 @@
 // and much faster. js/README.md has the measurements behind this.
 
 import dagre from "@dagrejs/dagre";
+import { inGroup } from "./groups.js";
 
 export const CHAR_WIDTH = 7; // px of one character at the label font size
 export const NODE_HEIGHT = 38;
 export const FULL_ORDERING_LIMIT = 400; // nodes; above it, the depth-first order is kept
+export const CLUSTER_LIMIT = 200; // nodes; above it, group boxes are bounding boxes (see layout)
 export const MAX_LABEL_CHARS = 32; // longer labels are shortened in the drawing (not in data-label)
 
 /** A text shortened to `max` characters, with an ellipsis in the middle. */
@@ -37,12 +39,17 @@ export function layoutInput(graph) {
 }
 
 /** dagre's longest-path ranking, iteratively (from the sinks up, in reverse topological order),
- * then each sink moved up under its lowest parent. */
+ * then each sink moved up under its lowest parent. With module groups laid out as dagre
+ * clusters, the nodes dagre adds for nesting (its root, each cluster's top and bottom border)
+ * are ranked afterwards, as tight around the real nodes as their edges allow. */
 export function longestPathRanks(g) {
+  const isReal = (v) => !g.node(v).dummy;
+  const realEdges = (edges) => edges.filter((e) => isReal(e.v) && isReal(e.w));
   const waiting = new Map();
   const ready = [];
   for (const v of g.nodes()) {
-    const out = g.outEdges(v).length;
+    if (!isReal(v)) continue;
+    const out = realEdges(g.outEdges(v)).length;
     waiting.set(v, out);
     if (out === 0) {
       g.node(v).rank = 0;
@@ -52,7 +59,7 @@ export function longestPathRanks(g) {
   while (ready.length) {
     const w = ready.pop();
     const rankW = g.node(w).rank;
-    for (const e of g.inEdges(w)) {
+    for (const e of realEdges(g.inEdges(w))) {
       const label = g.node(e.v);
       const rank = rankW - g.edge(e).minlen;
       if (label.rank === undefined || rank < label.rank) label.rank = rank;
@@ -61,17 +68,47 @@ export function longestPathRanks(g) {
       if (left === 0) ready.push(e.v);
     }
   }
-  for (const v of g.nodes()) if (g.node(v).rank === undefined) g.node(v).rank = 0; // a cycle
+  for (const v of waiting.keys()) if (g.node(v).rank === undefined) g.node(v).rank = 0; // a cycle
   // Longest path puts every sink on the bottom rank: each leaf's AccumulateGrad would hang at
   // the foot of the graph on an edge hundreds of ranks long (one dummy node per rank, and the
   // layout takes seconds). A sink has nothing below it, so it moves up under its lowest parent.
-  for (const v of g.nodes()) {
-    if (g.outEdges(v).length) continue;
-    const into = g.inEdges(v);
+  for (const v of waiting.keys()) {
+    if (realEdges(g.outEdges(v)).length) continue;
+    const into = realEdges(g.inEdges(v));
     if (!into.length) continue;
     let rank = -Infinity;
     for (const e of into) rank = Math.max(rank, g.node(e.v).rank + g.edge(e).minlen);
     g.node(v).rank = rank;
+  }
+  rankNestingNodes(g, isReal);
+}
+
+/** Rank dagre's nesting nodes once the real nodes have ranks: the root and each cluster's top
+ * border go as low as their edges down allow (right above what they hold), each bottom border
+ * as high as its edges up allow (right below). Inner clusters are placed before outer ones. */
+function rankNestingNodes(g, isReal) {
+  let pending = g.nodes().filter((v) => !isReal(v));
+  while (pending.length) {
+    const next = [];
+    for (const v of pending) {
+      const down = g.outEdges(v);
+      const up = g.inEdges(v);
+      if (down.length && down.every((e) => g.node(e.w).rank !== undefined)) {
+        let rank = Infinity;
+        for (const e of down) rank = Math.min(rank, g.node(e.w).rank - g.edge(e).minlen);
+        g.node(v).rank = rank;
+      } else if (up.length && up.every((e) => g.node(e.v).rank !== undefined)) {
+        let rank = -Infinity;
+        for (const e of up) rank = Math.max(rank, g.node(e.v).rank + g.edge(e).minlen);
+        g.node(v).rank = rank;
+      } else if (!down.length && !up.length) {
+        g.node(v).rank = 0;
+      } else {
+        next.push(v);
+      }
+    }
+    if (next.length === pending.length) throw new Error("nesting nodes that cannot be ranked");
+    pending = next;
   }
 }
 
@@ -97,10 +134,48 @@ export function depthFirstOrder(g) {
   for (const layer of layers) if (layer) layer.forEach((v, i) => (g.node(v).order = i));
 }
 
-/** Lay out a drawn graph: positions (centres) and edge polylines, with the overall size. */
-export function layout(graph) {
+/** The clusters to lay out: each expanded group that has drawn members, with its parent
+ * cluster, and the cluster each drawn node sits in directly. */
+export function clustersOf(graph, expanded) {
+  const open = new Set(expanded);
+  const enclosing = (path) => {
+    // the nearest open group that is `path` or contains it (a path need not be a group itself)
+    for (let p = path; p; p = p.includes(".") ? p.slice(0, p.lastIndexOf(".")) : null) {
+      if (open.has(p)) return p;
+    }
+    return null;
+  };
+  const parentOf = new Map(); // cluster path -> parent cluster path (or null)
+  const clusterOfNode = new Map(); // node id -> cluster path
+  for (const node of graph.nodes) {
+    let path = enclosing(node.group);
+    if (!path) continue;
+    clusterOfNode.set(node.id, path);
+    while (path && !parentOf.has(path)) {
+      const parent = path.includes(".") ? enclosing(path.slice(0, path.lastIndexOf("."))) : null;
+      parentOf.set(path, parent);
+      path = parent;
+    }
+  }
+  return { parentOf, clusterOfNode };
+}
+
+const CLUSTER_PREFIX = "cluster:";
+const TITLE_SPACE = 14; // px above a group box's first row, for its title
+
+/** Lay out a drawn graph: positions (centres), edge polylines, the boxes of the expanded
+ * groups (`expanded`, group paths) and the overall size.
+ *
+ * Up to CLUSTER_LIMIT nodes the groups are dagre clusters: dagre keeps each group's members
+ * together, out of the other nodes' way, and gives its box. Clusters make dagre two to four times
+ * slower, so a larger graph is laid out flat, and its boxes are the bounding boxes of their
+ * members, which other nodes may cross. */
+export function layout(graph, expanded = []) {
   const input = layoutInput(graph);
-  const g = new dagre.graphlib.Graph();
+  const full = input.nodes.length <= FULL_ORDERING_LIMIT;
+  const clustered = input.nodes.length <= CLUSTER_LIMIT;
+  const { parentOf, clusterOfNode } = clustered ? clustersOf(graph, expanded) : { parentOf: new Map(), clusterOfNode: new Map() };
+  const g = new dagre.graphlib.Graph({ compound: parentOf.size > 0 });
   g.setGraph({
     rankdir: "TB",
     ranker: longestPathRanks,
@@ -109,12 +184,16 @@ export function layout(graph) {
     ranksep: 34,
     edgesep: 8,
     marginx: 16,
-    marginy: 16,
+    marginy: 16 + (parentOf.size ? TITLE_SPACE : 0),
   });
   g.setDefaultEdgeLabel(() => ({}));
   for (const node of input.nodes) g.setNode(node.id, { width: node.width, height: node.height });
+  for (const [path, parent] of parentOf) {
+    g.setNode(CLUSTER_PREFIX + path, {});
+    if (parent) g.setParent(CLUSTER_PREFIX + path, CLUSTER_PREFIX + parent);
+  }
+  for (const [id, path] of clusterOfNode) g.setParent(id, CLUSTER_PREFIX + path);
   for (const edge of input.edges) g.setEdge(edge.v, edge.w);
-  const full = input.nodes.length <= FULL_ORDERING_LIMIT;
   dagre.layout(g, full ? {} : { customOrder: (graph) => depthFirstOrder(graph) });
   const positions = new Map();
   for (const node of input.nodes) {
@@ -125,6 +204,47 @@ export function layout(graph) {
     ...edge,
     points: (g.edge(edge.from, edge.to) || { points: [] }).points,
   }));
+  const groups = clustered ? clusterBoxes(g, parentOf, graph, positions) : boundingBoxes(graph, positions, expanded);
   const { width = 0, height = 0 } = g.graph();
-  return { positions, edges, width, height };
+  return { positions, edges, groups, width, height };
+}
+
+/** Group boxes from dagre's clusters, title space added above. dagre sizes a cluster by its
+ * borders on its last rank, which in a tangled graph may leave a member outside: the box also
+ * covers every member. */
+function clusterBoxes(g, parentOf, graph, positions) {
+  const members = new Map(boundingBoxes(graph, positions, parentOf.keys(), 0).map((b) => [b.path, b]));
+  return [...parentOf.keys()].map((path) => {
+    const { x, y, width, height } = g.node(CLUSTER_PREFIX + path);
+    const inner = members.get(path);
+    const x0 = Math.min(x - width / 2, inner.x);
+    const y0 = Math.min(y - height / 2 - TITLE_SPACE, inner.y);
+    const x1 = Math.max(x + width / 2, inner.x + inner.width);
+    const y1 = Math.max(y + height / 2, inner.y + inner.height);
+    return { path, x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+  });
+}
+
+/** Group boxes as the bounding boxes of their drawn members, padded (more for outer groups),
+ * title space above; one per group that has drawn members. */
+function boundingBoxes(graph, positions, paths, padding = null) {
+  const boxes = [];
+  for (const path of paths) {
+    let x0 = Infinity;
+    let y0 = Infinity;
+    let x1 = -Infinity;
+    let y1 = -Infinity;
+    for (const node of graph.nodes) {
+      if (!inGroup(node, path)) continue;
+      const b = positions.get(node.id);
+      x0 = Math.min(x0, b.x - b.width / 2);
+      y0 = Math.min(y0, b.y - b.height / 2);
+      x1 = Math.max(x1, b.x + b.width / 2);
+      y1 = Math.max(y1, b.y + b.height / 2);
+    }
+    if (x0 === Infinity) continue;
+    const pad = padding ?? 10 + Math.max(0, 4 - path.split(".").length) * 2;
+    boxes.push({ path, x: x0 - pad, y: y0 - pad - TITLE_SPACE, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad + TITLE_SPACE });
+  }
+  return boxes;
 }

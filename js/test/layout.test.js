@@ -1,7 +1,7 @@
 import dagre from "@dagrejs/dagre";
 import { describe, expect, it } from "vitest";
-import { groupPaths, initialCollapsed, visibleGraph } from "../src/groups.js";
-import { layout, layoutInput, longestPathRanks, nodeSize } from "../src/layout.js";
+import { groupPaths, inGroup, initialCollapsed, visibleGraph } from "../src/groups.js";
+import { CLUSTER_LIMIT, clustersOf, layout, layoutInput, longestPathRanks, nodeSize } from "../src/layout.js";
 import { indexTrace } from "../src/trace.js";
 import { backwardView, drawnIdFor, forwardView } from "../src/views.js";
 import { layeredTrace, simpleTrace } from "./fixtures.js";
@@ -138,5 +138,104 @@ describe("custom Functions in the forward view", () => {
     };
     const view = forwardView(indexTrace(trace));
     expect(view.nodes.map((n) => n.id)).toEqual(["t0", "o1", "t2"]);
+  });
+});
+
+describe("module groups laid out as clusters", () => {
+  // A small seeded generator (mulberry32), so that every run checks the same graphs.
+  const random = (seed) => () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const PATHS = [null, "m", "m.a", "m.a.fc", "m.b", "m.b.fc", "head"];
+
+  /** A random DAG of `size` nodes, each in a random group (or none), edges downwards. */
+  function randomGraph(seed, size) {
+    const next = random(seed);
+    const nodes = [];
+    const edges = [];
+    for (let i = 0; i < size; i++) {
+      nodes.push({ id: `v${i}`, label: `Node${i}`, sub: "", group: PATHS[Math.floor(next() * PATHS.length)] });
+      for (let j = 0; j < i; j++) if (next() < 2 / i) edges.push({ from: `v${j}`, to: `v${i}` });
+    }
+    return { nodes, edges };
+  }
+
+  const inside = (inner, outer) =>
+    inner.x >= outer.x - 0.5 && inner.y >= outer.y - 0.5 && inner.x + inner.width <= outer.x + outer.width + 0.5 && inner.y + inner.height <= outer.y + outer.height + 0.5;
+  const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+  const nodeBox = ({ x, y, width, height }) => ({ x: x - width / 2, y: y - height / 2, width, height });
+
+  it("lists each open group with drawn members, nested in the nearest open ancestor", () => {
+    const graph = { nodes: [{ id: "a", group: "m.a.fc" }, { id: "b", group: "m" }, { id: "c", group: "x.y" }, { id: "d", group: null }], edges: [] };
+    const { parentOf, clusterOfNode } = clustersOf(graph, ["m", "m.a.fc", "x"]);
+    expect([...parentOf]).toEqual([["m.a.fc", "m"], ["m", null], ["x", null]]);
+    expect([...clusterOfNode]).toEqual([["a", "m.a.fc"], ["b", "m"], ["c", "x"]]);
+  });
+
+  /** A random program of module calls, as models run: each call is a short chain of ops in
+   * its module, on the previous output (sometimes also an earlier one: a skip connection), with
+   * parameter leaves of its own. Edges point forward, as in the forward view. */
+  function moduleProgram(seed, calls) {
+    const next = random(seed);
+    const nodes = [];
+    const edges = [];
+    const outputs = [];
+    const add = (group, inputs) => {
+      const id = `v${nodes.length}`;
+      nodes.push({ id, label: `Op${nodes.length}`, sub: group || "", group });
+      for (const from of inputs) edges.push({ from, to: id });
+      return id;
+    };
+    let last = add(null, []);
+    outputs.push(last);
+    for (let c = 0; c < calls; c++) {
+      const group = PATHS[1 + Math.floor(next() * (PATHS.length - 1))];
+      const skip = next() < 0.3 ? outputs[Math.floor(next() * outputs.length)] : null;
+      for (let k = 0, length = 1 + Math.floor(next() * 3); k < length; k++) {
+        const parameter = next() < 0.5 ? [add(group, [])] : [];
+        last = add(group, [last, ...parameter, ...(k === 0 && skip && skip !== last ? [skip] : [])]);
+      }
+      outputs.push(last);
+    }
+    add(null, [last]);
+    return { nodes, edges };
+  }
+
+  function checkBoxes(label, graph, { strict }) {
+    const expanded = PATHS.filter((p) => p && graph.nodes.some((n) => inGroup(n, p)));
+    const laid = layout(graph, expanded);
+    expect(laid.groups.map((b) => b.path).sort()).toEqual([...expanded].sort());
+    const boxes = new Map(laid.groups.map((b) => [b.path, b]));
+    for (const [path, box] of boxes) {
+      const parent = expanded.filter((p) => path.startsWith(`${p}.`)).pop();
+      if (parent) expect(inside(box, boxes.get(parent)), `${label}: ${path} in ${parent}`).toBe(true);
+      for (const node of graph.nodes) {
+        const b = nodeBox(laid.positions.get(node.id));
+        if (inGroup(node, path)) expect(inside(b, box), `${label}: ${node.id} in ${path}`).toBe(true);
+        else if (strict) expect(overlaps(b, box), `${label}: ${node.id} (${node.group}) crosses ${path}`).toBe(false);
+      }
+    }
+    for (const edge of graph.edges) expect(laid.positions.get(edge.from).y).toBeLessThan(laid.positions.get(edge.to).y);
+  }
+
+  it("keeps every group's members in its box and every other node out of it (40 module programs)", () => {
+    for (let seed = 1; seed <= 40; seed++) checkBoxes(`program ${seed}`, moduleProgram(seed, 3 + (seed % 12)), { strict: true });
+  });
+
+  it("keeps members in their boxes, and boxes in their parents', in tangled graphs (40 random DAGs)", () => {
+    // Groups scattered at random over a random DAG: dagre keeps them apart almost always, not
+    // always, so only what the box itself guarantees is checked.
+    for (let seed = 1; seed <= 40; seed++) checkBoxes(`random ${seed}`, randomGraph(seed, 8 + (seed % 30)), { strict: false });
+  });
+
+  it("falls back to bounding boxes above the cluster limit", () => {
+    const view = forwardView(indexTrace(layeredTrace(60)));
+    expect(view.nodes.length).toBeGreaterThan(CLUSTER_LIMIT);
+    const laid = layout(view, groupPaths(view, indexTrace(layeredTrace(60)).modules));
+    const box = laid.groups.find((b) => b.path === "model.layers.3");
+    for (const node of view.nodes.filter((n) => n.group === "model.layers.3")) expect(inside(nodeBox(laid.positions.get(node.id)), box)).toBe(true);
   });
 });

@@ -186,7 +186,7 @@ def test_saved_values_read_from_pytorchs_nodes():
     trace, _ = record(readme_example, torch)
     mul = trace.node("MulBackward0")
     assert mul.saved_tensors == {"self": trace.tensors["c"], "other": trace.tensors["d"]}
-    assert list(mul.saved) == ["self", "other"]  # the table's order
+    assert list(mul.saved) == ["other", "self"]  # the table's order (PyTorch's: by name)
     assert mul.formulas == {"self": "grad * other", "other": "grad * self"}  # nbgrad's table
     assert trace.node("AddBackward0").saved == {"alpha": 1}
     assert mul.op.code == "e = c * d" and mul.freed_at == mul.steps[0].index

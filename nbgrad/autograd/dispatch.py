@@ -8,7 +8,15 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd import anomaly, errors, grad_mode, observe
-from nbgrad.autograd.node import SavedTensor, _sequence, accumulator_of, edge_of, node_class_for
+from nbgrad.autograd.node import (
+    SavedTensor,
+    _sequence,
+    accumulator_of,
+    edge_of,
+    node_class_for,
+    save,
+    saved_tensors_hook_stack,
+)
 from nbgrad.autograd.tensor import Tensor
 
 _make = Tensor._make
@@ -156,7 +164,7 @@ def run_inplace(spec, target, others=(), attrs=()):
     if recording:
         for p, kind, _ in spec.save_plan(needs):
             if kind == "result":
-                node._saved[p] = SavedTensor(target, True)
+                node._saved[p] = save(target, True)
         target._grad_fn = node
         target._output_nr = 0
         target._requires_grad = True
@@ -186,6 +194,9 @@ def _record(spec, inputs, result, attrs, extras, edges, metas, needs):
     saver = spec.savers.get(needs)
     if saver is None:
         saver = spec.savers[needs] = _make_saver(spec, needs)
+    if saved_tensors_hook_stack:  # a pack hook sees the result as it will be: with its grad_fn
+        result._requires_grad = True
+        result._grad_fn = node
     node._saved = saver(inputs, result, attrs, extras)
     if anomaly.enabled:
         anomaly.remember_forward(node)
@@ -202,11 +213,15 @@ def _make_saver(spec, needs):
     constants = {}
     parts = ["None"] * len(spec.saves)
     for p, kind, i in spec.save_plan(needs):
+        # Under saved_tensors_hooks (rare: HOOKS is then not empty), ``save`` packs the tensor.
         if kind == "input":
             value = f"inputs[{i}]"  # a Tensor, or a Python number kept as it is
-            parts[p] = f"(SavedTensor({value}, False) if isinstance({value}, Tensor) else {value})"
+            parts[p] = (
+                f"((save if HOOKS else SavedTensor)({value}, False) "
+                f"if isinstance({value}, Tensor) else {value})"
+            )
         elif kind == "result":
-            parts[p] = "SavedTensor(result, True)"
+            parts[p] = "(save if HOOKS else SavedTensor)(result, True)"
         elif kind == "attr":
             parts[p] = f"attrs[{i}]"
         elif kind == "constant":
@@ -222,8 +237,27 @@ def _make_saver(spec, needs):
             parts[p] = f"inputs[{i}]._data.size"
         else:  # "dtype"
             parts[p] = f"inputs[{i}]._dtype"
+    plan = spec.save_plan(needs)
+    results = [p for p, kind, _ in plan if kind == "result"]
+    inputs_after = [p for p, kind, _ in plan if kind == "input" and results and p > results[0]]
     source = f"lambda inputs, result, attrs, extras: [{', '.join(parts)}]"
-    scope = {"SavedTensor": SavedTensor, "Tensor": Tensor, **constants}
+    if inputs_after:
+        # PyTorch saves an op's inputs before running it and its result after, and a pack hook
+        # sees them in that order: the result is filled in last (the list keeps the positions).
+        first = ", ".join("None" if p in results else part for p, part in enumerate(parts))
+        lines = ["def saver(inputs, result, attrs, extras):", f"    saved = [{first}]"]
+        lines += [f"    saved[{p}] = {parts[p]}" for p in results]
+        source = "\n".join([*lines, "    return saved"])
+    scope = {
+        "SavedTensor": SavedTensor,
+        "Tensor": Tensor,
+        "save": save,
+        "HOOKS": saved_tensors_hook_stack,
+        **constants,
+    }
+    if inputs_after:
+        exec(compile(source, f"<save {spec.node}>", "exec"), scope)  # noqa: S102 - built above
+        return scope["saver"]
     return eval(compile(source, f"<save {spec.node}>", "eval"), scope)  # noqa: S307 - built above
 
 

@@ -10,7 +10,7 @@ import functools
 import numpy as np
 
 from nbgrad.autograd import errors, grad_mode, observe
-from nbgrad.autograd.node import FREED, Node, SavedTensor, edge_of
+from nbgrad.autograd.node import FREED, Node, PackedSavedTensor, SavedTensor, edge_of, save
 from nbgrad.autograd.tensor import Tensor
 
 
@@ -30,6 +30,8 @@ class FunctionCtx:
             if type(item) is SavedTensor:
                 item.check_version(self)
                 tensors.append(self._tensor_of(item))
+            elif type(item) is PackedSavedTensor:
+                tensors.append(item.unpack(self))
             else:
                 tensors.append(item)
         return tuple(tensors)
@@ -101,7 +103,7 @@ class BackwardCFunction(Node, FunctionCtx):
         return outputs
 
     def release_saved(self):
-        if any(type(s) is SavedTensor for s in self._saved):
+        if any(type(s) in (SavedTensor, PackedSavedTensor) for s in self._saved):
             self._saved = FREED
 
 
@@ -199,7 +201,7 @@ def _connect(ctx, args, outputs):
     )
     output_ids = {id(o) for o in connected if isinstance(o, Tensor)}
     ctx._saved = tuple(
-        SavedTensor(t, id(t) in output_ids) if isinstance(t, Tensor) else t for t in ctx._to_save
+        save(t, id(t) in output_ids) if isinstance(t, Tensor) else t for t in ctx._to_save
     )
     ctx._to_save = ()
     return tuple(connected)

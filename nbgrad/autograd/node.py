@@ -141,9 +141,100 @@ class SavedTensor:
             raise errors.modified_by_inplace(self, node)
 
 
+# ``torch.autograd.graph.saved_tensors_hooks`` in force: (pack_hook, unpack_hook) pairs, the
+# innermost last. Empty unless a user asks for hooks; the code that saves tensors tests it.
+saved_tensors_hook_stack = []
+
+
+def save(tensor, is_output):
+    """What a node keeps of ``tensor``: a SavedTensor, or, under ``saved_tensors_hooks``, what
+    the innermost pack hook makes of it."""
+    if not saved_tensors_hook_stack:
+        return SavedTensor(tensor, is_output)
+    return PackedSavedTensor(tensor, is_output, *saved_tensors_hook_stack[-1])
+
+
+class PackedSavedTensor:
+    """A saved tensor that a pack hook turned into an object of its choice: each read gives it to
+    the unpack hook, which must give back a tensor. As in PyTorch, no in-place check is made
+    (the hooks own the value), and what is read back is a new tensor that shares the unpacked
+    data and stands where the saved one stood in the graph (same grad_fn, or the same leaf)."""
+
+    __slots__ = (
+        "packed",
+        "unpack_hook",
+        "requires_grad",
+        "is_output",
+        "grad_fn",
+        "output_nr",
+        "accumulator",
+    )
+
+    def __init__(self, tensor, is_output, pack_hook, unpack_hook, pack_argument=None):
+        version = tensor._version
+        self.packed = pack_hook(tensor if pack_argument is None else pack_argument)
+        if tensor._version != version:
+            raise RuntimeError(errors.PACK_HOOK_INPLACE)
+        self.unpack_hook = unpack_hook
+        self.requires_grad = tensor._requires_grad
+        self.is_output = is_output  # its grad_fn is the node that saved it, not known yet
+        self.grad_fn = None if is_output else tensor._grad_fn
+        self.output_nr = tensor._output_nr
+        is_leaf = not is_output and tensor._grad_fn is None and tensor._requires_grad
+        self.accumulator = accumulator_of(tensor) if is_leaf else None
+
+    def unpack(self, node):
+        """The tensor the unpack hook gives, attached to the graph as the saved one was."""
+        from nbgrad.autograd.tensor import Tensor
+
+        value = self.unpack_hook(self.packed)
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                "Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                f"type {type(value).__name__}"
+            )
+        grad_fn = (node if self.is_output else self.grad_fn) if self.requires_grad else None
+        tensor = Tensor._make(value._data, self.requires_grad, grad_fn)
+        tensor._output_nr = self.output_nr
+        if self.accumulator is not None:  # a leaf: gradients through it reach the same .grad
+            tensor._accumulator = weakref.ref(self.accumulator)
+        return tensor
+
+
+class RawSavedTensor:
+    """``grad_fn._raw_saved_<name>``: the saved tensor itself, to give it its own hooks."""
+
+    __slots__ = ("_node", "_position")
+
+    def __init__(self, node, position):
+        self._node = node
+        self._position = position
+
+    def register_hooks(self, pack_hook, unpack_hook):
+        """Pack the saved tensor now with ``pack_hook``; every later read goes through
+        ``unpack_hook``. PyTorch gives the pack hook the saved data without its history."""
+        from nbgrad.autograd.tensor import Tensor
+
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise TypeError("register_hooks() takes two callables: pack_hook and unpack_hook")
+        saved = self._node._saved
+        value = saved[self._position] if type(saved) in (list, tuple) else FREED
+        if value is FREED:
+            raise RuntimeError(errors.REGISTER_HOOKS_AFTER_FREE)
+        if type(value) is PackedSavedTensor:
+            raise RuntimeError(errors.HOOKS_ALREADY_SET)
+        original = value.tensor
+        if original is None:  # a saved output: a tensor standing for it, attached to this node
+            original = self._node._tensor_of(value)
+        packed = PackedSavedTensor(
+            original, value.tensor is None, pack_hook, unpack_hook, Tensor._make(value.data)
+        )
+        saved[self._position] = packed
+
+
 def _is_buffer(value):
     """Saved tensors and arrays (alone or in a tuple of indices) are freed after backward."""
-    if type(value) is SavedTensor or type(value) is np.ndarray:
+    if type(value) is SavedTensor or type(value) is np.ndarray or type(value) is PackedSavedTensor:
         return True
     return type(value) is tuple and any(type(v) is np.ndarray for v in value)
 
@@ -165,6 +256,7 @@ class TableNode(Node):
 
     def unpacked(self, as_tensors):
         values = []
+        packed = False
         for saved in self._saved:
             if type(saved) is SavedTensor:
                 if saved.counter.value != saved.version:
@@ -173,8 +265,19 @@ class TableNode(Node):
             elif saved is FREED:
                 raise RuntimeError(errors.BACKWARD_TWICE)
             else:
+                packed = packed or type(saved) is PackedSavedTensor
                 values.append(saved)
+        if packed:
+            self._unpack_hooked(values, as_tensors)
         return values
+
+    def _unpack_hooked(self, values, as_tensors):
+        """Read the saved tensors that pack hooks hold through their unpack hooks: inputs
+        first, then outputs, the order in which PyTorch unpacks (and packed) them."""
+        hooked = [i for i, v in enumerate(values) if type(v) is PackedSavedTensor]
+        for i in sorted(hooked, key=lambda i: values[i].is_output):
+            tensor = values[i].unpack(self)
+            values[i] = tensor if as_tensors else tensor._data
 
     def _tensor_of(self, saved):
         if saved.tensor is not None:
@@ -225,6 +328,8 @@ class TableNode(Node):
         if type(value) is SavedTensor:
             value.check_version(self)
             return self._tensor_of(value)
+        if type(value) is PackedSavedTensor:
+            return value.unpack(self)
         name = self.spec.saves[position]
         if name in self.spec.inputs and isinstance(value, (int, float, bool)):
             # A Python number used as an operand is shown as the 0-dim tensor PyTorch wraps it in.
@@ -275,7 +380,26 @@ def node_class_for(spec):
         attributes["name"] = _namespaced_name
     for position, name in enumerate(spec.saves):
         attributes[f"_saved_{name}"] = _saved_property(position, name)
+        if spec.save_sources[position][0] in ("input", "result"):
+            attributes[f"_raw_saved_{name}"] = _raw_saved_property(position, name)
     return type(spec.node, (TableNode,), attributes)
+
+
+def _raw_saved_property(position, name):
+    def get(node):
+        value = node._saved[position] if type(node._saved) in (list, tuple) else FREED
+        # Only tensors have a raw form: a Python number saved as an operand, or nothing saved
+        # because no formula needed it, reads as None.
+        if value is None or (value is not FREED and not _is_saved_tensor(value)):
+            return None
+        return RawSavedTensor(node, position)
+
+    get.__name__ = f"_raw_saved_{name}"
+    return property(get, doc=f"The saved ``{name}`` itself, for ``register_hooks``.")
+
+
+def _is_saved_tensor(value):
+    return type(value) is SavedTensor or type(value) is PackedSavedTensor
 
 
 LEAF_SEQUENCE_NR = 2**64 - 1

@@ -42,10 +42,10 @@ op("rsub", "RsubBackward1", ("self",), {"self": "-grad * alpha"},
    promote=True)
 op("mul", "MulBackward0", ("self", "other"),
    {"self": "grad * other", "other": "grad * self"},
-   np.multiply, saves=("self", "other"), promote=True)
+   np.multiply, saves=("other", "self"), promote=True)
 op("div", "DivBackward0", ("self", "other"),
    {"self": "grad / other", "other": "-grad * self / (other * other)"},
-   np.true_divide, saves=("self", "other"), promote=True, floating=True)
+   np.true_divide, saves=("other", "self"), promote=True, floating=True)
 op("div_rounded", "DivBackward2", ("self", "other"),
    # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them.
    {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
@@ -58,7 +58,7 @@ op("pow", "PowBackward0", ("self",),
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
-   np.power, saves=("self", "exponent", "result"), promote=True)
+   np.power, saves=("exponent", "result", "self"), promote=True)
 op("rpow", "PowBackward2", ("exponent",),
    {"exponent": "grad * result * scalar_log(self) if self != 0 else "
                 "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},
@@ -67,11 +67,11 @@ op("rpow", "PowBackward2", ("exponent",),
 op("maximum", "MaximumBackward0", ("self", "other"),
    {"self": "where(self > other, grad, where(self == other, grad / 2, 0 * grad))",
     "other": "where(other > self, grad, where(self == other, grad / 2, 0 * grad))"},
-   np.maximum, saves=("self", "other"), promote=True)
+   np.maximum, saves=("other", "self"), promote=True)
 op("minimum", "MinimumBackward0", ("self", "other"),
    {"self": "where(self < other, grad, where(self == other, grad / 2, 0 * grad))",
     "other": "where(other < self, grad, where(self == other, grad / 2, 0 * grad))"},
-   np.minimum, saves=("self", "other"), promote=True)
+   np.minimum, saves=("other", "self"), promote=True)
 
 # --- element-wise functions ---------------------------------------------------------------------
 

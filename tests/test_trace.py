@@ -546,6 +546,56 @@ def test_a_training_loop_records_its_first_steps_then_runs_unrecorded():
     assert len(trace.accumulations["w"]) == 2
 
 
+def _record_a_bit_of_everything():
+    """A block with a saved result (relu), a tensor used twice, a custom Function, a module and
+    two backward passes: every kind of link between records."""
+    model = nbgrad.nn.Linear(3, 2)
+    x = nbgrad.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+    with record() as trace:
+        h = model(x).relu()
+        y = Square.apply(h) * h
+        y.sum().backward(retain_graph=True)
+        y.sum().backward()
+    return trace
+
+
+def test_a_dropped_trace_is_freed_at_once_without_the_garbage_collector():
+    import gc
+    import weakref
+
+    from nbgrad.trace.api import set_last_trace
+
+    gc.collect()
+    gc.disable()  # what the collector would free does not count: it must go by refcounting
+    try:
+        trace = _record_a_bit_of_everything()
+        set_last_trace(None)
+        assert trace.backward_steps and trace.accumulations and any(op.function for op in trace.ops)
+        records = [*trace.tensors.values(), *trace.ops, *trace.nodes]
+        alive = [weakref.ref(r) for r in records]
+        del records, trace
+        assert [r() for r in alive if r() is not None] == []
+    finally:
+        gc.enable()
+
+
+def test_a_record_kept_after_its_trace_keeps_its_values_and_forward_links():
+    from nbgrad.trace.api import set_last_trace
+
+    trace = _record_a_bit_of_everything()
+    set_last_trace(None)
+    relu = trace.node("ReluBackward0")
+    h = trace.tensors["h"]
+    grad, value = h.grad.copy(), h.value.copy()
+    assert h.op is not None and relu.op is not None and relu.steps  # while the trace lives
+    del trace
+    assert np.array_equal(h.grad, grad) and np.array_equal(h.value, value)
+    assert h.grad_fn is relu and [n.name for n, _ in relu.next] == ["AddmmBackward0"]
+    assert relu.saved["result"] is h.value
+    # The links that pointed back were cut when the trace went (that is what freed it).
+    assert (h.op, h.uses, relu.op, relu.steps, relu.saved_tensors) == (None, [], None, [], {})
+
+
 def test_max_nodes_stops_recording():
     x = nbgrad.tensor(1.0, requires_grad=True)
     with record(max_nodes=5) as trace:

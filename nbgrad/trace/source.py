@@ -102,11 +102,9 @@ class Source:
     def _spans_at(self, code, offsets):
         """lasti -> span for the instructions at ``offsets`` in ``code`` (see ``span_at``)."""
         spans = {}
-        get = getattr(code, "co_positions", None)  # Python 3.11+
-        if get is None:
+        if not hasattr(code, "co_positions"):  # Python 3.11+
             return spans
-        # Positions are per 2-byte code unit. Listed up to the last one asked for, then dropped.
-        positions = list(itertools.islice(get(), max(offsets) // 2 + 1))
+        positions = _positions_of(code, max(offsets) // 2 + 1)
         for lasti in offsets:
             position = positions[lasti // 2] if lasti // 2 < len(positions) else None
             if position is not None and None not in position:
@@ -255,3 +253,22 @@ def _looks_like_module(node):
         return False
     names.append(node.id)
     return names[-1] in {"torch", "nbgrad", "F", "nn", "np", "functional"}
+
+
+_POSITIONS = {}  # (bytecode, position table, first line) -> the positions listed so far
+RECENT_POSITIONS = 16
+
+
+def _positions_of(code, count):
+    """The first ``count`` entries of ``code.co_positions()`` (one per 2-byte code unit). A cell
+    run again is compiled again, to a new code object with the same bytecode and positions: the
+    list made for the previous run serves, keyed by that content (not by the code object, which
+    is new, nor by its filename, which has the execution count in it)."""
+    key = (code.co_code, code.co_linetable, code.co_firstlineno)
+    positions = _POSITIONS.get(key)
+    if positions is None or len(positions) < count:
+        positions = list(itertools.islice(code.co_positions(), count))
+        if len(_POSITIONS) >= RECENT_POSITIONS:
+            _POSITIONS.clear()
+        _POSITIONS[key] = positions
+    return positions

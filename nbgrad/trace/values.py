@@ -240,6 +240,13 @@ def keep_plain(value, policy):
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (tuple, list)):
+        if type(value) is tuple:
+            # Most are sizes (``mat1_sym_sizes``): a tuple of ints is kept as it is.
+            for v in value:
+                if type(v) is not int:
+                    break
+            else:
+                return value
         return tuple(keep_plain(v, policy) for v in value)
     if isinstance(value, np.ndarray):
         return snapshot(value, policy)

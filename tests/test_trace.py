@@ -87,6 +87,27 @@ def test_saved_buffers_formulas_and_lines():
     assert trace.source_lines[mul.op.line] == "e = c * d"
 
 
+def test_line_and_span_of_an_op_are_known_while_the_block_runs():
+    import inspect
+
+    a = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    with record() as trace:
+        b = (a *
+             3).sum()  # fmt: skip
+        first = trace.ops[0]
+        line, span = first.line, first.span
+        assert not trace.complete
+    here = inspect.currentframe().f_code.co_firstlineno
+    text = inspect.getsource(test_line_and_span_of_an_op_are_known_while_the_block_runs)
+    mul_line = here + text.splitlines().index("        b = (a *")
+    assert first.op == "mul" and line == mul_line
+    # from ``a`` (col 13) to ``3`` (col 14) on the next line
+    assert span == (mul_line, 13, mul_line + 1, 14)
+    # what was read while recording is what the finished trace keeps
+    assert (first.line, first.span) == (line, span) and first.code == "b = (a *"
+    assert float(b) == 9.0
+
+
 def test_every_intermediate_keeps_its_grad_without_a_warning():
     _, (a, b, c, d, e) = small_program()
     with warnings.catch_warnings():

@@ -8,7 +8,6 @@ back to the line's text.
 """
 
 import ast
-import itertools
 import linecache
 import re
 
@@ -53,64 +52,37 @@ class Source:
         self._parents = None
         self._indexed = None
         self._statements = None
-        self._positions = {}
         self._descriptions = {}
 
     # --- while recording --------------------------------------------------------------------
 
+    def position_at(self, code, lasti):
+        """(line, end line, col, end col) of the instruction at ``lasti`` in ``code`` (any may
+        be None), or None."""
+        if not hasattr(code, "co_positions"):  # Python 3.10: lines, no columns
+            for start, end, line in code.co_lines():
+                if start <= lasti < end:
+                    return (line, None, None, None)
+            return None
+        positions = _positions_of(code)
+        index = lasti // 2  # one position per 2-byte code unit
+        return positions[index] if index < len(positions) else None
+
     def span_at(self, code, lasti):
         """(line, col, end line, end col) of the instruction at ``lasti`` in ``code``, or None."""
-        # Keyed by id: hashing a code object hashes its whole contents. Only the instructions
-        # asked about are read: a cell's code is new on every run, and listing all its
-        # positions made hundreds of tuples per run for the garbage collector to scan.
-        entry = self._positions.get(id(code))
-        if entry is None or entry[0] is not code:
-            if len(self._positions) > 16:  # code of earlier runs of this cell: let it go
-                self._positions.clear()
-            entry = self._positions[id(code)] = (code, {})
-        spans = entry[1]
-        if lasti in spans:
-            return spans[lasti]
-        span = None
-        get = getattr(code, "co_positions", None)  # Python 3.11+
-        if get is not None:
-            position = next(itertools.islice(get(), lasti // 2, None), None)
-            if position is not None and None not in position:
-                line, end_line, col, end_col = position
-                span = (line, col, end_line, end_col)
-        spans[lasti] = span
-        return span
+        position = self.position_at(code, lasti)
+        if position is None or None in position:
+            return None
+        line, end_line, col, end_col = position
+        return (line, col, end_line, end_col)
 
     def fill_spans(self, ops, sites):
         """Give each op without a span the span of its site ((code, lasti, direct) or None, one
-        per op). Spans are looked up when the trace is finished, in one walk over each code
-        object's positions: looking each one up while recording walked the positions from the
-        start for every op, which cost more than the rest of recording an op."""
-        wanted = {}  # id(code) -> (code, offsets asked for)
+        per op), when the trace is finished. (An op that noted where it ran, ``ran_at``, finds
+        its own span when first read.)"""
         for op, site in zip(ops, sites):
             if op.span is None and site is not None:
-                code, lasti = site[0], site[1]
-                entry = wanted.get(id(code))
-                if entry is None:
-                    entry = wanted[id(code)] = (code, set())
-                entry[1].add(lasti)
-        found = {key: self._spans_at(code, offsets) for key, (code, offsets) in wanted.items()}
-        for op, site in zip(ops, sites):
-            if op.span is None and site is not None:
-                op.span = found[id(site[0])].get(site[1])
-
-    def _spans_at(self, code, offsets):
-        """lasti -> span for the instructions at ``offsets`` in ``code`` (see ``span_at``)."""
-        spans = {}
-        if not hasattr(code, "co_positions"):  # Python 3.11+
-            return spans
-        positions = _positions_of(code, max(offsets) // 2 + 1)
-        for lasti in offsets:
-            position = positions[lasti // 2] if lasti // 2 < len(positions) else None
-            if position is not None and None not in position:
-                line, end_line, col, end_col = position
-                spans[lasti] = (line, col, end_line, end_col)
-        return spans
+                op.span = self.span_at(site[0], site[1])
 
     # --- when the trace is finished ----------------------------------------------------------
 
@@ -255,19 +227,20 @@ def _looks_like_module(node):
     return names[-1] in {"torch", "nbgrad", "F", "nn", "np", "functional"}
 
 
-_POSITIONS = {}  # (bytecode, position table, first line) -> the positions listed so far
+_POSITIONS = {}  # (bytecode, position table, first line) -> the code's positions
 RECENT_POSITIONS = 16
 
 
-def _positions_of(code, count):
-    """The first ``count`` entries of ``code.co_positions()`` (one per 2-byte code unit). A cell
-    run again is compiled again, to a new code object with the same bytecode and positions: the
-    list made for the previous run serves, keyed by that content (not by the code object, which
-    is new, nor by its filename, which has the execution count in it)."""
+def _positions_of(code):
+    """``list(code.co_positions())``, made once per code: a cell run again is compiled again, to
+    a new code object with the same bytecode and positions, so the list is kept by that content
+    (not by the code object, which is new, nor by its filename, which has the execution count
+    in it). Walking the positions from the start for each op cost more than the rest of
+    recording it."""
     key = (code.co_code, code.co_linetable, code.co_firstlineno)
     positions = _POSITIONS.get(key)
-    if positions is None or len(positions) < count:
-        positions = list(itertools.islice(code.co_positions(), count))
+    if positions is None:
+        positions = list(code.co_positions())
         if len(_POSITIONS) >= RECENT_POSITIONS:
             _POSITIONS.clear()
         _POSITIONS[key] = positions

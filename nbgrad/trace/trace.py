@@ -87,6 +87,8 @@ class OpRecord:
     line      the line (of the cell, or of the file for ``record()``) that ran it, or None
     code      that line's text
     span      (line, column, end line, end column) of the expression that ran it, or None
+              (``line`` and ``span`` are known as soon as the op is recorded; ``code`` when the
+              trace is finished)
     module    the dotted path of the nn.Module it ran inside ("model.fc1"), or None
     in_backward  the index of the backward pass it ran in (create_graph), or None
     function  the OpRecord of the custom ``autograd.Function`` call whose ``forward`` ran it
@@ -99,12 +101,14 @@ class OpRecord:
         "inputs",
         "outputs",
         "node",
-        "line",
+        "_line",
         "code",
-        "span",
+        "_span",
         "module",
         "in_backward",
         "function",
+        "_source",
+        "_site",
         "__weakref__",
     )
 
@@ -114,12 +118,55 @@ class OpRecord:
         self.inputs = inputs
         self.outputs = outputs
         self.node = node
-        self.line = line
+        self._line = line
         self.code = None
-        self.span = span
+        self._span = span
         self.module = module
         self.in_backward = in_backward
         self.function = None
+        # Where the op ran, as a recorder saw it: a Source and the (code, instruction offset,
+        # ...) of the user's frame. Its line and span are looked up from there when first read:
+        # finding them for every op while recording cost more than the rest of recording it.
+        self._source = None
+        self._site = None
+
+    def ran_at(self, source, site):
+        """Note that the op ran at ``site`` ((code, lasti, ...)) in ``source``: its ``line``
+        and ``span`` are found from there when first read."""
+        self._source = source
+        self._site = site
+
+    @property
+    def line(self):
+        if self._site is not None:
+            self._locate()
+        return self._line
+
+    @line.setter
+    def line(self, value):
+        self._line = value
+
+    @property
+    def span(self):
+        if self._site is not None:
+            self._locate()
+        return self._span
+
+    @span.setter
+    def span(self, value):
+        self._span = value
+
+    def _locate(self):
+        code, lasti = self._site[0], self._site[1]
+        position = self._source.position_at(code, lasti)
+        self._source = self._site = None  # once, and the code object is not kept
+        if position is None:
+            return
+        line, end_line, col, end_col = position
+        if self._line is None:
+            self._line = line
+        if self._span is None and None not in position:
+            self._span = (line, col, end_line, end_col)
 
     def __repr__(self):
         where = f" line {self.line}" if self.line is not None else ""

@@ -119,6 +119,8 @@ def _mean_and_std(values):
 
 def preview_of(array):
     """The top-left corner of the first matrix (at most 6 x 6), or a vector's first 12 values."""
+    if array.ndim == 2:  # the most common, written out
+        return array[:PREVIEW_SIDE, :PREVIEW_SIDE]
     if array.ndim == 0:
         return array
     if array.ndim == 1:

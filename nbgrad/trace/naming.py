@@ -18,6 +18,8 @@ Names are unique in a trace: a repeated one gets ``#k``, k counting its occurren
 
 import types
 
+import numpy as np
+
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace.modules import is_module, module_paths, named_submodules
 from nbgrad.trace.trace import TensorRecord
@@ -107,19 +109,22 @@ def _variables(namespaces, tensor_type):
 # Values that are neither tensors, modules nor containers: skipped without looking at them.
 # Asking a Python module whether it is an nn.Module goes through its ``__getattr__`` (NumPy's
 # raises an AttributeError it builds with some care), a visible part of finishing a trace.
-_NEVER_NAMED = (
-    type(None),
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    bytes,
-    type,
-    types.ModuleType,
-    types.FunctionType,
-    types.BuiltinFunctionType,
-    types.MethodType,
+_NEVER_NAMED = frozenset(
+    (
+        type(None),
+        bool,
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        type,
+        types.ModuleType,
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        np.ndarray,
+    )
 )
 
 

@@ -547,6 +547,35 @@ def test_large_arrays_are_summarised_unless_full():
     assert float(s) == pytest.approx(2 * expected.sum(), rel=1e-4)
 
 
+@pytest.mark.parametrize("size", [1025, 16 * 1024, 16 * 1024 + 1, 100_000])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
+def test_summary_statistics_agree_with_numpy_in_float64(size, dtype):
+    # sums by a dot product with ones (short arrays) or by rows of 256 (long ones, with a tail)
+    rng = np.random.default_rng(size)
+    array = (rng.standard_normal(size) * 3 + 0.5).astype(dtype)
+    array[7] = -40  # the minimum, at a known place
+    exact = array.astype(np.float64)
+    summary = ArraySummary(array.reshape(-1, 1))
+    assert summary.shape == (size, 1) and summary.dtype == np.dtype(dtype).name
+    assert (summary.min, summary.max) == (-40.0, exact.max())
+    assert summary.mean == pytest.approx(exact.mean(), rel=1e-5, abs=1e-6)
+    assert summary.std == pytest.approx(exact.std(), rel=1e-4)
+    assert summary.nonfinite == 0 and summary.preview.shape == (6, 1)
+
+
+def test_summary_of_an_array_with_nan_and_infinities():
+    array = np.arange(2000, dtype=np.float32)
+    array[[3, 9]] = np.nan
+    array[5] = np.inf
+    summary = ArraySummary(array)
+    finite = np.delete(array, [3, 5, 9]).astype(np.float64)
+    assert summary.nonfinite == 3
+    assert (summary.min, summary.max) == (0.0, 1999.0)
+    assert summary.mean == pytest.approx(finite.mean()) and summary.std == pytest.approx(
+        finite.std()
+    )
+
+
 def test_a_training_loop_records_its_first_steps_then_runs_unrecorded():
     w = nbgrad.randn(3, requires_grad=True)
     steps_run = 0

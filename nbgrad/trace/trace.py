@@ -356,10 +356,10 @@ class Trace:
         # every record go at once, by reference counting. A record kept after its trace was
         # dropped keeps its own fields and its forward links (``grad_fn``, ``next``,
         # ``inputs``, ``outputs``, ``node``, ``variable``), not the back ones.
-        for record in self.tensors.values():
+        for record in getattr(self, "tensors", {}).values():  # (a half-made trace has none)
             record.op = None
             record.uses = []
-        for record in self.nodes:
+        for record in getattr(self, "nodes", ()):
             record.op = None
             record.steps = []
             record.saved_tensors = {}

@@ -197,6 +197,28 @@ def test_a_cell_run_again_is_recorded_and_reported_as_the_first_time(shell, caps
     assert seen[0][2:] == ["t", "u", "u * 0"]
 
 
+def test_labels_follow_the_cells_text_when_it_changes(shell):
+    # Labels are kept by the text of the statement they come from: moved lines keep them, an
+    # edited statement gets new ones, and statements sharing a line are labelled as well.
+    head = "%%autograd --no-show\nimport nbgrad as torch\nq = torch.tensor([1.0, 2.0])\n"
+    cells = [
+        head + "r = (q * 3).sum() + 1\n",
+        head + "# moved one line down\nr = (q * 3).sum() + 1\n",
+        head + "r = (q * 4).sum() + 1\n",
+        head + "r = (q * 3).sum() + 1; s = q + 0\n",
+    ]
+    labels = []
+    for cell in cells:
+        assert run(shell, cell).success
+        trace = nbgrad.last_trace()
+        ops = {name: record.op for name, record in trace.tensors.items()}
+        labels.append([(name, op.line if op else None) for name, op in ops.items()])
+    assert labels[0] == [("q", None), ("q * 3", 4), ("(q * 3).sum()", 4), ("r", 4)]
+    assert labels[1] == [("q", None), ("q * 3", 5), ("(q * 3).sum()", 5), ("r", 5)]
+    assert labels[2] == [("q", None), ("q * 4", 4), ("(q * 4).sum()", 4), ("r", 4)]
+    assert labels[3] == [("q", None), ("q * 3", 4), ("(q * 3).sum()", 4), ("r", 4), ("s", 4)]
+
+
 def test_keyboard_interrupt_stops_recording_cleanly(shell):
     result = run(
         shell,

@@ -8,6 +8,7 @@ back to the line's text.
 """
 
 import ast
+import bisect
 import linecache
 import re
 
@@ -53,6 +54,8 @@ class Source:
         self._indexed = None
         self._statements = None
         self._descriptions = {}
+        self._starts = None
+        self._statement_texts = {}  # index of a top-level statement -> its text
 
     # --- while recording --------------------------------------------------------------------
 
@@ -92,12 +95,47 @@ class Source:
         cache = self._descriptions
         if span in cache:
             return cache[span]
-        node = self.expression(span)
-        found = None
-        if node is not None:
-            found = (self.label(node), self.assigned_to(node), self.operands(node))
+        key = self._statement_key(span)
+        found = _DESCRIPTIONS.get(key, _UNKNOWN) if key is not None else _UNKNOWN
+        if found is _UNKNOWN:
+            node = self.expression(span)
+            found = None
+            if node is not None:
+                found = (self.label(node), self.assigned_to(node), self.operands(node))
+            if key is not None:
+                if len(_DESCRIPTIONS) >= RECENT_DESCRIPTIONS:
+                    _DESCRIPTIONS.clear()
+                _DESCRIPTIONS[key] = found
         cache[span] = found
         return found
+
+    def _statement_key(self, span):
+        """What ``describe(span)`` depends on: the text of the top-level statement that holds
+        the span, and the span's place in it; or None when the span is not inside one statement
+        alone (statements sharing a line: ``a = 1; b = a * 2``).
+
+        An expression is found and labelled from that statement's text only, so a cell whose
+        other lines changed (or whose text is new only by a comment, or by its execution count)
+        gets the labels of its unchanged statements without walking them again: indexing a
+        statement's expressions costs more than recording a small step's ops."""
+        if not self._parse():
+            return None
+        line, col, end_line, end_col = span
+        statements = self._statements
+        index = bisect.bisect_right(self._starts, line) - 1
+        if index < 0:
+            return None
+        start, end, _ = statements[index]
+        if end_line > end:
+            return None
+        if index > 0 and statements[index - 1][1] >= start:
+            return None
+        if index + 1 < len(statements) and statements[index + 1][0] <= end:
+            return None
+        text = self._statement_texts.get(index)
+        if text is None:
+            text = self._statement_texts[index] = "\n".join(self.lines[start - 1 : end])
+        return (text, line - start, col, end_line - start, end_col)
 
     def line_text(self, line):
         if line is None or not 1 <= line <= len(self.lines):
@@ -191,6 +229,7 @@ class Source:
             if self._tree is not None:
                 self._by_line, self._parents, self._indexed = {}, {}, set()
                 self._statements = [(s.lineno, s.end_lineno, s) for s in self._tree.body]
+                self._starts = [start for start, _, _ in self._statements]
         return self._tree is not None
 
     def _nodes_at(self, line):
@@ -226,6 +265,11 @@ def _looks_like_module(node):
     names.append(node.id)
     return names[-1] in {"torch", "nbgrad", "F", "nn", "np", "functional"}
 
+
+_UNKNOWN = object()
+# (a top-level statement's text, a span relative to it) -> its description (Source.describe)
+_DESCRIPTIONS = {}
+RECENT_DESCRIPTIONS = 4096
 
 _POSITIONS = {}  # (bytecode, position table, first line) -> the code's positions
 RECENT_POSITIONS = 16

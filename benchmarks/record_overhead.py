@@ -22,9 +22,11 @@ With ``--engine torch`` the same step is written on real PyTorch (``import torch
 recorded cell records PyTorch's graph (nbgrad.trace.torch_recorder); the goal of issue 7 is a
 ratio of at most 2. PyTorch runs on one thread too (``torch.set_num_threads(1)``).
 
-A cell run again is not parsed again by ``%%autograd`` (a plain cell is, by IPython), and the
-labels of its expressions are kept; ``--fresh-text`` gives every run a new text (a comment with a
-counter), so that each run costs what a cell's first run does.
+A cell run again is not parsed again by ``%%autograd`` (a plain cell is, by IPython), and what
+was found for its expressions (labels, positions) is kept. ``--fresh-text`` gives every run a
+new text (a comment with a counter), as a notebook does with a new execution count: nothing kept
+by the cell's whole text serves (its parse), what is kept per statement and per compiled code
+still does. Code never run before pays all of it once (see benchmarks/README.md).
 
 Run from the repository root:  python -m benchmarks.record_overhead [--engine torch] [--fresh-text]
 """
@@ -96,8 +98,8 @@ _runs = itertools.count()
 
 
 def _run(shell, cell, repeats, fresh_text=False):
-    # fresh_text: each run of the cell ends with a different comment, so that nothing kept from
-    # its previous runs (its parse, its labels) serves: every run is like a cell's first run.
+    # fresh_text: each run of the cell ends with a different comment, so that nothing kept by
+    # the cell's whole text (its parse) serves.
     cells = [cell + f"# run {next(_runs)}\n" if fresh_text else cell for _ in range(repeats)]
     start = time.perf_counter()
     for text in cells:
@@ -144,7 +146,7 @@ def main():
     parser.add_argument(
         "--fresh-text",
         action="store_true",
-        help="give every run of a cell a new text (a comment), as if each were its first run",
+        help="give every run of a cell a new text (a comment): nothing kept by its text serves",
     )
     args = parser.parse_args()
     engine = args.engine

@@ -87,8 +87,8 @@ class OpRecord:
     line      the line (of the cell, or of the file for ``record()``) that ran it, or None
     code      that line's text
     span      (line, column, end line, end column) of the expression that ran it, or None
-              (``line`` and ``span`` are known as soon as the op is recorded; ``code`` when the
-              trace is finished)
+              (nbgrad's recorder gives ``line`` and ``span`` as soon as the op is recorded,
+              PyTorch's ``line`` only; ``code`` comes when the trace is finished)
     module    the dotted path of the nn.Module it ran inside ("model.fc1"), or None
     in_backward  the index of the backward pass it ran in (create_graph), or None
     function  the OpRecord of the custom ``autograd.Function`` call whose ``forward`` ran it
@@ -351,7 +351,7 @@ class Trace:
         # ``node.steps`` and ``step.node``, ``node.saved_tensors`` and ``tensor.grad_fn``): left
         # as cycles, a dropped trace would wait for the garbage collector, which then also scans
         # the next cells' objects again and again (a recorded training step spent about a
-        # tenth of its recording cost there). The trace itself is in no cycle, so it goes as
+        # sixth of its recording cost there). The trace itself is in no cycle, so it goes as
         # soon as the last reference to it does; cutting the links that point back then lets
         # every record go at once, by reference counting. A record kept after its trace was
         # dropped keeps its own fields and its forward links (``grad_fn``, ``next``,

@@ -175,6 +175,50 @@ def test_an_exception_shows_one_clean_traceback_and_keeps_the_partial_trace(shel
     assert trace.error.startswith("ZeroDivisionError") and len(trace.ops) == 1
 
 
+def test_a_cell_run_again_is_recorded_and_reported_as_the_first_time(shell, capsys):
+    # The second run reuses the first one's parse; its filename (execution count) is new.
+    cell = (
+        "%%autograd --no-show\nimport nbgrad as torch\nt = torch.tensor(1.0, requires_grad=True)\n"
+    )
+    cell += "u = t * 2\nboom = u * 0 + [][1]\n"
+    seen = []
+    for _ in range(2):
+        result = shell.run_cell(cell, store_history=True)
+        assert isinstance(result.error_in_exec, IndexError)
+        trace = nbgrad.last_trace()
+        seen.append([(op.op, op.line, op.span, op.code) for op in trace.ops] + list(trace.tensors))
+        out = capsys.readouterr().out
+        assert "----> 5 boom = u * 0 + [][1]" in out[out.index("IndexError") :]
+    assert seen[0] == seen[1]
+    assert seen[0][:2] == [
+        ("mul", 4, (4, 4, 4, 9), "u = t * 2"),
+        ("mul", 5, (5, 7, 5, 12), "boom = u * 0 + [][1]"),
+    ]
+    assert seen[0][2:] == ["t", "u", "u * 0"]
+
+
+def test_labels_follow_the_cells_text_when_it_changes(shell):
+    # Labels are kept by the text of the statement they come from: moved lines keep them, an
+    # edited statement gets new ones, and statements sharing a line are labelled as well.
+    head = "%%autograd --no-show\nimport nbgrad as torch\nq = torch.tensor([1.0, 2.0])\n"
+    cells = [
+        head + "r = (q * 3).sum() + 1\n",
+        head + "# moved one line down\nr = (q * 3).sum() + 1\n",
+        head + "r = (q * 4).sum() + 1\n",
+        head + "r = (q * 3).sum() + 1; s = q + 0\n",
+    ]
+    labels = []
+    for cell in cells:
+        assert run(shell, cell).success
+        trace = nbgrad.last_trace()
+        ops = {name: record.op for name, record in trace.tensors.items()}
+        labels.append([(name, op.line if op else None) for name, op in ops.items()])
+    assert labels[0] == [("q", None), ("q * 3", 4), ("(q * 3).sum()", 4), ("r", 4)]
+    assert labels[1] == [("q", None), ("q * 3", 5), ("(q * 3).sum()", 5), ("r", 5)]
+    assert labels[2] == [("q", None), ("q * 4", 4), ("(q * 4).sum()", 4), ("r", 4)]
+    assert labels[3] == [("q", None), ("q * 3", 4), ("(q * 3).sum()", 4), ("r", 4), ("s", 4)]
+
+
 def test_keyboard_interrupt_stops_recording_cleanly(shell):
     result = run(
         shell,

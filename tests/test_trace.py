@@ -87,6 +87,27 @@ def test_saved_buffers_formulas_and_lines():
     assert trace.source_lines[mul.op.line] == "e = c * d"
 
 
+def test_line_and_span_of_an_op_are_known_while_the_block_runs():
+    import inspect
+
+    a = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    with record() as trace:
+        b = (a *
+             3).sum()  # fmt: skip
+        first = trace.ops[0]
+        line, span = first.line, first.span
+        assert not trace.complete
+    here = inspect.currentframe().f_code.co_firstlineno
+    text = inspect.getsource(test_line_and_span_of_an_op_are_known_while_the_block_runs)
+    mul_line = here + text.splitlines().index("        b = (a *")
+    assert first.op == "mul" and line == mul_line
+    # from ``a`` (col 13) to ``3`` (col 14) on the next line
+    assert span == (mul_line, 13, mul_line + 1, 14)
+    # what was read while recording is what the finished trace keeps
+    assert (first.line, first.span) == (line, span) and first.code == "b = (a *"
+    assert float(b) == 9.0
+
+
 def test_every_intermediate_keeps_its_grad_without_a_warning():
     _, (a, b, c, d, e) = small_program()
     with warnings.catch_warnings():
@@ -526,6 +547,35 @@ def test_large_arrays_are_summarised_unless_full():
     assert float(s) == pytest.approx(2 * expected.sum(), rel=1e-4)
 
 
+@pytest.mark.parametrize("size", [1025, 16 * 1024, 16 * 1024 + 1, 100_000])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int64])
+def test_summary_statistics_agree_with_numpy_in_float64(size, dtype):
+    # sums by a dot product with ones (short arrays) or by rows of 256 (long ones, with a tail)
+    rng = np.random.default_rng(size)
+    array = (rng.standard_normal(size) * 3 + 0.5).astype(dtype)
+    array[7] = -40  # the minimum, at a known place
+    exact = array.astype(np.float64)
+    summary = ArraySummary(array.reshape(-1, 1))
+    assert summary.shape == (size, 1) and summary.dtype == np.dtype(dtype).name
+    assert (summary.min, summary.max) == (-40.0, exact.max())
+    assert summary.mean == pytest.approx(exact.mean(), rel=1e-5, abs=1e-6)
+    assert summary.std == pytest.approx(exact.std(), rel=1e-4)
+    assert summary.nonfinite == 0 and summary.preview.shape == (6, 1)
+
+
+def test_summary_of_an_array_with_nan_and_infinities():
+    array = np.arange(2000, dtype=np.float32)
+    array[[3, 9]] = np.nan
+    array[5] = np.inf
+    summary = ArraySummary(array)
+    finite = np.delete(array, [3, 5, 9]).astype(np.float64)
+    assert summary.nonfinite == 3
+    assert (summary.min, summary.max) == (0.0, 1999.0)
+    assert summary.mean == pytest.approx(finite.mean()) and summary.std == pytest.approx(
+        finite.std()
+    )
+
+
 def test_a_training_loop_records_its_first_steps_then_runs_unrecorded():
     w = nbgrad.randn(3, requires_grad=True)
     steps_run = 0
@@ -544,6 +594,56 @@ def test_a_training_loop_records_its_first_steps_then_runs_unrecorded():
         "loss#2",
     ]
     assert len(trace.accumulations["w"]) == 2
+
+
+def _record_a_bit_of_everything():
+    """A block with a saved result (relu), a tensor used twice, a custom Function, a module and
+    two backward passes: every kind of link between records."""
+    model = nbgrad.nn.Linear(3, 2)
+    x = nbgrad.tensor([[1.0, -2.0, 3.0]], requires_grad=True)
+    with record() as trace:
+        h = model(x).relu()
+        y = Square.apply(h) * h
+        y.sum().backward(retain_graph=True)
+        y.sum().backward()
+    return trace
+
+
+def test_a_dropped_trace_is_freed_at_once_without_the_garbage_collector():
+    import gc
+    import weakref
+
+    from nbgrad.trace.api import set_last_trace
+
+    gc.collect()
+    gc.disable()  # what the collector would free does not count: it must go by refcounting
+    try:
+        trace = _record_a_bit_of_everything()
+        set_last_trace(None)
+        assert trace.backward_steps and trace.accumulations and any(op.function for op in trace.ops)
+        records = [*trace.tensors.values(), *trace.ops, *trace.nodes]
+        alive = [weakref.ref(r) for r in records]
+        del records, trace
+        assert [r() for r in alive if r() is not None] == []
+    finally:
+        gc.enable()
+
+
+def test_a_record_kept_after_its_trace_keeps_its_values_and_forward_links():
+    from nbgrad.trace.api import set_last_trace
+
+    trace = _record_a_bit_of_everything()
+    set_last_trace(None)
+    relu = trace.node("ReluBackward0")
+    h = trace.tensors["h"]
+    grad, value = h.grad.copy(), h.value.copy()
+    assert h.op is not None and relu.op is not None and relu.steps  # while the trace lives
+    del trace
+    assert np.array_equal(h.grad, grad) and np.array_equal(h.value, value)
+    assert h.grad_fn is relu and [n.name for n, _ in relu.next] == ["AddmmBackward0"]
+    assert relu.saved["result"] is h.value
+    # The links that pointed back were cut when the trace went (that is what freed it).
+    assert (h.op, h.uses, relu.op, relu.steps, relu.saved_tensors) == (None, [], None, [], {})
 
 
 def test_max_nodes_stops_recording():

@@ -16,6 +16,10 @@ A tensor is named, by priority:
 Names are unique in a trace: a repeated one gets ``#k``, k counting its occurrences in order.
 """
 
+import types
+
+import numpy as np
+
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace.modules import is_module, module_paths, named_submodules
 from nbgrad.trace.trace import TensorRecord
@@ -102,9 +106,31 @@ def _variables(namespaces, tensor_type):
     return tensors, modules
 
 
+# Values that are neither tensors, modules nor containers: skipped without looking at them.
+# Asking a Python module whether it is an nn.Module goes through its ``__getattr__`` (NumPy's
+# raises an AttributeError it builds with some care), a visible part of finishing a trace.
+_NEVER_NAMED = frozenset(
+    (
+        type(None),
+        bool,
+        int,
+        float,
+        complex,
+        str,
+        bytes,
+        type,
+        types.ModuleType,
+        types.FunctionType,
+        types.BuiltinFunctionType,
+        types.MethodType,
+        np.ndarray,
+    )
+)
+
+
 def _visit(path, value, depth, tensors, modules, budget, tensor_type):
     budget[0] -= 1
-    if budget[0] < 0:
+    if budget[0] < 0 or type(value) in _NEVER_NAMED:
         return
     if isinstance(value, tensor_type):
         tensors.append((path, value))

@@ -290,21 +290,21 @@ class Recorder:
             else:
                 input_records.append(keep_plain(value, self.policy))
 
-        line, site = None, None
-        if user_frame is not None:
-            line = user_frame.f_lineno
-            site = (user_frame.f_code, user_frame.f_lasti, direct)
         op = OpRecord(
             f"o{len(trace.ops)}",
             op_name,
             input_records,
             [],
             None,
-            line,
-            None,  # its span: from its site, when the trace is finished (Source.fill_spans)
+            None,  # its line and span: from its site, when first read
+            None,
             self._scopes.current or None,
             backward_pass.index if backward_pass is not None else None,
         )
+        site = None
+        if user_frame is not None:
+            site = (user_frame.f_code, user_frame.f_lasti, direct)
+            op.ran_at(self.source, site)
         trace.ops.append(op)
         self._sites.append(site)
         is_function_call = caller.f_code is _FUNCTION_APPLY_CODE
@@ -612,10 +612,11 @@ class Recorder:
             return  # a pass that started before recording did: nothing to place it in
         backward_pass = self._running_passes[-1]
         record = self._node_record(node)
-        sent = []
-        for (child, nr), grad in zip(node.next_functions, grads_out):
-            child_record = self._node_record(child) if child is not None else None
-            sent.append((child_record, nr, self._grad_snapshot(grad)))
+        # ``record.next`` mirrors ``node.next_functions``, edge for edge (``_make_node``)
+        sent = [
+            (child_record, nr, self._grad_snapshot(grad))
+            for (child_record, nr), grad in zip(record.next, grads_out)
+        ]
         freed = record.freed_at is None and _freed(node)
         step = BackwardStep(
             len(self.trace.backward_steps),
@@ -763,7 +764,11 @@ def _freed(node):
     saved = getattr(node, "_saved", None)
     if saved is FREED:
         return True
-    return type(saved) in (list, tuple) and any(s is FREED for s in saved)
+    if type(saved) in (list, tuple):
+        for value in saved:  # a loop, not any(): this runs after every backward step
+            if value is FREED:
+                return True
+    return False
 
 
 def _holds(record, array):
@@ -784,7 +789,13 @@ def _single_grad_received(record):
 
 
 def _equal_arrays(a, b):
-    return a.shape == b.shape and np.array_equal(a, b)
+    """Whether two arrays hold the same values (the same bits: NaN equals NaN). Small arrays
+    are compared as bytes, much faster than ``np.array_equal``'s checks and temporaries."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.size <= 4096:
+        return a.tobytes() == b.tobytes()
+    return bool((a == b).all())
 
 
 __all__ = ["ArraySummary", "Recorder", "RecordingError", "active_recorder"]

@@ -8,7 +8,7 @@ back to the line's text.
 """
 
 import ast
-import itertools
+import bisect
 import linecache
 import re
 
@@ -53,66 +53,39 @@ class Source:
         self._parents = None
         self._indexed = None
         self._statements = None
-        self._positions = {}
         self._descriptions = {}
+        self._starts = None
+        self._statement_texts = {}  # index of a top-level statement -> its text
 
     # --- while recording --------------------------------------------------------------------
 
+    def position_at(self, code, lasti):
+        """(line, end line, col, end col) of the instruction at ``lasti`` in ``code`` (any may
+        be None), or None."""
+        if not hasattr(code, "co_positions"):  # Python 3.10: lines, no columns
+            for start, end, line in code.co_lines():
+                if start <= lasti < end:
+                    return (line, None, None, None)
+            return None
+        positions = _positions_of(code)
+        index = lasti // 2  # one position per 2-byte code unit
+        return positions[index] if index < len(positions) else None
+
     def span_at(self, code, lasti):
         """(line, col, end line, end col) of the instruction at ``lasti`` in ``code``, or None."""
-        # Keyed by id: hashing a code object hashes its whole contents. Only the instructions
-        # asked about are read: a cell's code is new on every run, and listing all its
-        # positions made hundreds of tuples per run for the garbage collector to scan.
-        entry = self._positions.get(id(code))
-        if entry is None or entry[0] is not code:
-            if len(self._positions) > 16:  # code of earlier runs of this cell: let it go
-                self._positions.clear()
-            entry = self._positions[id(code)] = (code, {})
-        spans = entry[1]
-        if lasti in spans:
-            return spans[lasti]
-        span = None
-        get = getattr(code, "co_positions", None)  # Python 3.11+
-        if get is not None:
-            position = next(itertools.islice(get(), lasti // 2, None), None)
-            if position is not None and None not in position:
-                line, end_line, col, end_col = position
-                span = (line, col, end_line, end_col)
-        spans[lasti] = span
-        return span
+        position = self.position_at(code, lasti)
+        if position is None or None in position:
+            return None
+        line, end_line, col, end_col = position
+        return (line, col, end_line, end_col)
 
     def fill_spans(self, ops, sites):
         """Give each op without a span the span of its site ((code, lasti, direct) or None, one
-        per op). Spans are looked up when the trace is finished, in one walk over each code
-        object's positions: looking each one up while recording walked the positions from the
-        start for every op, which cost more than the rest of recording an op."""
-        wanted = {}  # id(code) -> (code, offsets asked for)
+        per op), when the trace is finished. (An op that noted where it ran, ``ran_at``, finds
+        its own span when first read.)"""
         for op, site in zip(ops, sites):
             if op.span is None and site is not None:
-                code, lasti = site[0], site[1]
-                entry = wanted.get(id(code))
-                if entry is None:
-                    entry = wanted[id(code)] = (code, set())
-                entry[1].add(lasti)
-        found = {key: self._spans_at(code, offsets) for key, (code, offsets) in wanted.items()}
-        for op, site in zip(ops, sites):
-            if op.span is None and site is not None:
-                op.span = found[id(site[0])].get(site[1])
-
-    def _spans_at(self, code, offsets):
-        """lasti -> span for the instructions at ``offsets`` in ``code`` (see ``span_at``)."""
-        spans = {}
-        get = getattr(code, "co_positions", None)  # Python 3.11+
-        if get is None:
-            return spans
-        # Positions are per 2-byte code unit. Listed up to the last one asked for, then dropped.
-        positions = list(itertools.islice(get(), max(offsets) // 2 + 1))
-        for lasti in offsets:
-            position = positions[lasti // 2] if lasti // 2 < len(positions) else None
-            if position is not None and None not in position:
-                line, end_line, col, end_col = position
-                spans[lasti] = (line, col, end_line, end_col)
-        return spans
+                op.span = self.span_at(site[0], site[1])
 
     # --- when the trace is finished ----------------------------------------------------------
 
@@ -122,12 +95,47 @@ class Source:
         cache = self._descriptions
         if span in cache:
             return cache[span]
-        node = self.expression(span)
-        found = None
-        if node is not None:
-            found = (self.label(node), self.assigned_to(node), self.operands(node))
+        key = self._statement_key(span)
+        found = _DESCRIPTIONS.get(key, _UNKNOWN) if key is not None else _UNKNOWN
+        if found is _UNKNOWN:
+            node = self.expression(span)
+            found = None
+            if node is not None:
+                found = (self.label(node), self.assigned_to(node), self.operands(node))
+            if key is not None:
+                if len(_DESCRIPTIONS) >= RECENT_DESCRIPTIONS:
+                    _DESCRIPTIONS.clear()
+                _DESCRIPTIONS[key] = found
         cache[span] = found
         return found
+
+    def _statement_key(self, span):
+        """What ``describe(span)`` depends on: the text of the top-level statement that holds
+        the span, and the span's place in it; or None when the span is not inside one statement
+        alone (statements sharing a line: ``a = 1; b = a * 2``).
+
+        An expression is found and labelled from that statement's text only, so a cell whose
+        other lines changed (or whose text is new only by a comment, or by its execution count)
+        gets the labels of its unchanged statements without walking them again: indexing a
+        statement's expressions costs more than recording a small step's ops."""
+        if not self._parse():
+            return None
+        line, col, end_line, end_col = span
+        statements = self._statements
+        index = bisect.bisect_right(self._starts, line) - 1
+        if index < 0:
+            return None
+        start, end, _ = statements[index]
+        if end_line > end:
+            return None
+        if index > 0 and statements[index - 1][1] >= start:
+            return None
+        if index + 1 < len(statements) and statements[index + 1][0] <= end:
+            return None
+        text = self._statement_texts.get(index)
+        if text is None:
+            text = self._statement_texts[index] = "\n".join(self.lines[start - 1 : end])
+        return (text, line - start, col, end_line - start, end_col)
 
     def line_text(self, line):
         if line is None or not 1 <= line <= len(self.lines):
@@ -221,6 +229,7 @@ class Source:
             if self._tree is not None:
                 self._by_line, self._parents, self._indexed = {}, {}, set()
                 self._statements = [(s.lineno, s.end_lineno, s) for s in self._tree.body]
+                self._starts = [start for start, _, _ in self._statements]
         return self._tree is not None
 
     def _nodes_at(self, line):
@@ -255,3 +264,28 @@ def _looks_like_module(node):
         return False
     names.append(node.id)
     return names[-1] in {"torch", "nbgrad", "F", "nn", "np", "functional"}
+
+
+_UNKNOWN = object()
+# (a top-level statement's text, a span relative to it) -> its description (Source.describe)
+_DESCRIPTIONS = {}
+RECENT_DESCRIPTIONS = 4096
+
+_POSITIONS = {}  # (bytecode, position table, first line) -> the code's positions
+RECENT_POSITIONS = 16
+
+
+def _positions_of(code):
+    """``list(code.co_positions())``, made once per code: a cell run again is compiled again, to
+    a new code object with the same bytecode and positions, so the list is kept by that content
+    (not by the code object, which is new, nor by its filename, which has the execution count
+    in it). Walking the positions from the start for each op cost more than the rest of
+    recording it."""
+    key = (code.co_code, code.co_linetable, code.co_firstlineno)
+    positions = _POSITIONS.get(key)
+    if positions is None:
+        positions = list(code.co_positions())
+        if len(_POSITIONS) >= RECENT_POSITIONS:
+            _POSITIONS.clear()
+        _POSITIONS[key] = positions
+    return positions

@@ -62,8 +62,10 @@ class ArraySummary:
         values = array.reshape(-1)
         if values.dtype.kind != "f":
             values = values.astype(np.float64)
+        elif values.dtype.itemsize < 4:  # half floats: BLAS has none, and sums need more bits
+            values = values.astype(np.float32)
         low, high = float(np.minimum.reduce(values)), float(np.maximum.reduce(values))
-        if not (math.isfinite(low) and math.isfinite(high)):
+        if not (-math.inf < low and high < math.inf):  # also false for NaN
             finite = np.isfinite(values)
             self.nonfinite = int(values.size - np.count_nonzero(finite))
             values = values[finite]
@@ -87,20 +89,24 @@ class ArraySummary:
 
 
 _BLOCK = 256
-_ONES = {}
+_SHORT = 16 * 1024  # up to this many elements, a sum is one dot product with ones
+_ONES = {}  # dtype -> np.ones(_SHORT)
 
 
 def _sum(values):
-    """The sum of a flat float array. For a large one, BLAS sums rows of 256 (a matrix-vector
-    product, about three times faster than NumPy's pairwise sum) and NumPy sums the row sums."""
+    """The sum of a flat float array, in as few NumPy calls as possible (each costs about a
+    microsecond, and a recording summarises many arrays): a short one is a BLAS dot product with
+    ones; a long one is summed by rows of 256 (a BLAS matrix-vector product, about three times
+    faster than NumPy's pairwise sum), then the row sums by NumPy."""
     n = values.size
-    whole = n - n % _BLOCK
-    if whole < 16 * _BLOCK:
-        return float(np.add.reduce(values))
     ones = _ONES.get(values.dtype)
     if ones is None:
-        ones = _ONES[values.dtype] = np.ones(_BLOCK, values.dtype)
-    total = float(np.add.reduce(values[:whole].reshape(-1, _BLOCK) @ ones))
+        ones = _ONES[values.dtype] = np.ones(_SHORT, values.dtype)
+    if n <= _SHORT:
+        return float(np.dot(values, ones[:n]))
+    whole = n - n % _BLOCK
+    head = values if whole == n else values[:whole]
+    total = float(np.add.reduce(head.reshape(-1, _BLOCK) @ ones[:_BLOCK]))
     return total + float(np.add.reduce(values[whole:])) if whole < n else total
 
 
@@ -119,6 +125,8 @@ def _mean_and_std(values):
 
 def preview_of(array):
     """The top-left corner of the first matrix (at most 6 x 6), or a vector's first 12 values."""
+    if array.ndim == 2:  # the most common, written out
+        return array[:PREVIEW_SIDE, :PREVIEW_SIDE]
     if array.ndim == 0:
         return array
     if array.ndim == 1:
@@ -240,6 +248,13 @@ def keep_plain(value, policy):
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, (tuple, list)):
+        if type(value) is tuple:
+            # Most are sizes (``mat1_sym_sizes``): a tuple of ints is kept as it is.
+            for v in value:
+                if type(v) is not int:
+                    break
+            else:
+                return value
         return tuple(keep_plain(v, policy) for v in value)
     if isinstance(value, np.ndarray):
         return snapshot(value, policy)

@@ -34,6 +34,7 @@ import weakref
 
 import torch
 import torch.nn.modules.module
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from nbgrad.trace import naming, torch_bridge
 from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
@@ -117,6 +118,7 @@ _PASSES = {
     torch.autograd.grad: "grad",
 }
 _SIGNATURES = {func: inspect.signature(func) for func in _PASSES}
+_DETACH = torch.ops.aten.detach
 
 
 class _RecordingMode(torch.overrides.TorchFunctionMode):
@@ -134,6 +136,20 @@ class _RecordingMode(torch.overrides.TorchFunctionMode):
             # A compiled region is recorded from the outside, as one opaque node.
             return func(*args, **(kwargs or {}))
         return self.recorder._call(func, args, kwargs or {})
+
+
+class _FormulaMode(TorchDispatchMode):
+    """Active only while a ``create_graph=True`` pass runs: PyTorch's C++ engine then runs each
+    node's backward formula as ATen operators, which no TorchFunctionMode sees. A dispatch mode
+    sees them below autograd, before their results get a ``grad_fn``: the recorder keeps the
+    call and records it at the next event, when autograd has set the result's history."""
+
+    def __init__(self, recorder):
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.recorder._formula_call(func, args, kwargs or {})
 
 
 class TorchRecorder:
@@ -187,6 +203,13 @@ class TorchRecorder:
         self._grad_snapshots = {}  # id(tensor) -> (weakref, version, snapshot), within one pass
         self._last_totals = {}  # leaf record -> (weakref to its .grad, version, snapshot)
         self._known_grads = {}  # id(a leaf's .grad) -> the same, to reuse when it is read
+        # Recording the ops of a create_graph=True pass (``_formula_call``): the node whose
+        # formula runs now (set by a pre-hook, cleared by its post-hook; ops outside a formula
+        # are the engine's bookkeeping, as in nbgrad's recorder), and the last formula call,
+        # recorded once autograd has given its result a grad_fn.
+        self._formula_node = None
+        self._unresolved = None
+        self._prehook_handles = []
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -209,9 +232,11 @@ class TorchRecorder:
             return
         self._listening = False
         self._leave_mode()
-        for handle in self._hook_handles:
+        for handle in self._hook_handles + self._prehook_handles:
             handle.remove()
         self._hook_handles = []
+        self._prehook_handles = []
+        self._formula_node = self._unresolved = None
         self._scopes.detach()
         if reason and self.trace.truncated is None:
             self.trace.truncated = reason
@@ -284,14 +309,17 @@ class TorchRecorder:
         result = func(*args, **kwargs)
         self._busy = True
         try:
-            self._record_op(name, args, kwargs, result, version_before)
+            # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that ran it
+            self._record_op(name, args, kwargs, result, version_before, sys._getframe(2))
         except Exception as error:  # a recorder fault must not break the user's program
             self._fail(error)
         finally:
             self._busy = False
         return result
 
-    def _record_op(self, name, args, kwargs, result, version_before):
+    def _record_op(self, name, args, kwargs, result, version_before, frame, in_formula=False):
+        """Record a call that returned ``result``; ``frame`` is the first frame above it
+        (the search for the user's line starts there)."""
         outputs = _tensors_in(result)
         if not outputs or not self._listening:
             return
@@ -329,11 +357,13 @@ class TorchRecorder:
         input_records = []
         for position, value in enumerate(inputs):
             if isinstance(value, torch.Tensor):
-                record = (
-                    self._tensors[id(value)][1]
-                    if in_place and position == 0 and id(value) in self._tensors
-                    else self._record_of(value)
-                )
+                if in_place and position == 0 and id(value) in self._tensors:
+                    record = self._tensors[id(value)][1]
+                elif in_formula:
+                    # A formula reads saved values back as new tensors on the same memory.
+                    record = self._saved_record(value) or self._record_of(value)
+                else:
+                    record = self._record_of(value)
                 if node is not None and record.value is None and record in self._pending:
                     record.value = snapshot(array_of(value), self.policy)
                     del self._pending[record]
@@ -341,8 +371,9 @@ class TorchRecorder:
             else:
                 input_records.append(keep_plain(_plain_operand(value), self.policy))
 
-        frame = sys._getframe(3)  # _record_op <- _call <- __torch_function__ <- PyTorch
         user_frame, direct = self._locate(frame)
+        if in_formula:
+            direct = False  # run by backward, not by the expression on the user's line
         line, site = None, None
         if user_frame is not None:
             line = user_frame.f_lineno
@@ -407,10 +438,11 @@ class TorchRecorder:
         if entry is not None and entry[0]() is tensor:
             record = entry[1]
             if record.version == tensor._version:
-                if record.grad_fn is None and tensor.grad_fn is not None:
+                if record.grad_fn is not None or tensor.grad_fn is None:
+                    return record
+                if is_custom_function_node(tensor.grad_fn):
                     # It gained a grad_fn since: a custom Function returned it.
                     return self._function_output(tensor, record)
-                return record
         record = self._new_tensor(tensor)
         if tensor.grad_fn is not None and is_custom_function_node(tensor.grad_fn):
             return self._function_output(tensor, record)
@@ -541,7 +573,10 @@ class TorchRecorder:
                 entry[1].op = op
                 entry[1].observed = True
             return entry[1]
-        return self._make_node(node, op)
+        record = self._make_node(node, op)
+        if op is None:  # met through a tensor made where the mode could not see
+            self._read_saved(record, node)
+        return record
 
     def _make_node(self, node, op):
         """A record for ``node`` and every node below it new to the recording (iteratively),
@@ -592,33 +627,68 @@ class TorchRecorder:
     # --- backward -------------------------------------------------------------------------------
 
     def _run_pass(self, func, kind, args, kwargs):
-        backward_pass = None
+        started = None
         self._busy = True
         try:
-            backward_pass = self._start_pass(func, kind, args, kwargs)
+            started = self._start_pass(func, kind, args, kwargs)
         except Exception as error:
             self._fail(error)
         finally:
             self._busy = False
-        try:
+        if started is None:
             return func(*args, **kwargs)
+        backward_pass, root_nodes, non_leaf_inputs = started
+        formula_mode, prehooks = None, []
+        if backward_pass.create_graph and self._listening:
+            self._busy = True
+            try:
+                prehooks = self._watch_formulas(root_nodes)
+                formula_mode = _FormulaMode(self)
+            except Exception as error:
+                self._fail(error)
+            finally:
+                self._busy = False
+        outer_node, self._formula_node = self._formula_node, None
+        try:
+            if formula_mode is None:
+                result = func(*args, **kwargs)
+            else:
+                with formula_mode:
+                    result = func(*args, **kwargs)
         finally:
-            if backward_pass is not None and backward_pass in self._running_passes:
+            if self._unresolved is not None:
+                self._resolve_formula_op()
+            self._formula_node = outer_node
+            for handle in prehooks:
+                handle.remove()
+            if backward_pass in self._running_passes:
                 self._running_passes.remove(backward_pass)
+        if non_leaf_inputs and self._listening:
+            self._busy = True
+            try:
+                self._record_input_grads(backward_pass, non_leaf_inputs)
+            except Exception as error:
+                self._fail(error)
+            finally:
+                self._busy = False
+        return result
 
     def _start_pass(self, func, kind, args, kwargs):
+        """A new BackwardPass for this call, with the root nodes it starts from and the
+        non-leaf tensors of ``backward(inputs=...)``; None past ``max_passes``."""
         trace = self.trace
         if len(trace.passes) >= self.max_passes:
             self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
             return None
         bound = _SIGNATURES[func].bind(*args, **kwargs).arguments
         outputs = bound.get("self", bound.get("tensors", bound.get("outputs")))
-        roots = []
+        roots, root_nodes = [], []
         for tensor in _tensors_in(outputs):
             if tensor.grad_fn is not None:
                 record = self._record_of(tensor)  # a root made where the mode could not see
                 node = record.grad_fn or self._node_record(tensor.grad_fn)
                 roots.append((node, tensor.output_nr))
+                root_nodes.append(tensor.grad_fn)
         create_graph = bool(bound.get("create_graph", False))
         retain_graph = bound.get("retain_graph")
         user_frame, _ = self._locate(sys._getframe(4))
@@ -633,12 +703,103 @@ class TorchRecorder:
         trace.passes.append(backward_pass)
         self._running_passes.append(backward_pass)
         self._grad_snapshots.clear()
-        return backward_pass
+        # backward(inputs=[non_leaf]) sums into the non-leaf's .grad (PyTorch does it through
+        # the tensor's retain_grad hook, which no node hook reports): noted after the pass.
+        non_leaf_inputs = []
+        if kind == "backward":
+            non_leaf_inputs = [t for t in _tensors_in(bound.get("inputs")) if t.grad_fn is not None]
+        return backward_pass, root_nodes, non_leaf_inputs
+
+    def _record_input_grads(self, backward_pass, tensors):
+        """The accumulations of ``backward(inputs=[non_leaf])``, as nbgrad's recorder logs
+        them: after the pass, with no step. What came is what the tensor's grad_fn received
+        in this pass (PyTorch runs that node, sending nothing on); a tensor no gradient
+        reached has no accumulation (PyTorch leaves its .grad as it was)."""
+        for tensor in tensors:
+            total = tensor.grad
+            record = self._record_of(tensor)
+            node = record.grad_fn
+            if total is None or node is None:
+                continue
+            came = None
+            for step in reversed(backward_pass.steps):
+                if step.node is node:
+                    if tensor.output_nr < len(step.grads_in):
+                        came = step.grads_in[tensor.output_nr]
+                    break
+            if came is None:
+                continue
+            total_value = snapshot(array_of(total), self.policy)
+            kept = (weakref.ref(total), total._version, total_value)
+            self._last_totals[record] = kept
+            self._accumulations.append(
+                Accumulation(record, backward_pass.index, None, came, total_value)
+            )
+
+    # --- the ops of a create_graph=True pass ----------------------------------------------------
+
+    def _watch_formulas(self, root_nodes):
+        """A pre-hook on every node the pass can run (AccumulateGrad's copy into ``.grad`` is
+        bookkeeping, as are the engine's sums of two grads, which run after a node's
+        post-hook): an ATen call between a node's pre- and post-hook is its formula."""
+        handles, seen, pending = [], set(), list(root_nodes)
+        while pending:
+            node = pending.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if getattr(node, "variable", None) is None:
+                hook = functools.partial(self._on_formula_start, node)
+                handles.append(node.register_prehook(hook))
+            pending.extend(child for child, _ in node.next_functions)
+        self._prehook_handles.extend(handles)
+        return handles
+
+    def _on_formula_start(self, node, grad_outputs):
+        if self._listening and not self._busy:
+            if self._unresolved is not None:
+                self._resolve_formula_op()
+            self._formula_node = node
+
+    def _formula_call(self, func, args, kwargs):
+        """An ATen call while a create_graph=True pass runs (from ``_FormulaMode``)."""
+        if self._unresolved is not None and not self._busy:
+            self._resolve_formula_op()  # before this call could change its inputs or outputs
+        if (
+            self._formula_node is None
+            or self._busy
+            or not self._listening
+            or func.overloadpacket is _DETACH  # reading a saved value back (SavedVariable)
+        ):
+            return func(*args, **kwargs)
+        first = args[0] if args else None
+        version_before = first._version if isinstance(first, torch.Tensor) else None
+        result = func(*args, **kwargs)
+        self._unresolved = (func.overloadpacket.__name__, args, kwargs, result, version_before)
+        return result
+
+    def _resolve_formula_op(self):
+        """Record the last formula call: by now autograd has given its result a grad_fn."""
+        name, args, kwargs, result, version_before = self._unresolved
+        self._unresolved = None
+        if not self._listening:
+            return
+        self._busy = True
+        try:
+            frame = sys._getframe(1)
+            self._record_op(name, args, kwargs, result, version_before, frame, in_formula=True)
+        except Exception as error:
+            self._fail(error)
+        finally:
+            self._busy = False
 
     def _on_step(self, node, grad_inputs, grad_outputs):
         """A node's post-hook: it received ``grad_outputs`` and sent ``grad_inputs``."""
         if self._busy or not self._listening or not self._running_passes:
             return
+        if self._unresolved is not None:
+            self._resolve_formula_op()
+        self._formula_node = None  # what runs next, until a node's pre-hook, is bookkeeping
         self._busy = True
         try:
             self._record_step(node, grad_inputs, grad_outputs)

@@ -123,11 +123,34 @@ def gradient_penalty(T):
     return locals()
 
 
+def custom_function_in_a_double_backward(T):
+    class Square(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 2 * x
+
+    x = T.tensor([1.0, 3.0], requires_grad=True)
+    y = Square.apply(x).sum()
+    (g,) = T.autograd.grad(y, x, create_graph=True)
+    g.sum().backward()
+    return {"x": x, "y": y, "g": g}
+
+
 PROGRAMS = [readme_example, used_twice_and_two_passes, mlp_with_modules, softmax_and_reductions]
 # The ops of a create_graph=True pass (nbgrad runs its formulas as ops; PyTorch's C++ engine
 # runs them, seen through a dispatch mode): programs whose formulas the two engines write alike,
 # and whether they run their steps in the same order (see ``assert_same_steps``).
-DOUBLE_BACKWARD = [(second_derivative_by_grad, True), (gradient_penalty, False)]
+DOUBLE_BACKWARD = [
+    (second_derivative_by_grad, True),
+    (gradient_penalty, False),
+    (custom_function_in_a_double_backward, True),  # its backward's ops, in Python
+]
 
 
 # --- what must agree ------------------------------------------------------------------------------

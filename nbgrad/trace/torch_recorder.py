@@ -16,6 +16,12 @@ PyTorch offers the observation points; nothing of PyTorch is patched:
   leaf's ``.grad`` after the sum.
 - ``retain_grad()`` on every intermediate; what each node saved read from its ``_saved_*``
   attributes as soon as the node is made (backward frees them).
+- during a ``create_graph=True`` pass only, a ``TorchDispatchMode`` sees the ATen operators of
+  the formulas PyTorch's C++ engine runs (the function mode cannot): those between a node's
+  pre-hook and its post-hook become ops run in that pass, as nbgrad's engine records its own
+  formulas (``_formula_call``).
+- ``backward(inputs=[non_leaf])``: what it summed into the non-leaf's ``.grad`` is logged after
+  the pass (``_record_input_grads``).
 - the global module hooks (``torch.nn.modules.module.register_module_forward_pre_hook`` ...)
   give the ``nn.Module`` path of each op.
 
@@ -117,7 +123,43 @@ _PASSES = {
     torch.autograd.backward: "backward",
     torch.autograd.grad: "grad",
 }
-_SIGNATURES = {func: inspect.signature(func) for func in _PASSES}
+# Their parameter names in order, to read a call's arguments by name (``inspect``'s ``bind``
+# costs more than the rest of starting a pass; a call PyTorch refuses raises there anyway).
+_PARAMETERS = {func: tuple(inspect.signature(func).parameters) for func in _PASSES}
+
+
+class _Pass:
+    """What the mode does with a function that runs a backward pass."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind):
+        self.kind = kind
+
+
+_NOT_AN_OP = object()
+# What the mode does with each function it has seen: _NOT_AN_OP, a _Pass, or the op's name as
+# the trace writes it. Functions are few (PyTorch's API), but a library can route its own
+# functions through the mode: the table stops growing at a bound.
+_KINDS = {}
+_MAX_KINDS = 4096
+
+
+def _kind_of(func):
+    kind = _PASSES.get(func)
+    if kind is not None:
+        kind = _Pass(kind)
+    else:
+        name = getattr(func, "__name__", "")
+        kind = _NOT_AN_OP if name in _NOT_OPS else _op_name(name)
+    try:
+        if len(_KINDS) < _MAX_KINDS:
+            _KINDS[func] = kind
+    except TypeError:  # an unhashable callable: decided on every call
+        pass
+    return kind
+
+
 _DETACH = torch.ops.aten.detach
 
 
@@ -131,11 +173,19 @@ class _RecordingMode(torch.overrides.TorchFunctionMode):
         self.recorder = recorder
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if _is_compiling():
-            # torch.compile traces modes' code into its graph: the recorder must not be in it.
-            # A compiled region is recorded from the outside, as one opaque node.
-            return func(*args, **(kwargs or {}))
-        return self.recorder._call(func, args, kwargs or {})
+        # Every call of PyTorch's API comes here, attribute reads (``p.grad``) too: what to do
+        # with each function is decided once (``_kind_of``), and calls that are not operations
+        # go straight through.
+        try:
+            kind = _KINDS[func]
+        except (KeyError, TypeError):  # first seen, or unhashable
+            kind = _kind_of(func)
+        recorder = self.recorder
+        if kind is _NOT_AN_OP or recorder._busy or not recorder._listening or _is_compiling():
+            # (torch.compile traces modes' code into its graph: the recorder must not be in it.
+            # A compiled region is recorded from the outside, as one opaque node.)
+            return func(*args, **kwargs) if kwargs else func(*args)
+        return recorder._call(func, kind, args, kwargs or {})
 
 
 class _FormulaMode(TorchDispatchMode):
@@ -295,15 +345,11 @@ class TorchRecorder:
 
     # --- every PyTorch API call ------------------------------------------------------------------
 
-    def _call(self, func, args, kwargs):
-        if self._busy or not self._listening:
-            return func(*args, **kwargs)
-        kind = _PASSES.get(func)
-        if kind is not None:
-            return self._run_pass(func, kind, args, kwargs)
-        name = getattr(func, "__name__", "")
-        if name in _NOT_OPS:
-            return func(*args, **kwargs)
+    def _call(self, func, kind, args, kwargs):
+        """An operation (``kind`` is its name) or a backward pass (``kind`` is a _Pass)."""
+        if type(kind) is _Pass:
+            return self._run_pass(func, kind.kind, args, kwargs)
+        name = kind
         first = args[0] if args else None
         version_before = first._version if isinstance(first, torch.Tensor) else None
         result = func(*args, **kwargs)
@@ -327,9 +373,9 @@ class TorchRecorder:
         tensor_inputs = [value for value in inputs if isinstance(value, torch.Tensor)]
         if not tensor_inputs:
             return  # a tensor made from numbers (torch.ones): a constant where it is used
-        first = inputs[0] if inputs else None
+        first = inputs[0]
         in_place = outputs[0] is first and first._version != version_before
-        if not in_place and all(any(o is t for t in tensor_inputs) for o in outputs):
+        if not in_place and _handed_back(outputs, tensor_inputs):
             return  # an input handed back unchanged (``x.to(x.dtype)``)
         if in_place and not torch.is_grad_enabled() and id(first) not in self._tensors:
             # Filling a tensor the recording has not met yet (``nn.Linear`` initialising its
@@ -381,7 +427,7 @@ class TorchRecorder:
         running = self._running_passes
         op = OpRecord(
             f"o{len(trace.ops)}",
-            _op_name(name),
+            name,
             input_records,
             [],
             None,
@@ -450,25 +496,28 @@ class TorchRecorder:
 
     def _new_tensor(self, tensor, op=None, take_value=True):
         version = tensor._version
+        grad_fn = tensor.grad_fn
+        trace = self.trace
         record = TensorRecord(
-            f"t{len(self.trace.tensors)}",
+            f"t{len(trace.tensors)}",
             tuple(tensor.shape),
             _dtype_name(tensor.dtype),
             tensor.requires_grad,
-            tensor.grad_fn is None,
+            grad_fn is None,
             version,
             self._value_of(tensor, version) if take_value else None,
         )
         record.op = op
-        if op is None and tensor.grad_fn is not None:
-            record.grad_fn = self._node_record(tensor.grad_fn)
+        if op is None and grad_fn is not None:
+            record.grad_fn = self._node_record(grad_fn)
             record.output_nr = tensor.output_nr
-        self.trace.tensors[record.id] = record
-        entry = self._tensors.get(id(tensor))
+        trace.tensors[record.id] = record
+        key = id(tensor)
+        entry = self._tensors.get(key)
         if entry is not None and entry[0]() is tensor and entry[1].version != version:
             self._earlier[record] = entry[1]
-        self._tensors[id(tensor)] = (weakref.ref(tensor), record)
-        if op is not None and tensor.grad_fn is not None:
+        self._tensors[key] = (weakref.ref(tensor), record)
+        if op is not None and grad_fn is not None:
             # A saved result reads back as a new tensor on the same memory (``_saved_result``);
             # saved inputs read back as themselves.
             self._by_storage[storage_key(tensor)] = record
@@ -680,7 +729,8 @@ class TorchRecorder:
         if len(trace.passes) >= self.max_passes:
             self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
             return None
-        bound = _SIGNATURES[func].bind(*args, **kwargs).arguments
+        bound = dict(zip(_PARAMETERS[func], args))
+        bound.update(kwargs)
         outputs = bound.get("self", bound.get("tensors", bound.get("outputs")))
         roots, root_nodes = [], []
         for tensor in _tensors_in(outputs):
@@ -979,9 +1029,26 @@ def _tensors_in(value):
     return []
 
 
+def _handed_back(outputs, inputs):
+    """Whether every output is one of the inputs."""
+    for output in outputs:
+        for value in inputs:
+            if output is value:
+                break
+        else:
+            return False
+    return True
+
+
 def _operands(args, kwargs):
     """A call's operands in order: its arguments, with the tensors of a list argument (``cat``)
     spread out, then keyword arguments that are tensors or numbers."""
+    if not kwargs:
+        for value in args:
+            if isinstance(value, (tuple, list)):
+                break
+        else:
+            return args  # the common case: the arguments as they are
     operands = []
     for value in args:
         if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):

@@ -33,7 +33,8 @@ _CUSTOM_FUNCTION_NODE = torch.autograd.function.BackwardCFunction
 def array_of(tensor):
     """A tensor's values as a NumPy array (shared memory when PyTorch allows: callers copy)."""
     try:  # a dense CPU tensor of a dtype NumPy has: nearly always, and fast
-        return tensor.detach().numpy()
+        # (Gradients need no grad: read without making a detached tensor first.)
+        return tensor.detach().numpy() if tensor.requires_grad else tensor.numpy()
     except (TypeError, RuntimeError):
         return _converted_array_of(tensor)
 

@@ -498,10 +498,11 @@ class TorchRecorder:
         version = tensor._version
         grad_fn = tensor.grad_fn
         trace = self.trace
+        dtype = tensor.dtype
         record = TensorRecord(
             f"t{len(trace.tensors)}",
             tuple(tensor.shape),
-            _dtype_name(tensor.dtype),
+            _DTYPE_NAMES.get(dtype) or _dtype_name(dtype),
             tensor.requires_grad,
             grad_fn is None,
             version,

@@ -768,10 +768,10 @@ class TorchRecorder:
         reached has no accumulation (PyTorch leaves its .grad as it was)."""
         for tensor in tensors:
             total = tensor.grad
+            if total is None:
+                continue
             record = self._record_of(tensor)
             node = record.grad_fn
-            if total is None or node is None:
-                continue
             came = None
             for step in reversed(backward_pass.steps):
                 if step.node is node:

@@ -743,3 +743,33 @@ def test_an_error_in_a_torch_cell_fails_it_and_removes_the_mode(shell):
     assert not result.success and isinstance(result.error_in_exec, ZeroDivisionError)
     assert nbgrad.last_trace().error.startswith("ZeroDivisionError")
     assert not torch.overrides._get_current_function_mode_stack()
+
+
+def test_a_torch_cell_with_a_double_backward_shows_the_backward_ops(shell):
+    result = shell.run_cell(
+        "%%autograd --no-show\n"
+        "import torch\n"
+        "x = torch.tensor([0.5, 2.0], requires_grad=True)\n"
+        "y = (x.sin() * x).sum()\n"
+        "(g,) = torch.autograd.grad(y, x, create_graph=True)\n"
+        "(g * g).sum().backward()\n"
+    )
+    assert result.success
+    trace = nbgrad.last_trace()
+    data = json.loads(trace.to_json())
+    in_backward = [op for op in data["ops"] if op.get("in_backward") == 0]
+    assert [op["op"] for op in in_backward] == ["expand", "mul", "mul", "cos", "mul"]
+    assert all(op["line"] == 5 for op in in_backward)
+    nodes = {node["id"]: node["name"] for node in data["nodes"]}
+    assert [nodes.get(op.get("node")) for op in in_backward] == [
+        None,
+        "MulBackward0",
+        "MulBackward0",
+        "CosBackward0",
+        "MulBackward0",
+    ]
+    # g = d/dx sum(sin(x) * x) = sin x + x cos x, and d/dx sum(g * g) = 2 g g'
+    x = shell.user_ns["x"].detach().numpy().astype(np.float64)
+    g = np.sin(x) + x * np.cos(x)
+    expected = 2 * g * (2 * np.cos(x) - x * np.sin(x))
+    np.testing.assert_allclose(trace.tensors["x"].grad, expected, rtol=1e-5)

@@ -692,7 +692,7 @@ class TorchRecorder:
         if backward_pass.create_graph and self._listening:
             self._busy = True
             try:
-                prehooks = self._watch_formulas(root_nodes)
+                self._watch_formulas(root_nodes, prehooks)
                 formula_mode = _FormulaMode(self)
             except Exception as error:
                 self._fail(error)
@@ -789,11 +789,13 @@ class TorchRecorder:
 
     # --- the ops of a create_graph=True pass ----------------------------------------------------
 
-    def _watch_formulas(self, root_nodes):
+    def _watch_formulas(self, root_nodes, handles):
         """A pre-hook on every node the pass can run (AccumulateGrad's copy into ``.grad`` is
         bookkeeping, as are the engine's sums of two grads, which run after a node's
-        post-hook): an ATen call between a node's pre- and post-hook is its formula."""
-        handles, seen, pending = [], set(), list(root_nodes)
+        post-hook): an ATen call between a node's pre- and post-hook is its formula. Each
+        hook's handle goes into ``handles`` (removed after the pass) and the recorder's list
+        (removed by ``stop``) as soon as it is registered."""
+        seen, pending = set(), list(root_nodes)
         while pending:
             node = pending.pop()
             if node is None or id(node) in seen:
@@ -801,10 +803,10 @@ class TorchRecorder:
             seen.add(id(node))
             if getattr(node, "variable", None) is None:
                 hook = functools.partial(self._on_formula_start, node)
-                handles.append(node.register_prehook(hook))
+                handle = node.register_prehook(hook)
+                handles.append(handle)
+                self._prehook_handles.append(handle)
             pending.extend(child for child, _ in node.next_functions)
-        self._prehook_handles.extend(handles)
-        return handles
 
     def _on_formula_start(self, node, grad_outputs):
         if self._listening and not self._busy:

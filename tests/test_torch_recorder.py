@@ -104,18 +104,67 @@ def custom_function(T):
     return {"x": x, "y": y, "z": z}
 
 
+def second_derivative_by_grad(T):
+    x = T.tensor([0.5, 2.0], requires_grad=True)
+    y = (x.sin() * x).sum()
+    (g,) = T.autograd.grad(y, x, create_graph=True)
+    z = (g * g).sum()
+    z.backward()
+    return locals()
+
+
+def gradient_penalty(T):
+    x = T.tensor([0.5, 2.0, 3.0], requires_grad=True)
+    w = T.tensor([1.5, -1.0, 0.25], requires_grad=True)
+    y = (x.exp() * w + x.log() * x).sum()
+    gx, gw = T.autograd.grad(y, (x, w), create_graph=True)
+    penalty = (gx * gx).sum() + (gw * x).sum()
+    penalty.backward()
+    return locals()
+
+
+def custom_function_in_a_double_backward(T):
+    class Square(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 2 * x
+
+    x = T.tensor([1.0, 3.0], requires_grad=True)
+    y = Square.apply(x).sum()
+    (g,) = T.autograd.grad(y, x, create_graph=True)
+    g.sum().backward()
+    return {"x": x, "y": y, "g": g}
+
+
 PROGRAMS = [readme_example, used_twice_and_two_passes, mlp_with_modules, softmax_and_reductions]
+# The ops of a create_graph=True pass (nbgrad runs its formulas as ops; PyTorch's C++ engine
+# runs them, seen through a dispatch mode): programs whose formulas the two engines write alike,
+# and whether they run their steps in the same order (see ``assert_same_steps``).
+DOUBLE_BACKWARD = [
+    (second_derivative_by_grad, True),
+    (gradient_penalty, False),
+    (custom_function_in_a_double_backward, True),  # its backward's ops, in Python
+]
 
 
 # --- what must agree ------------------------------------------------------------------------------
 
 
 def graph_of(trace, root_name):
-    """The backward graph below a tensor, walked in a fixed order: per node its name and its
-    edges (child position in this walk, input_nr); AccumulateGrad nodes carry their leaf's name."""
-    order, edges = [], []
-    position = {}
-    pending = [trace.tensors[root_name].grad_fn]
+    """The backward graph below a tensor (see ``graph_below``)."""
+    return graph_below(trace.tensors[root_name].grad_fn)
+
+
+def walk(root):
+    """The nodes below ``root`` in a fixed order (breadth first along ``next``)."""
+    order, position = [], {}
+    pending = [root]
     while pending:
         node = pending.pop(0)
         if id(node) in position:
@@ -123,10 +172,21 @@ def graph_of(trace, root_name):
         position[id(node)] = len(order)
         order.append(node)
         pending.extend(child for child, _ in node.next if child is not None)
-    for node in order:
-        label = node.name if node.variable is None else f"AccumulateGrad({node.variable.name})"
-        edges.append((label, [None if c is None else (position[id(c)], nr) for c, nr in node.next]))
-    return edges
+    return order, position
+
+
+def node_label(node):
+    return node.name if node.variable is None else f"AccumulateGrad({node.variable.name})"
+
+
+def graph_below(root):
+    """Per node below ``root``, in the order of ``walk``: its label (AccumulateGrad nodes carry
+    their leaf's name) and its edges (child position in this walk, input_nr)."""
+    order, position = walk(root)
+    return [
+        (node_label(node), [None if c is None else (position[id(c)], nr) for c, nr in node.next])
+        for node in order
+    ]
 
 
 def numbers(value):
@@ -140,21 +200,54 @@ def assert_same_numbers(a, b, what):
 
 
 def step_labels(trace):
-    return [
-        s.node.name if s.node.variable is None else f"AccumulateGrad({s.node.variable.name})"
-        for s in trace.backward_steps
-    ]
+    return [node_label(s.node) for s in trace.backward_steps]
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
-def test_the_same_program_gives_the_same_trace_in_both_engines(program):
-    mine, _ = record(program, nbgrad)
-    theirs, _ = record(program, torch)
+def assert_same_steps(mine, theirs, ordered=True):
+    """The same nodes run (in the same order, if ``ordered``), and each node, matched by its
+    place in the graph below its pass's root, received and sent the same gradients.
+
+    Order differs in double backward: PyTorch's MulBackward0 computes the grad of ``other``
+    before that of ``self``, nbgrad's the other way round, so in a create_graph=True pass the
+    two engines make the nodes of those grads in opposite orders, and run them (newest
+    first) in opposite orders when both are ready."""
+    if ordered:
+        assert step_labels(mine) == step_labels(theirs)
+    else:
+        assert sorted(step_labels(mine)) == sorted(step_labels(theirs))
+    assert len(mine.passes) == len(theirs.passes)
+    for ours, real in zip(mine.passes, theirs.passes):
+        assert len(ours.steps) == len(real.steps)
+        our_place, real_place = walk(ours.roots[0][0])[1], walk(real.roots[0][0])[1]
+        by_place = {real_place[id(s.node)]: s for s in real.steps}
+        for step in ours.steps:
+            other = by_place[our_place[id(step.node)]]
+            what = f"pass {ours.index}, {step.node.name}"
+            for g, h in zip(step.grads_in, other.grads_in, strict=True):
+                assert_same_numbers(g, h, f"grad into {what}")
+            for (_, nr, g), (_, nr2, h) in zip(step.grads_out, other.grads_out, strict=True):
+                assert nr == nr2
+                assert_same_numbers(g, h, f"grad sent by {what}")
+
+
+def assert_same_accumulations(mine, theirs):
+    assert set(mine.accumulations) == set(theirs.accumulations)
+    for name, contributions in mine.accumulations.items():
+        real = theirs.accumulations[name]
+        assert len(contributions) == len(real), name
+        for ours, other in zip(contributions, real):
+            assert ours.pass_index == other.pass_index
+            assert (ours.step is None) == (other.step is None), name
+            assert_same_numbers(ours.grad, other.grad, f"into {name}")
+            assert_same_numbers(ours.total, other.total, f"total of {name}")
+
+
+def assert_same_trace(mine, theirs, ordered=True):
+    """Same graphs, same variables (values and grads), same backward steps (in the same order,
+    if ``ordered``), same contributions into leaves, same passes."""
     assert theirs.engine[0] == "torch" and mine.engine is None
-    roots = [p.roots[0][0] for p in mine.passes]
-    root_names = [next(t.name for t in r.outputs) for r in roots]
-    for name in root_names:
-        assert graph_of(mine, name) == graph_of(theirs, name), name
+    for ours, real in zip(mine.passes, theirs.passes, strict=True):
+        assert graph_below(ours.roots[0][0]) == graph_below(real.roots[0][0]), ours.index
     variables = [n for n, t in mine.tensors.items() if t.named_by == "variable"]
     assert variables and set(variables) <= set(theirs.tensors)
     for name in variables:
@@ -162,24 +255,197 @@ def test_the_same_program_gives_the_same_trace_in_both_engines(program):
         assert (ours.role, ours.shape) == (real.role, real.shape), name
         assert_same_numbers(ours.value, real.value, f"value of {name}")
         assert_same_numbers(ours.grad, real.grad, f"grad of {name}")
-    assert step_labels(mine) == step_labels(theirs)
-    for ours, real in zip(mine.backward_steps, theirs.backward_steps):
-        for g, h in zip(ours.grads_in, real.grads_in):
-            assert_same_numbers(g, h, f"grad into {ours.node.name}")
-        for (_, nr, g), (_, nr2, h) in zip(ours.grads_out, real.grads_out):
-            assert nr == nr2
-            assert_same_numbers(g, h, f"grad sent by {ours.node.name}")
-    assert set(mine.accumulations) == set(theirs.accumulations)
-    for name, contributions in mine.accumulations.items():
-        real = theirs.accumulations[name]
-        assert len(contributions) == len(real), name
-        for ours, other in zip(contributions, real):
-            assert ours.pass_index == other.pass_index
-            assert_same_numbers(ours.grad, other.grad, f"into {name}")
-            assert_same_numbers(ours.total, other.total, f"total of {name}")
-    assert [(p.kind, p.retain_graph) for p in mine.passes] == [
-        (p.kind, p.retain_graph) for p in theirs.passes
+        if ours.grad_fn is not None:
+            assert graph_below(ours.grad_fn) == graph_below(real.grad_fn), name
+    assert_same_steps(mine, theirs, ordered)
+    assert_same_accumulations(mine, theirs)
+    assert [(p.kind, p.retain_graph, p.create_graph) for p in mine.passes] == [
+        (p.kind, p.retain_graph, p.create_graph) for p in theirs.passes
     ]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_the_same_program_gives_the_same_trace_in_both_engines(program):
+    mine, _ = record(program, nbgrad)
+    theirs, _ = record(program, torch)
+    assert_same_trace(mine, theirs)
+
+
+def backward_ops(trace):
+    """The ops run inside backward passes: (pass, op, its node's name, output values)."""
+    return [
+        (
+            op.in_backward,
+            op.op,
+            op.node.name if op.node else None,
+            [numbers(o.value) for o in op.outputs if o.value is not None],
+        )
+        for op in trace.ops
+        if op.in_backward is not None
+    ]
+
+
+@pytest.mark.parametrize(
+    ("program", "ordered"), DOUBLE_BACKWARD, ids=[p.__name__ for p, _ in DOUBLE_BACKWARD]
+)
+def test_the_ops_of_a_double_backward_are_recorded_as_in_nbgrad(program, ordered):
+    mine, _ = record(program, nbgrad)
+    theirs, ran = record(program, torch)
+    assert_same_trace(mine, theirs, ordered)
+    ours, real = backward_ops(mine), backward_ops(theirs)
+    assert ours and [o[:3] for o in ours] == [o[:3] for o in real]
+    # The two mul of a MulBackward0 run in opposite orders (``assert_same_steps``): each op
+    # of one trace matches one of the other, with the same values.
+    unmatched = list(range(len(real)))
+    for op in ours:
+        found = [i for i in unmatched if real[i][:3] == op[:3] and same_values(real[i][3], op[3])]
+        assert found, f"no op of PyTorch's trace is {op}"
+        unmatched.remove(found[0])
+    for op in theirs.ops:
+        if op.in_backward is not None and op.node is not None:
+            assert op.node.op is op and op.node.observed and op.line is not None
+            assert op.outputs[0].grad_fn is op.node
+    plain = program(torch)  # recording changed no value and no grad
+    for name, value in plain.items():
+        if isinstance(value, torch.Tensor):
+            assert torch.equal(value, ran[name]), name
+            if value.is_leaf:
+                assert torch.equal(value.grad, ran[name].grad), name
+
+
+def same_values(a, b):
+    return len(a) == len(b) and all(np.allclose(u, v, rtol=1e-5, atol=1e-6) for u, v in zip(a, b))
+
+
+def cube_then_grad_of_grad(T):
+    x = T.tensor(2.0, requires_grad=True)
+    y = x**3
+    (g,) = T.autograd.grad(y, x, create_graph=True)
+    g.backward()
+    return locals()
+
+
+def test_pytorchs_own_formula_is_recorded_where_it_differs_from_nbgrads():
+    """PyTorch differentiates ``x ** 3`` as ``grad * (3 * x.pow(2))`` (the number makes a
+    MulBackward1), nbgrad as ``grad * 3 * x ** 2``: each trace shows its engine's graph, with
+    the same numbers."""
+    mine, _ = record(cube_then_grad_of_grad, nbgrad)
+    theirs, ran = record(cube_then_grad_of_grad, torch)
+    made = [op for op in theirs.ops if op.in_backward == 0]
+    assert [(op.op, op.node.name) for op in made] == [
+        ("pow", "PowBackward0"),
+        ("mul", "MulBackward1"),
+        ("mul", "MulBackward0"),
+    ]
+    assert [float(op.outputs[0].value) for op in made] == [4.0, 12.0, 12.0]
+    assert made[0].inputs == [theirs.tensors["x"], 2.0] and made[1].inputs[1] == 3.0
+    assert made[2].outputs == [theirs.tensors["g"]] and theirs.tensors["g"].role == "output"
+    pow_node, mul_node = made[0].node, made[1].node
+    assert pow_node.saved_tensors == {"self": theirs.tensors["x"]}
+    assert pow_node.saved["exponent"] == 2.0 and mul_node.saved == {"other": 3.0}
+    assert graph_of(theirs, "g") == [
+        ("MulBackward0", [None, (1, 0)]),
+        ("MulBackward1", [(2, 0)]),
+        ("PowBackward0", [(3, 0)]),
+        ("AccumulateGrad(x)", []),
+    ]
+    assert graph_of(mine, "g") == [
+        ("MulBackward0", [None, (1, 0)]),
+        ("PowBackward0", [(2, 0)]),
+        ("AccumulateGrad(x)", []),
+    ]
+    assert step_labels(theirs) == [
+        "PowBackward0",
+        "MulBackward0",
+        "MulBackward1",
+        "PowBackward0",
+        "AccumulateGrad(x)",
+    ]
+    assert_same_accumulations(mine, theirs)
+    assert float(theirs.tensors["x"].grad) == float(ran["x"].grad) == 12.0
+
+
+def backward_then_backward_of_the_grad(T):
+    x = T.tensor([0.5, 2.0], requires_grad=True)
+    y = (x * x * x).sum()
+    y.backward(create_graph=True)
+    x.grad.sum().backward()
+    return locals()
+
+
+# PyTorch warns that backward(create_graph=True) makes a cycle through x.grad: this program
+# means it.
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_a_grad_made_by_backward_with_create_graph_is_a_copy_in_pytorch():
+    """PyTorch's AccumulateGrad stores a copy of the first gradient when it builds a graph
+    (``x.grad.grad_fn`` is ``CopyBackwards``); nbgrad stores the gradient itself. The copy is
+    the engine's bookkeeping, not a formula: an opaque node, no op. Below it, the same graph,
+    steps and numbers as nbgrad's."""
+    mine, _ = record(backward_then_backward_of_the_grad, nbgrad)
+    theirs, ran = record(backward_then_backward_of_the_grad, torch)
+    copy = theirs.passes[1].roots[0][0].next[0][0]
+    assert copy.name == "CopyBackwards" and not copy.observed and copy.op is None
+    assert copy.next[0] is None or copy.next[0][0] is None
+    assert graph_below(copy.next[1][0]) == graph_below(mine.passes[1].roots[0][0].next[0][0])
+    assert graph_below(theirs.passes[0].roots[0][0]) == graph_below(mine.passes[0].roots[0][0])
+    steps = [s for s in theirs.backward_steps if s.node is not copy]
+    # The second pass runs the two MulBackward0 of each x * x in opposite orders (see
+    # ``assert_same_steps``): its steps are matched by their node's place below the copy.
+    assert sorted(node_label(s.node) for s in steps) == sorted(step_labels(mine))
+    our_place = walk(mine.passes[1].roots[0][0].next[0][0])[1]
+    real_place = walk(copy.next[1][0])[1]
+    by_place = {real_place.get(id(s.node), "root"): s for s in steps if s.pass_index == 1}
+    pairs = list(zip(mine.passes[0].steps, theirs.passes[0].steps, strict=True))
+    pairs += [(s, by_place[our_place.get(id(s.node), "root")]) for s in mine.passes[1].steps]
+    for ours, real in pairs:
+        assert ours.node.name == real.node.name
+        for g, h in zip(ours.grads_in, real.grads_in, strict=True):
+            assert_same_numbers(g, h, f"grad into {ours.node.name}")
+        for (_, _, g), (_, _, h) in zip(ours.grads_out, real.grads_out, strict=True):
+            assert_same_numbers(g, h, f"grad sent by {ours.node.name}")
+    assert [(op.op, op.in_backward) for op in theirs.ops if op.in_backward is not None] == [
+        (op.op, op.in_backward) for op in mine.ops if op.in_backward is not None
+    ]
+    assert_same_accumulations(mine, theirs)
+    np.testing.assert_allclose(theirs.tensors["x"].grad, ran["x"].grad.detach().numpy())
+    np.testing.assert_allclose(theirs.tensors["x"].grad, [0.75 + 3.0, 12.0 + 12.0])
+
+
+def backward_into_a_non_leaf(T):
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 3
+    c = (b * b).sum()
+    c.backward(inputs=[b], retain_graph=True)
+    c.backward(inputs=[b])
+    return locals()
+
+
+def test_backward_into_a_non_leaf_logs_its_accumulations():
+    """``backward(inputs=[b])`` sums into the non-leaf's ``.grad``: logged after each pass,
+    with no step, as nbgrad logs it. PyTorch runs b's grad_fn for it (it sends nothing on:
+    a is not an input); nbgrad's engine does not run that node."""
+    mine, _ = record(backward_into_a_non_leaf, nbgrad)
+    theirs, ran = record(backward_into_a_non_leaf, torch)
+    contributions = theirs.accumulations["b"]
+    assert [(a.pass_index, a.step) for a in contributions] == [(0, None), (1, None)]
+    assert [numbers(a.grad).tolist() for a in contributions] == [[6.0, 12.0], [6.0, 12.0]]
+    assert [numbers(a.total).tolist() for a in contributions] == [[6.0, 12.0], [12.0, 24.0]]
+    assert theirs.accumulation_log == contributions and "a" not in theirs.accumulations
+    assert numbers(theirs.tensors["b"].grad).tolist() == ran["b"].grad.tolist() == [12.0, 24.0]
+    assert ran["a"].grad is None and theirs.tensors["a"].grad is None
+    # nbgrad logs the same contributions (its totals count b's retained grad twice: an
+    # engine fault of retain_grad with backward(inputs=...), not of the recording).
+    assert [(a.pass_index, a.step) for a in mine.accumulations["b"]] == [(0, None), (1, None)]
+    for ours, real in zip(mine.accumulations["b"], contributions, strict=True):
+        assert_same_numbers(ours.grad, real.grad, "into b")
+    b_node = theirs.tensors["b"].grad_fn
+    for backward_pass in theirs.passes:
+        *formula, last = backward_pass.steps
+        assert last.node is b_node and [g for _, _, g in last.grads_out] == [None, None]
+        assert_same_numbers(last.grads_in[0], [6.0, 12.0], "grad into b's node")
+    assert [node_label(s.node) for s in theirs.backward_steps if s.node is not b_node] == (
+        step_labels(mine)
+    )
 
 
 def test_saved_values_read_from_pytorchs_nodes():
@@ -277,6 +543,36 @@ def test_an_exception_removes_the_mode_and_every_hook():
     made["b"].backward()
     assert a.grad.tolist() == [3.0, 3.0]
     assert not torch.overrides._get_current_function_mode_stack()
+
+
+def test_an_exception_inside_a_double_backward_removes_the_dispatch_mode_and_hooks():
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    def failing(T):
+        class Faulty(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, grad):
+                raise ValueError("in backward")
+
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = (Faulty.apply(x) * x.exp()).sum()
+        T.autograd.grad(y, x, create_graph=True)
+
+    with pytest.raises(ValueError, match="in backward"):
+        record(failing, torch)
+    assert not _get_current_dispatch_mode_stack()
+    assert not torch.overrides._get_current_function_mode_stack()
+    # The graph made while recording runs unrecorded: no pre- or post-hook of the recorder.
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    trace, ran = record(lambda T: {"x": x, "y": (x.exp() * x).sum()}, torch)
+    (g,) = torch.autograd.grad(ran["y"], x, create_graph=True)
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), (x.exp() * (x + 2)).detach().numpy(), rtol=1e-6)
+    assert not trace.passes and not _get_current_dispatch_mode_stack()
 
 
 def test_a_limit_reached_inside_an_op_leaves_no_mode_behind():
@@ -447,3 +743,33 @@ def test_an_error_in_a_torch_cell_fails_it_and_removes_the_mode(shell):
     assert not result.success and isinstance(result.error_in_exec, ZeroDivisionError)
     assert nbgrad.last_trace().error.startswith("ZeroDivisionError")
     assert not torch.overrides._get_current_function_mode_stack()
+
+
+def test_a_torch_cell_with_a_double_backward_shows_the_backward_ops(shell):
+    result = shell.run_cell(
+        "%%autograd --no-show\n"
+        "import torch\n"
+        "x = torch.tensor([0.5, 2.0], requires_grad=True)\n"
+        "y = (x.sin() * x).sum()\n"
+        "(g,) = torch.autograd.grad(y, x, create_graph=True)\n"
+        "(g * g).sum().backward()\n"
+    )
+    assert result.success
+    trace = nbgrad.last_trace()
+    data = json.loads(trace.to_json())
+    in_backward = [op for op in data["ops"] if op.get("in_backward") == 0]
+    assert [op["op"] for op in in_backward] == ["expand", "mul", "mul", "cos", "mul"]
+    assert all(op["line"] == 5 for op in in_backward)
+    nodes = {node["id"]: node["name"] for node in data["nodes"]}
+    assert [nodes.get(op.get("node")) for op in in_backward] == [
+        None,
+        "MulBackward0",
+        "MulBackward0",
+        "CosBackward0",
+        "MulBackward0",
+    ]
+    # g = d/dx sum(sin(x) * x) = sin x + x cos x, and d/dx sum(g * g) = 2 g g'
+    x = shell.user_ns["x"].detach().numpy().astype(np.float64)
+    g = np.sin(x) + x * np.cos(x)
+    expected = 2 * g * (2 * np.cos(x) - x * np.sin(x))
+    np.testing.assert_allclose(trace.tensors["x"].grad, expected, rtol=1e-5)

@@ -33,7 +33,8 @@ _CUSTOM_FUNCTION_NODE = torch.autograd.function.BackwardCFunction
 def array_of(tensor):
     """A tensor's values as a NumPy array (shared memory when PyTorch allows: callers copy)."""
     try:  # a dense CPU tensor of a dtype NumPy has: nearly always, and fast
-        return tensor.detach().numpy()
+        # (Gradients need no grad: read without making a detached tensor first.)
+        return tensor.detach().numpy() if tensor.requires_grad else tensor.numpy()
     except (TypeError, RuntimeError):
         return _converted_array_of(tensor)
 
@@ -90,6 +91,18 @@ def saved_names(node):
     return names
 
 
+_SAVED_ATTRIBUTES = {}  # node class -> ((name, "_saved_" + name), ...)
+
+
+def _saved_attributes(node):
+    found = _SAVED_ATTRIBUTES.get(type(node))
+    if found is None:
+        found = _SAVED_ATTRIBUTES[type(node)] = tuple(
+            (name, "_saved_" + name) for name in saved_names(node)
+        )
+    return found
+
+
 def read_saved(node):
     """(name, value) for what ``node`` saved for backward: ``_saved_self`` ... as PyTorch shows
     them, and a custom Function's ``ctx.save_for_backward`` tensors as ``tensors[i]``. Returns
@@ -97,7 +110,7 @@ def read_saved(node):
     try:
         if is_custom_function_node(node):
             return [(f"tensors[{i}]", t) for i, t in enumerate(node.saved_tensors)]
-        return [(name, getattr(node, f"_saved_{name}")) for name in saved_names(node)]
+        return [(name, getattr(node, attribute)) for name, attribute in _saved_attributes(node)]
     except RuntimeError:  # "Trying to backward through the graph a second time..."
         return None
 
@@ -116,7 +129,10 @@ def describe_saved(record, node, tensor_record_for, policy):
     for name, value in saved:
         if value is None:  # not saved: the input it is for needs no gradient
             continue
-        if isinstance(value, torch.Tensor):
+        kind = type(value)
+        if kind in _PLAIN_NUMBERS or (kind is tuple and all(type(v) is int for v in value)):
+            record.saved[name] = value  # a number, a size or strides: kept as they are
+        elif isinstance(value, torch.Tensor):
             saved_a_tensor = True
             tensor_record = tensor_record_for(value)
             if tensor_record is not None and tensor_record.value is not None:
@@ -134,6 +150,9 @@ def describe_saved(record, node, tensor_record_for, policy):
         else:
             record.saved[name] = keep_plain(_plain(value), policy)
     return saved_a_tensor
+
+
+_PLAIN_NUMBERS = (int, float, bool)
 
 
 def _plain(value):

@@ -16,6 +16,12 @@ PyTorch offers the observation points; nothing of PyTorch is patched:
   leaf's ``.grad`` after the sum.
 - ``retain_grad()`` on every intermediate; what each node saved read from its ``_saved_*``
   attributes as soon as the node is made (backward frees them).
+- during a ``create_graph=True`` pass only, a ``TorchDispatchMode`` sees the ATen operators of
+  the formulas PyTorch's C++ engine runs (the function mode cannot): those between a node's
+  pre-hook and its post-hook become ops run in that pass, as nbgrad's engine records its own
+  formulas (``_formula_call``).
+- ``backward(inputs=[non_leaf])``: what it summed into the non-leaf's ``.grad`` is logged after
+  the pass (``_record_input_grads``).
 - the global module hooks (``torch.nn.modules.module.register_module_forward_pre_hook`` ...)
   give the ``nn.Module`` path of each op.
 
@@ -34,6 +40,7 @@ import weakref
 
 import torch
 import torch.nn.modules.module
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from nbgrad.trace import naming, torch_bridge
 from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
@@ -116,7 +123,44 @@ _PASSES = {
     torch.autograd.backward: "backward",
     torch.autograd.grad: "grad",
 }
-_SIGNATURES = {func: inspect.signature(func) for func in _PASSES}
+# Their parameter names in order, to read a call's arguments by name (``inspect``'s ``bind``
+# costs more than the rest of starting a pass; a call PyTorch refuses raises there anyway).
+_PARAMETERS = {func: tuple(inspect.signature(func).parameters) for func in _PASSES}
+
+
+class _Pass:
+    """What the mode does with a function that runs a backward pass."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind):
+        self.kind = kind
+
+
+_NOT_AN_OP = object()
+# What the mode does with each function it has seen: _NOT_AN_OP, a _Pass, or the op's name as
+# the trace writes it. Functions are few (PyTorch's API), but a library can route its own
+# functions through the mode: the table stops growing at a bound.
+_KINDS = {}
+_MAX_KINDS = 4096
+
+
+def _kind_of(func):
+    kind = _PASSES.get(func)
+    if kind is not None:
+        kind = _Pass(kind)
+    else:
+        name = getattr(func, "__name__", "")
+        kind = _NOT_AN_OP if name in _NOT_OPS else _op_name(name)
+    try:
+        if len(_KINDS) < _MAX_KINDS:
+            _KINDS[func] = kind
+    except TypeError:  # an unhashable callable: decided on every call
+        pass
+    return kind
+
+
+_DETACH = torch.ops.aten.detach
 
 
 class _RecordingMode(torch.overrides.TorchFunctionMode):
@@ -129,11 +173,33 @@ class _RecordingMode(torch.overrides.TorchFunctionMode):
         self.recorder = recorder
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if _is_compiling():
-            # torch.compile traces modes' code into its graph: the recorder must not be in it.
-            # A compiled region is recorded from the outside, as one opaque node.
-            return func(*args, **(kwargs or {}))
-        return self.recorder._call(func, args, kwargs or {})
+        # Every call of PyTorch's API comes here, attribute reads (``p.grad``) too: what to do
+        # with each function is decided once (``_kind_of``), and calls that are not operations
+        # go straight through.
+        try:
+            kind = _KINDS[func]
+        except (KeyError, TypeError):  # first seen, or unhashable
+            kind = _kind_of(func)
+        recorder = self.recorder
+        if kind is _NOT_AN_OP or recorder._busy or not recorder._listening or _is_compiling():
+            # (torch.compile traces modes' code into its graph: the recorder must not be in it.
+            # A compiled region is recorded from the outside, as one opaque node.)
+            return func(*args, **kwargs) if kwargs else func(*args)
+        return recorder._call(func, kind, args, kwargs or {})
+
+
+class _FormulaMode(TorchDispatchMode):
+    """Active only while a ``create_graph=True`` pass runs: PyTorch's C++ engine then runs each
+    node's backward formula as ATen operators, which no TorchFunctionMode sees. A dispatch mode
+    sees them below autograd, before their results get a ``grad_fn``: the recorder keeps the
+    call and records it at the next event, when autograd has set the result's history."""
+
+    def __init__(self, recorder):
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.recorder._formula_call(func, args, kwargs or {})
 
 
 class TorchRecorder:
@@ -187,6 +253,13 @@ class TorchRecorder:
         self._grad_snapshots = {}  # id(tensor) -> (weakref, version, snapshot), within one pass
         self._last_totals = {}  # leaf record -> (weakref to its .grad, version, snapshot)
         self._known_grads = {}  # id(a leaf's .grad) -> the same, to reuse when it is read
+        # Recording the ops of a create_graph=True pass (``_formula_call``): the node whose
+        # formula runs now (set by a pre-hook, cleared by its post-hook; ops outside a formula
+        # are the engine's bookkeeping, as in nbgrad's recorder), and the last formula call,
+        # recorded once autograd has given its result a grad_fn.
+        self._formula_node = None
+        self._unresolved = None
+        self._prehook_handles = []
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -209,9 +282,11 @@ class TorchRecorder:
             return
         self._listening = False
         self._leave_mode()
-        for handle in self._hook_handles:
+        for handle in self._hook_handles + self._prehook_handles:
             handle.remove()
         self._hook_handles = []
+        self._prehook_handles = []
+        self._formula_node = self._unresolved = None
         self._scopes.detach()
         if reason and self.trace.truncated is None:
             self.trace.truncated = reason
@@ -270,28 +345,27 @@ class TorchRecorder:
 
     # --- every PyTorch API call ------------------------------------------------------------------
 
-    def _call(self, func, args, kwargs):
-        if self._busy or not self._listening:
-            return func(*args, **kwargs)
-        kind = _PASSES.get(func)
-        if kind is not None:
-            return self._run_pass(func, kind, args, kwargs)
-        name = getattr(func, "__name__", "")
-        if name in _NOT_OPS:
-            return func(*args, **kwargs)
+    def _call(self, func, kind, args, kwargs):
+        """An operation (``kind`` is its name) or a backward pass (``kind`` is a _Pass)."""
+        if type(kind) is _Pass:
+            return self._run_pass(func, kind.kind, args, kwargs)
+        name = kind
         first = args[0] if args else None
         version_before = first._version if isinstance(first, torch.Tensor) else None
         result = func(*args, **kwargs)
         self._busy = True
         try:
-            self._record_op(name, args, kwargs, result, version_before)
+            # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that ran it
+            self._record_op(name, args, kwargs, result, version_before, sys._getframe(2))
         except Exception as error:  # a recorder fault must not break the user's program
             self._fail(error)
         finally:
             self._busy = False
         return result
 
-    def _record_op(self, name, args, kwargs, result, version_before):
+    def _record_op(self, name, args, kwargs, result, version_before, frame, in_formula=False):
+        """Record a call that returned ``result``; ``frame`` is the first frame above it
+        (the search for the user's line starts there)."""
         outputs = _tensors_in(result)
         if not outputs or not self._listening:
             return
@@ -299,9 +373,9 @@ class TorchRecorder:
         tensor_inputs = [value for value in inputs if isinstance(value, torch.Tensor)]
         if not tensor_inputs:
             return  # a tensor made from numbers (torch.ones): a constant where it is used
-        first = inputs[0] if inputs else None
+        first = inputs[0]
         in_place = outputs[0] is first and first._version != version_before
-        if not in_place and all(any(o is t for t in tensor_inputs) for o in outputs):
+        if not in_place and _handed_back(outputs, tensor_inputs):
             return  # an input handed back unchanged (``x.to(x.dtype)``)
         if in_place and not torch.is_grad_enabled() and id(first) not in self._tensors:
             # Filling a tensor the recording has not met yet (``nn.Linear`` initialising its
@@ -329,11 +403,13 @@ class TorchRecorder:
         input_records = []
         for position, value in enumerate(inputs):
             if isinstance(value, torch.Tensor):
-                record = (
-                    self._tensors[id(value)][1]
-                    if in_place and position == 0 and id(value) in self._tensors
-                    else self._record_of(value)
-                )
+                if in_place and position == 0 and id(value) in self._tensors:
+                    record = self._tensors[id(value)][1]
+                elif in_formula:
+                    # A formula reads saved values back as new tensors on the same memory.
+                    record = self._saved_record(value) or self._record_of(value)
+                else:
+                    record = self._record_of(value)
                 if node is not None and record.value is None and record in self._pending:
                     record.value = snapshot(array_of(value), self.policy)
                     del self._pending[record]
@@ -341,8 +417,9 @@ class TorchRecorder:
             else:
                 input_records.append(keep_plain(_plain_operand(value), self.policy))
 
-        frame = sys._getframe(3)  # _record_op <- _call <- __torch_function__ <- PyTorch
         user_frame, direct = self._locate(frame)
+        if in_formula:
+            direct = False  # run by backward, not by the expression on the user's line
         line, site = None, None
         if user_frame is not None:
             line = user_frame.f_lineno
@@ -350,7 +427,7 @@ class TorchRecorder:
         running = self._running_passes
         op = OpRecord(
             f"o{len(trace.ops)}",
-            _op_name(name),
+            name,
             input_records,
             [],
             None,
@@ -407,10 +484,11 @@ class TorchRecorder:
         if entry is not None and entry[0]() is tensor:
             record = entry[1]
             if record.version == tensor._version:
-                if record.grad_fn is None and tensor.grad_fn is not None:
+                if record.grad_fn is not None or tensor.grad_fn is None:
+                    return record
+                if is_custom_function_node(tensor.grad_fn):
                     # It gained a grad_fn since: a custom Function returned it.
                     return self._function_output(tensor, record)
-                return record
         record = self._new_tensor(tensor)
         if tensor.grad_fn is not None and is_custom_function_node(tensor.grad_fn):
             return self._function_output(tensor, record)
@@ -418,25 +496,29 @@ class TorchRecorder:
 
     def _new_tensor(self, tensor, op=None, take_value=True):
         version = tensor._version
+        grad_fn = tensor.grad_fn
+        trace = self.trace
+        dtype = tensor.dtype
         record = TensorRecord(
-            f"t{len(self.trace.tensors)}",
+            f"t{len(trace.tensors)}",
             tuple(tensor.shape),
-            _dtype_name(tensor.dtype),
+            _DTYPE_NAMES.get(dtype) or _dtype_name(dtype),
             tensor.requires_grad,
-            tensor.grad_fn is None,
+            grad_fn is None,
             version,
             self._value_of(tensor, version) if take_value else None,
         )
         record.op = op
-        if op is None and tensor.grad_fn is not None:
-            record.grad_fn = self._node_record(tensor.grad_fn)
+        if op is None and grad_fn is not None:
+            record.grad_fn = self._node_record(grad_fn)
             record.output_nr = tensor.output_nr
-        self.trace.tensors[record.id] = record
-        entry = self._tensors.get(id(tensor))
+        trace.tensors[record.id] = record
+        key = id(tensor)
+        entry = self._tensors.get(key)
         if entry is not None and entry[0]() is tensor and entry[1].version != version:
             self._earlier[record] = entry[1]
-        self._tensors[id(tensor)] = (weakref.ref(tensor), record)
-        if op is not None and tensor.grad_fn is not None:
+        self._tensors[key] = (weakref.ref(tensor), record)
+        if op is not None and grad_fn is not None:
             # A saved result reads back as a new tensor on the same memory (``_saved_result``);
             # saved inputs read back as themselves.
             self._by_storage[storage_key(tensor)] = record
@@ -541,7 +623,10 @@ class TorchRecorder:
                 entry[1].op = op
                 entry[1].observed = True
             return entry[1]
-        return self._make_node(node, op)
+        record = self._make_node(node, op)
+        if op is None:  # met through a tensor made where the mode could not see
+            self._read_saved(record, node)
+        return record
 
     def _make_node(self, node, op):
         """A record for ``node`` and every node below it new to the recording (iteratively),
@@ -592,33 +677,69 @@ class TorchRecorder:
     # --- backward -------------------------------------------------------------------------------
 
     def _run_pass(self, func, kind, args, kwargs):
-        backward_pass = None
+        started = None
         self._busy = True
         try:
-            backward_pass = self._start_pass(func, kind, args, kwargs)
+            started = self._start_pass(func, kind, args, kwargs)
         except Exception as error:
             self._fail(error)
         finally:
             self._busy = False
-        try:
+        if started is None:
             return func(*args, **kwargs)
+        backward_pass, root_nodes, non_leaf_inputs = started
+        formula_mode, prehooks = None, []
+        if backward_pass.create_graph and self._listening:
+            self._busy = True
+            try:
+                self._watch_formulas(root_nodes, prehooks)
+                formula_mode = _FormulaMode(self)
+            except Exception as error:
+                self._fail(error)
+            finally:
+                self._busy = False
+        outer_node, self._formula_node = self._formula_node, None
+        try:
+            if formula_mode is None:
+                result = func(*args, **kwargs)
+            else:
+                with formula_mode:
+                    result = func(*args, **kwargs)
         finally:
-            if backward_pass is not None and backward_pass in self._running_passes:
+            if self._unresolved is not None:
+                self._resolve_formula_op()
+            self._formula_node = outer_node
+            for handle in prehooks:
+                handle.remove()
+            if backward_pass in self._running_passes:
                 self._running_passes.remove(backward_pass)
+        if non_leaf_inputs and self._listening:
+            self._busy = True
+            try:
+                self._record_input_grads(backward_pass, non_leaf_inputs)
+            except Exception as error:
+                self._fail(error)
+            finally:
+                self._busy = False
+        return result
 
     def _start_pass(self, func, kind, args, kwargs):
+        """A new BackwardPass for this call, with the root nodes it starts from and the
+        non-leaf tensors of ``backward(inputs=...)``; None past ``max_passes``."""
         trace = self.trace
         if len(trace.passes) >= self.max_passes:
             self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
             return None
-        bound = _SIGNATURES[func].bind(*args, **kwargs).arguments
+        bound = dict(zip(_PARAMETERS[func], args))
+        bound.update(kwargs)
         outputs = bound.get("self", bound.get("tensors", bound.get("outputs")))
-        roots = []
+        roots, root_nodes = [], []
         for tensor in _tensors_in(outputs):
             if tensor.grad_fn is not None:
                 record = self._record_of(tensor)  # a root made where the mode could not see
                 node = record.grad_fn or self._node_record(tensor.grad_fn)
                 roots.append((node, tensor.output_nr))
+                root_nodes.append(tensor.grad_fn)
         create_graph = bool(bound.get("create_graph", False))
         retain_graph = bound.get("retain_graph")
         user_frame, _ = self._locate(sys._getframe(4))
@@ -633,12 +754,105 @@ class TorchRecorder:
         trace.passes.append(backward_pass)
         self._running_passes.append(backward_pass)
         self._grad_snapshots.clear()
-        return backward_pass
+        # backward(inputs=[non_leaf]) sums into the non-leaf's .grad (PyTorch does it through
+        # the tensor's retain_grad hook, which no node hook reports): noted after the pass.
+        non_leaf_inputs = []
+        if kind == "backward":
+            non_leaf_inputs = [t for t in _tensors_in(bound.get("inputs")) if t.grad_fn is not None]
+        return backward_pass, root_nodes, non_leaf_inputs
+
+    def _record_input_grads(self, backward_pass, tensors):
+        """The accumulations of ``backward(inputs=[non_leaf])``, as nbgrad's recorder logs
+        them: after the pass, with no step. What came is what the tensor's grad_fn received
+        in this pass (PyTorch runs that node, sending nothing on); a tensor no gradient
+        reached has no accumulation (PyTorch leaves its .grad as it was)."""
+        for tensor in tensors:
+            total = tensor.grad
+            if total is None:
+                continue
+            record = self._record_of(tensor)
+            node = record.grad_fn
+            came = None
+            for step in reversed(backward_pass.steps):
+                if step.node is node:
+                    if tensor.output_nr < len(step.grads_in):
+                        came = step.grads_in[tensor.output_nr]
+                    break
+            if came is None:
+                continue
+            total_value = snapshot(array_of(total), self.policy)
+            kept = (weakref.ref(total), total._version, total_value)
+            self._last_totals[record] = kept
+            self._accumulations.append(
+                Accumulation(record, backward_pass.index, None, came, total_value)
+            )
+
+    # --- the ops of a create_graph=True pass ----------------------------------------------------
+
+    def _watch_formulas(self, root_nodes, handles):
+        """A pre-hook on every node the pass can run (AccumulateGrad's copy into ``.grad`` is
+        bookkeeping, as are the engine's sums of two grads, which run after a node's
+        post-hook): an ATen call between a node's pre- and post-hook is its formula. Each
+        hook's handle goes into ``handles`` (removed after the pass) and the recorder's list
+        (removed by ``stop``) as soon as it is registered."""
+        seen, pending = set(), list(root_nodes)
+        while pending:
+            node = pending.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if getattr(node, "variable", None) is None:
+                hook = functools.partial(self._on_formula_start, node)
+                handle = node.register_prehook(hook)
+                handles.append(handle)
+                self._prehook_handles.append(handle)
+            pending.extend(child for child, _ in node.next_functions)
+
+    def _on_formula_start(self, node, grad_outputs):
+        if self._listening and not self._busy:
+            if self._unresolved is not None:
+                self._resolve_formula_op()
+            self._formula_node = node
+
+    def _formula_call(self, func, args, kwargs):
+        """An ATen call while a create_graph=True pass runs (from ``_FormulaMode``)."""
+        if self._unresolved is not None and not self._busy:
+            self._resolve_formula_op()  # before this call could change its inputs or outputs
+        if (
+            self._formula_node is None
+            or self._busy
+            or not self._listening
+            or func.overloadpacket is _DETACH  # reading a saved value back (SavedVariable)
+        ):
+            return func(*args, **kwargs)
+        first = args[0] if args else None
+        version_before = first._version if isinstance(first, torch.Tensor) else None
+        result = func(*args, **kwargs)
+        self._unresolved = (func.overloadpacket.__name__, args, kwargs, result, version_before)
+        return result
+
+    def _resolve_formula_op(self):
+        """Record the last formula call: by now autograd has given its result a grad_fn."""
+        name, args, kwargs, result, version_before = self._unresolved
+        self._unresolved = None
+        if not self._listening:
+            return
+        self._busy = True
+        try:
+            frame = sys._getframe(1)
+            self._record_op(name, args, kwargs, result, version_before, frame, in_formula=True)
+        except Exception as error:
+            self._fail(error)
+        finally:
+            self._busy = False
 
     def _on_step(self, node, grad_inputs, grad_outputs):
         """A node's post-hook: it received ``grad_outputs`` and sent ``grad_inputs``."""
         if self._busy or not self._listening or not self._running_passes:
             return
+        if self._unresolved is not None:
+            self._resolve_formula_op()
+        self._formula_node = None  # what runs next, until a node's pre-hook, is bookkeeping
         self._busy = True
         try:
             self._record_step(node, grad_inputs, grad_outputs)
@@ -818,9 +1032,26 @@ def _tensors_in(value):
     return []
 
 
+def _handed_back(outputs, inputs):
+    """Whether every output is one of the inputs."""
+    for output in outputs:
+        for value in inputs:
+            if output is value:
+                break
+        else:
+            return False
+    return True
+
+
 def _operands(args, kwargs):
     """A call's operands in order: its arguments, with the tensors of a list argument (``cat``)
     spread out, then keyword arguments that are tensors or numbers."""
+    if not kwargs:
+        for value in args:
+            if isinstance(value, (tuple, list)):
+                break
+        else:
+            return args  # the common case: the arguments as they are
     operands = []
     for value in args:
         if isinstance(value, (tuple, list)) and value and isinstance(value[0], torch.Tensor):

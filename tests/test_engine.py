@@ -210,6 +210,24 @@ def test_backward_inputs_only_fills_those():
     assert u.grad.item() == 2.0 and v.grad is None
 
 
+def test_backward_inputs_fills_a_non_leaf_grad_once_as_pytorch(torch):
+    """``backward(inputs=[b])`` puts the gradient that reached a non-leaf ``b`` into ``b.grad``
+    once, whether or not ``b`` retains its grad (it was counted twice with retain_grad)."""
+    results = {}
+    for T in (nbgrad, torch):
+        for retain in (False, True):
+            a = T.tensor([1.0, 2.0], requires_grad=True)
+            b = a * 3
+            if retain:
+                b.retain_grad()
+            (b * b).sum().backward(inputs=[b])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # reading .grad of a non-leaf
+                results[T.__name__, retain] = (b.grad.tolist(), a.grad)
+    assert results["nbgrad", False] == results["nbgrad", True] == results["torch", True]
+    assert results["torch", False] == results["torch", True] == ([6.0, 12.0], None)
+
+
 def test_autograd_grad_leaves_dot_grad_alone_and_reaches_non_leaves():
     u = nbgrad.tensor(1.0, requires_grad=True)
     m = u * 3

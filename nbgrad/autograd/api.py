@@ -67,6 +67,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         roots, grads, retain_graph, create_graph, capture=capture, run_only=run_only
     )
     for t, grad in zip(inputs, captured):
+        # A non-leaf input gets the gradient that reached it in its .grad here (the engine does
+        # not retain it as well, even if the tensor retains its grad).
         if t._grad_fn is not None and grad is not None:
             engine.accumulate_into_leaf(t, grad, create_graph)
 

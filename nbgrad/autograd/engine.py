@@ -83,7 +83,14 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
         grads = buffers.pop(node, None) or [None] * node.num_outputs
         is_leaf_node = type(node) is AccumulateGrad
         if node._extras is not None or (is_leaf_node and node.variable._backward_hooks):
-            grads = _run_pre_hooks(node, grads, create_graph)
+            # backward(inputs=[non_leaf]) puts the gradient into the non-leaf's .grad itself,
+            # once: its retain_grad must not do it too.
+            accumulated_later = (
+                {nr for nr, _ in capture_at[node]}
+                if run_only is not None and node in capture_at
+                else ()
+            )
+            grads = _run_pre_hooks(node, grads, create_graph, accumulated_later)
         if capture_at and node in capture_at:
             for nr, slot in capture_at[node]:
                 captured[slot] = grads[nr]
@@ -284,7 +291,7 @@ def _as_grad(value, create_graph):
     return value._data
 
 
-def _run_pre_hooks(node, grads, create_graph):
+def _run_pre_hooks(node, grads, create_graph, not_retained=()):
     grads = list(grads)
     extras = node._extras
     if type(node) is AccumulateGrad:
@@ -300,7 +307,7 @@ def _run_pre_hooks(node, grads, create_graph):
         return grads
     for nr, ref in list(extras.retains_grad.items()):
         tensor = ref()
-        if tensor is not None and grads[nr] is not None:
+        if tensor is not None and grads[nr] is not None and nr not in not_retained:
             _retain(tensor, grads[nr], create_graph)
     for fn in list(extras.pre_hooks.values()):
         result = fn(tuple(_as_tensor(g) for g in grads))

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 from nbgrad.trace.torch_bridge import trace_of_torch_tensor  # noqa: E402
 from nbgrad.trace.torch_recorder import TorchRecorder  # noqa: E402
+from nbgrad.trace.values import PACKED  # noqa: E402
 
 
 def record(program, T, **options):
@@ -773,3 +774,29 @@ def test_a_torch_cell_with_a_double_backward_shows_the_backward_ops(shell):
     g = np.sin(x) + x * np.cos(x)
     expected = 2 * g * (2 * np.cos(x) - x * np.sin(x))
     np.testing.assert_allclose(trace.tensors["x"].grad, expected, rtol=1e-5)
+
+
+def test_recording_does_not_run_saved_tensor_hooks_more():
+    """PyTorch reads a hooked saved tensor only through the user's unpack hook: the recorder
+    leaves such tensors unread (shown as packed), so the hook runs as often as unrecorded."""
+    calls = []
+
+    def unpack_counted(packed):
+        calls.append(1)
+        return packed
+
+    def program():
+        a = torch.tensor([1.0, 2.0], requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, unpack_counted):
+            b = a * a
+            c = b.exp()
+        c.sum().backward()
+        return a
+
+    plain_grad = program().grad.tolist()
+    plain_calls, calls[:] = len(calls), []
+    with nbgrad.record(engine="torch") as trace:
+        recorded_grad = program().grad.tolist()
+    assert len(calls) == plain_calls == 3 and recorded_grad == plain_grad
+    assert trace.node("MulBackward0").saved == {"other": PACKED, "self": PACKED}
+    assert trace.node("SumBackward0").saved == {"self_sym_sizes": (2,)}

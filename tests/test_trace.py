@@ -745,3 +745,32 @@ def test_summary_text_has_no_memory_address():
     text = trace.summary()
     assert "0x" not in text and "MulBackward0" in text and "e = c * d" in text
     assert "0x" not in repr(trace)
+
+
+def test_recording_does_not_run_saved_tensor_hooks_more():
+    """Under saved_tensors_hooks the recorder shows the tensors that were packed, without
+    reading them back: the user's unpack hook runs as often as without recording."""
+    calls = []
+
+    def program():
+        a = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+        hooks = nbgrad.autograd.graph.saved_tensors_hooks(lambda t: ("box", t), unpack_counted)
+        with hooks:
+            b = a * a
+            c = b.exp()
+        c.sum().backward()
+        return a
+
+    def unpack_counted(packed):
+        calls.append(1)
+        return packed[1]
+
+    plain_grad = program().grad.tolist()
+    plain_calls, calls[:] = len(calls), []
+    with record() as trace:
+        recorded_grad = program().grad.tolist()
+    assert len(calls) == plain_calls == 3 and recorded_grad == plain_grad
+    mul, exp = trace.node("MulBackward0"), trace.node("ExpBackward0")
+    assert mul.saved_tensors["self"] is trace.tensors["a"]
+    assert exp.saved_tensors["result"] is trace.tensors["c"]
+    np.testing.assert_allclose(exp.saved["result"], np.exp([1.0, 4.0]), rtol=1e-6)

@@ -25,7 +25,7 @@ import numpy as np
 import nbgrad.autograd
 import nbgrad.ops
 from nbgrad.autograd import engine, function, grad_mode, observe
-from nbgrad.autograd.node import FREED, AccumulateGrad, SavedTensor, TableNode
+from nbgrad.autograd.node import FREED, AccumulateGrad, PackedSavedTensor, SavedTensor, TableNode
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace import naming
 from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
@@ -39,7 +39,7 @@ from nbgrad.trace.trace import (
     TensorRecord,
     Trace,
 )
-from nbgrad.trace.values import ArraySummary, Policy, dtype_name, keep_plain, snapshot
+from nbgrad.trace.values import PACKED, ArraySummary, Policy, dtype_name, keep_plain, snapshot
 
 DEFAULT_MAX_NODES = 2000
 DEFAULT_MAX_PASSES = 3
@@ -536,7 +536,11 @@ class Recorder:
             if saved is None or saved is FREED:
                 continue
             name = spec.saves[position]
-            if type(saved) is SavedTensor:
+            packed = type(saved) is PackedSavedTensor
+            if type(saved) is SavedTensor or packed:
+                # Under saved_tensors_hooks the node holds what the pack hook made of the tensor:
+                # the trace shows the tensor that was packed (reading it back would run the
+                # user's unpack hook, with its side effects).
                 kind, index = spec.save_sources[position]
                 tensor_record = None
                 if kind == "input" and input_records is not None:
@@ -544,13 +548,13 @@ class Recorder:
                     tensor_record = candidate if type(candidate) is TensorRecord else None
                 elif kind == "result" and output_records:
                     tensor_record = output_records[0]
-                elif saved.tensor is not None:
+                elif not packed and saved.tensor is not None:
                     tensor_record = self._record_of(saved.tensor)
                 if tensor_record is not None and tensor_record.value is not None:
                     record.saved_tensors[name] = tensor_record
                     record.saved[name] = tensor_record.value
                 else:
-                    record.saved[name] = snapshot(saved.data, self.policy)
+                    record.saved[name] = PACKED if packed else snapshot(saved.data, self.policy)
             else:
                 record.saved[name] = keep_plain(saved, self.policy)
 
@@ -562,6 +566,9 @@ class Recorder:
             return
         for position, saved in enumerate(saved_entries):
             name = f"tensors[{position}]"
+            if type(saved) is PackedSavedTensor:
+                record.saved[name] = PACKED
+                continue
             if type(saved) is not SavedTensor:
                 record.saved[name] = keep_plain(saved, self.policy)
                 continue

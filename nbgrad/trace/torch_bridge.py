@@ -17,7 +17,7 @@ does, for ``nbgrad.show``:
 import torch
 
 from nbgrad.trace.trace import NodeRecord, TensorRecord, Trace
-from nbgrad.trace.values import Policy, dtype_name, keep_plain, snapshot
+from nbgrad.trace.values import PACKED, Policy, dtype_name, keep_plain, snapshot
 
 SUPPORTED_VERSIONS = "2.3 or later (tested: 2.13.0)"
 ENGINE = ("torch", torch.__version__)
@@ -106,13 +106,28 @@ def _saved_attributes(node):
 def read_saved(node):
     """(name, value) for what ``node`` saved for backward: ``_saved_self`` ... as PyTorch shows
     them, and a custom Function's ``ctx.save_for_backward`` tensors as ``tensors[i]``. Returns
-    None once backward has freed them."""
+    None once backward has freed them.
+
+    Under ``saved_tensors_hooks`` a saved tensor is read only through the user's unpack hook,
+    whose side effects (a print, a file deleted) recording must not add to: such tensors are
+    reported as PACKED, unread."""
+    hooked = _top_saved_tensors_hooks(False) is not None
     try:
         if is_custom_function_node(node):
+            if hooked:
+                return [(f"tensors[{i}]", PACKED) for i in range(len(node._raw_saved_tensors))]
             return [(f"tensors[{i}]", t) for i, t in enumerate(node.saved_tensors)]
-        return [(name, getattr(node, attribute)) for name, attribute in _saved_attributes(node)]
+        return [
+            (name, PACKED)
+            if hooked and getattr(node, "_raw" + attribute, None) is not None
+            else (name, getattr(node, attribute))
+            for name, attribute in _saved_attributes(node)
+        ]
     except RuntimeError:  # "Trying to backward through the graph a second time..."
         return None
+
+
+_top_saved_tensors_hooks = torch._C._autograd._top_saved_tensors_default_hooks
 
 
 def describe_saved(record, node, tensor_record_for, policy):
@@ -128,6 +143,10 @@ def describe_saved(record, node, tensor_record_for, policy):
     saved_a_tensor = False
     for name, value in saved:
         if value is None:  # not saved: the input it is for needs no gradient
+            continue
+        if value is PACKED:
+            saved_a_tensor = True
+            record.saved[name] = PACKED
             continue
         kind = type(value)
         if kind in _PLAIN_NUMBERS or (kind is tuple and all(type(v) is int for v in value)):

@@ -239,6 +239,11 @@ def value_json(value, policy, buffer_id=None):
     return out
 
 
+# What a trace says of a saved tensor that a saved_tensors_hooks pack hook holds, where it shows
+# no value: reading it back would run the user's unpack hook, which recording must not do.
+PACKED = "(packed by a saved_tensors_hooks pack hook)"
+
+
 def keep_plain(value, policy):
     """A saved non-tensor value (a dim, a size, an alpha, a dtype, an index array) as the trace
     keeps it: numbers, strings, tuples and slices as they are, arrays as snapshots, anything else

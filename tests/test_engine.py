@@ -428,3 +428,34 @@ def test_in_place_element_wise_functions_match_pytorch(torch):
         results.append((type(h.grad_fn).__name__, h._version, x.grad.tolist()))
     assert results[0][:2] == results[1][:2] == ("ExpBackward0", 2)
     np.testing.assert_allclose(results[0][2], results[1][2], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["mul", "div", "mm", "addmm", "pow", "maximum"],
+)
+def test_differentiable_backward_makes_nodes_in_pytorchs_order(torch, name):
+    """With create_graph, each input's gradient formula makes new nodes; PyTorch computes them
+    in the order of the inputs' names (other before self), and the nodes' creation order decides
+    which runs first in a later backward."""
+    programs = {
+        "mul": (2, lambda T, a, b: a * b),
+        "div": (2, lambda T, a, b: a / b),
+        "mm": (2, lambda T, a, b: a @ b),
+        "addmm": (3, lambda T, c, a, b: T.addmm(c, a, b)),
+        "pow": (2, lambda T, a, b: a**b),
+        "maximum": (2, lambda T, a, b: T.maximum(a, b) * a),
+    }
+    count, program = programs[name]
+    orders = {}
+    for T in (nbgrad, torch):
+        xs = [T.tensor([[1.0, 2.0], [0.5, 3.0]]) + i for i in range(count)]
+        xs = [x.requires_grad_() for x in xs]
+        grads = T.autograd.grad(program(T, *xs).sum(), xs, create_graph=True)
+        numbers = [
+            g.grad_fn._sequence_nr() if T is torch else g.grad_fn._sequence_nr
+            for g in grads
+            if g.grad_fn is not None
+        ]
+        orders[T.__name__] = [sorted(numbers).index(n) for n in numbers]
+    assert orders["nbgrad"] == orders["torch"]

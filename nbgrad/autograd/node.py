@@ -300,6 +300,8 @@ class TableNode(Node):
             ]
         if len(vjps) == 1:  # one input, so it has an edge: it is why this node exists
             return [vjps[0](grad, *saved)]
+        if create_graph and spec.create_graph_order is not None:
+            return self._apply_in_order(spec.create_graph_order, vjps, grad, saved)
         if len(vjps) == 2:  # binary ops, the most common: the loop below, unrolled
             (first, _), (second, _) = self.next_functions
             first_vjp, second_vjp = vjps
@@ -312,6 +314,14 @@ class TableNode(Node):
             None if edge[0] is None or vjp is None else vjp(grad, *saved)
             for vjp, edge in zip(vjps, self.next_functions)
         ]
+
+    def _apply_in_order(self, order, vjps, grad, saved):
+        """The gradients of the inputs, computed in ``order`` (PyTorch's, by input name)."""
+        outputs = [None] * len(vjps)
+        for i in order:
+            if self.next_functions[i][0] is not None and vjps[i] is not None:
+                outputs[i] = vjps[i](grad, *saved)
+        return outputs
 
     def release_saved(self):
         saved = self._saved

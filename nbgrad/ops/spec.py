@@ -56,6 +56,7 @@ class OpSpec:
         "promote",
         "floating",
         "node_class",
+        "create_graph_order",
     )
 
     def __init__(
@@ -111,6 +112,11 @@ class OpSpec:
         )
         self.saves_tensors = bool(self.buffer_positions)
         self.node_class = None
+        # PyTorch's generated backward computes its inputs' gradients in the order of their
+        # names (``other`` before ``self``, ``mat1`` before ``mat2``): in a differentiable
+        # backward that order numbers the nodes it makes, so nbgrad follows it there.
+        by_name = tuple(sorted(range(len(self.inputs)), key=lambda i: self.inputs[i]))
+        self.create_graph_order = by_name if by_name != tuple(range(len(self.inputs))) else None
 
     def _source_of(self, saved):
         """Where a saved name's value comes from: ("input", i), ("result", 0), ("attr", j), ..."""

@@ -225,9 +225,9 @@ from nbgrad.trace.api import last_trace, record  # noqa: E402
 
 def load_ipython_extension(shell):
     """``%load_ext nbgrad`` registers the ``%%autograd`` cell magic and ``%autograd`` line magic."""
-    from nbgrad.magic import load_ipython_extension as load
+    from nbgrad.magic import load_ipython_extension as register_magics
 
-    load(shell)
+    register_magics(shell)
 
 
 def show(obj):
@@ -245,3 +245,4 @@ def show(obj):
 
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
 from nbgrad import datasets, linalg, nn, optim  # noqa: E402
+from nbgrad.serialization import load, save  # noqa: E402

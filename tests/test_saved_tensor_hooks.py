@@ -300,3 +300,38 @@ def test_save_on_cpu(torch):
             y.backward()
             assert x.grad.tolist() == [3.0, -1.0] and w.grad.tolist() == [1.0, 2.0]
             assert w_saved.tolist() == [3.0, -1.0]
+
+
+def test_saved_tensors_kept_on_disk_are_deleted_with_the_graph(tmp_path):
+    """Saved tensors packed into files by save and read back by load; each file belongs to an
+    object whose __del__ deletes it, so the files go when backward frees the saved values."""
+
+    class TemporaryFile:
+        count = 0
+
+        def __init__(self):
+            TemporaryFile.count += 1
+            self.name = tmp_path / f"saved-{TemporaryFile.count}.pt"
+
+        def __del__(self):
+            self.name.unlink()
+
+    def pack(tensor):
+        file = TemporaryFile()
+        nbgrad.save(tensor, file.name)
+        return file
+
+    def unpack(file):
+        return nbgrad.load(file.name)
+
+    x = nbgrad.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    with nbgrad.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = (x * x).exp().sum()
+    assert len(list(tmp_path.iterdir())) == 3  # x twice (self and other), and exp's result
+    read_back = y.grad_fn.next_functions[0][0]._saved_result  # its file is still there
+    np.testing.assert_allclose(read_back.detach().numpy(), np.exp([1.0, 4.0, 9.0]), rtol=1e-6)
+    y.backward()
+    gc.collect()
+    assert list(tmp_path.iterdir()) == []
+    expected = 2 * np.array([1.0, -2.0, 3.0]) * np.exp(np.array([1.0, 4.0, 9.0]))
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)

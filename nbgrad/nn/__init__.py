@@ -11,6 +11,7 @@ from nbgrad.nn.modules import (
     Conv1d,
     Conv2d,
     CrossEntropyLoss,
+    DataParallel,
     Dropout,
     Embedding,
     Flatten,

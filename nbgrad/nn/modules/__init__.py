@@ -14,5 +14,6 @@ from nbgrad.nn.modules.loss import (
 )
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from nbgrad.nn.modules.parallel import DataParallel
 from nbgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
 from nbgrad.nn.modules.sparse import Embedding

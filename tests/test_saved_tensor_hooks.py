@@ -7,6 +7,7 @@ import weakref
 
 import numpy as np
 import pytest
+from square_function import square_function
 
 import nbgrad
 
@@ -162,18 +163,7 @@ def test_double_backward_through_hooked_tensors(torch):
 def test_custom_function_saved_tensors_are_packed(torch):
     logs = {}
     for T in (nbgrad, torch):
-
-        class Square(T.autograd.Function):
-            @staticmethod
-            def forward(ctx, x):
-                ctx.save_for_backward(x)
-                return x * x
-
-            @staticmethod
-            def backward(ctx, grad):
-                (x,) = ctx.saved_tensors
-                return 2 * x * grad
-
+        Square = square_function(T)
         log = []
         x = T.tensor([3.0], requires_grad=True)
         with T.autograd.graph.saved_tensors_hooks(*logging_hooks(log)):

@@ -15,6 +15,8 @@ from nbgrad.trace.source import source_for
 
 torch = pytest.importorskip("torch")
 
+from square_function import square_function  # noqa: E402
+
 from nbgrad.trace.torch_bridge import trace_of_torch_tensor  # noqa: E402
 from nbgrad.trace.torch_recorder import TorchRecorder  # noqa: E402
 from nbgrad.trace.values import PACKED  # noqa: E402
@@ -87,16 +89,7 @@ def softmax_and_reductions(T):
 
 
 def custom_function(T):
-    class Square(T.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return grad * 2 * x
+    Square = square_function(T)
 
     x = T.tensor([1.0, 3.0], requires_grad=True)
     y = Square.apply(x)
@@ -125,16 +118,7 @@ def gradient_penalty(T):
 
 
 def custom_function_in_a_double_backward(T):
-    class Square(T.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        def backward(ctx, grad):
-            (x,) = ctx.saved_tensors
-            return grad * 2 * x
+    Square = square_function(T)
 
     x = T.tensor([1.0, 3.0], requires_grad=True)
     y = Square.apply(x).sum()

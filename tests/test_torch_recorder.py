@@ -699,6 +699,25 @@ def test_the_engine_is_detected_from_the_variables_a_cell_uses(shell):
     assert list(nbgrad.last_trace().tensors["v"].grad) == [3.0, 3.0]
 
 
+def test_the_engine_of_an_edited_cell_follows_its_new_statements():
+    """Each statement's analysis is kept for the next cell that has it: a cell edited in one
+    place is judged on all its statements, old and new."""
+    import ast
+
+    from nbgrad.trace.engines import detect_engine
+
+    namespace = {"torch": nbgrad, "w": torch.ones(2)}
+    cells = [
+        ("y = torch.ones(2)\nz = y * 2\n", "nbgrad"),
+        ("import torch\ny = torch.ones(2)\nz = y * 2\n", "torch"),  # an import added
+        ("y = torch.ones(2)\nz = y * w\n", "torch"),  # reads a PyTorch tensor
+        ("w = torch.ones(2)\ny = torch.ones(2)\nz = y * w\n", "nbgrad"),  # makes its own w
+        ("y = torch.ones(2)\nz = y * 2\n", "nbgrad"),
+    ]
+    for text, engine in cells:
+        assert detect_engine(ast.parse(text), namespace, text) == engine, text
+
+
 def test_a_cell_importing_nbgrad_as_torch_records_nbgrad(shell):
     shell.run_cell("import torch")  # the real one, in the namespace
     result = shell.run_cell(

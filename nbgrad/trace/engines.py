@@ -32,18 +32,49 @@ def detect_engine(tree, namespace, text=None):
 
 _ANALYSED = {}  # cell text -> (imports torch, names it reads without assigning them)
 ANALYSED_CELLS = 16
+_STATEMENTS = {}  # (statement text, columns) -> (imports torch, names read, names assigned)
+ANALYSED_STATEMENTS = 512
 
 
 def _what_the_code_uses(tree, text):
     """Whether the code imports PyTorch, and the variables it reads that it does not assign
     itself (what it brings in). Walking the tree costs as much as recording a few ops: the
-    answer is kept for a cell run again."""
+    answer is kept for a cell run again, and each statement's part of it for a cell edited
+    elsewhere."""
     found = _ANALYSED.get(text) if text is not None else None
     if found is not None:
         return found
+    lines = text.splitlines(keepends=True) if text is not None else None
     imports_torch = False
     read, assigned = set(), set()
-    for node in ast.walk(tree):
+    for statement in tree.body:
+        key = None
+        if lines is not None:
+            source = "".join(lines[statement.lineno - 1 : statement.end_lineno])
+            key = (source, statement.col_offset, statement.end_col_offset)
+        part = _STATEMENTS.get(key) if key is not None else None
+        if part is None:
+            part = _analyse(statement)
+            if key is not None:
+                if len(_STATEMENTS) >= ANALYSED_STATEMENTS:
+                    _STATEMENTS.clear()
+                _STATEMENTS[key] = part
+        imports_torch = imports_torch or part[0]
+        read |= part[1]
+        assigned |= part[2]
+    found = (imports_torch, tuple(sorted(read - assigned)))
+    if text is not None:
+        if len(_ANALYSED) >= ANALYSED_CELLS:
+            _ANALYSED.clear()
+        _ANALYSED[text] = found
+    return found
+
+
+def _analyse(statement):
+    """(whether it imports PyTorch, the names it reads, the names it assigns) for one statement."""
+    imports_torch = False
+    read, assigned = set(), set()
+    for node in ast.walk(statement):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -53,12 +84,7 @@ def _what_the_code_uses(tree, text):
                 imports_torch = imports_torch or _is_torch(node.module or "")
             # ``import nbgrad as torch`` binds ``torch``: the cell's own, whatever it held
             assigned.update(a.asname or a.name.split(".")[0] for a in node.names)
-    found = (imports_torch, tuple(sorted(read - assigned)))
-    if text is not None:
-        if len(_ANALYSED) >= ANALYSED_CELLS:
-            _ANALYSED.clear()
-        _ANALYSED[text] = found
-    return found
+    return imports_torch, frozenset(read), frozenset(assigned)
 
 
 def recorder_class(engine):

@@ -27,7 +27,9 @@ def _root_grads(outputs, grad_outputs, create_graph):
         if grad is None:
             if out._data.size != 1:
                 raise RuntimeError(errors.NOT_SCALAR)
-            grad = Tensor._make(np.ones(out._data.shape, out._data.dtype))
+            ones = np.ones(out._data.shape, out._data.dtype)
+            grads.append(Tensor._make(ones) if create_graph else ones)
+            continue
         elif not isinstance(grad, Tensor):
             grad = Tensor._make(np.asarray(grad, dtype=out._data.dtype))
         elif grad._data.shape != out._data.shape:

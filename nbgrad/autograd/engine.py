@@ -82,7 +82,7 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
             node = heapq.heappop(ready)[2]
         grads = buffers.pop(node, None) or [None] * node.num_outputs
         is_leaf_node = type(node) is AccumulateGrad
-        if node._extras is not None or (is_leaf_node and node.variable._backward_hooks):
+        if node._extras is not None or (is_leaf_node and _has_backward_hooks(node.variable)):
             # backward(inputs=[non_leaf]) puts the gradient into the non-leaf's .grad itself,
             # once: its retain_grad must not do it too.
             accumulated_later = (
@@ -347,10 +347,17 @@ def accumulate_into_leaf(variable, grad, create_graph, owned=False):
         variable._grad = Tensor._make(old._data + grad)
     else:
         old._data += grad
-    for fn in list((variable._post_accumulate_hooks or {}).values()):
-        fn(variable)
+    extras = variable._extras  # read directly: this runs for every leaf of every backward
+    if extras is not None and extras.post_accumulate_hooks:
+        for fn in list(extras.post_accumulate_hooks.values()):
+            fn(variable)
     for listener in observe.accumulate_listeners:
         listener(variable, grad, variable._grad)
+
+
+def _has_backward_hooks(tensor):
+    extras = tensor._extras
+    return extras is not None and bool(extras.backward_hooks)
 
 
 def call_node(node, grads):

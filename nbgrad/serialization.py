@@ -40,9 +40,11 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=DEFAULT_PROTOCOL):
         pickle_module.dump(obj, f, protocol=pickle_protocol)
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None):
     """Read back what ``save`` wrote to ``f``, a path or a file opened for reading bytes.
-    nbgrad's tensors live on the CPU, so ``map_location`` changes nothing."""
+    nbgrad's tensors live on the CPU, so ``map_location`` changes nothing. ``weights_only``
+    is True unless given False (None means the default, as in PyTorch)."""
+    weights_only = weights_only is None or weights_only
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as file:
             return _load(file, weights_only, pickle_module)

@@ -70,8 +70,11 @@ def test_weights_only_refuses_other_objects_and_false_loads_them(torch):
         buffer = io.BytesIO()
         T.save({"w": T.ones(1), "other": Opaque()}, buffer)
         buffer.seek(0)
-        with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL .*Opaque"):
-            T.load(buffer)
+        refused = r"Unsupported global: GLOBAL .*Opaque"
+        for default in ({}, {"weights_only": None}):
+            buffer.seek(0)
+            with pytest.raises(pickle.UnpicklingError, match=refused):
+                T.load(buffer, **default)
         buffer.seek(0)
         assert isinstance(T.load(buffer, weights_only=False)["other"], Opaque)
 

@@ -159,6 +159,7 @@ def main():
 
         cases = [
             ("1,000 nodes, no modules (drawn whole)", layers_trace(200), ()),
+            ("76 nodes in 3 blocks (module groups laid out as clusters)", model_trace(3), ()),
             (
                 "10,000 nodes in 400 blocks (opens folded)",
                 model_trace(400),

@@ -13,7 +13,7 @@ import { inGroup } from "./groups.js";
 export const CHAR_WIDTH = 7; // px of one character at the label font size
 export const NODE_HEIGHT = 38;
 export const FULL_ORDERING_LIMIT = 400; // nodes; above it, the depth-first order is kept
-export const CLUSTER_LIMIT = 200; // nodes; above it, group boxes are bounding boxes (see layout)
+export const CLUSTER_LIMIT = 80; // nodes; above it, group boxes are bounding boxes (see layout)
 export const MAX_LABEL_CHARS = 32; // longer labels are shortened in the drawing (not in data-label)
 
 /** A text shortened to `max` characters, with an ellipsis in the middle. */
@@ -167,9 +167,9 @@ const TITLE_SPACE = 14; // px above a group box's first row, for its title
  * groups (`expanded`, group paths) and the overall size.
  *
  * Up to CLUSTER_LIMIT nodes the groups are dagre clusters: dagre keeps each group's members
- * together, out of the other nodes' way, and gives its box. Clusters make dagre two to four times
- * slower, so a larger graph is laid out flat, and its boxes are the bounding boxes of their
- * members, which other nodes may cross. */
+ * together, out of the other nodes' way, and gives its box. Clusters make dagre's ordering much
+ * slower as a graph grows (js/README.md), so a larger graph is laid out flat, and its boxes are
+ * the bounding boxes of their members, which other nodes may cross. */
 export function layout(graph, expanded = []) {
   const input = layoutInput(graph);
   const full = input.nodes.length <= FULL_ORDERING_LIMIT;

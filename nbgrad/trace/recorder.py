@@ -331,32 +331,12 @@ class Recorder(BaseRecorder):
     # --- nodes --------------------------------------------------------------------------------
 
     def _node_record(self, node):
-        entry = self._nodes.get(id(node))
-        if entry is not None and entry[0]() is node:
-            return entry[1]
-        return self._make_node(node, None)
+        record = self._known_node_record(node)
+        return record if record is not None else self._make_node(node, None)
 
-    def _make_node(self, node, op):
-        """A record for ``node`` and, following ``next_functions``, for every node below it
-        that is new to the recording (iteratively: a graph can be deeper than Python's stack)."""
-        record = self._new_node_record(node, op)
-        pending = [(node, record)]
-        while pending:
-            current, current_record = pending.pop()
-            edges = []
-            for child, nr in current.next_functions:
-                if child is None:
-                    edges.append((None, nr))
-                    continue
-                entry = self._nodes.get(id(child))
-                if entry is not None and entry[0]() is child:
-                    child_record = entry[1]
-                else:
-                    child_record = self._new_node_record(child, None)
-                    pending.append((child, child_record))
-                edges.append((child_record, nr))
-            current_record.next = tuple(edges)
-        return record
+    def _known_node_record(self, node):
+        entry = self._nodes.get(id(node))
+        return entry[1] if entry is not None and entry[0]() is node else None
 
     def _new_node_record(self, node, op):
         record = NodeRecord(f"n{len(self.trace.nodes)}", type(node).__name__)

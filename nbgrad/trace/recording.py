@@ -226,6 +226,33 @@ class BaseRecorder:
             if entry is not None and entry[0]() is output:
                 self._module_outputs[entry[1]] = scope
 
+    # --- nodes ----------------------------------------------------------------------------------
+
+    def _make_node(self, node, op):
+        """A record for ``node`` (made by ``op``, or None) and, following ``next_functions``,
+        for every node below it that is new to the recording (iteratively: a graph can be
+        deeper than Python's stack)."""
+        record = self._new_node_record(node, op)
+        pending = [(node, record)]
+        while pending:
+            current, current_record = pending.pop()
+            edges = []
+            for child, nr in current.next_functions:
+                if child is None:
+                    edges.append((None, nr))
+                    continue
+                child_record = self._known_node_record(child)
+                if child_record is None:
+                    child_record = self._new_child_record(child)
+                    pending.append((child, child_record))
+                edges.append((child_record, nr))
+            current_record.next = tuple(edges)
+        return record
+
+    def _new_child_record(self, node):
+        """A record for a node first met below another (no op made it here)."""
+        return self._new_node_record(node, None)
+
     # --- backward -------------------------------------------------------------------------------
 
     def _begin_pass(self, kind, roots, retain_graph, create_graph, user_frame):
@@ -331,6 +358,13 @@ class BaseRecorder:
 
     def _link_accumulators(self, latest, newest):
         """Point each AccumulateGrad record at its leaf's newest record."""
+        raise NotImplementedError
+
+    def _known_node_record(self, node):
+        """The record of a node the recording has met, else None."""
+        raise NotImplementedError
+
+    def _new_node_record(self, node, op):
         raise NotImplementedError
 
     def _grad_snapshot(self, grad):

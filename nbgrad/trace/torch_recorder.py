@@ -517,41 +517,31 @@ class TorchRecorder(BaseRecorder):
     # --- nodes ----------------------------------------------------------------------------------
 
     def _node_record(self, node, op=None):
-        entry = self._nodes.get(id(node))
-        if entry is not None and entry[0] is node:
-            if op is not None and entry[1].op is None:
-                entry[1].op = op
-                entry[1].observed = True
-            return entry[1]
+        record = self._known_node_record(node)
+        if record is not None:
+            if op is not None and record.op is None:
+                record.op = op
+                record.observed = True
+            return record
         record = self._make_node(node, op)
         if op is None:  # met through a tensor made where the mode could not see
             self._read_saved(record, node)
         return record
 
-    def _make_node(self, node, op):
-        """A record for ``node`` and every node below it new to the recording (iteratively),
-        each with a post-hook that logs its backward step, and what it saved."""
-        record = self._new_node_record(node, op)
-        pending = [(node, record)]
-        while pending:
-            current, current_record = pending.pop()
-            edges = []
-            for child, nr in current.next_functions:
-                if child is None:
-                    edges.append((None, nr))
-                    continue
-                entry = self._nodes.get(id(child))
-                if entry is not None and entry[0] is child:
-                    child_record = entry[1]
-                else:
-                    child_record = self._new_node_record(child, None)
-                    pending.append((child, child_record))
-                    self._read_saved(child_record, child)
-                edges.append((child_record, nr))
-            current_record.next = tuple(edges)
+    def _known_node_record(self, node):
+        entry = self._nodes.get(id(node))
+        return entry[1] if entry is not None and entry[0] is node else None
+
+    def _new_child_record(self, node):
+        # What a node met below another saved is read at once. The node at the top is read
+        # by the caller: an op's once its outputs are recorded, any other once the nodes
+        # below it (and their leaves) have records.
+        record = self._new_node_record(node, None)
+        self._read_saved(record, node)
         return record
 
     def _new_node_record(self, node, op):
+        """A record for ``node``, with a post-hook that logs its backward step."""
         record = NodeRecord(f"n{len(self.trace.nodes)}", node_name(node))
         self.trace.nodes.append(record)
         self._nodes[id(node)] = (node, record)

@@ -12,13 +12,15 @@ is the same and lives here, in ``BaseRecorder``, which both subclass:
   reference to the engine's objects);
 - the limits (``max_nodes``, ``max_passes``) and what stops recording at them, or at a fault of
   the recorder's own;
+- the walk that gives a new node, and every node below it new to the recording, a record;
 - logging a backward pass and its steps once the engine's recorder has read them;
 - finishing the trace: source spans, final grads of ended tensors, names, roles, source lines.
 
-A subclass supplies the engine's side through a few methods: ``_hook_home`` and ``_listen``
-(start), ``_stop_listening`` (stop), ``_note_final_grads``, ``_link_accumulators`` (finish),
-``_forget_engine_objects`` (extended), and the class attributes ``trace_engine`` and
-``tensor_type``.
+A subclass supplies the engine's side through the methods at the end of ``BaseRecorder``
+(``_hook_home`` and ``_listen`` to start, ``_stop_listening`` and ``_note_final_grads`` to
+stop, ``_link_accumulators`` to finish, ``_known_node_record`` and ``_new_node_record`` for
+nodes, ``_grad_snapshot``), may extend ``_forget_engine_objects`` and ``_new_child_record``,
+and sets the class attributes ``trace_engine`` and ``tensor_type``.
 """
 
 from nbgrad.trace import naming
@@ -365,9 +367,12 @@ class BaseRecorder:
         raise NotImplementedError
 
     def _new_node_record(self, node, op):
+        """A record for a node new to the recording (made by ``op``, or None), its edges not
+        yet set."""
         raise NotImplementedError
 
     def _grad_snapshot(self, grad):
+        """A gradient's snapshot, taken once for the same grad within a pass."""
         raise NotImplementedError
 
 

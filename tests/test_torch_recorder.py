@@ -15,7 +15,7 @@ from nbgrad.trace.source import source_for
 
 torch = pytest.importorskip("torch")
 
-from nbgrad.trace.torch_bridge import ENGINE, trace_of_torch_tensor  # noqa: E402
+from nbgrad.trace.torch_bridge import trace_of_torch_tensor  # noqa: E402
 from nbgrad.trace.torch_recorder import TorchRecorder  # noqa: E402
 from nbgrad.trace.values import PACKED  # noqa: E402
 
@@ -590,6 +590,7 @@ def test_a_limit_reached_inside_an_op_leaves_no_mode_behind():
 
 def test_both_recorders_check_options_and_refuse_to_nest_alike():
     from nbgrad.trace import RecordingError
+    from nbgrad.trace.torch_bridge import ENGINE
 
     source = source_for(__file__)
     for recorder_class in (Recorder, TorchRecorder):

@@ -572,6 +572,30 @@ def test_a_limit_reached_inside_an_op_leaves_no_mode_behind():
     assert not torch.overrides._get_current_function_mode_stack()
 
 
+def test_both_recorders_check_options_and_refuse_to_nest_alike():
+    from nbgrad.trace import RecordingError
+    from nbgrad.trace.torch_bridge import ENGINE
+
+    source = source_for(__file__)
+    for recorder_class in (Recorder, TorchRecorder):
+        with pytest.raises(ValueError, match="max_nodes must be at least 1, got 0"):
+            recorder_class(source, max_nodes=0)
+        with pytest.raises(ValueError, match="max_passes must be at least 0, got -1"):
+            recorder_class(source, sys._getframe(), None, 10, -1)
+    # One recording at a time, whichever engine each records.
+    outer = Recorder(source, base_frame=sys._getframe(), source_kind="file").start()
+    try:
+        with pytest.raises(RecordingError, match="do not nest"):
+            TorchRecorder(source, base_frame=sys._getframe(), source_kind="file").start()
+    finally:
+        trace = outer.finish()
+    assert trace.complete and trace.engine is None
+    assert not torch.overrides._get_current_function_mode_stack()
+    inner = TorchRecorder(source, sys._getframe(), max_passes=0).start()
+    trace = inner.finish()
+    assert trace.complete and trace.engine == ENGINE
+
+
 def test_opaque_regions_are_nodes_never_errors():
     def program(T):
         compiled = torch.compile(lambda u: (u.sin() * 2).sum(), backend="aot_eager")

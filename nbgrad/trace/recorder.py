@@ -13,7 +13,9 @@ recording instead of breaking the user's program:
 While recording, the recorder maps engine objects to their records by ``id`` with a weak
 reference to check the object is still the same one; it never keeps a tensor alive. ``stop``
 removes every listener; ``finish`` names the tensors and drops every engine reference, leaving a
-Trace made only of snapshots.
+Trace made only of snapshots. What this recorder shares with the one of PyTorch (options,
+start/stop/finish, limits, logging passes and steps, finishing the trace) is
+``recording.BaseRecorder``.
 """
 
 import os
@@ -27,22 +29,17 @@ import nbgrad.ops
 from nbgrad.autograd import engine, function, grad_mode, observe
 from nbgrad.autograd.node import FREED, AccumulateGrad, PackedSavedTensor, SavedTensor, TableNode
 from nbgrad.autograd.tensor import Tensor
-from nbgrad.trace import naming
-from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
-from nbgrad.trace.modules import ScopeTracker, find_hook_home
-from nbgrad.trace.trace import (
-    Accumulation,
-    BackwardPass,
-    BackwardStep,
-    NodeRecord,
-    OpRecord,
-    TensorRecord,
-    Trace,
+from nbgrad.trace.modules import find_hook_home
+from nbgrad.trace.recording import (  # the limits too: nbgrad.trace.api and magic import them
+    DEFAULT_MAX_NODES,  # noqa: F401
+    DEFAULT_MAX_PASSES,  # noqa: F401
+    BaseRecorder,
+    RecordingError,
+    active_recorder,
+    single_grad_received,
 )
-from nbgrad.trace.values import PACKED, ArraySummary, Policy, dtype_name, keep_plain, snapshot
-
-DEFAULT_MAX_NODES = 2000
-DEFAULT_MAX_PASSES = 3
+from nbgrad.trace.trace import Accumulation, NodeRecord, OpRecord, TensorRecord
+from nbgrad.trace.values import PACKED, ArraySummary, dtype_name, keep_plain, snapshot
 
 # Frames in these folders only carry an operation from the user's expression to the engine: an
 # op called through them alone is the value of that expression.
@@ -57,164 +54,51 @@ _INTERNAL = object()
 # an op whose frames pass through it ran inside that forward.
 _FUNCTION_APPLY_CODE = getattr(getattr(function.Function.apply, "__func__", None), "__code__", None)
 
-_active = None  # the recorder listening now (of nbgrad's engine or of PyTorch): they do not nest
 
+class Recorder(BaseRecorder):
+    """Records what nbgrad's autograd does from ``start()`` to ``stop()``; the options are
+    ``BaseRecorder``'s.
 
-class RecordingError(RuntimeError):
-    """A recording could not start (another one is running)."""
-
-
-def active_recorder():
-    return _active
-
-
-def claim_recording(recorder):
-    """Make ``recorder`` the one recording, or refuse: recordings do not nest."""
-    global _active
-    if _active is not None:
-        raise RecordingError(
-            "a recording is already running (a %%autograd cell or a `with nbgrad.record()` "
-            "block); recordings do not nest. Record the outer code only, or end the other "
-            "recording first."
-        )
-    _active = recorder
-
-
-def release_recording(recorder):
-    global _active
-    if _active is recorder:
-        _active = None
-
-
-class Recorder:
-    """Records what autograd does from ``start()`` to ``stop()``.
-
-    source      a ``Source``: the code whose lines and expressions label the records
-    base_frame  the frame that runs the recorded code (the search for the user's line stops
-                there)
-    policy      a values.Policy: how much of each array to keep
-    max_nodes   stop recording after this many operations (or this many nodes)
-    max_passes  stop recording when a backward pass would start after this many
+    Its own state, besides what every recorder keeps: ``_nodes`` holds weak references to the
+    nodes; ``_last_totals`` and ``_known_grads`` hold the .grad's array (not the tensor);
+    ``_function_calls`` are (Function.apply's frame, [OpRecords run inside it]) pairs, until
+    the call is announced and becomes the ops' ``function``; ``_grad_snapshots`` maps id(array)
+    to (weak reference to the array, snapshot).
     """
 
-    def __init__(
-        self,
-        source,
-        base_frame=None,
-        policy=None,
-        max_nodes=DEFAULT_MAX_NODES,
-        max_passes=DEFAULT_MAX_PASSES,
-        name=None,
-        source_kind="cell",
-    ):
-        if max_nodes < 1:
-            raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
-        if max_passes < 0:
-            raise ValueError(f"max_passes must be at least 0, got {max_passes}")
-        self.source = source
-        self.policy = policy or Policy()
-        self.max_nodes = int(max_nodes)
-        self.max_passes = int(max_passes)
-        self.trace = Trace(
-            name=name, policy=self.policy, source_kind=source_kind, filename=source.filename
-        )
-        self._filename = source.filename
-        self._base_frame = base_frame
-        self._listening = False
+    tensor_type = Tensor
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self._listeners = (
             (observe.op_listeners, self._on_op),
             (observe.backward_listeners, self._on_backward),
             (observe.node_listeners, self._on_node),
             (observe.accumulate_listeners, self._on_accumulate),
         )
-        # Engine object -> record, by id, with a weak reference proving the id is still that object.
-        self._tensors = {}  # id(tensor) -> (weakref, latest TensorRecord of that tensor)
-        self._nodes = {}  # id(node) -> (weakref, NodeRecord)
         self._leaf_of_accumulator = {}  # AccumulateGrad NodeRecord -> weakref to its leaf
-        self._sites = []  # per OpRecord: (code, lasti, direct) of the user's frame, for labels
-        self._module_outputs = {}  # TensorRecord -> scope of the module whose forward returned it
-        self._earlier = {}  # TensorRecord -> the same tensor's record before an in-place change
-        self._last_totals = {}  # TensorRecord -> (grad array, its version, snapshot)
-        # Arrays already snapshotted as a leaf's running .grad: id(array) -> (array, the .grad
-        # tensor's version, snapshot). ``p.grad`` read right after backward reuses the snapshot.
-        self._known_grads = {}
-        self._pending = {}  # records whose value is taken only if autograd reads them (a set)
-        self._accumulations = []
-        self._running_passes = []  # BackwardPass records of the passes running now, innermost last
         self._last_pass = None  # the newest pass, running or ended
-        # Custom Functions whose forward is running: (Function.apply's frame, [OpRecords run
-        # inside it]), until the call is announced and becomes the ops' ``function``.
-        self._function_calls = []
-        # id(array) -> (weak reference to the array, snapshot), within one pass. Weak: a strong
-        # one would keep the engine from taking a leaf's first gradient as ``.grad`` without a
-        # copy (it checks that nothing else refers to it).
-        self._grad_snapshots = {}
-        self._scopes = ScopeTracker(on_output=self._module_returned)
 
     # --- starting and stopping ----------------------------------------------------------------
 
-    def start(self):
-        """Start listening."""
-        claim_recording(self)
-        self._listening = True
-        try:
-            self._scopes.attach(find_hook_home())
-            for listeners, listener in self._listeners:
-                listeners.append(listener)
-        except BaseException:
-            self.stop()
-            raise
-        return self
+    def _hook_home(self):
+        return find_hook_home()
 
-    def stop(self, reason=None):
-        """Stop listening: remove every listener and hook, note the grads as they are now."""
-        release_recording(self)
-        if not self._listening:
-            return
-        self._listening = False
+    def _listen(self):
+        for listeners, listener in self._listeners:
+            listeners.append(listener)
+
+    def _stop_listening(self):
         for listeners, listener in self._listeners:
             while listener in listeners:
                 listeners.remove(listener)
-        self._scopes.detach()
-        if reason and self.trace.truncated is None:
-            self.trace.truncated = reason
-        self._running_passes = []
-        self._function_calls = []
-        self._grad_snapshots.clear()
-        self._note_final_grads()
 
-    def finish(self, namespaces=(), error=None):
-        """Stop, name everything from ``namespaces`` (dicts of the user's variables), and drop
-        every reference to the engine's objects. Returns the finished Trace."""
-        self.stop()
-        trace = self.trace
-        if error is not None:
-            trace.error = f"{type(error).__name__}: {error}"
-        try:
-            self._complete(namespaces)
-        finally:
-            self._tensors.clear()
-            self._nodes.clear()
-            self._leaf_of_accumulator.clear()
-            self._sites.clear()
-            self._module_outputs.clear()
-            self._earlier.clear()
-            self._last_totals.clear()
-            self._accumulations = []
-            self._scopes.on_output = None
-            # The recorder and the frame that runs the recorded code point at each other (the
-            # frame holds the recorder in a variable), and the listeners are the recorder's own
-            # bound methods: unbroken, both cycles would leave the recorder, that frame with
-            # its locals (a cell's parsed tree) and the frames above it for the garbage collector,
-            # several hundred objects per cell.
-            self._base_frame = None
-            self._listeners = ()
-            trace.complete = True
-        return trace
-
-    @property
-    def listening(self):
-        return self._listening
+    def _forget_engine_objects(self):
+        super()._forget_engine_objects()
+        self._leaf_of_accumulator.clear()
+        # The listeners are the recorder's own bound methods: the engine's lists would keep it
+        # (and through it the frame that runs the recorded code) in a cycle.
+        self._listeners = ()
 
     # --- the four listeners --------------------------------------------------------------------
 
@@ -245,9 +129,6 @@ class Recorder:
         except Exception as error:
             self._fail(error)
 
-    def _fail(self, error):
-        self.stop(reason=f"the recorder failed and stopped: {type(error).__name__}: {error}")
-
     # --- forward --------------------------------------------------------------------------------
 
     def _record_op(self, node, op_name, inputs, outputs):
@@ -255,22 +136,11 @@ class Recorder:
         user_frame, direct = self._locate(caller)
         if user_frame is _INTERNAL:
             return
-        trace = self.trace
-        if len(trace.ops) >= self.max_nodes or len(trace.nodes) >= self.max_nodes:
-            self.stop(reason=f"stopped after {len(trace.ops)} operations (max_nodes)")
+        if self._limit_reached(makes_node=node is not None):
             return
+        trace = self.trace
         running = self._running_passes
         backward_pass = running[-1] if running else None
-        if (
-            node is not None
-            and backward_pass is None
-            and self.max_passes
-            and len(trace.passes) >= self.max_passes
-        ):
-            # The last allowed backward pass is over and a new forward begins: the first steps
-            # of a training loop are recorded, the rest runs at full speed.
-            self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
-            return
 
         in_place = bool(outputs) and bool(inputs) and outputs[0] is inputs[0]
         input_records = []
@@ -458,41 +328,15 @@ class Recorder:
         self._tensors[id(tensor)] = (weakref.ref(tensor), record)
         return record
 
-    def _module_returned(self, scope, output):
-        if isinstance(output, Tensor) and self._listening:
-            entry = self._tensors.get(id(output))
-            if entry is not None and entry[0]() is output:
-                self._module_outputs[entry[1]] = scope
-
     # --- nodes --------------------------------------------------------------------------------
 
     def _node_record(self, node):
-        entry = self._nodes.get(id(node))
-        if entry is not None and entry[0]() is node:
-            return entry[1]
-        return self._make_node(node, None)
+        record = self._known_node_record(node)
+        return record if record is not None else self._make_node(node, None)
 
-    def _make_node(self, node, op):
-        """A record for ``node`` and, following ``next_functions``, for every node below it
-        that is new to the recording (iteratively: a graph can be deeper than Python's stack)."""
-        record = self._new_node_record(node, op)
-        pending = [(node, record)]
-        while pending:
-            current, current_record = pending.pop()
-            edges = []
-            for child, nr in current.next_functions:
-                if child is None:
-                    edges.append((None, nr))
-                    continue
-                entry = self._nodes.get(id(child))
-                if entry is not None and entry[0]() is child:
-                    child_record = entry[1]
-                else:
-                    child_record = self._new_node_record(child, None)
-                    pending.append((child, child_record))
-                edges.append((child_record, nr))
-            current_record.next = tuple(edges)
-        return record
+    def _known_node_record(self, node):
+        entry = self._nodes.get(id(node))
+        return entry[1] if entry is not None and entry[0]() is node else None
 
     def _new_node_record(self, node, op):
         record = NodeRecord(f"n{len(self.trace.nodes)}", type(node).__name__)
@@ -595,49 +439,25 @@ class Recorder:
     def _start_pass(self, roots, retain_graph, create_graph, is_grad):
         """A backward pass starts: a new BackwardPass, unless it is one more than
         ``max_passes`` (recording then stops)."""
-        trace = self.trace
-        if len(trace.passes) >= self.max_passes:
-            self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
+        if len(self.trace.passes) >= self.max_passes:
+            self._stop_at_max_passes()
             return
         # listener <- _on_backward <- the engine's pass runner <- backward() ... <- the user
         user_frame, _ = self._locate(sys._getframe(3), from_op=False)
-        backward_pass = BackwardPass(
-            len(trace.passes),
+        self._last_pass = self._begin_pass(
             "grad" if is_grad else "backward",
             tuple((self._node_record(node), nr) for node, nr in roots),
             retain_graph,
             create_graph,
-            user_frame.f_lineno if user_frame is not None else None,
+            user_frame,
         )
-        trace.passes.append(backward_pass)
-        self._running_passes.append(backward_pass)
-        self._last_pass = backward_pass
-        self._grad_snapshots.clear()
 
     def _record_step(self, node, grads_in, grads_out):
         if not self._running_passes:
             return  # a pass that started before recording did: nothing to place it in
-        backward_pass = self._running_passes[-1]
         record = self._node_record(node)
-        # ``record.next`` mirrors ``node.next_functions``, edge for edge (``_make_node``)
-        sent = [
-            (child_record, nr, self._grad_snapshot(grad))
-            for (child_record, nr), grad in zip(record.next, grads_out)
-        ]
         freed = record.freed_at is None and _freed(node)
-        step = BackwardStep(
-            len(self.trace.backward_steps),
-            backward_pass.index,
-            record,
-            [self._grad_snapshot(grad) for grad in grads_in],
-            sent,
-            freed,
-        )
-        if freed:
-            record.freed_at = step.index
-        record.steps.append(step)
-        backward_pass.steps.append(step)
-        self.trace.backward_steps.append(step)
+        self._log_step(self._running_passes[-1], record, grads_in, grads_out, freed)
 
     def _record_accumulation(self, leaf, grad, total):
         # Inside a pass, an accumulation is the AccumulateGrad node about to be logged;
@@ -672,7 +492,9 @@ class Recorder:
 
     def _grad_snapshot(self, grad):
         """A gradient's snapshot; the same array sent along an edge and received by the next
-        node is snapshotted once."""
+        node is snapshotted once. The cache refers to the array weakly: a strong reference
+        would keep the engine from taking a leaf's first gradient as ``.grad`` without a copy
+        (it checks that nothing else refers to it)."""
         if grad is None:
             return None
         array = grad._data if isinstance(grad, Tensor) else grad
@@ -688,8 +510,6 @@ class Recorder:
     # --- the end ---------------------------------------------------------------------------
 
     def _note_final_grads(self):
-        """Each live tensor's ``.grad`` (and pending value) now, when recording stops: later
-        steps of a loop that were not recorded must not show up in the trace."""
         for ref, record in self._tensors.values():
             tensor = ref()
             if tensor is None:
@@ -700,7 +520,7 @@ class Recorder:
             if grad is None:
                 continue
             last = self._last_totals.get(record)
-            received = _single_grad_received(record)
+            received = single_grad_received(record)
             if last is not None and last[0] is grad._data and last[1] == _version_of(grad):
                 record.grad = last[2]  # unchanged since it was last accumulated
             elif received is not None and _version_of(grad) == 0 and grad.shape == record.shape:
@@ -711,44 +531,12 @@ class Recorder:
         self._pending.clear()
         self._known_grads.clear()
 
-    def _complete(self, namespaces):
-        trace = self.trace
-        self.source.fill_spans(trace.ops, self._sites)
-        latest = {}
-        for ref, record in self._tensors.values():
-            tensor = ref()
-            if tensor is not None:
-                latest[id(tensor)] = (tensor, record)
+    def _link_accumulators(self, latest, newest):
+        # Each AccumulateGrad record points at its leaf's latest record, if the leaf lives.
         for record, leaf_ref in self._leaf_of_accumulator.items():
             leaf = leaf_ref()
             if leaf is not None and id(leaf) in latest:
                 record.variable = latest[id(leaf)][1]
-        by_version = {}
-        for accumulation in self._accumulations:
-            by_version.setdefault(accumulation.tensor, []).append(accumulation)
-        grads_of_ended_tensors(trace, by_version, {r for _, r in latest.values()})
-        # A leaf changed in place (an optimizer step) is one tensor with several values; its
-        # contributions are listed together, under its newest value's name.
-        newer = {old: new for new, old in self._earlier.items()}
-        accumulations = {}
-        for accumulation in self._accumulations:
-            newest = accumulation.tensor
-            while newest in newer:
-                newest = newer[newest]
-            accumulations.setdefault(newest, []).append(accumulation)
-        naming.name_everything(
-            trace,
-            source=self.source,
-            namespaces=namespaces,
-            live=latest,
-            sites=self._sites,
-            module_outputs=self._module_outputs,
-            earlier=self._earlier,
-        )
-        trace.accumulations = {record.name: items for record, items in accumulations.items()}
-        trace.accumulation_log = list(self._accumulations)
-        assign_roles(trace)
-        note_source_lines(trace, self.source)
 
 
 _NUMBERS = (int, float, bool)
@@ -784,15 +572,6 @@ def _holds(record, array):
     return (
         isinstance(value, np.ndarray) and value.shape == array.shape and _equal_arrays(value, array)
     )
-
-
-def _single_grad_received(record):
-    """The grad a non-leaf received, if its node ran exactly once while recording."""
-    node = record.grad_fn
-    if node is None or record.op is None or len(node.steps) != 1:
-        return None
-    grads_in = node.steps[0].grads_in
-    return grads_in[record.output_nr] if record.output_nr < len(grads_in) else None
 
 
 def _equal_arrays(a, b):

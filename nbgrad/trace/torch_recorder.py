@@ -29,7 +29,7 @@ A node PyTorch made without a recorded call (the nodes inside ``cross_entropy``,
 op, a ``torch.compile``d region) is still a node of the graph, with its name, edges and saved
 values: it is drawn as an opaque node (``observed`` false), never an error. ``stop`` removes the
 mode and every hook, also after an exception; the program's values and grads are the ones it
-computes unrecorded.
+computes unrecorded. What it shares with nbgrad's recorder is ``recording.BaseRecorder``.
 """
 
 import functools
@@ -42,16 +42,8 @@ import torch
 import torch.nn.modules.module
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from nbgrad.trace import naming, torch_bridge
-from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
-from nbgrad.trace.modules import ScopeTracker
-from nbgrad.trace.recorder import (
-    DEFAULT_MAX_NODES,
-    DEFAULT_MAX_PASSES,
-    _single_grad_received,
-    claim_recording,
-    release_recording,
-)
+from nbgrad.trace import torch_bridge
+from nbgrad.trace.recording import BaseRecorder, single_grad_received
 from nbgrad.trace.torch_bridge import (
     array_of,
     describe_saved,
@@ -60,16 +52,8 @@ from nbgrad.trace.torch_bridge import (
     note_formula,
     storage_key,
 )
-from nbgrad.trace.trace import (
-    Accumulation,
-    BackwardPass,
-    BackwardStep,
-    NodeRecord,
-    OpRecord,
-    TensorRecord,
-    Trace,
-)
-from nbgrad.trace.values import Policy, keep_plain, snapshot
+from nbgrad.trace.trace import Accumulation, NodeRecord, OpRecord, TensorRecord
+from nbgrad.trace.values import keep_plain, snapshot
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Frames in these files only carry a call from the user's expression to PyTorch's C++ (the op
@@ -202,57 +186,27 @@ class _FormulaMode(TorchDispatchMode):
         return self.recorder._formula_call(func, args, kwargs or {})
 
 
-class TorchRecorder:
+class TorchRecorder(BaseRecorder):
     """Records what PyTorch's autograd does from ``start()`` to ``stop()``; the same interface
-    and options as nbgrad's ``Recorder``."""
+    and options as nbgrad's ``Recorder`` (``BaseRecorder``'s).
 
-    def __init__(
-        self,
-        source,
-        base_frame=None,
-        policy=None,
-        max_nodes=DEFAULT_MAX_NODES,
-        max_passes=DEFAULT_MAX_PASSES,
-        name=None,
-        source_kind="cell",
-    ):
-        if max_nodes < 1:
-            raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
-        if max_passes < 0:
-            raise ValueError(f"max_passes must be at least 0, got {max_passes}")
-        self.source = source
-        self.policy = policy or Policy()
-        self.max_nodes = int(max_nodes)
-        self.max_passes = int(max_passes)
-        self.trace = Trace(
-            name=name,
-            policy=self.policy,
-            source_kind=source_kind,
-            filename=source.filename,
-            engine=torch_bridge.ENGINE,
-        )
-        self._filename = source.filename
-        self._base_frame = base_frame
-        self._listening = False
+    Its own state, besides what every recorder keeps: ``_nodes`` holds the nodes themselves
+    (PyTorch's nodes cannot be weakly referenced); ``_last_totals`` and ``_known_grads`` hold a
+    weak reference to the .grad tensor; ``_function_calls`` are ``_FunctionCall``s;
+    ``_grad_snapshots`` maps id(grad tensor) to (weak reference, version, snapshot).
+    """
+
+    trace_engine = torch_bridge.ENGINE
+    tensor_type = torch.Tensor
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
         self._busy = False  # inside the recorder's own code: calls and hooks pass through
         self._mode = _RecordingMode(self)
         self._mode_entered = False
         self._hook_handles = []
-        self._scopes = ScopeTracker(on_output=self._module_returned)
-        self._tensors = {}  # id(tensor) -> (weakref, latest TensorRecord)
         self._by_storage = {}  # storage_key -> TensorRecord, for saved tensors read back
-        self._nodes = {}  # id(node) -> (node, NodeRecord): nodes cannot be weakly referenced
         self._with_saved_tensors = set()  # NodeRecords whose backward frees saved tensors
-        self._sites = []
-        self._module_outputs = {}
-        self._earlier = {}
-        self._pending = {}
-        self._accumulations = []
-        self._running_passes = []
-        self._function_calls = []  # (Function.apply frame, [OpRecords its forward ran])
-        self._grad_snapshots = {}  # id(tensor) -> (weakref, version, snapshot), within one pass
-        self._last_totals = {}  # leaf record -> (weakref to its .grad, version, snapshot)
-        self._known_grads = {}  # id(a leaf's .grad) -> the same, to reuse when it is read
         # Recording the ops of a create_graph=True pass (``_formula_call``): the node whose
         # formula runs now (set by a pre-hook, cleared by its post-hook; ops outside a formula
         # are the engine's bookkeeping, as in nbgrad's recorder), and the last formula call,
@@ -263,74 +217,38 @@ class TorchRecorder:
 
     # --- starting and stopping ----------------------------------------------------------------
 
-    def start(self):
-        claim_recording(self)
-        self._listening = True
-        try:
-            self._scopes.attach(torch.nn.modules.module)
-            self._mode.__enter__()
-            self._mode_entered = True
-        except BaseException:
-            self.stop()
-            raise
-        return self
+    def _hook_home(self):
+        return torch.nn.modules.module
 
-    def stop(self, reason=None):
-        """Stop: leave the mode, remove every hook, note the grads as they are now."""
-        release_recording(self)
-        if not self._listening:
-            return
-        self._listening = False
+    def _listen(self):
+        self._mode.__enter__()
+        self._mode_entered = True
+
+    def _stop_listening(self):
+        """Leave the mode, remove every hook."""
         self._leave_mode()
         for handle in self._hook_handles + self._prehook_handles:
             handle.remove()
         self._hook_handles = []
         self._prehook_handles = []
         self._formula_node = self._unresolved = None
-        self._scopes.detach()
-        if reason and self.trace.truncated is None:
-            self.trace.truncated = reason
-        self._running_passes = []
-        self._function_calls = []
-        self._grad_snapshots.clear()
-        with torch._C.DisableTorchFunction():
-            self._note_final_grads()
 
     def finish(self, namespaces=(), error=None):
-        """Stop, name everything from ``namespaces``, drop every reference to PyTorch's
-        objects. Returns the finished Trace."""
         self.stop()
+        # A recording stopped while the mode handled a call (a limit reached inside an op)
+        # could not take the mode off PyTorch's stack: it is taken off now, before the trace
+        # is finished (``stop``, called again there, has nothing left to do).
         self._leave_mode()
-        trace = self.trace
-        if error is not None:
-            trace.error = f"{type(error).__name__}: {error}"
-        try:
-            self._complete(namespaces)
-        finally:
-            self._tensors.clear()
-            self._by_storage.clear()
-            self._nodes.clear()
-            self._sites.clear()
-            self._module_outputs.clear()
-            self._earlier.clear()
-            self._pending.clear()
-            self._accumulations = []
-            self._scopes.on_output = None
-            # The recorder and the frame that runs the recorded code point at each other (the
-            # frame holds the recorder in a variable), and so do the recorder and its mode:
-            # unbroken, both cycles would leave the recorder, that frame with its locals (a
-            # cell's parsed tree) and the frames above it for the garbage collector, several
-            # hundred objects per cell. A mode still on PyTorch's stack (see ``_leave_mode``)
-            # keeps its recorder, which passes every call through.
-            self._base_frame = None
-            if not self._mode_entered:
-                self._mode = None
-            trace.complete = True
-        return trace
+        return super().finish(namespaces, error)
 
-    @property
-    def listening(self):
-        return self._listening
+    def _forget_engine_objects(self):
+        super()._forget_engine_objects()
+        self._by_storage.clear()
+        # The recorder and its mode point at each other: unbroken, that cycle would keep the
+        # recorder (see ``BaseRecorder._forget_engine_objects``). A mode still on PyTorch's
+        # stack (see ``_leave_mode``) keeps its recorder, which passes every call through.
+        if not self._mode_entered:
+            self._mode = None
 
     def _leave_mode(self):
         """Take the mode off PyTorch's stack. Not while it is handling a call (a limit reached
@@ -339,9 +257,6 @@ class TorchRecorder:
         if self._mode_entered and self._mode in torch.overrides._get_current_function_mode_stack():
             self._mode_entered = False
             self._mode.__exit__(None, None, None)
-
-    def _fail(self, error):
-        self.stop(reason=f"the recorder failed and stopped: {type(error).__name__}: {error}")
 
     # --- every PyTorch API call ------------------------------------------------------------------
 
@@ -381,24 +296,15 @@ class TorchRecorder:
             # Filling a tensor the recording has not met yet (``nn.Linear`` initialising its
             # weights): its value is recorded where it is first used.
             return
-        trace = self.trace
-        if len(trace.ops) >= self.max_nodes or len(trace.nodes) >= self.max_nodes:
-            self.stop(reason=f"stopped after {len(trace.ops)} operations (max_nodes)")
-            return
         grad_fn = outputs[0].grad_fn
         node = (
             grad_fn
             if grad_fn is not None and (in_place or id(grad_fn) not in self._nodes)
             else None
         )
-        if (
-            node is not None
-            and not self._running_passes
-            and self.max_passes
-            and len(trace.passes) >= self.max_passes
-        ):
-            self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
+        if self._limit_reached(makes_node=node is not None):
             return
+        trace = self.trace
 
         input_records = []
         for position, value in enumerate(inputs):
@@ -542,12 +448,6 @@ class TorchRecorder:
             return record
         return None
 
-    def _module_returned(self, scope, output):
-        if isinstance(output, torch.Tensor) and self._listening:
-            entry = self._tensors.get(id(output))
-            if entry is not None and entry[0]() is output:
-                self._module_outputs[entry[1]] = scope
-
     # --- custom autograd.Function calls ---------------------------------------------------------
 
     def _note_function_call(self, frame, op):
@@ -617,41 +517,31 @@ class TorchRecorder:
     # --- nodes ----------------------------------------------------------------------------------
 
     def _node_record(self, node, op=None):
-        entry = self._nodes.get(id(node))
-        if entry is not None and entry[0] is node:
-            if op is not None and entry[1].op is None:
-                entry[1].op = op
-                entry[1].observed = True
-            return entry[1]
+        record = self._known_node_record(node)
+        if record is not None:
+            if op is not None and record.op is None:
+                record.op = op
+                record.observed = True
+            return record
         record = self._make_node(node, op)
         if op is None:  # met through a tensor made where the mode could not see
             self._read_saved(record, node)
         return record
 
-    def _make_node(self, node, op):
-        """A record for ``node`` and every node below it new to the recording (iteratively),
-        each with a post-hook that logs its backward step, and what it saved."""
-        record = self._new_node_record(node, op)
-        pending = [(node, record)]
-        while pending:
-            current, current_record = pending.pop()
-            edges = []
-            for child, nr in current.next_functions:
-                if child is None:
-                    edges.append((None, nr))
-                    continue
-                entry = self._nodes.get(id(child))
-                if entry is not None and entry[0] is child:
-                    child_record = entry[1]
-                else:
-                    child_record = self._new_node_record(child, None)
-                    pending.append((child, child_record))
-                    self._read_saved(child_record, child)
-                edges.append((child_record, nr))
-            current_record.next = tuple(edges)
+    def _known_node_record(self, node):
+        entry = self._nodes.get(id(node))
+        return entry[1] if entry is not None and entry[0] is node else None
+
+    def _new_child_record(self, node):
+        # What a node met below another saved is read at once. The node at the top is read
+        # by the caller: an op's once its outputs are recorded, any other once the nodes
+        # below it (and their leaves) have records.
+        record = self._new_node_record(node, None)
+        self._read_saved(record, node)
         return record
 
     def _new_node_record(self, node, op):
+        """A record for ``node``, with a post-hook that logs its backward step."""
         record = NodeRecord(f"n{len(self.trace.nodes)}", node_name(node))
         self.trace.nodes.append(record)
         self._nodes[id(node)] = (node, record)
@@ -726,9 +616,8 @@ class TorchRecorder:
     def _start_pass(self, func, kind, args, kwargs):
         """A new BackwardPass for this call, with the root nodes it starts from and the
         non-leaf tensors of ``backward(inputs=...)``; None past ``max_passes``."""
-        trace = self.trace
-        if len(trace.passes) >= self.max_passes:
-            self.stop(reason=f"stopped after {len(trace.passes)} backward passes (max_passes)")
+        if len(self.trace.passes) >= self.max_passes:
+            self._stop_at_max_passes()
             return None
         bound = dict(zip(_PARAMETERS[func], args))
         bound.update(kwargs)
@@ -743,17 +632,13 @@ class TorchRecorder:
         create_graph = bool(bound.get("create_graph", False))
         retain_graph = bound.get("retain_graph")
         user_frame, _ = self._locate(sys._getframe(4))
-        backward_pass = BackwardPass(
-            len(trace.passes),
+        backward_pass = self._begin_pass(
             kind,
             tuple(roots),
             bool(create_graph if retain_graph is None else retain_graph),
             create_graph,
-            user_frame.f_lineno if user_frame is not None else None,
+            user_frame,
         )
-        trace.passes.append(backward_pass)
-        self._running_passes.append(backward_pass)
-        self._grad_snapshots.clear()
         # backward(inputs=[non_leaf]) sums into the non-leaf's .grad (PyTorch does it through
         # the tensor's retain_grad hook, which no node hook reports): noted after the pass.
         non_leaf_inputs = []
@@ -864,29 +749,13 @@ class TorchRecorder:
     def _record_step(self, node, grad_inputs, grad_outputs):
         backward_pass = self._running_passes[-1]
         record = self._node_record(node)
-        # The record's edges are the node's next_functions (cheaper than asking PyTorch again).
-        sent = [
-            (child_record, nr, self._grad_snapshot(grad))
-            for (child_record, nr), grad in zip(record.next, grad_inputs)
-        ]
         freed = (
             not backward_pass.retain_graph
             and record.freed_at is None
             and record in self._with_saved_tensors
         )
-        step = BackwardStep(
-            len(self.trace.backward_steps),
-            backward_pass.index,
-            record,
-            [self._grad_snapshot(grad) for grad in grad_outputs],
-            sent,
-            freed,
-        )
-        if freed:
-            record.freed_at = step.index
-        record.steps.append(step)
-        backward_pass.steps.append(step)
-        self.trace.backward_steps.append(step)
+        # PyTorch's names, from the node's side: it received grad_outputs, sent grad_inputs.
+        step = self._log_step(backward_pass, record, grad_outputs, grad_inputs, freed)
         leaf = getattr(node, "variable", None)
         if isinstance(leaf, torch.Tensor) and grad_outputs and grad_outputs[0] is not None:
             self._record_accumulation(backward_pass, step, leaf, grad_outputs[0])
@@ -926,6 +795,10 @@ class TorchRecorder:
     # --- the end ----------------------------------------------------------------------------------
 
     def _note_final_grads(self):
+        with torch._C.DisableTorchFunction():  # the recorder's own reads pass no mode
+            self._read_final_grads()
+
+    def _read_final_grads(self):
         for ref, record in self._tensors.values():
             tensor = ref()
             if tensor is None:
@@ -938,7 +811,7 @@ class TorchRecorder:
             # Already snapshotted when it was summed into a leaf or sent to a non-leaf, unless
             # it changed since (a later unrecorded pass, an in-place change).
             last = self._last_totals.get(record)
-            received = _single_grad_received(record)
+            received = single_grad_received(record)
             if last is not None and last[0]() is grad and last[1] == grad._version:
                 record.grad = last[2]
             elif received is not None and grad._version == 0 and not self._passes_after(record):
@@ -953,47 +826,11 @@ class TorchRecorder:
         """Whether a recorded pass ran after the one that delivered ``record``'s grad."""
         return record.grad_fn.steps[0].pass_index != len(self.trace.passes) - 1
 
-    def _complete(self, namespaces):
-        trace = self.trace
-        self.source.fill_spans(trace.ops, self._sites)
-        latest = {}
-        for ref, record in self._tensors.values():
-            tensor = ref()
-            if tensor is not None:
-                latest[id(tensor)] = (tensor, record)
-        # A leaf changed in place (an optimizer step) has several records: its AccumulateGrad
-        # points at the newest, and its contributions are listed under the newest's name.
-        newer = {old: new for new, old in self._earlier.items()}
-
-        def newest(record):
-            while record in newer:
-                record = newer[record]
-            return record
-
+    def _link_accumulators(self, latest, newest):
+        # A leaf changed in place has several records: its AccumulateGrad points at the newest.
         for _, record in self._nodes.values():
             if record.variable is not None:
                 record.variable = newest(record.variable)
-        by_version = {}
-        for accumulation in self._accumulations:
-            by_version.setdefault(accumulation.tensor, []).append(accumulation)
-        grads_of_ended_tensors(trace, by_version, {r for _, r in latest.values()})
-        accumulations = {}
-        for accumulation in self._accumulations:
-            accumulations.setdefault(newest(accumulation.tensor), []).append(accumulation)
-        naming.name_everything(
-            trace,
-            source=self.source,
-            namespaces=namespaces,
-            live=latest,
-            sites=self._sites,
-            module_outputs=self._module_outputs,
-            earlier=self._earlier,
-            tensor_type=torch.Tensor,
-        )
-        trace.accumulations = {record.name: items for record, items in accumulations.items()}
-        trace.accumulation_log = list(self._accumulations)
-        assign_roles(trace)
-        note_source_lines(trace, self.source)
 
 
 class _FunctionCall:

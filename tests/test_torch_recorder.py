@@ -270,6 +270,20 @@ def backward_ops(trace):
     ]
 
 
+def test_the_ops_of_a_custom_functions_backward_are_recorded_as_in_nbgrad():
+    """A plain backward records the ops a custom Function's Python backward runs (in its pass,
+    making no node), and no op of PyTorch's own formulas, as nbgrad's recorder does."""
+    mine, _ = record(custom_function, nbgrad)
+    theirs, _ = record(custom_function, torch)
+    assert_same_trace(mine, theirs)
+    ours, real = backward_ops(mine), backward_ops(theirs)
+    assert [o[:3] for o in real] == [o[:3] for o in ours] == [(0, "mul", None), (0, "mul", None)]
+    for op, other in zip(ours, real):
+        assert same_values(op[3], other[3])
+    without, _ = record(softmax_and_reductions, torch)
+    assert backward_ops(without) == []
+
+
 @pytest.mark.parametrize(
     ("program", "ordered"), DOUBLE_BACKWARD, ids=[p.__name__ for p, _ in DOUBLE_BACKWARD]
 )

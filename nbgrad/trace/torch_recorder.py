@@ -579,11 +579,14 @@ class TorchRecorder(BaseRecorder):
             return func(*args, **kwargs)
         backward_pass, root_nodes, non_leaf_inputs = started
         formula_mode, prehooks = None, []
-        if backward_pass.create_graph and self._listening:
+        if self._listening:
+            # With create_graph every node's formula is recorded; without it, only a custom
+            # Function's Python backward is (nbgrad's own formulas run on NumPy, unrecorded).
             self._busy = True
             try:
-                self._watch_formulas(root_nodes, prehooks)
-                formula_mode = _FormulaMode(self)
+                only = None if backward_pass.create_graph else is_custom_function_node
+                if self._watch_formulas(root_nodes, prehooks, only):
+                    formula_mode = _FormulaMode(self)
             except Exception as error:
                 self._fail(error)
             finally:
@@ -674,24 +677,26 @@ class TorchRecorder(BaseRecorder):
 
     # --- the ops of a create_graph=True pass ----------------------------------------------------
 
-    def _watch_formulas(self, root_nodes, handles):
-        """A pre-hook on every node the pass can run (AccumulateGrad's copy into ``.grad`` is
-        bookkeeping, as are the engine's sums of two grads, which run after a node's
-        post-hook): an ATen call between a node's pre- and post-hook is its formula. Each
-        hook's handle goes into ``handles`` (removed after the pass) and the recorder's list
-        (removed by ``stop``) as soon as it is registered."""
+    def _watch_formulas(self, root_nodes, handles, only=None):
+        """A pre-hook on every node the pass can run (``only``: on those it accepts;
+        AccumulateGrad's copy into ``.grad`` is bookkeeping, as are the engine's sums of two
+        grads, which run after a node's post-hook): an ATen call between a node's pre- and
+        post-hook is its formula. Each hook's handle goes into ``handles`` (removed after the
+        pass) and the recorder's list (removed by ``stop``) as soon as it is registered.
+        Returns whether any node is watched."""
         seen, pending = set(), list(root_nodes)
         while pending:
             node = pending.pop()
             if node is None or id(node) in seen:
                 continue
             seen.add(id(node))
-            if getattr(node, "variable", None) is None:
+            if getattr(node, "variable", None) is None and (only is None or only(node)):
                 hook = functools.partial(self._on_formula_start, node)
                 handle = node.register_prehook(hook)
                 handles.append(handle)
                 self._prehook_handles.append(handle)
             pending.extend(child for child, _ in node.next_functions)
+        return bool(handles)
 
     def _on_formula_start(self, node, grad_outputs):
         if self._listening and not self._busy:
@@ -700,7 +705,7 @@ class TorchRecorder(BaseRecorder):
             self._formula_node = node
 
     def _formula_call(self, func, args, kwargs):
-        """An ATen call while a create_graph=True pass runs (from ``_FormulaMode``)."""
+        """An ATen call while a watched pass runs (from ``_FormulaMode``)."""
         if self._unresolved is not None and not self._busy:
             self._resolve_formula_op()  # before this call could change its inputs or outputs
         if (

@@ -129,12 +129,11 @@ def custom_function_in_a_double_backward(T):
 
 PROGRAMS = [readme_example, used_twice_and_two_passes, mlp_with_modules, softmax_and_reductions]
 # The ops of a create_graph=True pass (nbgrad runs its formulas as ops; PyTorch's C++ engine
-# runs them, seen through a dispatch mode): programs whose formulas the two engines write alike,
-# and whether they run their steps in the same order (see ``assert_same_steps``).
+# runs them, seen through a dispatch mode): programs whose formulas the two engines write alike.
 DOUBLE_BACKWARD = [
-    (second_derivative_by_grad, True),
-    (gradient_penalty, False),
-    (custom_function_in_a_double_backward, True),  # its backward's ops, in Python
+    second_derivative_by_grad,
+    gradient_penalty,
+    custom_function_in_a_double_backward,  # its backward's ops, in Python
 ]
 
 
@@ -188,18 +187,12 @@ def step_labels(trace):
     return [node_label(s.node) for s in trace.backward_steps]
 
 
-def assert_same_steps(mine, theirs, ordered=True):
-    """The same nodes run (in the same order, if ``ordered``), and each node, matched by its
-    place in the graph below its pass's root, received and sent the same gradients.
-
-    Order differs in double backward: PyTorch's MulBackward0 computes the grad of ``other``
-    before that of ``self``, nbgrad's the other way round, so in a create_graph=True pass the
-    two engines make the nodes of those grads in opposite orders, and run them (newest
-    first) in opposite orders when both are ready."""
-    if ordered:
-        assert step_labels(mine) == step_labels(theirs)
-    else:
-        assert sorted(step_labels(mine)) == sorted(step_labels(theirs))
+def assert_same_steps(mine, theirs):
+    """The same nodes run in the same order, and each node, matched by its place in the graph
+    below its pass's root, received and sent the same gradients. (In a double backward too:
+    nbgrad computes a node's input gradients in PyTorch's order, so the nodes they make run in
+    the same order.)"""
+    assert step_labels(mine) == step_labels(theirs)
     assert len(mine.passes) == len(theirs.passes)
     for ours, real in zip(mine.passes, theirs.passes):
         assert len(ours.steps) == len(real.steps)
@@ -227,9 +220,9 @@ def assert_same_accumulations(mine, theirs):
             assert_same_numbers(ours.total, other.total, f"total of {name}")
 
 
-def assert_same_trace(mine, theirs, ordered=True):
-    """Same graphs, same variables (values and grads), same backward steps (in the same order,
-    if ``ordered``), same contributions into leaves, same passes."""
+def assert_same_trace(mine, theirs):
+    """Same graphs, same variables (values and grads), same backward steps in the same order,
+    same contributions into leaves, same passes."""
     assert theirs.engine[0] == "torch" and mine.engine is None
     for ours, real in zip(mine.passes, theirs.passes, strict=True):
         assert graph_below(ours.roots[0][0]) == graph_below(real.roots[0][0]), ours.index
@@ -242,7 +235,7 @@ def assert_same_trace(mine, theirs, ordered=True):
         assert_same_numbers(ours.grad, real.grad, f"grad of {name}")
         if ours.grad_fn is not None:
             assert graph_below(ours.grad_fn) == graph_below(real.grad_fn), name
-    assert_same_steps(mine, theirs, ordered)
+    assert_same_steps(mine, theirs)
     assert_same_accumulations(mine, theirs)
     assert [(p.kind, p.retain_graph, p.create_graph) for p in mine.passes] == [
         (p.kind, p.retain_graph, p.create_graph) for p in theirs.passes
@@ -284,22 +277,17 @@ def test_the_ops_of_a_custom_functions_backward_are_recorded_as_in_nbgrad():
     assert backward_ops(without) == []
 
 
-@pytest.mark.parametrize(
-    ("program", "ordered"), DOUBLE_BACKWARD, ids=[p.__name__ for p, _ in DOUBLE_BACKWARD]
-)
-def test_the_ops_of_a_double_backward_are_recorded_as_in_nbgrad(program, ordered):
+@pytest.mark.parametrize("program", DOUBLE_BACKWARD, ids=[p.__name__ for p in DOUBLE_BACKWARD])
+def test_the_ops_of_a_double_backward_are_recorded_as_in_nbgrad(program):
     mine, _ = record(program, nbgrad)
     theirs, ran = record(program, torch)
-    assert_same_trace(mine, theirs, ordered)
+    assert_same_trace(mine, theirs)
     ours, real = backward_ops(mine), backward_ops(theirs)
     assert ours and [o[:3] for o in ours] == [o[:3] for o in real]
-    # The two mul of a MulBackward0 run in opposite orders (``assert_same_steps``): each op
-    # of one trace matches one of the other, with the same values.
-    unmatched = list(range(len(real)))
-    for op in ours:
-        found = [i for i in unmatched if real[i][:3] == op[:3] and same_values(real[i][3], op[3])]
-        assert found, f"no op of PyTorch's trace is {op}"
-        unmatched.remove(found[0])
+    # nbgrad runs a node's formulas in PyTorch's order: the same ops, in the same order, with
+    # the same values.
+    for op, other in zip(ours, real):
+        assert same_values(op[3], other[3]), (op, other)
     for op in theirs.ops:
         if op.in_backward is not None and op.node is not None:
             assert op.node.op is op and op.node.observed and op.line is not None

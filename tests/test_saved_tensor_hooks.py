@@ -246,7 +246,10 @@ def test_register_hooks_errors_as_pytorch(torch):
             y.grad_fn._raw_saved_other.register_hooks(lambda t: t, lambda t: t)
         with pytest.raises(TypeError):
             (a * a).grad_fn._raw_saved_self.register_hooks(1, 2)
-        messages[T.__name__] = (str(twice.value), str(freed.value))
+        product = a * T.tensor([2.0, 3.0])
+        with pytest.raises(RuntimeError) as in_place:
+            product.grad_fn._raw_saved_other.register_hooks(lambda t: t.mul_(2), lambda t: t)
+        messages[T.__name__] = (str(twice.value), str(freed.value), str(in_place.value))
     assert messages["nbgrad"] == messages["torch"]
     assert "already been set" in messages["nbgrad"][0]
 

@@ -226,10 +226,13 @@ class RawSavedTensor:
         original = value.tensor
         if original is None:  # a saved output: a tensor standing for it, attached to this node
             original = self._node._tensor_of(value)
-        packed = PackedSavedTensor(
-            original, value.tensor is None, pack_hook, unpack_hook, Tensor._make(value.data)
+            original._version_counter = value.counter
+        data_only = Tensor._make(value.data)
+        data_only._version_counter = value.counter  # a write to it is a write to the saved one
+        is_output = value.tensor is None
+        saved[self._position] = PackedSavedTensor(
+            original, is_output, pack_hook, unpack_hook, data_only
         )
-        saved[self._position] = packed
 
 
 def _is_buffer(value):

@@ -212,7 +212,8 @@ def _make_saver(spec, needs):
     save plan's kinds are turned into code here instead of being branched on for every node."""
     constants = {}
     parts = ["None"] * len(spec.saves)
-    for p, kind, i in spec.save_plan(needs):
+    plan = spec.save_plan(needs)
+    for p, kind, i in plan:
         # Under saved_tensors_hooks (rare: HOOKS is then not empty), ``save`` packs the tensor.
         if kind == "input":
             value = f"inputs[{i}]"  # a Tensor, or a Python number kept as it is
@@ -237,17 +238,6 @@ def _make_saver(spec, needs):
             parts[p] = f"inputs[{i}]._data.size"
         else:  # "dtype"
             parts[p] = f"inputs[{i}]._dtype"
-    plan = spec.save_plan(needs)
-    results = [p for p, kind, _ in plan if kind == "result"]
-    inputs_after = [p for p, kind, _ in plan if kind == "input" and results and p > results[0]]
-    source = f"lambda inputs, result, attrs, extras: [{', '.join(parts)}]"
-    if inputs_after:
-        # PyTorch saves an op's inputs before running it and its result after, and a pack hook
-        # sees them in that order: the result is filled in last (the list keeps the positions).
-        first = ", ".join("None" if p in results else part for p, part in enumerate(parts))
-        lines = ["def saver(inputs, result, attrs, extras):", f"    saved = [{first}]"]
-        lines += [f"    saved[{p}] = {parts[p]}" for p in results]
-        source = "\n".join([*lines, "    return saved"])
     scope = {
         "SavedTensor": SavedTensor,
         "Tensor": Tensor,
@@ -255,10 +245,20 @@ def _make_saver(spec, needs):
         "HOOKS": saved_tensors_hook_stack,
         **constants,
     }
-    if inputs_after:
-        exec(compile(source, f"<save {spec.node}>", "exec"), scope)  # noqa: S102 - built above
-        return scope["saver"]
-    return eval(compile(source, f"<save {spec.node}>", "eval"), scope)  # noqa: S307 - built above
+    # PyTorch saves an op's inputs before running it and its result after, and a pack hook sees
+    # them in that order: when an input comes after the result in the list, the result is filled
+    # in last (the list keeps the table's positions). Otherwise a lambda, the cheaper call.
+    results = [p for p, kind, _ in plan if kind == "result"]
+    last = [p for p in results if any(k == "input" and q > p for q, k, _ in plan)]
+    if not last:
+        source = f"lambda inputs, result, attrs, extras: [{', '.join(parts)}]"
+        return eval(compile(source, f"<save {spec.node}>", "eval"), scope)  # noqa: S307
+    first = ", ".join("None" if p in last else part for p, part in enumerate(parts))
+    lines = ["def saver(inputs, result, attrs, extras):", f"    saved = [{first}]"]
+    lines += [f"    saved[{p}] = {parts[p]}" for p in last]
+    source = "\n".join([*lines, "    return saved"])
+    exec(compile(source, f"<save {spec.node}>", "exec"), scope)  # noqa: S102 - built above
+    return scope["saver"]
 
 
 def _check_inplace_allowed(target):

@@ -171,9 +171,10 @@ class PackedSavedTensor:
     )
 
     def __init__(self, tensor, is_output, pack_hook, unpack_hook, pack_argument=None):
-        version = tensor._version
-        self.packed = pack_hook(tensor if pack_argument is None else pack_argument)
-        if tensor._version != version:
+        given = tensor if pack_argument is None else pack_argument
+        version = given._version
+        self.packed = pack_hook(given)
+        if given._version != version:
             raise RuntimeError(errors.PACK_HOOK_INPLACE)
         self.unpack_hook = unpack_hook
         self.requires_grad = tensor._requires_grad
@@ -226,7 +227,6 @@ class RawSavedTensor:
         original = value.tensor
         if original is None:  # a saved output: a tensor standing for it, attached to this node
             original = self._node._tensor_of(value)
-            original._version_counter = value.counter
         data_only = Tensor._make(value.data)
         data_only._version_counter = value.counter  # a write to it is a write to the saved one
         is_output = value.tensor is None

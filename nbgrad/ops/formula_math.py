@@ -14,10 +14,8 @@ import numpy as np
 def _normalize_dims(dims, ndim):
     if ndim == 0:  # a 0-d tensor's dim 0 (or -1) names no real axis
         return ()
-    if type(dims) is int:  # the common case, in every backward of a reduction over one dim
+    if isinstance(dims, int):  # the common case, in every backward of a reduction over one dim
         return (dims % ndim,)
-    if isinstance(dims, int):
-        dims = (dims,)
     if not dims:  # None or (): PyTorch reduces over every dim
         return tuple(range(ndim))
     return tuple(sorted(d % ndim if ndim else 0 for d in dims))

@@ -52,6 +52,21 @@ def _roots(outputs):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradients of ``tensors`` into the ``.grad`` of the leaves of their graph."""
+    if (
+        type(tensors) is Tensor
+        and grad_tensors is None
+        and inputs is None
+        and not create_graph
+        and tensors._grad_fn is not None
+    ):
+        # ``loss.backward()``, once per training step: the checks below, for one scalar.
+        data = tensors._data
+        if data.size != 1:
+            raise RuntimeError(errors.NOT_SCALAR)
+        ones = np.ones(data.shape, data.dtype) if data.ndim else np.array(1, data.dtype)
+        edge = (tensors._grad_fn, tensors._output_nr)
+        engine.execute((edge,), (ones,), bool(retain_graph), False)
+        return
     tensors = _as_tuple(tensors)
     if retain_graph is None:
         retain_graph = create_graph

@@ -31,33 +31,34 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=
     returned, in order, and only the nodes needed to produce them run; AccumulateGrad nodes run
     only if listed in ``run_only``.
     """
-    previous_mode = grad_mode.is_grad_enabled()
-    grad_mode._set_enabled(create_graph)
+    previous_mode = grad_mode._enabled
+    grad_mode._enabled = bool(create_graph)
     announce = observe.backward_listeners
-    # autograd.grad captures without running leaves; backward(inputs=...) passes run_only.
-    is_grad = capture is not None and run_only is None
-    pass_info = (tuple(roots), keep_graph, create_graph, is_grad)
-    for listener in announce:
-        listener("start", *pass_info)
+    if announce:
+        # autograd.grad captures without running leaves; backward(inputs=...) passes run_only.
+        is_grad = capture is not None and run_only is None
+        pass_info = (tuple(roots), keep_graph, create_graph, is_grad)
+        for listener in announce:
+            listener("start", *pass_info)
     try:
         return _execute(roots, root_grads, keep_graph, create_graph, capture, run_only)
     finally:
-        grad_mode._set_enabled(previous_mode)
+        grad_mode._enabled = previous_mode
         for listener in announce:
             listener("end", *pass_info)
 
 
 def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
-    root_nodes = list(dict.fromkeys(node for node, _ in roots))
+    root_nodes = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(n for n, _ in roots))
+    captured = runs = None
+    capture_at = {}
     if capture is None:
         dependencies = _count_dependencies(root_nodes)
-        runs = None
     else:
         dependencies, runs = _plan_partial(root_nodes, capture, run_only or set())
-    captured = [None] * len(capture) if capture is not None else None
-    capture_at = {}
-    for slot, (node, nr) in enumerate(capture or ()):
-        capture_at.setdefault(node, []).append((nr, slot))
+        captured = [None] * len(capture)
+        for slot, (node, nr) in enumerate(capture):
+            capture_at.setdefault(node, []).append((nr, slot))
 
     buffers = {}
     for (node, nr), grad in zip(roots, root_grads):

@@ -291,7 +291,10 @@ class TableNode(Node):
         # that reads it (exp's ``grad * result``) is differentiated through it too.
         return Tensor._make(saved.data, saved.requires_grad, self if saved.requires_grad else None)
 
-    def apply(self, grads, create_graph):
+    def apply_formulas(self, grads, create_graph):
+        """Run the table's formulas for the inputs that have an edge. Most node classes replace
+        ``apply`` by their op's formulas written out (see plain_backward), which come here
+        for what they do not handle."""
         spec = self.spec
         saved = self.unpacked(create_graph) if spec.saves_tensors else self._saved
         vjps = spec.tensor_vjps if create_graph else spec.array_vjps
@@ -317,6 +320,8 @@ class TableNode(Node):
             None if edge[0] is None or vjp is None else vjp(grad, *saved)
             for vjp, edge in zip(vjps, self.next_functions)
         ]
+
+    apply = apply_formulas
 
     def _apply_in_order(self, order, vjps, grad, saved):
         """The gradients of the inputs, computed in ``order`` (PyTorch's, by input name)."""
@@ -391,6 +396,11 @@ def node_class_for(spec):
     attributes = {"__slots__": (), "spec": spec, "__module__": "builtins"}
     if spec.node in HAND_WRITTEN_NODES:
         attributes["name"] = _namespaced_name
+    from nbgrad.autograd.plain_backward import compile_apply
+
+    apply = compile_apply(spec)
+    if apply is not None:
+        attributes["apply"] = apply
     for position, name in enumerate(spec.saves):
         attributes[f"_saved_{name}"] = _saved_property(position, name)
         if spec.save_sources[position][0] in ("input", "result"):

@@ -354,9 +354,7 @@ class Tensor:
         return add_hook(self._post_accumulate_hooks, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from nbgrad.autograd.api import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
         out = Tensor._make(self._data)
@@ -394,3 +392,7 @@ def _wrap_dim(dim, ndim):
             f"but got {dim})"
         )
     return dim % size
+
+
+# Imported last: the api module builds on Tensor (and is what ``Tensor.backward`` calls).
+from nbgrad.autograd import api as _api  # noqa: E402

@@ -35,6 +35,8 @@ def _sum_to(grad, shape):
     shape = tuple(shape)
     if grad.shape == shape:
         return grad
+    if grad.shape[1:] == shape:  # a bias broadcast over a batch: the most common case
+        return np.add.reduce(grad, axis=0)
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, s in enumerate(shape) if s == 1 and grad.shape[lead + i] != 1
@@ -44,13 +46,20 @@ def _sum_to(grad, shape):
     return summed.reshape(shape)
 
 
+_SMALL = 4096  # elements
+
+
 def _expand(grad, shape):
     """``grad`` broadcast to ``shape`` without copying (a read-only view)."""
     shape = tuple(shape)
     if grad.shape == shape:
         return grad
     if not grad.flags.c_contiguous:
-        return np.broadcast_to(grad, shape)
+        if grad.size > _SMALL:
+            return np.broadcast_to(grad, shape)
+        # A small gradient is often itself a broadcast view (a mean's, reshaped by a sum's
+        # backward): copying it costs less than np.broadcast_to's checks.
+        grad = np.ascontiguousarray(grad)
     # np.broadcast_to's own checks cost more than the whole view on small arrays: build the
     # view directly, stride 0 along every dimension that is repeated.
     lead = len(shape) - grad.ndim

@@ -237,9 +237,14 @@ class RawSavedTensor:
 
 def _is_buffer(value):
     """Saved tensors and arrays (alone or in a tuple of indices) are freed after backward."""
-    if type(value) is SavedTensor or type(value) is np.ndarray or type(value) is PackedSavedTensor:
+    kind = type(value)
+    if kind is SavedTensor or kind is np.ndarray or kind is PackedSavedTensor:
         return True
-    return type(value) is tuple and any(type(v) is np.ndarray for v in value)
+    if kind is tuple:  # a loop, not any(): most tuples here are a reduction's dims
+        for v in value:
+            if type(v) is np.ndarray:
+                return True
+    return False
 
 
 class FreedBuffer:
@@ -444,7 +449,7 @@ class AccumulateGrad(Node):
         self._extras = None
         self.variable = variable
         self.next_functions = ()
-        self._input_meta = ((variable.shape, variable._dtype),)
+        self._input_meta = ((variable._data.shape, variable._dtype),)
 
     def apply(self, grads, create_graph):
         # The engine adds the gradient into ``variable.grad`` itself: see accumulate_into_leaf.
@@ -457,8 +462,12 @@ def accumulator_of(tensor):
     ref = extras.accumulator if extras is not None else None
     node = ref() if ref is not None else None
     if node is None:
+        # Made anew at every training step (the last step's graph, which kept it, is gone).
         node = AccumulateGrad(tensor)
-        tensor._accumulator = weakref.ref(node)
+        if extras is None:
+            tensor._accumulator = weakref.ref(node)
+        else:
+            extras.accumulator = weakref.ref(node)
     return node
 
 

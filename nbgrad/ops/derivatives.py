@@ -186,7 +186,7 @@ op("bmm", "BmmBackward0", ("self", "mat2"),
    np.matmul, saves=("mat2", "self"), promote=True)
 op("addmm", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad", "mat1": "grad @ matrix_t(mat2)", "mat2": "matrix_t(mat1) @ grad"},
-   lambda self, mat1, mat2: _addmm(self, mat1, mat2, 1, 1), constants={"alpha": 1, "beta": 1},
+   lambda self, mat1, mat2: _add_product(self, mat1 @ mat2), constants={"alpha": 1, "beta": 1},
    saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
 op("addmm_scaled", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad * beta", "mat1": "grad @ matrix_t(mat2) * alpha",
@@ -194,6 +194,11 @@ op("addmm_scaled", "AddmmBackward0", ("self", "mat1", "mat2"),
    lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    attrs=("beta", "alpha"),
    saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+
+
+def _add_product(bias, product):
+    product += bias
+    return product
 
 
 def _addmm(bias, mat1, mat2, beta, alpha):

@@ -704,6 +704,11 @@ def _check_class_targets(target, classes, ignore_index):
             f"expected target dtype to be Long or Byte, but got {_type_name(target)}"
         )
     labels = target._data.reshape(-1)
+    if labels.size == 0:
+        return
+    # Two reductions clear the common case; only then are ignored targets looked at.
+    if np.minimum.reduce(labels) >= 0 and np.maximum.reduce(labels) < classes:
+        return
     counted = labels[labels != ignore_index]
     outside = counted[(counted < 0) | (counted >= classes)]
     if outside.size:
@@ -724,50 +729,51 @@ def _nll_loss_nd(input, target, weight, reduction, ignore_index):
     """PyTorch's nll_loss_nd: 1-d and 2-d inputs are one NllLoss, 4-d one NllLoss2d, other ranks
     are viewed as 4-d first. The checks come in PyTorch's order, so the first problem found is
     the one PyTorch reports."""
-    if input.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    ndim, shape = input._data.ndim, input._data.shape  # read once: every loss call runs these
+    if ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {ndim})")
     if not isinstance(target, Tensor):
         raise TypeError(f"nll_loss(): target must be a Tensor, not {type(target).__name__}")
-    if input.dim() != 1 and (target.dim() == 0 or input.shape[0] != target.shape[0]):
-        raise ValueError(
-            f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-            f"({target.shape[0] if target.dim() else 1})."
-        )
     labels = target._data
-    if input.dim() <= 2:
-        if target.dim() > 1:
+    target_ndim, target_shape = labels.ndim, labels.shape
+    if ndim != 1 and (target_ndim == 0 or shape[0] != target_shape[0]):
+        raise ValueError(
+            f"Expected input batch_size ({shape[0]}) to match target batch_size "
+            f"({target_shape[0] if target_ndim else 1})."
+        )
+    if ndim <= 2:
+        if target_ndim > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         spec = OPS["nll_loss"]
-        if input.dim() == 1:
+        if ndim == 1:
             labels = labels.reshape(())
-    elif input.dim() == 4:
-        if target.dim() != 3:
+    elif ndim == 4:
+        if target_ndim != 3:
             raise RuntimeError(
                 "only batches of spatial targets supported (3D tensors) but got targets of "
-                f"dimension: {target.dim()}"
+                f"dimension: {target_ndim}"
             )
-        if target.shape[1:] != input.shape[2:]:
+        if target_shape[1:] != shape[2:]:
             raise RuntimeError(
-                f"size mismatch (got input: {_shape_text(input.shape)} , target: "
-                f"{_shape_text(target.shape)}"
+                f"size mismatch (got input: {_shape_text(shape)} , target: "
+                f"{_shape_text(target_shape)}"
             )
         spec = OPS["nll_loss2d"]
     else:
-        n = input.shape[0]
-        out_size = (n, *input.shape[2:])
-        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        out_size = (shape[0], *shape[2:])
+        if target_shape[1:] != shape[2:]:
             raise RuntimeError(
-                f"Expected target size {_shape_text(out_size)}, got {_shape_text(target.shape)}"
+                f"Expected target size {_shape_text(out_size)}, got {_shape_text(target_shape)}"
             )
         spec = OPS["nll_loss2d"]
-    classes = input.shape[0] if input.dim() == 1 else input.shape[1]
+    classes = shape[0] if ndim == 1 else shape[1]
     _check_class_weight(weight, classes)
     _check_class_targets(target, classes, ignore_index)
     attrs = (labels, _as_array(weight), reduction, ignore_index)
-    if input.dim() in (1, 2, 4):
+    if ndim in (1, 2, 4):
         return run_op(spec, (input,), attrs)[0]
     # Other ranks: PyTorch views (N, C, d1, d2, ...) as a 4-d (N, C, 1, d1*d2*...) first.
-    n, c = input.shape[:2]
+    n, c = shape[:2]
     flat = ops.view(ops.contiguous(input), (n, c, 1, -1))
     out = run_op(spec, (flat,), (labels.reshape(n, 1, -1), *attrs[1:]))[0]
     return ops.view(out, out_size) if reduction == nn_kernels.REDUCTION_NONE else out
@@ -791,10 +797,11 @@ def cross_entropy(
     reduction = _reduction(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.dim() == 1 else 1
-    if input.dim() == 0:
+    ndim = input._data.ndim
+    class_dim = 0 if ndim == 1 else 1
+    if ndim == 0:
         raise ValueError("Expected 1 or more dimensions (got 0)")
-    if target.shape == input.shape:
+    if isinstance(target, Tensor) and target._data.shape == input._data.shape:
         if not target.is_floating_point():
             raise RuntimeError(
                 "Expected floating point type for target with class probabilities, got "

@@ -591,6 +591,8 @@ def nll_target_key(target, ignore_index):
     classes = np.where(valid, target, 0)
     if target.ndim == 0:
         return (classes,), valid
+    if target.ndim == 1:  # a batch of samples, the common case: np.indices costs more
+        return (np.arange(target.shape[0]), classes), valid
     grids = np.indices(target.shape, sparse=True)
     return (grids[0], classes, *grids[1:]), valid
 
@@ -604,20 +606,43 @@ def nll_weights(target, weight, ignore_index, dtype):
     return key, np.where(valid, weight[classes], 0).astype(dtype)
 
 
+def _unweighted_batch_key(target, weight, ignore_index):
+    """The fancy index of each target's class when every weight is 1: a batch of class indices
+    (1-d), no class weights, none ignored (the common case, and the cheap one); else None."""
+    if weight is not None or target.ndim != 1 or target.size == 0:
+        return None
+    if ignore_index >= 0 or np.minimum.reduce(target) <= ignore_index:
+        return None  # some targets may be ignored (the loss checked the others are classes)
+    return (np.arange(target.shape[0]), target)
+
+
 def nll_loss(log_probs, target, weight, reduction, ignore_index):
     """(loss, total_weight): minus the weighted log-probability of each target class."""
+    key = _unweighted_batch_key(target, weight, ignore_index)
+    if key is not None and reduction != REDUCTION_NONE:
+        # The general path's sums with every weight 1, in the same order: the same numbers.
+        total_weight = np.asarray(target.size, log_probs.dtype)
+        loss = np.add.reduce(-log_probs[key], axis=None)
+        if reduction == REDUCTION_MEAN:
+            loss = loss / total_weight
+        return np.asarray(loss, log_probs.dtype), total_weight
     key, weights = nll_weights(target, weight, ignore_index, log_probs.dtype)
     losses = -log_probs[key] * weights
     if reduction == REDUCTION_NONE:
         return losses, np.zeros((), log_probs.dtype)
-    total_weight = np.asarray(weights.sum(), log_probs.dtype)
-    loss = losses.sum()
+    total_weight = np.asarray(np.add.reduce(weights, axis=None), log_probs.dtype)
+    loss = np.add.reduce(losses, axis=None)
     if reduction == REDUCTION_MEAN:
         loss = loss / total_weight
     return np.asarray(loss, log_probs.dtype), total_weight
 
 
 def nll_loss_backward(grad, log_probs, target, weight, reduction, ignore_index, total_weight):
+    key = _unweighted_batch_key(target, weight, ignore_index)
+    if key is not None and reduction != REDUCTION_NONE:
+        out = np.zeros(log_probs.shape, grad.dtype)
+        out[key] = -grad / total_weight if reduction == REDUCTION_MEAN else -grad
+        return out
     key, weights = nll_weights(target, weight, ignore_index, grad.dtype)
     if reduction == REDUCTION_MEAN:
         weights = weights / total_weight

@@ -17,7 +17,7 @@ from nbgrad.autograd.node import (
     save,
     saved_tensors_hook_stack,
 )
-from nbgrad.autograd.tensor import Tensor
+from nbgrad.autograd.tensor import Tensor, VersionCounter
 
 _make = Tensor._make
 
@@ -209,20 +209,19 @@ _NO_EDGE = (None, 0)
 def _make_saver(spec, needs):
     """Compile, once per op and combination of needed inputs, the function that builds a node's
     saved list from ``(inputs, result, attrs, extras)``. Every node of the op runs it, so the
-    save plan's kinds are turned into code here instead of being branched on for every node."""
+    save plan's kinds are turned into code here instead of being branched on for every node,
+    and each SavedTensor is filled in place (its constructor's call is the cost of a save)."""
     constants = {}
     parts = ["None"] * len(spec.saves)
+    tensors = []  # (position, code of the tensor, is_output)
     plan = spec.save_plan(needs)
     for p, kind, i in plan:
-        # Under saved_tensors_hooks (rare: HOOKS is then not empty), ``save`` packs the tensor.
-        if kind == "input":
-            value = f"inputs[{i}]"  # a Tensor, or a Python number kept as it is
-            parts[p] = (
-                f"((save if HOOKS else SavedTensor)({value}, False) "
-                f"if isinstance({value}, Tensor) else {value})"
-            )
+        if kind == "input":  # a Tensor, or a Python number kept as it is
+            tensors.append((p, f"inputs[{i}]", False))
+            parts[p] = f"saved{p}"
         elif kind == "result":
-            parts[p] = "(save if HOOKS else SavedTensor)(result, True)"
+            tensors.append((p, "result", True))
+            parts[p] = f"saved{p}"
         elif kind == "attr":
             parts[p] = f"attrs[{i}]"
         elif kind == "constant":
@@ -238,26 +237,42 @@ def _make_saver(spec, needs):
             parts[p] = f"inputs[{i}]._data.size"
         else:  # "dtype"
             parts[p] = f"inputs[{i}]._dtype"
+    # PyTorch saves an op's inputs before running it and its result after, and a pack hook
+    # (``save``, when HOOKS is not empty) sees them in that order.
+    tensors.sort(key=lambda entry: entry[2])
+    lines = ["def saver(inputs, result, attrs, extras):"]
+    for p, value, is_output in tensors:
+        name = f"saved{p}"
+        lines.append(f"    {name} = tensor = {value}")
+        if not is_output:
+            lines.append("    if isinstance(tensor, Tensor):")
+        indent = "    " if is_output else "        "
+        lines += [
+            indent + "if HOOKS:",
+            indent + f"    {name} = save(tensor, {is_output})",
+            indent + "else:",
+            indent + "    counter = tensor._counter",
+            indent + "    if counter is None:",
+            indent + "        counter = tensor._counter = VersionCounter()",
+            indent + f"    {name} = new(SavedTensor)",
+            indent + f"    {name}.data = tensor._data",
+            indent + f"    {name}.counter = counter",
+            indent + f"    {name}.version = counter.value",
+            indent + f"    {name}.requires_grad = tensor._requires_grad",
+            # An output is not kept as a Tensor: it would point back at its own grad_fn.
+            indent + f"    {name}.tensor = {'None' if is_output else 'tensor'}",
+        ]
+    lines.append(f"    return [{', '.join(parts)}]")
     scope = {
         "SavedTensor": SavedTensor,
+        "VersionCounter": VersionCounter,
         "Tensor": Tensor,
+        "new": object.__new__,
         "save": save,
         "HOOKS": saved_tensors_hook_stack,
         **constants,
     }
-    # PyTorch saves an op's inputs before running it and its result after, and a pack hook sees
-    # them in that order: when an input comes after the result in the list, the result is filled
-    # in last (the list keeps the table's positions). Otherwise a lambda, the cheaper call.
-    results = [p for p, kind, _ in plan if kind == "result"]
-    last = [p for p in results if any(k == "input" and q > p for q, k, _ in plan)]
-    if not last:
-        source = f"lambda inputs, result, attrs, extras: [{', '.join(parts)}]"
-        return eval(compile(source, f"<save {spec.node}>", "eval"), scope)  # noqa: S307
-    first = ", ".join("None" if p in last else part for p, part in enumerate(parts))
-    lines = ["def saver(inputs, result, attrs, extras):", f"    saved = [{first}]"]
-    lines += [f"    saved[{p}] = {parts[p]}" for p in last]
-    source = "\n".join([*lines, "    return saved"])
-    exec(compile(source, f"<save {spec.node}>", "exec"), scope)  # noqa: S102 - built above
+    exec(compile("\n".join(lines), f"<save {spec.node}>", "exec"), scope)  # noqa: S102
     return scope["saver"]
 
 

@@ -121,7 +121,10 @@ class Node:
 
 
 class SavedTensor:
-    """A tensor kept for backward, with the version it had, to catch in-place changes later."""
+    """A tensor kept for backward, with the version it had, to catch in-place changes later.
+
+    An operation's saver (compiled in ``dispatch._make_saver``) fills these same fields in
+    place, without calling the constructor: keep the two in step."""
 
     __slots__ = ("data", "tensor", "counter", "version", "requires_grad")
 

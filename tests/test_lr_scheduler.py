@@ -235,7 +235,7 @@ def test_reduce_on_plateau_state_dict_round_trip():
     fresh = nbgrad.optim.lr_scheduler.ReduceLROnPlateau(_optimizer(nbgrad))
     fresh.load_state_dict(state)
     assert (fresh.mode, fresh.best, fresh.last_epoch) == ("max", 2.0, 3)
-    assert fresh.mode_worse == -math.inf  # rebuilt from the mode
+    assert fresh.mode_worse == -math.inf
     assert fresh.get_last_lr() == pytest.approx([0.01, 0.003])
 
 

@@ -7,7 +7,7 @@ tensors (``default_convert``), with PyTorch's rules.
 - tensors: stacked along a new first dimension
 - NumPy arrays and NumPy scalars: made tensors (same dtype), then stacked
 - Python floats: a float64 tensor; ints: int64; bools: bool
-- strings and bytes: the list of them, unchanged
+- strings and bytes: left as they are, in the list (or tuple) that holds them
 - mappings: the same keys, each collated (the mapping's own type where it can be copied)
 - namedtuples: the same namedtuple type; other tuples: a list; lists and other sequences: the
   same type, collated position by position
@@ -54,11 +54,12 @@ def default_collate(batch):
         collated = {key: default_collate([sample[key] for sample in batch]) for key in first}
         return _same_mapping(first, collated)
     if isinstance(first, tuple) and hasattr(first, "_fields"):  # a namedtuple
-        return type(first)(*(default_collate(list(field)) for field in zip(*batch)))
+        return type(first)(*(default_collate(field) for field in zip(*batch)))
     if isinstance(first, collections.abc.Sequence):
         if any(len(sample) != len(first) for sample in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        collated = [default_collate(list(position)) for position in zip(*batch)]
+        # Each position's values go on as a tuple (a batch of strings stays one, as in PyTorch).
+        collated = [default_collate(position) for position in zip(*batch)]
         if isinstance(first, tuple):
             return collated
         return _same_sequence(first, collated)

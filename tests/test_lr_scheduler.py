@@ -318,6 +318,7 @@ BAD_ARGUMENTS = [
     lambda m, o: m.MultiplicativeLR(o, [lambda e: 1.0]),
     lambda m, o: m.MultiplicativeLR(o, 0.9),
     lambda m, o: m.MultiplicativeLR(o, [lambda e: 1.0, 0.9]),
+    lambda m, o: m.MultiplicativeLR(o, [0.9]),
     lambda m, o: m.LinearLR(o, start_factor=0),
     lambda m, o: m.LinearLR(o, start_factor=1.5),
     lambda m, o: m.LinearLR(o, end_factor=-0.1),

@@ -147,8 +147,9 @@ def _record_optimizer_steps(optimizer):
 class _LambdaScheduler(LRScheduler):
     """Holds one ``lr_lambda`` per group; saves callable objects' attributes, not functions."""
 
+    _checks_callable = False  # PyTorch checks MultiplicativeLR's lambdas, not LambdaLR's
+
     def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        self.optimizer = optimizer
         groups = len(optimizer.param_groups)
         if isinstance(lr_lambda, (list, tuple)):
             if len(lr_lambda) != groups:
@@ -156,6 +157,10 @@ class _LambdaScheduler(LRScheduler):
             self.lr_lambdas = list(lr_lambda)
         else:
             self.lr_lambdas = [lr_lambda] * groups
+        if self._checks_callable:
+            for fn in self.lr_lambdas:
+                if not callable(fn):
+                    raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self):
@@ -187,12 +192,7 @@ class LambdaLR(_LambdaScheduler):
 class MultiplicativeLR(_LambdaScheduler):
     """``lr = lr * lr_lambda(epoch)`` at every step after the first."""
 
-    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
-        lambdas = lr_lambda if isinstance(lr_lambda, (list, tuple)) else [lr_lambda]
-        for fn in lambdas:
-            if not callable(fn):
-                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
-        super().__init__(optimizer, lr_lambda, last_epoch)
+    _checks_callable = True
 
     def get_lr(self):
         self._warn_if_called_outside_step()

@@ -244,5 +244,5 @@ def show(obj):
 
 
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
-from nbgrad import datasets, linalg, nn, optim  # noqa: E402
+from nbgrad import datasets, linalg, nn, optim, utils  # noqa: E402
 from nbgrad.serialization import load, save  # noqa: E402

@@ -245,9 +245,10 @@ def randint(low, high=None, size=(), dtype=None, device=None, requires_grad=Fals
     )
 
 
-def randperm(n, dtype=None, device=None):
+def randperm(n, dtype=None, device=None, generator=None):
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return _make(_generator.permutation(n).astype(dtype.numpy))
+    rng = generator or _generator
+    return _make(rng.permutation(n).astype(dtype.numpy))
 
 
 def _like(function):

@@ -1,5 +1,6 @@
 """nbgrad.optim: optimizers that update Parameters from their ``.grad``, as torch.optim does."""
 
+from nbgrad.optim import lr_scheduler
 from nbgrad.optim.adam import Adam, AdamW
 from nbgrad.optim.optimizer import Optimizer
 from nbgrad.optim.sgd import SGD

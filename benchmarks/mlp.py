@@ -9,8 +9,10 @@ written with the ops nbgrad has (no ``nn`` module yet), the same for nbgrad and 
 
 The NumPy version computes the same forward and writes the backward by hand (softmax minus
 one-hot, then the two layers): the floor an engine on NumPy can reach. The input ``x`` needs no
-gradient; the four parameters do. A fourth row, the minimal tape engine (minimal_tape.py), runs
-the same model on the least Python any tape engine needs: the floor for engines of that kind.
+gradient; the four parameters do. Two more rows: "NumPy, op by op" calls, without any engine,
+exactly the NumPy an engine runs for this graph (unfused); the minimal tape engine
+(minimal_tape.py) runs the same model on the least Python any tape engine needs, the floor for
+engines of its kind.
 All must agree on the loss and the gradients before anything is timed.
 
 A second variant, ``--style nn``, writes the same model as users write it with
@@ -143,8 +145,42 @@ def engines(style="addmm"):
         numpy_step,
     )
     if style == "addmm":
+        result[OP_BY_OP] = (
+            lambda: numpy_forward(x0, onehot0, params0),
+            lambda: numpy_op_by_op(x0, onehot0, params0),
+            lambda: numpy_op_by_op(x0, onehot0, params0),
+        )
         result[MINIMAL] = _minimal_tape_engine(x0, onehot0, params0)
     return result
+
+
+OP_BY_OP = "NumPy, op by op"
+
+
+def numpy_op_by_op(x, onehot, p):
+    """The NumPy work an engine does for ``model_loss``, without the engine: each forward op and
+    each backward formula as a separate NumPy call (log-softmax's own backward, the mean's and
+    the sum's broadcasts), where the hand-written step fuses softmax and one-hot into one line.
+    Its time over NumPy by hand is what the unfused graph itself costs."""
+    z1 = x @ p["W1"]
+    z1 += p["b1"]
+    hidden = np.maximum(z1, 0)
+    logits = hidden @ p["W2"]
+    logits += p["b2"]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    row_sums = (log_probs * onehot).sum(axis=1)
+    loss = -(np.add.reduce(row_sums, axis=None) / row_sums.size)
+    grad = -np.ones((), np.float32)  # NegBackward0 of the seed
+    grad = np.broadcast_to(grad / row_sums.size, row_sums.shape)  # MeanBackward0
+    grad = np.broadcast_to(grad[:, None], log_probs.shape)  # SumBackward1
+    grad = grad * onehot  # MulBackward0
+    grad = grad - np.exp(log_probs) * grad.sum(axis=1, keepdims=True)  # LogSoftmaxBackward0
+    grads = {"b2": np.add.reduce(grad, axis=0), "W2": hidden.T @ grad}  # AddmmBackward0
+    grad = (grad @ p["W2"].T) * (hidden > 0)  # ... and ReluBackward0
+    grads["b1"] = np.add.reduce(grad, axis=0)
+    grads["W1"] = x.T @ grad  # AddmmBackward0 (x needs no gradient)
+    return loss, grads
 
 
 MINIMAL = "minimal tape engine"
@@ -195,6 +231,7 @@ def run(style="addmm", repeats=harness.REPEATS):
     )
     if MINIMAL in full:
         floor = full[MINIMAL].best
+        verdict += f"; NumPy op by op: {full[OP_BY_OP].best / numpy_time:.2f}x NumPy by hand"
         verdict += (
             f"; the minimal tape engine, the floor of any engine of its kind: "
             f"{floor / numpy_time:.2f}x NumPy by hand, {floor / torch_time:.2f}x PyTorch"

@@ -60,19 +60,22 @@ def name_everything(
         else:
             chosen[record] = (path, "variable")
 
-    for record, (path, _) in list(chosen.items()):
-        previous = (earlier or {}).get(record)
-        while previous is not None and previous not in chosen:
-            chosen[previous] = (path, "version")
-            previous = earlier.get(previous)
+    if earlier:
+        for record, (path, _) in list(chosen.items()):
+            previous = earlier.get(record)
+            while previous is not None and previous not in chosen:
+                chosen[previous] = (path, "version")
+                previous = earlier.get(previous)
 
-    scopes = {op.module for op in trace.ops if op.module} | set(module_outputs.values())
-    paths = module_paths(_with_ancestors(scopes), module_names)
-    # Sorted: scopes come from a set, whose order changes from run to run; parents come first.
-    for scope, path in sorted(paths.items(), key=lambda item: item[1]):
-        trace.modules.setdefault(path, type(scope[-1]).__name__)
-    for op in trace.ops:
-        if op.module:
+    in_modules = [op for op in trace.ops if op.module]
+    paths = {}
+    if in_modules or module_outputs:
+        scopes = {op.module for op in in_modules} | set(module_outputs.values())
+        paths = module_paths(_with_ancestors(scopes), module_names)
+        # Sorted: scopes come from a set, whose order changes from run to run; parents first.
+        for scope, path in sorted(paths.items(), key=lambda item: item[1]):
+            trace.modules.setdefault(path, type(scope[-1]).__name__)
+        for op in in_modules:
             op.module = paths[op.module]
 
     _label_results(trace, source, sites, module_outputs, paths, chosen)
@@ -178,10 +181,14 @@ def _is_value_of_site(sites, index):
 
 def _label_results(trace, source, sites, module_outputs, paths, chosen):
     for index, op in enumerate(trace.ops):
+        for record in op.outputs:
+            if record not in chosen:
+                break
+        else:
+            continue  # every output is named already
         pending = [r for r in op.outputs if r not in chosen]
-        if not pending:
-            continue
-        described = source.describe(op.span) if op.span is not None else None
+        span = op.span
+        described = source.describe(span) if span is not None else None
         for record in pending:
             if described is not None and _is_value_of_site(sites, index):
                 label, target, _ = described
@@ -198,13 +205,19 @@ def _label_inputs(trace, source, sites, chosen):
     """Leaves and constants written inline get the text of the operand they were."""
     for index, op in enumerate(trace.ops):
         site = sites[index]
-        if site is None or not site[2] or op.span is None:
+        if site is None or not site[2]:
+            continue
+        for record in op.inputs:
+            if type(record) is TensorRecord and record.op is None and record not in chosen:
+                break
+        else:
+            continue  # no input is an unnamed leaf or constant
+        span = op.span
+        if span is None:
             continue
         tensor_inputs = [r for r in op.inputs if type(r) is TensorRecord]
         unnamed = [r for r in tensor_inputs if r.op is None and r not in chosen]
-        if not unnamed:
-            continue
-        described = source.describe(op.span)
+        described = source.describe(span)
         if described is None:
             continue
         parts = described[2]
@@ -228,11 +241,11 @@ def _make_unique(trace, chosen, held):
     final = {}
     for record in trace.tensors.values():
         base, how = chosen[record]
-        occurrences[base] = occurrences.get(base, 0) + 1
-        if how == "variable" or (base not in held and occurrences[base] == 1):
+        count = occurrences[base] = occurrences.get(base, 0) + 1
+        if how == "variable" or (count == 1 and base not in held):
             name = base
         else:
-            name = f"{base}#{occurrences[base]}"
+            name = f"{base}#{count}"
         while name in final:  # a label that happens to read like another's "#k"
             name += "'"
         final[name] = record

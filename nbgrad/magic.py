@@ -312,7 +312,9 @@ def _end_recording(shell, recorder, options, error, filename):
     """Finish the trace, make it the last one (and the variable ``--name`` asks for), show it,
     then raise the recorded code's exception, if any, as the cell's."""
     __tracebackhide__ = True  # noqa: F841
-    trace = recorder.finish([shell.user_ns], error=error)
+    # Names are read from the user's variables now; labels, roles and the rest when the trace is
+    # first read (shown below, or by the user): a --no-show cell may never be read.
+    trace = recorder.finish([shell.user_ns], error=error, defer=True)
     set_last_trace(trace)
     if options.name:
         shell.user_ns[options.name] = trace

@@ -389,3 +389,12 @@ def test_the_line_magic_does_not_await(shell):
     # IPython awaits a whole cell, not a line magic's statement: a SyntaxError, as before.
     result = run(shell, "import asyncio\n%autograd --no-show await asyncio.sleep(0)\n")
     assert isinstance(result.error_in_exec, SyntaxError)
+
+
+def test_a_no_show_trace_read_later_has_the_names_the_cell_ended_with(shell):
+    assert run(shell, "%%autograd --no-show\n" + PROGRAM).success
+    run(shell, "renamed = e\ndel e\nc = None\n")  # the notebook goes on before the trace is read
+    trace = nbgrad.last_trace()
+    assert list(trace.tensors) == ["a", "b", "c", "d", "e"]
+    assert trace.tensors["e"].role == "output" and float(trace.tensors["c"].grad) == 4.0
+    assert [op.code for op in trace.ops] == ["c = a + b", "e = c * d"]

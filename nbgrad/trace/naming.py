@@ -34,7 +34,8 @@ MAX_VISITS = 50_000
 def name_everything(
     trace, source, namespaces, live, sites, module_outputs, earlier=None, tensor_type=Tensor
 ):
-    """Name the tensors of ``trace`` and give its ops their module paths.
+    """Name the tensors of ``trace`` and give its ops their module paths: ``read_variables``
+    then ``give_names``.
 
     tensor_type     the recorded engine's tensor class (nbgrad's Tensor, or torch.Tensor)
     live            id(tensor) -> (tensor, its latest record), for tensors still alive
@@ -42,6 +43,34 @@ def name_everything(
     module_outputs  record -> scope (modules, outermost first) of the forward that returned it
     earlier         record -> the record of the same tensor's previous value (in-place changes)
     """
+    variables = read_variables(trace, namespaces, live, module_outputs, earlier, tensor_type)
+    give_names(trace, source, sites, variables)
+
+
+class VariableNames:
+    """What the user's variables said when recording ended, all that naming needs of the
+    program: the rest comes from the records and the recorded code's text.
+
+    chosen        record -> (its variable's path, "variable"), and its earlier values' records
+                  -> (that path, "version")
+    aliases       record -> the other paths that held it
+    held          every path a variable held a tensor at (numbered wherever else it appears)
+    module_calls  record -> "model.fc1(...)", for the outputs of a module's forward
+    """
+
+    __slots__ = ("chosen", "aliases", "held", "module_calls")
+
+    def __init__(self, chosen, aliases, held, module_calls):
+        self.chosen = chosen
+        self.aliases = aliases
+        self.held = held
+        self.module_calls = module_calls
+
+
+def read_variables(trace, namespaces, live, module_outputs, earlier=None, tensor_type=Tensor):
+    """Read what depends on the program as it is now (arguments as for ``name_everything``):
+    which variable holds which record, and the dotted paths of the modules that ran (given to
+    the trace's ``modules`` and to each op's ``module`` now). Returns a ``VariableNames``."""
     tensors, modules = _variables(namespaces, tensor_type)
     module_names = {}
     for path, module in modules:
@@ -68,7 +97,7 @@ def name_everything(
                 previous = earlier.get(previous)
 
     in_modules = [op for op in trace.ops if op.module]
-    paths = {}
+    module_calls = {}
     if in_modules or module_outputs:
         scopes = {op.module for op in in_modules} | set(module_outputs.values())
         paths = module_paths(_with_ancestors(scopes), module_names)
@@ -77,8 +106,20 @@ def name_everything(
             trace.modules.setdefault(path, type(scope[-1]).__name__)
         for op in in_modules:
             op.module = paths[op.module]
+        module_calls = {record: f"{paths[scope]}(...)" for record, scope in module_outputs.items()}
 
-    _label_results(trace, source, sites, module_outputs, paths, chosen)
+    # A name a variable holds now is numbered wherever else it appears (``out#1``, ``out#2``
+    # for the recorded steps of a loop whose ``out`` now holds a later, unrecorded tensor).
+    held = {base for base, how in chosen.values() if how == "variable"}
+    held.update(path for path, _ in tensors)
+    return VariableNames(chosen, aliases, held, module_calls)
+
+
+def give_names(trace, source, sites, variables):
+    """Name every tensor record from ``variables`` (``read_variables``), the labels of the
+    code that made it, or its kind; from the records and the source alone."""
+    chosen = dict(variables.chosen)
+    _label_results(trace, source, sites, variables.module_calls, chosen)
     _label_inputs(trace, source, sites, chosen)
 
     for record in trace.tensors.values():
@@ -88,12 +129,8 @@ def name_everything(
                 base = record.op.op if record.op is not None else record.grad_fn.name
             chosen[record] = (base, "anonymous")
 
-    # A name a variable holds now is numbered wherever else it appears (``out#1``, ``out#2``
-    # for the recorded steps of a loop whose ``out`` now holds a later, unrecorded tensor).
-    held = {base for base, how in chosen.values() if how == "variable"}
-    held.update(path for path, _ in tensors)
-    _make_unique(trace, chosen, held)
-    for record, names in aliases.items():
+    _make_unique(trace, chosen, variables.held)
+    for record, names in variables.aliases.items():
         record.aliases = tuple(names)
 
 
@@ -179,7 +216,7 @@ def _is_value_of_site(sites, index):
     return following is None or following[:2] != site[:2]
 
 
-def _label_results(trace, source, sites, module_outputs, paths, chosen):
+def _label_results(trace, source, sites, module_calls, chosen):
     for index, op in enumerate(trace.ops):
         for record in op.outputs:
             if record not in chosen:
@@ -193,8 +230,8 @@ def _label_results(trace, source, sites, module_outputs, paths, chosen):
             if described is not None and _is_value_of_site(sites, index):
                 label, target, _ = described
                 chosen[record] = (target, "assignment") if target else (label, "expression")
-            elif record in module_outputs:
-                chosen[record] = (f"{paths[module_outputs[record]]}(...)", "module")
+            elif record in module_calls:
+                chosen[record] = (module_calls[record], "module")
             elif op.module:
                 chosen[record] = (f"{op.op} in {op.module}", "expression")
             elif described is not None:

@@ -142,7 +142,14 @@ def _variables(namespaces, tensor_type):
         for key, value in list(namespace.items()):
             if not isinstance(key, str) or key.startswith("_") or key in IGNORED_NAMES:
                 continue
-            _visit(key, value, 0, tensors, modules, budget, tensor_type)
+            kind = type(value)
+            if kind is tensor_type and budget[0] > 0:  # most variables: what _visit would do
+                budget[0] -= 1
+                tensors.append((key, value))
+            elif kind in _NEVER_NAMED:
+                budget[0] -= 1
+            else:
+                _visit(key, value, 0, tensors, modules, budget, tensor_type)
     return tensors, modules
 
 

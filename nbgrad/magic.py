@@ -13,6 +13,9 @@ The cell runs in the user's namespace exactly as a plain cell does: its variable
 last expression is displayed, and an exception shows one traceback with the cell's own lines
 and fails the cell (so ``nbconvert --execute`` stops). Then the trace is shown (``show_trace``,
 the one function the graph widget replaces) and is available as ``nbgrad.last_trace()``.
+
+A cell may ``await`` at its top level, as a plain cell may: IPython then runs it as a coroutine
+(``await_recorded_cells``), and the recording spans its awaits.
 """
 
 import argparse

@@ -13,11 +13,15 @@ The cell runs in the user's namespace exactly as a plain cell does: its variable
 last expression is displayed, and an exception shows one traceback with the cell's own lines
 and fails the cell (so ``nbconvert --execute`` stops). Then the trace is shown (``show_trace``,
 the one function the graph widget replaces) and is available as ``nbgrad.last_trace()``.
+
+A cell may ``await`` at its top level, as a plain cell may: IPython then runs it as a coroutine
+(``await_recorded_cells``), and the recording spans its awaits.
 """
 
 import argparse
 import ast
 import contextlib
+import inspect
 import io
 import keyword
 import sys
@@ -196,6 +200,8 @@ class AutogradMagics(Magics):
         options = _parse_options(words)
         if options.help:
             print(PARSER.format_help())
+            if cell is not None and has_top_level_await(self.shell, cell):
+                return _nothing()  # the cell's transformed text awaits what the magic returns
             return None
         if cell is None and not statement.strip():
             raise UsageError(f"{PARSER.format_usage()}%autograd: error: no statement to run")
@@ -214,25 +220,75 @@ def run_recorded(shell, code, options, header):
     ``header`` is the cell's first line (``%%autograd ...``), or None for a line magic. The cell
     body is compiled with one blank line in front of it so that line numbers in tracebacks and
     in the trace are the cell's own.
+
+    Code with a top-level ``await`` (IPython's autoawait on) runs as IPython runs such a plain
+    cell: as a coroutine, here the one this returns, which the cell's transformed text awaits
+    (``await_recorded_cells``). Otherwise the code runs now and this returns None.
     """
     __tracebackhide__ = True  # noqa: F841
     number = shell.execution_count
-    # IPython's own syntax (%magics, !shell, help?) needs IPython's transformation; plain Python
-    # does not, and tokenizing a cell a second time is a visible part of a small cell's cost.
-    plain = not any(c in code for c in "%!?") and not code.startswith((" ", "\t"))
-    transformed = code if plain else shell.transform_cell(code)
+    transformed = _transformed(shell, code)
     compiled_text = ("\n" if header is not None else "") + transformed
     shown_text = (header + "\n" if header is not None else "") + transformed
     filename = shell.compile.cache(shown_text, number)
     tree = _parse(compiled_text, filename)
-    cell_code, last_expression = _compile(shell, tree, filename, code)
+    allow_await = header is not None and _may_await(shell, code)  # cells only, as IPython does
+    cell_code, last_expression = _compile(shell, tree, filename, code, allow_await)
 
     engine = options.engine
     if engine == "auto":
         engine = detect_engine(tree, shell.user_ns, compiled_text)
+    source = source_for(filename, compiled_text, tree=tree)
+    if _is_coroutine(cell_code) or _is_coroutine(last_expression):
+        return _run_recorded_awaiting(
+            shell, options, engine, source, cell_code, last_expression, filename
+        )
+    recorder = _start_recorder(shell, options, engine, source, sys._getframe())
+
+    error = None
+    try:
+        exec(cell_code, shell.user_global_ns, shell.user_ns)
+        if last_expression is not None:
+            # Compiled in "single" mode: Python hands the value to sys.displayhook, which in
+            # IPython displays it as the cell's Out[n], as for a plain cell.
+            exec(last_expression, shell.user_global_ns, shell.user_ns)
+        if options.backward:
+            _call_backward(shell, options.backward)
+    except BaseException as raised:  # KeyboardInterrupt too: recording must end either way
+        error = raised
+    _end_recording(shell, recorder, options, error, filename)
+    return None
+
+
+async def _run_recorded_awaiting(
+    shell, options, engine, source, cell_code, last_expression, filename
+):
+    """``run_recorded`` for code with a top-level ``await``: the same steps, awaiting the code
+    as IPython awaits a plain cell's (``await eval(code, ...)``). The recording starts when this
+    coroutine runs, so a coroutine never awaited leaves no recording running; its frame is the
+    one the recorded code's frames lead back to while they run."""
+    __tracebackhide__ = True  # noqa: F841
+    recorder = _start_recorder(shell, options, engine, source, sys._getframe())
+    error = None
+    try:
+        for code in (cell_code, last_expression):
+            if code is None:
+                continue
+            if _is_coroutine(code):
+                await eval(code, shell.user_global_ns, shell.user_ns)  # noqa: S307 - the cell
+            else:
+                exec(code, shell.user_global_ns, shell.user_ns)
+        if options.backward:
+            _call_backward(shell, options.backward)
+    except BaseException as raised:  # a cancelled cell (CancelledError) too
+        error = raised
+    _end_recording(shell, recorder, options, error, filename)
+
+
+def _start_recorder(shell, options, engine, source, base_frame):
     recorder = recorder_class(engine)(
-        source_for(filename, compiled_text, tree=tree),
-        base_frame=sys._getframe(),
+        source,
+        base_frame=base_frame,
         policy=Policy(max_elements=options.max_elements, full=options.full),
         max_nodes=options.max_nodes,
         max_passes=options.max_passes,
@@ -243,33 +299,92 @@ def run_recorded(shell, code, options, header):
         recorder.start()
     except RecordingError as error:
         raise UsageError(str(error)) from None
+    return recorder
 
-    error = None
-    try:
-        exec(cell_code, shell.user_global_ns, shell.user_ns)
-        if last_expression is not None:
-            # Compiled in "single" mode: Python hands the value to sys.displayhook, which in
-            # IPython displays it as the cell's Out[n], as for a plain cell.
-            exec(last_expression, shell.user_global_ns, shell.user_ns)
-        if options.backward:
-            target = eval(  # noqa: S307 - the user's own expression, run as their cell would
-                compile(options.backward, BACKWARD_FILENAME, "eval"),
-                shell.user_global_ns,
-                shell.user_ns,
-            )
-            target.backward()
-    except BaseException as raised:  # KeyboardInterrupt too: recording must end either way
-        error = raised
-    finally:
-        trace = recorder.finish([shell.user_ns], error=error)
-        set_last_trace(trace)
-        if options.name:
-            shell.user_ns[options.name] = trace
+
+def _call_backward(shell, expression):
+    target = eval(  # noqa: S307 - the user's own expression, run as their cell would
+        compile(expression, BACKWARD_FILENAME, "eval"),
+        shell.user_global_ns,
+        shell.user_ns,
+    )
+    target.backward()
+
+
+def _end_recording(shell, recorder, options, error, filename):
+    """Finish the trace, make it the last one (and the variable ``--name`` asks for), show it,
+    then raise the recorded code's exception, if any, as the cell's."""
+    __tracebackhide__ = True  # noqa: F841
+    # Names are read from the user's variables now; labels, roles and the rest when the trace is
+    # first read (shown below, or by the user): a --no-show cell may never be read.
+    trace = recorder.finish([shell.user_ns], error=error, defer=True)
+    set_last_trace(trace)
+    if options.name:
+        shell.user_ns[options.name] = trace
     if not options.no_show:
         show_trace(trace)
     if error is not None:
         _raise_cleanly(shell, error, {filename, BACKWARD_FILENAME})
+
+
+def _transformed(shell, code):
+    """The cell's text as Python. IPython's own syntax (%magics, !shell, help?) needs IPython's
+    transformation; plain Python does not, and tokenizing a cell a second time is a visible
+    part of a small cell's cost."""
+    if not any(c in code for c in "%!?") and not code.startswith((" ", "\t")):
+        return code
+    return shell.transform_cell(code)
+
+
+def _may_await(shell, code):
+    """Whether ``code`` may use a top-level ``await`` (``async for``, ``async with``): when
+    IPython's autoawait is on, as for a plain cell; the words are looked for first, a cheap
+    test that spares most cells the shell's setting."""
+    return ("await" in code or "async" in code) and bool(getattr(shell, "autoawait", False))
+
+
+def has_top_level_await(shell, code):
+    """Whether a cell's code has a top-level ``await`` IPython would run: the code compiles to
+    a coroutine when top-level ``await`` is allowed, and autoawait is on. A cell that does not
+    compile has none (the magic then reports its error)."""
+    if not _may_await(shell, code):
+        return False
+    flags = shell.compile.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    try:
+        compiled = compile(_transformed(shell, code), "<%%autograd>", "exec", flags, True)
+    except Exception:  # noqa: BLE001 - a syntax error, or one of IPython's transformations
+        return False
+    return _is_coroutine(compiled)
+
+
+def await_recorded_cells(shell):
+    """An input transformation for IPython (``load_ipython_extension`` adds it, ahead of
+    IPython's own for cell magics): a ``%%autograd`` cell whose code has a top-level ``await``
+    becomes ``await get_ipython().run_cell_magic(...)`` where IPython writes the call without
+    ``await``. IPython then runs the cell as a coroutine (in a kernel, on the kernel's event
+    loop), as it runs a plain cell with ``await``, and awaits the coroutine the magic returns
+    for such code (``run_recorded``). Other cells are left to IPython."""
+
+    def transform(lines):
+        if not lines or not lines[0].startswith("%%autograd"):
+            return lines
+        name, _, line = lines[0][2:].rstrip().partition(" ")  # as IPython splits it
+        body = "".join(lines[1:])
+        if name != "autograd" or not has_top_level_await(shell, body):
+            return lines
+        return [f"await get_ipython().run_cell_magic({name!r}, {line!r}, {body!r})\n"]
+
+    transform.nbgrad_awaits_recorded_cells = True  # found again by a second load
+    return transform
+
+
+async def _nothing():
     return None
+
+
+def _is_coroutine(code):
+    """Whether compiled code is a coroutine to await (it has a top-level ``await``)."""
+    return code is not None and bool(code.co_flags & inspect.CO_COROUTINE)
 
 
 _TREES = {}  # cell text -> its parsed tree (never changed once made), for a cell run again
@@ -289,9 +404,12 @@ def _parse(text, filename):
     return tree
 
 
-def _compile(shell, tree, filename, raw):
-    """The cell's code, and its last expression compiled to be displayed (or None)."""
+def _compile(shell, tree, filename, raw, allow_await=False):
+    """The cell's code, and its last expression compiled to be displayed (or None).
+    ``allow_await``: a top-level ``await`` is allowed, and makes that code a coroutine."""
     flags = shell.compile.flags
+    if allow_await:
+        flags |= ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     body = list(tree.body)
     last = None
     if body and isinstance(body[-1], ast.Expr) and not _ends_with_semicolon(raw):
@@ -347,8 +465,11 @@ def _raise_cleanly(shell, error, filenames):
 
 def load_ipython_extension(shell):
     shell.register_magics(AutogradMagics)
+    transforms = shell.input_transformer_manager.line_transforms
+    if not any(getattr(t, "nbgrad_awaits_recorded_cells", False) for t in transforms):
+        transforms.insert(0, await_recorded_cells(shell))
 
 
 def unload_ipython_extension(shell):
-    """Nothing to undo: the magics stay registered until the kernel restarts, as IPython's own
-    extensions do."""
+    """Nothing to undo: the magics (and the transformation for cells with ``await``) stay
+    registered until the kernel restarts, as IPython's own extensions do."""

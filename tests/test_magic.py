@@ -272,3 +272,129 @@ loss.backward()
     # Each trace holds ~200 KB of arrays (w, w * 2, grads: --full keeps them whole); a leak of
     # one per cell would be 40 MB. IPython's own history per cell is a few hundred bytes.
     assert after - before < 1_000_000, f"grew by {after - before} bytes over 200 cells"
+
+
+AWAITING = """\
+import asyncio
+import nbgrad as torch
+x = torch.tensor(2.0, requires_grad=True)
+y = x * 3
+await asyncio.sleep(0)
+z = y * y
+z.backward()
+await asyncio.sleep(0, result=z)
+"""
+
+
+def test_a_cell_with_top_level_await_runs_as_a_plain_cell_and_is_recorded(shell):
+    plain = run(shell, AWAITING)  # IPython runs a plain cell with ``await`` as a coroutine
+    assert plain.success and float(plain.result) == 36.0
+    result = run(shell, "%%autograd --no-show\n" + AWAITING)
+    assert result.success
+    assert float(result.result) == 36.0  # the awaited last expression is the cell's value
+    assert float(shell.user_ns["x"].grad) == 36.0  # z = 9 x**2: 18 x, one backward in the cell
+    trace = nbgrad.last_trace()
+    assert trace.error is None and trace.truncated is None
+    assert list(trace.tensors) == ["x", "y", "z"]
+    # The ops on both sides of the await, at the cell's own lines (line 1 is "%%autograd").
+    assert [(op.op, op.line, op.code) for op in trace.ops] == [
+        ("mul", 5, "y = x * 3"),
+        ("mul", 7, "z = y * y"),
+    ]
+    assert [step.node.name for step in trace.backward_steps] == [
+        "MulBackward0",
+        "MulBackward0",
+        "AccumulateGrad",
+    ]
+    assert trace.passes[0].line == 8
+    assert float(trace.tensors["x"].grad) == 36.0
+
+
+def test_async_for_and_async_with_at_the_top_of_a_recorded_cell(shell):
+    run(shell, "import nbgrad as torch")
+    run(
+        shell,
+        "import contextlib\n"
+        "async def scales():\n    for k in (1.0, 2.0):\n        yield k\n"
+        "@contextlib.asynccontextmanager\nasync def opened():\n    yield 10.0\n",
+    )
+    cell = """%%autograd --no-show
+w = torch.tensor(1.5, requires_grad=True)
+total = w * 0
+async for k in scales():
+    total = total + w * k
+async with opened() as ten:
+    loss = total * ten
+loss.backward()
+"""
+    assert run(shell, cell).success
+    trace = nbgrad.last_trace()
+    assert float(trace.tensors["loss"].value) == 45.0
+    assert float(trace.tensors["w"].grad) == 30.0
+    assert [op.line for op in trace.ops] == [3, 5, 5, 5, 5, 7]
+
+
+def test_an_error_after_an_await_shows_one_clean_traceback(shell, capsys):
+    cell = "%%autograd\nimport asyncio\nimport nbgrad as torch\n"
+    cell += "t = torch.tensor(1.0, requires_grad=True) * 2\nawait asyncio.sleep(0)\nboom = 1 / 0\n"
+    result = run(shell, cell)
+    assert not result.success
+    assert isinstance(result.error_in_exec, ZeroDivisionError)
+    out = capsys.readouterr().out
+    assert "stopped by ZeroDivisionError" in out  # the partial trace, shown with the error
+    traceback_text = out[out.index("ZeroDivisionError") :]
+    assert "----> 6 boom = 1 / 0" in traceback_text
+    assert "magic.py" not in traceback_text and "run_cell_magic" not in traceback_text
+    trace = nbgrad.last_trace()
+    assert trace.error.startswith("ZeroDivisionError") and len(trace.ops) == 1
+
+
+def test_only_cells_with_a_top_level_await_are_awaited(shell):
+    transform = shell.transform_cell
+    assert transform("%%autograd --no-show\nx = 1\n") == (
+        "get_ipython().run_cell_magic('autograd', '--no-show', 'x = 1\\n')\n"
+    )
+    assert transform("%%autograd\nawait f()\n") == (
+        "await get_ipython().run_cell_magic('autograd', '', 'await f()\\n')\n"
+    )
+    # An await inside a function, or only in a string, is no top-level await.
+    for body in ("async def f():\n    await g()\n", "text = 'await'\n"):
+        assert transform("%%autograd\n" + body).startswith("get_ipython()")
+    assert transform("%%autogradx\nawait f()\n").startswith("get_ipython()")  # another magic
+
+
+def test_help_in_a_cell_with_await(shell, capsys):
+    result = run(shell, "%%autograd -h\nimport asyncio\nawait asyncio.sleep(0)\n")
+    assert result.success
+    assert capsys.readouterr().out.startswith("usage: %autograd")
+
+
+def test_without_autoawait_await_fails_as_in_a_plain_cell(shell):
+    run(shell, "import asyncio")
+    run(shell, "%autoawait False")
+    try:
+        plain = run(shell, "await asyncio.sleep(0)\n")
+        recorded = run(shell, "%%autograd --no-show\nawait asyncio.sleep(0)\n")
+    finally:
+        run(shell, "%autoawait True")
+    assert "'await' outside function" in str(plain.error_before_exec)
+    assert isinstance(recorded.error_in_exec, SyntaxError)
+    assert "'await' outside function" in str(recorded.error_in_exec)
+    # Nothing was left recording: the next cell records.
+    assert run(shell, "%%autograd --no-show\n" + PROGRAM).success
+    assert list(nbgrad.last_trace().tensors) == ["a", "b", "c", "d", "e"]
+
+
+def test_the_line_magic_does_not_await(shell):
+    # IPython awaits a whole cell, not a line magic's statement: a SyntaxError, as before.
+    result = run(shell, "import asyncio\n%autograd --no-show await asyncio.sleep(0)\n")
+    assert isinstance(result.error_in_exec, SyntaxError)
+
+
+def test_a_no_show_trace_read_later_has_the_names_the_cell_ended_with(shell):
+    assert run(shell, "%%autograd --no-show\n" + PROGRAM).success
+    run(shell, "renamed = e\ndel e\nc = None\n")  # the notebook goes on before the trace is read
+    trace = nbgrad.last_trace()
+    assert list(trace.tensors) == ["a", "b", "c", "d", "e"]
+    assert trace.tensors["e"].role == "output" and float(trace.tensors["c"].grad) == 4.0
+    assert [op.code for op in trace.ops] == ["c = a + b", "e = c * d"]

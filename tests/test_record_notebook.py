@@ -53,6 +53,23 @@ sent = [float(g[0]) for _, _, g in trace.node("MulBackward0").steps[0].grads_out
 assert sent == [1.0, 1.0], sent
 print("used twice: ok")"""
 
+AWAITING = """\
+%%autograd --no-show
+import asyncio
+w = torch.tensor(3.0, requires_grad=True)
+v = w * w
+await asyncio.sleep(0.01)
+loss = v * 2
+loss.backward()
+await asyncio.sleep(0, result=loss)"""
+
+AWAITING_CHECKS = """\
+trace = nbgrad.last_trace()
+assert [(op.op, op.line) for op in trace.ops] == [("mul", 4), ("mul", 6)], trace.ops
+assert list(trace.tensors) == ["w", "v", "loss"], list(trace.tensors)
+assert float(trace.tensors["w"].grad) == 12.0 and float(w.grad) == 12.0
+print("awaited: ok")"""
+
 FAILING = """\
 %%autograd
 import nbgrad as torch
@@ -112,7 +129,17 @@ def text_of(cell):
 
 @pytest.fixture(scope="module")
 def executed():
-    return execute(notebook("%load_ext nbgrad", PROGRAM, CHECKS, USED_TWICE, USED_TWICE_CHECKS))
+    return execute(
+        notebook(
+            "%load_ext nbgrad",
+            PROGRAM,
+            CHECKS,
+            USED_TWICE,
+            USED_TWICE_CHECKS,
+            AWAITING,
+            AWAITING_CHECKS,
+        )
+    )
 
 
 def test_the_cell_shows_its_value_and_the_trace(executed):
@@ -129,6 +156,13 @@ def test_the_cell_shows_its_value_and_the_trace(executed):
 def test_names_grads_order_and_accumulations_in_the_kernel(executed):
     assert "checks passed" in text_of(executed.cells[2])
     assert "used twice: ok" in text_of(executed.cells[4])
+
+
+def test_a_cell_with_top_level_await_in_the_kernel(executed):
+    """The kernel awaits the cell on its running event loop, as it does a plain cell's."""
+    result = next(o for o in executed.cells[5].outputs if o.output_type == "execute_result")
+    assert result.data["text/plain"] == "tensor(18., grad_fn=<MulBackward0>)"
+    assert "awaited: ok" in text_of(executed.cells[6])
 
 
 def test_an_error_fails_the_notebook_with_one_clean_traceback():

@@ -744,6 +744,24 @@ def test_the_engine_of_an_edited_cell_follows_its_new_statements():
         assert detect_engine(ast.parse(text), namespace, text) == engine, text
 
 
+def test_before_pytorch_is_imported_only_an_import_of_it_makes_a_cell_pytorchs(monkeypatch):
+    import ast
+
+    from nbgrad.trace.engines import detect_engine
+
+    monkeypatch.delitem(sys.modules, "torch")  # as in a kernel that never imported it
+    namespace = {"torch": nbgrad}
+    cells = [
+        ("y = torch.ones(2)\nz = y * 2\n", "nbgrad"),  # torch named, nothing imported
+        ("import numpy as np\ny = torch.ones(2)\n", "nbgrad"),  # an import, not of torch
+        ("import nbgrad as torch\ny = torch.ones(2)\n", "nbgrad"),
+        ("from torch import nn\nlayer = nn.Linear(2, 2)\n", "torch"),
+        ("import numpy, torch\ny = torch.ones(2)\n", "torch"),
+    ]
+    for text, engine in cells:
+        assert detect_engine(ast.parse(text), namespace, text) == engine, text
+
+
 def test_a_cell_importing_nbgrad_as_torch_records_nbgrad(shell):
     shell.run_cell("import torch")  # the real one, in the namespace
     result = shell.run_cell(

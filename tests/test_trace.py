@@ -774,3 +774,129 @@ def test_recording_does_not_run_saved_tensor_hooks_more():
     assert mul.saved_tensors["self"] is trace.tensors["a"]
     assert exp.saved_tensors["result"] is trace.tensors["c"]
     np.testing.assert_allclose(exp.saved["result"], np.exp([1.0, 4.0]), rtol=1e-6)
+
+
+# --- completed when first read (what a %%autograd cell does) -------------------------------------
+
+DEFERRED_PROGRAM = """\
+nbgrad.manual_seed(0)
+model = nbgrad.nn.Sequential(nbgrad.nn.Linear(3, 4), nbgrad.nn.ReLU(), nbgrad.nn.Linear(4, 1))
+x = nbgrad.tensor([[1.0, -2.0, 3.0], [0.5, 0.0, -1.0]])
+w = nbgrad.tensor(2.0, requires_grad=True)
+c = model(x) * w
+loss = (c * c).sum() + nbgrad.tensor(1.0)
+loss.backward()
+with nbgrad.no_grad():
+    w -= 0.1 * w.grad
+"""
+
+
+def _record_program(defer):
+    """``DEFERRED_PROGRAM`` recorded as a cell is: its own code, its variables in a dict."""
+    import sys
+
+    from nbgrad.trace.recorder import Recorder
+    from nbgrad.trace.source import Source
+
+    filename = "<deferred completion test>"
+    namespace = {"nbgrad": nbgrad}
+    code = compile(DEFERRED_PROGRAM, filename, "exec")
+    recorder = Recorder(Source(filename, DEFERRED_PROGRAM), base_frame=sys._getframe())
+    recorder.start()
+    try:
+        exec(code, namespace)
+    finally:
+        trace = recorder.finish([namespace], defer=defer)
+    return trace, namespace
+
+
+def _everything_named(trace):
+    return (
+        [(name, r.named_by, r.role, r.aliases) for name, r in trace.tensors.items()],
+        [(op.op, op.line, op.code, op.module) for op in trace.ops],
+        [p.code for p in trace.passes],
+        {
+            name: [float(np.sum(a.total)) for a in items]
+            for name, items in trace.accumulations.items()
+        },
+        trace.source_lines,
+        trace.modules,
+    )
+
+
+def test_a_trace_completed_when_first_read_is_the_trace_completed_at_once():
+    eager, _ = _record_program(defer=False)
+    deferred, _ = _record_program(defer=True)
+    assert "tensors" not in vars(deferred)  # held aside: names, roles and lines are not given yet
+    assert _everything_named(deferred) == _everything_named(eager)
+    assert deferred.to_json() == eager.to_json()
+    # Names of every kind: variables, an earlier version, a module's output, labels, operands.
+    assert [(name, r.named_by) for name, r in deferred.tensors.items()][8:] == [
+        ("model.2.bias", "variable"),
+        ("model(x)", "expression"),
+        ("w#1", "version"),
+        ("c", "variable"),
+        ("c * c", "expression"),
+        ("(c * c).sum()", "expression"),
+        ("nbgrad.tensor(1.0)", "operand"),
+        ("loss", "variable"),
+        ("w.grad", "operand"),
+        ("0.1 * w.grad", "expression"),
+        ("w", "variable"),
+    ]
+    assert deferred.tensors["model.1(...)"].named_by == "module"
+
+
+def test_names_are_the_variables_as_they_were_when_recording_ended():
+    eager, _ = _record_program(defer=False)
+    deferred, namespace = _record_program(defer=True)
+    # The program goes on before anyone reads the trace: the variables change.
+    namespace["renamed"] = namespace.pop("loss")
+    namespace["c"] = None
+    namespace["x"] = nbgrad.tensor(0.0)
+    del namespace["model"]
+    assert list(deferred.tensors) == list(eager.tensors)
+    assert deferred.tensors["loss"].role == "output" and "renamed" not in deferred.tensors
+    assert (
+        deferred.modules
+        == eager.modules
+        == {
+            "model": "Sequential",
+            "model.0": "Linear",
+            "model.1": "ReLU",
+            "model.2": "Linear",
+        }
+    )
+
+
+def test_a_trace_never_read_is_freed_without_the_garbage_collector():
+    import gc
+    import tracemalloc
+
+    _record_program(defer=True)  # warm up
+    gc.collect()
+    gc.disable()  # a cycle would keep each trace (and its arrays) until a collection
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(30):
+            trace, _ = _record_program(defer=True)
+            del trace
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    # One trace of this program with its records is about 40 KB: 30 kept would be 1.2 MB.
+    assert grown < 300_000, grown
+
+
+def test_a_trace_completed_when_read_pickles_and_copies_completed():
+    import copy
+    import pickle
+
+    deferred, _ = _record_program(defer=True)
+    copied = copy.copy(deferred)
+    assert "loss" in copied.tensors and "loss" in deferred.tensors
+    assert list(pickle.loads(pickle.dumps(_record_program(defer=True)[0])).tensors) == list(
+        deferred.tensors
+    )

@@ -50,8 +50,12 @@ def assign_roles(trace):
 def note_source_lines(trace, source):
     lines = {}
     for op in trace.ops:
-        if op.line is not None:
-            op.code = lines.setdefault(op.line, source.line_text(op.line))
+        line = op.line
+        if line is not None:
+            text = lines.get(line)
+            if text is None and line not in lines:  # each line's text is looked up once
+                text = lines[line] = source.line_text(line)
+            op.code = text
     for backward_pass in trace.passes:
         if backward_pass.line is not None:
             backward_pass.code = lines.setdefault(

@@ -16,8 +16,15 @@ ENGINES = ("auto", "nbgrad", "torch")
 def detect_engine(tree, namespace, text=None):
     """ "torch" or "nbgrad" for the code ``tree`` (an ast.Module, of ``text``) run in
     ``namespace``."""
-    if "torch" not in sys.modules and text is not None and "torch" not in text:
-        return "nbgrad"  # no value can be PyTorch's, and the code does not import it
+    if (
+        "torch" not in sys.modules
+        and text is not None
+        and ("torch" not in text or "import" not in text)
+    ):
+        # No value can be PyTorch's, and the code does not import it: it does not name it, or
+        # has no import statement at all (``torch`` is then nbgrad: ``import nbgrad as torch``
+        # in an earlier cell).
+        return "nbgrad"
     imports_torch, brought_in = _what_the_code_uses(tree, text)
     if imports_torch:
         return "torch"

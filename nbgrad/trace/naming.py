@@ -34,7 +34,8 @@ MAX_VISITS = 50_000
 def name_everything(
     trace, source, namespaces, live, sites, module_outputs, earlier=None, tensor_type=Tensor
 ):
-    """Name the tensors of ``trace`` and give its ops their module paths.
+    """Name the tensors of ``trace`` and give its ops their module paths: ``read_variables``
+    then ``give_names``.
 
     tensor_type     the recorded engine's tensor class (nbgrad's Tensor, or torch.Tensor)
     live            id(tensor) -> (tensor, its latest record), for tensors still alive
@@ -42,6 +43,34 @@ def name_everything(
     module_outputs  record -> scope (modules, outermost first) of the forward that returned it
     earlier         record -> the record of the same tensor's previous value (in-place changes)
     """
+    variables = read_variables(trace, namespaces, live, module_outputs, earlier, tensor_type)
+    give_names(trace, source, sites, variables)
+
+
+class VariableNames:
+    """What the user's variables said when recording ended, all that naming needs of the
+    program: the rest comes from the records and the recorded code's text.
+
+    chosen        record -> (its variable's path, "variable"), and its earlier values' records
+                  -> (that path, "version")
+    aliases       record -> the other paths that held it
+    held          every path a variable held a tensor at (numbered wherever else it appears)
+    module_calls  record -> "model.fc1(...)", for the outputs of a module's forward
+    """
+
+    __slots__ = ("chosen", "aliases", "held", "module_calls")
+
+    def __init__(self, chosen, aliases, held, module_calls):
+        self.chosen = chosen
+        self.aliases = aliases
+        self.held = held
+        self.module_calls = module_calls
+
+
+def read_variables(trace, namespaces, live, module_outputs, earlier=None, tensor_type=Tensor):
+    """Read what depends on the program as it is now (arguments as for ``name_everything``):
+    which variable holds which record, and the dotted paths of the modules that ran (given to
+    the trace's ``modules`` and to each op's ``module`` now). Returns a ``VariableNames``."""
     tensors, modules = _variables(namespaces, tensor_type)
     module_names = {}
     for path, module in modules:
@@ -60,22 +89,37 @@ def name_everything(
         else:
             chosen[record] = (path, "variable")
 
-    for record, (path, _) in list(chosen.items()):
-        previous = (earlier or {}).get(record)
-        while previous is not None and previous not in chosen:
-            chosen[previous] = (path, "version")
-            previous = earlier.get(previous)
+    if earlier:
+        for record, (path, _) in list(chosen.items()):
+            previous = earlier.get(record)
+            while previous is not None and previous not in chosen:
+                chosen[previous] = (path, "version")
+                previous = earlier.get(previous)
 
-    scopes = {op.module for op in trace.ops if op.module} | set(module_outputs.values())
-    paths = module_paths(_with_ancestors(scopes), module_names)
-    # Sorted: scopes come from a set, whose order changes from run to run; parents come first.
-    for scope, path in sorted(paths.items(), key=lambda item: item[1]):
-        trace.modules.setdefault(path, type(scope[-1]).__name__)
-    for op in trace.ops:
-        if op.module:
+    in_modules = [op for op in trace.ops if op.module]
+    module_calls = {}
+    if in_modules or module_outputs:
+        scopes = {op.module for op in in_modules} | set(module_outputs.values())
+        paths = module_paths(_with_ancestors(scopes), module_names)
+        # Sorted: scopes come from a set, whose order changes from run to run; parents first.
+        for scope, path in sorted(paths.items(), key=lambda item: item[1]):
+            trace.modules.setdefault(path, type(scope[-1]).__name__)
+        for op in in_modules:
             op.module = paths[op.module]
+        module_calls = {record: f"{paths[scope]}(...)" for record, scope in module_outputs.items()}
 
-    _label_results(trace, source, sites, module_outputs, paths, chosen)
+    # A name a variable holds now is numbered wherever else it appears (``out#1``, ``out#2``
+    # for the recorded steps of a loop whose ``out`` now holds a later, unrecorded tensor).
+    held = {base for base, how in chosen.values() if how == "variable"}
+    held.update(path for path, _ in tensors)
+    return VariableNames(chosen, aliases, held, module_calls)
+
+
+def give_names(trace, source, sites, variables):
+    """Name every tensor record from ``variables`` (``read_variables``), the labels of the
+    code that made it, or its kind; from the records and the source alone."""
+    chosen = dict(variables.chosen)
+    _label_results(trace, source, sites, variables.module_calls, chosen)
     _label_inputs(trace, source, sites, chosen)
 
     for record in trace.tensors.values():
@@ -85,12 +129,8 @@ def name_everything(
                 base = record.op.op if record.op is not None else record.grad_fn.name
             chosen[record] = (base, "anonymous")
 
-    # A name a variable holds now is numbered wherever else it appears (``out#1``, ``out#2``
-    # for the recorded steps of a loop whose ``out`` now holds a later, unrecorded tensor).
-    held = {base for base, how in chosen.values() if how == "variable"}
-    held.update(path for path, _ in tensors)
-    _make_unique(trace, chosen, held)
-    for record, names in aliases.items():
+    _make_unique(trace, chosen, variables.held)
+    for record, names in variables.aliases.items():
         record.aliases = tuple(names)
 
 
@@ -102,7 +142,14 @@ def _variables(namespaces, tensor_type):
         for key, value in list(namespace.items()):
             if not isinstance(key, str) or key.startswith("_") or key in IGNORED_NAMES:
                 continue
-            _visit(key, value, 0, tensors, modules, budget, tensor_type)
+            kind = type(value)
+            if kind is tensor_type and budget[0] > 0:  # most variables: what _visit would do
+                budget[0] -= 1
+                tensors.append((key, value))
+            elif kind in _NEVER_NAMED:
+                budget[0] -= 1
+            else:
+                _visit(key, value, 0, tensors, modules, budget, tensor_type)
     return tensors, modules
 
 
@@ -176,18 +223,22 @@ def _is_value_of_site(sites, index):
     return following is None or following[:2] != site[:2]
 
 
-def _label_results(trace, source, sites, module_outputs, paths, chosen):
+def _label_results(trace, source, sites, module_calls, chosen):
     for index, op in enumerate(trace.ops):
+        for record in op.outputs:
+            if record not in chosen:
+                break
+        else:
+            continue  # every output is named already
         pending = [r for r in op.outputs if r not in chosen]
-        if not pending:
-            continue
-        described = source.describe(op.span) if op.span is not None else None
+        span = op.span
+        described = source.describe(span) if span is not None else None
         for record in pending:
             if described is not None and _is_value_of_site(sites, index):
                 label, target, _ = described
                 chosen[record] = (target, "assignment") if target else (label, "expression")
-            elif record in module_outputs:
-                chosen[record] = (f"{paths[module_outputs[record]]}(...)", "module")
+            elif record in module_calls:
+                chosen[record] = (module_calls[record], "module")
             elif op.module:
                 chosen[record] = (f"{op.op} in {op.module}", "expression")
             elif described is not None:
@@ -198,13 +249,19 @@ def _label_inputs(trace, source, sites, chosen):
     """Leaves and constants written inline get the text of the operand they were."""
     for index, op in enumerate(trace.ops):
         site = sites[index]
-        if site is None or not site[2] or op.span is None:
+        if site is None or not site[2]:
+            continue
+        for record in op.inputs:
+            if type(record) is TensorRecord and record.op is None and record not in chosen:
+                break
+        else:
+            continue  # no input is an unnamed leaf or constant
+        span = op.span
+        if span is None:
             continue
         tensor_inputs = [r for r in op.inputs if type(r) is TensorRecord]
         unnamed = [r for r in tensor_inputs if r.op is None and r not in chosen]
-        if not unnamed:
-            continue
-        described = source.describe(op.span)
+        described = source.describe(span)
         if described is None:
             continue
         parts = described[2]
@@ -228,11 +285,11 @@ def _make_unique(trace, chosen, held):
     final = {}
     for record in trace.tensors.values():
         base, how = chosen[record]
-        occurrences[base] = occurrences.get(base, 0) + 1
-        if how == "variable" or (base not in held and occurrences[base] == 1):
+        count = occurrences[base] = occurrences.get(base, 0) + 1
+        if how == "variable" or (count == 1 and base not in held):
             name = base
         else:
-            name = f"{base}#{occurrences[base]}"
+            name = f"{base}#{count}"
         while name in final:  # a label that happens to read like another's "#k"
             name += "'"
         final[name] = record

@@ -136,10 +136,15 @@ class Recorder(BaseRecorder):
         user_frame, direct = self._locate(caller)
         if user_frame is _INTERNAL:
             return
-        if self._limit_reached(makes_node=node is not None):
-            return
         trace = self.trace
         running = self._running_passes
+        max_nodes = self.max_nodes
+        if (
+            len(trace.ops) >= max_nodes
+            or len(trace.nodes) >= max_nodes
+            or (node is not None and not running and len(trace.passes) >= self.max_passes)
+        ) and self._limit_reached(makes_node=node is not None):  # a limit may be reached: ask
+            return
         backward_pass = running[-1] if running else None
 
         in_place = bool(outputs) and bool(inputs) and outputs[0] is inputs[0]
@@ -223,12 +228,12 @@ class Recorder(BaseRecorder):
         base = self._base_frame
         direct = True
         while frame is not None:
-            code = frame.f_code
-            if code.co_filename == filename:
+            frame_file = frame.f_code.co_filename
+            if frame_file == filename:
                 return frame, direct
-            if direct and from_op and code.co_filename == _ENGINE_FILE:
+            if direct and from_op and frame_file == _ENGINE_FILE:
                 return _INTERNAL, False
-            if not code.co_filename.startswith(_PLUMBING):
+            if not frame_file.startswith(_PLUMBING):
                 direct = False
             if frame is base:
                 break
@@ -292,7 +297,8 @@ class Recorder(BaseRecorder):
         Function's output."""
         data = tensor._data
         version = _version_of(tensor)
-        entry = self._tensors.get(id(tensor))
+        key = id(tensor)
+        entry = self._tensors.get(key)
         if entry is not None and entry[0]() is not tensor:
             entry = None
         value = None
@@ -308,24 +314,26 @@ class Recorder(BaseRecorder):
                 value = earlier.value
             else:
                 value = snapshot(data, self.policy)
+        tensors = self.trace.tensors
+        grad_fn = tensor._grad_fn
         record = TensorRecord(
-            f"t{len(self.trace.tensors)}",
+            f"t{len(tensors)}",
             data.shape,
             dtype_name(data.dtype),
             tensor._requires_grad,
-            tensor._grad_fn is None,
+            grad_fn is None,
             version,
             value,
         )
         record.op = op
-        if op is None and tensor._grad_fn is not None:
+        if op is None and grad_fn is not None:
             # Made outside the recording (an earlier cell, a custom Function): its node is met now.
-            record.grad_fn = self._node_record(tensor._grad_fn)
+            record.grad_fn = self._node_record(grad_fn)
             record.output_nr = tensor._output_nr
-        self.trace.tensors[record.id] = record
+        tensors[record.id] = record
         if entry is not None and not (same_value and entry[1].version == version):
             self._earlier[record] = entry[1]
-        self._tensors[id(tensor)] = (weakref.ref(tensor), record)
+        self._tensors[key] = (weakref.ref(tensor), record)
         return record
 
     # --- nodes --------------------------------------------------------------------------------
@@ -500,11 +508,12 @@ class Recorder(BaseRecorder):
         array = grad._data if isinstance(grad, Tensor) else grad
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
-        hit = self._grad_snapshots.get(id(array))
+        key = id(array)
+        hit = self._grad_snapshots.get(key)
         if hit is not None and hit[0]() is array:
             return hit[1]
         value = snapshot(array, self.policy)
-        self._grad_snapshots[id(array)] = (weakref.ref(array), value)
+        self._grad_snapshots[key] = (weakref.ref(array), value)
         return value
 
     # --- the end ---------------------------------------------------------------------------

@@ -157,15 +157,20 @@ class BaseRecorder:
         self._grad_snapshots.clear()
         self._note_final_grads()
 
-    def finish(self, namespaces=(), error=None):
+    def finish(self, namespaces=(), error=None, defer=False):
         """Stop, name everything from ``namespaces`` (dicts of the user's variables), and drop
-        every reference to the engine's objects. Returns the finished Trace."""
+        every reference to the engine's objects. Returns the finished Trace.
+
+        ``defer``: what the program's objects say is read now (which tensors are alive, what
+        the variables hold, which modules ran), and the rest, which only reads the records and
+        the recorded code's text (labels, names, roles, source lines), is done when the trace
+        is first read (``Trace.complete_later``): a trace nobody reads costs less."""
         self.stop()
         trace = self.trace
         if error is not None:
             trace.error = f"{type(error).__name__}: {error}"
         try:
-            self._complete(namespaces)
+            self._complete(namespaces, defer)
         finally:
             self._forget_engine_objects()
             trace.complete = True
@@ -299,9 +304,8 @@ class BaseRecorder:
 
     # --- the end --------------------------------------------------------------------------------
 
-    def _complete(self, namespaces):
+    def _complete(self, namespaces, defer=False):
         trace = self.trace
-        self.source.fill_spans(trace.ops, self._sites)
         latest = {}  # id(tensor) -> (tensor, its latest record), for tensors still alive
         for ref, record in self._tensors.values():
             tensor = ref()
@@ -318,26 +322,33 @@ class BaseRecorder:
 
         self._link_accumulators(latest, newest)
         by_version = {}
-        for accumulation in self._accumulations:
-            by_version.setdefault(accumulation.tensor, []).append(accumulation)
-        grads_of_ended_tensors(trace, by_version, {r for _, r in latest.values()})
         accumulations = {}
         for accumulation in self._accumulations:
+            by_version.setdefault(accumulation.tensor, []).append(accumulation)
             accumulations.setdefault(newest(accumulation.tensor), []).append(accumulation)
-        naming.name_everything(
+        variables = naming.read_variables(
             trace,
-            source=self.source,
-            namespaces=namespaces,
-            live=latest,
-            sites=self._sites,
-            module_outputs=self._module_outputs,
-            earlier=self._earlier,
-            tensor_type=self.tensor_type,
+            namespaces,
+            latest,
+            self._module_outputs,
+            self._earlier,
+            self.tensor_type,
         )
-        trace.accumulations = {record.name: items for record, items in accumulations.items()}
-        trace.accumulation_log = list(self._accumulations)
-        assign_roles(trace)
-        note_source_lines(trace, self.source)
+        # From here on only records and the source are read, none of the program's objects
+        # (a trace completed later must not refer to the trace itself: see Trace.__del__).
+        rest = (
+            self.source,
+            list(self._sites),
+            variables,
+            by_version,
+            {record for _, record in latest.values()},
+            accumulations,
+            list(self._accumulations),
+        )
+        if defer:
+            trace.complete_later(complete_from_records, *rest)
+        else:
+            complete_from_records(trace, *rest)
 
     # --- the engine's side ----------------------------------------------------------------------
 
@@ -374,6 +385,21 @@ class BaseRecorder:
     def _grad_snapshot(self, grad):
         """A gradient's snapshot, taken once for the same grad within a pass."""
         raise NotImplementedError
+
+
+def complete_from_records(
+    trace, source, sites, variables, by_version, live_records, accumulations, accumulation_log
+):
+    """The part of finishing a trace that reads only its records and the recorded code's text:
+    the ops' spans, the grads of tensors that are gone, names (``naming.give_names``, from the
+    ``variables`` read when recording ended), accumulations by name, roles, source lines."""
+    source.fill_spans(trace.ops, sites)
+    grads_of_ended_tensors(trace, by_version, live_records)
+    naming.give_names(trace, source, sites, variables)
+    trace.accumulations = {record.name: items for record, items in accumulations.items()}
+    trace.accumulation_log = accumulation_log
+    assign_roles(trace)
+    note_source_lines(trace, source)
 
 
 def single_grad_received(record):

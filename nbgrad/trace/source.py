@@ -56,18 +56,24 @@ class Source:
         self._descriptions = {}
         self._starts = None
         self._statement_texts = {}  # index of a top-level statement -> its text
+        # The code object last asked about and its positions: a cell's ops mostly run in one.
+        self._last_code = self._last_positions = None
 
     # --- while recording --------------------------------------------------------------------
 
     def position_at(self, code, lasti):
         """(line, end line, col, end col) of the instruction at ``lasti`` in ``code`` (any may
         be None), or None."""
-        if not hasattr(code, "co_positions"):  # Python 3.10: lines, no columns
+        if code is self._last_code:
+            positions = self._last_positions
+        elif not hasattr(code, "co_positions"):  # Python 3.10: lines, no columns
             for start, end, line in code.co_lines():
                 if start <= lasti < end:
                     return (line, None, None, None)
             return None
-        positions = _positions_of(code)
+        else:
+            positions = _positions_of(code)
+            self._last_code, self._last_positions = code, positions
         index = lasti // 2  # one position per 2-byte code unit
         return positions[index] if index < len(positions) else None
 

@@ -233,13 +233,13 @@ class TorchRecorder(BaseRecorder):
         self._prehook_handles = []
         self._formula_node = self._unresolved = None
 
-    def finish(self, namespaces=(), error=None):
+    def finish(self, namespaces=(), error=None, defer=False):
         self.stop()
         # A recording stopped while the mode handled a call (a limit reached inside an op)
         # could not take the mode off PyTorch's stack: it is taken off now, before the trace
         # is finished (``stop``, called again there, has nothing left to do).
         self._leave_mode()
-        return super().finish(namespaces, error)
+        return super().finish(namespaces, error, defer)
 
     def _forget_engine_objects(self):
         super()._forget_engine_objects()

@@ -322,6 +322,9 @@ class Trace:
                     ("torch", "2.13.0+cpu")
     truncated       why recording stopped early (a limit was reached), or None
     error           "ExceptionType: message" if the recorded code raised, or None
+
+    A ``%%autograd`` cell's trace is completed (its records named from the variables as they
+    were when the cell ended, given roles and lines) when one of its tables is first read.
     """
 
     def __init__(self, name=None, policy=None, source_kind="cell", filename=None, engine=None):
@@ -345,6 +348,42 @@ class Trace:
         self.error = None
         self.complete = False
         self._buffers = {}
+        self._later = None  # (function, its arguments, the tables it fills in): complete_later
+
+    # --- completed when first read ----------------------------------------------------------
+
+    def complete_later(self, complete, *args):
+        """Leave the last steps of finishing the trace (names, roles, source lines: what only
+        reads its records and the recorded code's text) to the first read of any table they
+        fill in: then ``complete(trace, *args)`` runs, once. A trace never read (a
+        ``%%autograd --no-show`` cell) never pays for them. ``args`` must not refer to the
+        trace: it would then be in a cycle, left to the garbage collector."""
+        tables = {name: self.__dict__.pop(name) for name in _COMPLETED_WHEN_READ}
+        self._later = (complete, args, tables)
+
+    def __getattr__(self, name):
+        # Python asks this only for an attribute it did not find: the tables held aside by
+        # ``complete_later``. The trace is completed, and the table is where it always is.
+        later = self.__dict__.get("_later")
+        if later is None or name not in _COMPLETED_WHEN_READ:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._complete_now()
+        return self.__dict__[name]
+
+    def _complete_now(self):
+        complete, args, tables = self._later
+        self._later = None
+        self.__dict__.update(tables)
+        try:
+            complete(self, *args)
+        except AttributeError as error:  # not "no such attribute" to whoever read the trace
+            raise RuntimeError(f"completing the trace failed: {error!r}") from error
+
+    def __getstate__(self):
+        # Pickled or copied whole: completed first (what completes it may not pickle).
+        if self.__dict__.get("_later") is not None:
+            self._complete_now()
+        return self.__dict__
 
     def __del__(self):
         # The records point at each other both ways (``op.outputs`` and ``tensor.op``,
@@ -356,10 +395,12 @@ class Trace:
         # every record go at once, by reference counting. A record kept after its trace was
         # dropped keeps its own fields and its forward links (``grad_fn``, ``next``,
         # ``inputs``, ``outputs``, ``node``, ``variable``), not the back ones.
-        for record in getattr(self, "tensors", {}).values():  # (a half-made trace has none)
+        later = self.__dict__.get("_later")
+        tables = later[2] if later is not None else self.__dict__  # never completed: held aside
+        for record in tables.get("tensors", {}).values():  # (a half-made trace has none)
             record.op = None
             record.uses = []
-        for record in getattr(self, "nodes", ()):
+        for record in tables.get("nodes", ()):
             record.op = None
             record.steps = []
             record.saved_tensors = {}
@@ -402,6 +443,20 @@ class Trace:
 
     def _repr_pretty_(self, printer, cycle):
         printer.text(self.summary() if not cycle else repr(self))
+
+
+# What Trace.complete_later holds aside until first read: every table that holds records (the
+# records are named, given roles and lines by the completion) and the one it makes.
+_COMPLETED_WHEN_READ = (
+    "tensors",
+    "ops",
+    "nodes",
+    "passes",
+    "backward_steps",
+    "accumulations",
+    "accumulation_log",
+    "source_lines",
+)
 
 
 def _separators(indent):

@@ -51,20 +51,27 @@ class ArraySummary:
     __slots__ = ("shape", "dtype", "min", "max", "mean", "std", "nonfinite", "preview")
 
     def __init__(self, array):
-        # Written for speed: a recording summarises every large array it meets.
-        self.shape = array.shape
-        self.dtype = dtype_name(array.dtype)
-        self.preview = preview_of(array).copy()
+        # Written for speed: a recording summarises every large array it meets, and each Python
+        # step here costs about as much as a NumPy pass over a thousand elements.
+        shape = array.shape
+        dtype = array.dtype
+        self.shape = shape
+        self.dtype = dtype_name(dtype)
+        if len(shape) == 2:  # the most common (preview_of, written out)
+            self.preview = array[:PREVIEW_SIDE, :PREVIEW_SIDE].copy()
+        else:
+            self.preview = preview_of(array).copy()
         self.nonfinite = 0
         if array.size == 0:
             self.min = self.max = self.mean = self.std = math.nan
             return
         values = array.reshape(-1)
-        if values.dtype.kind != "f":
-            values = values.astype(np.float64)
-        elif values.dtype.itemsize < 4:  # half floats: BLAS has none, and sums need more bits
-            values = values.astype(np.float32)
-        low, high = float(np.minimum.reduce(values)), float(np.maximum.reduce(values))
+        cast = _CASTS.get(dtype, _UNKNOWN_DTYPE)
+        if cast is _UNKNOWN_DTYPE:
+            cast = _cast_for(dtype)
+        if cast is not None:
+            values = values.astype(cast)
+        low, high = float(_minimum(values)), float(_maximum(values))
         if not (-math.inf < low and high < math.inf):  # also false for NaN
             finite = np.isfinite(values)
             self.nonfinite = int(values.size - np.count_nonzero(finite))
@@ -73,7 +80,7 @@ class ArraySummary:
                 self.min, self.max = low, high
                 self.mean = self.std = math.nan
                 return
-            low, high = float(np.minimum.reduce(values)), float(np.maximum.reduce(values))
+            low, high = float(_minimum(values)), float(_maximum(values))
         self.min, self.max = low, high
         self.mean, self.std = _mean_and_std(values)
 
@@ -86,6 +93,26 @@ class ArraySummary:
             f"ArraySummary(shape={list(self.shape)}, dtype={self.dtype}, min={self.min:.4g}, "
             f"max={self.max:.4g}, mean={self.mean:.4g}, std={self.std:.4g})"
         )
+
+
+_minimum = np.minimum.reduce
+_maximum = np.maximum.reduce
+
+_UNKNOWN_DTYPE = object()
+_CASTS = {}  # dtype -> the dtype its values are summarised in, or None to use them as they are
+
+
+def _cast_for(dtype):
+    """Floats of 32 bits and more are summarised as they are; other numbers in float64; half
+    floats in float32 (BLAS has none, and sums need more bits). Kept by dtype: there are few."""
+    if dtype.kind != "f":
+        cast = np.dtype(np.float64)
+    elif dtype.itemsize < 4:
+        cast = np.dtype(np.float32)
+    else:
+        cast = None
+    _CASTS[dtype] = cast
+    return cast
 
 
 _BLOCK = 256

@@ -298,7 +298,7 @@ def _run_pre_hooks(node, grads, create_graph, not_retained=()):
     if type(node) is AccumulateGrad:
         tensor_hooks = [(0, fn) for fn in (node.variable._backward_hooks or {}).values()]
     else:
-        tensor_hooks = list(extras.tensor_pre_hooks.values()) if extras is not None else []
+        tensor_hooks = list(extras.tensor_pre_hooks.values()) if extras is not None else ()
     for nr, fn in tensor_hooks:
         if grads[nr] is not None:
             result = fn(_as_tensor(grads[nr]))
@@ -306,14 +306,18 @@ def _run_pre_hooks(node, grads, create_graph, not_retained=()):
                 grads[nr] = _as_grad(result, create_graph)
     if extras is None:
         return grads
-    for nr, ref in list(extras.retains_grad.items()):
-        tensor = ref()
-        if tensor is not None and grads[nr] is not None and nr not in not_retained:
-            _retain(tensor, grads[nr], create_graph)
-    for fn in list(extras.pre_hooks.values()):
-        result = fn(tuple(_as_tensor(g) for g in grads))
-        if result is not None:
-            grads = [_as_grad(r, create_graph) for r in result]
+    # Each dict is tested before it is copied: a recording retains the grad of every node, and
+    # most have nothing else.
+    if extras.retains_grad:
+        for nr, ref in list(extras.retains_grad.items()):
+            tensor = ref()
+            if tensor is not None and grads[nr] is not None and nr not in not_retained:
+                _retain(tensor, grads[nr], create_graph)
+    if extras.pre_hooks:
+        for fn in list(extras.pre_hooks.values()):
+            result = fn(tuple(_as_tensor(g) for g in grads))
+            if result is not None:
+                grads = [_as_grad(r, create_graph) for r in result]
     return grads
 
 

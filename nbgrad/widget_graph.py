@@ -111,9 +111,12 @@ class _Builder:
             },
         )
         record.formulas = entry["grads"]
-        for name in spec.saves:
+        for position, name in enumerate(spec.saves):
             try:
-                value = getattr(node, f"_saved_{name}")
+                if name in spec.hidden:  # read by backward, not shown by PyTorch as _saved_*
+                    value = None if node._saved is None else node._read_saved(position)
+                else:
+                    value = getattr(node, f"_saved_{name}")
             except RuntimeError:  # freed by a backward without retain_graph
                 record.freed_at = -1
                 continue

@@ -43,10 +43,18 @@ class TensorExtras:
     """The rarely set part of a tensor: its base (for views), its AccumulateGrad (a weakref, for
     leaves that require grad), hooks, and whether it retains its grad."""
 
-    __slots__ = ("base", "accumulator", "backward_hooks", "post_accumulate_hooks", "retains_grad")
+    __slots__ = (
+        "base",
+        "view",
+        "accumulator",
+        "backward_hooks",
+        "post_accumulate_hooks",
+        "retains_grad",
+    )
 
     def __init__(self):
         self.base = None
+        self.view = None  # a views.ViewInfo, for a view whose history autograd follows
         self.accumulator = None
         self.backward_hooks = None
         self.post_accumulate_hooks = None
@@ -230,6 +238,8 @@ class Tensor:
 
     @property
     def requires_grad(self):
+        if self._extras is not None and self._extras.view is not None:
+            _refresh_view(self)  # a write into its base may have brought it a history
         return self._requires_grad
 
     @requires_grad.setter
@@ -254,11 +264,13 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._extras is not None and self._extras.view is not None:
+            return _refresh_view(self)  # a view whose base was written to has a new history
         return self._grad_fn
 
     @property
     def is_leaf(self):
-        return self._grad_fn is None
+        return self.grad_fn is None
 
     @property
     def retains_grad(self):
@@ -382,6 +394,12 @@ class Tensor:
         from nbgrad.ops.creation import _rebuild
 
         return (_rebuild, (self._data, self._requires_grad))
+
+
+def _refresh_view(tensor):
+    from nbgrad.autograd.views import refresh  # views builds on this module's nodes
+
+    return refresh(tensor)
 
 
 def _wrap_dim(dim, ndim):

@@ -305,6 +305,15 @@ op("slice", "SliceBackward0", ("self",),
    lambda self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
    attrs=("dim", "start", "end", "step"),
    saves=("dim", "end", "self_sym_sizes", "start", "step"), view=True)
+# The view any view is, once an in-place write went through it or one of its siblings: PyTorch
+# then describes it by its geometry in the base, counted in the base's elements (row-major).
+op("as_strided", "AsStridedBackward0", ("self",),
+   {"self": "as_strided_backward(grad, self_sym_sizes, size, stride, storage_offset)"},
+   lambda self, size, stride, storage_offset: formula_math.as_strided_view(
+       self, size, stride, storage_offset),
+   attrs=("size", "stride", "storage_offset"),
+   saves=("self_sym_sizes", "size", "storage_offset", "stride"), hidden=("self_sym_sizes",),
+   view=True)
 op("index", "IndexBackward0", ("self",),
    {"self": "index_backward(grad, self_sym_sizes, indices)"},
    lambda self, indices: self[indices], attrs=("indices",),

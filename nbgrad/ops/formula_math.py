@@ -170,6 +170,35 @@ def _reduced_count(sizes, dims):
 # a 0-d tensor may arrive as one: it has a dtype but cannot be written into.
 
 
+def strided_positions(size, stride, storage_offset):
+    """Where each element of an ``as_strided(size, stride, storage_offset)`` view sits among its
+    base's elements, counted in row-major order: an integer array of shape ``size``."""
+    positions = np.full(tuple(size), storage_offset, dtype=np.int64)
+    for dim, (n, step) in enumerate(zip(size, stride)):
+        along = np.arange(n, dtype=np.int64) * step
+        positions += along.reshape((n,) + (1,) * (len(size) - dim - 1))
+    return positions
+
+
+def as_strided_view(array, size, stride, storage_offset):
+    """The as_strided view of a row-major ``array``, sharing its memory."""
+    itemsize = array.itemsize
+    elements = array.reshape(-1)[storage_offset:]  # no copy: the array is row-major
+    return np.lib.stride_tricks.as_strided(
+        elements, tuple(size), tuple(step * itemsize for step in stride)
+    )
+
+
+def as_strided_key(sizes, size, stride, storage_offset):
+    """The index into a tensor of shape ``sizes`` that picks an as_strided view's elements."""
+    return np.unravel_index(strided_positions(size, stride, storage_offset), tuple(sizes))
+
+
+def _as_strided_backward(grad, sizes, size, stride, storage_offset):
+    # Added, not assigned: elements a view repeats (stride 0) collect all their gradients.
+    return index_backward(grad, sizes, as_strided_key(sizes, size, stride, storage_offset))
+
+
 def _zero_at(grad, key):
     out = np.array(grad)  # a copy, and an array even when grad is a NumPy scalar
     out[key] = 0
@@ -254,6 +283,7 @@ ARRAY_NAMESPACE = {
     "reduced_count": _reduced_count,
     "scalar_log": _scalar_log,
     "zero_at": _zero_at,
+    "as_strided_backward": _as_strided_backward,
     "astype": lambda a, dt: a.astype(dt.numpy, copy=False),
 }
 
@@ -279,6 +309,10 @@ def tensor_namespace():
 
     def index_backward(grad, sizes, indices):
         return nb.ops.functions.index_put_into_zeros(grad, tuple(sizes), indices)
+
+    def as_strided_backward(grad, sizes, size, stride, storage_offset):
+        key = as_strided_key(sizes, size, stride, storage_offset)
+        return nb.ops.functions.index_put_into_zeros(grad, tuple(sizes), key)
 
     def gather_backward(grad, sizes, dim, index):
         return nb.ops.functions.index_put_into_zeros(
@@ -350,6 +384,7 @@ def tensor_namespace():
         "select_backward": select_backward,
         "slice_backward": slice_backward,
         "index_backward": index_backward,
+        "as_strided_backward": as_strided_backward,
         "gather_backward": gather_backward,
         "value_selecting_backward": value_selecting_backward,
         "evenly_distribute": evenly_distribute,

@@ -236,6 +236,42 @@ def narrow(input, dim, start, length):  # noqa: A002
     return run_op(OPS["slice"], (input,), (dim, start, start + length, 1))
 
 
+def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
+    """A view of ``input``'s elements (counted in row-major order) with the given geometry.
+
+    PyTorch counts in the input's storage; for a contiguous tensor that is not a view of
+    another, that is the same thing, and it is the only case nbgrad takes."""
+    size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    negative = [s for s in stride if s < 0]
+    if negative:
+        raise RuntimeError(
+            f"as_strided: Negative strides are not supported at the moment, got strides: "
+            f"[{_listed(stride)}]"
+        )
+    if input._base is not None or not input._data.flags.c_contiguous:
+        raise RuntimeError(
+            "nbgrad's as_strided counts the input's own elements in row-major order, which is "
+            "PyTorch's storage only for a contiguous tensor that is not a view: call it on "
+            "input.clone() instead."
+        )
+    itemsize = input._data.itemsize
+    needed = (
+        0
+        if 0 in size
+        else storage_offset + 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
+    )
+    if needed > input._data.size:
+        raise RuntimeError(
+            f"setStorage: sizes [{_listed(size)}], strides [{_listed(stride)}], storage offset "
+            f"{storage_offset}, and itemsize {itemsize} requiring a storage size of "
+            f"{needed * itemsize} are out of bounds for storage of size "
+            f"{input._data.size * itemsize}"
+        )
+    return run_op(OPS["as_strided"], (input,), (size, stride, storage_offset))
+
+
 def select(input, dim, index):  # noqa: A002
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]

@@ -501,6 +501,8 @@ case("setitem-then-read", lambda x, y: setitem(0)(x, y)[0] * x, normal(2, 3), no
 # the op's node, and views of it (the one written, and any made before) AsStridedBackward0.
 case("as_strided", lambda x: torch.as_strided(x, (2, 2), (1, 3), 1) * 2, normal(2, 3))
 case("as_strided-overlapping", lambda x: x.clone().as_strided((2, 3), (1, 1)), normal(2, 3))
+case("as_strided-of-view", lambda x: (x * 2)[1:].as_strided((2, 2), (1, 3)), normal(3, 3))
+case("as_strided-transposed-layout", lambda x: (x.t() * 2).as_strided((3,), (2,)), normal(2, 3))
 
 
 def through_view(write):

@@ -197,6 +197,17 @@ def assign_into_view_by_index_and_whole(T):
     return {"b": b, "v": v, "w": w}, (b * b).sum(), [a, y]
 
 
+def base_laid_out_transposed(T):
+    """The result of an op on a transposed tensor keeps its layout (in NumPy as in PyTorch): the
+    geometry is counted in that memory, as PyTorch counts in storage."""
+    a, y = leaf(T, DATA), leaf(T, COLUMN)
+    b = a.t() * 2
+    v = b[1]
+    w = b[:, 2]
+    v.mul_(y)
+    return {"b": b, "v": v, "w": w}, (b * b).sum() + (w * w).sum(), [a, y]
+
+
 def detached_view_is_not_rebased(T):
     """detach() shares memory but not history: a write into it is an ordinary in-place op."""
     a = leaf(T, DATA)
@@ -226,6 +237,7 @@ PROGRAMS = [
     copy_into_view,
     assign_into_view,
     assign_into_view_by_index_and_whole,
+    base_laid_out_transposed,
     detached_view_is_not_rebased,
 ]
 
@@ -291,6 +303,28 @@ def test_the_brief_example_in_numbers():
     expected = np.full((3, 4), 2.0)
     expected[0] = 6.0
     np.testing.assert_array_equal(a.grad.numpy(), expected)
+
+
+def test_a_number_selected_from_a_vector_is_a_view(torch):
+    """NumPy gives a copied scalar for ``vector[1]``: nbgrad's select keeps it a 0-d view."""
+    for T in (nbgrad, torch):
+        x = T.zeros(3)
+        v = x[1]
+        x.add_(1)
+        assert v.item() == 1.0 and v._version == 1
+
+
+def test_backward_from_a_view_whose_base_was_written(torch):
+    grads = []
+    for T in (nbgrad, torch):
+        a = leaf(T, ROW)
+        b = a * 2
+        v = b[1]
+        b.mul_(a)
+        v.backward()  # v is 2 * a[1] ** 2 now
+        grads.append(to_numpy(a.grad))
+    np.testing.assert_allclose(grads[0], grads[1])
+    np.testing.assert_allclose(grads[0], [0.0, 4 * ROW[1], 0.0, 0.0])
 
 
 def test_view_history_is_regenerated_once_per_version(torch):
@@ -469,16 +503,29 @@ def test_as_strided_matches_torch(torch):
         a = leaf(T, DATA)
         y = T.as_strided(a, (2, 3), (4, 1), 1)
         z = a.as_strided((3,), (5,))
-        (y.sum() * 2 + (z * z).sum()).backward()
+        b = a * 1
+        of_view = b[1:].as_strided((2, 2), (1, 4))  # from the view's own offset in the storage
+        transposed = a.t() * 3  # laid out as a's transpose: its storage is column-major
+        of_transposed = transposed.as_strided((4,), (1,), 2)
+        # Reads storage outside b[1]: PyTorch (and so nbgrad) gives gradients to b[1] only,
+        # though the values depend on b[0] and b[2] too (no finite-difference check for it).
+        outside = b[1].as_strided((3,), (4,), 2)
+        loss = y.sum() * 2 + (z * z).sum() + (of_view * of_transposed[:2]).sum() + outside.sum()
+        loss.backward()
         fn = y.grad_fn
         outs.append(
             (
                 to_numpy(y),
                 to_numpy(z),
+                to_numpy(of_view),
+                to_numpy(of_transposed),
+                to_numpy(outside),
                 to_numpy(a.grad),
                 structure(fn),
+                structure(outside.grad_fn),
                 saved_names(fn),
                 (fn._saved_size, fn._saved_stride, fn._saved_storage_offset),
+                of_view.grad_fn._saved_storage_offset,
             )
         )
     for ours, theirs in zip(*outs):

@@ -334,9 +334,9 @@ class Tensor:
         self._dtype = value._dtype
 
     def retain_grad(self):
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self._grad_fn is None or self._retains_grad:
+        if self.grad_fn is None or self._retains_grad:
             return
         self._grad_fn._retain_grad_of(self)
         self._retains_grad = True
@@ -346,9 +346,9 @@ class Tensor:
         replacement. Returns a handle whose ``remove()`` unregisters it."""
         from nbgrad.autograd.node import add_hook
 
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self._grad_fn is not None:
+        if self.grad_fn is not None:
             return self._grad_fn._register_tensor_hook(self._output_nr, hook)
         if self._backward_hooks is None:
             self._backward_hooks = {}

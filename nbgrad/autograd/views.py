@@ -21,7 +21,8 @@ import numpy as np
 
 from nbgrad.autograd import errors
 from nbgrad.autograd.node import Node, _namespaced_name, edge_of
-from nbgrad.ops.formula_math import as_strided_key
+from nbgrad.autograd.tensor import Tensor
+from nbgrad.ops.formula_math import as_strided_key, geometry_in, lowest_address
 
 NO_GRAD_MODE_MESSAGE = (
     "is being modified inplace with grad mode enabled. Given that this use case is ambiguous "
@@ -98,12 +99,11 @@ def _point_at_base(view_tensor, base):
     from nbgrad.autograd import dispatch
     from nbgrad.ops.derivatives import OPS
 
-    size, stride, offset = geometry_in_base(base._data, view_tensor._data)
+    base_geometry, view_geometry = storage_geometries(base, view_tensor)
     edges = (edge_of(base),)
     metas = [(base._data.shape, base._dtype)]
-    node = dispatch._record(
-        OPS["as_strided"], (base,), view_tensor, (size, stride, offset), (), edges, metas, 1
-    )
+    attrs = (*view_geometry, base_geometry)  # size, stride, storage offset, the input's geometry
+    node = dispatch._record(OPS["as_strided"], (base,), view_tensor, attrs, (), edges, metas, 1)
     old = view_tensor._grad_fn
     retains_grad = view_tensor._retains_grad
     if retains_grad and old is not None and old._extras is not None:
@@ -119,8 +119,8 @@ def rebase_history(view_tensor, view, op_node, metas):
     """After an in-place op wrote into a view: the base's grad_fn becomes CopySlices around the
     op's node, and the view's grad_fn AsStridedBackward0 over it."""
     base = view.base
-    size, stride, offset = geometry_in_base(base._data, view_tensor._data)
-    copy_slices = CopySlices(base, size, stride, offset, op_node, metas)
+    base_geometry, view_geometry = storage_geometries(base, view_tensor)
+    copy_slices = CopySlices(base, base_geometry, view_geometry, op_node, metas)
     wrapped_by_copy_slices.add(op_node)
     if base._retains_grad:  # the retained grad moves with the base to its new grad_fn
         old = base._grad_fn
@@ -143,13 +143,13 @@ class CopySlices(Node):
     wrapped op's backward on the region the view covers, writes the op's gradient for the
     view's old value back into that region and passes the rest on unchanged."""
 
-    __slots__ = ("base_shape", "view_size", "view_stride", "view_offset", "fn")
+    __slots__ = ("base_geometry", "view_geometry", "fn")
     __module__ = "builtins"  # its repr reads <CopySlices object at 0x...>, as PyTorch's
 
-    def __init__(self, base, size, stride, offset, fn, fn_metas):
+    def __init__(self, base, base_geometry, view_geometry, fn, fn_metas):
         super().__init__()
-        self.base_shape = base._data.shape
-        self.view_size, self.view_stride, self.view_offset = size, stride, offset
+        # Both as (size, stride, offset) in the base's storage, in elements.
+        self.base_geometry, self.view_geometry = base_geometry, view_geometry
         self.fn = fn
         self.next_functions = (edge_of(base), *fn.next_functions[1:])
         self._input_meta = [(base._data.shape, base._dtype), *fn_metas[1:]]
@@ -163,7 +163,7 @@ class CopySlices(Node):
         from nbgrad.autograd.engine import _run_node
 
         grad = grads[0]
-        region = as_strided_key(self.base_shape, self.view_size, self.view_stride, self.view_offset)
+        region = as_strided_key(self.base_geometry, *self.view_geometry)
         # The wrapped node runs as the engine runs any node: its gradients for inputs that were
         # broadcast to the view's shape are summed back to their own shapes.
         op_grads = _run_node(self._wrapped(), [grad[region]], False)
@@ -176,12 +176,11 @@ class CopySlices(Node):
         gradient, the view's region of it (as_strided), the wrapped backward on a clone of that
         region, and its result copied back into the region (itself an in-place write into a
         view: a CopySlices of the gradient's graph)."""
-        import nbgrad
         from nbgrad.autograd.engine import _run_node
 
-        base_grad = nbgrad.zeros(self.base_shape, dtype=grad.dtype)
+        base_grad = _laid_out_as(self.base_geometry, grad._data.dtype)
         base_grad.copy_(grad)
-        region = base_grad.as_strided(self.view_size, self.view_stride, self.view_offset)
+        region = base_grad.as_strided(*self.view_geometry)
         op_grads = _run_node(self._wrapped(), [region.clone()], True)
         if op_grads[0] is None:
             region.zero_()
@@ -200,50 +199,26 @@ class CopySlices(Node):
         return self.fn
 
 
-def geometry_in_base(base_array, view_array):
-    """``(size, stride, storage_offset)`` of a view among its base's elements, in elements, the
-    base counted in row-major order (PyTorch's storage, for a base that is contiguous)."""
-    size = view_array.shape
-    itemsize = base_array.itemsize
-    if base_array.flags.c_contiguous:
-        start = _address(view_array) - _address(base_array)
-        return size, tuple(s // itemsize for s in view_array.strides), start // itemsize
-    # A base laid out otherwise (the result of an op on a transposed tensor): find where each
-    # of the view's elements sits in it, and read the geometry off those positions.
-    positions = _positions_in_base(base_array, view_array)
-    if positions.size == 0:
-        return size, tuple(0 for _ in size), 0
-    stride = []
-    following = 1
-    for dim in reversed(range(len(size))):
-        if size[dim] > 1:
-            step = [0] * len(size)
-            step[dim] = 1
-            stride.append(int(positions[tuple(step)] - positions.flat[0]))
-        else:
-            stride.append(following)
-        following = max(size[dim], 1) * abs(stride[-1]) or 1
-    return size, tuple(reversed(stride)), int(positions.flat[0])
+def storage_geometries(base, view_tensor):
+    """Where the base and the view lie in the base's storage, as ``(size, stride, offset)``."""
+    start = lowest_address(base._data)
+    return geometry_in(base._data, start), geometry_in(view_tensor._data, start)
 
 
-def _positions_in_base(base_array, view_array):
-    """The row-major position in the base of each element of the view, found by laying out a
-    probe array of positions exactly as the base is laid out in memory."""
-    as_strided = np.lib.stride_tricks.as_strided
-    itemsize = base_array.itemsize
-    lowest = sum((n - 1) * s for n, s in zip(base_array.shape, base_array.strides) if s < 0)
-    highest = sum((n - 1) * s for n, s in zip(base_array.shape, base_array.strides) if s > 0)
-    probe = np.full((highest - lowest) // itemsize + 1, -1, dtype=np.int64)
-
-    def probe_strides(array):
-        return tuple(s // itemsize * probe.itemsize for s in array.strides)
-
-    base_start = -lowest // itemsize
-    laid_out = as_strided(probe[base_start:], base_array.shape, probe_strides(base_array))
-    laid_out[...] = np.arange(base_array.size).reshape(base_array.shape)
-    offset = (_address(view_array) - _address(base_array)) // itemsize
-    return as_strided(probe[base_start + offset :], view_array.shape, probe_strides(view_array))
+def _laid_out_as(geometry, dtype):
+    """A new tensor of zeros laid out in its memory as ``geometry`` says (as PyTorch's
+    ``empty_strided``), so that a view's geometry in the base picks the same elements in it."""
+    size, stride, offset = geometry
+    storage = np.zeros(storage_size_of(geometry), dtype=dtype)
+    itemsize = storage.itemsize
+    array = np.lib.stride_tricks.as_strided(
+        storage[offset:], size, tuple(step * itemsize for step in stride)
+    )
+    return Tensor._make(array)
 
 
-def _address(array):
-    return array.__array_interface__["data"][0]
+def storage_size_of(geometry):
+    size, stride, offset = geometry
+    if 0 in size:
+        return offset
+    return offset + 1 + sum((n - 1) * step for n, step in zip(size, stride))

@@ -218,7 +218,8 @@ def _laid_out_as(geometry, dtype):
 
 
 def storage_size_of(geometry):
+    """How many elements of storage a ``(size, stride, offset)`` geometry reaches into."""
     size, stride, offset = geometry
     if 0 in size:
         return offset
-    return offset + 1 + sum((n - 1) * step for n, step in zip(size, stride))
+    return offset + 1 + sum((n - 1) * step for n, step in zip(size, stride) if step > 0)

@@ -111,12 +111,11 @@ class _Builder:
             },
         )
         record.formulas = entry["grads"]
-        for position, name in enumerate(spec.saves):
+        for name in spec.saves:
+            if name in spec.hidden:  # read by backward, but not shown by PyTorch as _saved_*
+                continue
             try:
-                if name in spec.hidden:  # read by backward, not shown by PyTorch as _saved_*
-                    value = None if node._saved is None else node._read_saved(position)
-                else:
-                    value = getattr(node, f"_saved_{name}")
+                value = getattr(node, f"_saved_{name}")
             except RuntimeError:  # freed by a backward without retain_graph
                 record.freed_at = -1
                 continue

@@ -40,8 +40,9 @@ _BY_NUMPY = {d.numpy: d for d in dtypes.ALL}
 
 
 class TensorExtras:
-    """The rarely set part of a tensor: its base (for views), its AccumulateGrad (a weakref, for
-    leaves that require grad), hooks, and whether it retains its grad."""
+    """The rarely set part of a tensor: its base and what autograd follows of it (for views),
+    its AccumulateGrad (a weakref, for leaves that require grad), hooks, and whether it retains
+    its grad."""
 
     __slots__ = (
         "base",

@@ -327,6 +327,17 @@ def test_backward_from_a_view_whose_base_was_written(torch):
     np.testing.assert_allclose(grads[0], [0.0, 4 * ROW[1], 0.0, 0.0])
 
 
+def test_a_view_prints_its_regenerated_grad_fn(torch):
+    printed = []
+    for T in (nbgrad, torch):
+        b = leaf(T, ROW) * 2
+        v = b[:2]
+        b.mul_(2)
+        printed.append(repr(v))
+    assert printed[0] == printed[1]
+    assert "grad_fn=<AsStridedBackward0>" in printed[0]
+
+
 def test_view_history_is_regenerated_once_per_version(torch):
     for T in (nbgrad, torch):
         a = leaf(T, DATA)

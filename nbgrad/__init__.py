@@ -66,6 +66,7 @@ from nbgrad.ops.functions import (  # noqa: E402 - PyTorch's in-place module fun
     any,  # noqa: A004
     argmax,
     argmin,
+    as_strided,
     bmm,
     cat,
     ceil,

@@ -497,6 +497,48 @@ case("round", lambda x: x.round() * x, normal(2, 3))
 case("round-decimals", lambda x: torch.round(x, decimals=1) * x, normal(2, 3))
 case("setitem-then-read", lambda x, y: setitem(0)(x, y)[0] * x, normal(2, 3), normal(3))
 
+# as_strided, and in-place writes through views: the base's history becomes CopySlices around
+# the op's node, and views of it (the one written, and any made before) AsStridedBackward0.
+case("as_strided", lambda x: torch.as_strided(x, (2, 2), (1, 3), 1) * 2, normal(2, 3))
+case("as_strided-overlapping", lambda x: x.clone().as_strided((2, 3), (1, 1)), normal(2, 3))
+case("as_strided-of-view", lambda x: (x * 2)[1:].as_strided((2, 2), (1, 3)), normal(3, 3))
+case("as_strided-transposed-layout", lambda x: (x.t() * 2).as_strided((3,), (2,)), normal(2, 3))
+
+
+def through_view(write):
+    """``write(base, view, *rest)`` into a view of a clone; both base and view are outputs."""
+
+    def fn(x, *rest):
+        base = x * 1.5
+        sibling = base[1:, 1]  # made before the write, read after it
+        view = write(base, *rest)
+        return base, view, sibling * sibling
+
+    return fn
+
+
+case("mul_-row-view", through_view(lambda b, y: b[0].mul_(y)), normal(3, 4), normal(4))
+case("exp_-column-view", through_view(lambda b: b[:, 2].exp_()), normal(3, 4))
+case("div_-t-view", through_view(lambda b, y: b.t().div_(y)), normal(3, 4), away(3))
+case(
+    "add_-view-of-view",
+    through_view(lambda b, y: b[1:].view(8)[2:5].add_(y)),
+    normal(3, 4),
+    normal(3),
+)
+case(
+    "copy_-unsqueeze-view",
+    through_view(lambda b, y: b.unsqueeze(0)[0, 2].copy_(y.sin())),
+    normal(3, 4),
+    normal(4),
+)
+case(
+    "setitem-into-view",
+    through_view(lambda b, y: b[1:].__setitem__(0, y) or b),
+    normal(3, 4),
+    normal(4),
+)
+
 
 def into_zeros(fn, shape=(3, 3)):
     """Write a tensor that requires grad into one that does not: only ``src`` gets a gradient."""

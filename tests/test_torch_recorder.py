@@ -127,7 +127,25 @@ def custom_function_in_a_double_backward(T):
     return {"x": x, "y": y, "g": g}
 
 
-PROGRAMS = [readme_example, used_twice_and_two_passes, mlp_with_modules, softmax_and_reductions]
+def inplace_through_views(T):
+    a = T.tensor([[1.0, 2.0, -0.5], [0.25, 3.0, 1.5]], requires_grad=True)
+    y = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    b = a * 2
+    row = b[0]
+    column = b[:, 1]  # made before the write: regenerated after it
+    row.mul_(y)
+    loss = (b * b).sum() + column.sum()
+    loss.backward()
+    return locals()
+
+
+PROGRAMS = [
+    readme_example,
+    used_twice_and_two_passes,
+    mlp_with_modules,
+    softmax_and_reductions,
+    inplace_through_views,
+]
 # The ops of a create_graph=True pass (nbgrad runs its formulas as ops; PyTorch's C++ engine
 # runs them, seen through a dispatch mode): programs whose formulas the two engines write alike.
 DOUBLE_BACKWARD = [
@@ -247,6 +265,22 @@ def test_the_same_program_gives_the_same_trace_in_both_engines(program):
     mine, _ = record(program, nbgrad)
     theirs, _ = record(program, torch)
     assert_same_trace(mine, theirs)
+
+
+def test_the_nodes_of_an_inplace_write_into_a_view_show_what_pytorchs_show():
+    mine, _ = record(inplace_through_views, nbgrad)
+    theirs, _ = record(inplace_through_views, torch)
+
+    def shown(trace):
+        kinds = ("AsStridedBackward0", "CopySlices")
+        return [(n.name, n.saved) for n in trace.nodes if n.name in kinds]
+
+    assert shown(mine) == shown(theirs)
+    assert [name for name, _ in shown(mine)] == [
+        "AsStridedBackward0",
+        "CopySlices",
+        "AsStridedBackward0",
+    ]
 
 
 def backward_ops(trace):

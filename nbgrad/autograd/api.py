@@ -44,7 +44,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
 def _roots(outputs):
     roots = []
     for i, out in enumerate(outputs):
-        if not out._requires_grad:
+        if not out.requires_grad:  # the property: a view's history may be due for a refresh
             raise RuntimeError(errors.no_grad_fn(i))
         roots.append(edge_of(out))
     return roots
@@ -57,7 +57,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         and grad_tensors is None
         and inputs is None
         and not create_graph
-        and tensors._grad_fn is not None
+        and tensors.grad_fn is not None  # the property: a view may have a new history
     ):
         # ``loss.backward()``, once per training step: the checks below, for one scalar.
         data = tensors._data

@@ -7,7 +7,7 @@
 import numpy as np
 
 from nbgrad import dtypes
-from nbgrad.autograd import anomaly, errors, grad_mode, observe
+from nbgrad.autograd import anomaly, errors, grad_mode, observe, views
 from nbgrad.autograd.node import (
     SavedTensor,
     _sequence,
@@ -34,6 +34,10 @@ def run_op(spec, inputs, attrs=()):
         # inputs are gathered here without the general loop's lists and bookkeeping.
         common = first._dtype
         mixed = False
+        if graph_wanted:
+            extras = first._extras
+            if extras is not None and extras.view is not None:
+                views.refresh(first)  # a write into its base may have given it a new history
         if graph_wanted and first._requires_grad:
             grad_fn = first._grad_fn
             edge = (grad_fn, first._output_nr) if grad_fn else (accumulator_of(first), 0)
@@ -48,6 +52,10 @@ def run_op(spec, inputs, attrs=()):
             other_edge, other_meta = _NO_EDGE, None
             if isinstance(other, Tensor):
                 mixed = other._dtype is not common
+                if graph_wanted:
+                    extras = other._extras
+                    if extras is not None and extras.view is not None:
+                        views.refresh(other)
                 if graph_wanted and other._requires_grad:
                     grad_fn = other._grad_fn
                     other_edge = (
@@ -80,6 +88,7 @@ def run_op(spec, inputs, attrs=()):
         source = tensors[0]
         result._version_counter = source._version_counter
         result._base = source if source._base is None else source._base
+        views.note_view(result, source, spec.node, graph_wanted)
     if recording:
         result._requires_grad = True
         result._grad_fn = _record(spec, tensors, result, attrs, extras, edges, metas, needs)
@@ -107,6 +116,10 @@ def _gather(tensors, graph_wanted):
                 common = dtype
             elif dtype is not common:
                 mixed = True
+            if graph_wanted:
+                extras = t._extras
+                if extras is not None and extras.view is not None:
+                    views.refresh(t)
             if graph_wanted and t._requires_grad:
                 grad_fn = t._grad_fn
                 edges.append((grad_fn, t._output_nr) if grad_fn else (accumulator_of(t), 0))
@@ -122,11 +135,24 @@ def _gather(tensors, graph_wanted):
 
 def run_inplace(spec, target, others=(), attrs=()):
     """Apply ``spec`` with ``target``'s value as ``self`` and write the result into ``target``."""
+    # Views among the operands whose base was written to since their grad_fn was set get their
+    # new history first: the target's is the one this write starts from.
+    for operand in (target, *others):
+        extras = operand._extras if isinstance(operand, Tensor) else None
+        if extras is not None and extras.view is not None:
+            views.refresh(operand)
+    view = target._extras.view if target._extras is not None else None
     recording = grad_mode._enabled and (
-        target._requires_grad or any(isinstance(t, Tensor) and t._requires_grad for t in others)
+        target._requires_grad
+        or any(isinstance(t, Tensor) and t._requires_grad for t in others)
+        # PyTorch counts a view made in no_grad mode of a base that requires grad as requiring
+        # grad itself, so that writing into it raises the error below.
+        or (view is not None and view.made_in_no_grad and view.base._requires_grad)
     )
     if recording:
-        _check_inplace_allowed(target)
+        _check_inplace_allowed(target, view)
+    if 0 in target._data.strides:
+        _check_no_internal_overlap(target._data)
     inputs = (target, *others)
     arrays = [t._data if isinstance(t, Tensor) else t for t in inputs]
     if spec.promote:
@@ -161,7 +187,13 @@ def run_inplace(spec, target, others=(), attrs=()):
         node = _record(spec, recorded_inputs, target, attrs, (), edges, metas, needs)
     np.copyto(target._data, new_value, casting="unsafe")
     target._version_counter.value += 1
-    if recording:
+    if recording and view is not None:
+        # The write went into a view: the base's history is rewritten (CopySlices).
+        views.rebase_history(target, view, node, metas)
+        for p, kind, _ in spec.save_plan(needs):
+            if kind == "result":
+                node._saved[p] = save(target, True)
+    elif recording:
         for p, kind, _ in spec.save_plan(needs):
             if kind == "result":
                 node._saved[p] = save(target, True)
@@ -276,21 +308,22 @@ def _make_saver(spec, needs):
     return scope["saver"]
 
 
-def _check_inplace_allowed(target):
+def _check_inplace_allowed(target, view):
     if target._grad_fn is None and target._requires_grad:
         raise RuntimeError(errors.LEAF_INPLACE)
-    base = target._base
-    if base is not None:
-        if base._grad_fn is None and base._requires_grad:
+    if view is not None:
+        views.check_view_write(target, view)
+
+
+def _check_no_internal_overlap(array):
+    """An expanded tensor repeats elements (a stride of 0): PyTorch refuses to write into it."""
+    for size, stride in zip(array.shape, array.strides):
+        if stride == 0 and size > 1:
             raise RuntimeError(
-                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "unsupported operation: more than one element of the written-to tensor refers to "
+                "a single memory location. Please clone() the tensor before performing the "
                 "operation."
             )
-        raise RuntimeError(
-            "nbgrad does not yet record in-place operations on a view of a tensor when a graph is "
-            "being built (PyTorch would rewrite the base's history with CopySlices). Write into "
-            "the base tensor instead (base[index] = value), or use out-of-place operations."
-        )
 
 
 def _convert(spec, operands, arrays):

@@ -67,9 +67,12 @@ def _described(array):
 def modified_by_inplace(saved, node):
     """The error for a saved tensor that an in-place operation changed after it was saved."""
     if saved.tensor is None:
-        owner = node.name()
+        from nbgrad.autograd.views import wrapped_by_copy_slices
+
+        # A result saved by an in-place op on a view is the view, whose grad_fn is AsStrided.
+        owner = "AsStridedBackward0" if node in wrapped_by_copy_slices else node.name()
     else:
-        grad_fn = saved.tensor._grad_fn
+        grad_fn = saved.tensor.grad_fn  # a view's, regenerated if its base was written to
         owner = grad_fn.name() if grad_fn is not None else None
     where = ""
     if owner is not None:

@@ -410,6 +410,8 @@ def node_class_for(spec):
     if apply is not None:
         attributes["apply"] = apply
     for position, name in enumerate(spec.saves):
+        if name in spec.hidden:
+            continue
         attributes[f"_saved_{name}"] = _saved_property(position, name)
         if spec.save_sources[position][0] in ("input", "result"):
             attributes[f"_raw_saved_{name}"] = _raw_saved_property(position, name)
@@ -476,8 +478,9 @@ def accumulator_of(tensor):
 
 def edge_of(tensor):
     """The ``(node, input_nr)`` edge that a gradient for ``tensor`` travels along."""
-    if tensor._grad_fn is not None:
-        return (tensor._grad_fn, tensor._output_nr)
+    grad_fn = tensor.grad_fn  # the property: a view's history may be due for a refresh
+    if grad_fn is not None:
+        return (grad_fn, tensor._output_nr)
     if tensor._requires_grad:
         return (accumulator_of(tensor), 0)
     return (None, 0)

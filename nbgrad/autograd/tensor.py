@@ -40,13 +40,22 @@ _BY_NUMPY = {d.numpy: d for d in dtypes.ALL}
 
 
 class TensorExtras:
-    """The rarely set part of a tensor: its base (for views), its AccumulateGrad (a weakref, for
-    leaves that require grad), hooks, and whether it retains its grad."""
+    """The rarely set part of a tensor: its base and what autograd follows of it (for views),
+    its AccumulateGrad (a weakref, for leaves that require grad), hooks, and whether it retains
+    its grad."""
 
-    __slots__ = ("base", "accumulator", "backward_hooks", "post_accumulate_hooks", "retains_grad")
+    __slots__ = (
+        "base",
+        "view",
+        "accumulator",
+        "backward_hooks",
+        "post_accumulate_hooks",
+        "retains_grad",
+    )
 
     def __init__(self):
         self.base = None
+        self.view = None  # a views.ViewInfo, for a view whose history autograd follows
         self.accumulator = None
         self.backward_hooks = None
         self.post_accumulate_hooks = None
@@ -230,6 +239,8 @@ class Tensor:
 
     @property
     def requires_grad(self):
+        if self._extras is not None and self._extras.view is not None:
+            _refresh_view(self)  # a write into its base may have brought it a history
         return self._requires_grad
 
     @requires_grad.setter
@@ -254,11 +265,13 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._extras is not None and self._extras.view is not None:
+            return _refresh_view(self)  # a view whose base was written to has a new history
         return self._grad_fn
 
     @property
     def is_leaf(self):
-        return self._grad_fn is None
+        return self.grad_fn is None
 
     @property
     def retains_grad(self):
@@ -322,9 +335,9 @@ class Tensor:
         self._dtype = value._dtype
 
     def retain_grad(self):
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self._grad_fn is None or self._retains_grad:
+        if self.grad_fn is None or self._retains_grad:
             return
         self._grad_fn._retain_grad_of(self)
         self._retains_grad = True
@@ -334,9 +347,9 @@ class Tensor:
         replacement. Returns a handle whose ``remove()`` unregisters it."""
         from nbgrad.autograd.node import add_hook
 
-        if not self._requires_grad:
+        if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self._grad_fn is not None:
+        if self.grad_fn is not None:
             return self._grad_fn._register_tensor_hook(self._output_nr, hook)
         if self._backward_hooks is None:
             self._backward_hooks = {}
@@ -382,6 +395,12 @@ class Tensor:
         from nbgrad.ops.creation import _rebuild
 
         return (_rebuild, (self._data, self._requires_grad))
+
+
+def _refresh_view(tensor):
+    from nbgrad.autograd.views import refresh  # views builds on this module's nodes
+
+    return refresh(tensor)
 
 
 def _wrap_dim(dim, ndim):

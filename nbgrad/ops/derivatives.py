@@ -298,13 +298,24 @@ op("expand", "ExpandBackward0", ("self",), {"self": "sum_to(grad, self_sym_sizes
    np.broadcast_to, attrs=("size",), saves=("self_sym_sizes",), view=True)
 op("select", "SelectBackward0", ("self",),
    {"self": "select_backward(grad, self_sym_sizes, dim, index)"},
-   lambda self, dim, index: self[(slice(None),) * dim + (index,)],
+   # The trailing ``...`` makes NumPy return a 0-d view, not a copied scalar, for a 1-d tensor.
+   lambda self, dim, index: self[(slice(None),) * dim + (index, Ellipsis)],
    attrs=("dim", "index"), saves=("dim", "index", "self_sym_sizes"), view=True)
 op("slice", "SliceBackward0", ("self",),
    {"self": "slice_backward(grad, self_sym_sizes, dim, start, end, step)"},
    lambda self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
    attrs=("dim", "start", "end", "step"),
    saves=("dim", "end", "self_sym_sizes", "start", "step"), view=True)
+# The view any view is, once an in-place write went through it or one of its siblings: PyTorch
+# then describes it by its geometry in the base's storage (size, stride, offset, in elements).
+# Backward also reads where the input itself lies there, which PyTorch keeps but does not show.
+op("as_strided", "AsStridedBackward0", ("self",),
+   {"self": "as_strided_backward(grad, self_geometry, size, stride, storage_offset)"},
+   lambda self, size, stride, storage_offset, self_geometry: formula_math.as_strided_view(
+       self, self_geometry, size, stride, storage_offset),
+   attrs=("size", "stride", "storage_offset", "self_geometry"),
+   saves=("self_geometry", "size", "storage_offset", "stride"), hidden=("self_geometry",),
+   view=True)
 op("index", "IndexBackward0", ("self",),
    {"self": "index_backward(grad, self_sym_sizes, indices)"},
    lambda self, indices: self[indices], attrs=("indices",),

@@ -170,6 +170,95 @@ def _reduced_count(sizes, dims):
 # a 0-d tensor may arrive as one: it has a dtype but cannot be written into.
 
 
+# --- as_strided: views described by their place in memory ---------------------------------------
+# PyTorch describes a view by its geometry in its base's storage: size, stride and storage offset,
+# in elements. nbgrad's storage is the memory of the tensor that owns it (a view's base), counted
+# in elements from its lowest address; a tensor's own geometry there is ``(shape, strides,
+# offset)``, which for a tensor laid out as PyTorch lays it out gives PyTorch's very numbers.
+
+
+def address(array):
+    return array.__array_interface__["data"][0]
+
+
+def lowest_address(array):
+    """Where an array's memory starts (below its first element if a stride is negative)."""
+    if array.size == 0:
+        return address(array)
+    return address(array) + sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
+
+
+def storage_size(array):
+    """How many elements the memory from an array's lowest to its highest element spans."""
+    if array.size == 0:
+        return 0
+    span = sum((n - 1) * abs(s) for n, s in zip(array.shape, array.strides))
+    return span // array.itemsize + 1
+
+
+def geometry_in(array, storage_start):
+    """``(size, stride, storage_offset)`` of an array in memory starting at ``storage_start``."""
+    itemsize = array.itemsize
+    offset = (address(array) - storage_start) // itemsize
+    return array.shape, tuple(s // itemsize for s in array.strides), offset
+
+
+def strided_positions(size, stride, storage_offset):
+    """The storage position of each element of a ``(size, stride, storage_offset)`` geometry:
+    an integer array of shape ``size``."""
+    positions = np.full(tuple(size), storage_offset, dtype=np.int64)
+    for dim, (n, step) in enumerate(zip(size, stride)):
+        along = np.arange(n, dtype=np.int64) * step
+        positions += along.reshape((n,) + (1,) * (len(size) - dim - 1))
+    return positions
+
+
+def as_strided_view(array, array_geometry, size, stride, storage_offset):
+    """The as_strided view of the storage ``array`` lies in (``array_geometry`` there), sharing
+    its memory."""
+    as_strided = np.lib.stride_tricks.as_strided
+    itemsize = array.itemsize
+    if storage_offset is None:  # not given: where the array itself starts
+        storage_offset = array_geometry[2]
+    shift = (storage_offset - array_geometry[2]) * itemsize
+    # A 0-d view of the element ``shift`` bytes from the array's first one, as the origin.
+    origin = as_strided(array, shape=(2,), strides=(shift,))[1, ...]
+    return as_strided(origin, tuple(size), tuple(step * itemsize for step in stride))
+
+
+def as_strided_source(input_geometry, size, stride, storage_offset):
+    """For each element of an as_strided view, the row-major index of the input element at the
+    same storage position, or -1 where the view reads storage outside the input."""
+    if storage_offset is None:  # not given: where the input itself starts
+        storage_offset = input_geometry[2]
+    input_positions = strided_positions(*input_geometry)
+    view_positions = strided_positions(size, stride, storage_offset)
+    if view_positions.size == 0:
+        return view_positions
+    length = max(int(view_positions.max()), int(input_positions.max(initial=0))) + 1
+    input_at = np.full(length, -1, dtype=np.int64)
+    input_at[input_positions.reshape(-1)] = np.arange(input_positions.size)
+    return input_at[view_positions]
+
+
+def as_strided_key(input_geometry, size, stride, storage_offset):
+    """The index into the input (row-major, of shape ``input_geometry[0]``) that picks an
+    as_strided view's elements; None if the view reads storage outside the input."""
+    source = as_strided_source(input_geometry, size, stride, storage_offset)
+    if (source < 0).any():
+        return None
+    return np.unravel_index(source, tuple(input_geometry[0]))
+
+
+def _as_strided_backward(grad, self_geometry, size, stride, storage_offset):
+    sizes = tuple(self_geometry[0])
+    source = as_strided_source(self_geometry, size, stride, storage_offset)
+    inside = source >= 0  # the gradient of storage outside the input goes nowhere
+    # Added, not assigned: elements a view repeats (stride 0) collect all their gradients.
+    flat = index_backward(grad[inside], (int(np.prod(sizes)),), (source[inside],))
+    return flat.reshape(sizes)
+
+
 def _zero_at(grad, key):
     out = np.array(grad)  # a copy, and an array even when grad is a NumPy scalar
     out[key] = 0
@@ -254,6 +343,7 @@ ARRAY_NAMESPACE = {
     "reduced_count": _reduced_count,
     "scalar_log": _scalar_log,
     "zero_at": _zero_at,
+    "as_strided_backward": _as_strided_backward,
     "astype": lambda a, dt: a.astype(dt.numpy, copy=False),
 }
 
@@ -279,6 +369,18 @@ def tensor_namespace():
 
     def index_backward(grad, sizes, indices):
         return nb.ops.functions.index_put_into_zeros(grad, tuple(sizes), indices)
+
+    def as_strided_backward(grad, self_geometry, size, stride, storage_offset):
+        sizes = tuple(self_geometry[0])
+        key = as_strided_key(self_geometry, size, stride, storage_offset)
+        if key is not None:
+            return nb.ops.functions.index_put_into_zeros(grad, sizes, key)
+        source = as_strided_source(self_geometry, size, stride, storage_offset)
+        inside = source >= 0
+        flat = nb.ops.functions.index_put_into_zeros(
+            grad[nb.tensor(inside)], (int(np.prod(sizes)),), (source[inside],)
+        )
+        return flat.reshape(sizes)
 
     def gather_backward(grad, sizes, dim, index):
         return nb.ops.functions.index_put_into_zeros(
@@ -350,6 +452,7 @@ def tensor_namespace():
         "select_backward": select_backward,
         "slice_backward": slice_backward,
         "index_backward": index_backward,
+        "as_strided_backward": as_strided_backward,
         "gather_backward": gather_backward,
         "value_selecting_backward": value_selecting_backward,
         "evenly_distribute": evenly_distribute,

@@ -213,6 +213,7 @@ SAME_AS_FUNCTION = [
     "sum_to_size",
     "narrow",
     "select",
+    "as_strided",
     "gather",
     "clone",
     "contiguous",

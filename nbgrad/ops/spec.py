@@ -24,6 +24,8 @@ class OpSpec:
     forward   NumPy implementation: ``forward(*arrays, *attrs)`` -> array (or tuple with extras)
     extra_outputs  names of outputs after the first that never require grad (``indices`` of max)
     constants saved values fixed for this entry (``alpha`` = 1 of plain addition), not arguments
+    hidden    saved names that backward reads but PyTorch does not show as ``_saved_<name>``
+              (its C++ node keeps them privately, as AsStridedBackward0 keeps its input's shape)
     same_shape  one input, and the gradient always has its shape and dtype: the engine can skip
               checking it (element-wise functions)
     view      the result shares memory (and so the version counter) with ``inputs[0]``
@@ -38,6 +40,7 @@ class OpSpec:
         "inputs",
         "attrs",
         "saves",
+        "hidden",
         "grads",
         "forward",
         "extra_outputs",
@@ -68,6 +71,7 @@ class OpSpec:
         forward,
         attrs=(),
         saves=(),
+        hidden=(),
         extra_outputs=(),
         view=False,
         variadic=False,
@@ -81,6 +85,7 @@ class OpSpec:
         self.inputs = tuple(inputs)
         self.attrs = tuple(attrs)
         self.saves = tuple(saves)
+        self.hidden = frozenset(hidden)
         self.grads = dict(grads)
         self.forward = forward
         self.extra_outputs = tuple(extra_outputs)

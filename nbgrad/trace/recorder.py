@@ -388,6 +388,8 @@ class Recorder(BaseRecorder):
             if saved is None or saved is FREED:
                 continue
             name = spec.saves[position]
+            if name in spec.hidden:  # read by backward, but not shown by PyTorch as _saved_*
+                continue
             packed = type(saved) is PackedSavedTensor
             if type(saved) is SavedTensor or packed:
                 # Under saved_tensors_hooks the node holds what the pack hook made of the tensor:

@@ -135,6 +135,7 @@ from nbgrad.ops.functions.reductions import (
     vector_norm,
 )
 from nbgrad.ops.functions.shapes import (
+    as_strided,
     cat,
     clone,
     concat,

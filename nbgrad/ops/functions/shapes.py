@@ -7,6 +7,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.ops import formula_math
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _fresh, _listed
 from nbgrad.ops.functions.reductions import sum
@@ -234,6 +235,35 @@ def narrow(input, dim, start, length):  # noqa: A002
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return run_op(OPS["slice"], (input,), (dim, start, start + length, 1))
+
+
+def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
+    """A view of ``input``'s storage (the memory of the tensor it is a view of, or its own)
+    with the given geometry, in elements; by default from where ``input`` itself starts."""
+    size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if builtins.any(s < 0 for s in stride):
+        raise RuntimeError(
+            f"as_strided: Negative strides are not supported at the moment, got strides: "
+            f"[{_listed(stride)}]"
+        )
+    owner = input._base if input._base is not None else input
+    geometry = formula_math.geometry_in(input._data, formula_math.lowest_address(owner._data))
+    # Not given, the offset is where the input starts (and is saved as None, as PyTorch does).
+    offset = geometry[2] if storage_offset is None else storage_offset
+    itemsize = input._data.itemsize
+    needed = 0
+    if 0 not in size:
+        needed = offset + 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
+    available = formula_math.storage_size(owner._data)
+    if needed > available:
+        raise RuntimeError(
+            f"setStorage: sizes [{_listed(size)}], strides [{_listed(stride)}], storage offset "
+            f"{offset}, and itemsize {itemsize} requiring a storage size of "
+            f"{needed * itemsize} are out of bounds for storage of size {available * itemsize}"
+        )
+    return run_op(OPS["as_strided"], (input,), (size, stride, storage_offset, geometry))
 
 
 def select(input, dim, index):  # noqa: A002

@@ -26,6 +26,17 @@ from nbgrad.utils.data import (
 Point = collections.namedtuple("Point", ["x", "y"])
 
 
+def assert_same_errors(ours, theirs):
+    """Each pair of calls raises the same exception type with the same message."""
+    for our_call, their_call in zip(ours, theirs, strict=True):
+        raised = []
+        for make in (our_call, their_call):
+            with pytest.raises(Exception) as error:
+                make()
+            raised.append((type(error.value), str(error.value)))
+        assert raised[0] == raised[1]
+
+
 def _plain(value):
     """A comparable description: tensors as (dtype, shape, values), containers by type."""
     if isinstance(value, nbgrad.Tensor) or type(value).__name__ == "Tensor":
@@ -355,13 +366,7 @@ def test_data_set_errors_equal_pytorchs(torch):
             lambda: data.random_split(range(10), [0.5, 0.6]),
         ]
 
-    for ours, theirs in zip(cases(nbgrad), cases(torch)):
-        raised = []
-        for make in (ours, theirs):
-            with pytest.raises(Exception) as error:
-                make()
-            raised.append((type(error.value), str(error.value)))
-        assert raised[0] == raised[1]
+    assert_same_errors(cases(nbgrad), cases(torch))
 
 
 @pytest.mark.parametrize(
@@ -440,13 +445,7 @@ def test_other_argument_errors_equal_pytorchs(torch):
             lambda: data.ConcatDataset([_iterable(lib)]),
         ]
 
-    for ours, theirs in zip(cases(nbgrad), cases(torch)):
-        raised = []
-        for make in (ours, theirs):
-            with pytest.raises(Exception) as error:
-                make()
-            raised.append((type(error.value), str(error.value)))
-        assert raised[0] == raised[1]
+    assert_same_errors(cases(nbgrad), cases(torch))
 
 
 def _iterable(lib):

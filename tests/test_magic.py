@@ -160,19 +160,24 @@ def test_help_is_argparse_style(shell):
     assert doc.startswith("usage: %autograd")
 
 
-def test_an_exception_shows_one_clean_traceback_and_keeps_the_partial_trace(shell, capsys):
-    cell = "%%autograd\nimport nbgrad as torch\nt = torch.tensor(1.0, requires_grad=True) * 2\n"
-    cell += "boom = 1 / 0\n"
-    result = run(shell, cell)
+def assert_stopped_by_zero_division(result, capsys, failing_line):
+    """The cell failed at ``boom = 1 / 0``: one clean traceback with the cell's own line, and the
+    partial trace (one op) shown and kept with the error."""
     assert not result.success
     assert isinstance(result.error_in_exec, ZeroDivisionError)
     out = capsys.readouterr().out
     assert "stopped by ZeroDivisionError" in out  # the partial trace, shown with the error
     traceback_text = out[out.index("ZeroDivisionError") :]
-    assert "----> 4 boom = 1 / 0" in traceback_text
+    assert f"----> {failing_line} boom = 1 / 0" in traceback_text
     assert "magic.py" not in traceback_text and "run_cell_magic" not in traceback_text
     trace = nbgrad.last_trace()
     assert trace.error.startswith("ZeroDivisionError") and len(trace.ops) == 1
+
+
+def test_an_exception_shows_one_clean_traceback_and_keeps_the_partial_trace(shell, capsys):
+    cell = "%%autograd\nimport nbgrad as torch\nt = torch.tensor(1.0, requires_grad=True) * 2\n"
+    cell += "boom = 1 / 0\n"
+    assert_stopped_by_zero_division(run(shell, cell), capsys, failing_line=4)
 
 
 def test_a_cell_run_again_is_recorded_and_reported_as_the_first_time(shell, capsys):
@@ -337,16 +342,7 @@ loss.backward()
 def test_an_error_after_an_await_shows_one_clean_traceback(shell, capsys):
     cell = "%%autograd\nimport asyncio\nimport nbgrad as torch\n"
     cell += "t = torch.tensor(1.0, requires_grad=True) * 2\nawait asyncio.sleep(0)\nboom = 1 / 0\n"
-    result = run(shell, cell)
-    assert not result.success
-    assert isinstance(result.error_in_exec, ZeroDivisionError)
-    out = capsys.readouterr().out
-    assert "stopped by ZeroDivisionError" in out  # the partial trace, shown with the error
-    traceback_text = out[out.index("ZeroDivisionError") :]
-    assert "----> 6 boom = 1 / 0" in traceback_text
-    assert "magic.py" not in traceback_text and "run_cell_magic" not in traceback_text
-    trace = nbgrad.last_trace()
-    assert trace.error.startswith("ZeroDivisionError") and len(trace.ops) == 1
+    assert_stopped_by_zero_division(run(shell, cell), capsys, failing_line=6)
 
 
 def test_only_cells_with_a_top_level_await_are_awaited(shell):

@@ -6,6 +6,8 @@ recursively), values and versions, the geometry AsStridedBackward0 saved, and af
 every leaf's gradient.
 """
 
+import json
+
 import numpy as np
 import pytest
 from graph_compare import saved_names, structure, to_numpy
@@ -557,3 +559,23 @@ def test_as_strided_errors_match_torch(size, stride, offset, torch):
             T.as_strided(T.zeros(3, 4), size, stride, offset)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+def test_a_recorded_write_into_a_view_shows_the_wrapped_formulas():
+    with nbgrad.record() as trace:
+        a = nbgrad.randn(3, 4, requires_grad=True)
+        w = nbgrad.randn(4, requires_grad=True)
+        b = a * 2
+        b[0].mul_(w)
+        b.sum().backward()
+    (copy_slices,) = [n for n in trace.nodes if n.name == "CopySlices"]
+    assert copy_slices.op_name == "mul_ into a view"
+    assert copy_slices.inputs == ("self", "other")
+    assert copy_slices.formulas == {
+        "self": "grad, with grad[view] = grad[view] * other",
+        "other": "grad[view] * self",
+    }
+    entry = json.loads(trace.to_json())["formulas"]["mul_ into a view"]
+    assert entry["node"] == "CopySlices" and entry["grads"] == copy_slices.formulas
+    # The gradients it sent are the wrapped formulas' values: w's is the sum of 2 * a[0].
+    np.testing.assert_allclose(w.grad.numpy(), (2 * a[0]).detach().numpy(), rtol=1e-6)

@@ -15,6 +15,7 @@ A differentiable view carries a ``ViewInfo`` in its extras; tensors that are not
 views whose base was never written to, pay nothing here.
 """
 
+import re
 import weakref
 
 import numpy as np
@@ -187,6 +188,24 @@ class CopySlices(Node):
         else:
             region.copy_(op_grads[0])
         return [base_grad, *op_grads[1:]]
+
+    def formulas(self):
+        """Its local gradients as text, from the wrapped op's table entry: ``(entry name,
+        input names, input name -> formula)``, or None once backward let the op go. The wrapped
+        formulas read ``grad[view]``, the part of the base's gradient that the view covers."""
+        spec = getattr(self.fn, "spec", None)
+        if spec is None:
+            return None
+
+        def on_view(text):
+            return re.sub(r"\bgrad\b", "grad[view]", text)
+
+        own = spec.grads.get(spec.inputs[0])
+        grads = {"self": f"grad, with grad[view] = {on_view(own) if own else '0'}"}
+        for name in spec.inputs[1:]:
+            if name in spec.grads:
+                grads[name] = on_view(spec.grads[name])
+        return f"{spec.name}_ into a view", ("self", *spec.inputs[1:]), grads
 
     def release_saved(self):
         # As PyTorch: the wrapped node is let go, not emptied. A graph built by a differentiable

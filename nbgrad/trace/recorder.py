@@ -26,7 +26,7 @@ import numpy as np
 
 import nbgrad.autograd
 import nbgrad.ops
-from nbgrad.autograd import engine, function, grad_mode, observe
+from nbgrad.autograd import engine, function, grad_mode, observe, views
 from nbgrad.autograd.node import FREED, AccumulateGrad, PackedSavedTensor, SavedTensor, TableNode
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace.modules import find_hook_home
@@ -363,7 +363,21 @@ class Recorder(BaseRecorder):
                 record.formulas = self._formulas_of(spec)["grads"]
                 if op is None:
                     self._note_saved(record, node, None, None)
+            elif type(node) is views.CopySlices:
+                self._note_copy_slices_formulas(record, node)
         return record
+
+    def _note_copy_slices_formulas(self, record, node):
+        """A write into a view: the wrapped op's formulas, read on the view's part of the
+        base's gradient (the widget shows them like a table op's)."""
+        described = node.formulas()
+        if described is None:
+            return
+        name, inputs, grads = described
+        record.op_name, record.inputs, record.formulas = name, inputs, grads
+        self.trace.formulas.setdefault(
+            name, {"node": "CopySlices", "inputs": list(inputs), "saves": [], "grads": grads}
+        )
 
     def _formulas_of(self, spec):
         table = self.trace.formulas

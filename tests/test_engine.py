@@ -459,3 +459,37 @@ def test_differentiable_backward_makes_nodes_in_pytorchs_order(torch, name):
         ]
         orders[T.__name__] = [sorted(numbers).index(n) for n in numbers]
     assert orders["nbgrad"] == orders["torch"]
+
+
+def test_a_backward_listener_added_during_a_pass_hears_the_next_pass():
+    from nbgrad.autograd import observe
+
+    heard = []
+
+    def listener(event, *rest):
+        heard.append(event)
+
+    x = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda grad: observe.backward_listeners.append(listener))
+    try:
+        y.sum().backward()  # the hook adds the listener mid-pass: this pass ends normally
+        assert heard == [] and x.grad.tolist() == [2.0, 2.0]
+        (x * 3).sum().backward()
+        assert heard == ["start", "end"]
+    finally:
+        observe.backward_listeners.remove(listener)
+
+
+@pytest.mark.parametrize(
+    "program, expected",
+    [(lambda T, s: -s, -2.0), (lambda T, s: (s + T.ones(3)).sum(), 6.0)],
+    ids=["negated", "summed from a broadcast"],
+)
+def test_a_hook_on_a_0d_tensor_may_change_its_gradient_in_place(torch, program, expected):
+    # PyTorch allows it, and the changed gradient is the one accumulated.
+    for T in (nbgrad, torch):
+        s = T.tensor(2.0, requires_grad=True)
+        s.register_hook(lambda grad: grad.mul_(2))
+        program(T, s).backward()
+        assert s.grad.item() == expected, T.__name__

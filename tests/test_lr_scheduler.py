@@ -337,3 +337,20 @@ def test_bad_arguments_raise_pytorchs_errors(torch, make):
             make(lib.optim.lr_scheduler, _optimizer(lib))
         raised.append((type(error.value), str(error.value)))
     assert raised[0] == raised[1]
+
+
+def test_an_optimizer_with_a_scheduler_still_pickles_and_copies_on_its_own():
+    import copy
+    import pickle
+
+    param = nbgrad.nn.Parameter(nbgrad.ones(2))
+    optimizer = nbgrad.optim.SGD([param], lr=0.1)
+    nbgrad.optim.lr_scheduler.StepLR(optimizer, step_size=1)
+    restored = pickle.loads(pickle.dumps(optimizer))
+    assert restored.param_groups[0]["lr"] == 0.1
+    twin = copy.deepcopy(optimizer)
+    twin.param_groups[0]["params"][0].grad = nbgrad.ones(2)
+    param.grad = nbgrad.ones(2) * 100
+    twin.step()  # moves the copy's parameter, not the original's
+    assert param.tolist() == [1.0, 1.0]
+    assert twin.param_groups[0]["params"][0].tolist() == pytest.approx([0.9, 0.9])

@@ -33,7 +33,9 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=
     """
     previous_mode = grad_mode._enabled
     grad_mode._enabled = bool(create_graph)
-    announce = observe.backward_listeners
+    # The listeners of this pass are those there at its start (one added during the pass, by a
+    # hook, hears the next one).
+    announce = tuple(observe.backward_listeners)
     if announce:
         # autograd.grad captures without running leaves; backward(inputs=...) passes run_only.
         is_grad = capture is not None and run_only is None
@@ -283,7 +285,11 @@ def _expandable(shape, target):
 
 
 def _as_tensor(grad):
-    return grad if grad is None or isinstance(grad, Tensor) else Tensor._make(grad)
+    if grad is None or isinstance(grad, Tensor):
+        return grad
+    # NumPy gives a scalar, not a 0-d array, for arithmetic on 0-d arrays (``-grad``): a hook
+    # gets a tensor over an array, which it may change in place as PyTorch allows.
+    return Tensor._make(grad if type(grad) is np.ndarray else np.asarray(grad))
 
 
 def _as_grad(value, create_graph):

@@ -35,7 +35,7 @@ def _sum_to(grad, shape):
     shape = tuple(shape)
     if grad.shape == shape:
         return grad
-    if grad.shape[1:] == shape:  # a bias broadcast over a batch: the most common case
+    if shape and grad.shape[1:] == shape:  # a bias broadcast over a batch: the most common
         return np.add.reduce(grad, axis=0)
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(

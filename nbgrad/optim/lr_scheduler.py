@@ -66,7 +66,6 @@ class LRScheduler:
                 )
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
-        _record_optimizer_steps(optimizer)
         self._step_count = 0
         self._is_initial = True
         try:
@@ -83,7 +82,7 @@ class LRScheduler:
 
     def step(self, epoch=None):
         """Advance ``last_epoch`` by one (or, deprecated, set it to ``epoch``) and set the rates."""
-        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+        if self._step_count == 1 and not self.optimizer._opt_called:
             warnings.warn(_STEP_BEFORE_OPTIMIZER, UserWarning, stacklevel=2)
         self._step_count += 1
         self._get_lr_called_within_step = True
@@ -125,20 +124,6 @@ class _LRScheduler(LRScheduler):
 
 def _current_lrs(optimizer):
     return [group["lr"] for group in optimizer.param_groups]
-
-
-def _record_optimizer_steps(optimizer):
-    """Make ``optimizer.step()`` note that it ran, to warn when a scheduler steps first."""
-    if getattr(optimizer.step, "_records_calls", False):
-        return
-    unwrapped_step = optimizer.step
-
-    def step(*args, **kwargs):
-        optimizer._opt_called = True
-        return unwrapped_step(*args, **kwargs)
-
-    step._records_calls = True
-    optimizer.step = step
 
 
 # --- schedules from a function of the epoch ----------------------------------------------------

@@ -7,9 +7,19 @@ up, so a graph that saved the old value refuses to run backward.
 
 import collections
 import copy
+import functools
 
 from nbgrad.autograd import grad_mode
 from nbgrad.autograd.tensor import Tensor
+
+
+def _noting_calls(step):
+    @functools.wraps(step)
+    def noted_step(self, *args, **kwargs):
+        self._opt_called = True
+        return step(self, *args, **kwargs)
+
+    return noted_step
 
 
 class _Required:
@@ -27,6 +37,15 @@ def bump_version(tensor):
 
 
 class Optimizer:
+    # Set by the first ``step()``: a learning-rate scheduler stepped before it warns, as in
+    # PyTorch. Every subclass's ``step`` is wrapped to set it (``__init_subclass__``).
+    _opt_called = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _noting_calls(cls.__dict__["step"])
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         self.state = collections.defaultdict(dict)

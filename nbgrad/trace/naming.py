@@ -31,22 +31,6 @@ CONTAINER_LENGTH = 1000
 MAX_VISITS = 50_000
 
 
-def name_everything(
-    trace, source, namespaces, live, sites, module_outputs, earlier=None, tensor_type=Tensor
-):
-    """Name the tensors of ``trace`` and give its ops their module paths: ``read_variables``
-    then ``give_names``.
-
-    tensor_type     the recorded engine's tensor class (nbgrad's Tensor, or torch.Tensor)
-    live            id(tensor) -> (tensor, its latest record), for tensors still alive
-    sites           per op: (code, lasti, direct) of the user's frame that ran it, or None
-    module_outputs  record -> scope (modules, outermost first) of the forward that returned it
-    earlier         record -> the record of the same tensor's previous value (in-place changes)
-    """
-    variables = read_variables(trace, namespaces, live, module_outputs, earlier, tensor_type)
-    give_names(trace, source, sites, variables)
-
-
 class VariableNames:
     """What the user's variables said when recording ended, all that naming needs of the
     program: the rest comes from the records and the recorded code's text.
@@ -68,9 +52,15 @@ class VariableNames:
 
 
 def read_variables(trace, namespaces, live, module_outputs, earlier=None, tensor_type=Tensor):
-    """Read what depends on the program as it is now (arguments as for ``name_everything``):
-    which variable holds which record, and the dotted paths of the modules that ran (given to
-    the trace's ``modules`` and to each op's ``module`` now). Returns a ``VariableNames``."""
+    """Read what depends on the program as it is now: which variable holds which record, and
+    the dotted paths of the modules that ran (given to the trace's ``modules`` and to each op's
+    ``module`` now). Returns a ``VariableNames``; ``give_names`` then names the records.
+
+    tensor_type     the recorded engine's tensor class (nbgrad's Tensor, or torch.Tensor)
+    live            id(tensor) -> (tensor, its latest record), for tensors still alive
+    module_outputs  record -> scope (modules, outermost first) of the forward that returned it
+    earlier         record -> the record of the same tensor's previous value (in-place changes)
+    """
     tensors, modules = _variables(namespaces, tensor_type)
     module_names = {}
     for path, module in modules:
@@ -117,7 +107,8 @@ def read_variables(trace, namespaces, live, module_outputs, earlier=None, tensor
 
 def give_names(trace, source, sites, variables):
     """Name every tensor record from ``variables`` (``read_variables``), the labels of the
-    code that made it, or its kind; from the records and the source alone."""
+    code that made it, or its kind; from the records and the source alone. ``sites``: per op,
+    ``(code, lasti, direct)`` of the user's frame that ran it, or None."""
     chosen = dict(variables.chosen)
     _label_results(trace, source, sites, variables.module_calls, chosen)
     _label_inputs(trace, source, sites, chosen)
@@ -225,12 +216,9 @@ def _is_value_of_site(sites, index):
 
 def _label_results(trace, source, sites, module_calls, chosen):
     for index, op in enumerate(trace.ops):
-        for record in op.outputs:
-            if record not in chosen:
-                break
-        else:
-            continue  # every output is named already
         pending = [r for r in op.outputs if r not in chosen]
+        if not pending:
+            continue
         span = op.span
         described = source.describe(span) if span is not None else None
         for record in pending:
@@ -251,16 +239,11 @@ def _label_inputs(trace, source, sites, chosen):
         site = sites[index]
         if site is None or not site[2]:
             continue
-        for record in op.inputs:
-            if type(record) is TensorRecord and record.op is None and record not in chosen:
-                break
-        else:
-            continue  # no input is an unnamed leaf or constant
-        span = op.span
-        if span is None:
-            continue
         tensor_inputs = [r for r in op.inputs if type(r) is TensorRecord]
         unnamed = [r for r in tensor_inputs if r.op is None and r not in chosen]
+        span = op.span
+        if not unnamed or span is None:
+            continue
         described = source.describe(span)
         if described is None:
             continue

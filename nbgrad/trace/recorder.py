@@ -138,12 +138,13 @@ class Recorder(BaseRecorder):
             return
         trace = self.trace
         running = self._running_passes
-        max_nodes = self.max_nodes
+        # A cheap look at the limits first (every op comes here); _limit_reached decides.
+        max_nodes, max_passes = self.max_nodes, self.max_passes
         if (
             len(trace.ops) >= max_nodes
             or len(trace.nodes) >= max_nodes
-            or (node is not None and not running and len(trace.passes) >= self.max_passes)
-        ) and self._limit_reached(makes_node=node is not None):  # a limit may be reached: ask
+            or (node is not None and not running and max_passes and len(trace.passes) >= max_passes)
+        ) and self._limit_reached(makes_node=node is not None):
             return
         backward_pass = running[-1] if running else None
 

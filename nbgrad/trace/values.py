@@ -57,10 +57,7 @@ class ArraySummary:
         dtype = array.dtype
         self.shape = shape
         self.dtype = dtype_name(dtype)
-        if len(shape) == 2:  # the most common (preview_of, written out)
-            self.preview = array[:PREVIEW_SIDE, :PREVIEW_SIDE].copy()
-        else:
-            self.preview = preview_of(array).copy()
+        self.preview = preview_of(array).copy()
         self.nonfinite = 0
         if array.size == 0:
             self.min = self.max = self.mean = self.std = math.nan

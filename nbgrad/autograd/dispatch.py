@@ -16,6 +16,7 @@ from nbgrad.autograd.node import (
     node_class_for,
     save,
     saved_tensors_hook_stack,
+    set_history,
 )
 from nbgrad.autograd.tensor import Tensor, VersionCounter
 
@@ -187,24 +188,15 @@ def run_inplace(spec, target, others=(), attrs=()):
         node = _record(spec, recorded_inputs, target, attrs, (), edges, metas, needs)
     np.copyto(target._data, new_value, casting="unsafe")
     target._version_counter.value += 1
-    if recording and view is not None:
-        # The write went into a view: the base's history is rewritten (CopySlices).
-        views.rebase_history(target, view, node, metas)
+    if recording:
+        if view is not None:
+            # The write went into a view: the base's history is rewritten (CopySlices).
+            views.rebase_history(target, view, node, metas)
+        else:
+            set_history(target, node)
         for p, kind, _ in spec.save_plan(needs):
             if kind == "result":
                 node._saved[p] = save(target, True)
-    elif recording:
-        for p, kind, _ in spec.save_plan(needs):
-            if kind == "result":
-                node._saved[p] = save(target, True)
-        target._grad_fn = node
-        target._output_nr = 0
-        target._requires_grad = True
-        if target._retains_grad:  # the retained grad moves with the tensor to its new grad_fn
-            old = snapshot._grad_fn
-            if old is not None and old._extras is not None:
-                old._extras.own("retains_grad").pop(snapshot._output_nr, None)
-            node._retain_grad_of(target)
     if observe.op_listeners:
         for listener in observe.op_listeners:
             listener(target._grad_fn, spec.name + "_", inputs, (target,))

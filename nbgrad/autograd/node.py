@@ -461,6 +461,21 @@ class AccumulateGrad(Node):
         return []
 
 
+def set_history(tensor, node):
+    """``node`` becomes ``tensor``'s grad_fn (its output 0), as after an in-place write; a grad
+    the tensor retains moves with it to the new node."""
+    retains_grad = tensor._retains_grad
+    if retains_grad:
+        old = tensor._grad_fn
+        if old is not None and old._extras is not None:
+            old._extras.own("retains_grad").pop(tensor._output_nr, None)
+    tensor._grad_fn = node
+    tensor._output_nr = 0
+    tensor._requires_grad = True
+    if retains_grad:
+        node._retain_grad_of(tensor)
+
+
 def accumulator_of(tensor):
     """The leaf's AccumulateGrad, made on first use; kept alive only by the graphs that use it."""
     extras = tensor._extras  # read directly: this runs for every leaf input of a recorded op

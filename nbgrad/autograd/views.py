@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 from nbgrad.autograd import errors
-from nbgrad.autograd.node import Node, _namespaced_name, edge_of
+from nbgrad.autograd.node import Node, _namespaced_name, edge_of, set_history
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.formula_math import as_strided_key, geometry_in, lowest_address
 
@@ -105,15 +105,7 @@ def _point_at_base(view_tensor, base):
     metas = [(base._data.shape, base._dtype)]
     attrs = (*view_geometry, base_geometry)  # size, stride, storage offset, the input's geometry
     node = dispatch._record(OPS["as_strided"], (base,), view_tensor, attrs, (), edges, metas, 1)
-    old = view_tensor._grad_fn
-    retains_grad = view_tensor._retains_grad
-    if retains_grad and old is not None and old._extras is not None:
-        old._extras.own("retains_grad").pop(view_tensor._output_nr, None)
-    view_tensor._grad_fn = node
-    view_tensor._output_nr = 0
-    view_tensor._requires_grad = True
-    if retains_grad:  # the retained grad follows the tensor to its new grad_fn
-        node._retain_grad_of(view_tensor)
+    set_history(view_tensor, node)
 
 
 def rebase_history(view_tensor, view, op_node, metas):
@@ -123,15 +115,7 @@ def rebase_history(view_tensor, view, op_node, metas):
     base_geometry, view_geometry = storage_geometries(base, view_tensor)
     copy_slices = CopySlices(base, base_geometry, view_geometry, op_node, metas)
     wrapped_by_copy_slices.add(op_node)
-    if base._retains_grad:  # the retained grad moves with the base to its new grad_fn
-        old = base._grad_fn
-        if old is not None and old._extras is not None:
-            old._extras.own("retains_grad").pop(base._output_nr, None)
-    base._grad_fn = copy_slices
-    base._output_nr = 0
-    base._requires_grad = True
-    if base._retains_grad:
-        copy_slices._retain_grad_of(base)
+    set_history(base, copy_slices)
     _point_at_base(view_tensor, base)
     view.version = view_tensor._counter.value
 

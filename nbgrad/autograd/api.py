@@ -13,6 +13,14 @@ def _as_tuple(tensors):
     return tuple(tensors)
 
 
+def _implicit_grad(output):
+    """The gradient ``backward()`` starts from without one given: 1, for a scalar output only."""
+    data = output._data
+    if data.size != 1:
+        raise RuntimeError(errors.NOT_SCALAR)
+    return np.ones(data.shape, data.dtype)
+
+
 def _root_grads(outputs, grad_outputs, create_graph):
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
@@ -25,9 +33,7 @@ def _root_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, grad) in enumerate(zip(outputs, grad_outputs)):
         if grad is None:
-            if out._data.size != 1:
-                raise RuntimeError(errors.NOT_SCALAR)
-            ones = np.ones(out._data.shape, out._data.dtype)
+            ones = _implicit_grad(out)
             grads.append(Tensor._make(ones) if create_graph else ones)
             continue
         elif not isinstance(grad, Tensor):
@@ -60,12 +66,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         and tensors.grad_fn is not None  # the property: a view may have a new history
     ):
         # ``loss.backward()``, once per training step: the checks below, for one scalar.
-        data = tensors._data
-        if data.size != 1:
-            raise RuntimeError(errors.NOT_SCALAR)
-        ones = np.ones(data.shape, data.dtype) if data.ndim else np.array(1, data.dtype)
         edge = (tensors._grad_fn, tensors._output_nr)
-        engine.execute((edge,), (ones,), bool(retain_graph), False)
+        engine.execute((edge,), (_implicit_grad(tensors),), bool(retain_graph), False)
         return
     tensors = _as_tuple(tensors)
     if retain_graph is None:

@@ -15,6 +15,7 @@ from nbgrad.autograd.node import (
     edge_of,
     node_class_for,
     save,
+    saved_tensor_code,
     saved_tensors_hook_stack,
     set_history,
 )
@@ -271,21 +272,9 @@ def _make_saver(spec, needs):
         if not is_output:
             lines.append("    if isinstance(tensor, Tensor):")
         indent = "    " if is_output else "        "
-        lines += [
-            indent + "if HOOKS:",
-            indent + f"    {name} = save(tensor, {is_output})",
-            indent + "else:",
-            indent + "    counter = tensor._counter",
-            indent + "    if counter is None:",
-            indent + "        counter = tensor._counter = VersionCounter()",
-            indent + f"    {name} = new(SavedTensor)",
-            indent + f"    {name}.data = tensor._data",
-            indent + f"    {name}.counter = counter",
-            indent + f"    {name}.version = counter.value",
-            indent + f"    {name}.requires_grad = tensor._requires_grad",
-            # An output is not kept as a Tensor: it would point back at its own grad_fn.
-            indent + f"    {name}.tensor = {'None' if is_output else 'tensor'}",
-        ]
+        lines += [indent + "if HOOKS:", indent + f"    {name} = save(tensor, {is_output})"]
+        lines += [indent + "else:"]
+        lines += [indent + "    " + line for line in saved_tensor_code(name, is_output)]
     lines.append(f"    return [{', '.join(parts)}]")
     scope = {
         "SavedTensor": SavedTensor,

@@ -123,8 +123,8 @@ class Node:
 class SavedTensor:
     """A tensor kept for backward, with the version it had, to catch in-place changes later.
 
-    An operation's saver (compiled in ``dispatch._make_saver``) fills these same fields in
-    place, without calling the constructor: keep the two in step."""
+    An operation's saver (compiled in ``dispatch._make_saver``) fills these fields without
+    calling the constructor, with the code of ``saved_tensor_code`` below."""
 
     __slots__ = ("data", "tensor", "counter", "version", "requires_grad")
 
@@ -142,6 +142,24 @@ class SavedTensor:
     def check_version(self, node):
         if self.counter.value != self.version:
             raise errors.modified_by_inplace(self, node)
+
+
+def saved_tensor_code(name, is_output):
+    """Lines of Python that make ``name`` the SavedTensor of ``tensor``, as ``__init__`` would
+    (names they need: SavedTensor, VersionCounter, ``new`` = object.__new__). An op's compiled
+    saver runs them for every node: a constructor call costs more than the fields."""
+    return [
+        "counter = tensor._counter",
+        "if counter is None:",
+        "    counter = tensor._counter = VersionCounter()",
+        f"{name} = new(SavedTensor)",
+        f"{name}.data = tensor._data",
+        f"{name}.counter = counter",
+        f"{name}.version = counter.value",
+        f"{name}.requires_grad = tensor._requires_grad",
+        # An output is not kept as a Tensor: it would point back at its own grad_fn (a cycle).
+        f"{name}.tensor = {'None' if is_output else 'tensor'}",
+    ]
 
 
 # ``torch.autograd.graph.saved_tensors_hooks`` in force: (pack_hook, unpack_hook) pairs, the

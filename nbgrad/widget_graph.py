@@ -111,9 +111,7 @@ class _Builder:
             },
         )
         record.formulas = entry["grads"]
-        for name in spec.saves:
-            if name in spec.hidden:  # read by backward, but not shown by PyTorch as _saved_*
-                continue
+        for _, name in spec.shown_saves:
             try:
                 value = getattr(node, f"_saved_{name}")
             except RuntimeError:  # freed by a backward without retain_graph

@@ -427,9 +427,7 @@ def node_class_for(spec):
     apply = compile_apply(spec)
     if apply is not None:
         attributes["apply"] = apply
-    for position, name in enumerate(spec.saves):
-        if name in spec.hidden:
-            continue
+    for position, name in spec.shown_saves:
         attributes[f"_saved_{name}"] = _saved_property(position, name)
         if spec.save_sources[position][0] in ("input", "result"):
             attributes[f"_raw_saved_{name}"] = _raw_saved_property(position, name)

@@ -23,7 +23,12 @@ import numpy as np
 from nbgrad.autograd import errors
 from nbgrad.autograd.node import Node, _namespaced_name, edge_of, set_history
 from nbgrad.autograd.tensor import Tensor
-from nbgrad.ops.formula_math import as_strided_key, geometry_in, lowest_address
+from nbgrad.ops.formula_math import (
+    as_strided_key,
+    geometry_in,
+    lowest_address,
+    storage_size_of,
+)
 
 NO_GRAD_MODE_MESSAGE = (
     "is being modified inplace with grad mode enabled. Given that this use case is ambiguous "
@@ -218,11 +223,3 @@ def _laid_out_as(geometry, dtype):
         storage[offset:], size, tuple(step * itemsize for step in stride)
     )
     return Tensor._make(array)
-
-
-def storage_size_of(geometry):
-    """How many elements of storage a ``(size, stride, offset)`` geometry reaches into."""
-    size, stride, offset = geometry
-    if 0 in size:
-        return offset
-    return offset + 1 + sum((n - 1) * step for n, step in zip(size, stride) if step > 0)

@@ -196,6 +196,14 @@ def storage_size(array):
     return span // array.itemsize + 1
 
 
+def storage_size_of(geometry):
+    """How many elements of storage a ``(size, stride, offset)`` geometry reaches into."""
+    size, stride, offset = geometry
+    if 0 in size:
+        return offset
+    return offset + 1 + sum((n - 1) * step for n, step in zip(size, stride) if step > 0)
+
+
 def geometry_in(array, storage_start):
     """``(size, stride, storage_offset)`` of an array in memory starting at ``storage_start``."""
     itemsize = array.itemsize

@@ -41,6 +41,7 @@ class OpSpec:
         "attrs",
         "saves",
         "hidden",
+        "shown_saves",
         "grads",
         "forward",
         "extra_outputs",
@@ -86,6 +87,8 @@ class OpSpec:
         self.attrs = tuple(attrs)
         self.saves = tuple(saves)
         self.hidden = frozenset(hidden)
+        # (position, name) of what the node shows as ``_saved_<name>`` (and the trace shows).
+        self.shown_saves = tuple((p, n) for p, n in enumerate(self.saves) if n not in self.hidden)
         self.grads = dict(grads)
         self.forward = forward
         self.extra_outputs = tuple(extra_outputs)

@@ -399,11 +399,9 @@ class Recorder(BaseRecorder):
         if not isinstance(node, TableNode) or saved_entries is None or saved_entries is FREED:
             return
         spec = node.spec
-        for position, saved in enumerate(saved_entries):
+        for position, name in spec.shown_saves:
+            saved = saved_entries[position]
             if saved is None or saved is FREED:
-                continue
-            name = spec.saves[position]
-            if name in spec.hidden:  # read by backward, but not shown by PyTorch as _saved_*
                 continue
             packed = type(saved) is PackedSavedTensor
             if type(saved) is SavedTensor or packed:

@@ -253,9 +253,7 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     # Not given, the offset is where the input starts (and is saved as None, as PyTorch does).
     offset = geometry[2] if storage_offset is None else storage_offset
     itemsize = input._data.itemsize
-    needed = 0
-    if 0 not in size:
-        needed = offset + 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride))
+    needed = 0 if 0 in size else formula_math.storage_size_of((size, stride, offset))
     available = formula_math.storage_size(owner._data)
     if needed > available:
         raise RuntimeError(

@@ -50,11 +50,19 @@ def _infer_shape(shape, numel):
     return shape
 
 
+# NumPy 2.1 added reshape(copy=False), which refuses to copy; before it, setting ``.shape`` did
+# the same (NumPy 2.5 deprecates that).
+_RESHAPE_REFUSES_COPIES = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+
+
 def _viewable(array, shape):
+    """Whether ``array``'s memory can be read in ``shape`` without a copy, as a view needs."""
     try:
-        probe = array.view()
-        probe.shape = shape
-    except AttributeError:
+        if _RESHAPE_REFUSES_COPIES:
+            np.reshape(array, shape, copy=False)
+        else:
+            array.view().shape = shape
+    except (ValueError, AttributeError):
         return False
     return True
 

@@ -56,7 +56,8 @@ from nbgrad.ops.creation import (
     zeros_like,
 )
 
-# nbgrad.exp, nbgrad.matmul, ...: each declared public beside its code (see nbgrad/ops/public.py).
+# nbgrad.exp, nbgrad.matmul, ...: each declared public beside its code (see nbgrad/ops/public.py);
+# importing ``methods`` above imported them all.
 globals().update(_public.exports())
 methods.install()
 

@@ -147,7 +147,7 @@ OPERATORS = {
     "__setitem__": indexing.setitem,
 }
 
-# Methods that exist only as methods, or only as a method spelling of a function's call.
+# Methods with no function of their own: conversions, and the ``*_as`` and ``clamp_min`` spellings.
 METHOD_ONLY = {
     "clamp_min": lambda self, min: F.clamp(self, min=min),  # noqa: A006
     "clamp_max": lambda self, max: F.clamp(self, max=max),  # noqa: A006

@@ -35,6 +35,7 @@ def names(flag, own_name):
 
 
 def declare(function, own_name, *, as_function=False, as_method=False, out=False):
+    """Record ``function`` under the names its flags give (``own_name`` for ``True``)."""
     for name in names(as_function, own_name):
         _add(FUNCTIONS, name, function)
         if out:

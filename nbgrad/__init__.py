@@ -30,6 +30,7 @@ from nbgrad.dtypes import (
     uint8,
 )
 from nbgrad.ops import creation, methods, out
+from nbgrad.ops import public as _public
 from nbgrad.ops.creation import (
     arange,
     as_tensor,
@@ -54,145 +55,12 @@ from nbgrad.ops.creation import (
     zeros,
     zeros_like,
 )
-from nbgrad.ops.functions import (  # noqa: E402 - PyTorch's in-place module functions
-    abs,  # noqa: A004
-    abs_,
-    add,
-    addmm,
-    all,  # noqa: A004
-    allclose,
-    amax,
-    amin,
-    any,  # noqa: A004
-    argmax,
-    argmin,
-    as_strided,
-    bmm,
-    cat,
-    ceil,
-    ceil_,
-    clamp,
-    clip,
-    clone,
-    concat,
-    cos,
-    cos_,
-    detach,
-    div,
-    dot,
-    eq,
-    equal,
-    exp,
-    exp_,
-    expand,
-    expm1,
-    flatten,
-    floor,
-    floor_,
-    gather,
-    ge,
-    gt,
-    isclose,
-    isfinite,
-    isnan,
-    le,
-    log,
-    log1p,
-    log_,
-    log_softmax,
-    logical_and,
-    logical_not,
-    logical_or,
-    lt,
-    masked_fill,
-    matmul,
-    max,  # noqa: A004
-    maximum,
-    mean,
-    min,  # noqa: A004
-    minimum,
-    mm,
-    mul,
-    mv,
-    narrow,
-    ne,
-    neg,
-    neg_,
-    norm,
-    permute,
-    pow,  # noqa: A004
-    reciprocal,
-    reciprocal_,
-    relu,
-    reshape,
-    round,  # noqa: A004
-    round_,
-    rsqrt,
-    rsqrt_,
-    rsub,
-    select,
-    sigmoid,
-    sigmoid_,
-    sign,
-    sin,
-    sin_,
-    softmax,
-    sqrt,
-    sqrt_,
-    square,
-    squeeze,
-    stack,
-    sub,
-    sum,  # noqa: A004
-    t,
-    tan,
-    tan_,
-    tanh,
-    tanh_,
-    transpose,
-    trunc,
-    trunc_,
-    unsqueeze,
-    where,
-)
 
+# nbgrad.exp, nbgrad.matmul, ...: each declared public beside its code (see nbgrad/ops/public.py);
+# importing ``methods`` above imported them all.
+globals().update(_public.exports())
 methods.install()
 
-# The ``out=`` form of the module functions tutorials use it with (torch.matmul(a, b, out=c)).
-for _name in (
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "matmul",
-    "mm",
-    "bmm",
-    "mv",
-    "dot",
-    "pow",
-    "exp",
-    "log",
-    "sin",
-    "cos",
-    "tanh",
-    "sigmoid",
-    "sqrt",
-    "abs",
-    "neg",
-    "clamp",
-    "maximum",
-    "minimum",
-    "sum",
-    "mean",
-    "cat",
-    "stack",
-    "where",
-    "addmm",
-    "square",
-    "reciprocal",
-):
-    globals()[_name] = out.with_out(globals()[_name])
-del _name
 creation.install()
 
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy would warn from inside nbgrad.
@@ -206,8 +74,6 @@ warnings.filterwarnings(
 )
 
 __version__ = "0.1.0"
-
-multiply, subtract, divide, negative = mul, sub, div, neg
 
 
 def is_tensor(obj):

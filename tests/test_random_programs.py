@@ -234,6 +234,8 @@ UNARY = [
     ("{}.reciprocal()", lambda T, x: x.reciprocal(), lambda a: np.all(np.abs(a) > 0.2)),
     ("{}.log1p()", lambda T, x: x.log1p(), lambda a: np.all(a > -0.8)),
     ("{}.expm1()", lambda T, x: x.expm1(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.erf()", lambda T, x: x.erf(), None),
+    ("T.erf({})", lambda T, x: T.erf(x), None),
     ("{}.sin()", lambda T, x: x.sin(), None),
     ("{}.cos()", lambda T, x: x.cos(), None),
     ("{}.tan()", lambda T, x: x.tan(), lambda a: np.all(np.abs(a) < 1.2)),

@@ -127,10 +127,10 @@ def linear(input, weight, bias=None):
         rows = int(np.prod(shape[:-1], dtype=np.int64))
         flat = ops.reshape(input, (rows, shape[-1]))
         out = ops.addmm(bias, flat, ops.t(weight))
-        return ops.view(out, (*shape[:-1], out.shape[1]))
+        return out.view((*shape[:-1], out.shape[1]))
     out = ops.matmul(input, ops.t(weight))
     if bias is not None:
-        out = ops.add_(out, bias)
+        out = out.add_(bias)
     return out
 
 
@@ -436,7 +436,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         keep = creation._generator.random(input.shape) >= p
         mask = (keep / (1 - p)).astype(dtype)
     mask = Tensor._make(mask)
-    return ops.mul_(input, mask) if inplace else ops.mul(input, mask)
+    return input.mul_(mask) if inplace else ops.mul(input, mask)
 
 
 def _check_indices(indices, name):
@@ -520,7 +520,7 @@ def _check_floating(input, kernel):
 
 
 def relu(input, inplace=False):
-    return ops.relu_(input) if inplace else ops.relu(input)
+    return input.relu_() if inplace else ops.relu(input)
 
 
 def gelu(input, approximate="none"):
@@ -774,9 +774,9 @@ def _nll_loss_nd(input, target, weight, reduction, ignore_index):
         return run_op(spec, (input,), attrs)[0]
     # Other ranks: PyTorch views (N, C, d1, d2, ...) as a 4-d (N, C, 1, d1*d2*...) first.
     n, c = shape[:2]
-    flat = ops.view(ops.contiguous(input), (n, c, 1, -1))
+    flat = input.contiguous().view((n, c, 1, -1))
     out = run_op(spec, (flat,), (labels.reshape(n, 1, -1), *attrs[1:]))[0]
-    return ops.view(out, out_size) if reduction == nn_kernels.REDUCTION_NONE else out
+    return out.view(out_size) if reduction == nn_kernels.REDUCTION_NONE else out
 
 
 def cross_entropy(
@@ -827,7 +827,7 @@ def _mul_scalar(tensor, number):
 def _class_weight_view(weight, ndim, class_dim):
     shape = [1] * ndim
     shape[class_dim] = weight.shape[0]
-    return ops.view(weight, shape)
+    return weight.view(shape)
 
 
 def _cross_entropy_probabilities(input, target, weight, reduction, label_smoothing, class_dim):
@@ -860,7 +860,7 @@ def _cross_entropy_label_smoothing(
         )
     else:
         smooth = -ops.sum(log_probs, class_dim)
-    smooth = ops.masked_fill_(smooth, ignored, 0.0)
+    smooth = smooth.masked_fill_(ignored, 0.0)
     if reduction == nn_kernels.REDUCTION_MEAN:
         if weight is not None:
             counted = Tensor._make(np.asarray(weight._data[target._data[~ignored]].sum()))
@@ -925,6 +925,6 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     for x in (x1, x2):
         norm = ops.clone(run_op(OPS["linalg_vector_norm"], (x,), (2, (dim,), True)))
         with grad_mode.no_grad():
-            ops.clamp_(norm, min=eps)
+            norm.clamp_(min=eps)
         norms.append(norm)
     return ops.sum(ops.div(x1, norms[0]) * ops.div(x2, norms[1]), dim)

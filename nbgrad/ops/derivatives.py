@@ -12,7 +12,7 @@ shows the same text.
 
 import numpy as np
 
-from nbgrad.ops import formula_math
+from nbgrad.ops import formula_math, nn_kernels
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -52,7 +52,8 @@ op("div_rounded", "DivBackward2", ("self", "other"),
    {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
    lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
    attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
-op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True)
+op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
+   inplace=True)
 op("pow", "PowBackward0", ("self",),
    {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},
    np.power, attrs=("exponent",), saves=("self", "exponent"))
@@ -75,43 +76,66 @@ op("minimum", "MinimumBackward0", ("self", "other"),
    np.minimum, saves=("other", "self"), promote=True)
 
 # --- element-wise functions ---------------------------------------------------------------------
+# The flags make the public names (ops/public.py): ``function`` nbgrad.exp, ``method`` x.exp(),
+# ``inplace`` x.exp_() and nbgrad.exp_, ``out`` nbgrad.exp(x, out=y).
 
 op("exp", "ExpBackward0", ("self",), {"self": "grad * result"}, np.exp, saves=("result",),
-   floating=True, same_shape=True)
+   floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("log", "LogBackward0", ("self",), {"self": "grad / self"}, np.log, saves=("self",),
-   floating=True, same_shape=True)
+   floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("sin", "SinBackward0", ("self",), {"self": "grad * cos(self)"}, np.sin, saves=("self",),
-   floating=True, same_shape=True)
+   floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("cos", "CosBackward0", ("self",), {"self": "-grad * sin(self)"}, np.cos, saves=("self",),
-   floating=True, same_shape=True)
+   floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("tan", "TanBackward0", ("self",), {"self": "grad * (1 + result * result)"}, np.tan,
-   saves=("result",), floating=True, same_shape=True)
+   saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("tanh", "TanhBackward0", ("self",), {"self": "grad * (1 - result * result)"}, np.tanh,
-   saves=("result",), floating=True, same_shape=True)
+   saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - result)"},
-   lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, saves=("result",), floating=True, same_shape=True)
+   lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("relu", "ReluBackward0", ("self",), {"self": "grad * (result > 0)"},
-   lambda self: np.maximum(self, 0), saves=("result",), same_shape=True)
+   lambda self: np.maximum(self, 0), saves=("result",), same_shape=True,
+   # torch.relu takes no out=; torch.relu_ exists but nbgrad has only exported x.relu_() so far
+   function=True, method=True, inplace="method")
 op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
-   saves=("result",), floating=True, same_shape=True)
+   saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("rsqrt", "RsqrtBackward0", ("self",), {"self": "-0.5 * grad * result * result * result"},
-   lambda self: 1 / np.sqrt(self), saves=("result",), floating=True, same_shape=True)
+   lambda self: 1 / np.sqrt(self), saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * result"},
-   np.reciprocal, saves=("result",), floating=True, same_shape=True)
+   np.reciprocal, saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",),
-   same_shape=True)
-op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign, same_shape=True)
+   same_shape=True, function=True, method=("abs", "absolute"), inplace=True, out=True)
+op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign, same_shape=True,
+   function=True, method=True, inplace="method", out=True)  # PyTorch has no torch.sign_
 # Step functions: flat almost everywhere, so their gradient is zero (but they are recorded).
-op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor, same_shape=True)
-op("ceil", "CeilBackward0", ("self",), {"self": "zeros_like(grad)"}, np.ceil, same_shape=True)
-op("trunc", "TruncBackward0", ("self",), {"self": "zeros_like(grad)"}, np.trunc, same_shape=True)
-op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round, same_shape=True)
+op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("ceil", "CeilBackward0", ("self",), {"self": "zeros_like(grad)"}, np.ceil, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("trunc", "TruncBackward0", ("self",), {"self": "zeros_like(grad)"}, np.trunc, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round, same_shape=True,
+   inplace=True)
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True, same_shape=True)
+   saves=("self",), floating=True, same_shape=True, function=True, method=True, out=True)
 op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True, same_shape=True)
+   saves=("result",), floating=True, same_shape=True, function=True, method=True, out=True)
+op("erf", "ErfBackward0", ("self",),
+   {"self": "1.1283791670955126 * exp(-self ** 2) * grad"},  # 2 / sqrt(pi)
+   nn_kernels.erf, saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("clamp", "ClampBackward1", ("self",), {"self": "clamp_backward(grad, self, min, max)"},
    lambda self, min, max: np.clip(self, min, max), attrs=("min", "max"),  # noqa: A006
    saves=("min", "max", "self"))
@@ -385,8 +409,6 @@ def _assign(array, key, value):
 # where they have no edge in next_functions but are still shown as ``_saved_*`` tensors.
 # Reductions are PyTorch's enum: 0 = "none", 1 = "mean", 2 = "sum".
 
-from nbgrad.ops import nn_kernels  # noqa: E402
-
 op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
    {"input": "convolution_input_grad(grad, input.shape, weight, stride, padding, dilation, "
              "groups)",
@@ -476,9 +498,6 @@ op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
           "weight"))
 op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
    nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
-op("erf", "ErfBackward0", ("self",),
-   {"self": "grad * 1.1283791670955126 * exp(-self * self)"},  # 2 / sqrt(pi)
-   nn_kernels.erf, saves=("self",), floating=True)
 op("leaky_relu", "LeakyReluBackward0", ("self",),
    {"self": "where(self > 0, grad, grad * negative_slope)"},
    lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),

@@ -1,17 +1,26 @@
-"""Tensor methods and operators: ``x.exp()``, ``x + y``, ``x[0] = v``, all calling ``functions``."""
+"""Tensor methods and operators: ``x.exp()``, ``x + y``, ``x[0] = v``, all calling ``functions``.
+
+The methods that are a function with the tensor first are declared beside their function (see
+``ops/public.py``); this module binds them, and defines the operators and the methods that exist
+only as methods (``x.float()``, ``x.view_as(y)``, ``x.to(...)``).
+"""
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import functions as F
+from nbgrad.ops import public
 from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions import comparison, indexing, inplace
+from nbgrad.ops.functions._common import _PYTHON_NUMBERS, _broadcast_error, _operand
+from nbgrad.ops.functions.arithmetic import _check_sub, rdiv
 
 
 def _reflected(function):
     def method(self, other):
-        if type(other) not in F._PYTHON_NUMBERS and not isinstance(other, Tensor):
+        if type(other) not in _PYTHON_NUMBERS and not isinstance(other, Tensor):
             try:
-                other = F._operand(other)
+                other = _operand(other)
             except TypeError:
                 return NotImplemented
         return function(self, other)
@@ -25,9 +34,9 @@ def _arithmetic(spec_name, attrs=(), check=None):
     spec = OPS[spec_name]
 
     def operator(self, other):
-        if type(other) not in F._PYTHON_NUMBERS and not isinstance(other, Tensor):
+        if type(other) not in _PYTHON_NUMBERS and not isinstance(other, Tensor):
             try:
-                other = F._operand(other)
+                other = _operand(other)
             except TypeError:
                 return NotImplemented
         if check is not None:
@@ -35,7 +44,7 @@ def _arithmetic(spec_name, attrs=(), check=None):
         try:
             return run_op(spec, (self, other), attrs)
         except ValueError:
-            raise F._broadcast_error(self, other) from None
+            raise _broadcast_error(self, other) from None
 
     operator.__name__ = f"__{spec_name}__"
     return operator
@@ -46,7 +55,7 @@ def _swapped(function):
 
     def method(self, other):
         try:
-            other = F._operand(other)
+            other = _operand(other)
         except TypeError:
             return NotImplemented
         return function(other, self)
@@ -75,7 +84,7 @@ def _rmatmul(self, other):
 
 def _rsub(self, other):
     try:
-        other = F._operand(other)
+        other = _operand(other)
     except TypeError:
         return NotImplemented
     return F.rsub(self, other)
@@ -83,15 +92,15 @@ def _rsub(self, other):
 
 def _rtruediv(self, other):
     try:
-        other = F._operand(other)
+        other = _operand(other)
     except TypeError:
         return NotImplemented
-    return F.rdiv(self, other)
+    return rdiv(self, other)
 
 
 def _rpow(self, other):
     try:
-        other = F._operand(other)
+        other = _operand(other)
     except TypeError:
         return NotImplemented
     return F.pow(other, self)
@@ -100,7 +109,7 @@ def _rpow(self, other):
 OPERATORS = {
     "__add__": _arithmetic("add"),
     "__radd__": _arithmetic("add"),
-    "__sub__": _arithmetic("sub", check=F._check_sub),
+    "__sub__": _arithmetic("sub", check=_check_sub),
     "__rsub__": _rsub,
     "__mul__": _arithmetic("mul"),
     "__rmul__": _arithmetic("mul"),
@@ -113,151 +122,36 @@ OPERATORS = {
     "__neg__": F.neg,
     "__pos__": lambda self: self,
     "__abs__": F.abs,
-    "__floordiv__": _reflected(F.floor_divide),
-    "__rfloordiv__": _swapped(F.floor_divide),
-    "__mod__": _reflected(F.remainder),
-    "__rmod__": _swapped(F.remainder),
+    "__floordiv__": _reflected(comparison.floor_divide),
+    "__rfloordiv__": _swapped(comparison.floor_divide),
+    "__mod__": _reflected(comparison.remainder),
+    "__rmod__": _swapped(comparison.remainder),
     "__eq__": _reflected(F.eq),
     "__ne__": _reflected(F.ne),
     "__lt__": _reflected(F.lt),
     "__le__": _reflected(F.le),
     "__gt__": _reflected(F.gt),
     "__ge__": _reflected(F.ge),
-    "__and__": _reflected(F.bitwise_and),
-    "__rand__": _reflected(F.bitwise_and),
-    "__or__": _reflected(F.bitwise_or),
-    "__ror__": _reflected(F.bitwise_or),
-    "__xor__": _reflected(F.bitwise_xor),
-    "__rxor__": _reflected(F.bitwise_xor),
-    "__invert__": F.bitwise_not,
-    "__iadd__": _inplace_operator(F.add_),
-    "__isub__": _inplace_operator(F.sub_),
-    "__imul__": _inplace_operator(F.mul_),
-    "__itruediv__": _inplace_operator(F.div_),
-    "__getitem__": F.getitem,
-    "__setitem__": F.setitem,
+    "__and__": _reflected(comparison.bitwise_and),
+    "__rand__": _reflected(comparison.bitwise_and),
+    "__or__": _reflected(comparison.bitwise_or),
+    "__ror__": _reflected(comparison.bitwise_or),
+    "__xor__": _reflected(comparison.bitwise_xor),
+    "__rxor__": _reflected(comparison.bitwise_xor),
+    "__invert__": comparison.bitwise_not,
+    "__iadd__": _inplace_operator(inplace.add_),
+    "__isub__": _inplace_operator(inplace.sub_),
+    "__imul__": _inplace_operator(inplace.mul_),
+    "__itruediv__": _inplace_operator(inplace.div_),
+    "__getitem__": indexing.getitem,
+    "__setitem__": indexing.setitem,
 }
 
-# Methods that are exactly the module function of the same name, with the tensor first.
-SAME_AS_FUNCTION = [
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "pow",
-    "square",
-    "neg",
-    "exp",
-    "log",
-    "sin",
-    "cos",
-    "tan",
-    "tanh",
-    "sigmoid",
-    "relu",
-    "sqrt",
-    "rsqrt",
-    "reciprocal",
-    "abs",
-    "sign",
-    "log1p",
-    "expm1",
-    "clamp",
-    "clip",
-    "masked_fill",
-    "softmax",
-    "log_softmax",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "logical_and",
-    "logical_or",
-    "logical_not",
-    "isnan",
-    "isfinite",
-    "equal",
-    "allclose",
-    "isclose",
-    "argmax",
-    "argmin",
-    "all",
-    "any",
-    "floor",
-    "ceil",
-    "trunc",
-    "round",
-    "sum",
-    "mean",
-    "max",
-    "min",
-    "amax",
-    "norm",
-    "amin",
-    "mm",
-    "mv",
-    "dot",
-    "bmm",
-    "matmul",
-    "view",
-    "reshape",
-    "flatten",
-    "t",
-    "transpose",
-    "permute",
-    "unsqueeze",
-    "squeeze",
-    "expand",
-    "sum_to_size",
-    "narrow",
-    "select",
-    "as_strided",
-    "gather",
-    "clone",
-    "contiguous",
-    "add_",
-    "sub_",
-    "mul_",
-    "div_",
-    "clamp_",
-    "relu_",
-    "exp_",
-    "log_",
-    "sin_",
-    "cos_",
-    "tan_",
-    "tanh_",
-    "sigmoid_",
-    "sqrt_",
-    "rsqrt_",
-    "reciprocal_",
-    "abs_",
-    "neg_",
-    "sign_",
-    "floor_",
-    "ceil_",
-    "round_",
-    "trunc_",
-    "zero_",
-    "fill_",
-    "copy_",
-    "masked_fill_",
-]
-
-ALIASES = {
-    "maximum": F.maximum_method,
-    "minimum": F.minimum_method,
-    "multiply": F.mul,
-    "subtract": F.sub,
-    "divide": F.div,
-    "negative": F.neg,
-    "absolute": F.abs,
-    "swapaxes": F.transpose,
+# Methods with no function of their own: conversions, and the ``*_as`` and ``clamp_min`` spellings.
+METHOD_ONLY = {
     "clamp_min": lambda self, min: F.clamp(self, min=min),  # noqa: A006
     "clamp_max": lambda self, max: F.clamp(self, max=max),  # noqa: A006
-    "view_as": lambda self, other: F.view(self, other._data.shape),
+    "view_as": lambda self, other: self.view(other._data.shape),
     "reshape_as": lambda self, other: F.reshape(self, other._data.shape),
     "expand_as": lambda self, other: F.expand(self, other._data.shape),
     "type_as": lambda self, other: F.to_dtype(self, other._dtype),
@@ -305,9 +199,9 @@ def _type(self, dtype=None):
 def install():
     for name, function in OPERATORS.items():
         setattr(Tensor, name, function)
-    for name in SAME_AS_FUNCTION:
-        setattr(Tensor, name, getattr(F, name))
-    for name, function in ALIASES.items():
+    for name, function in public.METHODS.items():
+        setattr(Tensor, name, function)
+    for name, function in METHOD_ONLY.items():
         setattr(Tensor, name, function)
     Tensor.to = _to
     Tensor.type = _type

@@ -32,6 +32,13 @@ class OpSpec:
     variadic  the single input is a list of tensors (cat, stack); its formula returns a list
     promote   bring the inputs to one dtype first, by PyTorch's type-promotion rules
     floating  integer inputs become the default float dtype first (exp, mean, true division)
+
+    For an op whose function is this entry run as is on one tensor (see ``ops/public.py``):
+
+    function  make ``nbgrad.<name>``: True, another name, or a tuple of names (aliases)
+    method    make the Tensor method ``x.<name>()``, named the same ways
+    inplace   make ``x.<name>_()`` and ``nbgrad.<name>_`` (True), or only the method ("method")
+    out       ``nbgrad.<name>`` also takes ``out=``
     """
 
     __slots__ = (
@@ -61,6 +68,10 @@ class OpSpec:
         "floating",
         "node_class",
         "create_graph_order",
+        "function",
+        "method",
+        "inplace",
+        "out",
     )
 
     def __init__(
@@ -80,6 +91,10 @@ class OpSpec:
         floating=False,
         constants=None,
         same_shape=False,
+        function=False,
+        method=False,
+        inplace=False,
+        out=False,
     ):
         self.name = name
         self.node = node
@@ -98,6 +113,10 @@ class OpSpec:
         self.variadic = variadic
         self.promote = promote
         self.floating = floating
+        self.function = function
+        self.method = method
+        self.inplace = inplace
+        self.out = out
         unknown = set(self.grads) - set(self.inputs)
         if unknown:
             raise ValueError(f"{node}: formulas for unknown inputs {sorted(unknown)}")

@@ -30,7 +30,7 @@ class Unflatten(Module):
     def forward(self, input):
         dim = self.dim % input.dim()
         shape = (*input.shape[:dim], *self.unflattened_size, *input.shape[dim + 1 :])
-        return functions.view(input, shape)
+        return input.view(shape)
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -1,4 +1,7 @@
-"""Arithmetic and element-wise functions: ``+ - * / **``, ``exp``, ``clamp``, ``where``, softmax."""
+"""Arithmetic: ``+ - * / **``, ``clamp``, ``where``, softmax.
+
+The element-wise functions that are their table entry run as is (``exp``, ``sin``) are made from
+their entry: see ``ops/public.py``."""
 
 import numpy as np
 
@@ -16,8 +19,10 @@ from nbgrad.ops.functions._common import (
     _operand,
     to_dtype,
 )
+from nbgrad.ops.public import public
 
 
+@public(function=True, method=True, out=True)
 def add(input, other, *, alpha=1):  # noqa: A002 - PyTorch's argument names
     if alpha == 1:
         return _binary(OPS["add"], input, other)
@@ -42,6 +47,7 @@ def _check_sub(a, b):
         )
 
 
+@public(function=("sub", "subtract"), method=("sub", "subtract"), out=True)
 def sub(input, other, *, alpha=1):  # noqa: A002
     _check_sub(input, other)
     if alpha == 1:
@@ -56,6 +62,7 @@ def _promoted(input, *others):  # noqa: A002
     return input if target is input._dtype else to_dtype(input, target)
 
 
+@public(function=True)
 def rsub(input, other, *, alpha=1):  # noqa: A002
     """``other - alpha * input`` for a Python number ``other``: PyTorch's RsubBackward1."""
     _check_sub(other, input)
@@ -65,10 +72,12 @@ def rsub(input, other, *, alpha=1):  # noqa: A002
     return run_op(OPS["rsub"], (_promoted(input, other),), (other, alpha))
 
 
+@public(function=("mul", "multiply"), method=("mul", "multiply"), out=True)
 def mul(input, other):  # noqa: A002
     return _binary(OPS["mul"], input, other)
 
 
+@public(function=("div", "divide"), method=("div", "divide"), out=True)
 def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode not in (None, "trunc", "floor"):
         raise RuntimeError(
@@ -82,9 +91,10 @@ def div(input, other, *, rounding_mode=None):  # noqa: A002
 
 def rdiv(input, other):  # noqa: A002
     """``other / input`` for a number ``other``: PyTorch computes ``reciprocal(input) * other``."""
-    return mul(reciprocal(input), other)
+    return mul(run_op(OPS["reciprocal"], (input,)), other)
 
 
+@public(function=("neg", "negative"), method=("neg", "negative"), out=True)
 def neg(input):  # noqa: A002
     if input._dtype is dtypes.bool:
         raise RuntimeError(
@@ -94,6 +104,7 @@ def neg(input):  # noqa: A002
     return run_op(OPS["neg"], (input,))
 
 
+@public(function=True, method=True, out=True)
 def pow(input, exponent):  # noqa: A001, A002
     if not isinstance(input, Tensor):
         base = _operand(input)
@@ -119,6 +130,7 @@ def _check_bool_pow(base, exponent):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
 
 
+@public(function=True, method=True, out=True)
 def square(input):  # noqa: A002
     return pow(input, 2)
 
@@ -147,69 +159,16 @@ def _tensors_only(name):
 
 
 maximum, maximum_method = _tensors_only("maximum")
+public(function=True, out=True)(maximum)
+public(method=True)(maximum_method)
 
 
 minimum, minimum_method = _tensors_only("minimum")
+public(function=True, out=True)(minimum)
+public(method=True)(minimum_method)
 
 
-def _unary(name):
-    spec = OPS[name]
-
-    def function(input):  # noqa: A002
-        if not isinstance(input, Tensor):
-            _check_tensor(input)
-        return run_op(spec, (input,))
-
-    function.__name__ = name
-    function.__doc__ = f"Element-wise {name}; its backward is ``{spec.grads['self']}``."
-    return function
-
-
-exp = _unary("exp")
-
-
-log = _unary("log")
-
-
-sin = _unary("sin")
-
-
-cos = _unary("cos")
-
-
-tan = _unary("tan")
-
-
-tanh = _unary("tanh")
-
-
-sigmoid = _unary("sigmoid")
-
-
-relu = _unary("relu")
-
-
-sqrt = _unary("sqrt")
-
-
-rsqrt = _unary("rsqrt")
-
-
-reciprocal = _unary("reciprocal")
-
-
-abs = _unary("abs")  # noqa: A001
-
-
-sign = _unary("sign")
-
-
-log1p = _unary("log1p")
-
-
-expm1 = _unary("expm1")
-
-
+@public(function=("clamp", "clip"), method=("clamp", "clip"), out=True)
 def clamp(input, min=None, max=None):  # noqa: A001, A002
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -227,9 +186,7 @@ def _operand_or_none(value):
     return None if value is None else _operand(value)
 
 
-clip = clamp
-
-
+@public(function=True, out=True)
 def where(condition, input=None, other=None):  # noqa: A002
     condition = _bool_array(condition, "where")
     if input is None and other is None:
@@ -267,6 +224,7 @@ def _bool_array(mask, op_name):
     return np.asarray(mask, dtype=bool)
 
 
+@public(function=True, method=True)
 def masked_fill(input, mask, value):  # noqa: A002
     mask = _bool_array(mask, "masked_fill_")
     if isinstance(value, Tensor) and value._requires_grad:
@@ -275,6 +233,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     return _fresh(run_op(OPS["masked_fill"], (input,), (mask, _number(value))))
 
 
+@public(function=True, method=True)
 def softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
@@ -282,6 +241,7 @@ def softmax(input, dim, dtype=None):  # noqa: A002
     return _fresh(run_op(OPS["softmax"], (input,), (dim,)))
 
 
+@public(function=True, method=True)
 def log_softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)

@@ -1,4 +1,4 @@
-"""Results that carry no gradient: comparisons, logical and bitwise ops, ``argmax``, rounding."""
+"""Results that carry no gradient: comparisons, logical and bitwise ops, ``argmax``, ``round``."""
 
 import numpy as np
 
@@ -8,9 +8,10 @@ from nbgrad.autograd.tensor import Tensor, _wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _array, _broadcast_error, _make, _operand
 from nbgrad.ops.functions.reductions import _check_reduced_sizes
+from nbgrad.ops.public import public
 
 
-def _no_grad_result(function, kernel=None, kinds=None):
+def _no_grad_result(name, function, kernel=None, kinds=None):
     """An op without a gradient. Its operands are first brought to PyTorch's result dtype
     (Python numbers stay weak, as in PyTorch); ``kinds`` lists the dtype categories the op
     accepts (0 bool, 1 integer, 2 float), and ``kernel`` names it in PyTorch's refusal."""
@@ -36,52 +37,53 @@ def _no_grad_result(function, kernel=None, kinds=None):
             out = out.astype(target.numpy, copy=False)
         return _make(out)
 
-    compute.__name__ = function.__name__
+    compute.__name__ = compute.__qualname__ = name
     return compute
 
 
-eq = _no_grad_result(np.equal)
+eq = public(function=True, method=True)(_no_grad_result("eq", np.equal))
 
 
-ne = _no_grad_result(np.not_equal)
+ne = public(function=True, method=True)(_no_grad_result("ne", np.not_equal))
 
 
-lt = _no_grad_result(np.less)
+lt = public(function=True, method=True)(_no_grad_result("lt", np.less))
 
 
-le = _no_grad_result(np.less_equal)
+le = public(function=True, method=True)(_no_grad_result("le", np.less_equal))
 
 
-gt = _no_grad_result(np.greater)
+gt = public(function=True, method=True)(_no_grad_result("gt", np.greater))
 
 
-ge = _no_grad_result(np.greater_equal)
+ge = public(function=True, method=True)(_no_grad_result("ge", np.greater_equal))
 
 
-logical_and = _no_grad_result(np.logical_and)
+logical_and = public(function=True, method=True)(_no_grad_result("logical_and", np.logical_and))
 
 
-logical_or = _no_grad_result(np.logical_or)
+logical_or = public(function=True, method=True)(_no_grad_result("logical_or", np.logical_or))
 
 
-logical_xor = _no_grad_result(np.logical_xor)
+logical_xor = _no_grad_result("logical_xor", np.logical_xor)
 
 
-bitwise_and = _no_grad_result(np.bitwise_and, "bitwise_and_cpu", (0, 1))
+bitwise_and = _no_grad_result("bitwise_and", np.bitwise_and, "bitwise_and_cpu", (0, 1))
 
 
-bitwise_or = _no_grad_result(np.bitwise_or, "bitwise_or_cpu", (0, 1))
+bitwise_or = _no_grad_result("bitwise_or", np.bitwise_or, "bitwise_or_cpu", (0, 1))
 
 
-bitwise_xor = _no_grad_result(np.bitwise_xor, "bitwise_xor_cpu", (0, 1))
+bitwise_xor = _no_grad_result("bitwise_xor", np.bitwise_xor, "bitwise_xor_cpu", (0, 1))
 
 
-floor_divide = _no_grad_result(np.floor_divide, "div_floor_cpu", (1, 2))
+floor_divide = _no_grad_result("floor_divide", np.floor_divide, "div_floor_cpu", (1, 2))
 
 
-remainder = _no_grad_result(np.remainder, "remainder_cpu", (1, 2))
+remainder = _no_grad_result("remainder", np.remainder, "remainder_cpu", (1, 2))
 
 
+@public(function=True, method=True)
 def logical_not(input):  # noqa: A002
     return _make(np.logical_not(input._data))
 
@@ -90,30 +92,37 @@ def bitwise_not(input):  # noqa: A002
     return _make(np.invert(input._data))
 
 
+@public(function=True, method=True)
 def isnan(input):  # noqa: A002
     return _make(np.isnan(input._data))
 
 
+@public(function=True, method=True)
 def isfinite(input):  # noqa: A002
     return _make(np.isfinite(input._data))
 
 
+@public(function=True, method=True)
 def equal(input, other):  # noqa: A002
     return input._data.shape == other._data.shape and bool(np.array_equal(input._data, other._data))
 
 
+@public(function=True, method=True)
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+@public(function=True, method=True)
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
     return _make(np.isclose(input._data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+@public(function=True, method=True)
 def argmax(input, dim=None, keepdim=False):  # noqa: A002
     return _arg_extreme(np.argmax, input, dim, keepdim)
 
 
+@public(function=True, method=True)
 def argmin(input, dim=None, keepdim=False):  # noqa: A002
     return _arg_extreme(np.argmin, input, dim, keepdim)
 
@@ -133,26 +142,17 @@ def _arg_extreme(function, input, dim, keepdim):  # noqa: A002
     return _make(function(input._data, axis=_wrap_dim(dim, input.dim()), keepdims=keepdim))
 
 
+@public(function=True, method=True)
 def all(input, dim=None, keepdim=False):  # noqa: A001, A002
     return _make(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim)))
 
 
+@public(function=True, method=True)
 def any(input, dim=None, keepdim=False):  # noqa: A001, A002
     return _make(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim)))
 
 
-def floor(input):  # noqa: A002
-    return run_op(OPS["floor"], (input,))
-
-
-def ceil(input):  # noqa: A002
-    return run_op(OPS["ceil"], (input,))
-
-
-def trunc(input):  # noqa: A002
-    return run_op(OPS["trunc"], (input,))
-
-
+@public(function=True, method=True)
 def round(input, decimals=0):  # noqa: A001, A002
     if decimals == 0:
         return run_op(OPS["round"], (input,))

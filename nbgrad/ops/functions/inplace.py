@@ -1,4 +1,6 @@
-"""In-place operations: ``add_``, ``mul_``, ``zero_``, ``copy_``, ...: they bump the version."""
+"""In-place operations: ``add_``, ``mul_``, ``zero_``, ``copy_``, ...: they bump the version. (Those
+that are a table entry run as is, ``exp_`` or ``relu_``, are made from their entry: see
+``ops/public.py``.)"""
 
 import numpy as np
 
@@ -7,6 +9,7 @@ from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _broadcast_error, _listed, _number, _operand
 from nbgrad.ops.functions.arithmetic import _bool_array, _check_sub
+from nbgrad.ops.public import public
 
 
 def _inplace_operand(input, other):  # noqa: A002
@@ -25,12 +28,14 @@ def _inplace_operand(input, other):  # noqa: A002
     return other
 
 
+@public(method=True)
 def add_(input, other, *, alpha=1):  # noqa: A002
     if alpha == 1:
         return run_inplace(OPS["add"], input, (_inplace_operand(input, other),))
     return run_inplace(OPS["add_scaled"], input, (_inplace_operand(input, other),), (alpha,))
 
 
+@public(method=True)
 def sub_(input, other, *, alpha=1):  # noqa: A002
     _check_sub(input, other)
     if alpha == 1:
@@ -38,67 +43,40 @@ def sub_(input, other, *, alpha=1):  # noqa: A002
     return run_inplace(OPS["sub_scaled"], input, (_inplace_operand(input, other),), (alpha,))
 
 
+@public(method=True)
 def mul_(input, other):  # noqa: A002
     return run_inplace(OPS["mul"], input, (_inplace_operand(input, other),))
 
 
+@public(method=True)
 def div_(input, other):  # noqa: A002
     return run_inplace(OPS["div"], input, (_inplace_operand(input, other),))
 
 
+@public(method=True)
 def clamp_(input, min=None, max=None):  # noqa: A001, A002
     return run_inplace(OPS["clamp"], input, (), (_number(min), _number(max)))
 
 
-def relu_(input):  # noqa: A002
-    return run_inplace(OPS["relu"], input)
-
-
+@public(method=True)
 def zero_(input):  # noqa: A002
     return run_inplace(OPS["zero"], input)
 
 
+@public(method=True)
 def fill_(input, value):  # noqa: A002
     return run_inplace(OPS["fill"], input, (), (_number(value),))
 
 
+@public(method=True)
 def copy_(input, src):  # noqa: A002
     return run_inplace(OPS["copy"], input, (_inplace_operand(input, src),))
 
 
+@public(method=True)
 def masked_fill_(input, mask, value):  # noqa: A002
     if isinstance(mask, Tensor):
         _inplace_operand(input, mask)
     return run_inplace(
         OPS["masked_fill"], input, (), (_bool_array(mask, "masked_fill_"), _number(value))
     )
-
-
-def _unary_inplace(name):
-    spec = OPS[name]
-
-    def function(input):  # noqa: A002
-        return run_inplace(spec, input)
-
-    function.__name__ = name + "_"
-    function.__doc__ = f"In-place {name}: writes into the tensor and bumps its version."
-    return function
-
-
-exp_ = _unary_inplace("exp")
-log_ = _unary_inplace("log")
-sin_ = _unary_inplace("sin")
-cos_ = _unary_inplace("cos")
-tan_ = _unary_inplace("tan")
-tanh_ = _unary_inplace("tanh")
-sigmoid_ = _unary_inplace("sigmoid")
-sqrt_ = _unary_inplace("sqrt")
-rsqrt_ = _unary_inplace("rsqrt")
-reciprocal_ = _unary_inplace("reciprocal")
-abs_ = _unary_inplace("abs")
-neg_ = _unary_inplace("neg")
-sign_ = _unary_inplace("sign")
-floor_ = _unary_inplace("floor")
-ceil_ = _unary_inplace("ceil")
-round_ = _unary_inplace("round")
-trunc_ = _unary_inplace("trunc")

@@ -17,8 +17,10 @@ from nbgrad.ops.functions.shapes import (
     transpose,
     unsqueeze,
 )
+from nbgrad.ops.public import public
 
 
+@public(function=True, method=True, out=True)
 def mm(input, mat2):  # noqa: A002
     a, b = input._data.shape, mat2._data.shape
     if len(a) != 2:
@@ -38,6 +40,7 @@ def mm(input, mat2):  # noqa: A002
     return run_op(OPS["mm"], (input, mat2))
 
 
+@public(function=True, method=True, out=True)
 def mv(input, vec):  # noqa: A002
     a, v = input._data.shape, vec._data.shape
     if len(a) != 2 or len(v) != 1:
@@ -53,6 +56,7 @@ def mv(input, vec):  # noqa: A002
     return run_op(OPS["mv"], (input, vec))
 
 
+@public(function=True, method=True, out=True)
 def dot(input, tensor):  # noqa: A002
     a, b = input._data.shape, tensor._data.shape
     if len(a) != 1 or len(b) != 1:
@@ -71,6 +75,7 @@ def dot(input, tensor):  # noqa: A002
     return run_op(OPS["dot"], (input, tensor))
 
 
+@public(function=True, method=True, out=True)
 def bmm(input, mat2):  # noqa: A002
     a, b = input._data.shape, mat2._data.shape
     if len(a) != 3:
@@ -90,6 +95,7 @@ def bmm(input, mat2):  # noqa: A002
     return run_op(OPS["bmm"], (input, mat2))
 
 
+@public(function=True, out=True)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     a, b = mat1._data.shape, mat2._data.shape
     if a[1] != b[0]:
@@ -101,6 +107,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     return run_op(OPS["addmm_scaled"], (input, mat1, mat2), (beta, alpha))
 
 
+@public(function=True, method=True, out=True)
 def matmul(input, other):  # noqa: A002
     """Matrix product of any ranks, built from dot/mv/mm/bmm as PyTorch builds it."""
     da, db = input.dim(), other.dim()

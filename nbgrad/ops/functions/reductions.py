@@ -8,6 +8,7 @@ from nbgrad.autograd.tensor import Tensor, _wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _fresh
 from nbgrad.ops.functions.arithmetic import maximum, minimum
+from nbgrad.ops.public import public
 
 
 def _dims(dim, ndim):
@@ -18,6 +19,7 @@ def _dims(dim, ndim):
     return dims
 
 
+@public(function=True, method=True, out=True)
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001, A002
     if dtype is not None:
         input = input.to(dtype)
@@ -28,6 +30,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001, A002
     return _fresh(run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim)))
 
 
+@public(function=True, method=True, out=True)
 def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
@@ -47,6 +50,7 @@ MaxResult = collections.namedtuple("max", ["values", "indices"])
 MinResult = collections.namedtuple("min", ["values", "indices"])
 
 
+@public(function=True, method=True)
 def max(input, dim=None, keepdim=False):  # noqa: A001, A002
     if isinstance(dim, Tensor):
         return maximum(input, dim)
@@ -58,6 +62,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002
     return MaxResult(_fresh(values), _fresh(indices))
 
 
+@public(function=True, method=True)
 def min(input, dim=None, keepdim=False):  # noqa: A001, A002
     if isinstance(dim, Tensor):
         return minimum(input, dim)
@@ -91,18 +96,21 @@ def _check_reduced_sizes(input, name, dims, wrapped=True):  # noqa: A002
             raise IndexError(f"{name}(): Expected reduction dim {shown} to have non-zero size.")
 
 
+@public(function=True, method=True)
 def amax(input, dim=(), keepdim=False):  # noqa: A002
     dims = _dims(dim, input.dim())
     _check_reduced_sizes(input, "amax", dims, wrapped=False)
     return _fresh(run_op(OPS["amax"], (input,), (dims, keepdim)))
 
 
+@public(function=True, method=True)
 def amin(input, dim=(), keepdim=False):  # noqa: A002
     dims = _dims(dim, input.dim())
     _check_reduced_sizes(input, "amin", dims, wrapped=False)
     return _fresh(run_op(OPS["amin"], (input,), (dims, keepdim)))
 
 
+@public(function=True, method=True)
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
     """``x.norm()``: the 2-norm (Frobenius for matrices) or the 1-norm, over ``dim`` or all."""
     if dtype is not None:

@@ -11,6 +11,7 @@ from nbgrad.ops import formula_math
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _fresh, _listed
 from nbgrad.ops.functions.reductions import sum
+from nbgrad.ops.public import public
 
 
 def _shape_args(shape):
@@ -67,6 +68,7 @@ def _viewable(array, shape):
     return True
 
 
+@public(method=True)
 def view(input, *shape):  # noqa: A002
     shape = _infer_shape(_shape_args(shape), input._data.size)
     if not _viewable(input._data, shape):
@@ -77,6 +79,7 @@ def view(input, *shape):  # noqa: A002
     return run_op(OPS["view"], (input,), (shape,))
 
 
+@public(function=True, method=True)
 def reshape(input, *shape):  # noqa: A002
     shape = _infer_shape(_shape_args(shape), input._data.size)
     if input._data.flags.c_contiguous:
@@ -87,6 +90,7 @@ def reshape(input, *shape):  # noqa: A002
     return run_op(OPS["unsafe_view"], (run_op(OPS["clone"], (input,)),), (shape,))
 
 
+@public(function=True, method=True)
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     if input.dim() == 0:
         return reshape(input, (1,))
@@ -100,18 +104,21 @@ def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     return reshape(input, (*shape[:start], merged, *shape[end + 1 :]))
 
 
+@public(function=True, method=True)
 def t(input):  # noqa: A002
     if input.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
     return run_op(OPS["t"], (input,))
 
 
+@public(function=True, method=("transpose", "swapaxes"))
 def transpose(input, dim0, dim1):  # noqa: A002
     n = input.dim()
     _wrap_dim(dim0, n), _wrap_dim(dim1, n)  # checked, but saved as given, as PyTorch does
     return run_op(OPS["transpose"], (input,), (dim0, dim1))
 
 
+@public(function=True, method=True)
 def permute(input, *dims):  # noqa: A002
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
@@ -129,10 +136,12 @@ def permute(input, *dims):  # noqa: A002
     return run_op(OPS["permute"], (input,), (dims,))
 
 
+@public(function=True, method=True)
 def unsqueeze(input, dim):  # noqa: A002
     return run_op(OPS["unsqueeze"], (input,), (_wrap_dim(dim, input.dim() + 1),))
 
 
+@public(function=True, method=True)
 def squeeze(input, dim=None):  # noqa: A002
     if dim is None:
         return run_op(OPS["squeeze"], (input,))
@@ -144,6 +153,7 @@ def squeeze(input, dim=None):  # noqa: A002
     return run_op(OPS["squeeze_dim"], (input,), (_wrap_dim(dim, input.dim()),))
 
 
+@public(function=True, method=True)
 def expand(input, *sizes):  # noqa: A002
     if not sizes:
         raise TypeError('expand() missing 1 required positional arguments: "size"')
@@ -177,6 +187,7 @@ def expand(input, *sizes):  # noqa: A002
     return run_op(OPS["expand"], (input,), (tuple(target),))
 
 
+@public(method=True)
 def sum_to_size(input, *size):  # noqa: A002
     size = _shape_args(size)
     shape = input._data.shape
@@ -190,6 +201,7 @@ def sum_to_size(input, *size):  # noqa: A002
     return view(summed, size) if lead else summed
 
 
+@public(function=("cat", "concat"), out=True)
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -213,9 +225,7 @@ def cat(tensors, dim=0):
     return _fresh(run_op(OPS["cat"], (tensors,), (dim,)))
 
 
-concat = cat
-
-
+@public(function=True, out=True)
 def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -230,6 +240,7 @@ def stack(tensors, dim=0):
     return _fresh(run_op(OPS["stack"], (tensors,), (_wrap_dim(dim, tensors[0].dim() + 1),)))
 
 
+@public(function=True, method=True)
 def narrow(input, dim, start, length):  # noqa: A002
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
@@ -245,6 +256,7 @@ def narrow(input, dim, start, length):  # noqa: A002
     return run_op(OPS["slice"], (input,), (dim, start, start + length, 1))
 
 
+@public(function=True, method=True)
 def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     """A view of ``input``'s storage (the memory of the tensor it is a view of, or its own)
     with the given geometry, in elements; by default from where ``input`` itself starts."""
@@ -272,6 +284,7 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     return run_op(OPS["as_strided"], (input,), (size, stride, storage_offset, geometry))
 
 
+@public(function=True, method=True)
 def select(input, dim, index):  # noqa: A002
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
@@ -283,6 +296,7 @@ def select(input, dim, index):  # noqa: A002
     return run_op(OPS["select"], (input,), (dim, index))
 
 
+@public(function=True, method=True)
 def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
     dim = _wrap_dim(dim, input.dim())
     if index._dtype not in (dtypes.int32, dtypes.int64):
@@ -304,10 +318,12 @@ def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
     return run_op(OPS["gather"], (input,), (dim, index._data, sparse_grad))
 
 
+@public(function=True, method=True)
 def clone(input):  # noqa: A002
     return run_op(OPS["clone"], (input,))
 
 
+@public(method=True)
 def contiguous(input):  # noqa: A002
     if input._data.flags.c_contiguous:
         return input
@@ -317,6 +333,7 @@ def contiguous(input):  # noqa: A002
     return result
 
 
+@public(function=True)
 def detach(input):  # noqa: A002
     return input.detach()
 

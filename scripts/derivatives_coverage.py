@@ -260,7 +260,9 @@ def render():
         f" = {100 * counts['covered'] / applicable:.1f}%",
         "",
         "The node is the class PyTorch generates for dense tensors; an entry with formulas for"
-        " nested tensors too has a second node, named after the first.",
+        " nested tensors too has a second node, named after the first. *Covered* says that an"
+        " entry of nbgrad's table (`nbgrad/ops/derivatives.py`) declares the node; that each"
+        " call records the same nodes as PyTorch is what `tests/test_graph_vs_torch.py` checks.",
         "",
         "| entry | PyTorch node | status |",
         "|---|---|---|",

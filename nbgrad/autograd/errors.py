@@ -76,7 +76,7 @@ def modified_by_inplace(saved, node):
         owner = grad_fn.name() if grad_fn is not None else None
     where = ""
     if owner is not None:
-        output_nr = saved.tensor._output_nr if saved.tensor is not None else 0
+        output_nr = saved.tensor._output_nr if saved.tensor is not None else saved.output_nr
         where = f", which is output {output_nr} of {_forward_name(owner)},"
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "

@@ -126,7 +126,7 @@ class SavedTensor:
     An operation's saver (compiled in ``dispatch._make_saver``) fills these fields without
     calling the constructor, with the code of ``saved_tensor_code`` below."""
 
-    __slots__ = ("data", "tensor", "counter", "version", "requires_grad")
+    __slots__ = ("data", "tensor", "counter", "version", "requires_grad", "output_nr")
 
     def __init__(self, tensor, is_output):
         self.data = tensor._data
@@ -136,6 +136,8 @@ class SavedTensor:
         self.counter = counter
         self.version = counter.value
         self.requires_grad = tensor._requires_grad
+        # Which output of the node it is read back from (a Function may save its second output).
+        self.output_nr = tensor._output_nr
         # An output is not kept as a Tensor: it would point back at its own grad_fn (a cycle).
         self.tensor = None if is_output else tensor
 
@@ -157,6 +159,7 @@ def saved_tensor_code(name, is_output):
         f"{name}.counter = counter",
         f"{name}.version = counter.value",
         f"{name}.requires_grad = tensor._requires_grad",
+        f"{name}.output_nr = tensor._output_nr",
         # An output is not kept as a Tensor: it would point back at its own grad_fn (a cycle).
         f"{name}.tensor = {'None' if is_output else 'tensor'}",
     ]
@@ -315,7 +318,7 @@ class TableNode(Node):
 
         # A saved output comes back attached to this node, so that a differentiable backward
         # that reads it (exp's ``grad * result``) is differentiated through it too.
-        return Tensor._make(saved.data, saved.requires_grad, self if saved.requires_grad else None)
+        return saved_output_tensor(saved, self)
 
     def apply_formulas(self, grads, create_graph):
         """Run the table's formulas for the inputs that have an edge. Most node classes replace
@@ -381,6 +384,15 @@ class TableNode(Node):
 
             return tensor(value)
         return _as_shown(value)
+
+
+def saved_output_tensor(saved, node):
+    """A saved output read back: a tensor on its data, output ``output_nr`` of ``node``."""
+    from nbgrad.autograd.tensor import Tensor
+
+    tensor = Tensor._make(saved.data, saved.requires_grad, node if saved.requires_grad else None)
+    tensor._output_nr = saved.output_nr
+    return tensor
 
 
 def _as_shown(value):

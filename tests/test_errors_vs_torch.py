@@ -405,6 +405,42 @@ CASES = {
         b.mul_(2)
         c.sum().backward()
     """,
+    # PyTorch names the forward op after its node: PowBackward1 -> Pow1, SinhBackward -> Sinh
+    "saved output modified (pow with a tensor exponent)": """
+        a = T.ones(2, requires_grad=True)
+        b = a * 1
+        c = b.pow(b)
+        c.add_(1)
+        c.sum().backward()
+    """,
+    "saved output modified (number ** tensor)": """
+        a = T.ones(2, requires_grad=True)
+        c = 2 ** a
+        c.add_(1)
+        c.sum().backward()
+    """,
+    "saved output modified (max)": """
+        a = T.tensor([1., 2.], requires_grad=True)
+        c = a.max()
+        c.add_(1)
+        c.backward()
+    """,
+    "saved output of a custom Function modified": """
+        class Twice(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * 2
+                ctx.save_for_backward(y)
+                return y
+            @staticmethod
+            def backward(ctx, g):
+                y, = ctx.saved_tensors
+                return g * y
+        a = T.ones(2, requires_grad=True)
+        y = Twice.apply(a)
+        y.add_(1)
+        y.sum().backward()
+    """,
     "input saved by a custom Function modified": """
         class Square(T.autograd.Function):
             @staticmethod

@@ -27,6 +27,25 @@ CASES = {
         y.backward()
         y.backward()
     """,
+    # A Python number operand is saved as a wrapped tensor, and freed after backward as well
+    "backward twice through a node that saved a number (mul)": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = (w * -1).mean()
+        v.backward()
+        v.backward()
+    """,
+    "backward twice through a node that saved a number (div)": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = (w / 2).sum()
+        v.backward()
+        v.backward()
+    """,
+    "saved number operand read after backward": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = w * 3
+        v.sum().backward()
+        v.grad_fn._saved_other
+    """,
     "autograd.grad twice": """
         a = T.tensor([1., 2.], requires_grad=True)
         y = (a * a).sum()

@@ -362,10 +362,13 @@ class TableNode(Node):
 
     def release_saved(self):
         saved = self._saved
-        for p in self.spec.buffer_positions:
+        spec = self.spec
+        for p in spec.buffer_positions:
             value = saved[p]
             # A saved tensor is by far the most common buffer: tested here, without a call.
             if type(value) is SavedTensor or _is_buffer(value):
+                saved[p] = FREED
+            elif value is not None and p in spec.operand_positions:  # a number as an operand
                 saved[p] = FREED
 
     def _read_saved(self, position):

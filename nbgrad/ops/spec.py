@@ -54,6 +54,7 @@ class OpSpec:
         "save_sources",
         "saves_tensors",
         "buffer_positions",
+        "operand_positions",
         "constants",
         "same_shape",
         "variadic",
@@ -119,6 +120,11 @@ class OpSpec:
             if kind in ("input", "result", "attr", "extra")
         )
         self.saves_tensors = bool(self.buffer_positions)
+        # Saved operands: a Python number there is, in PyTorch, a wrapped 0-dim tensor, freed
+        # after backward like any saved tensor (``(w * 2).sum()`` cannot backward twice).
+        self.operand_positions = frozenset(
+            p for p, (kind, _) in enumerate(self.save_sources) if kind == "input"
+        )
         self.node_class = None
         # PyTorch's generated backward computes its inputs' gradients in the order of their
         # names (``other`` before ``self``, ``mat1`` before ``mat2``): in a differentiable

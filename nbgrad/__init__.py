@@ -89,6 +89,8 @@ from nbgrad.ops.functions import (  # noqa: E402 - PyTorch's in-place module fun
     flatten,
     floor,
     floor_,
+    floor_divide,
+    fmod,
     gather,
     ge,
     gt,
@@ -124,6 +126,7 @@ from nbgrad.ops.functions import (  # noqa: E402 - PyTorch's in-place module fun
     reciprocal,
     reciprocal_,
     relu,
+    remainder,
     reshape,
     round,  # noqa: A004
     round_,

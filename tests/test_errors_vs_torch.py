@@ -46,6 +46,18 @@ CASES = {
         v.sum().backward()
         v.grad_fn._saved_other
     """,
+    # floor_divide and a number % tensor have no derivative: a NotImplemented grad_fn
+    "backward through floor_divide": """
+        w = T.tensor([1.5, -2.5], requires_grad=True)
+        y = w // 2
+        assert y.requires_grad and y.grad_fn.name() == "torch::autograd::NotImplemented"
+        assert type(y.grad_fn).__name__ == "NotImplemented"
+        (y * w).sum().backward()
+    """,
+    "backward through a number % tensor": """
+        w = T.tensor([1.5, -2.5], requires_grad=True)
+        (2 % w).sum().backward()
+    """,
     "autograd.grad twice": """
         a = T.tensor([1., 2.], requires_grad=True)
         y = (a * a).sum()

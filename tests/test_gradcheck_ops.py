@@ -230,6 +230,11 @@ case(
 case("clamp-tensor-min", lambda x, lo: torch.clamp(x, min=lo), BOUNDED, np.full((2, 3), -0.5))
 case("div-floor", lambda x, y: torch.div(x, y, rounding_mode="floor"), normal(2, 3), away(2, 3))
 case("div-trunc", lambda x, y: torch.div(x, y, rounding_mode="trunc"), normal(2, 3), away(3))
+# remainder and fmod: inputs keep self / other away from integers, where they jump.
+case("remainder", lambda x: x % 0.7, np.array([0.3, 1.1, -0.5, -1.2]))
+case("remainder-tensor", torch.remainder, np.array([0.3, 1.9, -0.5]), np.array([0.7, -0.8, 0.4]))
+case("fmod", lambda x: torch.fmod(x, 0.7), np.array([0.3, 1.1, -0.5, -1.2]))
+case("fmod-tensor", torch.fmod, np.array([0.3, 1.9, -0.5]), np.array([0.7, -0.8, 0.4]))
 # A 0-d tensor accepts dim 0 and -1, as in PyTorch.
 for label, fn in {
     "sum": lambda s: s.sum(0),
@@ -919,7 +924,9 @@ def test_grad_of_outputs_that_feed_each_other():
     y1 = x * 2
     y2 = y1 * 3
     ones = torch.ones(2)
-    assert torch.autograd.grad([y1, y2], x, [ones, ones])[0].tolist() == [8.0, 8.0]
+    # retain_graph: y1 and y2 saved the numbers 2 and 3, freed after a backward as in PyTorch
+    grads = torch.autograd.grad([y1, y2], x, [ones, ones], retain_graph=True)
+    assert grads[0].tolist() == [8.0, 8.0]
     assert torch.autograd.grad([y2, y1], x, [ones, ones])[0].tolist() == [8.0, 8.0]  # gave [2, 2]
     v = torch.tensor([1.0, 2.0], requires_grad=True)  # a leaf among the outputs
     assert torch.autograd.grad([-v, v], v, [ones, 3 * ones])[0].tolist() == [2.0, 2.0]

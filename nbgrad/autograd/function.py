@@ -15,9 +15,9 @@ from nbgrad.autograd.node import (
     Node,
     PackedSavedTensor,
     SavedTensor,
-    saved_output_tensor,
     edge_of,
     save,
+    saved_output_tensor,
 )
 from nbgrad.autograd.tensor import Tensor
 

@@ -314,8 +314,6 @@ class TableNode(Node):
     def _tensor_of(self, saved):
         if saved.tensor is not None:
             return saved.tensor
-        from nbgrad.autograd.tensor import Tensor
-
         # A saved output comes back attached to this node, so that a differentiable backward
         # that reads it (exp's ``grad * result``) is differentiated through it too.
         return saved_output_tensor(saved, self)
@@ -366,9 +364,12 @@ class TableNode(Node):
         for p in spec.buffer_positions:
             value = saved[p]
             # A saved tensor is by far the most common buffer: tested here, without a call.
-            if type(value) is SavedTensor or _is_buffer(value):
-                saved[p] = FREED
-            elif value is not None and p in spec.operand_positions:  # a number as an operand
+            # A Python number saved as an operand is freed too.
+            if (
+                type(value) is SavedTensor
+                or _is_buffer(value)
+                or (value is not None and p in spec.operand_positions)
+            ):
                 saved[p] = FREED
 
     def _read_saved(self, position):
@@ -490,6 +491,43 @@ class AccumulateGrad(Node):
     def apply(self, grads, create_graph):
         # The engine adds the gradient into ``variable.grad`` itself: see accumulate_into_leaf.
         return []
+
+
+class NotImplementedNode(Node):
+    """PyTorch's grad_fn of a result whose op has no derivative (``x // 2``, ``2 % x``): the
+    result requires grad, and a backward that reaches this node raises."""
+
+    __slots__ = ("_op",)
+    __module__ = "builtins"
+
+    def __init__(self, op, inputs):
+        super().__init__()
+        self._op = op
+        needing = [t for t in inputs if t._requires_grad]
+        self.next_functions = tuple(edge_of(t) for t in needing)
+        self._input_meta = tuple((t._data.shape, t._dtype) for t in needing)
+
+    def name(self):
+        return _namespaced_name(self)
+
+    def apply(self, grads, create_graph):
+        raise RuntimeError(f"derivative for aten::{self._op} is not implemented")
+
+
+NotImplementedNode.__name__ = NotImplementedNode.__qualname__ = "NotImplemented"
+
+
+def not_implemented_history(result, op, inputs):
+    """Give ``result`` a NotImplemented grad_fn if any tensor of ``inputs`` needs grad."""
+    from nbgrad.autograd import grad_mode
+    from nbgrad.autograd.tensor import Tensor
+
+    inputs = [t for t in inputs if isinstance(t, Tensor)]
+    if grad_mode._enabled and any(t._requires_grad for t in inputs):
+        result._grad_fn = NotImplementedNode(op, inputs)
+        result._output_nr = 0
+        result._requires_grad = True
+    return result
 
 
 def set_history(tensor, node):

@@ -52,6 +52,18 @@ op("div_rounded", "DivBackward2", ("self", "other"),
    {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
    lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
    attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
+# remainder and fmod: the result moves with self at slope 1; a tensor divisor moves it at
+# -floor(self / other) (remainder) or -trunc(self / other) (fmod), as derivatives.yaml says.
+op("remainder", "RemainderBackward0", ("self",), {"self": "grad"},
+   lambda self, other: np.remainder(self, other), attrs=("other",), same_shape=True)
+op("remainder_tensor", "RemainderBackward1", ("self", "other"),
+   {"self": "grad", "other": "-grad * rounded_divide(self, other, 'floor')"},
+   np.remainder, saves=("other", "self"), promote=True)
+op("fmod", "FmodBackward0", ("self",), {"self": "grad"},
+   lambda self, other: np.fmod(self, other), attrs=("other",), same_shape=True)
+op("fmod_tensor", "FmodBackward1", ("self", "other"),
+   {"self": "grad", "other": "-grad * rounded_divide(self, other, 'trunc')"},
+   np.fmod, saves=("other", "self"), promote=True)
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True)
 op("pow", "PowBackward0", ("self",),
    {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},

@@ -316,6 +316,12 @@ def _scalar_log(value):
     return -math.inf if value == 0 else math.nan
 
 
+def _rounded_divide(a, b, rounding_mode):
+    """``torch.div(a, b, rounding_mode=...)`` on arrays."""
+    quotient = np.true_divide(a, b)
+    return np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
+
+
 ARRAY_NAMESPACE = {
     "exp": np.exp,
     "log": np.log,
@@ -350,6 +356,7 @@ ARRAY_NAMESPACE = {
     "squeeze": _squeeze,
     "reduced_count": _reduced_count,
     "scalar_log": _scalar_log,
+    "rounded_divide": _rounded_divide,
     "zero_at": _zero_at,
     "as_strided_backward": _as_strided_backward,
     "astype": lambda a, dt: a.astype(dt.numpy, copy=False),
@@ -473,6 +480,7 @@ def tensor_namespace():
         "squeeze": lambda g, dim: g.squeeze(dim),
         "reduced_count": _reduced_count,
         "scalar_log": _scalar_log,
+        "rounded_divide": lambda a, b, mode: nb.div(a, b, rounding_mode=mode),
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
         **nn_tensor_namespace(),

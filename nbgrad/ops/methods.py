@@ -134,6 +134,7 @@ OPERATORS = {
     "__isub__": _inplace_operator(F.sub_),
     "__imul__": _inplace_operator(F.mul_),
     "__itruediv__": _inplace_operator(F.div_),
+    "__imod__": _inplace_operator(F.remainder_),
     "__getitem__": F.getitem,
     "__setitem__": F.setitem,
 }
@@ -189,6 +190,9 @@ SAME_AS_FUNCTION = [
     "ceil",
     "trunc",
     "round",
+    "remainder",
+    "fmod",
+    "floor_divide",
     "sum",
     "mean",
     "max",
@@ -244,6 +248,8 @@ SAME_AS_FUNCTION = [
     "fill_",
     "copy_",
     "masked_fill_",
+    "remainder_",
+    "fmod_",
 ]
 
 ALIASES = {

@@ -46,6 +46,21 @@ def div_(input, other):  # noqa: A002
     return run_inplace(OPS["div"], input, (_inplace_operand(input, other),))
 
 
+def remainder_(input, other):  # noqa: A002
+    return _modulo_(input, other, "remainder")
+
+
+def fmod_(input, other):  # noqa: A002
+    return _modulo_(input, other, "fmod")
+
+
+def _modulo_(input, other, name):  # noqa: A002
+    other = _inplace_operand(input, other)
+    if isinstance(other, Tensor):
+        return run_inplace(OPS[f"{name}_tensor"], input, (other,))
+    return run_inplace(OPS[name], input, (), (other,))
+
+
 def clamp_(input, min=None, max=None):  # noqa: A001, A002
     return run_inplace(OPS["clamp"], input, (), (_number(min), _number(max)))
 

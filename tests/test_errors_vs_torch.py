@@ -489,6 +489,11 @@ CASES = {
         y.sum().backward()
     """,
     # --- shapes -----------------------------------------------------------------------------------
+    "norm of a 0-d tensor over dim 1": "T.tensor(-1.18).norm(dim=1)",
+    "select on a 0-d tensor": "T.tensor(1.5).select(0, 0)",
+    "narrow on a 0-d tensor": "T.tensor(1.5).narrow(0, 0, 1)",
+    "sum over a repeated dim": "T.ones(2, 3).sum((1, -1))",
+    "norm over a repeated dim": "T.ones(2, 3).norm(dim=(0, 0))",
     "view to a wrong size": "T.ones(2, 3).view(4)",
     "view with -1 to a wrong size": "T.ones(2, 3).view(-1, 4)",
     "view with two -1": "T.ones(2, 3).view(-1, -1)",

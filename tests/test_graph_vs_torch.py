@@ -145,6 +145,8 @@ EXPRESSIONS = [
     "s.softmax(0)",
     "s.log_softmax(-1)",
     "x.norm()",
+    "s.norm(dim=0)",
+    "s.norm(1, dim=-1, keepdim=True)",
     "x.norm(dim=1)",
     "x.norm(p=2, dim=0, keepdim=True)",
     "T.linalg.vector_norm(x)",

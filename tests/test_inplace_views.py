@@ -219,7 +219,43 @@ def detached_view_is_not_rebased(T):
     return {"b": b, "d": d}, (d * d).sum() + b.sum(), [a]
 
 
+def view_of_a_0d_tensor_written(T):
+    """A 1-element view of a 0-d tensor: its CopySlices picks the one element."""
+    a = leaf(T, 0.75)
+    b = a * 2
+    v = b.view(1, 1)
+    v.mul_(3)
+    w = b.unsqueeze(0)
+    w.add_(a)
+    return {"b": b, "v": v, "w": w}, b * b, [a]
+
+
+def expand_to_the_same_shape_written(T):
+    """expand to the tensor's own shape repeats no element: writing into it is allowed."""
+    a = leaf(T, DATA)
+    b = a * 2
+    e = b.expand(3, 4)
+    e.mul_(a)
+    f = b[:1].expand(1, 4)
+    f.add_(1)
+    return {"b": b, "e": e, "f": f}, (b * b).sum(), [a]
+
+
+def empty_tensor_written(T):
+    """A zero-size tensor overlaps nothing: in-place ops on it (and an expand of it) run."""
+    a = T.ones(0, 3, dtype=T.float64, requires_grad=True)
+    b = a * 2
+    b.mul_(3)
+    e = b.expand(2, 0, 3)
+    e.add_(1)
+    # (e's own geometry is not compared: NumPy counts no strides in an empty array.)
+    return {"b": b}, b.sum() + e.sum(), [a]
+
+
 PROGRAMS = [
+    view_of_a_0d_tensor_written,
+    expand_to_the_same_shape_written,
+    empty_tensor_written,
     select_mul_scalar,
     slice_add_tensor,
     transpose_div_tensor,

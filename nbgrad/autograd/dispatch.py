@@ -297,7 +297,10 @@ def _check_inplace_allowed(target, view):
 
 
 def _check_no_internal_overlap(array):
-    """An expanded tensor repeats elements (a stride of 0): PyTorch refuses to write into it."""
+    """An expanded tensor repeats elements (a stride of 0): PyTorch refuses to write into it
+    (an empty one repeats nothing)."""
+    if array.size == 0:
+        return
     for size, stride in zip(array.shape, array.strides):
         if stride == 0 and size > 1:
             raise RuntimeError(

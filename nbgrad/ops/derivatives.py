@@ -159,6 +159,20 @@ def _rounded_divide(a, b, rounding_mode):
     return rounded.astype(np.result_type(a, b), copy=False)
 
 
+def _expand(x, size):
+    """``np.broadcast_to``, writeable as PyTorch's expand is: a write into elements it repeats
+    is refused before it happens (dispatch's overlap check), one into the others is allowed."""
+    view = np.broadcast_to(x, size)
+    # PyTorch's strides: 0 for new and stretched dims, the input's own for the others.
+    new = view.ndim - x.ndim
+    strides = view.strides[:new] + tuple(
+        stride if n == m else 0 for n, m, stride in zip(x.shape, view.shape[new:], x.strides)
+    )
+    return np.lib.stride_tricks.as_strided(
+        x, view.shape, strides, writeable=x.flags.writeable
+    )
+
+
 def _mean(x):
     """NumPy's mean without its Python-level wrapper: the same sum, divided the same way."""
     return np.add.reduce(x, axis=None) / x.size
@@ -307,7 +321,8 @@ op("squeeze_dims", "SqueezeBackward4", ("self",), {"self": "reshape(grad, self_s
    lambda self, dim: np.squeeze(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"),
    view=True)
 op("expand", "ExpandBackward0", ("self",), {"self": "sum_to(grad, self_sym_sizes)"},
-   np.broadcast_to, attrs=("size",), saves=("self_sym_sizes",), view=True)
+   lambda self, size: _expand(self, size), attrs=("size",), saves=("self_sym_sizes",),
+   view=True)
 op("select", "SelectBackward0", ("self",),
    {"self": "select_backward(grad, self_sym_sizes, dim, index)"},
    # The trailing ``...`` makes NumPy return a 0-d view, not a copied scalar, for a 1-d tensor.

@@ -255,6 +255,8 @@ def as_strided_key(input_geometry, size, stride, storage_offset):
     source = as_strided_source(input_geometry, size, stride, storage_offset)
     if (source < 0).any():
         return None
+    if not input_geometry[0]:  # a 0-d input: its one element, seen as the view's shape
+        return (None,) * source.ndim if source.size == 1 else None
     return np.unravel_index(source, tuple(input_geometry[0]))
 
 
@@ -698,7 +700,7 @@ def nn_tensor_namespace():
         return grad * (cdf + x * pdf)
 
     def norm_backward(grad, x, ord, norm, dim, keepdim):
-        if not keepdim and dim is not None:  # dim None: a 0-d norm broadcasts as it is
+        if not keepdim and dim is not None and x.dim():  # dim None: a 0-d norm broadcasts
             for d in sorted(d % x.dim() for d in dim):
                 grad, norm = grad.unsqueeze(d), norm.unsqueeze(d)
         if ord == 1:

@@ -542,14 +542,15 @@ def gelu_backward(grad, x, approximate):
 
 def vector_norm(x, ord, dim, keepdim):
     """The 2-norm (or 1-norm) along ``dim``; ``dim=None`` means over every element."""
+    axis = dim if x.ndim else None  # a 0-d tensor takes dim 0 or -1; NumPy takes no axis
     if ord == 1:
-        return np.abs(x).sum(axis=dim, keepdims=keepdim)
-    return np.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
+        return np.abs(x).sum(axis=axis, keepdims=keepdim)
+    return np.sqrt((x * x).sum(axis=axis, keepdims=keepdim))
 
 
 def norm_backward(grad, x, ord, norm, dim, keepdim):
     """d|x|_2/dx = x / |x|_2 (0 where the norm is 0, PyTorch's subgradient); d|x|_1/dx = sign(x)."""
-    if not keepdim and dim is not None:
+    if not keepdim and dim is not None and x.ndim:
         grad, norm = np.expand_dims(grad, dim), np.expand_dims(norm, dim)
     if ord == 1:
         return (np.sign(x) * grad).astype(grad.dtype, copy=False)

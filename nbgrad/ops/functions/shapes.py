@@ -223,6 +223,8 @@ def stack(tensors, dim=0):
 
 
 def narrow(input, dim, start, length):  # noqa: A002
+    if input.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
     if not -size <= start <= size:
@@ -265,6 +267,8 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
 
 
 def select(input, dim, index):  # noqa: A002
+    if input.dim() == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
     if not -size <= index < size:

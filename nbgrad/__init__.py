@@ -72,6 +72,8 @@ from nbgrad.ops.functions import (  # noqa: E402 - PyTorch's in-place module fun
     ceil,
     ceil_,
     clamp,
+    clamp_max,
+    clamp_min,
     clip,
     clone,
     concat,

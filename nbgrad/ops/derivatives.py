@@ -127,6 +127,16 @@ op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.exp
 op("clamp", "ClampBackward1", ("self",), {"self": "clamp_backward(grad, self, min, max)"},
    lambda self, min, max: np.clip(self, min, max), attrs=("min", "max"),  # noqa: A006
    saves=("min", "max", "self"))
+op("clamp_min", "ClampMinBackward0", ("self",), {"self": "clamp_backward(grad, self, min, None)"},
+   lambda self, min: np.maximum(self, min), attrs=("min",), saves=("min", "self"))  # noqa: A006
+op("clamp_max", "ClampMaxBackward0", ("self",), {"self": "clamp_backward(grad, self, None, max)"},
+   lambda self, max: np.minimum(self, max), attrs=("max",), saves=("max", "self"))  # noqa: A006
+op("clamp_min_tensor", "ClampMinBackward1", ("self", "min"),
+   {"self": "clamp_backward(grad, self, min, None)", "min": "where(self < min, grad, 0 * grad)"},
+   np.maximum, saves=("min", "self"), promote=True)
+op("clamp_max_tensor", "ClampMaxBackward1", ("self", "max"),
+   {"self": "clamp_backward(grad, self, None, max)", "max": "where(self > max, grad, 0 * grad)"},
+   np.minimum, saves=("max", "self"), promote=True)
 op("clamp_tensor", "ClampBackward0", ("self", "min", "max"),
    {"self": "clamp_backward(grad, self, min, max)",
     "min": "where(self < min, grad, 0 * grad)", "max": "where(self > max, grad, 0 * grad)"},
@@ -395,8 +405,13 @@ op("fill_whole", "FillBackward3", ("self", "value"),
 op("copy", "CopyBackwards", ("self", "src"), {"self": "zeros_like(grad)", "src": "grad"},
    lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype))
 op("zero", "ZeroBackward0", ("self",), {"self": "zeros_like(grad)"}, np.zeros_like)
-op("fill", "FillBackward0", ("self",), {"self": "zeros_like(grad)"},
+# fill_ is ATen's in-place overload: FillBackward2 for a number, FillBackward3 for a 0-d tensor,
+# whose gradient is the sum of the gradient of every element it was written to.
+op("fill", "FillBackward2", ("self",), {"self": "zeros_like(grad)"},
    lambda self, value: np.full_like(self, value), attrs=("value",))
+op("fill_tensor", "FillBackward3", ("self", "value"),
+   {"self": "zeros_like(grad)", "value": "grad"},
+   lambda self, value: np.full_like(self, value), promote=True)
 
 
 def _assign(array, key, value):

@@ -164,6 +164,8 @@ SAME_AS_FUNCTION = [
     "log1p",
     "expm1",
     "clamp",
+    "clamp_min",
+    "clamp_max",
     "clip",
     "masked_fill",
     "softmax",
@@ -226,6 +228,8 @@ SAME_AS_FUNCTION = [
     "mul_",
     "div_",
     "clamp_",
+    "clamp_min_",
+    "clamp_max_",
     "relu_",
     "exp_",
     "log_",
@@ -261,8 +265,6 @@ ALIASES = {
     "negative": F.neg,
     "absolute": F.abs,
     "swapaxes": F.transpose,
-    "clamp_min": lambda self, min: F.clamp(self, min=min),  # noqa: A006
-    "clamp_max": lambda self, max: F.clamp(self, max=max),  # noqa: A006
     "view_as": lambda self, other: F.view(self, other._data.shape),
     "reshape_as": lambda self, other: F.reshape(self, other._data.shape),
     "expand_as": lambda self, other: F.expand(self, other._data.shape),

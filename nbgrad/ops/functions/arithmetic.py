@@ -223,6 +223,26 @@ def clamp(input, min=None, max=None):  # noqa: A001, A002
     return run_op(OPS["clamp"], (_promoted(_check_tensor(input), min, max),), (min, max))
 
 
+def clamp_min(input, min):  # noqa: A002
+    return _clamp_one("clamp_min", input, min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return _clamp_one("clamp_max", input, max)
+
+
+def _clamp_one(name, input, bound):  # noqa: A002
+    """clamp_min / clamp_max: nodes of their own (ClampMinBackward0, ...), not clamp's."""
+    input = _check_tensor(input)  # noqa: A001
+    if isinstance(bound, Tensor):
+        try:
+            return run_op(OPS[f"{name}_tensor"], (input, bound))
+        except ValueError:
+            raise _broadcast_error(input, bound) from None
+    bound = _number(bound)
+    return run_op(OPS[name], (_promoted(input, bound),), (bound,))
+
+
 def _operand_or_none(value):
     return None if value is None else _operand(value)
 

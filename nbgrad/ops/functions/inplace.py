@@ -65,6 +65,20 @@ def clamp_(input, min=None, max=None):  # noqa: A001, A002
     return run_inplace(OPS["clamp"], input, (), (_number(min), _number(max)))
 
 
+def clamp_min_(input, min):  # noqa: A001, A002
+    return _clamp_one_(input, min, "clamp_min")
+
+
+def clamp_max_(input, max):  # noqa: A001, A002
+    return _clamp_one_(input, max, "clamp_max")
+
+
+def _clamp_one_(input, bound, name):  # noqa: A002
+    if isinstance(bound, Tensor):
+        return run_inplace(OPS[f"{name}_tensor"], input, (_inplace_operand(input, bound),))
+    return run_inplace(OPS[name], input, (), (_number(bound),))
+
+
 def relu_(input):  # noqa: A002
     return run_inplace(OPS["relu"], input)
 
@@ -74,6 +88,13 @@ def zero_(input):  # noqa: A002
 
 
 def fill_(input, value):  # noqa: A002
+    if isinstance(value, Tensor):
+        if value.dim():
+            raise RuntimeError(
+                "fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.dim()} dimensions."
+            )
+        return run_inplace(OPS["fill_tensor"], input, (value,))
     return run_inplace(OPS["fill"], input, (), (_number(value),))
 
 

@@ -363,11 +363,11 @@ op("gather", "GatherBackward0", ("self",),
    attrs=("dim", "index", "sparse_grad"), saves=("dim", "index", "self", "sparse_grad"))
 op("cat", "CatBackward0", ("tensors",), {"tensors": "split_along(grad, dim, tensors_sym_sizes)"},
    lambda tensors, dim: np.concatenate(tensors, axis=dim), attrs=("dim",),
-   saves=("dim", "tensors_sym_sizes"), variadic=True)
+   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
 op("stack", "StackBackward0", ("tensors",),
    {"tensors": "unstack(grad, dim, len(tensors_sym_sizes))"},
    lambda tensors, dim: np.stack(tensors, axis=dim), attrs=("dim",),
-   saves=("dim", "tensors_sym_sizes"), variadic=True)
+   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
 op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True)
 op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
    lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",))
@@ -394,7 +394,8 @@ op("index_put_into_zeros", "IndexPutBackward0", ("values",), {"values": "grad[in
 
 op("copy_slices", "CopySlices", ("self", "src"),
    {"self": "zero_at(grad, key)", "src": "grad[key]"},
-   lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",))
+   lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",),
+   hidden=("key",))
 op("index_put", "IndexPutBackward0", ("self", "values"),
    {"self": "zero_at(grad, indices)", "values": "grad[indices]"},
    lambda self, values, indices, accumulate: _assign(self, indices, values),

@@ -252,7 +252,20 @@ def empty_tensor_written(T):
     return {"b": b}, b.sum() + e.sum(), [a]
 
 
+def vector_matmul_written(T):
+    """vector @ matrix is mm then squeeze_ in PyTorch: a fresh tensor at version 1, not a view,
+    so writes into it are ordinary in-place ops (AddBackward0, CopySlices)."""
+    a, w = leaf(T, ROW), leaf(T, DATA)
+    y = a @ w.t()
+    y.add_(1)
+    z = T.nn.functional.linear(a, w)
+    z[0] = 5.0
+    u = a[:3] @ w
+    return {"y": y, "z": z, "u": u}, (y * z).sum() + (u * u).sum(), [a, w]
+
+
 PROGRAMS = [
+    vector_matmul_written,
     view_of_a_0d_tensor_written,
     expand_to_the_same_shape_written,
     empty_tensor_written,

@@ -494,6 +494,15 @@ CASES = {
     "narrow on a 0-d tensor": "T.tensor(1.5).narrow(0, 0, 1)",
     "sum over a repeated dim": "T.ones(2, 3).sum((1, -1))",
     "norm over a repeated dim": "T.ones(2, 3).norm(dim=(0, 0))",
+    "item assignment into a 0-d tensor that requires grad": """
+        x = T.tensor(0.75, requires_grad=True)
+        x[0] = 1.5
+    """,
+    "item assignment into a 0-d tensor": "T.tensor(0.75)[0] = 1.5",
+    "slice assignment into a 0-d tensor": "T.tensor(0.75)[1:] = 1.5",
+    "item assignment out of bounds": "T.ones(2)[5] = 1.5",
+    "item assignment out of bounds in dim 1": "T.ones(2, 3)[..., 3] = 1.5",
+    "item assignment with too many indices": "T.ones(2)[0, 1] = 1.5",
     "view to a wrong size": "T.ones(2, 3).view(4)",
     "view with -1 to a wrong size": "T.ones(2, 3).view(-1, 4)",
     "view with two -1": "T.ones(2, 3).view(-1, -1)",
@@ -784,3 +793,24 @@ def test_vector_norm_of_an_integer_tensor_matches_pytorch(torch):
 def test_vector_norm_orders_nbgrad_lacks_say_so():
     with pytest.raises(NotImplementedError, match="1- and 2-norms only, not ord=3"):
         nbgrad.linalg.vector_norm(nbgrad.ones(3), 3)
+
+
+def test_transpose_property_warns_like_pytorch(torch):
+    """x.T on a 0-d tensor or one of more than 2 dims is deprecated: PyTorch warns once per
+    process (its message then says where its C++ warned: left out, as above)."""
+    from nbgrad.ops import methods
+
+    methods.t_warned.clear()
+    for shape, start in (((2, 3, 4), "The use of `x.T` on tensors"), ((), "Tensor.T is deprec")):
+        with pytest.warns(UserWarning) as caught:
+            nbgrad.ones(shape).T  # noqa: B018
+        (mine,) = [str(w.message) for w in caught]
+        assert mine.startswith(start)
+        with warnings.catch_warnings(record=True) as real:
+            warnings.simplefilter("always")
+            torch.ones(shape).T  # noqa: B018
+        assert all(str(w.message).startswith(mine) for w in real)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            nbgrad.ones(shape).T  # noqa: B018 - once only
+            nbgrad.ones(2, 3).T  # noqa: B018 - and never for a matrix

@@ -129,6 +129,8 @@ EXPRESSIONS = [
     "x.masked_fill(x > 3, s)",
     "T.div(x, y, rounding_mode='floor')",
     "T.div(x, 2, rounding_mode='trunc')",
+    "((x.t() * 1) + y.t().contiguous()).contiguous()",
+    "(b3.permute(2, 0, 1) * b3.permute(2, 0, 1).contiguous()).contiguous()",
     "x.clamp_min(0.9)",
     "x.clamp_max(2.)",
     "x.clamp_min(y)",

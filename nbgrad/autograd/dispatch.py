@@ -82,6 +82,8 @@ def run_op(spec, inputs, attrs=()):
         out, *extras = out
     if type(out) is not np.ndarray:
         out = np.asarray(out)
+    if spec.name in ELEMENTWISE and out.ndim > 1:
+        out = _laid_out_like(out, arrays)
 
     result = _make(out)
     # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
@@ -287,6 +289,39 @@ def _make_saver(spec, needs):
     }
     exec(compile("\n".join(lines), f"<save {spec.node}>", "exec"), scope)  # noqa: S102
     return scope["saver"]
+
+
+# Element-wise ops of several tensors. PyTorch lays their result out in the memory order of
+# their first operand (when it is not broadcast); NumPy's order="K" falls back to C order when
+# the operands disagree ((a.t() * 1) + ones(3, 2) stays transposed in PyTorch).
+ELEMENTWISE = frozenset(
+    {
+        "add", "add_scaled", "sub", "sub_scaled", "mul", "div", "div_rounded", "maximum",
+        "minimum", "pow_tensor", "remainder_tensor", "fmod_tensor", "clamp_tensor",
+        "clamp_min_tensor", "clamp_max_tensor", "where",
+    }
+)  # fmt: skip
+
+
+def _stride_order(array):
+    """The dims from the outermost in memory (largest stride) to the innermost."""
+    strides = array.strides
+    return sorted(range(array.ndim), key=lambda d: -abs(strides[d]))
+
+
+def _laid_out_like(out, arrays):
+    """``out`` in the memory order of its first tensor operand, if that one has out's shape."""
+    first = arrays[0] if type(arrays[0]) is np.ndarray else arrays[1]
+    if type(first) is not np.ndarray or first.flags.c_contiguous:
+        return out
+    if first.shape != out.shape or 0 in first.strides:
+        return out
+    order = _stride_order(first)
+    if order == _stride_order(out):
+        return out
+    fresh = np.empty([out.shape[d] for d in order], out.dtype).transpose(np.argsort(order))
+    fresh[...] = out
+    return fresh
 
 
 def _check_inplace_allowed(target, view):

@@ -112,7 +112,8 @@ op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * re
    np.reciprocal, saves=("result",), floating=True, same_shape=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",),
    same_shape=True)
-op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign, same_shape=True)
+op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, lambda self: _sign(self),
+   same_shape=True)
 # Step functions: flat almost everywhere, so their gradient is zero (but they are recorded).
 op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor, same_shape=True)
 op("ceil", "CeilBackward0", ("self",), {"self": "zeros_like(grad)"}, np.ceil, same_shape=True)
@@ -167,6 +168,14 @@ def _rounded_divide(a, b, rounding_mode):
     quotient = np.true_divide(a, b)
     rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
     return rounded.astype(np.result_type(a, b), copy=False)
+
+
+def _sign(x):
+    """np.sign, but 0 for nan as in PyTorch."""
+    out = np.sign(x)
+    if out.dtype.kind == "f":
+        out = np.where(np.isnan(out), out.dtype.type(0), out)
+    return out
 
 
 def _expand(x, size):

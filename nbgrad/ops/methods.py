@@ -1,5 +1,7 @@
 """Tensor methods and operators: ``x.exp()``, ``x + y``, ``x[0] = v``, all calling ``functions``."""
 
+import warnings
+
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
@@ -298,10 +300,29 @@ def _to(self, *args, **kwargs):
     return F.clone(result) if copy and result is self else result
 
 
+# PyTorch's deprecation warnings for ``x.T``, given once per process as its TORCH_WARN_ONCE
+# gives them (without its "(Triggered internally at <its build path>)" suffix).
+T_WARNINGS = {
+    "other": (
+        "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+        "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+        "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+        "reverse the dimensions of a tensor."
+    ),
+    "0-d": "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+}
+t_warned = set()  # the keys of T_WARNINGS given already
+
+
 def _transposed(self):
     """``x.T``: all dims reversed, recorded as PermuteBackward0 as in PyTorch (a new view even
     for a vector or a 0-d tensor)."""
-    return F.permute(self, tuple(reversed(range(self.dim()))))
+    ndim = self.dim()
+    kind = "0-d" if ndim == 0 else "other" if ndim > 2 else None
+    if kind is not None and kind not in t_warned:
+        t_warned.add(kind)
+        warnings.warn(T_WARNINGS[kind], UserWarning, stacklevel=2)
+    return F.permute(self, tuple(reversed(range(ndim))))
 
 
 def _type(self, dtype=None):

@@ -193,9 +193,34 @@ def _numpy_key(key):
     return tuple(converted)
 
 
+def _check_basic_key(tensor, key):
+    """PyTorch's errors for a key that reads outside the tensor, checked before a write as
+    ``getitem`` checks them (NumPy's own would name axes, or come after the graph checks)."""
+    _check_zero_dim_key(tensor, key)
+    consumed = _consumed(key)
+    if consumed > tensor.dim():
+        raise IndexError(f"too many indices for tensor of dimension {tensor.dim()}")
+    dim = 0
+    for position, k in enumerate(key):
+        if k is Ellipsis:
+            dim += tensor.dim() - consumed
+        elif _is_integer(k):
+            index, size = int(k), tensor._data.shape[dim]
+            if not -size <= index < size:
+                raise IndexError(
+                    f"index {index} is out of bounds for dimension {position} with size {size}"
+                )
+            dim += 1
+        elif isinstance(k, slice):
+            dim += 1
+        elif k is not None:  # an index array or mask: checked where it is used
+            return
+
+
 def setitem(tensor, key, value):
     """``tensor[key] = value``: an in-place write, recorded as PyTorch's CopySlices."""
     value = _operand(value)
+    _check_basic_key(tensor, key if isinstance(key, tuple) else (key,))
     key = _numpy_key(key)
     recording = grad_mode._enabled and (
         tensor._requires_grad or (isinstance(value, Tensor) and value._requires_grad)

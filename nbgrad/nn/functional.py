@@ -16,6 +16,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd import grad_mode
 from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.node import save
 from nbgrad.autograd.tensor import Size, Tensor, _wrap_dim
 from nbgrad.ops import creation, nn_kernels
 from nbgrad.ops import functions as ops
@@ -626,11 +627,16 @@ def batch_norm(
         if tensor is not None and tensor.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {tensor.numel()}")
     _check_same_dtype(input, weight, bias)
-    if training and running_mean is not None:
-        _bump_version(running_mean)
-        _bump_version(running_var)
+    # The kernel updates the running stats in place without bumping their version, as
+    # PyTorch's does; the node keeps them as saved tensors, so a later in-place change to them
+    # is caught at backward, as in PyTorch.
     attrs = (_as_array(running_mean), _as_array(running_var), bool(training), momentum, eps)
     out, _, _ = run_op(OPS["batch_norm"], (input, weight, bias), attrs)
+    node = out._grad_fn
+    if node is not None and running_mean is not None:
+        saves = OPS["batch_norm"].saves
+        node._saved[saves.index("running_mean")] = save(running_mean, False)
+        node._saved[saves.index("running_var")] = save(running_var, False)
     return out
 
 

@@ -515,7 +515,8 @@ op("layer_norm", "NativeLayerNormBackward0", ("input", "weight", "bias"),
    lambda x, weight, bias, normalized_shape, eps: nn_kernels.layer_norm(
        x, normalized_shape, weight, bias, eps),
    attrs=("normalized_shape", "eps"), extra_outputs=("result1", "result2"),
-   saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"))
+   saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"),
+   hidden=("eps",), joint=True)
 op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    {"input": "batch_norm_input_grad(grad, input, weight, running_mean, running_var, result1, "
              "result2, training, eps)",
@@ -525,7 +526,7 @@ op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    nn_kernels.batch_norm, attrs=("running_mean", "running_var", "training", "momentum", "eps"),
    extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
-          "weight"))
+          "weight"), joint=True)
 op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
    nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
 op("erf", "ErfBackward0", ("self",),

@@ -32,6 +32,8 @@ class OpSpec:
     variadic  the single input is a list of tensors (cat, stack); its formula returns a list
     promote   bring the inputs to one dtype first, by PyTorch's type-promotion rules
     floating  integer inputs become the default float dtype first (exp, mean, true division)
+    joint     PyTorch computes every input's gradient with one formula (the norm layers), so it
+              keeps every saved tensor whichever inputs need a gradient
     """
 
     __slots__ = (
@@ -41,6 +43,7 @@ class OpSpec:
         "attrs",
         "saves",
         "hidden",
+        "joint",
         "shown_saves",
         "grads",
         "forward",
@@ -81,6 +84,7 @@ class OpSpec:
         floating=False,
         constants=None,
         same_shape=False,
+        joint=False,
     ):
         self.name = name
         self.node = node
@@ -88,6 +92,7 @@ class OpSpec:
         self.attrs = tuple(attrs)
         self.saves = tuple(saves)
         self.hidden = frozenset(hidden)
+        self.joint = joint
         # (position, name) of what the node shows as ``_saved_<name>`` (and the trace shows).
         self.shown_saves = tuple((p, n) for p, n in enumerate(self.saves) if n not in self.hidden)
         self.grads = dict(grads)
@@ -181,7 +186,7 @@ class OpSpec:
         """
         positions = self.saves_for_needs.get(needs)
         if positions is None:
-            used = set()
+            used = set(self.saves) if self.joint else set()
             for i, inp in enumerate(self.inputs):
                 if needs >> i & 1 and inp in self.formula_names:
                     used |= self.formula_names[inp]

@@ -260,6 +260,9 @@ def _make_saver(spec, needs):
             parts[p] = (
                 "[t._data.shape for t in inputs]" if spec.variadic else f"inputs[{i}]._data.shape"
             )
+        elif kind == "strides":
+            # PyTorch keeps an input's strides for its own gradient only: () when not needed
+            parts[p] = f"strides_of(inputs[{i}]._data)" if needs >> i & 1 else "()"
         elif kind == "numel":
             parts[p] = f"inputs[{i}]._data.size"
         else:  # "dtype"
@@ -285,6 +288,7 @@ def _make_saver(spec, needs):
         "new": object.__new__,
         "save": save,
         "HOOKS": saved_tensors_hook_stack,
+        "strides_of": _strides_of,
         **constants,
     }
     exec(compile("\n".join(lines), f"<save {spec.node}>", "exec"), scope)  # noqa: S102
@@ -322,6 +326,11 @@ def _laid_out_like(out, arrays):
     fresh = np.empty([out.shape[d] for d in order], out.dtype).transpose(np.argsort(order))
     fresh[...] = out
     return fresh
+
+
+def _strides_of(array):
+    """An array's strides in elements, as PyTorch counts them."""
+    return tuple(step // array.itemsize for step in array.strides)
 
 
 def _check_inplace_allowed(target, view):

@@ -383,10 +383,11 @@ class TableNode(Node):
             return value.unpack(self)
         name = self.spec.saves[position]
         if name in self.spec.inputs and isinstance(value, (int, float, bool)):
-            # A Python number used as an operand is shown as the 0-dim tensor PyTorch wraps it in.
-            from nbgrad.ops.creation import tensor
+            # A Python number used as an operand is shown as the 0-dim tensor PyTorch wraps it
+            # in: float64 for a float, int64 for an int, whatever the default dtype.
+            from nbgrad.autograd.tensor import Tensor
 
-            return tensor(value)
+            return Tensor._make(np.asarray(value, np.float64 if type(value) is float else None))
         return _as_shown(value)
 
 

@@ -324,9 +324,10 @@ def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
         )
 
 
-def _pool_stride(stride, kernel_size):
+def _pool_stride(stride):
+    """The stride as PyTorch keeps it: () when not given (the kernels then use kernel_size)."""
     if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0):
-        return kernel_size
+        return ()
     return _tuple(stride, 2, "stride")
 
 
@@ -335,9 +336,9 @@ def max_pool2d(
 ):
     """The max of each window; with ``return_indices``, also where it was (``row * W + col``)."""
     kernel_size = _tuple(kernel_size, 2, "kernel_size")
-    stride = _pool_stride(stride, kernel_size)
+    stride = _pool_stride(stride)
     padding, dilation = _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation")
-    _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode)
+    _check_pool(input, kernel_size, stride or kernel_size, padding, dilation, ceil_mode)
     attrs = (kernel_size, stride, padding, dilation, bool(ceil_mode))
     values, indices = run_op(OPS["max_pool2d"], (input,), attrs)
     return (values, indices) if return_indices else values
@@ -353,11 +354,11 @@ def avg_pool2d(
     divisor_override=None,
 ):
     kernel_size = _tuple(kernel_size, 2, "kernel_size")
-    stride = _pool_stride(stride, kernel_size)
+    stride = _pool_stride(stride)
     padding = _tuple(padding, 2, "padding")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    _check_pool(input, kernel_size, stride, padding, (1, 1), ceil_mode)
+    _check_pool(input, kernel_size, stride or kernel_size, padding, (1, 1), ceil_mode)
     attrs = (
         kernel_size,
         stride,

@@ -226,7 +226,8 @@ def _log_softmax(x, dim):
 
 op("mm", "MmBackward0", ("self", "mat2"),
    {"self": "grad @ matrix_t(mat2)", "mat2": "matrix_t(self) @ grad"},
-   np.matmul, saves=("mat2", "mat2_sym_sizes", "self", "self_sym_sizes"), promote=True)
+   np.matmul, saves=("mat2", "mat2_sym_sizes", "mat2_sym_strides", "self", "self_sym_sizes",
+                     "self_sym_strides"), promote=True)
 op("mv", "MvBackward0", ("self", "vec"),
    {"self": "outer(grad, vec)", "vec": "matrix_t(self) @ grad"},
    np.matmul, saves=("self", "vec"), promote=True)
@@ -239,13 +240,15 @@ op("bmm", "BmmBackward0", ("self", "mat2"),
 op("addmm", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad", "mat1": "grad @ matrix_t(mat2)", "mat2": "matrix_t(mat1) @ grad"},
    lambda self, mat1, mat2: _add_product(self, mat1 @ mat2), constants={"alpha": 1, "beta": 1},
-   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat1_sym_strides", "mat2",
+          "mat2_sym_sizes", "mat2_sym_strides"), promote=True)
 op("addmm_scaled", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad * beta", "mat1": "grad @ matrix_t(mat2) * alpha",
     "mat2": "matrix_t(mat1) @ grad * alpha"},
    lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    attrs=("beta", "alpha"),
-   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat1_sym_strides", "mat2",
+          "mat2_sym_sizes", "mat2_sym_strides"), promote=True)
 
 
 def _add_product(bias, product):

@@ -149,7 +149,12 @@ class OpSpec:
             return ("constant", self.constants[saved])
         if saved in self.extra_outputs:
             return ("extra", self.extra_outputs.index(saved))
-        for suffix, kind in (("_sym_sizes", "sizes"), ("_sym_numel", "numel"), ("_dtype", "dtype")):
+        for suffix, kind in (
+            ("_sym_sizes", "sizes"),
+            ("_sym_strides", "strides"),
+            ("_sym_numel", "numel"),
+            ("_dtype", "dtype"),
+        ):
             base = saved[: -len(suffix)]
             if saved.endswith(suffix) and base in self.inputs:
                 return (kind, self.inputs.index(base))

@@ -628,3 +628,34 @@ def test_a_recorded_write_into_a_view_shows_the_wrapped_formulas():
     assert entry["node"] == "CopySlices" and entry["grads"] == copy_slices.formulas
     # The gradients it sent are the wrapped formulas' values: w's is the sum of 2 * a[0].
     np.testing.assert_allclose(w.grad.numpy(), (2 * a[0]).detach().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "write", ["y.mul_(o)", "y.div_(o)", "y.sin_()", "y.clamp_(min=0)", "y.fmod_(o)", "y.abs_()"]
+)
+def test_an_inplace_op_saves_a_clone_of_self(torch, write):
+    """PyTorch saves ``self.clone()`` for an in-place op whose formula reads self: the saved
+    self's history is a CloneBackward0 (made after the node) on the history before the write."""
+    seen = []
+    for T in (nbgrad, torch):
+        x, o = leaf(T, ROW), leaf(T, ROW[::-1].copy())
+        y = x * 1
+        eval(write)  # noqa: S307 - our own test table
+        node = y.grad_fn
+        saved = node._saved_self
+        clone = saved.grad_fn
+        if callable(clone._sequence_nr):  # a method in PyTorch, an attribute in nbgrad
+            order = clone._sequence_nr() > node._sequence_nr()
+        else:
+            order = clone._sequence_nr > node._sequence_nr
+        seen.append(
+            (
+                node.name(),
+                clone.name(),
+                clone.next_functions[0][0].name(),
+                node.next_functions[0][0].name(),
+                order,
+                to_numpy(saved).tolist(),
+            )
+        )
+    assert seen[0] == seen[1]

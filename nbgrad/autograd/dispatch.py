@@ -189,6 +189,15 @@ def run_inplace(spec, target, others=(), attrs=()):
         # Inputs are saved before the write, so that writing into a saved input (``c.mul_(c)``)
         # is caught at backward, as in PyTorch; the result is saved after it.
         node = _record(spec, recorded_inputs, target, attrs, (), edges, metas, needs)
+        if "self" in saved_names and edges[0][0] is not None:
+            # PyTorch saves ``self.clone()``, made after the node: the saved self's history is
+            # a CloneBackward0 (the node's own edge still goes to the history before the write).
+            from nbgrad.ops.derivatives import OPS
+
+            snapshot._grad_fn = _record(
+                OPS["clone"], (snapshot,), snapshot, (), (), edges[:1], metas[:1], 1
+            )
+            snapshot._output_nr = 0
     np.copyto(target._data, new_value, casting="unsafe")
     target._version_counter.value += 1
     if recording:

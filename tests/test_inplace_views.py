@@ -640,7 +640,7 @@ def test_an_inplace_op_saves_a_clone_of_self(torch, write):
     for T in (nbgrad, torch):
         x, o = leaf(T, ROW), leaf(T, ROW[::-1].copy())
         y = x * 1
-        eval(write)  # noqa: S307 - our own test table
+        eval(write, {"y": y, "o": o})  # noqa: S307 - our own test table
         node = y.grad_fn
         saved = node._saved_self
         clone = saved.grad_fn

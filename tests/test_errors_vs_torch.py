@@ -503,6 +503,10 @@ CASES = {
     "item assignment out of bounds": "T.ones(2)[5] = 1.5",
     "item assignment out of bounds in dim 1": "T.ones(2, 3)[..., 3] = 1.5",
     "item assignment with too many indices": "T.ones(2)[0, 1] = 1.5",
+    "fill_ of an expanded tensor with a tensor value": """
+        x = T.ones(1, 3)
+        x.expand(2, 3).fill_(T.tensor(3.))
+    """,
     "view to a wrong size": "T.ones(2, 3).view(4)",
     "view with -1 to a wrong size": "T.ones(2, 3).view(-1, 4)",
     "view with two -1": "T.ones(2, 3).view(-1, -1)",

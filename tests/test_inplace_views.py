@@ -659,3 +659,15 @@ def test_an_inplace_op_saves_a_clone_of_self(torch, write):
             )
         )
     assert seen[0] == seen[1]
+
+
+def test_zero_and_fill_of_an_expanded_tensor_without_graph(torch):
+    """One value written into repeated elements: PyTorch allows zero_ and fill_ of a number."""
+    seen = []
+    for T in (nbgrad, torch):
+        x = T.ones(1, 3)
+        x.expand(2, 3).zero_()
+        y = T.ones(3, 1)
+        y.expand(3, 4).fill_(2.5)
+        seen.append((to_numpy(x).tolist(), to_numpy(y).tolist(), x._version, y._version))
+    assert seen[0] == seen[1]

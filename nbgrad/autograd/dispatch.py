@@ -155,7 +155,9 @@ def run_inplace(spec, target, others=(), attrs=()):
     )
     if recording:
         _check_inplace_allowed(target, view)
-    if 0 in target._data.strides:
+    # Writing one value everywhere (zero_, fill_) into repeated elements is fine: PyTorch
+    # allows it (with a graph, its backward then raises the overlap error; nbgrad raises now).
+    if 0 in target._data.strides and (recording or spec.name not in _FILLS):
         _check_no_internal_overlap(target._data)
     inputs = (target, *others)
     arrays = [t._data if isinstance(t, Tensor) else t for t in inputs]
@@ -335,6 +337,9 @@ def _laid_out_like(out, arrays):
     fresh = np.empty([out.shape[d] for d in order], out.dtype).transpose(np.argsort(order))
     fresh[...] = out
     return fresh
+
+
+_FILLS = frozenset({"zero", "fill"})  # fill_ of a tensor value is refused, as in PyTorch
 
 
 def _strides_of(array):

@@ -507,6 +507,13 @@ CASES = {
         x = T.ones(1, 3)
         x.expand(2, 3).fill_(T.tensor(3.))
     """,
+    "masked_fill with a mask that does not broadcast": (
+        "T.ones(2, 3).masked_fill(T.ones(3, 2, dtype=T.bool), 0.)"
+    ),
+    "where with a condition that does not broadcast": (
+        "T.where(T.ones(3, 2, dtype=T.bool), T.ones(2, 3), 0.)"
+    ),
+    "flatten of a 0-d tensor from dim 1": "T.tensor(1.5).flatten(1)",
     "view to a wrong size": "T.ones(2, 3).view(4)",
     "view with -1 to a wrong size": "T.ones(2, 3).view(-1, 4)",
     "view with two -1": "T.ones(2, 3).view(-1, -1)",

@@ -14,6 +14,7 @@ from nbgrad.ops.functions._common import (
     _make,
     _number,
     _operand,
+    _shapes_error,
     to_dtype,
 )
 
@@ -255,6 +256,7 @@ def where(condition, input=None, other=None):  # noqa: A002
     if input is None and other is None:
         return tuple(_make(i) for i in np.nonzero(condition))
     a, b = _operand(input), _operand(other)
+    _check_mask_shape(condition, a)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = _make(np.asarray(a, dtype=_scalar_dtype(a).numpy))
     try:
@@ -287,8 +289,18 @@ def _bool_array(mask, op_name):
     return np.asarray(mask, dtype=bool)
 
 
+def _check_mask_shape(mask, input):  # noqa: A002
+    """PyTorch's error for a mask that does not broadcast with ``input`` (mask is tensor a)."""
+    other = input._data.shape if isinstance(input, Tensor) else ()
+    try:
+        np.broadcast_shapes(mask.shape, other)
+    except ValueError:
+        raise _shapes_error(mask.shape, other) from None
+
+
 def masked_fill(input, mask, value):  # noqa: A002
     mask = _bool_array(mask, "masked_fill_")
+    _check_mask_shape(mask, input)
     if isinstance(value, Tensor) and value._requires_grad:
         # A fill value that requires grad gets the gradient of every place it filled.
         return _fresh(run_op(OPS["masked_fill_tensor"], (input, value), (mask,)))

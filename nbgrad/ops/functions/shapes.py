@@ -81,6 +81,8 @@ def reshape(input, *shape):  # noqa: A002
 
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     if input.dim() == 0:
+        _wrap_dim(start_dim, 0)  # a 0-d tensor takes dims 0 and -1, as in PyTorch
+        _wrap_dim(end_dim, 0)
         return reshape(input, (1,))
     start, end = _wrap_dim(start_dim, input.dim()), _wrap_dim(end_dim, input.dim())
     if start > end:

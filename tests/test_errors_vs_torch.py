@@ -514,6 +514,24 @@ CASES = {
         "T.where(T.ones(3, 2, dtype=T.bool), T.ones(2, 3), 0.)"
     ),
     "flatten of a 0-d tensor from dim 1": "T.tensor(1.5).flatten(1)",
+    "item assignment of a value too short": "T.ones(2, 3)[0] = T.ones(2)",
+    "slice assignment of a value too long": "T.ones(2, 3)[:, 0] = T.ones(3)",
+    "item assignment of a value with more dims": "T.ones(2, 3)[0] = T.ones(2, 3)",
+    "element assignment of a vector": "T.ones(2, 3)[0, 1] = T.ones(2)",
+    "index assignment of a value that does not broadcast": (
+        "T.ones(2, 3)[T.tensor([0, 1])] = T.ones(3, 3)"
+    ),
+    "mask assignment of too few values": """
+        x = T.ones(2, 3)
+        x[x > 0] = T.ones(2)
+    """,
+    "index assignment out of bounds": "T.ones(2, 3)[[0, 5]] = 1.",
+    "index assignment out of bounds in dim 1": "T.ones(2, 3)[:, [0, 3]] = 1.",
+    "assignment of a string": "T.ones(2, 3)[0] = 'a'",
+    "in-place clamp_ with a bound that does not broadcast": (
+        "T.ones(2, 3).clamp_(min=T.ones(3, 1))"
+    ),
+    "in-place sqrt_ of an integer tensor": "T.ones(2, dtype=T.long).sqrt_()",
     "view to a wrong size": "T.ones(2, 3).view(4)",
     "view with -1 to a wrong size": "T.ones(2, 3).view(-1, 4)",
     "view with two -1": "T.ones(2, 3).view(-1, -1)",

@@ -166,8 +166,12 @@ def run_inplace(spec, target, others=(), attrs=()):
     new_value = spec.forward(*arrays, *attrs)
     new_value = np.asarray(new_value)
     if not np.can_cast(new_value.dtype, target._data.dtype, casting="same_kind"):
+        result_type = new_value.dtype
+        if spec.floating and not target._dtype.is_floating_point:
+            # NumPy computes sqrt of an int64 in float64; PyTorch's result type is the default
+            result_type = dtypes.get_default_dtype().numpy
         raise RuntimeError(
-            f"result type {_type_name(new_value.dtype)} can't be cast to the desired output type "
+            f"result type {_type_name(result_type)} can't be cast to the desired output type "
             f"{_type_name(target._data.dtype)}"
         )
 

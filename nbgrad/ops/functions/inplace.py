@@ -62,6 +62,10 @@ def _modulo_(input, other, name):  # noqa: A002
 
 
 def clamp_(input, min=None, max=None):  # noqa: A001, A002
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        # Tensor bounds are inputs of their own (ClampBackward0), as in clamp.
+        bounds = tuple(None if b is None else _inplace_operand(input, b) for b in (min, max))
+        return run_inplace(OPS["clamp_tensor"], input, bounds)
     return run_inplace(OPS["clamp"], input, (), (_number(min), _number(max)))
 
 

@@ -142,10 +142,16 @@ def expand(input, *sizes):  # noqa: A002
     if not sizes:
         raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_args(sizes)
-    shape = input._data.shape
+    target = expanded_shape(input._data.shape, input._dtype, sizes)
+    return run_op(OPS["expand"], (input,), (target,))
+
+
+def expanded_shape(shape, dtype, sizes):
+    """The shape ``expand(sizes)`` gives a tensor of ``shape`` (-1 keeps a size), or PyTorch's
+    error."""
     if len(sizes) < len(shape):
         raise RuntimeError(
-            f"expand(torch.{dtypes.LEGACY_TYPE_NAMES[input._dtype]}{{[{_listed(shape)}]}}, "
+            f"expand(torch.{dtypes.LEGACY_TYPE_NAMES[dtype]}{{[{_listed(shape)}]}}, "
             f"size=[{_listed(sizes)}]): the number of sizes provided ({len(sizes)}) must be "
             f"greater or equal to the number of dimensions in the tensor ({len(shape)})"
         )
@@ -168,7 +174,7 @@ def expand(input, *sizes):  # noqa: A002
                 f"non-singleton dimension {lead + i}.  Target sizes: [{_listed(sizes)}].  "
                 f"Tensor sizes: [{_listed(shape)}]"
             )
-    return run_op(OPS["expand"], (input,), (tuple(target),))
+    return tuple(target)
 
 
 def sum_to_size(input, *size):  # noqa: A002

@@ -193,6 +193,28 @@ def _numpy_key(key):
     return tuple(converted)
 
 
+def _check_basic_key(tensor, key):
+    """PyTorch's errors for ints, slices, None and ... that do not fit the tensor: getitem's,
+    checked here without making the views."""
+    _check_zero_dim_key(tensor, key)
+    consumed = _consumed(key)
+    if consumed > tensor.dim():
+        raise IndexError(f"too many indices for tensor of dimension {tensor.dim()}")
+    dim = 0
+    for position, k in enumerate(key):
+        if k is Ellipsis:
+            dim += tensor.dim() - consumed
+        elif _is_integer(k):
+            index, size = int(k), tensor._data.shape[dim]
+            if not -size <= index < size:
+                raise IndexError(
+                    f"index {index} is out of bounds for dimension {position} with size {size}"
+                )
+            dim += 1
+        elif k is not None:  # a slice
+            dim += 1
+
+
 def _check_value_shape(value, shape, key):
     """PyTorch's error for a value that does not fit the part of the tensor ``key`` selects."""
     if builtins.any(isinstance(k, np.ndarray) for k in key):  # index_put_
@@ -223,12 +245,19 @@ def setitem(tensor, key, value):
             f"torch.{dtypes.LEGACY_TYPE_NAMES[tensor._dtype]}"
         ) from None
     # The key is checked, and the value's shape against the part it selects, as indexing does:
-    # PyTorch's errors, not NumPy's.
-    with grad_mode.no_grad():
-        region = getitem(tensor, key)
-    key = _numpy_key(key)
-    if isinstance(value, Tensor):
-        _check_value_shape(value, region._data.shape, key)
+    # PyTorch's errors, not NumPy's. Index arrays and masks go through indexing itself.
+    keys = key if isinstance(key, tuple) else (key,)
+    if builtins.all(k is None or k is Ellipsis or type(k) is slice or _is_integer(k) for k in keys):
+        _check_basic_key(tensor, keys)
+        key = _numpy_key(key)
+        if isinstance(value, Tensor):
+            _check_value_shape(value, tensor._data[key].shape, key)
+    else:
+        with grad_mode.no_grad():
+            region = getitem(tensor, key)
+        key = _numpy_key(key)
+        if isinstance(value, Tensor):
+            _check_value_shape(value, region._data.shape, key)
     recording = grad_mode._enabled and (
         tensor._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
     )

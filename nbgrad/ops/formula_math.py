@@ -255,6 +255,8 @@ def as_strided_key(input_geometry, size, stride, storage_offset):
     source = as_strided_source(input_geometry, size, stride, storage_offset)
     if (source < 0).any():
         return None
+    if not input_geometry[0]:  # a 0-d input: its one element, seen as the view's shape
+        return (None,) * source.ndim if source.size == 1 else None
     return np.unravel_index(source, tuple(input_geometry[0]))
 
 
@@ -316,6 +318,12 @@ def _scalar_log(value):
     return -math.inf if value == 0 else math.nan
 
 
+def _rounded_divide(a, b, rounding_mode):
+    """``torch.div(a, b, rounding_mode=...)`` on arrays."""
+    quotient = np.true_divide(a, b)
+    return np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
+
+
 ARRAY_NAMESPACE = {
     "exp": np.exp,
     "log": np.log,
@@ -350,6 +358,7 @@ ARRAY_NAMESPACE = {
     "squeeze": _squeeze,
     "reduced_count": _reduced_count,
     "scalar_log": _scalar_log,
+    "rounded_divide": _rounded_divide,
     "zero_at": _zero_at,
     "as_strided_backward": _as_strided_backward,
     "astype": lambda a, dt: a.astype(dt.numpy, copy=False),
@@ -473,6 +482,7 @@ def tensor_namespace():
         "squeeze": lambda g, dim: g.squeeze(dim),
         "reduced_count": _reduced_count,
         "scalar_log": _scalar_log,
+        "rounded_divide": lambda a, b, mode: nb.div(a, b, rounding_mode=mode),
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
         **nn_tensor_namespace(),
@@ -690,7 +700,7 @@ def nn_tensor_namespace():
         return grad * (cdf + x * pdf)
 
     def norm_backward(grad, x, ord, norm, dim, keepdim):
-        if not keepdim and dim is not None:  # dim None: a 0-d norm broadcasts as it is
+        if not keepdim and dim is not None and x.dim():  # dim None: a 0-d norm broadcasts
             for d in sorted(d % x.dim() for d in dim):
                 grad, norm = grad.unsqueeze(d), norm.unsqueeze(d)
         if ord == 1:

@@ -186,6 +186,13 @@ case("mul-self", lambda x: x * x, normal(2, 3))
 for exponent in [3, 2, 1, 0, -2, 0.5, -1.5, 2.5]:
     case(f"pow-{exponent}", lambda x, e=exponent: x**e, positive(2, 3))
 case("pow-3-negative-base", lambda x: x**3, normal(2, 3))
+# integer powers computed as products (formula_math.power), both signs of base and exponent
+for exponent in [4, 5, 7, 8, -3, -5, 9]:
+    case(
+        f"pow-{exponent}-negative-base",
+        lambda x, e=exponent: x**e,
+        np.array([[-1.3, -0.7, 0.6], [0.9, 1.2, -1.1]]),
+    )
 case("square", torch.square, normal(2, 3))
 case("pow-tensor", lambda x, y: x**y, positive(2, 3), normal(2, 3))
 case("pow-tensor-broadcast", lambda x, y: torch.pow(x, y), positive(2, 3), normal(3))

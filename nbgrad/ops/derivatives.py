@@ -67,8 +67,8 @@ op("fmod_tensor", "FmodBackward1", ("self", "other"),
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
    inplace=True)
 op("pow", "PowBackward0", ("self",),
-   {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},
-   np.power, attrs=("exponent",), saves=("self", "exponent"))
+   {"self": "0 * grad if exponent == 0 else grad * exponent * power(self, exponent - 1)"},
+   formula_math.power, attrs=("exponent",), saves=("self", "exponent"))
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},

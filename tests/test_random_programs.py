@@ -129,7 +129,68 @@ def check_same_tensor(pair, program):
     np.testing.assert_allclose(_array(mine), _array(real), RTOL, ATOL, err_msg=context)
     assert mine.requires_grad == real.requires_grad, context
     assert mine.is_leaf == real.is_leaf, context
+    assert mine._version == real._version, context
     assert graph(mine.grad_fn, program, 0) == graph(real.grad_fn, program, 1), context
+    check_same_saved(mine.grad_fn, real.grad_fn, context)
+
+
+def saved_values(fn):
+    """``name -> value`` of what a node shows as ``_saved_*``: arrays for tensors, the value
+    itself for numbers and tuples, and ("raises", type, message) where reading it raises."""
+    values = {}
+    for name in sorted(a for a in dir(fn) if a.startswith("_saved_")):
+        try:
+            value = getattr(fn, name)
+        except Exception as error:  # noqa: BLE001 - compared with PyTorch's
+            values[name] = ("raises", type(error).__name__, str(error))
+            continue
+        if hasattr(value, "detach"):
+            value = ("tensor", _array(value))
+        elif isinstance(value, list | tuple) and any(hasattr(v, "detach") for v in value):
+            value = ("tensors", [None if v is None else _array(v) for v in value])
+        values[name] = _signed(value)
+    return values
+
+
+def _signed(value):
+    """A saved negative dim as a signed number: PyTorch shows -1 as 2**64 - 1 (README: a
+    difference left on purpose)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 2**63:
+        return value - 2**64
+    if isinstance(value, tuple) and value[:1] not in (("tensor",), ("tensors",), ("raises",)):
+        return tuple(_signed(v) for v in value)
+    return value
+
+
+def check_same_saved(mine, real, context):
+    if real is None or mine is None:
+        return
+    ours, theirs = saved_values(mine), saved_values(real)
+    assert sorted(ours) == sorted(theirs), f"{type(real).__name__} saves\n{context}"
+    for name, value in theirs.items():
+        if isinstance(value, tuple) and value[:1] == ("tensor",):
+            assert isinstance(ours[name], tuple) and ours[name][0] == "tensor", f"{name}\n{context}"
+            np.testing.assert_allclose(ours[name][1], value[1], RTOL, ATOL, err_msg=context)
+        elif isinstance(value, tuple) and value[:1] == ("tensors",):
+            assert isinstance(ours[name], tuple) and ours[name][0] == "tensors", (
+                f"{name}\n{context}"
+            )
+            assert len(ours[name][1]) == len(value[1]), context
+            for a, b in zip(ours[name][1], value[1]):
+                assert (a is None) == (b is None), f"{name}\n{context}"
+                if b is not None:
+                    np.testing.assert_allclose(a, b, RTOL, ATOL, err_msg=context)
+        else:
+            assert same_saved_number(ours[name], value), f"{type(real).__name__}.{name}\n{context}"
+
+
+def same_saved_number(ours, theirs):
+    """Equal, but for a dim PyTorch keeps negative where nbgrad made it non-negative (README)."""
+    if isinstance(ours, tuple) and isinstance(theirs, tuple) and len(ours) == len(theirs):
+        return all(same_saved_number(a, b) for a, b in zip(ours, theirs))
+    if isinstance(theirs, int) and isinstance(ours, int) and theirs < 0 <= ours:
+        return True
+    return ours == theirs
 
 
 def graph(fn, program, which):

@@ -406,7 +406,8 @@ op("stack", "StackBackward0", ("tensors",),
    saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
 op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True)
 op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
-   lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",))
+   lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",),
+   hidden=("self_dtype",))  # PyTorch keeps the input's options privately
 
 # The backward of the indexing ops, as ops of their own, so that create_graph can differentiate
 # a gradient that went through indexing.

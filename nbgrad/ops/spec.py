@@ -214,12 +214,14 @@ class OpSpec:
             for i, inp in enumerate(self.inputs):
                 if needs >> i & 1 and inp in self.formula_names:
                     used |= self.formula_names[inp]
-            # Tensors are kept only when a needed formula reads them; sizes, dims and other
-            # small values always (PyTorch shows ``_saved_alpha`` even when nothing needs it).
+            # Inputs are kept only when a needed formula reads them; the result, sizes, dims and
+            # other small values always (PyTorch's generated code saves outputs unconditionally:
+            # ``b ** e`` shows ``_saved_result`` when only ``b`` needs a gradient, and it shows
+            # ``_saved_alpha`` even when nothing needs it).
             positions = tuple(
                 (i, kind, index)
                 for i, (s, (kind, index)) in enumerate(zip(self.saves, self.save_sources))
-                if s in used or kind not in ("input", "result")
+                if s in used or kind != "input"
             )
             self.saves_for_needs[needs] = positions
         return positions

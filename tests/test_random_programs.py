@@ -130,6 +130,8 @@ def check_same_tensor(pair, program):
     assert mine.requires_grad == real.requires_grad, context
     assert mine.is_leaf == real.is_leaf, context
     assert mine._version == real._version, context
+    if real.numel():  # views of empty tensors keep NumPy's strides (README)
+        assert mine.stride() == real.stride(), f"strides\n{context}"
     assert graph(mine.grad_fn, program, 0) == graph(real.grad_fn, program, 1), context
     check_same_saved(mine.grad_fn, real.grad_fn, context)
 
@@ -570,7 +572,87 @@ def select_values(p):
         p.step("{}.masked_fill({} < 0, 2.0)", lambda T, x, y: x.masked_fill(y < 0, 2.0), a, b)
 
 
+def inplace(p):
+    """An in-place op on a value computed so far: a leaf that requires grad gets PyTorch's error,
+    a view rewrites its base's history (CopySlices), and a value some node saved makes a later
+    backward raise PyTorch's version error (compared at the end)."""
+    x = p.pick("target", lambda a: np.all(np.abs(a) < 20))
+    if x is None:
+        return
+    forms = [
+        ("{}.mul_(2)", lambda T, t: t.mul_(2)),
+        ("{}.add_(1.5)", lambda T, t: t.add_(1.5)),
+        ("{}.div_(-2)", lambda T, t: t.div_(-2)),
+        ("{}.neg_()", lambda T, t: t.neg_()),
+        ("{}.relu_()", lambda T, t: t.relu_()),
+        ("{}.clamp_(-1, 1)", lambda T, t: t.clamp_(-1, 1)),
+        ("{}.tanh_()", lambda T, t: t.tanh_()),
+        ("{}.sigmoid_()", lambda T, t: t.sigmoid_()),
+        ("{}.zero_()", lambda T, t: t.zero_()),
+        ("{}.fill_(0.5)", lambda T, t: t.fill_(0.5)),
+    ]
+    if x[0].dim() >= 1 and x[0].numel() > 0:
+        forms.append(("{}[0] = 2.0", lambda T, t: _set_first(t, 2.0)))
+    y = p.pick("other", lambda b: _broadcastable_into(_array(x[0]), b))
+    if y is not None:
+        forms.append(("{}.add_({})", lambda T, t, u: t.add_(u)))
+        forms.append(("{}.mul_({})", lambda T, t, u: t.mul_(u)))
+    text, fn = p.choice(forms, "in-place form")
+    operands = (x, y) if text.count("{}") == 2 else (x,)
+    p.step(text, fn, *operands)
+
+
+def _set_first(t, value):
+    t[0] = value
+    return t
+
+
+def _broadcastable_into(a, b):
+    try:
+        return np.broadcast_shapes(a.shape, b.shape) == a.shape
+    except ValueError:
+        return False
+
+
+def without_grad(p):
+    """Values made under ``no_grad`` or detached: they require no grad and have no history."""
+    x = p.pick("operand")
+    forms = [
+        ("with no_grad: {} * 2", lambda T, t: _under_no_grad(T, lambda: t * 2)),
+        ("with no_grad: {}.exp()", lambda T, t: _under_no_grad(T, lambda: t.clamp(-5, 5).exp())),
+        ("{}.detach()", lambda T, t: t.detach()),
+        ("{}.detach() * {}", None),
+    ]
+    text, fn = p.choice(forms, "form")
+    if fn is None:
+        y = p.pick("other", lambda b: _broadcastable(_array(x[0]), b))
+        p.step(text, lambda T, a, b: a.detach() * b, x, y)
+    else:
+        p.step(text, fn, x)
+
+
+def _under_no_grad(T, compute):
+    with T.no_grad():
+        return compute()
+
+
+def hook(p):
+    """A hook on a value that requires grad: it doubles the gradient that reaches the value."""
+    candidates = [v for v in p.values if v[1].requires_grad]
+    if not candidates:
+        return
+    x = p.choice(candidates, "hooked")
+    number = next(k for k, v in enumerate(p.values) if v is x)
+    p.log.append(f"v{number}.register_hook(lambda g: g * 2)")
+    for t in x:
+        t.register_hook(lambda g: g * 2)
+
+
 OPERATIONS = [
+    inplace,
+    inplace,
+    without_grad,
+    hook,
     binary,
     binary,
     scalar,
@@ -622,11 +704,33 @@ def build(torch, data):
 def check_grads(p, label):
     context = "\n".join(p.log) + f"\nafter {label}"
     for n, (mine, real) in enumerate(p.leaves):
+        assert mine.is_leaf == real.is_leaf, f"leaf{n}\n{context}"
+        if not real.is_leaf:
+            continue  # written in place by an op that needs grad: it has a history now
         assert (mine.grad is None) == (real.grad is None), f"leaf{n}\n{context}"
         if real.grad is not None:
             np.testing.assert_allclose(
                 _array(mine.grad), _array(real.grad), RTOL, ATOL, err_msg=f"leaf{n}\n{context}"
             )
+
+
+def both(p, label, run):
+    """``run(which, T)`` in both libraries: True when both succeeded; the same error otherwise."""
+    errors = []
+    for which, T in enumerate((nbgrad, p.torch)):
+        try:
+            run(which, T)
+            errors.append(None)
+        except Exception as error:  # noqa: BLE001 - compared with PyTorch's
+            errors.append(error)
+    mine, real = errors
+    context = "\n".join(p.log) + f"\n{label}"
+    if real is None:
+        assert mine is None, f"nbgrad raised {mine!r}; PyTorch did not\n{context}"
+        return True
+    assert mine is not None, f"PyTorch raised {real!r}; nbgrad did not\n{context}"
+    assert (type(mine).__name__, str(mine)) == (type(real).__name__, str(real)), context
+    return False
 
 
 @SETTINGS
@@ -646,28 +750,49 @@ def test_random_programs_match_pytorch(torch, data):
         retained = []
     seed = p.draw(st.integers(0, 2**32 - 1), "upstream seed")
     upstream = np.random.default_rng(seed).standard_normal(tuple(out[1].shape))
-    mode = p.draw(st.sampled_from(["backward", "twice", "autograd.grad"]), "mode")
-    if mode == "autograd.grad":
-        wanted = [k for k, leaf in enumerate(p.leaves) if leaf[1].requires_grad]
-        results = []
-        for which, T in enumerate((nbgrad, p.torch)):
+    mode = p.draw(st.sampled_from(["backward", "twice", "autograd.grad", "create_graph"]), "mode")
+    wanted = [k for k, leaf in enumerate(p.leaves) if leaf[1].requires_grad]
+    if mode in ("autograd.grad", "create_graph"):
+        create_graph = mode == "create_graph"
+        results = [None, None]
+
+        def grads(which, T):
             inputs = [p.leaves[k][which] for k in wanted]
-            results.append(
-                T.autograd.grad(out[which], inputs, T.tensor(upstream), allow_unused=True)
+            results[which] = T.autograd.grad(
+                out[which], inputs, T.tensor(upstream), allow_unused=True, create_graph=create_graph
             )
+
+        if not both(p, mode, grads):
+            return
         for k, mine, real in zip(wanted, *results):
             assert (mine is None) == (real is None), f"leaf{k}\n" + "\n".join(p.log)
             if real is not None:
                 np.testing.assert_allclose(_array(mine), _array(real), RTOL, ATOL)
-        check_grads(p, "autograd.grad (no .grad anywhere)")
+                assert mine.requires_grad == real.requires_grad, "\n".join(p.log)
+        check_grads(p, f"{mode} (no .grad anywhere)")
+        if create_graph:
+            # The gradient's own graph, differentiated: d/dleaf of sum(g * g).
+            def second(which, T):
+                terms = [(g * g).sum() for g in results[which] if g is not None and g.requires_grad]
+                if terms:
+                    sum(terms).backward()
+
+            if both(p, "backward of sum(g * g) (double backward)", second):
+                check_grads(p, "double backward")
         return
     twice = mode == "twice"
-    out[0].backward(nbgrad.tensor(upstream), retain_graph=twice)
-    out[1].backward(torch.tensor(upstream), retain_graph=twice)
+    if not both(
+        p,
+        "backward",
+        lambda which, T: out[which].backward(T.tensor(upstream), retain_graph=twice),
+    ):
+        return
     check_grads(p, "backward")
     if twice:
-        out[0].backward(nbgrad.tensor(upstream * 0.5))
-        out[1].backward(torch.tensor(upstream * 0.5))
+        if not both(
+            p, "a second backward", lambda which, T: out[which].backward(T.tensor(upstream * 0.5))
+        ):
+            return
         check_grads(p, "a second backward (grads accumulate)")
     for mine, real in retained:
         assert (mine.grad is None) == (real.grad is None)

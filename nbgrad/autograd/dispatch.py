@@ -277,7 +277,7 @@ def _make_saver(spec, needs):
             )
         elif kind == "strides":
             # PyTorch keeps an input's strides for its own gradient only: () when not needed
-            parts[p] = f"strides_of(inputs[{i}]._data)" if needs >> i & 1 else "()"
+            parts[p] = f"inputs[{i}].stride()" if needs >> i & 1 else "()"
         elif kind == "numel":
             parts[p] = f"inputs[{i}]._data.size"
         else:  # "dtype"
@@ -303,7 +303,6 @@ def _make_saver(spec, needs):
         "new": object.__new__,
         "save": save,
         "HOOKS": saved_tensors_hook_stack,
-        "strides_of": _strides_of,
         **constants,
     }
     exec(compile("\n".join(lines), f"<save {spec.node}>", "exec"), scope)  # noqa: S102
@@ -344,11 +343,6 @@ def _laid_out_like(out, arrays):
 
 
 _FILLS = frozenset({"zero", "fill"})  # fill_ of a tensor value is refused, as in PyTorch
-
-
-def _strides_of(array):
-    """An array's strides in elements, as PyTorch counts them."""
-    return tuple(step // array.itemsize for step in array.strides)
 
 
 def _check_inplace_allowed(target, view):

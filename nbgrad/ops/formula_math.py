@@ -484,7 +484,7 @@ def tensor_namespace():
         "zeros_like": nb.zeros_like,
         "reshape": nb.reshape,
         "transpose": nb.transpose,
-        "permute_back": lambda g, dims: g.permute(*np.argsort(dims).tolist()),
+        "permute_back": lambda g, dims: g.permute(tuple(np.argsort(dims).tolist())),
         "matrix_t": lambda a: a.t(),
         "unsqueeze": nb.unsqueeze,
         "outer": lambda a, b: a.reshape(*a.shape, *([1] * b.ndim)) * b,

@@ -634,6 +634,40 @@ ENGINE_CASES = {
 }
 
 
+# --- element-wise functions, more: dtypes, arguments, dims ---------------------------------------
+F_ = "T.nn.functional."
+CASES.update(
+    {
+        "softplus of integers": F_ + "softplus(T.tensor([1, 2]))",
+        "logsigmoid of integers": F_ + "logsigmoid(T.tensor([1, 2]))",
+        "silu of bools": F_ + "silu(T.tensor([True]))",
+        "elu of integers": F_ + "elu(T.tensor([1, 2]))",
+        "selu of integers": "T.selu(T.tensor([1, 2]))",
+        "celu with alpha 0": F_ + "celu(T.tensor([1.0, 2.0]), 0.0)",
+        "mish of integers": F_ + "mish(T.tensor([1, 2]))",
+        "hardswish of integers": F_ + "hardswish(T.tensor([1, 2]))",
+        "hardsigmoid of integers": F_ + "hardsigmoid(T.tensor([1, 2]))",
+        "softshrink of integers": F_ + "softshrink(T.tensor([1, 2]))",
+        "softshrink with a negative lambda": F_ + "softshrink(T.tensor([1.0, 2.0]), -1)",
+        "hardshrink of integers": "T.hardshrink(T.tensor([1, 2]))",
+        "hardtanh with min above max": F_ + "hardtanh(T.tensor([1.0]), 2.0, 1.0)",
+        "relu6 of bools": F_ + "relu6(T.tensor([True]))",
+        "logsumexp dim out of range": "T.logsumexp(T.ones(2, 3), 2)",
+        "logsumexp repeated dim": "T.ones(2, 3).logsumexp((1, -1))",
+        "logsumexp over no dims": "T.ones(2, 3).logsumexp(())",
+        "atan2 with a number": "T.atan2(T.ones(2), 2.0)",
+        "arctan2 method with a number": "T.ones(2).arctan2(2.0)",
+        "atan2 shapes": "T.atan2(T.ones(2), T.ones(3))",
+        "asin_ of integers": "T.tensor([0, 1]).asin_()",
+        "exp_ of integers": "T.tensor([0, 1]).exp_()",
+        "elu in place with a negative alpha, backward": """
+            a = T.tensor([1.0, -2.0], requires_grad=True)
+            T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()
+        """,
+    }
+)
+
+
 def run(T, code):
     """The (type name, message) of what ``code`` raises with ``T`` as the library, or None."""
     with warnings.catch_warnings():

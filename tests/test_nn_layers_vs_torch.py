@@ -318,12 +318,75 @@ def model_cases():
     return {"mlp": mlp, "cnn": cnn}
 
 
+def more_activation_cases():
+    def act(layer, *args, shape=(4, 5), scale=1.0, inplace=False, **kwargs):
+        def case(T, m):
+            x = m.input(*shape) * scale
+            return (
+                getattr(T.nn, layer)(*args, inplace=True, **kwargs)(x * 1)
+                if inplace
+                else (getattr(T.nn, layer)(*args, **kwargs)(x))
+            )
+
+        return case
+
+    cases = {
+        "softplus": act("Softplus"),
+        "softplus beta threshold": act("Softplus", 2, 1.0),
+        "hardtanh": act("Hardtanh", scale=2.0),
+        "hardtanh bounds inplace": act("Hardtanh", -0.5, 0.5, inplace=True),
+        "relu6": act("ReLU6", scale=5.0),
+        "relu6 inplace": act("ReLU6", scale=5.0, inplace=True),
+        "logsigmoid": act("LogSigmoid", scale=3.0),
+        "silu": act("SiLU"),
+        "silu inplace": act("SiLU", inplace=True),
+        "elu": act("ELU", 0.7),
+        "elu inplace": act("ELU", 1.2, inplace=True),
+        "selu": act("SELU"),
+        "selu inplace": act("SELU", inplace=True),
+        "celu": act("CELU", 1.5),
+        "celu inplace": act("CELU", 0.5, inplace=True),
+        "mish": act("Mish"),
+        "mish inplace": act("Mish", inplace=True),
+        "hardswish": act("Hardswish", scale=3.0),
+        "hardswish inplace": act("Hardswish", scale=3.0, inplace=True),
+        "hardsigmoid": act("Hardsigmoid", scale=3.0),
+        "hardsigmoid inplace": act("Hardsigmoid", scale=3.0, inplace=True),
+        "softsign": act("Softsign"),
+        "tanhshrink": act("Tanhshrink"),
+        "softshrink": act("Softshrink", 0.3),
+        "hardshrink": act("Hardshrink"),
+        "threshold": act("Threshold", 0.1, 20.0),
+        "threshold inplace": act("Threshold", 0.1, -2.0, inplace=True),
+    }
+    return cases
+
+
+MORE_MODULES = [
+    "Softplus()", "Softplus(2, 10)", "Hardtanh()", "Hardtanh(-2, 2, True)", "ReLU6()",
+    "ReLU6(True)", "LogSigmoid()", "SiLU()", "SiLU(True)", "ELU()", "ELU(0.5, True)", "SELU()",
+    "SELU(True)", "CELU()", "CELU(2.0, True)", "Mish()", "Mish(True)", "Hardswish()",
+    "Hardswish(True)", "Hardsigmoid(True)", "Softsign()", "Tanhshrink()", "Softshrink()",
+    "Softshrink(0.3)", "Hardshrink()", "Threshold(0.1, 20)", "Threshold(0.1, 20.0, True)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", MORE_MODULES)
+def test_more_activation_modules_repr_like_pytorch(torch, text):
+    ours, theirs = eval("nbgrad.nn." + text), eval("torch.nn." + text)  # noqa: S307
+    assert repr(ours) == repr(theirs)
+    assert {k: v for k, v in vars(ours).items() if not k.startswith("_") and k != "training"} == {
+        k: v for k, v in vars(theirs).items() if not k.startswith("_") and k != "training"
+    }
+
+
 CASES = {
     **linear_cases(),
     **conv_cases(),
     **pooling_cases(),
     **embedding_and_norm_cases(),
     **activation_cases(),
+    **more_activation_cases(),
     **loss_cases(),
     **functional_cases(),
     **model_cases(),

@@ -256,6 +256,75 @@ UNARY = [
     ("{}.float().double()", lambda T, x: x.float().double(), None),
 ]
 
+# Element-wise functions, more (logarithms, trigonometric, hyperbolic, activations).
+_F = "T.nn.functional."
+UNARY_MORE = [
+    ("{}.log2()", lambda T, x: x.log2(), lambda a: np.all(a > 0.1)),
+    ("T.log10({})", lambda T, x: T.log10(x), lambda a: np.all(a > 0.1)),
+    ("{}.asin()", lambda T, x: x.asin(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("T.acos({})", lambda T, x: T.acos(x), lambda a: np.all(np.abs(a) < 0.9)),
+    ("{}.atan()", lambda T, x: x.atan(), None),
+    ("{}.sinh()", lambda T, x: x.sinh(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.cosh()", lambda T, x: x.cosh(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.asinh()", lambda T, x: x.asinh(), None),
+    ("{}.acosh()", lambda T, x: x.acosh(), lambda a: np.all(a > 1.1)),
+    ("{}.atanh()", lambda T, x: x.atanh(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("{}.exp2()", lambda T, x: x.exp2(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.erfc()", lambda T, x: x.erfc(), None),
+    ("{}.erfinv()", lambda T, x: x.erfinv(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("T.logsumexp({}, -1)", lambda T, x: T.logsumexp(x, -1), lambda a: np.all(np.abs(a) < 50)),
+    ("{}.logsumexp(0, True)", lambda T, x: x.logsumexp(0, True), lambda a: np.all(np.abs(a) < 50)),
+    ("T.selu({})", lambda T, x: T.selu(x), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("T.celu({}, 0.5)", lambda T, x: T.celu(x, 0.5), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("T.hardshrink({}, 0.3)", lambda T, x: T.hardshrink(x, 0.3), lambda a: _away(a, 0.3, -0.3)),
+    ("T.threshold({}, 0.2, 3.)", lambda T, x: T.threshold(x, 0.2, 3.0), lambda a: _away(a, 0.2)),
+    (_F + "softplus({})", lambda T, x: T.nn.functional.softplus(x), None),
+    (
+        _F + "softplus({}, 2, 3)",
+        lambda T, x: T.nn.functional.softplus(x, 2, 3),
+        lambda a: _away(a, 1.5),
+    ),
+    (_F + "hardtanh({})", lambda T, x: T.nn.functional.hardtanh(x), lambda a: _away(a, 1, -1)),
+    (_F + "relu6({})", lambda T, x: T.nn.functional.relu6(x), lambda a: _away(a, 0, 6)),
+    (_F + "logsigmoid({})", lambda T, x: T.nn.functional.logsigmoid(x), None),
+    (_F + "silu({})", lambda T, x: T.nn.functional.silu(x), None),
+    (_F + "mish({})", lambda T, x: T.nn.functional.mish(x), None),
+    (_F + "hardswish({})", lambda T, x: T.nn.functional.hardswish(x), lambda a: _away(a, 3, -3)),
+    (
+        _F + "hardsigmoid({})",
+        lambda T, x: T.nn.functional.hardsigmoid(x),
+        lambda a: _away(a, 3, -3),
+    ),
+    (_F + "elu({})", lambda T, x: T.nn.functional.elu(x), lambda a: _away(a, 0)),
+    (
+        _F + "softshrink({})",
+        lambda T, x: T.nn.functional.softshrink(x),
+        lambda a: _away(a, 0.5, -0.5),
+    ),
+    (_F + "softsign({})", lambda T, x: T.nn.functional.softsign(x), lambda a: _away(a, 0)),
+    (_F + "tanhshrink({})", lambda T, x: T.nn.functional.tanhshrink(x), None),
+]
+
+
+def _away(a, *kinks):
+    return all(np.all(np.abs(a - k) > 1e-6) for k in kinks)
+
+
+UNARY += UNARY_MORE
+
+
+def atan2(p):
+    a, b = p.pick_pair("atan2", lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) > 0.2))
+    if b is not None:
+        text, fn = p.choice(
+            [
+                ("T.atan2({}, {})", lambda T, x, y: T.atan2(x, y)),
+                ("{}.arctan2({})", lambda T, x, y: x.arctan2(y)),
+            ],
+            "form",
+        )
+        p.step(text, fn, a, b)
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
@@ -528,6 +597,7 @@ OPERATIONS = [
     join,
     select_values,
 ]
+OPERATIONS += [atan2]
 
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 

@@ -34,4 +34,22 @@ from nbgrad.nn.modules import (
     Tanh,
     Unflatten,
 )
+from nbgrad.nn.modules.activation_more import (
+    CELU,
+    ELU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    ReLU6,
+    SiLU,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from nbgrad.nn.parameter import Parameter

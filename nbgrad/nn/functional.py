@@ -928,3 +928,117 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
             norm.clamp_(min=eps)
         norms.append(norm)
     return ops.sum(ops.div(x1, norms[0]) * ops.div(x2, norms[1]), dim)
+
+
+# --- activations, more ------------------------------------------------------------------------
+# One table op each where PyTorch has a backward node of its own (SoftplusBackward0, ...); where
+# PyTorch composes them (softsign, tanhshrink), the same composition. ``inplace=True`` writes into
+# the input, recorded as PyTorch records it (EluBackward1 saves the result, not the input).
+
+selu_ = ops.selu_
+celu_ = ops.celu_
+threshold_ = ops.threshold_
+
+
+def _check_not_bool(input, name):
+    if input._dtype is dtypes.bool:
+        raise RuntimeError(f"Bool inputs not supported for {name}")
+
+
+def _run_activation(name, input, attrs=(), inplace=False, kernel=None):
+    if kernel is not None:
+        _check_floating(input, kernel)
+    if inplace:
+        return run_inplace(OPS[name], input, (), attrs)
+    return run_op(OPS[name], (input,), attrs)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _run_activation("softplus", input, (beta, threshold), kernel="softplus_cpu")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    _check_not_bool(input, "hardtanh")
+    return _run_activation("hardtanh", input, (min_val, max_val), inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0, 6, inplace)
+
+
+def logsigmoid(input):
+    _check_floating(input, "log_sigmoid_cpu")
+    out, _ = run_op(OPS["log_sigmoid"], (input,))
+    return out
+
+
+def silu(input, inplace=False):
+    return _run_activation("silu", input, (), inplace, "silu_cpu")
+
+
+def mish(input, inplace=False):
+    return _run_activation("mish", input, (), inplace, "mish_cpu")
+
+
+def hardswish(input, inplace=False):
+    return _run_activation("hardswish", input, (), inplace, "hardswish_cpu")
+
+
+def hardsigmoid(input, inplace=False):
+    return _run_activation("hardsigmoid", input, (), inplace, "hardsigmoid_cpu")
+
+
+def elu(input, alpha=1.0, inplace=False):
+    name = "elu_inplace" if inplace else "elu"
+    return _run_activation(name, input, (alpha, 1, 1), inplace, "elu_cpu")
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input, inplace=False):
+    return ops.selu_(input) if inplace else ops.selu(input)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return ops.celu_(input, alpha) if inplace else ops.celu(input, alpha)
+
+
+def threshold(input, threshold, value, inplace=False):
+    if inplace:
+        return ops.threshold_(input, threshold, value)
+    return ops.threshold(input, threshold, value)
+
+
+def softshrink(input, lambd=0.5):
+    _check_floating(input, "softshrink_check")
+    if lambd < 0:
+        raise RuntimeError(
+            f"lambda must be in range [0, {_largest(input)}] for input dtype "
+            f"{_type_name(input)}, but found {lambd:g}"
+        )
+    return run_op(OPS["softshrink"], (input,), (lambd,))
+
+
+def _largest(input):
+    return f"{float(np.finfo(input._dtype.numpy).max):g}"
+
+
+hardshrink = ops.hardshrink
+
+
+def softsign(input):
+    """x / (1 + |x|), composed as PyTorch composes it."""
+    return ops.div(input, ops.add(ops.abs(input), 1))
+
+
+def tanhshrink(input):
+    """x - tanh(x), composed as PyTorch composes it."""
+    return ops.sub(input, ops.tanh(input))

@@ -102,8 +102,7 @@ op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - resu
    function=True, method=True, inplace=True, out=True)
 op("relu", "ReluBackward0", ("self",), {"self": "grad * (result > 0)"},
    lambda self: np.maximum(self, 0), saves=("result",), same_shape=True,
-   # torch.relu takes no out=; torch.relu_ exists but nbgrad has only exported x.relu_() so far
-   function=True, method=True, inplace="method")
+   function=True, method=True, inplace=True)  # torch.relu takes no out=
 op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
    saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
@@ -544,3 +543,133 @@ op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
    {"self": "where(result > 0, grad, grad * negative_slope)"},
    lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
    attrs=("negative_slope",), saves=("negative_slope", "result"))
+
+
+# --- element-wise functions, more (logarithms, trigonometric, hyperbolic, exp2, erfc, erfinv) ---
+# Entries run as they are on one tensor: the flags make their public names (see above). PyTorch's
+# aliases (torch.arcsin, x.arctan2()) are more names of the same entry.
+
+for _name, _node, _formula, _forward, _saved in (
+    ("log2", "Log2Backward0", "grad / (self * 0.6931471805599453)", np.log2, "self"),
+    ("log10", "Log10Backward0", "grad / (self * 2.302585092994046)", np.log10, "self"),
+    ("asin", "AsinBackward0", "grad * rsqrt(-self * self + 1)", np.arcsin, "self"),
+    ("acos", "AcosBackward0", "grad * -rsqrt(-self * self + 1)", np.arccos, "self"),
+    ("atan", "AtanBackward0", "grad / (self * self + 1)", np.arctan, "self"),
+    ("sinh", "SinhBackward0", "grad * cosh(self)", np.sinh, "self"),
+    ("cosh", "CoshBackward0", "grad * sinh(self)", np.cosh, "self"),
+    ("asinh", "AsinhBackward0", "grad * rsqrt(self ** 2 + 1)", np.arcsinh, "self"),
+    ("acosh", "AcoshBackward0", "grad * rsqrt(self ** 2 - 1)", np.arccosh, "self"),
+    ("atanh", "AtanhBackward0", "grad * 1 / (1 - self ** 2)", np.arctanh, "self"),
+    ("exp2", "Exp2Backward0", "grad * result * 0.6931471805599453", np.exp2, "result"),
+    # 2 / sqrt(pi) and sqrt(pi) / 2
+    ("erfc", "ErfcBackward0", "-1.1283791670955126 * exp(-self ** 2) * grad",
+     lambda self: formula_math.erfc(self).astype(self.dtype, copy=False), "self"),
+    ("erfinv", "ErfinvBackward0", "0.886226925452758 * exp(erfinv(self) ** 2) * grad",
+     lambda self: formula_math.erfinv(self).astype(self.dtype, copy=False), "self"),
+):
+    _alias = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+              "acosh": "arccosh", "atanh": "arctanh"}.get(_name)
+    _names = (_name, _alias) if _alias else True
+    op(_name, _node, ("self",), {"self": _formula}, _forward, saves=(_saved,), floating=True,
+       same_shape=True, function=_names, method=_names,
+       inplace="method" if _name == "erfinv" else True, out=True)  # PyTorch has no torch.erfinv_
+op("atan2", "Atan2Backward0", ("self", "other"),
+   {"self": "grad * other / (self * self + other * other)",
+    "other": "grad * -self / (self * self + other * other)"},
+   np.arctan2, saves=("other", "self"), promote=True, floating=True)  # ops/functions: atan2
+
+
+# --- element-wise functions, more (activations: nn.functional and torch.selu, ...) -------------
+# Their functions are hand-written (ops/functions/activations.py, nn/functional.py): they take
+# parameters, and check dtypes as PyTorch does. In place, PyTorch's elu, celu and threshold save
+# their result or their input under other node names, as leaky_relu does (entries "..._inplace").
+
+op("logsumexp", "LogsumexpBackward0", ("self",),
+   {"self": "restore_reduced(grad, self.shape, dim, keepdim) * "
+            "exp(self - restore_reduced(result, self.shape, dim, keepdim))"},
+   lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), attrs=("dim", "keepdim"),
+   saves=("dim", "keepdim", "result", "self"), floating=True)
+op("softplus", "SoftplusBackward0", ("self",),
+   {"self": "where(self * beta > threshold, grad, grad * sigmoid(self * beta))"},
+   lambda self, beta, threshold: np.where(
+       self * beta > threshold, self, np.logaddexp(0, self * beta) / beta).astype(self.dtype),
+   attrs=("beta", "threshold"), saves=("beta", "self", "threshold"), same_shape=True)
+op("hardtanh", "HardtanhBackward0", ("self",),
+   {"self": "where((self > min_val) & (self < max_val), grad, 0)"},
+   lambda self, min_val, max_val: np.clip(self, min_val, max_val).astype(self.dtype, copy=False),
+   attrs=("min_val", "max_val"), saves=("max_val", "min_val", "self"), same_shape=True)
+op("log_sigmoid", "LogSigmoidBackward0", ("self",),
+   {"self": "log_sigmoid_backward(grad, self, buffer)"},
+   lambda self: _log_sigmoid(self), extra_outputs=("buffer",), saves=("buffer", "self"))
+op("silu", "SiluBackward0", ("self",),
+   {"self": "grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))"},
+   lambda self: self / (1 + np.exp(-self)), saves=("self",), same_shape=True)
+op("mish", "MishBackward0", ("self",), {"self": "mish_backward(grad, self)"},
+   lambda self: self * np.tanh(np.logaddexp(0, self)), saves=("self",), same_shape=True)
+op("hardswish", "HardswishBackward0", ("self",),
+   {"self": "where(self < -3, 0 * grad, where(self <= 3, grad * (self / 3 + 0.5), grad))"},
+   lambda self: self * np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
+op("hardsigmoid", "HardsigmoidBackward0", ("self",),
+   # PyTorch's kernel multiplies by 1/6 rounded to float32, whatever the dtype
+   {"self": "where((self > -3) & (self < 3), grad * 0.1666666716337204, 0 * grad)"},
+   lambda self: np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
+op("elu", "EluBackward0", ("self",),
+   {"self": "where(self > 0, grad * scale, "
+            "grad * input_scale * (alpha * scale) * exp(self * input_scale))"},
+   lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
+   attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "scale", "self"),
+   same_shape=True)
+op("elu_inplace", "EluBackward1", ("self",),
+   {"self": "where(result > 0, grad * scale, "
+            "grad * input_scale * (result + elu_result_alpha(alpha) * scale))"},
+   lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
+   attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "result", "scale"))
+op("celu", "CeluBackward0", ("self",),
+   {"self": "where(self > 0, grad, grad * exp(self * (1.0 / alpha)))"},
+   lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
+   saves=("alpha", "self"), same_shape=True)
+op("celu_inplace", "CeluBackward1", ("self",),
+   {"self": "where(result > 0, grad, grad * (1.0 / alpha) * (result + alpha))"},
+   lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
+   saves=("alpha", "result"))
+op("threshold", "ThresholdBackward0", ("self",),
+   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   lambda self, threshold, value: _threshold(self, threshold, value),
+   attrs=("threshold", "value"), saves=("self", "threshold"), same_shape=True)
+op("threshold_inplace", "ThresholdBackward1", ("self",),
+   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   lambda self, threshold, value: _threshold(self, threshold, value),
+   attrs=("threshold", "value"), saves=("self", "threshold"))
+op("softshrink", "SoftshrinkBackward0", ("self",),
+   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   lambda self, lambd: np.where(self > lambd, self - lambd,
+                                np.where(self < -lambd, self + lambd, 0)).astype(self.dtype),
+   attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
+op("hardshrink", "HardshrinkBackward0", ("self",),
+   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   lambda self, lambd: np.where((self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype),
+   attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
+
+
+def _logsumexp(x, dim, keepdim):
+    axis = None if x.ndim == 0 else tuple(d % x.ndim for d in dim)
+    if x.size == 0:
+        return np.log(np.add.reduce(np.exp(x), axis=axis, keepdims=keepdim))
+    top = np.maximum.reduce(x, axis=axis, keepdims=True)
+    top = np.where(np.isinf(top), 0, top)  # all -inf (or an inf): no shift
+    out = np.log(np.add.reduce(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return out if keepdim or axis is None else np.squeeze(out, axis)
+
+
+def _log_sigmoid(x):
+    """PyTorch's CPU kernel: the result, and the buffer exp(-|x|) its backward reads."""
+    buffer = np.exp(-np.abs(x))
+    return np.minimum(x, 0) - np.log1p(buffer), buffer
+
+
+def _elu(x, alpha, scale, input_scale):
+    return np.where(x > 0, x * scale, np.expm1(x * input_scale) * (alpha * scale)).astype(x.dtype)
+
+
+def _threshold(x, threshold, value):
+    return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)

@@ -476,6 +476,7 @@ def tensor_namespace():
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
         **nn_tensor_namespace(),
+        **more_elementwise_tensor_namespace(),
     }
 
 
@@ -768,4 +769,135 @@ def nn_tensor_namespace():
         "binary_cross_entropy_with_logits_target_backward": (
             binary_cross_entropy_with_logits_target_backward
         ),
+    }
+
+
+# --- element-wise functions, more (trigonometric, hyperbolic, activations) ----------------------
+# The functions the formulas of derivatives.py's "element-wise functions, more" sections call.
+
+_erf_exact = np.vectorize(math.erf, otypes=[np.float64])
+_erfc_exact = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def erfc(x):
+    """1 - erf(x), exact to double precision in the tails too (math.erfc per element)."""
+    return _erfc_exact(x)
+
+
+def _sigmoid(x):
+    return 0.5 * np.tanh(0.5 * x) + 0.5
+
+
+def erfinv(y):
+    """The inverse error function in float64 (NumPy has none): Giles' single-precision rational
+    approximation, refined by two Halley steps on erf (or on erfc in the tails, where erf's
+    values crowd together), which bring it to double precision."""
+    y = np.asarray(y, dtype=np.float64)
+    a = np.abs(y)
+    w = -np.log((1.0 - a) * (1.0 + a))
+    small = w < 5.0
+    ws = np.where(small, w - 2.5, 0.0)
+    p = 2.81022636e-08
+    for c in (
+        3.43273939e-07,
+        -3.5233877e-06,
+        -4.39150654e-06,
+        0.00021858087,
+        -0.00125372503,
+        -0.00417768164,
+        0.246640727,
+        1.50140941,
+    ):
+        p = c + p * ws
+    wl = np.sqrt(np.where(small, 5.0, w)) - 3.0
+    q = -0.000200214257
+    for c in (
+        0.000100950558,
+        0.00134934322,
+        -0.00367342844,
+        0.00573950773,
+        -0.0076224613,
+        0.00943887047,
+        1.00167406,
+        2.83297682,
+    ):
+        q = c + q * wl
+    x = np.where(small, p, q) * a
+    inside = (a < 1) & (a > 0)
+    x = np.where(inside, x, 0.0)
+    tail = a > 0.5
+    for _ in range(3):
+        slope = 1.1283791670955126 * np.exp(-x * x)  # d erf / dx
+        # Near zero Halley on erf(x) = a; in the tails Newton on log(erfc(x)) = log(1 - a), which
+        # is nearly linear there (1 - a is exact for a > 0.5).
+        complement = _erfc_exact(np.where(tail, x, 0.0))
+        log_step = (np.log(complement) - np.log1p(-a)) * complement / slope
+        step = (_erf_exact(x) - a) / slope
+        step = step / (1.0 + x * step)
+        x = x - np.where(inside, np.where(tail, -log_step, step), 0.0)
+    x = np.where(a == 1, np.inf, x)
+    x = np.where((a > 1) | np.isnan(a), np.nan, x)
+    return np.copysign(x, y)
+
+
+def _log_sigmoid_backward(grad, self, buffer):
+    """PyTorch's CPU formula, from the buffer ``exp(-|x|)`` the forward kept."""
+    fraction = buffer / (1 + buffer)
+    return grad * np.where(self < 0, 1 - fraction, fraction).astype(grad.dtype, copy=False)
+
+
+def _mish_backward(grad, self):
+    sigmoid = _sigmoid(self)
+    tanh_softplus = np.tanh(np.logaddexp(0, self))
+    return grad * (tanh_softplus + self * sigmoid * (1 - tanh_softplus * tanh_softplus))
+
+
+def _elu_result_alpha(alpha):
+    """The backward of an in-place elu reads its result, which a negative alpha makes ambiguous:
+    PyTorch refuses, when backward runs."""
+    if alpha < 0:
+        raise RuntimeError(
+            "In-place elu backward calculation is triggered with a negative slope which is not "
+            "supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead."
+        )
+    return alpha
+
+
+ARRAY_NAMESPACE.update(
+    {
+        "elu_result_alpha": _elu_result_alpha,
+        "sinh": np.sinh,
+        "cosh": np.cosh,
+        "tanh": np.tanh,
+        "sigmoid": _sigmoid,
+        "rsqrt": lambda x: 1 / np.sqrt(x),
+        "erfinv": lambda x: erfinv(x).astype(x.dtype, copy=False),
+        "log_sigmoid_backward": _log_sigmoid_backward,
+        "mish_backward": _mish_backward,
+    }
+)
+
+
+def more_elementwise_tensor_namespace():
+    """The Tensor versions of the functions above (merged into ``tensor_namespace()``)."""
+    import nbgrad as nb
+
+    def log_sigmoid_backward(grad, self, buffer):
+        return grad * (-self).sigmoid()
+
+    def mish_backward(grad, self):
+        tanh_softplus = nb.nn.functional.softplus(self).tanh()
+        return grad * (tanh_softplus + self * self.sigmoid() * (1 - tanh_softplus * tanh_softplus))
+
+    return {
+        "elu_result_alpha": _elu_result_alpha,
+        "sinh": nb.sinh,
+        "cosh": nb.cosh,
+        "tanh": nb.tanh,
+        "sigmoid": nb.sigmoid,
+        "rsqrt": nb.rsqrt,
+        "erfinv": nb.erfinv,
+        "log_sigmoid_backward": log_sigmoid_backward,
+        "mish_backward": mish_backward,
     }

@@ -1,4 +1,22 @@
 from nbgrad.nn.modules.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from nbgrad.nn.modules.activation_more import (
+    CELU,
+    ELU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    ReLU6,
+    SiLU,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from nbgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
 from nbgrad.nn.modules.conv import Conv1d, Conv2d
 from nbgrad.nn.modules.dropout import Dropout

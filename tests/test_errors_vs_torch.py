@@ -660,6 +660,22 @@ CASES.update(
         "atan2 shapes": "T.atan2(T.ones(2), T.ones(3))",
         "asin_ of integers": "T.tensor([0, 1]).asin_()",
         "exp_ of integers": "T.tensor([0, 1]).exp_()",
+        "hypot of integers": "T.hypot(T.tensor([1, 2]), T.tensor([1, 2]))",
+        "hypot with a number": "T.hypot(T.ones(2), 2.0)",
+        "logaddexp method with a number": "T.ones(2).logaddexp(1.0)",
+        "logaddexp of integers": "T.logaddexp(T.tensor([1, 2]), T.tensor([1, 2]))",
+        "lerp to a number": "T.lerp(T.ones(2), 2.0, 0.5)",
+        "lerp of another dtype": "T.lerp(T.ones(2), T.ones(2, dtype=T.float64), 0.5)",
+        "lerp weight of integers": "T.lerp(T.ones(2), T.ones(2), T.tensor([1, 0]))",
+        "lerp of integers": "T.lerp(T.tensor([1, 2]), T.tensor([1, 2]), 0.5)",
+        "addcdiv of integers": "T.addcdiv(T.ones(2), T.tensor([1, 2]), T.tensor([1, 2]))",
+        "addcmul value": "T.addcmul(T.ones(2), T.ones(2), T.ones(2), value=T.ones(2))",
+        "addcmul shapes": "T.addcmul(T.ones(2), T.ones(3), T.ones(2))",
+        "frac of integers": "T.frac(T.tensor([1, 2]))",
+        "float_power_ of a float tensor": "T.ones(2).float_power_(2)",
+        "pow_ of integers to a float": "T.tensor([1, 2]).pow_(0.5)",
+        "pow_ of integers to a negative power": "T.tensor([1, 2]).pow_(-1)",
+        "xlogy_ broadcasting the target": "T.ones(2).xlogy_(T.ones(3, 2))",
         "elu in place with a negative alpha, backward": """
             a = T.tensor([1.0, -2.0], requires_grad=True)
             T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()

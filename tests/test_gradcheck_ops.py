@@ -743,6 +743,52 @@ case("softsign", F.softsign, away(2, 3))
 case("tanhshrink", F.tanhshrink, normal(2, 3))
 
 
+# --- element-wise functions, more (binary and ternary, powers, in place) -----------------------
+case("log1p_", clone_of(lambda c: c.log1p_()), positive(2, 3))
+case("expm1_", clone_of(torch.expm1_), normal(2, 3))
+case("frac", torch.frac, away(2, 3) * 2 + 0.05)
+case("deg2rad", torch.deg2rad, normal(2, 3))
+case("rad2deg_", clone_of(lambda c: c.rad2deg_()), normal(2, 3))
+case("sinc", torch.sinc, away(2, 3))
+case("sgn", lambda x: torch.sgn(x) * x, away(2, 3))
+case("logit", torch.logit, RNG.uniform(0.2, 0.8, (2, 3)))
+case("logit-eps", lambda x: x.logit(0.3), np.array([[0.1, 0.4, 0.5], [0.6, 0.9, 0.35]]))
+case("logit_", clone_of(lambda c: torch.logit_(c)), RNG.uniform(0.2, 0.8, (2, 3)))
+case("nan_to_num", torch.nan_to_num, normal(2, 3))
+case("xlogy", torch.xlogy, normal(2, 3), positive(2, 3))
+case("xlogy-broadcast", lambda x, y: x.xlogy(y), normal(3), positive(2, 1))
+case("xlogy-number-other", lambda x: torch.xlogy(x, 2.5), normal(2, 3))
+case("xlogy-number-self", lambda y: torch.xlogy(2.5, y), positive(2, 3))
+case("xlogy_", clone_of(lambda c, y: c.xlogy_(y)), normal(2, 3), positive(3))
+case("hypot", torch.hypot, away(2, 3), away(3))
+case("copysign", torch.copysign, away(2, 3), away(2, 3))
+case("copysign-number", lambda x: x.copysign(-1.0), away(2, 3))
+case("logaddexp", torch.logaddexp, normal(2, 3), normal(3))
+case("logaddexp2", torch.logaddexp2, normal(2, 3), normal(2, 1))
+case("lerp", lambda a, b: torch.lerp(a, b, 0.3), normal(2, 3), normal(3))
+case("lerp-tensor", torch.lerp, normal(2, 3), normal(2, 3), RNG.uniform(0, 1, (3,)))
+case("lerp_", clone_of(lambda c, b, w: c.lerp_(b, w)), normal(2, 3), normal(3), normal(2, 3))
+case(
+    "addcmul",
+    lambda a, b, c: torch.addcmul(a, b, c, value=-1.5),
+    normal(2, 3),
+    normal(3),
+    normal(2, 1),
+)
+case("addcmul_", clone_of(lambda a, b, c: a.addcmul_(b, c)), normal(2, 3), normal(3), normal(2, 3))
+case(
+    "addcdiv", lambda a, b, c: torch.addcdiv(a, b, c, value=2), normal(2, 3), normal(3), away(2, 1)
+)
+case(
+    "addcdiv_", clone_of(lambda a, b, c: a.addcdiv_(b, c, value=0.5)), normal(3), normal(3), away(3)
+)
+case("pow_", clone_of(lambda c: c.pow_(3)), normal(2, 3))
+case("pow_-tensor", clone_of(lambda c, e: c.pow_(e)), positive(2, 3), normal(2, 3))
+case("square_", clone_of(torch.square_), normal(2, 3))
+case("float_power", lambda x, y: torch.float_power(x, y), positive(2, 3), normal(3))
+case("float_power-number", lambda x: x.float_power(2.5), positive(2, 3))
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 

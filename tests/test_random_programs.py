@@ -303,6 +303,13 @@ UNARY_MORE = [
     ),
     (_F + "softsign({})", lambda T, x: T.nn.functional.softsign(x), lambda a: _away(a, 0)),
     (_F + "tanhshrink({})", lambda T, x: T.nn.functional.tanhshrink(x), None),
+    ("{}.frac()", lambda T, x: x.frac(), None),
+    ("T.deg2rad({})", lambda T, x: T.deg2rad(x), None),
+    ("{}.rad2deg()", lambda T, x: x.rad2deg(), None),
+    ("T.sinc({})", lambda T, x: T.sinc(x), None),
+    ("{}.logit()", lambda T, x: x.logit(), lambda a: np.all((a > 0.1) & (a < 0.9))),
+    ("T.nan_to_num({})", lambda T, x: T.nan_to_num(x), None),
+    ("{}.float_power(2)", lambda T, x: x.float_power(2), lambda a: np.all(np.abs(a) < 1e3)),
 ]
 
 
@@ -313,16 +320,45 @@ def _away(a, *kinks):
 UNARY += UNARY_MORE
 
 
-def atan2(p):
-    a, b = p.pick_pair("atan2", lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) > 0.2))
+def _fits_away(a, b):
+    return _broadcastable(a, b) and np.all(np.abs(b) > 0.2)
+
+
+def _fits_positive(a, b):
+    return _broadcastable(a, b) and np.all(b > 0.1)
+
+
+def _fits_small(a, b):
+    return _broadcastable(a, b) and np.all(np.abs(a) < 30) and np.all(np.abs(b) < 30)
+
+
+BINARY_MORE = [
+    ("T.atan2({}, {})", lambda T, x, y: T.atan2(x, y), _fits_away),
+    ("{}.arctan2({})", lambda T, x, y: x.arctan2(y), _fits_away),
+    ("T.xlogy({}, {})", lambda T, x, y: T.xlogy(x, y), _fits_positive),
+    ("T.hypot({}, {})", lambda T, x, y: T.hypot(x, y), lambda a, b: _fits_away(b, a)),
+    ("{}.copysign({})", lambda T, x, y: x.copysign(y), lambda a, b: _fits_away(b, a)),
+    ("T.logaddexp({}, {})", lambda T, x, y: T.logaddexp(x, y), _fits_small),
+    ("{}.logaddexp2({})", lambda T, x, y: x.logaddexp2(y), _fits_small),
+    ("T.lerp({}, {}, 0.3)", lambda T, x, y: T.lerp(x, y, 0.3), _broadcastable),
+    (
+        "T.addcmul({0}, {1}, {1}, value=2)",
+        lambda T, x, y: T.addcmul(x, y, y, value=2),
+        _broadcastable,
+    ),
+    ("T.addcdiv({0}, {0}, {1})", lambda T, x, y: T.addcdiv(x, x, y), _fits_away),
+    (
+        "T.float_power({}, {})",
+        lambda T, x, y: T.float_power(x, y),
+        lambda a, b: _fits_positive(b, a) and np.all(np.abs(b) < 5),
+    ),
+]
+
+
+def binary_more(p):
+    text, fn, fits = p.choice(BINARY_MORE, "binary more")
+    a, b = p.pick_pair("operands", fits)
     if b is not None:
-        text, fn = p.choice(
-            [
-                ("T.atan2({}, {})", lambda T, x, y: T.atan2(x, y)),
-                ("{}.arctan2({})", lambda T, x, y: x.arctan2(y)),
-            ],
-            "form",
-        )
         p.step(text, fn, a, b)
 
 
@@ -597,7 +633,7 @@ OPERATIONS = [
     join,
     select_values,
 ]
-OPERATIONS += [atan2]
+OPERATIONS += [binary_more]
 
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 

@@ -128,9 +128,11 @@ op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round,
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True, same_shape=True, function=True, method=True, out=True)
+   saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True, same_shape=True, function=True, method=True, out=True)
+   saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("erf", "ErfBackward0", ("self",),
    {"self": "1.1283791670955126 * exp(-self ** 2) * grad"},  # 2 / sqrt(pi)
    nn_kernels.erf, saves=("self",), floating=True, same_shape=True,
@@ -673,3 +675,102 @@ def _elu(x, alpha, scale, input_scale):
 
 def _threshold(x, threshold, value):
     return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
+
+
+# --- element-wise functions, more (binary and ternary: xlogy, hypot, lerp, addcmul, ...) -------
+
+op("frac", "FracBackward0", ("self",), {"self": "grad"}, lambda self: _frac(self),
+   same_shape=True, function=True, method=True, inplace=True, out=True)
+op("deg2rad", "Deg2RadBackward0", ("self",), {"self": "grad * 0.017453292519943295"},
+   lambda self: self * 0.017453292519943295, floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("rad2deg", "Rad2DegBackward0", ("self",), {"self": "grad * 57.29577951308232"},
+   lambda self: self * 57.29577951308232, floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("sinc", "SincBackward0", ("self",), {"self": "sinc_backward(grad, self)"},
+   lambda self: _sinc(self), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("sgn", "SgnBackward0", ("self",), {"self": "sgn_backward(grad, self, result)"}, np.sign,
+   saves=("result", "self"), same_shape=True,
+   function=True, method=True, inplace="method", out=True)  # PyTorch has no torch.sgn_
+op("logit", "LogitBackward0", ("self",), {"self": "logit_backward(grad, self, eps)"},
+   lambda self, eps: _logit(self, eps), attrs=("eps",), saves=("eps", "self"), floating=True,
+   same_shape=True)
+op("nan_to_num", "NanToNumBackward0", ("self",), {"self": "grad * isfinite(self)"},
+   lambda self, nan, posinf, neginf: np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf),
+   attrs=("nan", "posinf", "neginf"), saves=("self",), same_shape=True)
+op("xlogy", "XlogyBackward0", ("self", "other"),
+   {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))",
+    "other": "grad * self / other"},
+   lambda self, other: _xlogy(self, other), saves=("other", "self"), promote=True, floating=True)
+op("xlogy_scalar_self", "XlogyBackward1", ("other",), {"other": "grad * self / other"},
+   lambda other, self: _xlogy(np.asarray(self, other.dtype), other), attrs=("self",),
+   saves=("other", "self"), floating=True)
+op("xlogy_scalar_other", "XlogyBackward2", ("self",),
+   {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))"},
+   lambda self, other: _xlogy(self, np.asarray(other, self.dtype)), attrs=("other",),
+   saves=("other", "self"), floating=True)
+op("hypot", "HypotBackward0", ("self", "other"),
+   {"self": "grad * self / result", "other": "grad * other / result"},
+   np.hypot, saves=("other", "result", "self"), promote=True, floating=True)
+op("copysign", "CopysignBackward0", ("self", "other"),
+   {"self": "copysign_backward(grad, self, result)", "other": "zeros_like(grad)"},
+   np.copysign, saves=("result", "self"), promote=True, floating=True)
+op("copysign_scalar", "CopysignBackward1", ("self",),
+   {"self": "copysign_backward(grad, self, result)"},
+   lambda self, other: np.copysign(self, np.asarray(other, self.dtype)), attrs=("other",),
+   saves=("result", "self"), floating=True)
+op("logaddexp", "LogaddexpBackward0", ("self", "other"),
+   {"self": "grad / (1 + exp(other - self))", "other": "grad / (1 + exp(self - other))"},
+   np.logaddexp, saves=("other", "self"), promote=True, floating=True)
+op("logaddexp2", "Logaddexp2Backward0", ("self", "other"),
+   {"self": "grad / (1 + 2 ** (other - self))", "other": "grad / (1 + 2 ** (self - other))"},
+   np.logaddexp2, saves=("other", "self"), promote=True, floating=True)
+op("lerp", "LerpBackward0", ("self", "end"),
+   {"self": "grad * (1 - weight)", "end": "grad * weight"},
+   lambda self, end, weight: _lerp(self, end, weight), attrs=("weight",), saves=("weight",),
+   promote=True)
+op("lerp_tensor", "LerpBackward1", ("self", "end", "weight"),
+   {"self": "grad * (1 - weight)", "end": "grad * weight", "weight": "grad * (end - self)"},
+   lambda self, end, weight: _lerp(self, end, weight), saves=("end", "self", "weight"),
+   promote=True)
+op("addcmul", "AddcmulBackward0", ("self", "tensor1", "tensor2"),
+   {"self": "grad", "tensor1": "grad * tensor2 * value", "tensor2": "grad * tensor1 * value"},
+   lambda self, tensor1, tensor2, value: self + value * tensor1 * tensor2, attrs=("value",),
+   saves=("tensor1", "tensor2", "value"), promote=True)
+op("addcdiv", "AddcdivBackward0", ("self", "tensor1", "tensor2"),
+   {"self": "grad", "tensor1": "grad * value / tensor2",
+    "tensor2": "-grad * value * tensor1 / (tensor2 * tensor2)"},
+   lambda self, tensor1, tensor2, value: self + value * tensor1 / tensor2, attrs=("value",),
+   saves=("tensor1", "tensor2", "value"), promote=True)
+
+
+def _frac(x):
+    if not np.issubdtype(x.dtype, np.floating):
+        from nbgrad.autograd.dispatch import _type_name
+
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_type_name(x.dtype)}'")
+    return x - np.trunc(x)
+
+
+def _sinc(x):
+    scaled = x * np.pi
+    return np.where(x == 0, np.ones((), x.dtype), np.sin(scaled) / scaled).astype(x.dtype)
+
+
+def _logit(x, eps):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+def _xlogy(x, y):
+    out = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), np.zeros((), out.dtype), out)
+
+
+def _lerp(start, end, weight):
+    """PyTorch's formula: from the nearer end, for accuracy."""
+    return np.where(
+        np.abs(weight) < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight)
+    ).astype(np.result_type(start, end), copy=False)

@@ -864,8 +864,43 @@ def _elu_result_alpha(alpha):
     return alpha
 
 
+def _sinc_backward(grad, self):
+    scaled = self * np.pi
+    out = grad * (scaled * np.cos(scaled) - np.sin(scaled)) / (self * self * np.pi)
+    return np.where(self * self * np.pi == 0, 0, out).astype(grad.dtype, copy=False)
+
+
+def _sgn_backward(grad, self, result):
+    size = np.abs(self)
+    out = (grad - result * result * grad) / (2 * size)
+    return np.where(size == 0, 0, out).astype(grad.dtype, copy=False)
+
+
+def _logit_backward(grad, self, eps):
+    out = grad / (self * (1 - self))
+    if eps is None:
+        return np.where((self < 0) | (self > 1), np.nan, out).astype(grad.dtype, copy=False)
+    return np.where((self < eps) | (self > 1 - eps), 0, out).astype(grad.dtype, copy=False)
+
+
+def _xlogy_array(x, y):
+    out = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), 0, out).astype(out.dtype, copy=False)
+
+
+def _copysign_backward(grad, self, result):
+    ratio = np.where(self == 0, 0, result / self)
+    return (grad * ratio).astype(grad.dtype, copy=False)
+
+
 ARRAY_NAMESPACE.update(
     {
+        "sinc_backward": _sinc_backward,
+        "sgn_backward": _sgn_backward,
+        "logit_backward": _logit_backward,
+        "xlogy": _xlogy_array,
+        "copysign_backward": _copysign_backward,
+        "isfinite": np.isfinite,
         "elu_result_alpha": _elu_result_alpha,
         "sinh": np.sinh,
         "cosh": np.cosh,
@@ -890,7 +925,32 @@ def more_elementwise_tensor_namespace():
         tanh_softplus = nb.nn.functional.softplus(self).tanh()
         return grad * (tanh_softplus + self * self.sigmoid() * (1 - tanh_softplus * tanh_softplus))
 
+    def sinc_backward(grad, self):
+        scaled = self * math.pi
+        squared = self * self * math.pi
+        out = grad * (scaled * scaled.cos() - scaled.sin()) / squared
+        return nb.where(squared == 0, 0.0, out)
+
+    def sgn_backward(grad, self, result):
+        size = self.abs()
+        return ((grad - result * result * grad) / (2 * size)).masked_fill(size == 0, 0.0)
+
+    def logit_backward(grad, self, eps):
+        out = grad / (self * (1 - self))
+        if eps is None:
+            return out.masked_fill((self < 0) | (self > 1), math.nan)
+        return out.masked_fill((self < eps) | (self > 1 - eps), 0.0)
+
+    def copysign_backward(grad, self, result):
+        return grad * (result / self).masked_fill(self == 0, 0.0)
+
     return {
+        "sinc_backward": sinc_backward,
+        "sgn_backward": sgn_backward,
+        "logit_backward": logit_backward,
+        "xlogy": nb.xlogy,
+        "copysign_backward": copysign_backward,
+        "isfinite": nb.isfinite,
         "elu_result_alpha": _elu_result_alpha,
         "sinh": nb.sinh,
         "cosh": nb.cosh,

@@ -676,6 +676,17 @@ CASES.update(
         "pow_ of integers to a float": "T.tensor([1, 2]).pow_(0.5)",
         "pow_ of integers to a negative power": "T.tensor([1, 2]).pow_(-1)",
         "xlogy_ broadcasting the target": "T.ones(2).xlogy_(T.ones(3, 2))",
+        "soft_margin_loss target requiring grad": F_
+        + "soft_margin_loss(T.ones(2), T.ones(2, requires_grad=True))",
+        "smooth_l1_loss negative beta": F_ + "smooth_l1_loss(T.ones(2), T.ones(2), beta=-1.0)",
+        "huber_loss zero delta": F_ + "huber_loss(T.ones(2), T.ones(2), delta=0.0)",
+        "huber_loss weight size": F_ + "huber_loss(T.ones(2), T.ones(2), weight=T.ones(3))",
+        "gaussian_nll_loss negative var": F_
+        + "gaussian_nll_loss(T.ones(2), T.ones(2), -T.ones(2))",
+        "gaussian_nll_loss var size": F_
+        + "gaussian_nll_loss(T.ones(2, 3), T.ones(2, 3), T.ones(3))",
+        "poisson_nll_loss reduction": F_ + "poisson_nll_loss(T.ones(2), T.ones(2), reduction='x')",
+        "kl_div reduction": F_ + "kl_div(T.ones(2), T.ones(2), reduction='x')",
         "elu in place with a negative alpha, backward": """
             a = T.tensor([1.0, -2.0], requires_grad=True)
             T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()

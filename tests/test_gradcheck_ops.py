@@ -789,6 +789,65 @@ case("float_power", lambda x, y: torch.float_power(x, y), positive(2, 3), normal
 case("float_power-number", lambda x: x.float_power(2.5), positive(2, 3))
 
 
+# --- losses, more ------------------------------------------------------------------------------
+# Differences kept away from the kinks at +-beta / +-delta.
+DIFF = np.array([[-1.7, -0.8, -0.2], [0.3, 0.7, 1.9]])
+case("smooth_l1_loss", lambda x, t: F.smooth_l1_loss(x + t, t), DIFF, normal(2, 3))
+case(
+    "smooth_l1_loss-beta-sum",
+    lambda x: F.smooth_l1_loss(
+        x, torch.zeros(2, 3, dtype=torch.float64), reduction="sum", beta=0.5
+    ),
+    DIFF,
+)
+case(
+    "huber_loss",
+    lambda x, t: F.huber_loss(x + t, t, delta=0.5, reduction="none"),
+    DIFF,
+    normal(2, 3),
+)
+case(
+    "huber_loss-weight",
+    lambda x, w: F.huber_loss(x, torch.zeros(2, 3, dtype=torch.float64), weight=w),
+    DIFF,
+    positive(2, 3),
+)
+case(
+    "soft_margin_loss",
+    lambda x: F.soft_margin_loss(
+        x, torch.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]], dtype=torch.float64)
+    ),
+    normal(2, 3),
+)
+case(
+    "kl_div-batchmean",
+    lambda x, t: F.kl_div(x, t, reduction="batchmean"),
+    normal(2, 3),
+    positive(2, 3),
+)
+case(
+    "kl_div-log-target",
+    lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True),
+    normal(2, 3),
+    normal(2, 3),
+)
+case("poisson_nll_loss", F.poisson_nll_loss, normal(2, 3), positive(2, 3))
+case(
+    "poisson_nll_loss-full",
+    lambda x, t: F.poisson_nll_loss(x, t, log_input=False, full=True),
+    positive(2, 3),
+    positive(2, 3) + 1,
+)
+case("gaussian_nll_loss", F.gaussian_nll_loss, normal(2, 3), normal(2, 3), positive(2, 3))
+case(
+    "gaussian_nll_loss-homoscedastic",
+    lambda x, t, v: F.gaussian_nll_loss(x, t, v, full=True, reduction="sum"),
+    normal(2, 3),
+    normal(2, 3),
+    positive(2),
+)
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 

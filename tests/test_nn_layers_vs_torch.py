@@ -362,12 +362,65 @@ def more_activation_cases():
     return cases
 
 
+def more_loss_cases():
+    def loss(name, shape=(4, 5), target_grad=False, target=None, **kwargs):
+        def case(T, m):
+            x = m.input(*shape)
+            if target == "sign":
+                t = m.input(*shape, requires_grad=False).sign()
+            elif target == "positive":
+                t = m.input(*shape, requires_grad=target_grad, low=0.1, high=2.0)
+            else:
+                t = m.input(*shape, requires_grad=target_grad)
+            return getattr(T.nn, name)(**kwargs)(x, t)
+
+        return case
+
+    def gaussian(var_shape=(4, 5), **kwargs):
+        def case(T, m):
+            x, t = m.input(4, 5), m.input(4, 5)
+            var = m.input(*var_shape, low=0.1, high=2.0)
+            return T.nn.GaussianNLLLoss(**kwargs)(x, t, var)
+
+        return case
+
+    return {
+        "smooth l1": loss("SmoothL1Loss"),
+        "smooth l1 beta sum target grad": loss(
+            "SmoothL1Loss", beta=0.5, reduction="sum", target_grad=True
+        ),
+        "smooth l1 beta 0": loss("SmoothL1Loss", beta=0.0),
+        "smooth l1 none": loss("SmoothL1Loss", reduction="none"),
+        "huber": loss("HuberLoss"),
+        "huber delta none target grad": loss(
+            "HuberLoss", delta=0.3, reduction="none", target_grad=True
+        ),
+        "soft margin": loss("SoftMarginLoss", target="sign"),
+        "soft margin sum": loss("SoftMarginLoss", target="sign", reduction="sum"),
+        "kl div batchmean": loss("KLDivLoss", target="positive", reduction="batchmean"),
+        "kl div mean": loss("KLDivLoss", target="positive"),
+        "kl div log target grad": loss(
+            "KLDivLoss", log_target=True, reduction="sum", target_grad=True
+        ),
+        "poisson nll": loss("PoissonNLLLoss", target="positive"),
+        "poisson nll full target grad": loss(
+            "PoissonNLLLoss", target="positive", full=True, target_grad=True
+        ),
+        "gaussian nll": gaussian(),
+        "gaussian nll full sum": gaussian(full=True, reduction="sum"),
+        "gaussian nll homoscedastic": gaussian(var_shape=(4,)),
+        "gaussian nll one column": gaussian(var_shape=(4, 1), reduction="none"),
+    }
+
+
 MORE_MODULES = [
     "Softplus()", "Softplus(2, 10)", "Hardtanh()", "Hardtanh(-2, 2, True)", "ReLU6()",
     "ReLU6(True)", "LogSigmoid()", "SiLU()", "SiLU(True)", "ELU()", "ELU(0.5, True)", "SELU()",
     "SELU(True)", "CELU()", "CELU(2.0, True)", "Mish()", "Mish(True)", "Hardswish()",
     "Hardswish(True)", "Hardsigmoid(True)", "Softsign()", "Tanhshrink()", "Softshrink()",
     "Softshrink(0.3)", "Hardshrink()", "Threshold(0.1, 20)", "Threshold(0.1, 20.0, True)",
+    "SmoothL1Loss(beta=0.5)", "HuberLoss(delta=2.0)", "SoftMarginLoss()",
+    "KLDivLoss(log_target=True)", "PoissonNLLLoss(full=True)", "GaussianNLLLoss(eps=1e-3)",
 ]  # fmt: skip
 
 
@@ -387,6 +440,7 @@ CASES = {
     **embedding_and_norm_cases(),
     **activation_cases(),
     **more_activation_cases(),
+    **more_loss_cases(),
     **loss_cases(),
     **functional_cases(),
     **model_cases(),

@@ -310,6 +310,32 @@ UNARY_MORE = [
     ("{}.logit()", lambda T, x: x.logit(), lambda a: np.all((a > 0.1) & (a < 0.9))),
     ("T.nan_to_num({})", lambda T, x: T.nan_to_num(x), None),
     ("{}.float_power(2)", lambda T, x: x.float_power(2), lambda a: np.all(np.abs(a) < 1e3)),
+    # losses, against a target made from the operand without its graph
+    (
+        _F + "smooth_l1_loss({0}, {0}.detach() * 0.5)",
+        lambda T, x: T.nn.functional.smooth_l1_loss(x, x.detach() * 0.5),
+        lambda a: _away(a, 2, -2),
+    ),
+    (
+        _F + "huber_loss({0}, {0}.detach() * 0, delta=0.5, reduction='sum')",
+        lambda T, x: T.nn.functional.huber_loss(x, x.detach() * 0, delta=0.5, reduction="sum"),
+        lambda a: _away(a, 0.5, -0.5),
+    ),
+    (
+        _F + "soft_margin_loss({0}, {0}.detach().sign())",
+        lambda T, x: T.nn.functional.soft_margin_loss(x, x.detach().sign()),
+        None,
+    ),
+    (
+        _F + "kl_div({0}, {0}.detach().exp(), reduction='batchmean')",
+        lambda T, x: T.nn.functional.kl_div(x, x.detach().exp(), reduction="batchmean"),
+        lambda a: np.all(np.abs(a) < 20),
+    ),
+    (
+        _F + "poisson_nll_loss({0}, {0}.detach().abs(), reduction='none')",
+        lambda T, x: T.nn.functional.poisson_nll_loss(x, x.detach().abs(), reduction="none"),
+        lambda a: np.all(np.abs(a) < 20),
+    ),
 ]
 
 

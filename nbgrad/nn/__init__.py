@@ -52,4 +52,12 @@ from nbgrad.nn.modules.activation_more import (
     Tanhshrink,
     Threshold,
 )
+from nbgrad.nn.modules.loss_more import (
+    GaussianNLLLoss,
+    HuberLoss,
+    KLDivLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
+)
 from nbgrad.nn.parameter import Parameter

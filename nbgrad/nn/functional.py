@@ -1042,3 +1042,132 @@ def softsign(input):
 def tanhshrink(input):
     """x - tanh(x), composed as PyTorch composes it."""
     return ops.sub(input, ops.tanh(input))
+
+
+# --- losses, more -----------------------------------------------------------------------------
+# One table op where PyTorch has a backward node of its own (SmoothL1LossBackward0, ...);
+# otherwise composed as PyTorch composes them (kl_div, poisson_nll_loss, gaussian_nll_loss).
+
+
+def _expanded_pair(input, target):
+    """PyTorch's ``broadcast_tensors`` after the size warning (only different sizes expand)."""
+    if input.shape == target.shape:
+        return input, target
+    return _broadcast_pair(input, target, "")
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _reduction(reduction, size_average, reduce)
+    input, target = _expanded_pair(input, target)
+    if beta == 0.0:
+        return _apply_reduction(ops.abs(ops.sub(input, target)), reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    return run_op(OPS["smooth_l1_loss"], (input, target), (reduction, beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    input, target = _expanded_pair(input, target)
+    if weight is None:
+        if delta <= 0:
+            raise RuntimeError("huber_loss does not support non-positive values for delta.")
+        return run_op(OPS["huber_loss"], (input, target), (_reduction(reduction), delta))
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    losses = run_op(OPS["huber_loss"], (input, target), (nn_kernels.REDUCTION_NONE, delta))
+    weighted = losses * weight
+    if reduction not in REDUCTIONS:
+        raise ValueError(
+            f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'."
+        )
+    return _apply_reduction(weighted, REDUCTIONS[reduction])
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    if grad_mode.is_grad_enabled() and target.requires_grad:
+        raise RuntimeError(
+            "The function 'soft_margin_loss' is not differentiable with respect to argument "
+            "'target'. This input cannot have requires_grad True."
+        )
+    target = np.broadcast_to(target._data, input.shape).astype(input._dtype.numpy)
+    return run_op(OPS["soft_margin_loss"], (input,), (target, reduction))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if size_average is not None or reduce is not None:
+        enum = _reduction(None, size_average, reduce)
+    else:
+        if reduction == "mean":
+            warnings.warn(
+                "reduction: 'mean' divides the total loss by both the batch size and the support "
+                "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+                "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+                "major release.",
+                UserWarning,
+                stacklevel=2,
+            )
+        enum = _reduction("sum" if reduction == "batchmean" else reduction)
+    if log_target:
+        losses = ops.mul(ops.exp(target), ops.sub(target, input))
+    else:
+        losses = ops.sub(ops.xlogy(target, target), ops.mul(target, input))
+    reduced = _apply_reduction(losses, enum)
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.shape[0]
+    return reduced
+
+
+def poisson_nll_loss(
+    input,
+    target,
+    log_input=True,
+    full=False,
+    size_average=None,
+    eps=1e-8,
+    reduce=None,
+    reduction="mean",
+):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        losses = ops.sub(ops.exp(input), ops.mul(target, input))
+    else:
+        losses = ops.sub(
+            input, ops.mul(target, ops.log(run_op(OPS["add_scalar"], (input,), (eps,))))
+        )
+    if full:
+        # ATen's C++: its number products are the Scalar overload (MulBackward1)
+        half_log = _mul_scalar(ops.log(_mul_scalar(target, 2 * np.pi)), 0.5)
+        stirling = target * ops.log(target) - target + half_log
+        losses += stirling.masked_fill(target <= 1, 0)
+    return _apply_reduction(losses, REDUCTIONS[reduction])
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * creation.ones_like(input)
+    elif bool((var._data < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = ops.unsqueeze(var, -1)
+        elif input.dim() == var.dim() and (
+            sum(y for x, y in zip(input.shape, var.shape) if x != y) == 1
+        ):
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    var = ops.clone(var)
+    with grad_mode.no_grad():
+        var.clamp_(min=eps)
+    losses = 0.5 * (ops.log(var) + (input - target) ** 2 / var)
+    if full:
+        losses += 0.5 * np.log(2 * np.pi)
+    return _apply_reduction(losses, REDUCTIONS[reduction])

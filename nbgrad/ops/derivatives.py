@@ -774,3 +774,40 @@ def _lerp(start, end, weight):
     return np.where(
         np.abs(weight) < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight)
     ).astype(np.result_type(start, end), copy=False)
+
+
+# --- losses, more (smooth L1, Huber, soft margin) ----------------------------------------------
+# Reductions are PyTorch's enum, as for the losses above: 0 = "none", 1 = "mean", 2 = "sum".
+
+op("smooth_l1_loss", "SmoothL1LossBackward0", ("self", "target"),
+   {"self": "smooth_l1_loss_backward(grad, self, target, reduction, beta)",
+    "target": "smooth_l1_loss_backward(grad, target, self, reduction, beta)"},
+   lambda self, target, reduction, beta: nn_kernels.reduce_loss(
+       _smooth_l1(self - target, beta), reduction),
+   attrs=("reduction", "beta"), saves=("beta", "reduction", "self", "target"), promote=True)
+op("huber_loss", "HuberLossBackward0", ("self", "target"),
+   {"self": "huber_loss_backward(grad, self, target, reduction, delta)",
+    "target": "huber_loss_backward(grad, target, self, reduction, delta)"},
+   lambda self, target, reduction, delta: nn_kernels.reduce_loss(
+       _huber(self - target, delta), reduction),
+   attrs=("reduction", "delta"), saves=("delta", "reduction", "self", "target"), promote=True)
+op("soft_margin_loss", "SoftMarginLossBackward0", ("self",),
+   {"self": "soft_margin_loss_backward(grad, self, target, reduction)"},
+   lambda self, target, reduction: nn_kernels.reduce_loss(
+       np.log1p(np.exp(-target * self)), reduction),
+   attrs=("target", "reduction"), saves=("reduction", "self", "target"))
+
+
+def _smooth_l1(diff, beta):
+    size = np.abs(diff)
+    return np.where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta).astype(diff.dtype)
+
+
+def _huber(diff, delta):
+    size = np.abs(diff)
+    return np.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)).astype(
+        diff.dtype)
+# Adding a number inside a composite loss (poisson_nll_loss's ``input + eps``) is ATen's Scalar
+# overload: AddBackward1, which saves nothing.
+op("add_scalar", "AddBackward1", ("self",), {"self": "grad"},
+   lambda self, other: self + other, attrs=("other",))

@@ -893,8 +893,30 @@ def _copysign_backward(grad, self, result):
     return (grad * ratio).astype(grad.dtype, copy=False)
 
 
+def _smooth_l1_loss_backward(grad, self, target, reduction, beta):
+    diff = self - target
+    slope = np.where(np.abs(diff) < beta, diff / beta, np.sign(diff))
+    return (grad * slope / nn_kernels.mean_scale(reduction, diff.size)).astype(diff.dtype)
+
+
+def _huber_loss_backward(grad, self, target, reduction, delta):
+    diff = self - target
+    slope = np.clip(diff, -delta, delta)
+    return (grad * slope / nn_kernels.mean_scale(reduction, diff.size)).astype(diff.dtype)
+
+
+def _soft_margin_loss_backward(grad, self, target, reduction):
+    z = np.exp(-target * self)
+    return (-target * z / (1 + z) * grad / nn_kernels.mean_scale(reduction, self.size)).astype(
+        self.dtype
+    )
+
+
 ARRAY_NAMESPACE.update(
     {
+        "smooth_l1_loss_backward": _smooth_l1_loss_backward,
+        "huber_loss_backward": _huber_loss_backward,
+        "soft_margin_loss_backward": _soft_margin_loss_backward,
         "sinc_backward": _sinc_backward,
         "sgn_backward": _sgn_backward,
         "logit_backward": _logit_backward,
@@ -944,7 +966,24 @@ def more_elementwise_tensor_namespace():
     def copysign_backward(grad, self, result):
         return grad * (result / self).masked_fill(self == 0, 0.0)
 
+    def smooth_l1_loss_backward(grad, self, target, reduction, beta):
+        diff = self - target
+        slope = nb.where(diff.abs() < beta, diff / beta, diff.sign())
+        return grad * slope / nn_kernels.mean_scale(reduction, diff.numel())
+
+    def huber_loss_backward(grad, self, target, reduction, delta):
+        diff = self - target
+        return grad * diff.clamp(-delta, delta) / nn_kernels.mean_scale(reduction, diff.numel())
+
+    def soft_margin_loss_backward(grad, self, target, reduction):
+        target = nb.as_tensor(np.asarray(target, dtype=self.dtype.numpy))
+        scale = nn_kernels.mean_scale(reduction, self.numel())
+        return -target * (-target * self).sigmoid() * grad / scale
+
     return {
+        "smooth_l1_loss_backward": smooth_l1_loss_backward,
+        "huber_loss_backward": huber_loss_backward,
+        "soft_margin_loss_backward": soft_margin_loss_backward,
         "sinc_backward": sinc_backward,
         "sgn_backward": sgn_backward,
         "logit_backward": logit_backward,

@@ -30,6 +30,14 @@ from nbgrad.nn.modules.loss import (
     MSELoss,
     NLLLoss,
 )
+from nbgrad.nn.modules.loss_more import (
+    GaussianNLLLoss,
+    HuberLoss,
+    KLDivLoss,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
+)
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nbgrad.nn.modules.parallel import DataParallel

@@ -157,7 +157,7 @@ def run_inplace(spec, target, others=(), attrs=()):
         _check_no_internal_overlap(target._data)
     inputs = (target, *others)
     arrays = [t._data if isinstance(t, Tensor) else t for t in inputs]
-    if spec.promote or spec.floating:  # exp_ of an integer tensor: its float result can't be cast
+    if spec.promote:
         arrays = _convert(spec, inputs, arrays)
     new_value = spec.forward(*arrays, *attrs)
     new_value = np.asarray(new_value)

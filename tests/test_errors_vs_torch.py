@@ -685,6 +685,17 @@ CASES.update(
         + "gaussian_nll_loss(T.ones(2, 3), T.ones(2, 3), T.ones(3))",
         "poisson_nll_loss reduction": F_ + "poisson_nll_loss(T.ones(2), T.ones(2), reduction='x')",
         "kl_div reduction": F_ + "kl_div(T.ones(2), T.ones(2), reduction='x')",
+        "margin_ranking_loss dims": F_ + "margin_ranking_loss(T.ones(2), T.ones(2), T.ones(1, 2))",
+        "cosine_embedding_loss target dims": F_
+        + "cosine_embedding_loss(T.ones(2, 2, 3), T.ones(2, 2, 3), T.ones(2))",
+        "cosine_embedding_loss 0-d target": F_
+        + "cosine_embedding_loss(T.ones(2, 3), T.ones(2, 3), T.ones(()))",
+        "cosine_embedding_loss 2-d target": F_
+        + "cosine_embedding_loss(T.ones(2, 3), T.ones(2, 3), T.ones(2, 3))",
+        "triplet_margin_loss margin": F_
+        + "triplet_margin_loss(T.ones(2), T.ones(2), T.ones(2), 0)",
+        "triplet_margin_loss dims": F_ + "triplet_margin_loss(T.ones(2), T.ones(2), T.ones(1, 2))",
+        "TripletMarginLoss margin": "T.nn.TripletMarginLoss(margin=-1.0)",
         "elu in place with a negative alpha, backward": """
             a = T.tensor([1.0, -2.0], requires_grad=True)
             T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()

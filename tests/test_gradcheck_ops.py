@@ -848,6 +848,39 @@ case(
 )
 
 
+# --- distances and margin losses ---------------------------------------------------------------
+SIGNS = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
+case("normalize", F.normalize, normal(4, 3))
+case("normalize-1-norm", lambda x: F.normalize(x, p=1, dim=0), away(4, 3))
+case("pairwise_distance", F.pairwise_distance, normal(4, 3), normal(4, 3))
+case(
+    "margin_ranking_loss",
+    lambda a, b: F.margin_ranking_loss(a, b, SIGNS, margin=0.1),
+    np.array([0.5, 0.3, -1.0, 0.9]),
+    np.array([0.1, 0.8, 0.2, -0.4]),
+)
+case(
+    "hinge_embedding_loss",
+    lambda x: F.hinge_embedding_loss(
+        x, torch.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]], dtype=torch.float64)
+    ),
+    np.array([[0.3, 0.4, -0.5], [1.6, 0.2, 2.0]]),
+)
+case(
+    "cosine_embedding_loss",
+    lambda a, b: F.cosine_embedding_loss(a, b, SIGNS, margin=-0.5),
+    normal(4, 3),
+    normal(4, 3),
+)
+case(
+    "triplet_margin_loss",
+    lambda a, p, n: F.triplet_margin_loss(a, p, n, margin=3.0),
+    normal(4, 3),
+    normal(4, 3),
+    normal(4, 3),
+)
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 

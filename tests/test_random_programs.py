@@ -380,6 +380,14 @@ BINARY_MORE = [
     ),
 ]
 
+BINARY_MORE.append(
+    (
+        "T.nn.functional.pairwise_distance({}, {})",
+        lambda T, x, y: T.nn.functional.pairwise_distance(x, y),
+        lambda a, b: _broadcastable(a, b) and a.ndim >= 1 and b.ndim >= 1,
+    )
+)
+
 
 def binary_more(p):
     text, fn, fits = p.choice(BINARY_MORE, "binary more")

@@ -53,11 +53,15 @@ from nbgrad.nn.modules.activation_more import (
     Threshold,
 )
 from nbgrad.nn.modules.loss_more import (
+    CosineEmbeddingLoss,
     GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
+    MarginRankingLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
+    TripletMarginLoss,
 )
 from nbgrad.nn.parameter import Parameter

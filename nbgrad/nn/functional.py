@@ -1171,3 +1171,121 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if full:
         losses += 0.5 * np.log(2 * np.pi)
     return _apply_reduction(losses, REDUCTIONS[reduction])
+
+
+# --- distances and margin losses ----------------------------------------------------------------
+# Composed as ATen composes them; the clamps at zero are ``clamp_min`` (ClampMinBackward0).
+
+
+def _add_number(tensor, number):
+    """ATen's ``tensor + number`` (the Scalar overload: AddBackward1)."""
+    return run_op(OPS["add_scalar"], (tensor,), (number,))
+
+
+def _sub_number(tensor, number):
+    return run_op(OPS["sub_scalar"], (tensor,), (number,))
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(norm(input, p, dim), eps)`` along ``dim``."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return ops.div(input, denom)
+    from nbgrad.ops.out import with_out
+
+    return with_out(ops.div)(input, denom, out=out)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of ``x1 - x2 + eps`` along the last dim."""
+    innermost = max(x1.dim(), x2.dim()) - 1
+    if p not in (1, 2):
+        raise NotImplementedError(f"nbgrad computes 1- and 2-norms only, not p={p}")
+    diff = _add_number(ops.sub(x1, x2), eps)
+    dims = (innermost,) if innermost >= 0 else None
+    return run_op(OPS["norm_dim"], (diff,), (float(p), dims, keepdim))
+
+
+def margin_ranking_loss(
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
+):
+    reduction = _reduction(reduction, size_average, reduce)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} "
+        )
+    unclamped = _add_number(ops.mul(ops.neg(target), ops.sub(input1, input2)), margin)
+    return _apply_reduction(unclamped.clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(
+    input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
+):
+    reduction = _reduction(reduction, size_average, reduce)
+    zeros = creation.zeros_like(input)
+    margin_clamp = ops.sub(creation.full_like(input, margin), input).clamp_min(0)
+    output_margin = ops.where(target != 1, margin_clamp, zeros)
+    output_self = ops.where(target != -1, input, zeros)
+    return _apply_reduction(ops.add(output_margin, output_self), reduction)
+
+
+def cosine_embedding_loss(
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
+):
+    reduction = _reduction(reduction, size_average, reduce)
+    dim = target.dim()
+    if dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if dim == 1 and (input1.dim() != 2 or input2.dim() != 2):
+        raise RuntimeError(
+            "1D target tensor expects 2D input tensors, but found inputs with sizes "
+            f"{_shape_text(input1.shape)} and {_shape_text(input2.shape)}."
+        )
+    if dim == 0 and (input1.dim() != 1 or input2.dim() != 1):
+        raise RuntimeError(
+            "0D target tensor expects 1D input tensors, but found inputs with sizes "
+            f"{_shape_text(input1.shape)} and {_shape_text(input2.shape)}."
+        )
+    epsilon = 1e-12
+    prod_sum = ops.sum(ops.mul(input1, input2), dim)
+    mag_square1 = _add_number(ops.sum(ops.mul(input1, input1), dim), epsilon)
+    mag_square2 = _add_number(ops.sum(ops.mul(input2, input2), dim), epsilon)
+    denom = ops.sqrt(ops.mul(mag_square1, mag_square2))
+    cos = ops.div(prod_sum, denom)
+    zeros = creation.zeros_like(cos)
+    pos = ops.sub(creation.ones_like(cos), cos)
+    neg = _sub_number(cos, margin).clamp_min(0)
+    output_pos = ops.where(target == 1, pos, zeros)
+    output_neg = ops.where(target == -1, neg, zeros)
+    return _apply_reduction(ops.add(output_pos, output_neg), reduction)
+
+
+def triplet_margin_loss(
+    anchor,
+    positive,
+    negative,
+    margin=1.0,
+    p=2,
+    eps=1e-6,
+    swap=False,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+):
+    reduction = _reduction(reduction, size_average, reduce)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim and p_dim == n_dim):
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of "
+            f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D "
+            "inputs"
+        )
+    dist_pos = pairwise_distance(anchor, positive, p, eps)
+    dist_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = ops.minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
+    output = ops.sub(_add_number(dist_pos, margin), dist_neg).clamp_min(0)
+    return _apply_reduction(output, reduction)

@@ -811,3 +811,11 @@ def _huber(diff, delta):
 # overload: AddBackward1, which saves nothing.
 op("add_scalar", "AddBackward1", ("self",), {"self": "grad"},
    lambda self, other: self + other, attrs=("other",))
+op("sub_scalar", "SubBackward1", ("self",), {"self": "grad"},
+   lambda self, other: self - other, attrs=("other",))
+# ATen's at::norm(x, p, dim, keepdim), which pairwise_distance runs (torch.norm from Python is
+# linalg_vector_norm): its own node, NormBackward1. 1- and 2-norms.
+op("norm_dim", "NormBackward1", ("self",),
+   {"self": "norm_backward(grad, self, p, result, dim, keepdim)"},
+   lambda self, p, dim, keepdim: nn_kernels.vector_norm(self, p, dim, keepdim),
+   attrs=("p", "dim", "keepdim"), saves=("dim", "keepdim", "p", "result", "self"), floating=True)

@@ -31,12 +31,16 @@ from nbgrad.nn.modules.loss import (
     NLLLoss,
 )
 from nbgrad.nn.modules.loss_more import (
+    CosineEmbeddingLoss,
     GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
+    MarginRankingLoss,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,
+    TripletMarginLoss,
 )
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm

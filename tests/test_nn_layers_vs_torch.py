@@ -442,6 +442,12 @@ def margin_loss_cases():
         "pairwise distance": lambda T, m: T.nn.functional.pairwise_distance(
             m.input(4, 5), m.input(5), keepdim=True
         ),
+        "pairwise distance module": lambda T, m: T.nn.PairwiseDistance(1)(
+            m.input(4, 5), m.input(4, 5)
+        ),
+        "cosine similarity module": lambda T, m: T.nn.CosineSimilarity(0)(
+            m.input(4, 5), m.input(4, 5)
+        ),
     }
 
 
@@ -475,7 +481,8 @@ MORE_MODULES = [
     "SmoothL1Loss(beta=0.5)", "HuberLoss(delta=2.0)", "SoftMarginLoss()",
     "KLDivLoss(log_target=True)", "PoissonNLLLoss(full=True)", "GaussianNLLLoss(eps=1e-3)",
     "MarginRankingLoss(0.5)", "HingeEmbeddingLoss(2.0)", "CosineEmbeddingLoss(0.1)",
-    "TripletMarginLoss(swap=True)",
+    "TripletMarginLoss(swap=True)", "PairwiseDistance(1.0, keepdim=True)",
+    "CosineSimilarity(0, 1e-6)",
 ]  # fmt: skip
 
 

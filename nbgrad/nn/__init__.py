@@ -54,11 +54,13 @@ from nbgrad.nn.modules.activation_more import (
 )
 from nbgrad.nn.modules.loss_more import (
     CosineEmbeddingLoss,
+    CosineSimilarity,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     MarginRankingLoss,
+    PairwiseDistance,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,

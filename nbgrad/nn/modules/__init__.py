@@ -32,11 +32,13 @@ from nbgrad.nn.modules.loss import (
 )
 from nbgrad.nn.modules.loss_more import (
     CosineEmbeddingLoss,
+    CosineSimilarity,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     MarginRankingLoss,
+    PairwiseDistance,
     PoissonNLLLoss,
     SmoothL1Loss,
     SoftMarginLoss,

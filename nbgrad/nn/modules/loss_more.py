@@ -1,8 +1,10 @@
 """More loss modules: SmoothL1Loss, HuberLoss, SoftMarginLoss, KLDivLoss, PoissonNLLLoss,
-GaussianNLLLoss."""
+GaussianNLLLoss, the margin losses; and the distance modules PairwiseDistance and
+CosineSimilarity."""
 
 from nbgrad.nn import functional as F
 from nbgrad.nn.modules.loss import _Loss
+from nbgrad.nn.modules.module import Module
 
 
 class SmoothL1Loss(_Loss):
@@ -138,3 +140,26 @@ class TripletMarginLoss(_Loss):
             swap=self.swap,
             reduction=self.reduction,
         )
+
+
+class PairwiseDistance(Module):
+    """The p-norm distance between rows (F.pairwise_distance)."""
+
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm = p
+        self.eps = eps
+        self.keepdim = keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)

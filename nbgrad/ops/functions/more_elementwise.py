@@ -12,7 +12,7 @@ from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _binary, _broadcast_error, _fresh, _number, _shapes_error
 from nbgrad.ops.functions.arithmetic import _tensors_only
 from nbgrad.ops.functions.inplace import _inplace_operand
-from nbgrad.ops.public import public
+from nbgrad.ops.public import FUNCTIONS, declare, public
 
 atan2, atan2_method = _tensors_only("atan2")
 public(function=True, out=True)(atan2)
@@ -400,3 +400,15 @@ def float_power_(input, exponent):  # noqa: A002
             "but the operation's result requires dtype Double"
         )
     return pow_(input, _double(exponent))
+
+
+# PyTorch's in-place aliases (torch.arcsin_, x.arcsin_()): the same functions under more names.
+for _name, _alias in (
+    ("asin_", "arcsin_"),
+    ("acos_", "arccos_"),
+    ("atan_", "arctan_"),
+    ("asinh_", "arcsinh_"),
+    ("acosh_", "arccosh_"),
+    ("atanh_", "arctanh_"),
+):
+    declare(FUNCTIONS[_name], _alias, as_function=True, as_method=True)

@@ -696,6 +696,14 @@ CASES.update(
         + "triplet_margin_loss(T.ones(2), T.ones(2), T.ones(2), 0)",
         "triplet_margin_loss dims": F_ + "triplet_margin_loss(T.ones(2), T.ones(2), T.ones(1, 2))",
         "TripletMarginLoss margin": "T.nn.TripletMarginLoss(margin=-1.0)",
+        "atanh_ backward": """
+            a = T.tensor([0.1, 0.2], requires_grad=True)
+            y = T.arctanh_(a * 1)
+            assert type(y.grad_fn).__name__ == "AtanhBackward1"
+            y.sum().backward()
+        """,
+        "asinh_ backward": "(T.tensor([0.1], requires_grad=True) * 1).asinh_().sum().backward()",
+        "acosh_ backward": "(T.tensor([1.5], requires_grad=True) * 1).arccosh_().sum().backward()",
         "elu in place with a negative alpha, backward": """
             a = T.tensor([1.0, -2.0], requires_grad=True)
             T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()

@@ -574,7 +574,16 @@ for _name, _node, _formula, _forward, _saved in (
     _names = (_name, _alias) if _alias else True
     op(_name, _node, ("self",), {"self": _formula}, _forward, saves=(_saved,), floating=True,
        same_shape=True, function=_names, method=_names,
-       inplace="method" if _name == "erfinv" else True, out=True)  # PyTorch has no torch.erfinv_
+       # PyTorch has no torch.erfinv_; asinh_, acosh_ and atanh_ are entries of their own
+       inplace={"erfinv": "method", "asinh": False, "acosh": False, "atanh": False}.get(
+           _name, True), out=True)
+# In place, PyTorch records asinh_, acosh_ and atanh_ with nodes whose backward is not
+# implemented (AsinhBackward1, ...): they raise when backward reaches them.
+for _name, _node, _forward in (("asinh", "AsinhBackward1", np.arcsinh),
+                               ("acosh", "AcoshBackward1", np.arccosh),
+                               ("atanh", "AtanhBackward1", np.arctanh)):
+    op(_name + "_inplace", _node, ("self",),
+       {"self": f"not_implemented('inplace version of {_name}')"}, _forward, floating=True)
 op("atan2", "Atan2Backward0", ("self", "other"),
    {"self": "grad * other / (self * self + other * other)",
     "other": "grad * -self / (self * self + other * other)"},

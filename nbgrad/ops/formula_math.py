@@ -852,6 +852,10 @@ def _mish_backward(grad, self):
     return grad * (tanh_softplus + self * sigmoid * (1 - tanh_softplus * tanh_softplus))
 
 
+def _not_implemented(what):
+    raise NotImplementedError(f"the derivative for '{what}' is not implemented.")
+
+
 def _elu_result_alpha(alpha):
     """The backward of an in-place elu reads its result, which a negative alpha makes ambiguous:
     PyTorch refuses, when backward runs."""
@@ -924,6 +928,7 @@ ARRAY_NAMESPACE.update(
         "copysign_backward": _copysign_backward,
         "isfinite": np.isfinite,
         "elu_result_alpha": _elu_result_alpha,
+        "not_implemented": _not_implemented,
         "sinh": np.sinh,
         "cosh": np.cosh,
         "tanh": np.tanh,
@@ -991,6 +996,7 @@ def more_elementwise_tensor_namespace():
         "copysign_backward": copysign_backward,
         "isfinite": nb.isfinite,
         "elu_result_alpha": _elu_result_alpha,
+        "not_implemented": _not_implemented,
         "sinh": nb.sinh,
         "cosh": nb.cosh,
         "tanh": nb.tanh,

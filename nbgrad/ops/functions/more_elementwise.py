@@ -402,6 +402,21 @@ def float_power_(input, exponent):  # noqa: A002
     return pow_(input, _double(exponent))
 
 
+def _recorded_without_backward(name):
+    spec = OPS[name + "_inplace"]
+
+    def function(input):  # noqa: A002
+        return run_inplace(spec, input)
+
+    function.__name__ = function.__qualname__ = name + "_"
+    return public(function=True, method=True)(function)
+
+
+asinh_ = _recorded_without_backward("asinh")
+acosh_ = _recorded_without_backward("acosh")
+atanh_ = _recorded_without_backward("atanh")
+
+
 # PyTorch's in-place aliases (torch.arcsin_, x.arcsin_()): the same functions under more names.
 for _name, _alias in (
     ("asin_", "arcsin_"),

@@ -704,6 +704,10 @@ CASES.update(
         """,
         "asinh_ backward": "(T.tensor([0.1], requires_grad=True) * 1).asinh_().sum().backward()",
         "acosh_ backward": "(T.tensor([1.5], requires_grad=True) * 1).arccosh_().sum().backward()",
+        "smooth_l1_loss of integers": F_ + "smooth_l1_loss(T.tensor([1, 2]), T.tensor([1, 3]))",
+        "huber_loss of integers": F_ + "huber_loss(T.tensor([1, 2]), T.tensor([1, 3]))",
+        "soft_margin_loss of integers": F_ + "soft_margin_loss(T.tensor([1, 2]), T.ones(2))",
+        "kl_div of an integer target": F_ + "kl_div(T.ones(2), T.tensor([1, 2]), reduction='sum')",
         "elu in place with a negative alpha, backward": """
             a = T.tensor([1.0, -2.0], requires_grad=True)
             T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()

@@ -1056,9 +1056,15 @@ def _expanded_pair(input, target):
     return _broadcast_pair(input, target, "")
 
 
+def _check_floating_pair(input, target, kernel):
+    if not input.is_floating_point() and not target.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input)}'")
+
+
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction = _reduction(reduction, size_average, reduce)
     input, target = _expanded_pair(input, target)
+    _check_floating_pair(input, target, "smooth_l1_cpu")
     if beta == 0.0:
         return _apply_reduction(ops.abs(ops.sub(input, target)), reduction)
     if beta < 0:
@@ -1068,6 +1074,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     input, target = _expanded_pair(input, target)
+    _check_floating_pair(input, target, "huber_cpu")
     if weight is None:
         if delta <= 0:
             raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -1090,6 +1097,11 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
             "The function 'soft_margin_loss' is not differentiable with respect to argument "
             "'target'. This input cannot have requires_grad True."
         )
+    if not input.is_floating_point():
+        raise RuntimeError(
+            f"result type {dtypes.SCALAR_TYPE_NAMES[dtypes.get_default_dtype()]} can't be cast "
+            f"to the desired output type {_type_name(input)}"
+        )
     target = np.broadcast_to(target._data, input.shape).astype(input._dtype.numpy)
     return run_op(OPS["soft_margin_loss"], (input,), (target, reduction))
 
@@ -1108,6 +1120,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                 stacklevel=2,
             )
         enum = _reduction("sum" if reduction == "batchmean" else reduction)
+    if not input.is_floating_point() or not target.is_floating_point():
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         losses = ops.mul(ops.exp(target), ops.sub(target, input))
     else:
@@ -1178,12 +1192,19 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 
 
 def _add_number(tensor, number):
-    """ATen's ``tensor + number`` (the Scalar overload: AddBackward1)."""
-    return run_op(OPS["add_scalar"], (tensor,), (number,))
+    """ATen's ``tensor + number`` for a C++ double (the Scalar overload: AddBackward1)."""
+    return run_op(OPS["add_scalar"], (_floating(tensor),), (float(number),))
 
 
 def _sub_number(tensor, number):
-    return run_op(OPS["sub_scalar"], (tensor,), (number,))
+    return run_op(OPS["sub_scalar"], (_floating(tensor),), (float(number),))
+
+
+def _floating(tensor):
+    """An integer tensor plus a double is in the default float dtype (it has no graph)."""
+    if tensor.is_floating_point():
+        return tensor
+    return ops.to_dtype(tensor, dtypes.get_default_dtype())
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

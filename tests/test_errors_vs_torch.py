@@ -708,6 +708,12 @@ CASES.update(
         "huber_loss of integers": F_ + "huber_loss(T.tensor([1, 2]), T.tensor([1, 3]))",
         "soft_margin_loss of integers": F_ + "soft_margin_loss(T.tensor([1, 2]), T.ones(2))",
         "kl_div of an integer target": F_ + "kl_div(T.ones(2), T.tensor([1, 2]), reduction='sum')",
+        "glu odd size": F_ + "glu(T.ones(3, 5))",
+        "glu of a scalar": F_ + "glu(T.tensor(1.0))",
+        "glu of integers": F_ + "glu(T.tensor([1, 2]))",
+        "glu dim": F_ + "glu(T.ones(4), 5)",
+        "prelu channels": F_ + "prelu(T.ones(4, 6), T.ones(3))",
+        "prelu dtypes": F_ + "prelu(T.ones(4, 6), T.ones(6, dtype=T.float64))",
         "elu in place with a negative alpha, backward": """
             a = T.tensor([1.0, -2.0], requires_grad=True)
             T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()

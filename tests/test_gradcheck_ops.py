@@ -887,6 +887,23 @@ case(
 )
 
 
+# --- activations, more: softmin, glu, prelu, multilabel soft margin ------------------------------
+case("softmin", lambda x: F.softmin(x, 1), normal(2, 3))
+case("glu", F.glu, normal(2, 4))
+case("glu-dim-0", lambda x: F.glu(x, 0), normal(4, 3))
+case("prelu", F.prelu, away(2, 3, 2), normal(3))
+case("prelu-one-weight", F.prelu, away(2, 3), normal(1))
+case("relu_-function", clone_of(F.relu_), away(2, 3))
+case("leaky_relu_-function", clone_of(lambda c: F.leaky_relu_(c, 0.2)), away(2, 3))
+case(
+    "multilabel_soft_margin_loss",
+    lambda x: F.multilabel_soft_margin_loss(
+        x, torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]], dtype=torch.float64)
+    ),
+    normal(2, 3),
+)
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 

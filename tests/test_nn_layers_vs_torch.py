@@ -359,6 +359,17 @@ def more_activation_cases():
         "hardshrink": act("Hardshrink"),
         "threshold": act("Threshold", 0.1, 20.0),
         "threshold inplace": act("Threshold", 0.1, -2.0, inplace=True),
+        "softmin": act("Softmin", 1),
+        "glu": act("GLU", shape=(4, 6)),
+        "glu dim 0": act("GLU", 0),
+        "prelu": lambda T, m: m.module(T.nn.PReLU())(m.input(4, 5)),
+        "prelu channels": lambda T, m: m.module(T.nn.PReLU(3, init=0.1))(m.input(2, 3, 4)),
+        "multilabel soft margin": lambda T, m: T.nn.MultiLabelSoftMarginLoss()(
+            m.input(4, 5), m.input(4, 5, requires_grad=False).sign().relu()
+        ),
+        "multilabel soft margin weight sum": lambda T, m: T.nn.MultiLabelSoftMarginLoss(
+            m.input(5, requires_grad=False, low=0.5, high=2.0), reduction="sum"
+        )(m.input(4, 5), m.input(4, 5, requires_grad=False, low=0.0, high=1.0)),
     }
     return cases
 
@@ -482,7 +493,8 @@ MORE_MODULES = [
     "KLDivLoss(log_target=True)", "PoissonNLLLoss(full=True)", "GaussianNLLLoss(eps=1e-3)",
     "MarginRankingLoss(0.5)", "HingeEmbeddingLoss(2.0)", "CosineEmbeddingLoss(0.1)",
     "TripletMarginLoss(swap=True)", "PairwiseDistance(1.0, keepdim=True)",
-    "CosineSimilarity(0, 1e-6)",
+    "CosineSimilarity(0, 1e-6)", "Softmin(1)", "GLU()", "GLU(0)", "PReLU()", "PReLU(3, 0.1)",
+    "MultiLabelSoftMarginLoss()",
 ]  # fmt: skip
 
 

@@ -310,6 +310,16 @@ UNARY_MORE = [
     ("{}.logit()", lambda T, x: x.logit(), lambda a: np.all((a > 0.1) & (a < 0.9))),
     ("T.nan_to_num({})", lambda T, x: T.nan_to_num(x), None),
     ("{}.float_power(2)", lambda T, x: x.float_power(2), lambda a: np.all(np.abs(a) < 1e3)),
+    (
+        _F + "softmin({}, -1)",
+        lambda T, x: T.nn.functional.softmin(x, -1),
+        lambda a: a.ndim >= 1 and np.all(np.abs(a) < 50),
+    ),
+    (
+        _F + "glu({})",
+        lambda T, x: T.nn.functional.glu(x),
+        lambda a: a.ndim >= 1 and a.shape[-1] % 2 == 0 and np.all(np.abs(a) < 50),
+    ),
     # losses, against a target made from the operand without its graph
     (
         _F + "smooth_l1_loss({0}, {0}.detach() * 0.5)",

@@ -1310,3 +1310,74 @@ def triplet_margin_loss(
         dist_neg = ops.minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
     output = ops.sub(_add_number(dist_pos, margin), dist_neg).clamp_min(0)
     return _apply_reduction(output, reduction)
+
+
+# --- activations, more: in-place relu and leaky_relu, softmin, glu, prelu ------------------------
+
+
+def relu_(input):
+    return ops.relu_(input)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax of -input, as PyTorch composes it."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
+    return ops.softmax(ops.neg(input), dim, dtype=dtype)
+
+
+def glu(input, dim=-1):
+    """The first half of ``input`` along ``dim`` times the sigmoid of the second."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    wrapped = _wrap_dim(dim, input.dim())
+    if input.shape[wrapped] % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {wrapped} is size "
+            f"{input.shape[wrapped]}"
+        )
+    _check_floating(input, "glu_cpu")
+    return run_op(OPS["glu"], (input,), (dim,))
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {_type_name(input)} and {_type_name(weight)}"
+        )
+    count = weight.numel()
+    if count != 1:
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if channels != count:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                f"= {count} and channel size = {channels}."
+            )
+    shape = [1] * input.dim()
+    if input.dim() >= 2:
+        shape[1] = count
+    return run_op(OPS["prelu"], (input, ops.reshape(weight, tuple(shape))))
+
+
+def multilabel_soft_margin_loss(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = ops.sum(loss, class_dim) / input.shape[class_dim]
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return ops.mean(loss)
+    if reduction == "sum":
+        return ops.sum(loss)
+    raise ValueError(reduction + " is not valid")

@@ -828,3 +828,18 @@ op("norm_dim", "NormBackward1", ("self",),
    {"self": "norm_backward(grad, self, p, result, dim, keepdim)"},
    lambda self, p, dim, keepdim: nn_kernels.vector_norm(self, p, dim, keepdim),
    attrs=("p", "dim", "keepdim"), saves=("dim", "keepdim", "p", "result", "self"), floating=True)
+
+
+# --- activations, more (glu, prelu) -------------------------------------------------------------
+
+op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
+   lambda self, dim: _glu(self, dim), attrs=("dim",), saves=("dim", "self"))
+op("prelu", "PreluKernelBackward0", ("self", "weight"),
+   {"self": "where(self > 0, grad, weight * grad)",
+    "weight": "where(self > 0, 0 * grad, self * grad)"},
+   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"))
+
+
+def _glu(x, dim):
+    first, second = np.split(x, 2, axis=dim)
+    return first * formula_math.sigmoid_array(second)

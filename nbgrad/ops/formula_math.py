@@ -788,6 +788,16 @@ def _sigmoid(x):
     return 0.5 * np.tanh(0.5 * x) + 0.5
 
 
+def sigmoid_array(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _glu_backward(grad, self, dim):
+    first, second = np.split(self, 2, axis=dim)
+    gate = sigmoid_array(second)
+    return np.concatenate([grad * gate, grad * first * gate * (1 - gate)], axis=dim)
+
+
 def erfinv(y):
     """The inverse error function in float64 (NumPy has none): Giles' single-precision rational
     approximation, refined by two Halley steps on erf (or on erfc in the tails, where erf's
@@ -929,6 +939,7 @@ ARRAY_NAMESPACE.update(
         "isfinite": np.isfinite,
         "elu_result_alpha": _elu_result_alpha,
         "not_implemented": _not_implemented,
+        "glu_backward": _glu_backward,
         "sinh": np.sinh,
         "cosh": np.cosh,
         "tanh": np.tanh,
@@ -947,6 +958,11 @@ def more_elementwise_tensor_namespace():
 
     def log_sigmoid_backward(grad, self, buffer):
         return grad * (-self).sigmoid()
+
+    def glu_backward(grad, self, dim):
+        half = self.shape[dim] // 2
+        first, gate = self.narrow(dim, 0, half), self.narrow(dim, half, half).sigmoid()
+        return nb.cat([grad * gate, grad * first * gate * (1 - gate)], dim)
 
     def mish_backward(grad, self):
         tanh_softplus = nb.nn.functional.softplus(self).tanh()
@@ -997,6 +1013,7 @@ def more_elementwise_tensor_namespace():
         "isfinite": nb.isfinite,
         "elu_result_alpha": _elu_result_alpha,
         "not_implemented": _not_implemented,
+        "glu_backward": glu_backward,
         "sinh": nb.sinh,
         "cosh": nb.cosh,
         "tanh": nb.tanh,

@@ -1,8 +1,12 @@
 """More activation modules: Softplus, Hardtanh, ReLU6, LogSigmoid, SiLU, ELU, SELU, CELU, Mish,
-Hardswish, Hardsigmoid, Softsign, Tanhshrink, Softshrink, Hardshrink, Threshold."""
+Hardswish, Hardsigmoid, Softsign, Tanhshrink, Softshrink, Hardshrink, Threshold, Softmin, GLU,
+PReLU."""
 
+from nbgrad.autograd import grad_mode
 from nbgrad.nn import functional as F
 from nbgrad.nn.modules.module import Module
+from nbgrad.nn.parameter import Parameter
+from nbgrad.ops import creation as nbgrad_creation
 
 
 def _inplace_repr(inplace):
@@ -152,3 +156,47 @@ class Threshold(Module):
     def extra_repr(self):
         inplace = ", inplace=True" if self.inplace else ""
         return f"threshold={self.threshold}, value={self.value}{inplace}"
+
+
+class Softmin(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """PReLU with a learnt slope for negative inputs (one, or one per channel)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(nbgrad_creation.full((num_parameters,), init, dtype=dtype))
+
+    def reset_parameters(self):
+        with grad_mode.no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"

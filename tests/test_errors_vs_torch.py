@@ -27,6 +27,37 @@ CASES = {
         y.backward()
         y.backward()
     """,
+    # A Python number operand is saved as a wrapped tensor, and freed after backward as well
+    "backward twice through a node that saved a number (mul)": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = (w * -1).mean()
+        v.backward()
+        v.backward()
+    """,
+    "backward twice through a node that saved a number (div)": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = (w / 2).sum()
+        v.backward()
+        v.backward()
+    """,
+    "saved number operand read after backward": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = w * 3
+        v.sum().backward()
+        v.grad_fn._saved_other
+    """,
+    # floor_divide and a number % tensor have no derivative: a NotImplemented grad_fn
+    "backward through floor_divide": """
+        w = T.tensor([1.5, -2.5], requires_grad=True)
+        y = w // 2
+        assert y.requires_grad and y.grad_fn.name() == "torch::autograd::NotImplemented"
+        assert type(y.grad_fn).__name__ == "NotImplemented"
+        (y * w).sum().backward()
+    """,
+    "backward through a number % tensor": """
+        w = T.tensor([1.5, -2.5], requires_grad=True)
+        (2 % w).sum().backward()
+    """,
     "autograd.grad twice": """
         a = T.tensor([1., 2.], requires_grad=True)
         y = (a * a).sum()
@@ -405,6 +436,42 @@ CASES = {
         b.mul_(2)
         c.sum().backward()
     """,
+    # PyTorch names the forward op after its node: PowBackward1 -> Pow1, SinhBackward -> Sinh
+    "saved output modified (pow with a tensor exponent)": """
+        a = T.ones(2, requires_grad=True)
+        b = a * 1
+        c = b.pow(b)
+        c.add_(1)
+        c.sum().backward()
+    """,
+    "saved output modified (number ** tensor)": """
+        a = T.ones(2, requires_grad=True)
+        c = 2 ** a
+        c.add_(1)
+        c.sum().backward()
+    """,
+    "saved output modified (max)": """
+        a = T.tensor([1., 2.], requires_grad=True)
+        c = a.max()
+        c.add_(1)
+        c.backward()
+    """,
+    "saved output of a custom Function modified": """
+        class Twice(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * 2
+                ctx.save_for_backward(y)
+                return y
+            @staticmethod
+            def backward(ctx, g):
+                y, = ctx.saved_tensors
+                return g * y
+        a = T.ones(2, requires_grad=True)
+        y = Twice.apply(a)
+        y.add_(1)
+        y.sum().backward()
+    """,
     "input saved by a custom Function modified": """
         class Square(T.autograd.Function):
             @staticmethod
@@ -422,6 +489,49 @@ CASES = {
         y.sum().backward()
     """,
     # --- shapes -----------------------------------------------------------------------------------
+    "norm of a 0-d tensor over dim 1": "T.tensor(-1.18).norm(dim=1)",
+    "select on a 0-d tensor": "T.tensor(1.5).select(0, 0)",
+    "narrow on a 0-d tensor": "T.tensor(1.5).narrow(0, 0, 1)",
+    "sum over a repeated dim": "T.ones(2, 3).sum((1, -1))",
+    "norm over a repeated dim": "T.ones(2, 3).norm(dim=(0, 0))",
+    "item assignment into a 0-d tensor that requires grad": """
+        x = T.tensor(0.75, requires_grad=True)
+        x[0] = 1.5
+    """,
+    "item assignment into a 0-d tensor": "T.tensor(0.75)[0] = 1.5",
+    "slice assignment into a 0-d tensor": "T.tensor(0.75)[1:] = 1.5",
+    "item assignment out of bounds": "T.ones(2)[5] = 1.5",
+    "item assignment out of bounds in dim 1": "T.ones(2, 3)[..., 3] = 1.5",
+    "item assignment with too many indices": "T.ones(2)[0, 1] = 1.5",
+    "fill_ of an expanded tensor with a tensor value": """
+        x = T.ones(1, 3)
+        x.expand(2, 3).fill_(T.tensor(3.))
+    """,
+    "masked_fill with a mask that does not broadcast": (
+        "T.ones(2, 3).masked_fill(T.ones(3, 2, dtype=T.bool), 0.)"
+    ),
+    "where with a condition that does not broadcast": (
+        "T.where(T.ones(3, 2, dtype=T.bool), T.ones(2, 3), 0.)"
+    ),
+    "flatten of a 0-d tensor from dim 1": "T.tensor(1.5).flatten(1)",
+    "item assignment of a value too short": "T.ones(2, 3)[0] = T.ones(2)",
+    "slice assignment of a value too long": "T.ones(2, 3)[:, 0] = T.ones(3)",
+    "item assignment of a value with more dims": "T.ones(2, 3)[0] = T.ones(2, 3)",
+    "element assignment of a vector": "T.ones(2, 3)[0, 1] = T.ones(2)",
+    "index assignment of a value that does not broadcast": (
+        "T.ones(2, 3)[T.tensor([0, 1])] = T.ones(3, 3)"
+    ),
+    "mask assignment of too few values": """
+        x = T.ones(2, 3)
+        x[x > 0] = T.ones(2)
+    """,
+    "index assignment out of bounds": "T.ones(2, 3)[[0, 5]] = 1.",
+    "index assignment out of bounds in dim 1": "T.ones(2, 3)[:, [0, 3]] = 1.",
+    "assignment of a string": "T.ones(2, 3)[0] = 'a'",
+    "in-place clamp_ with a bound that does not broadcast": (
+        "T.ones(2, 3).clamp_(min=T.ones(3, 1))"
+    ),
+    "in-place sqrt_ of an integer tensor": "T.ones(2, dtype=T.long).sqrt_()",
     "view to a wrong size": "T.ones(2, 3).view(4)",
     "view with -1 to a wrong size": "T.ones(2, 3).view(-1, 4)",
     "view with two -1": "T.ones(2, 3).view(-1, -1)",
@@ -800,3 +910,24 @@ def test_vector_norm_of_an_integer_tensor_matches_pytorch(torch):
 def test_vector_norm_orders_nbgrad_lacks_say_so():
     with pytest.raises(NotImplementedError, match="1- and 2-norms only, not ord=3"):
         nbgrad.linalg.vector_norm(nbgrad.ones(3), 3)
+
+
+def test_transpose_property_warns_like_pytorch(torch):
+    """x.T on a 0-d tensor or one of more than 2 dims is deprecated: PyTorch warns once per
+    process (its message then says where its C++ warned: left out, as above)."""
+    from nbgrad.ops import methods
+
+    methods.t_warned.clear()
+    for shape, start in (((2, 3, 4), "The use of `x.T` on tensors"), ((), "Tensor.T is deprec")):
+        with pytest.warns(UserWarning) as caught:
+            nbgrad.ones(shape).T  # noqa: B018
+        (mine,) = [str(w.message) for w in caught]
+        assert mine.startswith(start)
+        with warnings.catch_warnings(record=True) as real:
+            warnings.simplefilter("always")
+            torch.ones(shape).T  # noqa: B018
+        assert all(str(w.message).startswith(mine) for w in real)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            nbgrad.ones(shape).T  # noqa: B018 - once only
+            nbgrad.ones(2, 3).T  # noqa: B018 - and never for a matrix

@@ -16,6 +16,7 @@ Inputs stay away from kinks (relu, abs, clamp bounds, ties of max) and outside f
 """
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -185,6 +186,13 @@ case("mul-self", lambda x: x * x, normal(2, 3))
 for exponent in [3, 2, 1, 0, -2, 0.5, -1.5, 2.5]:
     case(f"pow-{exponent}", lambda x, e=exponent: x**e, positive(2, 3))
 case("pow-3-negative-base", lambda x: x**3, normal(2, 3))
+# integer powers computed as products (formula_math.power), both signs of base and exponent
+for exponent in [4, 5, 7, 8, -3, -5, 9]:
+    case(
+        f"pow-{exponent}-negative-base",
+        lambda x, e=exponent: x**e,
+        np.array([[-1.3, -0.7, 0.6], [0.9, 1.2, -1.1]]),
+    )
 case("square", torch.square, normal(2, 3))
 case("pow-tensor", lambda x, y: x**y, positive(2, 3), normal(2, 3))
 case("pow-tensor-broadcast", lambda x, y: torch.pow(x, y), positive(2, 3), normal(3))
@@ -220,6 +228,9 @@ case("clamp-min", lambda x: x.clamp(min=-0.5), BOUNDED)
 case("clamp-max", lambda x: x.clamp(max=0.5), BOUNDED)
 case("clamp_min", lambda x: x.clamp_min(0.0), BOUNDED)
 case("clamp_max", lambda x: x.clamp_max(0.0), BOUNDED)
+case("clamp_min-tensor", lambda x, lo: x.clamp_min(lo), BOUNDED, np.full(3, -0.5))
+case("clamp_max-tensor", lambda x, hi: torch.clamp_max(x, hi), BOUNDED, np.full((2, 1), 0.5))
+case("fill-tensor", lambda x, v: (x * 1).fill_(v) * x, normal(2, 3), normal())
 case("clip", lambda x: torch.clip(x, min=-0.5, max=0.5), BOUNDED)
 case(
     "clamp-tensor-bounds",  # tensor bounds get gradients too (ClampBackward0)
@@ -231,6 +242,11 @@ case(
 case("clamp-tensor-min", lambda x, lo: torch.clamp(x, min=lo), BOUNDED, np.full((2, 3), -0.5))
 case("div-floor", lambda x, y: torch.div(x, y, rounding_mode="floor"), normal(2, 3), away(2, 3))
 case("div-trunc", lambda x, y: torch.div(x, y, rounding_mode="trunc"), normal(2, 3), away(3))
+# remainder and fmod: inputs keep self / other away from integers, where they jump.
+case("remainder", lambda x: x % 0.7, np.array([0.3, 1.1, -0.5, -1.2]))
+case("remainder-tensor", torch.remainder, np.array([0.3, 1.9, -0.5]), np.array([0.7, -0.8, 0.4]))
+case("fmod", lambda x: torch.fmod(x, 0.7), np.array([0.3, 1.1, -0.5, -1.2]))
+case("fmod-tensor", torch.fmod, np.array([0.3, 1.9, -0.5]), np.array([0.7, -0.8, 0.4]))
 # A 0-d tensor accepts dim 0 and -1, as in PyTorch.
 for label, fn in {
     "sum": lambda s: s.sum(0),
@@ -362,7 +378,16 @@ case("reshape-copy", lambda x: x.t().reshape(6), normal(2, 3))  # clone then uns
 case("flatten", lambda x: torch.flatten(x, 1), normal(2, 3, 2))
 case("t", lambda x: x.t(), normal(2, 3))
 case("t-function", torch.t, normal(3))
-case("T", lambda x: x.T, normal(2, 3, 2))
+
+
+def _reversed_by_T(x):
+    """x.T on 3 dims: deprecated, PyTorch warns (once); the derivative is still checked."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return x.T
+
+
+case("T", _reversed_by_T, normal(2, 3, 2))
 case("mT", lambda x: x.mT, normal(2, 3, 2))
 case("transpose", lambda x: x.transpose(0, 2), normal(2, 3, 2))
 case("transpose-neg", lambda x: torch.transpose(x, -1, 0), normal(2, 3))
@@ -1132,7 +1157,9 @@ def test_grad_of_outputs_that_feed_each_other():
     y1 = x * 2
     y2 = y1 * 3
     ones = torch.ones(2)
-    assert torch.autograd.grad([y1, y2], x, [ones, ones])[0].tolist() == [8.0, 8.0]
+    # retain_graph: y1 and y2 saved the numbers 2 and 3, freed after a backward as in PyTorch
+    grads = torch.autograd.grad([y1, y2], x, [ones, ones], retain_graph=True)
+    assert grads[0].tolist() == [8.0, 8.0]
     assert torch.autograd.grad([y2, y1], x, [ones, ones])[0].tolist() == [8.0, 8.0]  # gave [2, 2]
     v = torch.tensor([1.0, 2.0], requires_grad=True)  # a leaf among the outputs
     assert torch.autograd.grad([-v, v], v, [ones, 3 * ones])[0].tolist() == [2.0, 2.0]

@@ -653,3 +653,48 @@ def test_max_pool_returns_pytorch_indices(torch):
     _, theirs_indices = layer(torch)(torch.tensor(x))
     assert ours_indices.dtype is nbgrad.int64
     np.testing.assert_array_equal(to_numpy(ours_indices), to_numpy(theirs_indices))
+
+
+def test_batch_norm_running_stats_versions_and_saves_match_pytorch(torch):
+    """The kernel updates running stats without bumping their version; the node saves them
+    (so a later write into them is caught at backward) and saves the weight even when only
+    the input needs a gradient, as PyTorch's one joint formula does."""
+    seen = []
+    for T in (nbgrad, torch):
+        F = T.nn.functional
+        x = T.tensor(np.arange(12.0).reshape(4, 3) / 5, requires_grad=True)
+        w, b = T.ones(3, dtype=T.float64), T.zeros(3, dtype=T.float64)
+        rm, rv = T.zeros(3, dtype=T.float64), T.ones(3, dtype=T.float64)
+        y = F.batch_norm(x, rm, rv, w, b, training=True)
+        bn = T.nn.BatchNorm1d(3).double()
+        bn(x)
+        z = F.layer_norm(x.detach(), (3,), w.requires_grad_(), b)
+        seen.append(
+            (
+                rm._version,
+                rv._version,
+                bn.running_mean._version,
+                bn.num_batches_tracked._version,
+                np.round(to_numpy(y.grad_fn._saved_weight), 12).tolist(),
+                np.round(to_numpy(y.grad_fn._saved_running_var), 12).tolist(),
+                np.round(to_numpy(z.grad_fn._saved_weight), 12).tolist(),
+                np.round(to_numpy(z.grad_fn._saved_bias), 12).tolist(),
+                sorted(saved_names(z.grad_fn)),
+            )
+        )
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_catches_a_write_into_running_stats(torch, training):
+    errors = []
+    for T in (nbgrad, torch):
+        x = T.tensor(np.arange(12.0).reshape(4, 3) / 5, requires_grad=True)
+        rm, rv = T.zeros(3, dtype=T.float64), T.ones(3, dtype=T.float64)
+        y = T.nn.functional.batch_norm(x, rm, rv, training=training)
+        rv.add_(1)
+        with pytest.raises(RuntimeError) as info:
+            y.sum().backward()
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+    assert "modified by an inplace operation" in errors[0]

@@ -60,8 +60,16 @@ def compile_apply(spec):
                 f"    elif {name} is FREED or type({name}) is PackedSavedTensor:",
                 f"    {fallback}",
             ]
-        else:  # an index array or mask kept as an attr: freed after backward too
-            lines += [f"    if {name} is FREED:", f"    {fallback}"]
+        else:  # an index array or mask kept as an attr: freed after backward too; a
+            # tensor argument kept as an attr (batch_norm's running stats) is checked too
+            lines += [
+                f"    if {name} is FREED or type({name}) is PackedSavedTensor:",
+                f"    {fallback}",
+                f"    if type({name}) is SavedTensor:",
+                f"        if {name}.counter.value != {name}.version:",
+                f"            raise modified_by_inplace({name}, node)",
+                f"        {name} = {name}.data",
+            ]
     lines.append("    grad = grads[0]")
     formulas = [spec.grads.get(name) for name in spec.inputs]
     if len(formulas) == 1:  # one input, so it has an edge: it is why the node exists

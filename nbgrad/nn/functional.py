@@ -16,6 +16,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd import grad_mode
 from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.node import save
 from nbgrad.autograd.tensor import Size, Tensor, _wrap_dim
 from nbgrad.ops import creation, nn_kernels
 from nbgrad.ops import functions as ops
@@ -323,9 +324,10 @@ def _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
         )
 
 
-def _pool_stride(stride, kernel_size):
+def _pool_stride(stride):
+    """The stride as PyTorch keeps it: () when not given (the kernels then use kernel_size)."""
     if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0):
-        return kernel_size
+        return ()
     return _tuple(stride, 2, "stride")
 
 
@@ -334,9 +336,9 @@ def max_pool2d(
 ):
     """The max of each window; with ``return_indices``, also where it was (``row * W + col``)."""
     kernel_size = _tuple(kernel_size, 2, "kernel_size")
-    stride = _pool_stride(stride, kernel_size)
+    stride = _pool_stride(stride)
     padding, dilation = _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation")
-    _check_pool(input, kernel_size, stride, padding, dilation, ceil_mode)
+    _check_pool(input, kernel_size, stride or kernel_size, padding, dilation, ceil_mode)
     attrs = (kernel_size, stride, padding, dilation, bool(ceil_mode))
     values, indices = run_op(OPS["max_pool2d"], (input,), attrs)
     return (values, indices) if return_indices else values
@@ -352,11 +354,11 @@ def avg_pool2d(
     divisor_override=None,
 ):
     kernel_size = _tuple(kernel_size, 2, "kernel_size")
-    stride = _pool_stride(stride, kernel_size)
+    stride = _pool_stride(stride)
     padding = _tuple(padding, 2, "padding")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    _check_pool(input, kernel_size, stride, padding, (1, 1), ceil_mode)
+    _check_pool(input, kernel_size, stride or kernel_size, padding, (1, 1), ceil_mode)
     attrs = (
         kernel_size,
         stride,
@@ -626,11 +628,16 @@ def batch_norm(
         if tensor is not None and tensor.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {tensor.numel()}")
     _check_same_dtype(input, weight, bias)
-    if training and running_mean is not None:
-        _bump_version(running_mean)
-        _bump_version(running_var)
+    # The kernel updates the running stats in place without bumping their version, as
+    # PyTorch's does; the node keeps them as saved tensors, so a later in-place change to them
+    # is caught at backward, as in PyTorch.
     attrs = (_as_array(running_mean), _as_array(running_var), bool(training), momentum, eps)
     out, _, _ = run_op(OPS["batch_norm"], (input, weight, bias), attrs)
+    node = out._grad_fn
+    if node is not None and running_mean is not None:
+        saves = OPS["batch_norm"].saves
+        node._saved[saves.index("running_mean")] = save(running_mean, False)
+        node._saved[saves.index("running_var")] = save(running_var, False)
     return out
 
 

@@ -52,11 +52,23 @@ op("div_rounded", "DivBackward2", ("self", "other"),
    {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
    lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
    attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
+# remainder and fmod: the result moves with self at slope 1; a tensor divisor moves it at
+# -floor(self / other) (remainder) or -trunc(self / other) (fmod), as derivatives.yaml says.
+op("remainder", "RemainderBackward0", ("self",), {"self": "grad"},
+   lambda self, other: np.remainder(self, other), attrs=("other",), same_shape=True)
+op("remainder_tensor", "RemainderBackward1", ("self", "other"),
+   {"self": "grad", "other": "-grad * rounded_divide(self, other, 'floor')"},
+   np.remainder, saves=("other", "self"), promote=True)
+op("fmod", "FmodBackward0", ("self",), {"self": "grad"},
+   lambda self, other: np.fmod(self, other), attrs=("other",), same_shape=True)
+op("fmod_tensor", "FmodBackward1", ("self", "other"),
+   {"self": "grad", "other": "-grad * rounded_divide(self, other, 'trunc')"},
+   np.fmod, saves=("other", "self"), promote=True)
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
    inplace=True)
 op("pow", "PowBackward0", ("self",),
-   {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},
-   np.power, attrs=("exponent",), saves=("self", "exponent"))
+   {"self": "0 * grad if exponent == 0 else grad * exponent * power(self, exponent - 1)"},
+   formula_math.power, attrs=("exponent",), saves=("self", "exponent"))
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
@@ -114,7 +126,8 @@ op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * re
    function=True, method=True, inplace=True, out=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",),
    same_shape=True, function=True, method=("abs", "absolute"), inplace=True, out=True)
-op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign, same_shape=True,
+op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, lambda self: _sign(self),
+   same_shape=True,
    function=True, method=True, inplace="method", out=True)  # PyTorch has no torch.sign_
 # Step functions: flat almost everywhere, so their gradient is zero (but they are recorded).
 op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor, same_shape=True,
@@ -140,6 +153,16 @@ op("erf", "ErfBackward0", ("self",),
 op("clamp", "ClampBackward1", ("self",), {"self": "clamp_backward(grad, self, min, max)"},
    lambda self, min, max: np.clip(self, min, max), attrs=("min", "max"),  # noqa: A006
    saves=("min", "max", "self"))
+op("clamp_min", "ClampMinBackward0", ("self",), {"self": "clamp_backward(grad, self, min, None)"},
+   lambda self, min: np.maximum(self, min), attrs=("min",), saves=("min", "self"))  # noqa: A006
+op("clamp_max", "ClampMaxBackward0", ("self",), {"self": "clamp_backward(grad, self, None, max)"},
+   lambda self, max: np.minimum(self, max), attrs=("max",), saves=("max", "self"))  # noqa: A006
+op("clamp_min_tensor", "ClampMinBackward1", ("self", "min"),
+   {"self": "clamp_backward(grad, self, min, None)", "min": "where(self < min, grad, 0 * grad)"},
+   np.maximum, saves=("min", "self"), promote=True)
+op("clamp_max_tensor", "ClampMaxBackward1", ("self", "max"),
+   {"self": "clamp_backward(grad, self, None, max)", "max": "where(self > max, grad, 0 * grad)"},
+   np.minimum, saves=("max", "self"), promote=True)
 op("clamp_tensor", "ClampBackward0", ("self", "min", "max"),
    {"self": "clamp_backward(grad, self, min, max)",
     "min": "where(self < min, grad, 0 * grad)", "max": "where(self > max, grad, 0 * grad)"},
@@ -170,6 +193,28 @@ def _rounded_divide(a, b, rounding_mode):
     quotient = np.true_divide(a, b)
     rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
     return rounded.astype(np.result_type(a, b), copy=False)
+
+
+def _sign(x):
+    """np.sign, but 0 for nan as in PyTorch."""
+    out = np.sign(x)
+    if out.dtype.kind == "f":
+        out = np.where(np.isnan(out), out.dtype.type(0), out)
+    return out
+
+
+def _expand(x, size):
+    """``np.broadcast_to``, writeable as PyTorch's expand is: a write into elements it repeats
+    is refused before it happens (dispatch's overlap check), one into the others is allowed."""
+    view = np.broadcast_to(x, size)
+    # PyTorch's strides: 0 for new and stretched dims, the input's own for the others.
+    new = view.ndim - x.ndim
+    strides = view.strides[:new] + tuple(
+        stride if n == m else 0 for n, m, stride in zip(x.shape, view.shape[new:], x.strides)
+    )
+    return np.lib.stride_tricks.as_strided(
+        x, view.shape, strides, writeable=x.flags.writeable
+    )
 
 
 def _mean(x):
@@ -206,7 +251,8 @@ def _log_softmax(x, dim):
 
 op("mm", "MmBackward0", ("self", "mat2"),
    {"self": "grad @ matrix_t(mat2)", "mat2": "matrix_t(self) @ grad"},
-   np.matmul, saves=("mat2", "mat2_sym_sizes", "self", "self_sym_sizes"), promote=True)
+   np.matmul, saves=("mat2", "mat2_sym_sizes", "mat2_sym_strides", "self", "self_sym_sizes",
+                     "self_sym_strides"), promote=True)
 op("mv", "MvBackward0", ("self", "vec"),
    {"self": "outer(grad, vec)", "vec": "matrix_t(self) @ grad"},
    np.matmul, saves=("self", "vec"), promote=True)
@@ -219,13 +265,15 @@ op("bmm", "BmmBackward0", ("self", "mat2"),
 op("addmm", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad", "mat1": "grad @ matrix_t(mat2)", "mat2": "matrix_t(mat1) @ grad"},
    lambda self, mat1, mat2: _add_product(self, mat1 @ mat2), constants={"alpha": 1, "beta": 1},
-   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat1_sym_strides", "mat2",
+          "mat2_sym_sizes", "mat2_sym_strides"), promote=True)
 op("addmm_scaled", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad * beta", "mat1": "grad @ matrix_t(mat2) * alpha",
     "mat2": "matrix_t(mat1) @ grad * alpha"},
    lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    attrs=("beta", "alpha"),
-   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat1_sym_strides", "mat2",
+          "mat2_sym_sizes", "mat2_sym_strides"), promote=True)
 
 
 def _add_product(bias, product):
@@ -320,7 +368,8 @@ op("squeeze_dims", "SqueezeBackward4", ("self",), {"self": "reshape(grad, self_s
    lambda self, dim: np.squeeze(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"),
    view=True)
 op("expand", "ExpandBackward0", ("self",), {"self": "sum_to(grad, self_sym_sizes)"},
-   np.broadcast_to, attrs=("size",), saves=("self_sym_sizes",), view=True)
+   lambda self, size: _expand(self, size), attrs=("size",), saves=("self_sym_sizes",),
+   view=True)
 op("select", "SelectBackward0", ("self",),
    {"self": "select_backward(grad, self_sym_sizes, dim, index)"},
    # The trailing ``...`` makes NumPy return a 0-d view, not a copied scalar, for a 1-d tensor.
@@ -351,11 +400,11 @@ op("gather", "GatherBackward0", ("self",),
    attrs=("dim", "index", "sparse_grad"), saves=("dim", "index", "self", "sparse_grad"))
 op("cat", "CatBackward0", ("tensors",), {"tensors": "split_along(grad, dim, tensors_sym_sizes)"},
    lambda tensors, dim: np.concatenate(tensors, axis=dim), attrs=("dim",),
-   saves=("dim", "tensors_sym_sizes"), variadic=True)
+   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
 op("stack", "StackBackward0", ("tensors",),
    {"tensors": "unstack(grad, dim, len(tensors_sym_sizes))"},
    lambda tensors, dim: np.stack(tensors, axis=dim), attrs=("dim",),
-   saves=("dim", "tensors_sym_sizes"), variadic=True)
+   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
 op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True)
 op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
    lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",))
@@ -382,7 +431,8 @@ op("index_put_into_zeros", "IndexPutBackward0", ("values",), {"values": "grad[in
 
 op("copy_slices", "CopySlices", ("self", "src"),
    {"self": "zero_at(grad, key)", "src": "grad[key]"},
-   lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",))
+   lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",),
+   hidden=("key",))
 op("index_put", "IndexPutBackward0", ("self", "values"),
    {"self": "zero_at(grad, indices)", "values": "grad[indices]"},
    lambda self, values, indices, accumulate: _assign(self, indices, values),
@@ -393,8 +443,13 @@ op("fill_whole", "FillBackward3", ("self", "value"),
 op("copy", "CopyBackwards", ("self", "src"), {"self": "zeros_like(grad)", "src": "grad"},
    lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype))
 op("zero", "ZeroBackward0", ("self",), {"self": "zeros_like(grad)"}, np.zeros_like)
-op("fill", "FillBackward0", ("self",), {"self": "zeros_like(grad)"},
+# fill_ is ATen's in-place overload: FillBackward2 for a number, FillBackward3 for a 0-d tensor,
+# whose gradient is the sum of the gradient of every element it was written to.
+op("fill", "FillBackward2", ("self",), {"self": "zeros_like(grad)"},
    lambda self, value: np.full_like(self, value), attrs=("value",))
+op("fill_tensor", "FillBackward3", ("self", "value"),
+   {"self": "zeros_like(grad)", "value": "grad"},
+   lambda self, value: np.full_like(self, value), promote=True)
 
 
 def _assign(array, key, value):
@@ -486,7 +541,8 @@ op("layer_norm", "NativeLayerNormBackward0", ("input", "weight", "bias"),
    lambda x, weight, bias, normalized_shape, eps: nn_kernels.layer_norm(
        x, normalized_shape, weight, bias, eps),
    attrs=("normalized_shape", "eps"), extra_outputs=("result1", "result2"),
-   saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"))
+   saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"),
+   hidden=("eps",), joint=True)
 op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    {"input": "batch_norm_input_grad(grad, input, weight, running_mean, running_var, result1, "
              "result2, training, eps)",
@@ -496,7 +552,7 @@ op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    nn_kernels.batch_norm, attrs=("running_mean", "running_var", "training", "momentum", "eps"),
    extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
-          "weight"))
+          "weight"), joint=True)
 op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
    nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
 op("leaky_relu", "LeakyReluBackward0", ("self",),

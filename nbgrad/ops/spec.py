@@ -39,6 +39,8 @@ class OpSpec:
     method    make the Tensor method ``x.<name>()``, named the same ways
     inplace   make ``x.<name>_()`` and ``nbgrad.<name>_`` (True), or only the method ("method")
     out       ``nbgrad.<name>`` also takes ``out=``
+    joint     PyTorch computes every input's gradient with one formula (the norm layers), so it
+              keeps every saved tensor whichever inputs need a gradient
     """
 
     __slots__ = (
@@ -48,6 +50,7 @@ class OpSpec:
         "attrs",
         "saves",
         "hidden",
+        "joint",
         "shown_saves",
         "grads",
         "forward",
@@ -61,6 +64,7 @@ class OpSpec:
         "save_sources",
         "saves_tensors",
         "buffer_positions",
+        "operand_positions",
         "constants",
         "same_shape",
         "variadic",
@@ -95,6 +99,7 @@ class OpSpec:
         method=False,
         inplace=False,
         out=False,
+        joint=False,
     ):
         self.name = name
         self.node = node
@@ -102,6 +107,7 @@ class OpSpec:
         self.attrs = tuple(attrs)
         self.saves = tuple(saves)
         self.hidden = frozenset(hidden)
+        self.joint = joint
         # (position, name) of what the node shows as ``_saved_<name>`` (and the trace shows).
         self.shown_saves = tuple((p, n) for p, n in enumerate(self.saves) if n not in self.hidden)
         self.grads = dict(grads)
@@ -138,6 +144,11 @@ class OpSpec:
             if kind in ("input", "result", "attr", "extra")
         )
         self.saves_tensors = bool(self.buffer_positions)
+        # Saved operands: a Python number there is, in PyTorch, a wrapped 0-dim tensor, freed
+        # after backward like any saved tensor (``(w * 2).sum()`` cannot backward twice).
+        self.operand_positions = frozenset(
+            p for p, (kind, _) in enumerate(self.save_sources) if kind == "input"
+        )
         self.node_class = None
         # PyTorch's generated backward computes its inputs' gradients in the order of their
         # names (``other`` before ``self``, ``mat1`` before ``mat2``): in a differentiable
@@ -157,7 +168,12 @@ class OpSpec:
             return ("constant", self.constants[saved])
         if saved in self.extra_outputs:
             return ("extra", self.extra_outputs.index(saved))
-        for suffix, kind in (("_sym_sizes", "sizes"), ("_sym_numel", "numel"), ("_dtype", "dtype")):
+        for suffix, kind in (
+            ("_sym_sizes", "sizes"),
+            ("_sym_strides", "strides"),
+            ("_sym_numel", "numel"),
+            ("_dtype", "dtype"),
+        ):
             base = saved[: -len(suffix)]
             if saved.endswith(suffix) and base in self.inputs:
                 return (kind, self.inputs.index(base))
@@ -194,7 +210,7 @@ class OpSpec:
         """
         positions = self.saves_for_needs.get(needs)
         if positions is None:
-            used = set()
+            used = set(self.saves) if self.joint else set()
             for i, inp in enumerate(self.inputs):
                 if needs >> i & 1 and inp in self.formula_names:
                     used |= self.formula_names[inp]

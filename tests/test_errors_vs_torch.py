@@ -768,6 +768,8 @@ CASES.update(
         "atan2 with a number": "T.atan2(T.ones(2), 2.0)",
         "arctan2 method with a number": "T.ones(2).arctan2(2.0)",
         "atan2 shapes": "T.atan2(T.ones(2), T.ones(3))",
+        "asin_ of integers": "T.tensor([0, 1]).asin_()",
+        "exp_ of integers": "T.tensor([0, 1]).exp_()",
         "hypot of integers": "T.hypot(T.tensor([1, 2]), T.tensor([1, 2]))",
         "hypot with a number": "T.hypot(T.ones(2), 2.0)",
         "logaddexp method with a number": "T.ones(2).logaddexp(1.0)",

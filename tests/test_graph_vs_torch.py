@@ -353,3 +353,33 @@ def _signed(value):
     if isinstance(value, tuple):
         return tuple(_signed(v) for v in value)
     return value
+
+
+# Element-wise functions of several tensors lay their result out as their first operand, when
+# that one is transposed (PyTorch's TensorIterator), so that a later view or reshape behaves alike.
+LAYOUT_EXPRESSIONS = [
+    "T.atan2(a, b)",
+    "T.xlogy(a, b.abs())",
+    "T.hypot(a, b)",
+    "T.copysign(a, b)",
+    "T.logaddexp(a, b)",
+    "T.logaddexp2(a, b)",
+    "T.lerp(a, b, 0.3)",
+    "T.lerp(a, b, b.sigmoid())",
+    "T.addcmul(a, b, b)",
+    "T.addcdiv(a, b, b + 3)",
+    "T.float_power(a.abs(), b)",
+    "T.nn.functional.prelu(a, T.ones(3, dtype=T.float64))",
+]
+
+
+@pytest.mark.parametrize("expression", LAYOUT_EXPRESSIONS)
+def test_results_are_laid_out_as_pytorch_lays_them_out(torch, expression):
+    layouts = []
+    for T in (nbgrad, torch):
+        data = np.arange(12.0).reshape(4, 3) / 7 - 0.5
+        a = T.tensor(data.T.copy()).t()  # a (4, 3) tensor laid out column-major
+        b = T.tensor(data * 0.5 + 0.1)
+        result = eval(expression, {"T": T, "a": a, "b": b})  # noqa: S307
+        layouts.append((result.is_contiguous(), result.t().is_contiguous()))
+    assert layouts[0] == layouts[1]

@@ -1,7 +1,6 @@
 """Every layer against PyTorch with the same weights: outputs, grad_fn graph, input and parameter
 gradients, and module state (running statistics) all agree, in float64 and in float32."""
 
-import nn_compare
 import numpy as np
 import pytest
 from graph_compare import saved_names, structure, to_numpy
@@ -462,27 +461,6 @@ def margin_loss_cases():
     }
 
 
-MARGIN_CASES = margin_loss_cases()
-CLAMP_MIN_NODE = type(nbgrad.ones(1, requires_grad=True).clamp_min(0).grad_fn).__name__
-
-
-def _clamp_min_named(graph):
-    if isinstance(graph, tuple):
-        return tuple(_clamp_min_named(part) for part in graph)
-    return "ClampMinBackward0" if graph == "ClampBackward1" else graph
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("name", MARGIN_CASES)
-def test_margin_losses_same_as_pytorch(torch, name, dtype, monkeypatch):
-    if CLAMP_MIN_NODE != "ClampMinBackward0":
-        # x.clamp_min gets its own node, ClampMinBackward0, in branch div; until it is merged
-        # nbgrad shows clamp's, and these graphs are compared with that name mapped.
-        monkeypatch.setattr(nn_compare, "structure", lambda fn: _clamp_min_named(structure(fn)))
-    tolerances = {"rtol": 2e-5, "atol": 2e-6} if dtype == "float32" else {}
-    assert_same_run(torch, MARGIN_CASES[name], dtype, **tolerances)
-
-
 MORE_MODULES = [
     "Softplus()", "Softplus(2, 10)", "Hardtanh()", "Hardtanh(-2, 2, True)", "ReLU6()",
     "ReLU6(True)", "LogSigmoid()", "SiLU()", "SiLU(True)", "ELU()", "ELU(0.5, True)", "SELU()",
@@ -515,6 +493,7 @@ CASES = {
     **activation_cases(),
     **more_activation_cases(),
     **more_loss_cases(),
+    **margin_loss_cases(),
     **loss_cases(),
     **functional_cases(),
     **model_cases(),

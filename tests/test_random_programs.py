@@ -323,6 +323,11 @@ UNARY_MORE = [
         lambda T, x: T.nn.functional.glu(x),
         lambda a: a.ndim >= 1 and a.shape[-1] % 2 == 0 and np.all(np.abs(a) < 50),
     ),
+    (
+        _F + "normalize({}, dim=-1)",
+        lambda T, x: T.nn.functional.normalize(x, dim=-1),
+        lambda a: a.ndim >= 1 and np.all(np.abs(a) > 1e-3),
+    ),
     # losses, against a target made from the operand without its graph
     (
         _F + "smooth_l1_loss({0}, {0}.detach() * 0.5)",
@@ -348,6 +353,11 @@ UNARY_MORE = [
         _F + "poisson_nll_loss({0}, {0}.detach().abs(), reduction='none')",
         lambda T, x: T.nn.functional.poisson_nll_loss(x, x.detach().abs(), reduction="none"),
         lambda a: np.all(np.abs(a) < 20),
+    ),
+    (
+        _F + "hinge_embedding_loss({0}, {0}.detach().sign(), margin=0.5)",
+        lambda T, x: T.nn.functional.hinge_embedding_loss(x, x.detach().sign(), margin=0.5),
+        lambda a: _away(a, 0.5, -0.5),
     ),
 ]
 
@@ -393,6 +403,13 @@ BINARY_MORE = [
     ),
 ]
 
+BINARY_MORE.append(
+    (
+        "T.nn.functional.margin_ranking_loss({0}, {1}, {0}.detach().sign(), margin=0.1)",
+        lambda T, x, y: T.nn.functional.margin_ranking_loss(x, y, x.detach().sign(), margin=0.1),
+        lambda a, b: a.shape == b.shape and np.all(np.abs(np.sign(a) * (b - a) + 0.1) > 1e-6),
+    )
+)
 BINARY_MORE.append(
     (
         "T.nn.functional.pairwise_distance({}, {})",

@@ -322,6 +322,172 @@ UNARY = [
     ("{}.float().double()", lambda T, x: x.float().double(), None),
 ]
 
+# Element-wise functions, more (logarithms, trigonometric, hyperbolic, activations).
+_F = "T.nn.functional."
+UNARY_MORE = [
+    ("{}.log2()", lambda T, x: x.log2(), lambda a: np.all(a > 0.1)),
+    ("T.log10({})", lambda T, x: T.log10(x), lambda a: np.all(a > 0.1)),
+    ("{}.asin()", lambda T, x: x.asin(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("T.acos({})", lambda T, x: T.acos(x), lambda a: np.all(np.abs(a) < 0.9)),
+    ("{}.atan()", lambda T, x: x.atan(), None),
+    ("{}.sinh()", lambda T, x: x.sinh(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.cosh()", lambda T, x: x.cosh(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.asinh()", lambda T, x: x.asinh(), None),
+    ("{}.acosh()", lambda T, x: x.acosh(), lambda a: np.all(a > 1.1)),
+    ("{}.atanh()", lambda T, x: x.atanh(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("{}.exp2()", lambda T, x: x.exp2(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.erfc()", lambda T, x: x.erfc(), None),
+    ("{}.erfinv()", lambda T, x: x.erfinv(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("T.logsumexp({}, -1)", lambda T, x: T.logsumexp(x, -1), lambda a: np.all(np.abs(a) < 50)),
+    ("{}.logsumexp(0, True)", lambda T, x: x.logsumexp(0, True), lambda a: np.all(np.abs(a) < 50)),
+    ("T.selu({})", lambda T, x: T.selu(x), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("T.celu({}, 0.5)", lambda T, x: T.celu(x, 0.5), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("T.hardshrink({}, 0.3)", lambda T, x: T.hardshrink(x, 0.3), lambda a: _away(a, 0.3, -0.3)),
+    ("T.threshold({}, 0.2, 3.)", lambda T, x: T.threshold(x, 0.2, 3.0), lambda a: _away(a, 0.2)),
+    (_F + "softplus({})", lambda T, x: T.nn.functional.softplus(x), None),
+    (
+        _F + "softplus({}, 2, 3)",
+        lambda T, x: T.nn.functional.softplus(x, 2, 3),
+        lambda a: _away(a, 1.5),
+    ),
+    (_F + "hardtanh({})", lambda T, x: T.nn.functional.hardtanh(x), lambda a: _away(a, 1, -1)),
+    (_F + "relu6({})", lambda T, x: T.nn.functional.relu6(x), lambda a: _away(a, 0, 6)),
+    (_F + "logsigmoid({})", lambda T, x: T.nn.functional.logsigmoid(x), None),
+    (_F + "silu({})", lambda T, x: T.nn.functional.silu(x), None),
+    (_F + "mish({})", lambda T, x: T.nn.functional.mish(x), None),
+    (_F + "hardswish({})", lambda T, x: T.nn.functional.hardswish(x), lambda a: _away(a, 3, -3)),
+    (
+        _F + "hardsigmoid({})",
+        lambda T, x: T.nn.functional.hardsigmoid(x),
+        lambda a: _away(a, 3, -3),
+    ),
+    (_F + "elu({})", lambda T, x: T.nn.functional.elu(x), lambda a: _away(a, 0)),
+    (
+        _F + "softshrink({})",
+        lambda T, x: T.nn.functional.softshrink(x),
+        lambda a: _away(a, 0.5, -0.5),
+    ),
+    (_F + "softsign({})", lambda T, x: T.nn.functional.softsign(x), lambda a: _away(a, 0)),
+    (_F + "tanhshrink({})", lambda T, x: T.nn.functional.tanhshrink(x), None),
+    ("{}.frac()", lambda T, x: x.frac(), None),
+    ("T.deg2rad({})", lambda T, x: T.deg2rad(x), None),
+    ("{}.rad2deg()", lambda T, x: x.rad2deg(), None),
+    ("T.sinc({})", lambda T, x: T.sinc(x), None),
+    ("{}.logit()", lambda T, x: x.logit(), lambda a: np.all((a > 0.1) & (a < 0.9))),
+    ("T.nan_to_num({})", lambda T, x: T.nan_to_num(x), None),
+    ("{}.float_power(2)", lambda T, x: x.float_power(2), lambda a: np.all(np.abs(a) < 1e3)),
+    (
+        _F + "softmin({}, -1)",
+        lambda T, x: T.nn.functional.softmin(x, -1),
+        lambda a: a.ndim >= 1 and np.all(np.abs(a) < 50),
+    ),
+    (
+        _F + "glu({})",
+        lambda T, x: T.nn.functional.glu(x),
+        lambda a: a.ndim >= 1 and a.shape[-1] % 2 == 0 and np.all(np.abs(a) < 50),
+    ),
+    (
+        _F + "normalize({}, dim=-1)",
+        lambda T, x: T.nn.functional.normalize(x, dim=-1),
+        lambda a: a.ndim >= 1 and np.all(np.abs(a) > 1e-3),
+    ),
+    # losses, against a target made from the operand without its graph
+    (
+        _F + "smooth_l1_loss({0}, {0}.detach() * 0.5)",
+        lambda T, x: T.nn.functional.smooth_l1_loss(x, x.detach() * 0.5),
+        lambda a: _away(a, 2, -2),
+    ),
+    (
+        _F + "huber_loss({0}, {0}.detach() * 0, delta=0.5, reduction='sum')",
+        lambda T, x: T.nn.functional.huber_loss(x, x.detach() * 0, delta=0.5, reduction="sum"),
+        lambda a: _away(a, 0.5, -0.5),
+    ),
+    (
+        _F + "soft_margin_loss({0}, {0}.detach().sign())",
+        lambda T, x: T.nn.functional.soft_margin_loss(x, x.detach().sign()),
+        None,
+    ),
+    (
+        _F + "kl_div({0}, {0}.detach().exp(), reduction='batchmean')",
+        lambda T, x: T.nn.functional.kl_div(x, x.detach().exp(), reduction="batchmean"),
+        lambda a: np.all(np.abs(a) < 20),
+    ),
+    (
+        _F + "poisson_nll_loss({0}, {0}.detach().abs(), reduction='none')",
+        lambda T, x: T.nn.functional.poisson_nll_loss(x, x.detach().abs(), reduction="none"),
+        lambda a: np.all(np.abs(a) < 20),
+    ),
+    (
+        _F + "hinge_embedding_loss({0}, {0}.detach().sign(), margin=0.5)",
+        lambda T, x: T.nn.functional.hinge_embedding_loss(x, x.detach().sign(), margin=0.5),
+        lambda a: _away(a, 0.5, -0.5),
+    ),
+]
+
+
+def _away(a, *kinks):
+    return all(np.all(np.abs(a - k) > 1e-6) for k in kinks)
+
+
+UNARY += UNARY_MORE
+
+
+def _fits_away(a, b):
+    return _broadcastable(a, b) and np.all(np.abs(b) > 0.2)
+
+
+def _fits_positive(a, b):
+    return _broadcastable(a, b) and np.all(b > 0.1)
+
+
+def _fits_small(a, b):
+    return _broadcastable(a, b) and np.all(np.abs(a) < 30) and np.all(np.abs(b) < 30)
+
+
+BINARY_MORE = [
+    ("T.atan2({}, {})", lambda T, x, y: T.atan2(x, y), _fits_away),
+    ("{}.arctan2({})", lambda T, x, y: x.arctan2(y), _fits_away),
+    ("T.xlogy({}, {})", lambda T, x, y: T.xlogy(x, y), _fits_positive),
+    ("T.hypot({}, {})", lambda T, x, y: T.hypot(x, y), lambda a, b: _fits_away(b, a)),
+    ("{}.copysign({})", lambda T, x, y: x.copysign(y), lambda a, b: _fits_away(b, a)),
+    ("T.logaddexp({}, {})", lambda T, x, y: T.logaddexp(x, y), _fits_small),
+    ("{}.logaddexp2({})", lambda T, x, y: x.logaddexp2(y), _fits_small),
+    ("T.lerp({}, {}, 0.3)", lambda T, x, y: T.lerp(x, y, 0.3), _broadcastable),
+    (
+        "T.addcmul({0}, {1}, {1}, value=2)",
+        lambda T, x, y: T.addcmul(x, y, y, value=2),
+        _broadcastable,
+    ),
+    ("T.addcdiv({0}, {0}, {1})", lambda T, x, y: T.addcdiv(x, x, y), _fits_away),
+    (
+        "T.float_power({}, {})",
+        lambda T, x, y: T.float_power(x, y),
+        lambda a, b: _fits_positive(b, a) and np.all(np.abs(b) < 5),
+    ),
+]
+
+BINARY_MORE.append(
+    (
+        "T.nn.functional.margin_ranking_loss({0}, {1}, {0}.detach().sign(), margin=0.1)",
+        lambda T, x, y: T.nn.functional.margin_ranking_loss(x, y, x.detach().sign(), margin=0.1),
+        lambda a, b: a.shape == b.shape and np.all(np.abs(np.sign(a) * (b - a) + 0.1) > 1e-6),
+    )
+)
+BINARY_MORE.append(
+    (
+        "T.nn.functional.pairwise_distance({}, {})",
+        lambda T, x, y: T.nn.functional.pairwise_distance(x, y),
+        lambda a, b: _broadcastable(a, b) and a.ndim >= 1 and b.ndim >= 1,
+    )
+)
+
+
+def binary_more(p):
+    text, fn, fits = p.choice(BINARY_MORE, "binary more")
+    a, b = p.pick_pair("operands", fits)
+    if b is not None:
+        p.step(text, fn, a, b)
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
@@ -674,6 +840,7 @@ OPERATIONS = [
     join,
     select_values,
 ]
+OPERATIONS += [binary_more]
 
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 

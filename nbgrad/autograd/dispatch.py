@@ -317,6 +317,8 @@ ELEMENTWISE = frozenset(
         "add", "add_scaled", "sub", "sub_scaled", "mul", "div", "div_rounded", "maximum",
         "minimum", "pow_tensor", "remainder_tensor", "fmod_tensor", "clamp_tensor",
         "clamp_min_tensor", "clamp_max_tensor", "where",
+        "atan2", "xlogy", "hypot", "copysign", "logaddexp", "logaddexp2", "lerp", "lerp_tensor",
+        "addcmul", "addcdiv", "prelu",
     }
 )  # fmt: skip
 

@@ -114,8 +114,7 @@ op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - resu
    function=True, method=True, inplace=True, out=True)
 op("relu", "ReluBackward0", ("self",), {"self": "grad * (result > 0)"},
    lambda self: np.maximum(self, 0), saves=("result",), same_shape=True,
-   # torch.relu takes no out=; torch.relu_ exists but nbgrad has only exported x.relu_() so far
-   function=True, method=True, inplace="method")
+   function=True, method=True, inplace=True)  # torch.relu takes no out=
 op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
    saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
@@ -142,9 +141,11 @@ op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round,
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True, same_shape=True, function=True, method=True, out=True)
+   saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True, same_shape=True, function=True, method=True, out=True)
+   saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("erf", "ErfBackward0", ("self",),
    {"self": "1.1283791670955126 * exp(-self ** 2) * grad"},  # 2 / sqrt(pi)
    nn_kernels.erf, saves=("self",), floating=True, same_shape=True,
@@ -601,3 +602,301 @@ op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
    {"self": "where(result > 0, grad, grad * negative_slope)"},
    lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
    attrs=("negative_slope",), saves=("negative_slope", "result"))
+
+
+# --- element-wise functions, more (logarithms, trigonometric, hyperbolic, exp2, erfc, erfinv) ---
+# Entries run as they are on one tensor: the flags make their public names (see above). PyTorch's
+# aliases (torch.arcsin, x.arctan2()) are more names of the same entry.
+
+for _name, _node, _formula, _forward, _saved in (
+    ("log2", "Log2Backward0", "grad / (self * 0.6931471805599453)", np.log2, "self"),
+    ("log10", "Log10Backward0", "grad / (self * 2.302585092994046)", np.log10, "self"),
+    ("asin", "AsinBackward0", "grad * rsqrt(-self * self + 1)", np.arcsin, "self"),
+    ("acos", "AcosBackward0", "grad * -rsqrt(-self * self + 1)", np.arccos, "self"),
+    ("atan", "AtanBackward0", "grad / (self * self + 1)", np.arctan, "self"),
+    ("sinh", "SinhBackward0", "grad * cosh(self)", np.sinh, "self"),
+    ("cosh", "CoshBackward0", "grad * sinh(self)", np.cosh, "self"),
+    ("asinh", "AsinhBackward0", "grad * rsqrt(self ** 2 + 1)", np.arcsinh, "self"),
+    ("acosh", "AcoshBackward0", "grad * rsqrt(self ** 2 - 1)", np.arccosh, "self"),
+    ("atanh", "AtanhBackward0", "grad * 1 / (1 - self ** 2)", np.arctanh, "self"),
+    ("exp2", "Exp2Backward0", "grad * result * 0.6931471805599453", np.exp2, "result"),
+    # 2 / sqrt(pi) and sqrt(pi) / 2
+    ("erfc", "ErfcBackward0", "-1.1283791670955126 * exp(-self ** 2) * grad",
+     lambda self: formula_math.erfc(self).astype(self.dtype, copy=False), "self"),
+    ("erfinv", "ErfinvBackward0", "0.886226925452758 * exp(erfinv(self) ** 2) * grad",
+     lambda self: formula_math.erfinv(self).astype(self.dtype, copy=False), "self"),
+):
+    _alias = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+              "acosh": "arccosh", "atanh": "arctanh"}.get(_name)
+    _names = (_name, _alias) if _alias else True
+    op(_name, _node, ("self",), {"self": _formula}, _forward, saves=(_saved,), floating=True,
+       same_shape=True, function=_names, method=_names,
+       # PyTorch has no torch.erfinv_; asinh_, acosh_ and atanh_ are entries of their own
+       inplace={"erfinv": "method", "asinh": False, "acosh": False, "atanh": False}.get(
+           _name, True), out=True)
+# In place, PyTorch records asinh_, acosh_ and atanh_ with nodes whose backward is not
+# implemented (AsinhBackward1, ...): they raise when backward reaches them.
+for _name, _node, _forward in (("asinh", "AsinhBackward1", np.arcsinh),
+                               ("acosh", "AcoshBackward1", np.arccosh),
+                               ("atanh", "AtanhBackward1", np.arctanh)):
+    op(_name + "_inplace", _node, ("self",),
+       {"self": f"not_implemented('inplace version of {_name}')"}, _forward, floating=True)
+op("atan2", "Atan2Backward0", ("self", "other"),
+   {"self": "grad * other / (self * self + other * other)",
+    "other": "grad * -self / (self * self + other * other)"},
+   np.arctan2, saves=("other", "self"), promote=True, floating=True)  # ops/functions: atan2
+
+
+# --- element-wise functions, more (activations: nn.functional and torch.selu, ...) -------------
+# Their functions are hand-written (ops/functions/activations.py, nn/functional.py): they take
+# parameters, and check dtypes as PyTorch does. In place, PyTorch's elu, celu and threshold save
+# their result or their input under other node names, as leaky_relu does (entries "..._inplace").
+
+op("logsumexp", "LogsumexpBackward0", ("self",),
+   {"self": "restore_reduced(grad, self.shape, dim, keepdim) * "
+            "exp(self - restore_reduced(result, self.shape, dim, keepdim))"},
+   lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), attrs=("dim", "keepdim"),
+   saves=("dim", "keepdim", "result", "self"), floating=True)
+op("softplus", "SoftplusBackward0", ("self",),
+   {"self": "where(self * beta > threshold, grad, grad * sigmoid(self * beta))"},
+   lambda self, beta, threshold: np.where(
+       self * beta > threshold, self, np.logaddexp(0, self * beta) / beta).astype(self.dtype),
+   attrs=("beta", "threshold"), saves=("beta", "self", "threshold"), same_shape=True)
+op("hardtanh", "HardtanhBackward0", ("self",),
+   {"self": "where((self > min_val) & (self < max_val), grad, 0)"},
+   lambda self, min_val, max_val: np.clip(self, min_val, max_val).astype(self.dtype, copy=False),
+   attrs=("min_val", "max_val"), saves=("max_val", "min_val", "self"), same_shape=True)
+op("log_sigmoid", "LogSigmoidBackward0", ("self",),
+   {"self": "log_sigmoid_backward(grad, self, buffer)"},
+   lambda self: _log_sigmoid(self), extra_outputs=("buffer",), saves=("buffer", "self"))
+op("silu", "SiluBackward0", ("self",),
+   {"self": "grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))"},
+   lambda self: self / (1 + np.exp(-self)), saves=("self",), same_shape=True)
+op("mish", "MishBackward0", ("self",), {"self": "mish_backward(grad, self)"},
+   lambda self: self * np.tanh(np.logaddexp(0, self)), saves=("self",), same_shape=True)
+op("hardswish", "HardswishBackward0", ("self",),
+   {"self": "where(self < -3, 0 * grad, where(self <= 3, grad * (self / 3 + 0.5), grad))"},
+   lambda self: self * np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
+op("hardsigmoid", "HardsigmoidBackward0", ("self",),
+   # PyTorch's kernel multiplies by 1/6 rounded to float32, whatever the dtype
+   {"self": "where((self > -3) & (self < 3), grad * 0.1666666716337204, 0 * grad)"},
+   lambda self: np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
+op("elu", "EluBackward0", ("self",),
+   {"self": "where(self > 0, grad * scale, "
+            "grad * input_scale * (alpha * scale) * exp(self * input_scale))"},
+   lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
+   attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "scale", "self"),
+   same_shape=True)
+op("elu_inplace", "EluBackward1", ("self",),
+   {"self": "where(result > 0, grad * scale, "
+            "grad * input_scale * (result + elu_result_alpha(alpha) * scale))"},
+   lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
+   attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "result", "scale"))
+op("celu", "CeluBackward0", ("self",),
+   {"self": "where(self > 0, grad, grad * exp(self * (1.0 / alpha)))"},
+   lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
+   saves=("alpha", "self"), same_shape=True)
+op("celu_inplace", "CeluBackward1", ("self",),
+   {"self": "where(result > 0, grad, grad * (1.0 / alpha) * (result + alpha))"},
+   lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
+   saves=("alpha", "result"))
+op("threshold", "ThresholdBackward0", ("self",),
+   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   lambda self, threshold, value: _threshold(self, threshold, value),
+   attrs=("threshold", "value"), saves=("self", "threshold"), same_shape=True)
+op("threshold_inplace", "ThresholdBackward1", ("self",),
+   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   lambda self, threshold, value: _threshold(self, threshold, value),
+   attrs=("threshold", "value"), saves=("self", "threshold"))
+op("softshrink", "SoftshrinkBackward0", ("self",),
+   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   lambda self, lambd: np.where(self > lambd, self - lambd,
+                                np.where(self < -lambd, self + lambd, 0)).astype(self.dtype),
+   attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
+op("hardshrink", "HardshrinkBackward0", ("self",),
+   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   lambda self, lambd: np.where((self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype),
+   attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
+
+
+def _logsumexp(x, dim, keepdim):
+    axis = None if x.ndim == 0 else tuple(d % x.ndim for d in dim)
+    if x.size == 0:
+        return np.log(np.add.reduce(np.exp(x), axis=axis, keepdims=keepdim))
+    top = np.maximum.reduce(x, axis=axis, keepdims=True)
+    top = np.where(np.isinf(top), 0, top)  # all -inf (or an inf): no shift
+    out = np.log(np.add.reduce(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return out if keepdim or axis is None else np.squeeze(out, axis)
+
+
+def _log_sigmoid(x):
+    """PyTorch's CPU kernel: the result, and the buffer exp(-|x|) its backward reads."""
+    buffer = np.exp(-np.abs(x))
+    return np.minimum(x, 0) - np.log1p(buffer), buffer
+
+
+def _elu(x, alpha, scale, input_scale):
+    return np.where(x > 0, x * scale, np.expm1(x * input_scale) * (alpha * scale)).astype(x.dtype)
+
+
+def _threshold(x, threshold, value):
+    return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
+
+
+# --- element-wise functions, more (binary and ternary: xlogy, hypot, lerp, addcmul, ...) -------
+
+op("frac", "FracBackward0", ("self",), {"self": "grad"}, lambda self: _frac(self),
+   same_shape=True, function=True, method=True, inplace=True, out=True)
+op("deg2rad", "Deg2RadBackward0", ("self",), {"self": "grad * 0.017453292519943295"},
+   lambda self: self * 0.017453292519943295, floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("rad2deg", "Rad2DegBackward0", ("self",), {"self": "grad * 57.29577951308232"},
+   lambda self: self * 57.29577951308232, floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("sinc", "SincBackward0", ("self",), {"self": "sinc_backward(grad, self)"},
+   lambda self: _sinc(self), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("sgn", "SgnBackward0", ("self",), {"self": "sgn_backward(grad, self, result)"}, np.sign,
+   saves=("result", "self"), same_shape=True,
+   function=True, method=True, inplace="method", out=True)  # PyTorch has no torch.sgn_
+op("logit", "LogitBackward0", ("self",), {"self": "logit_backward(grad, self, eps)"},
+   lambda self, eps: _logit(self, eps), attrs=("eps",), saves=("eps", "self"), floating=True,
+   same_shape=True)
+op("nan_to_num", "NanToNumBackward0", ("self",), {"self": "grad * isfinite(self)"},
+   lambda self, nan, posinf, neginf: np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf),
+   attrs=("nan", "posinf", "neginf"), saves=("self",), same_shape=True)
+op("xlogy", "XlogyBackward0", ("self", "other"),
+   {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))",
+    "other": "grad * self / other"},
+   lambda self, other: _xlogy(self, other), saves=("other", "self"), promote=True, floating=True)
+op("xlogy_scalar_self", "XlogyBackward1", ("other",), {"other": "grad * self / other"},
+   lambda other, self: _xlogy(np.asarray(self, other.dtype), other), attrs=("self",),
+   saves=("other", "self"), floating=True)
+op("xlogy_scalar_other", "XlogyBackward2", ("self",),
+   {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))"},
+   lambda self, other: _xlogy(self, np.asarray(other, self.dtype)), attrs=("other",),
+   saves=("other", "self"), floating=True)
+op("hypot", "HypotBackward0", ("self", "other"),
+   {"self": "grad * self / result", "other": "grad * other / result"},
+   np.hypot, saves=("other", "result", "self"), promote=True, floating=True)
+op("copysign", "CopysignBackward0", ("self", "other"),
+   {"self": "copysign_backward(grad, self, result)", "other": "zeros_like(grad)"},
+   np.copysign, saves=("result", "self"), promote=True, floating=True)
+op("copysign_scalar", "CopysignBackward1", ("self",),
+   {"self": "copysign_backward(grad, self, result)"},
+   lambda self, other: np.copysign(self, np.asarray(other, self.dtype)), attrs=("other",),
+   saves=("result", "self"), floating=True)
+op("logaddexp", "LogaddexpBackward0", ("self", "other"),
+   {"self": "grad / (1 + exp(other - self))", "other": "grad / (1 + exp(self - other))"},
+   np.logaddexp, saves=("other", "self"), promote=True, floating=True)
+op("logaddexp2", "Logaddexp2Backward0", ("self", "other"),
+   {"self": "grad / (1 + 2 ** (other - self))", "other": "grad / (1 + 2 ** (self - other))"},
+   np.logaddexp2, saves=("other", "self"), promote=True, floating=True)
+op("lerp", "LerpBackward0", ("self", "end"),
+   {"self": "grad * (1 - weight)", "end": "grad * weight"},
+   lambda self, end, weight: _lerp(self, end, weight), attrs=("weight",), saves=("weight",),
+   promote=True)
+op("lerp_tensor", "LerpBackward1", ("self", "end", "weight"),
+   {"self": "grad * (1 - weight)", "end": "grad * weight", "weight": "grad * (end - self)"},
+   lambda self, end, weight: _lerp(self, end, weight), saves=("end", "self", "weight"),
+   promote=True)
+op("addcmul", "AddcmulBackward0", ("self", "tensor1", "tensor2"),
+   {"self": "grad", "tensor1": "grad * tensor2 * value", "tensor2": "grad * tensor1 * value"},
+   lambda self, tensor1, tensor2, value: self + value * tensor1 * tensor2, attrs=("value",),
+   saves=("tensor1", "tensor2", "value"), promote=True)
+op("addcdiv", "AddcdivBackward0", ("self", "tensor1", "tensor2"),
+   {"self": "grad", "tensor1": "grad * value / tensor2",
+    "tensor2": "-grad * value * tensor1 / (tensor2 * tensor2)"},
+   lambda self, tensor1, tensor2, value: self + value * tensor1 / tensor2, attrs=("value",),
+   saves=("tensor1", "tensor2", "value"), promote=True)
+
+
+def _frac(x):
+    if not np.issubdtype(x.dtype, np.floating):
+        from nbgrad.autograd.dispatch import _type_name
+
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_type_name(x.dtype)}'")
+    return x - np.trunc(x)
+
+
+def _sinc(x):
+    scaled = x * np.pi
+    return np.where(x == 0, np.ones((), x.dtype), np.sin(scaled) / scaled).astype(x.dtype)
+
+
+def _logit(x, eps):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+def _xlogy(x, y):
+    out = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), np.zeros((), out.dtype), out)
+
+
+def _lerp(start, end, weight):
+    """PyTorch's formula: from the nearer end, for accuracy."""
+    return np.where(
+        np.abs(weight) < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight)
+    ).astype(np.result_type(start, end), copy=False)
+
+
+# --- losses, more (smooth L1, Huber, soft margin) ----------------------------------------------
+# Reductions are PyTorch's enum, as for the losses above: 0 = "none", 1 = "mean", 2 = "sum".
+
+op("smooth_l1_loss", "SmoothL1LossBackward0", ("self", "target"),
+   {"self": "smooth_l1_loss_backward(grad, self, target, reduction, beta)",
+    "target": "smooth_l1_loss_backward(grad, target, self, reduction, beta)"},
+   lambda self, target, reduction, beta: nn_kernels.reduce_loss(
+       _smooth_l1(self - target, beta), reduction),
+   attrs=("reduction", "beta"), saves=("beta", "reduction", "self", "target"), promote=True)
+op("huber_loss", "HuberLossBackward0", ("self", "target"),
+   {"self": "huber_loss_backward(grad, self, target, reduction, delta)",
+    "target": "huber_loss_backward(grad, target, self, reduction, delta)"},
+   lambda self, target, reduction, delta: nn_kernels.reduce_loss(
+       _huber(self - target, delta), reduction),
+   attrs=("reduction", "delta"), saves=("delta", "reduction", "self", "target"), promote=True)
+op("soft_margin_loss", "SoftMarginLossBackward0", ("self",),
+   {"self": "soft_margin_loss_backward(grad, self, target, reduction)"},
+   lambda self, target, reduction: nn_kernels.reduce_loss(
+       np.log1p(np.exp(-target * self)), reduction),
+   attrs=("target", "reduction"), saves=("reduction", "self", "target"))
+
+
+def _smooth_l1(diff, beta):
+    size = np.abs(diff)
+    return np.where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta).astype(diff.dtype)
+
+
+def _huber(diff, delta):
+    size = np.abs(diff)
+    return np.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)).astype(
+        diff.dtype)
+# Adding a number inside a composite loss (poisson_nll_loss's ``input + eps``) is ATen's Scalar
+# overload: AddBackward1, which saves nothing.
+op("add_scalar", "AddBackward1", ("self",), {"self": "grad"},
+   lambda self, other: self + other, attrs=("other",))
+op("sub_scalar", "SubBackward1", ("self",), {"self": "grad"},
+   lambda self, other: self - other, attrs=("other",))
+# ATen's at::norm(x, p, dim, keepdim), which pairwise_distance runs (torch.norm from Python is
+# linalg_vector_norm): its own node, NormBackward1. 1- and 2-norms.
+op("norm_dim", "NormBackward1", ("self",),
+   {"self": "norm_backward(grad, self, p, result, dim, keepdim)"},
+   lambda self, p, dim, keepdim: nn_kernels.vector_norm(self, p, dim, keepdim),
+   attrs=("p", "dim", "keepdim"), saves=("dim", "keepdim", "p", "result", "self"), floating=True)
+
+
+# --- activations, more (glu, prelu) -------------------------------------------------------------
+
+op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
+   lambda self, dim: _glu(self, dim), attrs=("dim",), saves=("dim", "self"))
+op("prelu", "PreluKernelBackward0", ("self", "weight"),
+   {"self": "where(self > 0, grad, weight * grad)",
+    "weight": "where(self > 0, 0 * grad, self * grad)"},
+   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"))
+
+
+def _glu(x, dim):
+    first, second = np.split(x, 2, axis=dim)
+    return first * formula_math.sigmoid_array(second)

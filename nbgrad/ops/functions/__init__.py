@@ -18,6 +18,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     indexing,
     inplace,
     linalg,
+    more_elementwise,
     reductions,
     shapes,
 )

@@ -20,6 +20,7 @@ from nbgrad.autograd.node import (
     set_history,
 )
 from nbgrad.autograd.tensor import Tensor, VersionCounter
+from nbgrad.generated import compile_registered
 
 _make = Tensor._make
 
@@ -305,7 +306,7 @@ def _make_saver(spec, needs):
         "HOOKS": saved_tensors_hook_stack,
         **constants,
     }
-    exec(compile("\n".join(lines), f"<save {spec.node}>", "exec"), scope)  # noqa: S102
+    exec(compile_registered("\n".join(lines), f"<save {spec.node}>"), scope)  # noqa: S102
     return scope["saver"]
 
 

@@ -31,6 +31,7 @@ formulas are the table's text, unchanged: the engine and the widget still read o
 
 from nbgrad.autograd import errors
 from nbgrad.autograd.node import FREED, PackedSavedTensor, SavedTensor, TableNode
+from nbgrad.generated import compile_registered
 from nbgrad.ops.formula_math import ARRAY_NAMESPACE
 
 
@@ -91,5 +92,5 @@ def compile_apply(spec):
         "modified_by_inplace": errors.modified_by_inplace,
         "generic": TableNode.apply_formulas,
     }
-    exec(compile("\n".join(lines), f"<{spec.node} backward>", "exec"), scope)  # noqa: S102
+    exec(compile_registered("\n".join(lines), f"<{spec.node} backward>"), scope)  # noqa: S102
     return scope["apply"]

@@ -10,6 +10,8 @@ nbgrad's own differentiable operations (``create_graph=True``, so backward build
 widget shows the very same text, so the engine and the pictures cannot disagree.
 """
 
+from nbgrad.generated import compile_registered
+
 
 class OpSpec:
     """The declaration of one differentiable operation.
@@ -190,7 +192,8 @@ class OpSpec:
                 continue
             source = f"lambda {params}: {text}"
             scope = {**namespace, "__name__": "nbgrad.ops.formulas"}
-            vjps.append(eval(compile(source, f"<{self.node}: {inp}>", "eval"), scope))  # noqa: S307 - our own table
+            code = compile_registered(source, f"<{self.node}: {inp}>", "eval")
+            vjps.append(eval(code, scope))  # noqa: S307 - our own table
         return tuple(vjps)
 
     @property

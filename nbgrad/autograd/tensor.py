@@ -183,8 +183,10 @@ class Tensor:
     def tolist(self):
         return self._data.tolist()
 
-    def numpy(self):
-        if self._requires_grad:
+    def numpy(self, *, force=False):
+        """The tensor's memory as a NumPy array (``force=True``: also of a tensor that requires
+        grad; on the CPU PyTorch shares the memory then too)."""
+        if self._requires_grad and not force:
             raise RuntimeError(errors.NUMPY_REQUIRES_GRAD)
         return self._data
 

@@ -8,6 +8,7 @@ import warnings
 from nbgrad import autograd, dtypes
 from nbgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from nbgrad.autograd.tensor import Size, Tensor
+from nbgrad.devices import device, get_default_device, set_default_device
 from nbgrad.dtypes import (
     bool,  # noqa: A004 - PyTorch's names
     double,
@@ -88,10 +89,6 @@ def is_floating_point(input):  # noqa: A002
     return input.is_floating_point()
 
 
-def device(name="cpu"):
-    return name
-
-
 # --- recording (nbgrad.trace) and the %%autograd magic (nbgrad.magic) ---------------------------
 
 from nbgrad.trace.api import last_trace, record  # noqa: E402
@@ -119,4 +116,5 @@ def show(obj):
 
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
 from nbgrad import datasets, linalg, nn, optim, utils  # noqa: E402
+from nbgrad import accelerator, backends, cuda  # noqa: E402
 from nbgrad.serialization import load, save  # noqa: E402

@@ -148,11 +148,15 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        from nbgrad.devices import CPU
 
-    @property
-    def is_cuda(self):
-        return False
+        return CPU
+
+    is_cuda = False
+    is_cpu = True
+
+    def get_device(self):
+        return -1
 
     def numel(self):
         return self._data.size
@@ -388,8 +392,13 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         return self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        from nbgrad.devices import NO_CUDA
+
+        raise AssertionError(NO_CUDA)
 
     def __reduce_ex__(self, protocol):
         from nbgrad.ops.creation import _rebuild

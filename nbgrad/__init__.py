@@ -64,6 +64,12 @@ methods.install()
 
 creation.install()
 
+from nbgrad import legacy as _legacy  # noqa: E402
+
+_legacy.install()
+globals().update(_legacy.LEGACY_TYPES)  # nbgrad.FloatTensor, ...
+autograd.Variable = _legacy.Variable
+
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy would warn from inside nbgrad.
 # Only NumPy's floating-point notices: any other warning from nbgrad's code is a bug (the test
 # suite, which repeats this filter in pyproject.toml, turns those into errors).

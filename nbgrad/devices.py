@@ -33,6 +33,7 @@ DEVICE_TYPES = (
 )
 NO_CUDA = "Torch not compiled with CUDA enabled"
 NO_ACCELERATOR = "Cannot access accelerator device when none is available."
+_MISSING = object()
 _DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::(0|[1-9][0-9]*))?\Z")
 
 
@@ -54,7 +55,7 @@ class device:  # noqa: N801 - PyTorch's name
 
     __slots__ = ("_type", "_index", "_previous")
 
-    def __init__(self, type=None, index=None):  # noqa: A002 - PyTorch's keywords
+    def __init__(self, type=_MISSING, index=None):  # noqa: A002 - PyTorch's keywords
         if isinstance(type, device) and index is None:
             self._type, self._index = type._type, type._index
             return
@@ -62,7 +63,7 @@ class device:  # noqa: N801 - PyTorch's name
             # A bare index names the current accelerator, of which there is none.
             raise RuntimeError(NO_ACCELERATOR)
         if not isinstance(type, str):
-            raise _signature_error("" if type is None else builtins.type(type).__name__)
+            raise _signature_error("" if type is _MISSING else builtins.type(type).__name__)
         if index is not None and not isinstance(index, builtins.int):
             raise TypeError(
                 "device(): argument 'index' (position 2) must be int, not "
@@ -85,10 +86,7 @@ class device:  # noqa: N801 - PyTorch's name
                 )
             index = builtins.int(text_index)
         if index is not None and index < 0:
-            if index == -1:
-                index = None
-            else:
-                raise RuntimeError("Device index must not be negative")
+            raise RuntimeError("Device index must not be negative")
         self._type, self._index = name, index
 
     @property

@@ -98,7 +98,8 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with nbgrad.tensor(...), nbgrad.zeros(...), and friends")
+        """``Tensor(...)`` is PyTorch's legacy constructor; ``__new__`` (nbgrad/legacy.py) made
+        the tensor."""
 
     @classmethod
     def _make(cls, data, requires_grad=False, grad_fn=None):
@@ -396,9 +397,17 @@ class Tensor:
         return self
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
-        from nbgrad.devices import NO_CUDA
+        from nbgrad import devices
 
-        raise AssertionError(NO_CUDA)
+        devices.check("cuda" if device is None else device)
+
+    def pin_memory(self, device=None):
+        from nbgrad.devices import NO_ACCELERATOR
+
+        raise RuntimeError(NO_ACCELERATOR)
+
+    def is_pinned(self, device=None):
+        return False
 
     def __reduce_ex__(self, protocol):
         from nbgrad.ops.creation import _rebuild

@@ -316,4 +316,3 @@ def install():
     Tensor.normal_ = normal_
     Tensor.new_zeros = lambda self, *size, **kw: zeros(*size, **{"dtype": self._dtype, **kw})
     Tensor.new_ones = lambda self, *size, **kw: ones(*size, **{"dtype": self._dtype, **kw})
-    Tensor.new_tensor = lambda self, data, **kw: tensor(data, **{"dtype": self._dtype, **kw})

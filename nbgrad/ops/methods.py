@@ -212,10 +212,13 @@ def _transposed(self):
     return F.permute(self, tuple(reversed(range(ndim))))
 
 
-def _type(self, dtype=None):
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """``x.type()``: its legacy type's name; ``x.type(torch.DoubleTensor)``: converted."""
+    from nbgrad.legacy import resolve_type
+
     if dtype is None:
         return f"torch.{dtypes.LEGACY_TYPE_NAMES[self._dtype]}"
-    return F.to_dtype(self, dtype)
+    return F.to_dtype(self, resolve_type(dtype))
 
 
 def install():

@@ -121,6 +121,5 @@ def show(obj):
 
 
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
-from nbgrad import datasets, linalg, nn, optim, utils  # noqa: E402
-from nbgrad import accelerator, backends, cuda  # noqa: E402
+from nbgrad import accelerator, backends, cuda, datasets, linalg, nn, optim, utils  # noqa: E402
 from nbgrad.serialization import load, save  # noqa: E402

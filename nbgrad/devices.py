@@ -4,9 +4,8 @@ Everything nbgrad computes lives on the CPU. Other devices can be named (``devic
 as PyTorch names them; putting a tensor there raises what a CPU-only build of PyTorch raises.
 """
 
-import re
-
 import builtins
+import re
 
 # The device types PyTorch's parser knows, in the order its error message lists them.
 DEVICE_TYPES = (

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from nbgrad import devices, dtypes
+from nbgrad.autograd import errors
 from nbgrad.autograd.tensor import Size, Tensor
 from nbgrad.ops import creation
 
@@ -76,9 +77,7 @@ def new(dtype, args, kwargs, any_tensor=False):
         (data,) = args
         if isinstance(data, Tensor):
             if not any_tensor and data._dtype is not dtype:
-                raise TypeError(
-                    f"expected {_options(dtype)} (got {_options(data._dtype)})"
-                )
+                raise TypeError(f"expected {_options(dtype)} (got {_options(data._dtype)})")
             return Tensor._make(data._data)
         if isinstance(data, Size) or _is_int(data):
             return creation.empty(*((data,) if _is_int(data) else data), dtype=dtype)
@@ -184,15 +183,16 @@ class Variable(metaclass=_VariableMeta):
     """``torch.autograd.Variable(t, requires_grad=False)``: long merged into Tensor; it makes a
     new leaf tensor sharing ``t``'s data."""
 
-    def __new__(cls, data=None, requires_grad=False, volatile=False):
+    def __new__(cls, data=None, requires_grad=False, volatile=False, **kwargs):
+        for keyword in kwargs:
+            raise TypeError(f"'{keyword}' is an invalid keyword argument for this function")
         if data is None:
             return creation.zeros(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         if volatile:
             warnings.warn(
-                "volatile was removed and now has no effect. Use `with torch.no_grad():` "
-                "instead.",
+                "volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
                 UserWarning,
                 stacklevel=2,
             )
@@ -201,6 +201,9 @@ class Variable(metaclass=_VariableMeta):
         out = Tensor._make(data._data)
         out._version_counter = data._version_counter
         if requires_grad:
+            if not data._dtype.is_floating_point:
+                text = errors.ONLY_FLOAT_REQUIRES_GRAD
+                raise RuntimeError(text[0].upper() + text[1:])
             out.requires_grad_(True)
         return out
 

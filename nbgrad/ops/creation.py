@@ -266,6 +266,7 @@ def randperm(n, dtype=None, device=None, generator=None):
 
 def _like(function):
     def like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+        devices.check(device)
         return function(
             *input._data.shape, dtype=dtype or input._dtype, requires_grad=requires_grad
         )
@@ -282,6 +283,7 @@ randn_like = _like(randn)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    devices.check(device)
     return full(
         input._data.shape, fill_value, dtype=dtype or input._dtype, requires_grad=requires_grad
     )

@@ -98,7 +98,8 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with nbgrad.tensor(...), nbgrad.zeros(...), and friends")
+        """``Tensor(...)`` is PyTorch's legacy constructor; ``__new__`` (nbgrad/legacy.py) made
+        the tensor."""
 
     @classmethod
     def _make(cls, data, requires_grad=False, grad_fn=None):
@@ -148,11 +149,15 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        from nbgrad.devices import CPU
 
-    @property
-    def is_cuda(self):
-        return False
+        return CPU
+
+    is_cuda = False
+    is_cpu = True
+
+    def get_device(self):
+        return -1
 
     def numel(self):
         return self._data.size
@@ -395,8 +400,21 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         return self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        from nbgrad import devices
+
+        devices.check("cuda" if device is None else device)
+
+    def pin_memory(self, device=None):
+        from nbgrad.devices import NO_ACCELERATOR
+
+        raise RuntimeError(NO_ACCELERATOR)
+
+    def is_pinned(self, device=None):
+        return False
 
     def __reduce_ex__(self, protocol):
         from nbgrad.ops.creation import _rebuild

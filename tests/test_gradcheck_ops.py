@@ -692,6 +692,64 @@ case(
     RNG.uniform(0, 1, (2, 3)),
 )
 
+# Reductions, scans and reorderings, more (var/std, prod, cumsum..., roll, flip, repeat, ...).
+case("var", torch.var, normal(2, 3))
+case("var-dim", lambda x: x.var(1, keepdim=True), normal(2, 3))
+case("var-dims-correction", lambda x: x.var((0, 2), correction=0), normal(2, 3, 2))
+case("var-0d", lambda x: x.var(correction=0), normal())
+case("std", lambda x: x.std(), normal(2, 3))
+case("std-dim", lambda x: torch.std(x, -1, unbiased=False), normal(2, 3))
+case("prod", lambda x: x.prod(), away(2, 3))
+case("prod-with-a-zero", lambda x: (x * torch.tensor([1.0, 0.0, 1.0])).prod(), away(3))
+case("prod-dim", lambda x: x.prod(1), away(2, 3))
+case("prod-dim-keepdim", lambda x: x.prod(0, keepdim=True), away(2, 3))
+case("prod-dim-with-a-zero", lambda x: (x * torch.tensor([0.0, 1.0, 1.0])).prod(-1), away(2, 3))
+case("cumsum", lambda x: x.cumsum(1), normal(2, 3))
+case("cumsum-0d", lambda x: torch.cumsum(x, 0), normal())
+case("cumprod", lambda x: x.cumprod(-1), away(2, 3))
+case("cumprod-with-a-zero", lambda x: (x * torch.tensor([1.0, 0.0, 1.0])).cumprod(0), away(3))
+case("logcumsumexp", lambda x: x.logcumsumexp(0), normal(3, 2))
+case("cummax", lambda x: x.cummax(1).values, distinct(2, 4))
+case("cummin", lambda x: torch.cummin(x, 0)[0], distinct(3, 2))
+case("roll", lambda x: x.roll(1), normal(2, 3))
+case("roll-dims", lambda x: torch.roll(x, (1, -1), (0, 1)), normal(2, 3))
+case("flip", lambda x: x.flip(0, 1), normal(2, 3))
+case("fliplr", torch.fliplr, normal(2, 3))
+case("repeat", lambda x: x.repeat(2, 1, 2), normal(2, 3))
+case("tile", lambda x: torch.tile(x, (2,)), normal(3))
+case("tril", lambda x: x.tril(), normal(3, 3))
+case("triu", lambda x: torch.triu(x, -1), normal(2, 3, 3))
+case("index_select", lambda x: x.index_select(1, torch.tensor([2, 0, 2])), normal(2, 3))
+case("masked_select", lambda x: x.masked_select(torch.tensor([True, False, True])), normal(2, 3))
+case("outer", torch.outer, normal(3), normal(2))
+case("addmv", torch.addmv, normal(2), normal(2, 3), normal(3))
+case(
+    "addmv-scaled",
+    lambda b, m, v: b.addmv(m, v, beta=0.5, alpha=2),
+    normal(1),
+    normal(2, 3),
+    normal(3),
+)
+case("addr", torch.addr, normal(2, 3), normal(2), normal(3))
+case(
+    "addr-scaled",
+    lambda b, u, v: torch.addr(b, u, v, beta=2, alpha=-1),
+    normal(3),
+    normal(2),
+    normal(3),
+)
+case("baddbmm", torch.baddbmm, normal(2, 2), normal(3, 2, 4), normal(3, 4, 2))
+case(
+    "baddbmm-scaled",
+    lambda b, x, y: b.baddbmm(x, y, beta=-1, alpha=0.5),
+    normal(3, 2, 2),
+    normal(3, 2, 4),
+    normal(3, 4, 2),
+)
+case("addmm-method", lambda b, x, y: b.addmm(x, y), normal(2, 2), normal(2, 3), normal(3, 2))
+case("movedim", lambda x: x.movedim(0, -1), normal(2, 3, 4))
+case("unflatten", lambda x: x.unflatten(1, (2, -1)), normal(3, 4))
+
 
 # --- the tests -----------------------------------------------------------------------------------
 

@@ -257,6 +257,41 @@ UNARY = [
 ]
 
 
+# Reductions, scans and reorderings, more: composed with everything else like UNARY's.
+UNARY_REDUCTIONS_MORE = [
+    ("{}.cumsum(0)", lambda T, x: x.cumsum(0), None),
+    ("T.cumsum({}, -1)", lambda T, x: T.cumsum(x, -1), None),
+    ("{}.cumprod(-1)", lambda T, x: x.cumprod(-1), lambda a: np.all(np.abs(a) < 3)),
+    ("{}.logcumsumexp(0)", lambda T, x: x.logcumsumexp(0), lambda a: np.all(np.abs(a) < 50)),
+    ("{}.cummax(0).values", lambda T, x: x.cummax(0).values, lambda a: np.unique(a).size == a.size),
+    ("{}.cummin(-1)[0]", lambda T, x: x.cummin(-1)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.prod(0)", lambda T, x: x.prod(0), lambda a: np.all(np.abs(a) < 3)),
+    ("{}.prod()", lambda T, x: x.prod(), lambda a: a.size <= 12 and np.all(np.abs(a) < 2)),
+    ("{}.var(0)", lambda T, x: x.var(0), lambda a: np.all(np.abs(a) < 1e3)),
+    ("{}.var(unbiased=False)", lambda T, x: x.var(unbiased=False), None),
+    (
+        "{}.std(-1)",
+        lambda T, x: x.std(-1),
+        lambda a: a.ndim and a.shape[-1] > 1 and np.all(np.std(a, -1) > 1e-2),
+    ),
+    ("{}.flip(0)", lambda T, x: x.flip(0), None),
+    ("{}.roll(1)", lambda T, x: x.roll(1), None),
+    ("{}.roll(-1, 0)", lambda T, x: x.roll(-1, 0), None),
+    ("{}.repeat(1, 2, 1, 1)", lambda T, x: x.repeat(1, 2, 1, 1), None),
+    ("T.tile({}, (2,))", lambda T, x: T.tile(x, (2,)), None),
+    ("{}.tril()", lambda T, x: x.tril(), None),
+    ("{}.triu(-1)", lambda T, x: x.triu(-1), None),
+    (
+        "{}.index_select(0, T.tensor([0, 0]))",
+        lambda T, x: x.index_select(0, T.tensor([0, 0])),
+        None,
+    ),
+    ("{0}.masked_select({0} > 0)", lambda T, x: x.masked_select(x > 0), None),
+    ("{}.movedim(0, -1)", lambda T, x: x.movedim(0, -1), None),
+]
+UNARY += UNARY_REDUCTIONS_MORE
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))

@@ -12,7 +12,7 @@ shows the same text.
 
 import numpy as np
 
-from nbgrad.ops import formula_math, nn_kernels
+from nbgrad.ops import formula_math, formula_more, nn_kernels
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -544,3 +544,129 @@ op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
    {"self": "where(result > 0, grad, grad * negative_slope)"},
    lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
    attrs=("negative_slope",), saves=("negative_slope", "result"))
+
+
+# --- reductions, more (var, std, prod) ----------------------------------------------------------
+# ``dim`` is None for a reduction over everything; ``correction`` None means PyTorch's default (1)
+# when no overload named it (``x.var()``), as PyTorch saves it.
+
+op("var", "VarBackward0", ("self",),
+   {"self": "var_backward(grad, self, dim, correction, keepdim)"},
+   lambda self, dim, correction, keepdim: _var(self, dim, correction, keepdim),
+   attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"))
+op("std", "StdBackward0", ("self",),
+   {"self": "std_backward(grad, self, result, dim, correction, keepdim)"},
+   lambda self, dim, correction, keepdim: np.sqrt(_var(self, dim, correction, keepdim)),
+   attrs=("dim", "correction", "keepdim"),
+   saves=("correction", "dim", "keepdim", "result", "self"))
+op("prod", "ProdBackward0", ("self",), {"self": "prod_backward(grad, self, result, None, False)"},
+   lambda self: np.prod(self), saves=("result", "self"))
+op("prod_dim", "ProdBackward1", ("self",),
+   {"self": "prod_backward(grad, self, result, dim, keepdim)"},
+   lambda self, dim, keepdim: np.prod(self, axis=_axis(self, dim), keepdims=keepdim),
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
+
+
+def _var(x, dim, correction, keepdim):
+    axes = formula_more.reduced_axes(dim, x.ndim)
+    centred = x - x.mean(axis=axes, keepdims=True) if axes else x - x
+    squares = np.add.reduce(centred * centred, axis=axes, keepdims=keepdim)
+    divisor = formula_more.reduction_count(x.shape, dim) - (1 if correction is None else correction)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(squares, max(divisor, 0)).astype(x.dtype, copy=False)
+
+
+# --- scans (cumsum, cumprod, logcumsumexp, cummax, cummin) ---------------------------------------
+# ``dim`` is saved as given; a 0-d tensor scans its one element.
+
+op("cumsum", "CumsumBackward0", ("self",), {"self": "reverse_cumsum(grad, dim)"},
+   lambda self, dim, dtype: _scan(np.cumsum, self, dim, dtype), attrs=("dim", "dtype"),
+   saves=("dim",))
+op("cumprod", "CumprodBackward0", ("self",), {"self": "cumprod_backward(grad, self, dim, result)"},
+   lambda self, dim, dtype: _scan(np.cumprod, self, dim, dtype), attrs=("dim", "dtype"),
+   saves=("dim", "result", "self"))
+op("logcumsumexp", "LogcumsumexpBackward0", ("self",),
+   {"self": "logcumsumexp_backward(grad, self, result, dim)"},
+   lambda self, dim: _scan(np.logaddexp.accumulate, self, dim, None), attrs=("dim",),
+   saves=("dim", "result", "self"))
+op("cummax", "CummaxBackward0", ("self",),
+   {"self": "scatter_add_into_zeros(grad, self.shape, dim, indices)"},
+   lambda self, dim: _cumulative_extreme(self, dim, np.maximum, np.greater_equal),
+   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"))
+op("cummin", "CumminBackward0", ("self",),
+   {"self": "scatter_add_into_zeros(grad, self.shape, dim, indices)"},
+   lambda self, dim: _cumulative_extreme(self, dim, np.minimum, np.less_equal),
+   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"))
+
+
+def _scan(accumulate, x, dim, dtype):
+    if dtype is not None:
+        x = x.astype(dtype, copy=False)
+    if x.ndim == 0:
+        return x.copy()
+    return accumulate(x, axis=dim)
+
+
+def _cumulative_extreme(x, dim, ufunc, reaches):
+    """Running max (min) and where it was last reached, as PyTorch's cummax (cummin) gives."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    values = ufunc.accumulate(x, axis=dim)
+    positions = np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - 1 - dim % x.ndim))
+    reached = reaches(x, values) | np.isnan(x)
+    indices = np.maximum.accumulate(np.where(reached, positions, 0), axis=dim)
+    return values, indices.astype(np.int64, copy=False)
+
+
+# --- reorderings, more (roll, flip, repeat, tril, triu, index_select, masked_select) ------------
+
+op("roll", "RollBackward0", ("self",), {"self": "roll(grad, tuple(-s for s in shifts), dims)"},
+   lambda self, shifts, dims: formula_more.roll(self, shifts, dims), attrs=("shifts", "dims"),
+   saves=("dims", "shifts"))
+op("flip", "FlipBackward0", ("self",), {"self": "flip(grad, dims)"},
+   formula_more.flip, attrs=("dims",),
+   saves=("dims",))
+op("repeat", "RepeatBackward0", ("self",),
+   {"self": "repeat_backward(grad, repeats, self_sym_sizes)"},
+   np.tile, attrs=("repeats",), saves=("repeats", "self_sym_sizes"))
+op("tril", "TrilBackward0", ("self",), {"self": "tril(grad, diagonal)"},
+   np.tril, attrs=("diagonal",), saves=("diagonal",))
+op("triu", "TriuBackward0", ("self",), {"self": "triu(grad, diagonal)"},
+   np.triu, attrs=("diagonal",), saves=("diagonal",))
+op("index_select", "IndexSelectBackward0", ("self",),
+   {"self": "index_select_backward(grad, self_sym_sizes, dim, index)"},
+   lambda self, dim, index: np.take(self, index.reshape(-1), axis=dim) if self.ndim
+   else self.copy(),
+   attrs=("dim", "index"), saves=("dim", "index", "self_sym_sizes"))
+op("masked_select", "MaskedSelectBackward0", ("self",),
+   {"self": "masked_select_backward(grad, self, mask)"},
+   lambda self, mask: _masked_select(self, mask), attrs=("mask",), saves=("mask", "self"))
+
+
+def _masked_select(x, mask):
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    return np.broadcast_to(x, shape)[np.broadcast_to(mask, shape)]
+
+
+# --- matrix products, more (addmv, addr, baddbmm) ------------------------------------------------
+# ``beta`` scales the added tensor, ``alpha`` the product; with beta == 0 the added tensor is
+# ignored, nan and inf included, as in PyTorch.
+
+op("addmv", "AddmvBackward0", ("self", "mat", "vec"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "mat": "outer(grad, vec) if alpha == 1 else outer(grad, vec) * alpha",
+    "vec": "matrix_t(mat) @ grad if alpha == 1 else matrix_t(mat) @ grad * alpha"},
+   lambda self, mat, vec, beta, alpha: _addmm(self, mat, vec, beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "beta", "mat", "vec"), promote=True)
+op("addr", "AddrBackward0", ("self", "vec1", "vec2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "vec1": "grad @ vec2 if alpha == 1 else grad @ vec2 * alpha",
+    "vec2": "matrix_t(grad) @ vec1 if alpha == 1 else matrix_t(grad) @ vec1 * alpha"},
+   lambda self, vec1, vec2, beta, alpha: _addmm(self, vec1[:, None], vec2[None, :], beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "beta", "vec1", "vec2"), promote=True)
+op("baddbmm", "BaddbmmBackward0", ("self", "batch1", "batch2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "batch1": "grad @ swap_last(batch2) if alpha == 1 else grad @ swap_last(batch2) * alpha",
+    "batch2": "swap_last(batch1) @ grad if alpha == 1 else swap_last(batch1) @ grad * alpha"},
+   lambda self, batch1, batch2, beta, alpha: _addmm(self, batch1, batch2, beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "batch1", "batch2", "beta"), promote=True)

@@ -476,6 +476,7 @@ def tensor_namespace():
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
         **nn_tensor_namespace(),
+        **formula_more.tensor_namespace(),
     }
 
 
@@ -690,7 +691,7 @@ def nn_tensor_namespace():
         return grad * (cdf + x * pdf)
 
     def norm_backward(grad, x, ord, norm, dim, keepdim):
-        if not keepdim and dim is not None:  # dim None: a 0-d norm broadcasts as it is
+        if not keepdim and dim is not None and x.dim():  # dim None: a 0-d norm broadcasts
             for d in sorted(d % x.dim() for d in dim):
                 grad, norm = grad.unsqueeze(d), norm.unsqueeze(d)
         if ord == 1:
@@ -769,3 +770,9 @@ def nn_tensor_namespace():
             binary_cross_entropy_with_logits_target_backward
         ),
     }
+
+
+# The helpers of the reductions, scans and reorderings in derivatives.py's later sections.
+from nbgrad.ops import formula_more  # noqa: E402
+
+ARRAY_NAMESPACE.update(formula_more.ARRAY_NAMESPACE)

@@ -542,6 +542,8 @@ def gelu_backward(grad, x, approximate):
 
 def vector_norm(x, ord, dim, keepdim):
     """The 2-norm (or 1-norm) along ``dim``; ``dim=None`` means over every element."""
+    if x.ndim == 0:  # a 0-d tensor's dim 0 (or -1) names no NumPy axis
+        dim = None
     if ord == 1:
         return np.abs(x).sum(axis=dim, keepdims=keepdim)
     return np.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
@@ -549,7 +551,7 @@ def vector_norm(x, ord, dim, keepdim):
 
 def norm_backward(grad, x, ord, norm, dim, keepdim):
     """d|x|_2/dx = x / |x|_2 (0 where the norm is 0, PyTorch's subgradient); d|x|_1/dx = sign(x)."""
-    if not keepdim and dim is not None:
+    if not keepdim and dim is not None and x.ndim:
         grad, norm = np.expand_dims(grad, dim), np.expand_dims(norm, dim)
     if ord == 1:
         return (np.sign(x) * grad).astype(grad.dtype, copy=False)

@@ -19,7 +19,9 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     inplace,
     linalg,
     reductions,
+    reductions_more,
     shapes,
+    shapes_more,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them
 from nbgrad.ops.functions.reductions import vector_norm  # nbgrad.linalg.norm

@@ -1,0 +1,275 @@
+"""Derivative helpers of the reductions, scans and reorderings added in ``derivatives.py``'s later
+sections (var/std, prod, cumsum/cumprod/logcumsumexp, cummax/cummin, roll, flip, repeat, tril,
+index_select, masked_select), in the two implementations ``formula_math`` describes: on NumPy
+arrays (``ARRAY_NAMESPACE``) and on differentiable Tensors (``tensor_namespace()``).
+"""
+
+import numpy as np
+
+from nbgrad.ops.formula_math import _normalize_dims, _reduced_shape
+
+# --- shared ----------------------------------------------------------------------------------
+
+
+def reduced_axes(dim, ndim):
+    """The axes a reduction over ``dim`` (None: all) covers, sorted and non-negative."""
+    return _normalize_dims(() if dim is None else dim, ndim)
+
+
+def reduction_count(shape, dim):
+    return int(np.prod([shape[d] for d in reduced_axes(dim, len(shape))], dtype=np.int64))
+
+
+def var_scale(shape, dim, correction):
+    """``2 / (N - correction)`` of var's derivative, as a Python float (inf where PyTorch's C++
+    division by zero gives inf)."""
+    divisor = reduction_count(shape, dim) - (1 if correction is None else correction)
+    return 2 / divisor if divisor else float("inf")
+
+
+def roll(x, shifts, dims):
+    """``torch.roll``: with no dims, the flattened tensor is rolled and reshaped back."""
+    if not dims:
+        return np.roll(x.reshape(-1), shifts[0]).reshape(x.shape)
+    return np.roll(x, shifts, dims)
+
+
+def flip(x, dims):
+    """``torch.flip``: a new array; a 0-d tensor's dim 0 (or -1) names no NumPy axis."""
+    return np.flip(x, dims).copy() if x.ndim else x.copy()
+
+
+def repeat_grouping(sizes, repeats):
+    """The shape that splits each repeated dim of ``grad`` into (repeat, size), and the dims to sum
+    over: the leading new dims and every repeat."""
+    lead = len(repeats) - len(sizes)
+    shape, dims = list(repeats[:lead]), list(range(lead))
+    for r, s in zip(repeats[lead:], sizes):
+        dims.append(len(shape))
+        shape += [r, s]
+    return tuple(shape), tuple(dims)
+
+
+# --- NumPy implementations -------------------------------------------------------------------
+
+
+def _var_backward(grad, self, dim, correction, keepdim):
+    axes = reduced_axes(dim, self.ndim)
+    grad = grad.reshape(_reduced_shape(self.shape, axes, keepdim))
+    mean = self.mean(axis=axes, keepdims=True) if self.ndim else self
+    return var_scale(self.shape, dim, correction) * grad * (self - mean)
+
+
+def _std_backward(grad, self, result, dim, correction, keepdim):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grad = np.where(result == 0, 0, grad / (2 * result)).astype(grad.dtype, copy=False)
+    return _var_backward(grad, self, dim, correction, keepdim)
+
+
+def _others_product(x, axis):
+    """For each element along ``axis``, the product of all the others (exact with zeros)."""
+    n = x.shape[axis]
+    ones = np.ones_like(np.take(x, [0], axis=axis)) if n else x
+    prefix = np.concatenate([ones, np.cumprod(np.take(x, range(n - 1), axis=axis), axis)], axis)
+    flipped = np.flip(x, axis)
+    suffix = np.concatenate(
+        [ones, np.cumprod(np.take(flipped, range(n - 1), axis=axis), axis)], axis
+    )
+    return prefix * np.flip(suffix, axis)
+
+
+def _prod_backward(grad, self, result, dim, keepdim):
+    if dim is None or self.ndim == 0:
+        others = _others_product(self.reshape(-1), 0).reshape(self.shape) if self.size else self
+        return grad * others
+    dim %= self.ndim
+    if not keepdim:
+        grad = np.expand_dims(grad, dim)
+    return grad * _others_product(self, dim)
+
+
+def _reverse_cumsum(grad, dim):
+    if grad.ndim == 0:
+        return grad
+    return np.flip(np.cumsum(np.flip(grad, dim), dim), dim)
+
+
+def _last(x, dim):
+    return np.moveaxis(x, dim, -1)
+
+
+def _cumprod_backward(grad, self, dim, result):  # result: saved as PyTorch saves it
+    """sum over j >= k of grad[j] * prod_{i <= j, i != k} self[i], without dividing (zeros)."""
+    if self.ndim == 0:
+        return grad
+    x, g = _last(self, dim), _last(grad, dim)
+    n = x.shape[-1]
+    i = np.arange(n)
+    expanded = np.broadcast_to(x[..., None, :], x.shape + (n,))  # [..., k, i]
+    before = np.where(i[None, :] < i[:, None], expanded, 1).prod(-1)  # prod_{i < k}
+    after = np.cumprod(np.where(i[None, :] > i[:, None], expanded, 1), -1)  # prod_{k < i <= j}
+    weights = np.where(i[None, :] >= i[:, None], after, 0) * before[..., None]
+    return np.moveaxis((weights * g[..., None, :]).sum(-1), -1, dim).astype(grad.dtype, copy=False)
+
+
+def _logcumsumexp_backward(grad, self, result, dim):
+    """sum over j >= k of grad[j] * exp(self[k] - result[j])."""
+    if self.ndim == 0:
+        return grad
+    x, r, g = _last(self, dim), _last(result, dim), _last(grad, dim)
+    i = np.arange(x.shape[-1])
+    upper = i[None, :] >= i[:, None]  # [k, j]
+    exponent = np.where(upper, x[..., :, None] - r[..., None, :], -np.inf)
+    weights = np.exp(exponent)
+    return np.moveaxis((weights * g[..., None, :]).sum(-1), -1, dim).astype(grad.dtype, copy=False)
+
+
+def _scatter_add_into_zeros(grad, sizes, dim, index):
+    """The gradient of cummax/cummin: grad[j] goes to the input element index[j] along dim."""
+    if not sizes:
+        return grad
+    out = np.zeros(tuple(sizes), dtype=grad.dtype)
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim % len(sizes)] = index
+    np.add.at(out, tuple(grids), grad)
+    return out
+
+
+def _repeat_backward(grad, repeats, sizes):
+    shape, dims = repeat_grouping(sizes, repeats)
+    return grad.reshape(shape).sum(axis=dims).reshape(tuple(sizes))
+
+
+def _index_select_backward(grad, sizes, dim, index):
+    out = np.zeros(tuple(sizes), dtype=grad.dtype)
+    if not sizes:
+        return grad.reshape(())
+    np.add.at(out, (slice(None),) * (dim % len(sizes)) + (index.reshape(-1),), grad)
+    return out
+
+
+def _masked_select_backward(grad, self, mask):
+    shape = np.broadcast_shapes(self.shape, mask.shape)
+    out = np.zeros(shape, dtype=grad.dtype)
+    out[np.broadcast_to(mask, shape)] = grad
+    return out
+
+
+ARRAY_NAMESPACE = {
+    "var_backward": _var_backward,
+    "std_backward": _std_backward,
+    "prod_backward": _prod_backward,
+    "reverse_cumsum": _reverse_cumsum,
+    "cumprod_backward": _cumprod_backward,
+    "logcumsumexp_backward": _logcumsumexp_backward,
+    "scatter_add_into_zeros": _scatter_add_into_zeros,
+    "roll": roll,
+    "flip": flip,
+    "repeat_backward": _repeat_backward,
+    "tril": np.tril,
+    "triu": np.triu,
+    "index_select_backward": _index_select_backward,
+    "masked_select_backward": _masked_select_backward,
+}
+
+
+# --- nbgrad Tensor implementations (differentiable) ------------------------------------------
+
+
+def tensor_namespace():
+    import nbgrad as nb
+    from nbgrad.ops.functions.shapes import index_put_into_zeros
+
+    def var_backward(grad, self, dim, correction, keepdim):
+        axes = reduced_axes(dim, self.ndim)
+        grad = grad.reshape(_reduced_shape(self.shape, axes, keepdim))
+        centred = self - self.mean(dim=axes, keepdim=True) if self.ndim else self - self
+        return var_scale(self.shape, dim, correction) * grad * centred
+
+    def std_backward(grad, self, result, dim, correction, keepdim):
+        grad = (grad / (2 * result)).masked_fill((result == 0).detach(), 0.0)
+        return var_backward(grad, self, dim, correction, keepdim)
+
+    def others_product(x, dim):
+        n = x.shape[dim]
+        ones = nb.ones_like(x.narrow(dim, 0, 1))
+        prefix = nb.cat([ones, x.narrow(dim, 0, n - 1).cumprod(dim)], dim)
+        flipped = x.flip(dim)
+        suffix = nb.cat([ones, flipped.narrow(dim, 0, n - 1).cumprod(dim)], dim)
+        return prefix * suffix.flip(dim)
+
+    def prod_backward(grad, self, result, dim, keepdim):  # result: saved as PyTorch saves it
+        if dim is None or self.ndim == 0:
+            if self.numel() == 0:
+                return grad * self
+            return grad * others_product(self.reshape(-1), 0).reshape(self.shape)
+        dim %= self.ndim
+        if not keepdim:
+            grad = grad.unsqueeze(dim)
+        return grad * others_product(self, dim)
+
+    def reverse_cumsum(grad, dim):
+        if grad.ndim == 0:
+            return grad
+        return grad.flip(dim).cumsum(dim).flip(dim)
+
+    def cumprod_backward(grad, self, dim, result):
+        if self.ndim == 0:
+            return grad
+        x, g = self.transpose(dim, -1), grad.transpose(dim, -1)
+        n = x.shape[-1]
+        i = np.arange(n)
+        expanded = x.unsqueeze(-2).expand(*x.shape[:-1], n, n)
+        before = nb.where(nb.tensor(i[None, :] < i[:, None]), expanded, 1.0).prod(-1)
+        after = nb.where(nb.tensor(i[None, :] > i[:, None]), expanded, 1.0).cumprod(-1)
+        weights = nb.where(nb.tensor(i[None, :] >= i[:, None]), after, 0.0) * before.unsqueeze(-1)
+        return (weights * g.unsqueeze(-2)).sum(-1).transpose(dim, -1)
+
+    def logcumsumexp_backward(grad, self, result, dim):
+        if self.ndim == 0:
+            return grad
+        x, r, g = (t.transpose(dim, -1) for t in (self, result, grad))
+        i = np.arange(x.shape[-1])
+        upper = nb.tensor(i[None, :] >= i[:, None])
+        exponent = nb.where(upper, x.unsqueeze(-1) - r.unsqueeze(-2), -float("inf"))
+        return (exponent.exp() * g.unsqueeze(-2)).sum(-1).transpose(dim, -1)
+
+    def scatter_add_into_zeros(grad, sizes, dim, index):
+        if not sizes:
+            return grad
+        index = np.asarray(index)
+        grids = list(np.indices(index.shape, sparse=True))
+        grids[dim % len(sizes)] = index
+        return index_put_into_zeros(grad, tuple(sizes), tuple(grids))
+
+    def repeat_backward(grad, repeats, sizes):
+        shape, dims = repeat_grouping(sizes, repeats)
+        return grad.reshape(shape).sum(dims).reshape(tuple(sizes))
+
+    def index_select_backward(grad, sizes, dim, index):
+        if not sizes:
+            return grad.reshape(())
+        key = (slice(None),) * (dim % len(sizes)) + (np.asarray(index).reshape(-1),)
+        return index_put_into_zeros(grad, tuple(sizes), key)
+
+    def masked_select_backward(grad, self, mask):
+        mask = np.asarray(mask)
+        shape = np.broadcast_shapes(tuple(self.shape), mask.shape)
+        return index_put_into_zeros(grad, shape, (np.broadcast_to(mask, shape),))
+
+    return {
+        "var_backward": var_backward,
+        "std_backward": std_backward,
+        "prod_backward": prod_backward,
+        "reverse_cumsum": reverse_cumsum,
+        "cumprod_backward": cumprod_backward,
+        "logcumsumexp_backward": logcumsumexp_backward,
+        "scatter_add_into_zeros": scatter_add_into_zeros,
+        "roll": lambda g, shifts, dims: nb.roll(g, shifts, dims),
+        "flip": lambda g, dims: g.flip(dims),
+        "repeat_backward": repeat_backward,
+        "tril": lambda g, diagonal: g.tril(diagonal),
+        "triu": lambda g, diagonal: g.triu(diagonal),
+        "index_select_backward": index_select_backward,
+        "masked_select_backward": masked_select_backward,
+    }

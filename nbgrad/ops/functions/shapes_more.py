@@ -1,0 +1,250 @@
+"""More reorderings and products: ``roll``, ``flip``, ``repeat``/``tile``, ``tril``/``triu``,
+``index_select``, ``masked_select``, ``movedim``, ``swapdims``, ``unflatten``, ``outer``, and
+``addmv``/``addr``/``baddbmm``."""
+
+import builtins
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_op
+from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions._common import _shapes_error
+from nbgrad.ops.functions.arithmetic import mul
+from nbgrad.ops.functions.shapes import (
+    _infer_shape,
+    _shape_args,
+    expand,
+    permute,
+    reshape,
+    transpose,
+)
+from nbgrad.ops.public import public
+
+
+def _int_tuple(value):
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+@public(function=True, method=True)
+def roll(input, shifts, dims=None):  # noqa: A002
+    shifts = _int_tuple(shifts)
+    dims = () if dims is None else _int_tuple(dims)
+    if len(shifts) != len(dims) and not (not dims and len(shifts) == 1):
+        raise RuntimeError(
+            f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}"
+        )
+    for d in dims:
+        if input.dim() == 0:
+            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+        _wrap_dim(d, input.dim())
+    return run_op(OPS["roll"], (input,), (shifts, dims))
+
+
+def _flip_dims(input, dims):  # noqa: A002
+    seen = set()
+    for d in dims:
+        wrapped = _wrap_dim(d, input.dim())
+        if wrapped in seen:
+            raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
+        seen.add(wrapped)
+    return dims
+
+
+@public(function=True, method=True)
+def flip(input, *dims):  # noqa: A002
+    if len(dims) == 1 and not isinstance(dims[0], int):
+        dims = tuple(dims[0])
+    return run_op(OPS["flip"], (input,), (_flip_dims(input, dims),))
+
+
+@public(function=True, method=True)
+def fliplr(input):  # noqa: A002
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return run_op(OPS["flip"], (input,), ((1,),))
+
+
+@public(function=True, method=True)
+def flipud(input):  # noqa: A002
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return run_op(OPS["flip"], (input,), ((0,),))
+
+
+@public(method=True)
+def repeat(input, *repeats):  # noqa: A002
+    if not repeats:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    repeats = _shape_args(repeats)
+    if len(repeats) < input.dim():
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+            "tensor"
+        )
+    sizes = [r * s for r, s in zip(repeats, _padded(input, repeats))]
+    if builtins.any(r < 0 for r in repeats):
+        raise RuntimeError(
+            f"Trying to create tensor with negative dimension {builtins.min(sizes)}: "
+            f"[{', '.join(map(str, sizes))}]"
+        )
+    return run_op(OPS["repeat"], (input,), (repeats,))
+
+
+def _padded(input, repeats):  # noqa: A002
+    return (1,) * (len(repeats) - input.dim()) + tuple(input._data.shape)
+
+
+@public(function=True, method=True)
+def tile(input, *dims):  # noqa: A002
+    dims = _shape_args(dims)
+    return repeat(input, (1,) * (input.dim() - len(dims)) + dims)
+
+
+def _triangle(name, input, diagonal):  # noqa: A002
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    return run_op(OPS[name], (input,), (diagonal,))
+
+
+@public(function=True, method=True, out=True)
+def tril(input, diagonal=0):  # noqa: A002
+    return _triangle("tril", input, diagonal)
+
+
+@public(function=True, method=True, out=True)
+def triu(input, diagonal=0):  # noqa: A002
+    return _triangle("triu", input, diagonal)
+
+
+@public(function=True, method=True, out=True)
+def index_select(input, dim, index):  # noqa: A002
+    _wrap_dim(dim, input.dim())
+    if index._dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    indices = index._data.astype(np.int64, copy=False)
+    if input.dim() == 0 and indices.size != 1:
+        raise RuntimeError(
+            f"index_select(): Index to scalar can have only 1 value, got {indices.size} value(s)"
+        )
+    size = input._data.shape[dim] if input.dim() else 1
+    bad = indices[(indices < 0) | (indices >= size)]
+    if bad.size:
+        raise RuntimeError(
+            f"INDICES element is out of DATA bounds, id={bad.flat[0]} axis_dim={size}"
+        )
+    return run_op(OPS["index_select"], (input,), (dim, indices.copy()))
+
+
+@public(function=True, method=True, out=True)
+def masked_select(input, mask):  # noqa: A002
+    if mask._dtype is not dtypes.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    try:
+        np.broadcast_shapes(input._data.shape, mask._data.shape)
+    except ValueError:
+        raise _shapes_error(mask._data.shape, input._data.shape) from None
+    return run_op(OPS["masked_select"], (input,), (mask._data.copy(),))
+
+
+@public(function=("movedim", "moveaxis"), method=("movedim", "moveaxis"))
+def movedim(input, source, destination):  # noqa: A002
+    n = input.dim()
+    source, destination = _int_tuple(source), _int_tuple(destination)
+    if len(source) != len(destination):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(source)} dims) should "
+            f"contain the same number of dims as destination ({list(destination)} dims)"
+        )
+    source = [_wrap_dim(d, n) for d in source]
+    destination = [_wrap_dim(d, n) for d in destination]
+    if n == 0:  # a 0-d tensor: dims 0 and -1 name itself, and PyTorch gives an alias
+        return run_op(OPS["alias"], (input,))
+    order = [None] * n
+    for s, d in zip(source, destination):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in source)
+    order = [next(rest) if o is None else o for o in order]
+    return permute(input, *order) if n else permute(input, ())
+
+
+@public(function=("swapdims", "swapaxes"), method="swapdims")
+def swapdims(input, dim0, dim1):  # noqa: A002
+    return transpose(input, dim0, dim1)
+
+
+@public(function=True, method=True)
+def unflatten(input, dim, sizes):  # noqa: A002
+    if input.dim() == 0:  # PyTorch's message goes on with its C++ stack trace
+        raise RuntimeError(
+            f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
+            "dimensions"
+        )
+    dim = _wrap_dim(dim, input.dim())
+    shape = input._data.shape
+    sizes = tuple(sizes)
+    if -1 not in sizes and int(np.prod(sizes)) != shape[dim]:
+        raise RuntimeError(
+            f"unflatten: Provided sizes [{', '.join(map(str, sizes))}] don't multiply up to the "
+            f"size of dim {dim} ({shape[dim]}) in the input tensor"
+        )
+    sizes = _infer_shape(sizes, shape[dim])
+    return reshape(input, (*shape[:dim], *sizes, *shape[dim + 1 :]))
+
+
+@public(function=("outer", "ger"), method=("outer", "ger"), out=True)
+def outer(input, vec2):  # noqa: A002
+    for name, t in (("self", input), ("vec2", vec2)):
+        if t.dim() != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.dim()}-D")
+    return mul(reshape(input, (input._data.shape[0], 1)), vec2)
+
+
+def _scaled_product(name, input, first, second, beta, alpha, shape):  # noqa: A002
+    expand(input.detach(), shape)  # PyTorch's error for an added tensor that does not expand
+    return run_op(OPS[name], (input, first, second), (beta, alpha))
+
+
+@public(function=True, method=True, out=True)
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    if mat.dim() != 2 or vec.dim() != 1 or input.dim() > 1:
+        raise RuntimeError(
+            f"vector + matrix @ vector expected, got {input.dim()}, {mat.dim()}, {vec.dim()}"
+        )
+    a, v = mat._data.shape, vec._data.shape
+    if a[1] != v[0] or (input.dim() and input._data.shape[0] not in (1, a[0])):
+        raise RuntimeError(
+            f"size mismatch, got input ({input._data.shape[0] if input.dim() else 1}), "
+            f"mat ({a[0]}x{a[1]}), vec ({v[0]})"
+        )
+    return _scaled_product("addmv", input, mat, vec, beta, alpha, (a[0],))
+
+
+@public(function=True, method=True, out=True)
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    if vec1.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(
+            f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D"
+            if vec1.dim() != 1
+            else f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D"
+        )
+    shape = (vec1._data.shape[0], vec2._data.shape[0])
+    return _scaled_product("addr", input, vec1, vec2, beta, alpha, shape)
+
+
+@public(function=True, method=True, out=True)
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    if batch1.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if batch2.dim() != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    a, b = batch1._data.shape, batch2._data.shape
+    if a[0] != b[0] or a[2] != b[1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{a[0]}, {a[2]}] "
+            f"but got: [{b[0]}, {b[1]}]."
+        )
+    return _scaled_product("baddbmm", input, batch1, batch2, beta, alpha, (a[0], a[1], b[2]))

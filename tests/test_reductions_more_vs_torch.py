@@ -1,0 +1,176 @@
+"""var/std, prod, the scans, roll/flip/repeat/tril/index_select/masked_select, movedim/unflatten,
+outer and addmv/addr/baddbmm: what the graph tests do not cover, against PyTorch (errors,
+warnings, dtypes, ties, views)."""
+
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import nbgrad
+
+ERRORS = [
+    "T.ones(2, 3).var(2)",
+    "T.tensor([1, 2]).var()",
+    "T.ones(2, 3).std(-3)",
+    "T.ones(2, 3).prod(2)",
+    "T.ones(2, 3).cumsum(2)",
+    "T.ones(2, 3).cumprod(-3)",
+    "T.tensor([1, 2]).logcumsumexp(0)",
+    "T.ones(2, 3).cummax(2)",
+    "T.ones(2, 3).roll(1, 5)",
+    "T.ones(2, 3).roll((1, 2), (0,))",
+    "T.tensor(1.0).roll(1, 0)",
+    "T.ones(2, 3).flip(0, 0)",
+    "T.ones(2, 3).flip(3)",
+    "T.ones(3).fliplr()",
+    "T.ones(2, 3).repeat(2)",
+    "T.ones(2, 3).repeat(-1, 1)",
+    "T.ones(2).tril()",
+    "T.ones(2).triu(1)",
+    "T.ones(2, 3).index_select(2, T.tensor([0]))",
+    "T.ones(2, 3).index_select(1, T.tensor([5]))",
+    "T.ones(2, 3).index_select(1, T.tensor([-1]))",
+    "T.ones(2, 3).index_select(1, T.tensor([0.0]))",
+    "T.tensor(1.0).index_select(0, T.tensor([0, 0]))",
+    "T.ones(2, 3).masked_select(T.ones(3, 2, dtype=T.bool))",
+    "T.ones(2, 3).masked_select(T.ones(2, 3))",
+    "T.outer(T.ones(2, 3), T.ones(2))",
+    "T.outer(T.ones(2), T.ones(2, 3))",
+    "T.addmv(T.ones(2, 3), T.ones(2, 3), T.ones(3))",
+    "T.addmv(T.ones(3), T.ones(2, 3), T.ones(3))",
+    "T.addmv(T.ones(2), T.ones(2, 3), T.ones(2))",
+    "T.addr(T.ones(2, 3), T.ones(3), T.ones(3))",
+    "T.baddbmm(T.ones(3, 4), T.ones(5, 2, 3), T.ones(5, 3, 4))",
+    "T.baddbmm(T.ones(2, 4), T.ones(5, 2, 3), T.ones(4, 3, 4))",
+    "T.ones(2, 3).movedim(0, 2)",
+    "T.ones(2, 3).unflatten(1, (2, 2))",
+    "T.ones(2, 3).unflatten(2, (3, 1))",
+]
+
+
+def _raised(T, code):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            eval(code, {"T": T})  # noqa: S307 - our own test table
+        except Exception as error:  # noqa: BLE001 - the exception is what is compared
+            return type(error).__name__, str(error)
+    return None
+
+
+@pytest.mark.parametrize("code", ERRORS)
+def test_errors_match_pytorch(torch, code):
+    real = _raised(torch, code)
+    assert real is not None, "PyTorch raises nothing here"
+    assert _raised(nbgrad, code) == real
+
+
+def _warnings_of(T, code):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(textwrap.dedent(code), {"T": T})  # noqa: S102 - our own test table
+    return [(w.category, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize(
+    "code", ["T.tensor(1.0).var()", "T.ones(2, 3).std(0, correction=2)", "T.ones(3).var(0)"]
+)
+def test_degrees_of_freedom_warnings_match_pytorch(torch, code):
+    mine, real = _warnings_of(nbgrad, code), _warnings_of(torch, code)
+    assert len(mine) == len(real)
+    for (my_kind, my_text), (kind, text) in zip(mine, real):
+        assert my_kind is kind
+        # PyTorch appends where its C++ warned: "(Triggered internally at /__w/pytorch/...)".
+        assert text.startswith(my_text) and text[len(my_text) :].startswith(" (Triggered")
+
+
+VALUES = [
+    "T.tensor([1, 2]).cumsum(0)",
+    "T.tensor([True, True]).cumsum(0)",
+    "T.tensor([1, 2], dtype=T.int32).cumsum(0)",
+    "T.tensor([1, 2], dtype=T.int32).cumprod(0)",
+    "T.tensor([1, 2], dtype=T.int32).prod()",
+    "T.tensor([[1, 2]], dtype=T.int8).prod(1)",
+    "T.tensor([1, 2]).cumsum(0, dtype=T.float32)",
+    "T.tensor([[1, 2]]).tril()",
+    "T.tensor([1, 2]).flip(0)",
+    "T.tensor([1.0, 1.0, 0.0, 1.0]).cummax(0).indices",
+    "T.tensor([1.0, 1.0, 2.0, 1.0]).cummin(0).indices",
+    "T.tensor([3.0, float('nan'), 1.0]).cummax(0).indices",
+    "T.tensor([3.0, float('nan'), 1.0]).cummax(0).values",
+    "T.tensor(3.0).cummax(0).indices",
+    "T.tensor(1.0).var()",
+    "T.tensor([1.0]).var(0, correction=3)",
+    "T.ones(2, 3).float().var(0)",
+    "T.tensor(-1.18).norm(dim=0)",
+    "T.linalg.vector_norm(T.tensor(-1.18), dim=-1)",
+    "T.tensor(2.0).roll(1)",
+    "T.tensor(2.0).flip(0)",
+    "T.tensor(2.0).cumsum(-1)",
+    "T.tensor(2.0).index_select(0, T.tensor([0]))",
+    "T.tensor([[0.0, 2.0], [3.0, 0.0]]).prod(1)",
+]
+
+
+@pytest.mark.parametrize("code", VALUES)
+def test_values_and_dtypes_match_pytorch(torch, code):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mine, real = eval(code, {"T": nbgrad}), eval(code, {"T": torch})  # noqa: S307
+    assert mine.dtype.name == str(real.dtype).split(".")[1]
+    assert tuple(mine.shape) == tuple(real.shape)
+    np.testing.assert_array_equal(mine.numpy(), real.numpy())
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "x.movedim(0, 1)",
+        "s.movedim(0, -1)",
+        "x.unflatten(1, (3, 1))",
+        "T.swapdims(x, 0, 1)",
+        "x.flip(0)",
+        "x.roll(1)",
+        "x.repeat(1, 1)",
+        "x.tril()",
+        "x.cumsum(0)",
+        "x.index_select(0, T.tensor([0]))",
+    ],
+)
+def test_views_and_copies_match_pytorch(torch, code):
+    def run(T):
+        x = T.ones(2, 3, requires_grad=True)
+        s = T.tensor(1.5, requires_grad=True)
+        y = eval(code, {"T": T, "x": x, "s": s})  # noqa: S307
+        return y, (x if "x" in code else s)
+
+    (mine, my_input), (real, input_) = run(nbgrad), run(torch)
+    assert (mine._base is not None) == real._is_view()
+    assert type(mine.grad_fn).__name__ == type(real.grad_fn).__name__
+    if real._is_view():
+        assert mine._base is my_input and real._base is input_
+        assert mine._version == my_input._version
+
+
+def test_prod_gradient_with_zeros_matches_pytorch(torch):
+    for data in ([[0.0, 2.0, 3.0], [0.0, 0.0, 1.0]], [[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]]):
+        for dim in (None, 0, 1):
+            grads = []
+            for T in (nbgrad, torch):
+                x = T.tensor(data, dtype=T.float64, requires_grad=True)
+                y = x.prod() if dim is None else x.prod(dim)
+                (g,) = T.autograd.grad(y.sum(), x, create_graph=True)
+                (gg,) = T.autograd.grad((g * g).sum(), x)
+                grads.append((g.detach().numpy(), gg.numpy()))
+            np.testing.assert_allclose(grads[0][0], grads[1][0])
+            np.testing.assert_allclose(grads[0][1], grads[1][1])
+
+
+def test_cummax_returns_its_named_tuple(torch):
+    x = nbgrad.tensor([1.0, 3.0, 2.0])
+    result = x.cummax(0)
+    assert type(result).__name__ == type(torch.tensor([1.0]).cummax(0)).__name__ == "cummax"
+    assert result.values.tolist() == [1.0, 3.0, 3.0] and result.indices.tolist() == [0, 1, 1]
+    assert type(nbgrad.cummin(x, 0)).__name__ == "cummin"

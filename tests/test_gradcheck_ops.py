@@ -749,6 +749,15 @@ case(
 case("addmm-method", lambda b, x, y: b.addmm(x, y), normal(2, 2), normal(2, 3), normal(3, 2))
 case("movedim", lambda x: x.movedim(0, -1), normal(2, 3, 4))
 case("unflatten", lambda x: x.unflatten(1, (2, -1)), normal(3, 4))
+case("split", lambda x: x.split(2), normal(5, 2))
+case("split-one-piece-used", lambda x: x.split(2, 1)[1], normal(2, 3))
+case("split_with_sizes", lambda x: torch.split(x, [1, 3], -1), normal(2, 4))
+case("chunk", lambda x: x.chunk(3), normal(4, 2))
+case("unbind", lambda x: x.unbind(1), normal(2, 3))
+case("unbind-one-used", lambda x: torch.unbind(x)[1] * 2, normal(3, 2))
+case("var_mean", lambda x: torch.var_mean(x, 1), normal(2, 3))
+case("var_mean-mean-only", lambda x: torch.var_mean(x)[1], normal(2, 3))
+case("std_mean", lambda x: torch.std_mean(x, 0, keepdim=True, correction=0), normal(3, 2))
 
 
 # --- the tests -----------------------------------------------------------------------------------

@@ -201,6 +201,17 @@ EXPRESSIONS_REDUCTIONS_MORE = [
     "T.swapdims(x, 0, 1)",
     "T.swapaxes(x, 0, 1)",
     "x.unflatten(1, (3, 1))",
+    "x.split(1)[1]",
+    "x.split([1, 1])[0]",
+    "T.split(x, 2, 1)[1]",
+    "x.chunk(3, -1)[2]",
+    "x.unbind()[1]",
+    "T.unbind(x, -1)[0]",
+    "T.stack(x.unbind(1)[::2], 0)",
+    "T.var_mean(x, 0)[1]",
+    "T.var_mean(x, unbiased=False)[0]",
+    "T.std_mean(x, 1, keepdim=True)[0]",
+    "T.stack(T.std_mean(x, 1), 0)",
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 

@@ -288,6 +288,13 @@ UNARY_REDUCTIONS_MORE = [
     ),
     ("{0}.masked_select({0} > 0)", lambda T, x: x.masked_select(x > 0), None),
     ("{}.movedim(0, -1)", lambda T, x: x.movedim(0, -1), None),
+    ("{}.split(2)[0]", lambda T, x: x.split(2)[0], None),
+    ("{}.split(1, -1)[-1]", lambda T, x: x.split(1, -1)[-1], None),
+    ("{}.chunk(2)[-1]", lambda T, x: x.chunk(2)[-1], None),
+    ("{}.unbind()[0]", lambda T, x: x.unbind()[0], None),
+    ("T.stack({}.unbind(-1), 0)", lambda T, x: T.stack(x.unbind(-1), 0), None),
+    ("T.var_mean({}, 0)[0]", lambda T, x: T.var_mean(x, 0)[0], None),
+    ("T.std_mean({})[1]", lambda T, x: T.std_mean(x)[1], None),
 ]
 UNARY += UNARY_REDUCTIONS_MORE
 

@@ -47,6 +47,19 @@ ERRORS = [
     "T.ones(2, 3).movedim(0, 2)",
     "T.ones(2, 3).unflatten(1, (2, 2))",
     "T.ones(2, 3).unflatten(2, (3, 1))",
+    "T.ones(4, 3).split(0)",
+    "T.ones(4, 3).split(-1)",
+    "T.ones(4, 3).split([1, 2])",
+    "T.ones(4, 3).split(2, 2)",
+    "T.tensor(1.0).split(1)",
+    "T.ones(4, 3).chunk(0)",
+    "T.ones(4, 3).unbind(2)",
+    "T.tensor(1.0).unbind()",
+    "T.var_mean(T.tensor([1, 2]))",
+    """T.ones(4, 3, requires_grad=True).split(2)[0].mul_(2)""",
+    """(T.ones(4, 3, requires_grad=True) * 1).split([1, 3])[1].add_(2)""",
+    """(T.ones(4, 3, requires_grad=True) * 1).unbind()[1].zero_()""",
+    """(T.ones(4, 3, requires_grad=True) * 1).chunk(2)[1][0].mul_(2)""",
 ]
 
 
@@ -174,3 +187,37 @@ def test_cummax_returns_its_named_tuple(torch):
     assert type(result).__name__ == type(torch.tensor([1.0]).cummax(0)).__name__ == "cummax"
     assert result.values.tolist() == [1.0, 3.0, 3.0] and result.indices.tolist() == [0, 1, 1]
     assert type(nbgrad.cummin(x, 0)).__name__ == "cummin"
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["x.split(2)", "x.split([1, 3])", "x.chunk(3, 1)", "x.unbind()", "T.unbind(x, -1)"],
+)
+def test_several_views_share_one_node_like_pytorch(torch, code):
+    def run(T):
+        x = T.ones(4, 3, requires_grad=True)
+        return x, eval(code, {"T": T, "x": x})  # noqa: S307
+
+    (my_input, mine), (input_, real) = run(nbgrad), run(torch)
+    assert type(mine) is tuple and len(mine) == len(real)
+    for nr, (m, r) in enumerate(zip(mine, real)):
+        assert m.shape == tuple(r.shape)
+        assert m._base is my_input and r._base is input_
+        assert m.grad_fn is mine[0].grad_fn and m.output_nr == r.output_nr == nr
+        assert type(m.grad_fn).__name__ == type(r.grad_fn).__name__
+        assert m.is_contiguous() == r.is_contiguous()
+    # No write is recorded without grad: then the views may be written to, as in PyTorch.
+    with nbgrad.no_grad():
+        mine[0].mul_(2)
+    assert my_input._version == mine[-1]._version == 1
+
+
+def test_var_mean_and_std_mean_match_pytorch(torch):
+    for name in ("var_mean", "std_mean"):
+        for kwargs in ({}, {"dim": 1}, {"dim": (0, 1), "keepdim": True}, {"correction": 0}):
+            got = getattr(nbgrad, name)(nbgrad.arange(6.0).reshape(2, 3), **kwargs)
+            want = getattr(torch, name)(torch.arange(6.0).reshape(2, 3), **kwargs)
+            assert type(got) is tuple and len(got) == 2
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+                assert g.shape == tuple(w.shape)

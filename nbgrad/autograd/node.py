@@ -324,7 +324,7 @@ class TableNode(Node):
         spec = self.spec
         saved = self.unpacked(create_graph) if spec.saves_tensors else self._saved
         vjps = spec.tensor_vjps if create_graph else spec.array_vjps
-        grad = grads[0]
+        grad = grads if spec.multi_output else grads[0]
         if spec.variadic:
             pieces = vjps[0](grad, *saved)
             return [
@@ -420,6 +420,8 @@ def node_class_for(spec):
     # Module "builtins" makes the default repr read ``<MulBackward0 object at 0x...>``, as
     # PyTorch's C++ nodes do.
     attributes = {"__slots__": (), "spec": spec, "__module__": "builtins"}
+    if spec.multi_output:  # how many outputs, and their shapes and dtypes, vary per node
+        attributes["__slots__"] = ("num_outputs", "_output_meta")
     if spec.node in HAND_WRITTEN_NODES:
         attributes["name"] = _namespaced_name
     from nbgrad.autograd.plain_backward import compile_apply

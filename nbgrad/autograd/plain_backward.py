@@ -37,7 +37,7 @@ from nbgrad.ops.formula_math import ARRAY_NAMESPACE
 def compile_apply(spec):
     """``apply(node, grads, create_graph)`` for the nodes of ``spec``, or None for the ops that
     keep the general path (variadic ones: their one formula returns a list)."""
-    if spec.variadic:
+    if spec.variadic or spec.multi_output:
         return None
     tensor_kinds = ("input", "result")
     fallback = "    return generic(node, grads, create_graph)"

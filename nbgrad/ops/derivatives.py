@@ -670,3 +670,51 @@ op("baddbmm", "BaddbmmBackward0", ("self", "batch1", "batch2"),
     "batch2": "swap_last(batch1) @ grad if alpha == 1 else swap_last(batch1) @ grad * alpha"},
    lambda self, batch1, batch2, beta, alpha: _addmm(self, batch1, batch2, beta, alpha),
    attrs=("beta", "alpha"), saves=("alpha", "batch1", "batch2", "beta"), promote=True)
+
+
+# --- several outputs (split, unbind, var_mean, std_mean) -----------------------------------------
+# One node whose outputs are all differentiable (``multi_output``): ``grad`` is their list of
+# gradients. split and unbind return views of their input, as in PyTorch.
+
+op("split", "SplitBackward0", ("self",), {"self": "cat_pieces(grad, dim)"},
+   lambda self, split_size, dim: _split(self, split_size, dim), attrs=("split_size", "dim"),
+   saves=("dim", "self_sym_sizes", "split_size"), view=True, multi_output=True)
+op("split_with_sizes", "SplitWithSizesBackward0", ("self",), {"self": "cat_pieces(grad, dim)"},
+   lambda self, split_sizes, dim: _split_with_sizes(self, split_sizes, dim),
+   attrs=("split_sizes", "dim"), saves=("dim", "self_sym_sizes", "split_sizes"), view=True,
+   multi_output=True)
+op("unbind", "UnbindBackward0", ("self",), {"self": "stack_pieces(grad, dim)"},
+   lambda self, dim: [self[(slice(None),) * (dim % self.ndim) + (i, Ellipsis)]
+                      for i in range(self.shape[dim])],
+   attrs=("dim",), saves=("dim",), view=True, multi_output=True)
+op("var_mean", "VarMeanBackward0", ("self",),
+   {"self": "var_backward(grad[0], self, dim, correction, keepdim)"
+            " + mean_part(grad[1], self, dim, keepdim)"},
+   lambda self, dim, correction, keepdim: [_var(self, dim, correction, keepdim),
+                                           _mean_over(self, dim, keepdim)],
+   attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"),
+   multi_output=True)
+op("std_mean", "StdMeanBackward0", ("self",),
+   {"self": "std_backward(grad[0], self, result0, dim, correction, keepdim)"
+            " + mean_part(grad[1], self, dim, keepdim)"},
+   lambda self, dim, correction, keepdim: [np.sqrt(_var(self, dim, correction, keepdim)),
+                                           _mean_over(self, dim, keepdim)],
+   attrs=("dim", "correction", "keepdim"),
+   saves=("correction", "dim", "keepdim", "result0", "self"), multi_output=True)
+
+
+def _split(x, split_size, dim):
+    size = x.shape[dim]
+    bounds = list(range(split_size, size, split_size)) if split_size else []
+    return np.split(x, bounds, axis=dim)
+
+
+def _split_with_sizes(x, split_sizes, dim):
+    return np.split(x, np.cumsum(split_sizes)[:-1].tolist(), axis=dim)
+
+
+def _mean_over(x, dim, keepdim):
+    axes = formula_more.reduced_axes(dim, x.ndim)
+    if not axes:
+        return x.copy()
+    return np.asarray(x.mean(axis=axes, keepdims=keepdim))

@@ -155,7 +155,18 @@ def _masked_select_backward(grad, self, mask):
     return out
 
 
+def _mean_part(grad, self, dim, keepdim):
+    """The gradient of a mean over ``dim``, shaped to broadcast against ``self``."""
+    axes = reduced_axes(dim, self.ndim)
+    return grad.reshape(_reduced_shape(self.shape, axes, keepdim)) / reduction_count(
+        self.shape, dim
+    )
+
+
 ARRAY_NAMESPACE = {
+    "cat_pieces": lambda grads, dim: np.concatenate(grads, axis=dim),
+    "stack_pieces": lambda grads, dim: np.stack(grads, axis=dim),
+    "mean_part": _mean_part,
     "var_backward": _var_backward,
     "std_backward": _std_backward,
     "prod_backward": _prod_backward,
@@ -257,7 +268,16 @@ def tensor_namespace():
         shape = np.broadcast_shapes(tuple(self.shape), mask.shape)
         return index_put_into_zeros(grad, shape, (np.broadcast_to(mask, shape),))
 
+    def mean_part(grad, self, dim, keepdim):
+        axes = reduced_axes(dim, self.ndim)
+        return grad.reshape(_reduced_shape(self.shape, axes, keepdim)) / reduction_count(
+            self.shape, dim
+        )
+
     return {
+        "cat_pieces": lambda grads, dim: nb.cat(list(grads), dim),
+        "stack_pieces": lambda grads, dim: nb.stack(list(grads), dim),
+        "mean_part": mean_part,
         "var_backward": var_backward,
         "std_backward": std_backward,
         "prod_backward": prod_backward,

@@ -36,7 +36,8 @@ def _correction_and_dims(input, name, dim, unbiased, correction):  # noqa: A002
         saved = None if dim is _UNSET else 1
     dims = None if dim is _UNSET or dim is None else _dims(dim, input.dim())
     if not input._dtype.is_floating_point:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        kind = "std and var" if name in ("std", "var") else name
+        raise RuntimeError(f"{kind} only support floating point and complex dtypes")
     count = formula_more.reduction_count(input._data.shape, dims)
     if count - (1 if saved is None else saved) <= 0:
         warnings.warn(
@@ -126,3 +127,15 @@ def cummax(input, dim):  # noqa: A002
 def cummin(input, dim):  # noqa: A002
     _wrap_dim(dim, input.dim())
     return CumminResult(*run_op(OPS["cummin"], (input,), (dim,)))
+
+
+@public(function=True)
+def var_mean(input, dim=_UNSET, unbiased=_UNSET, keepdim=False, *, correction=_UNSET):  # noqa: A002
+    dims, correction = _correction_and_dims(input, "var_mean", dim, unbiased, correction)
+    return tuple(_fresh(r) for r in run_op(OPS["var_mean"], (input,), (dims, correction, keepdim)))
+
+
+@public(function=True)
+def std_mean(input, dim=_UNSET, unbiased=_UNSET, keepdim=False, *, correction=_UNSET):  # noqa: A002
+    dims, correction = _correction_and_dims(input, "std_mean", dim, unbiased, correction)
+    return tuple(_fresh(r) for r in run_op(OPS["std_mean"], (input,), (dims, correction, keepdim)))

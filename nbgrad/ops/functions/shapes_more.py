@@ -248,3 +248,52 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
             f"but got: [{b[0]}, {b[1]}]."
         )
     return _scaled_product("baddbmm", input, batch1, batch2, beta, alpha, (a[0], a[1], b[2]))
+
+
+def _check_splittable(input, dim):  # noqa: A002
+    if input.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    return _wrap_dim(dim, input.dim())
+
+
+@public(function=True, method=True)
+def split(tensor, split_size_or_sections, dim=0):
+    """Pieces of ``split_size`` along ``dim`` (the last one smaller), or of the sizes listed: views
+    of ``tensor``, all outputs of one SplitBackward0 (SplitWithSizesBackward0)."""
+    wrapped = _check_splittable(tensor, dim)
+    size = tensor._data.shape[wrapped]
+    if isinstance(split_size_or_sections, int):
+        split_size = split_size_or_sections
+        if split_size < 0:
+            raise RuntimeError(
+                f"split expects split_size be non-negative, but got split_size={split_size}"
+            )
+        if split_size == 0 and size != 0:
+            raise RuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
+            )
+        return run_op(OPS["split"], (tensor,), (split_size, dim))
+    sizes = tuple(int(s) for s in split_size_or_sections)
+    if builtins.sum(sizes) != size or builtins.any(s < 0 for s in sizes):
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size "
+            f"at dimension {wrapped}), but got split_sizes=[{', '.join(map(str, sizes))}]"
+        )
+    return run_op(OPS["split_with_sizes"], (tensor,), (sizes, dim))
+
+
+@public(function=True, method=True)
+def chunk(input, chunks, dim=0):  # noqa: A002
+    wrapped = _check_splittable(input, dim)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    size = input._data.shape[wrapped]
+    return run_op(OPS["split"], (input,), (-(-size // chunks), dim))
+
+
+@public(function=True, method=True)
+def unbind(input, dim=0):  # noqa: A002
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    _wrap_dim(dim, input.dim())
+    return run_op(OPS["unbind"], (input,), (dim,))

@@ -295,6 +295,17 @@ UNARY_REDUCTIONS_MORE = [
     ("T.stack({}.unbind(-1), 0)", lambda T, x: T.stack(x.unbind(-1), 0), None),
     ("T.var_mean({}, 0)[0]", lambda T, x: T.var_mean(x, 0)[0], None),
     ("T.std_mean({})[1]", lambda T, x: T.std_mean(x)[1], None),
+    ("{}.sort()[0]", lambda T, x: x.sort()[0], lambda a: np.unique(a).size == a.size),
+    ("{}.topk(1, 0)[0]", lambda T, x: x.topk(1, 0)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.kthvalue(1)[0]", lambda T, x: x.kthvalue(1)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.median()", lambda T, x: x.median(), lambda a: np.unique(a).size == a.size),
+    ("{}.median(0)[0]", lambda T, x: x.median(0)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.diagonal()", lambda T, x: x.diagonal(), None),
+    ("{}.diagonal(1, -1, 0)", lambda T, x: x.diagonal(1, -1, 0), None),
+    ("T.diag({})", lambda T, x: T.diag(x), None),
+    ("T.diag_embed({})", lambda T, x: T.diag_embed(x), None),
+    ("{}.trace()", lambda T, x: x.trace(), None),
+    ("T.take({}, T.tensor([0, -1]))", lambda T, x: T.take(x, T.tensor([0, -1])), None),
 ]
 UNARY += UNARY_REDUCTIONS_MORE
 

@@ -60,6 +60,22 @@ ERRORS = [
     """(T.ones(4, 3, requires_grad=True) * 1).split([1, 3])[1].add_(2)""",
     """(T.ones(4, 3, requires_grad=True) * 1).unbind()[1].zero_()""",
     """(T.ones(4, 3, requires_grad=True) * 1).chunk(2)[1][0].mul_(2)""",
+    "T.ones(3).trace()",
+    "T.ones(2, 3, 4).trace()",
+    "T.ones(3).diagonal()",
+    "T.ones(2, 3).diagonal(0, 1, 1)",
+    "T.ones(2, 3, 4).diag()",
+    "T.tensor(1.0).diag()",
+    "T.ones(3).diag_embed(0, 0, 0)",
+    "T.ones(3).topk(4)",
+    "T.ones(2, 3).topk(1, 2)",
+    "T.ones(3).kthvalue(4)",
+    "T.ones(3).kthvalue(0)",
+    "T.ones(2, 0).median(1)",
+    "T.take(T.ones(3), T.tensor([3]))",
+    "T.take(T.ones(3), T.tensor([0], dtype=T.int32))",
+    "T.take_along_dim(T.ones(2, 3), T.tensor([[0, 1]]), 0)",
+    "T.take_along_dim(T.ones(2, 3), T.tensor([0]), 0)",
 ]
 
 
@@ -124,6 +140,20 @@ VALUES = [
     "T.tensor(2.0).cumsum(-1)",
     "T.tensor(2.0).index_select(0, T.tensor([0]))",
     "T.tensor([[0.0, 2.0], [3.0, 0.0]]).prod(1)",
+    "T.tensor([[1.0, 2, 2, 1], [3, 3, 1, 1]]).sort(1).indices",
+    "T.tensor([[1.0, 2, 2, 1], [3, 3, 1, 1]]).sort(1, descending=True).indices",
+    "T.tensor([1.0, 2, 2, 1, 3, 3, 1, 1]).sort(descending=True).indices",
+    "T.tensor([[1.0, 2, 2, 1], [3, 3, 1, 1]]).argsort(1)",
+    "T.tensor([1.0, 2, 3, 4]).median()",
+    "T.tensor([[1.0, 2, 2, 1], [3, 3, 1, 1]]).mode(1).values",
+    "T.tensor([[1.0, 2, 2, 1], [3, 3, 1, 1]]).mode(1).indices",
+    "T.ones(2, 0).median()",
+    "T.tensor([1, 3, 2]).topk(2).values",
+    "T.tensor([1, 3, 2]).median()",
+    "T.tensor(2.0).sort().indices",
+    "T.ones(2, 3).diagonal(5)",
+    "T.arange(12.0).reshape(3, 4).diag(-1)",
+    "T.arange(3.0).diag(2)",
 ]
 
 
@@ -150,6 +180,11 @@ def test_values_and_dtypes_match_pytorch(torch, code):
         "x.tril()",
         "x.cumsum(0)",
         "x.index_select(0, T.tensor([0]))",
+        "x.diagonal()",
+        "x.diagonal(1)",
+        "T.diag(x)",
+        "T.diag_embed(x)",
+        "x.sort()[0]",
     ],
 )
 def test_views_and_copies_match_pytorch(torch, code):
@@ -221,3 +256,16 @@ def test_var_mean_and_std_mean_match_pytorch(torch):
             for g, w in zip(got, want):
                 np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
                 assert g.shape == tuple(w.shape)
+
+
+def test_diagonal_is_a_writable_view_like_pytorch(torch):
+    for T in (nbgrad, torch):
+        base = T.zeros(3, 4)
+        base.diagonal(1).add_(1)
+        assert base.sum().item() == 3 and base[0, 1].item() == 1
+    x = nbgrad.ones(3, 3, requires_grad=True)
+    y = x * 1
+    y.diagonal().mul_(2)
+    assert type(y.grad_fn).__name__ == "CopySlices"
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 3)) + np.eye(3))

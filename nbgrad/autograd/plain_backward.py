@@ -37,7 +37,7 @@ from nbgrad.ops.formula_math import ARRAY_NAMESPACE
 def compile_apply(spec):
     """``apply(node, grads, create_graph)`` for the nodes of ``spec``, or None for the ops that
     keep the general path (variadic ones: their one formula returns a list)."""
-    if spec.variadic or spec.multi_output:
+    if spec.variadic:
         return None
     tensor_kinds = ("input", "result")
     fallback = "    return generic(node, grads, create_graph)"
@@ -62,7 +62,8 @@ def compile_apply(spec):
             ]
         else:  # an index array or mask kept as an attr: freed after backward too
             lines += [f"    if {name} is FREED:", f"    {fallback}"]
-    lines.append("    grad = grads[0]")
+    # Several outputs (split): ``grad`` is their list of gradients (None where missing).
+    lines.append("    grad = grads" if spec.multi_output else "    grad = grads[0]")
     formulas = [spec.grads.get(name) for name in spec.inputs]
     if len(formulas) == 1:  # one input, so it has an edge: it is why the node exists
         lines.append(f"    return [{formulas[0] or 'None'}]")

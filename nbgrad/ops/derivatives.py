@@ -674,29 +674,36 @@ op("baddbmm", "BaddbmmBackward0", ("self", "batch1", "batch2"),
 
 # --- several outputs (split, unbind, var_mean, std_mean) -----------------------------------------
 # One node whose outputs are all differentiable (``multi_output``): ``grad`` is their list of
-# gradients. split and unbind return views of their input, as in PyTorch.
+# gradients, None for an output that got none (zeros where the formula needs them). split and
+# unbind return views of their input, as in PyTorch.
 
-op("split", "SplitBackward0", ("self",), {"self": "cat_pieces(grad, dim)"},
+op("split", "SplitBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes,"
+            " split_lengths(self_sym_sizes, dim, split_size))"},
    lambda self, split_size, dim: _split(self, split_size, dim), attrs=("split_size", "dim"),
    saves=("dim", "self_sym_sizes", "split_size"), view=True, multi_output=True)
-op("split_with_sizes", "SplitWithSizesBackward0", ("self",), {"self": "cat_pieces(grad, dim)"},
+op("split_with_sizes", "SplitWithSizesBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes, split_sizes)"},
    lambda self, split_sizes, dim: _split_with_sizes(self, split_sizes, dim),
    attrs=("split_sizes", "dim"), saves=("dim", "self_sym_sizes", "split_sizes"), view=True,
    multi_output=True)
-op("unbind", "UnbindBackward0", ("self",), {"self": "stack_pieces(grad, dim)"},
+op("unbind", "UnbindBackward0", ("self",), {"self": "stack_pieces(grad, dim, self_sym_sizes)"},
    lambda self, dim: [self[(slice(None),) * (dim % self.ndim) + (i, Ellipsis)]
                       for i in range(self.shape[dim])],
-   attrs=("dim",), saves=("dim",), view=True, multi_output=True)
+   attrs=("dim",), saves=("dim", "self_sym_sizes"), hidden=("self_sym_sizes",), view=True,
+   multi_output=True)
 op("var_mean", "VarMeanBackward0", ("self",),
-   {"self": "var_backward(grad[0], self, dim, correction, keepdim)"
-            " + mean_part(grad[1], self, dim, keepdim)"},
+   {"self": "(zeros_like(self) if grad[0] is None else"
+            " var_backward(grad[0], self, dim, correction, keepdim))"
+            " + (0 if grad[1] is None else mean_part(grad[1], self, dim, keepdim))"},
    lambda self, dim, correction, keepdim: [_var(self, dim, correction, keepdim),
                                            _mean_over(self, dim, keepdim)],
    attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"),
    multi_output=True)
 op("std_mean", "StdMeanBackward0", ("self",),
-   {"self": "std_backward(grad[0], self, result0, dim, correction, keepdim)"
-            " + mean_part(grad[1], self, dim, keepdim)"},
+   {"self": "(zeros_like(self) if grad[0] is None else"
+            " std_backward(grad[0], self, result0, dim, correction, keepdim))"
+            " + (0 if grad[1] is None else mean_part(grad[1], self, dim, keepdim))"},
    lambda self, dim, correction, keepdim: [np.sqrt(_var(self, dim, correction, keepdim)),
                                            _mean_over(self, dim, keepdim)],
    attrs=("dim", "correction", "keepdim"),
@@ -718,3 +725,126 @@ def _mean_over(x, dim, keepdim):
     if not axes:
         return x.copy()
     return np.asarray(x.mean(axis=axes, keepdims=keepdim))
+
+
+# --- values with indices (sort, topk, kthvalue, median, mode) ------------------------------------
+# The gradient goes to where each value came from (``indices``, which never requires grad). Ties
+# are broken as a stable sort breaks them; PyTorch's choice among equal values may differ.
+
+op("sort", "SortBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, dim, descending: _sorted(self, dim, descending),
+   attrs=("dim", "descending"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("sort_stable", "SortBackward1", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, dim, descending: _sorted(self, dim, descending),
+   attrs=("dim", "descending"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("topk", "TopkBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, k, dim, largest, sorted: _top(self, k, dim, largest),  # noqa: A006
+   attrs=("k", "dim", "largest", "sorted"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("kthvalue", "KthvalueBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, k, dim, keepdim: _kth(self, k - 1, dim, keepdim), attrs=("k", "dim", "keepdim"),
+   extra_outputs=("indices",), saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+op("median_dim", "MedianBackward1", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _kth(self, (_size(self, dim) - 1) // 2, dim, keepdim),
+   attrs=("dim", "keepdim"), extra_outputs=("indices",),
+   saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+op("median", "MedianBackward0", ("self",), {"self": "evenly_distribute(grad, self, result)"},
+   lambda self: _lower_median(self), saves=("result", "self"))
+op("mode", "ModeBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _mode(self, dim, keepdim), attrs=("dim", "keepdim"),
+   extra_outputs=("indices",), saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+
+
+def _size(x, dim):
+    return x.shape[dim] if x.ndim else 1
+
+
+def _sorted(x, dim, descending):
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    # A stable sort, descending too: equal values keep their order, as in PyTorch.
+    indices = np.argsort(-x if descending else x, axis=dim, kind="stable")
+    return np.take_along_axis(x, indices, axis=dim), indices.astype(np.int64, copy=False)
+
+
+def _top(x, k, dim, largest):
+    values, indices = _sorted(x, dim, largest)
+    if x.ndim == 0:
+        return values, indices
+    keep = (slice(None),) * (dim % x.ndim) + (slice(0, k),)
+    return np.ascontiguousarray(values[keep]), np.ascontiguousarray(indices[keep])
+
+
+def _kth(x, position, dim, keepdim):
+    """The value at ``position`` in sorted order along ``dim``, and where it was."""
+    values, indices = _sorted(x, dim, False)
+    if x.ndim == 0:
+        return values, indices
+    key = (slice(None),) * (dim % x.ndim) + (slice(position, position + 1),)
+    values, indices = values[key], indices[key]
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return np.ascontiguousarray(values), np.ascontiguousarray(indices)
+
+
+def _lower_median(x):
+    if x.size == 0:
+        return np.asarray(np.nan, x.dtype)
+    flat = np.sort(x.reshape(-1))
+    return np.asarray(flat[(flat.size - 1) // 2])
+
+
+def _mode(x, dim, keepdim):
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and the
+    last place it occurs."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    moved = np.moveaxis(x, dim, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    values = np.empty(rows.shape[0], x.dtype)
+    indices = np.empty(rows.shape[0], np.int64)
+    for r, row in enumerate(rows):
+        uniques, counts = np.unique(row, return_counts=True)
+        values[r] = uniques[np.argmax(counts)]
+        indices[r] = np.flatnonzero(row == values[r])[-1]
+    shape = moved.shape[:-1]
+    values, indices = values.reshape(shape), indices.reshape(shape)
+    if keepdim:
+        values, indices = np.expand_dims(values, dim), np.expand_dims(indices, dim)
+    return values, indices
+
+
+# --- diagonals and single elements (diagonal, diag, diag_embed, trace, take) ----------------------
+
+op("diagonal", "DiagonalBackward0", ("self",),
+   {"self": "diagonal_backward(grad, self_sym_sizes, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diagonal_view(self, offset, dim1, dim2),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset", "self_sym_sizes"),
+   view=True)
+op("diagonal_copy", "DiagonalBackward0_copy", ("self",),
+   {"self": "diagonal_backward(grad, self_sym_sizes, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diagonal_view(self, offset, dim1, dim2).copy(),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset", "self_sym_sizes"))
+op("diag_embed", "DiagEmbedBackward0", ("self",),
+   {"self": "diagonal(grad, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diag_embed(self, offset, dim1, dim2),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"))
+op("trace", "TraceBackward0", ("self",),
+   {"self": "diagonal_backward(expand(grad, (min(self_sym_sizes),)), self_sym_sizes, 0, 0, 1)"},
+   np.trace, saves=("self_sym_sizes",))
+op("take", "TakeBackward0", ("self",), {"self": "take_backward(grad, self, index)"},
+   lambda self, index: self.reshape(-1)[index], attrs=("index",), saves=("index", "self"))
+# The backward of diagonal as an op of its own, so that create_graph can differentiate it.
+op("diagonal_backward", "DiagonalBackwardBackward0", ("grad_output",),
+   {"grad_output": "diagonal(grad, offset, dim1, dim2)"},
+   lambda grad_output, sizes, offset, dim1, dim2: formula_more.diagonal_backward(
+       grad_output, sizes, offset, dim1, dim2),
+   attrs=("sizes", "offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"))

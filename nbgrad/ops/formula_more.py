@@ -50,6 +50,37 @@ def repeat_grouping(sizes, repeats):
     return tuple(shape), tuple(dims)
 
 
+def diagonal_view(x, offset, dim1, dim2):
+    """``x.diagonal(offset, dim1, dim2)`` as a writable view of ``x`` (NumPy's is read-only),
+    its diagonal dim last, as in PyTorch."""
+    moved = np.moveaxis(x, (dim1, dim2), (-2, -1))
+    corner = moved[..., max(-offset, 0) :, max(offset, 0) :]
+    n = max(min(corner.shape[-2], corner.shape[-1]), 0)
+    strides = corner.strides[:-2] + (corner.strides[-2] + corner.strides[-1],)
+    return np.lib.stride_tricks.as_strided(
+        corner, corner.shape[:-2] + (n,), strides, writeable=x.flags.writeable
+    )
+
+
+def diagonal_backward(grad, sizes, offset, dim1, dim2):
+    out = np.zeros(tuple(sizes), dtype=grad.dtype)
+    diagonal_view(out, offset, dim1, dim2)[...] = grad
+    return out
+
+
+def diag_embed(x, offset, dim1, dim2):
+    """A tensor with ``x``'s last dim on the ``offset`` diagonal of new dims ``dim1``/``dim2``."""
+    ndim = x.ndim + 1
+    dim1, dim2 = dim1 % ndim, dim2 % ndim
+    n = x.shape[-1] + abs(offset)
+    shape = list(x.shape[:-1])
+    for d in sorted((dim1, dim2)):
+        shape.insert(d, n)
+    out = np.zeros(shape, dtype=x.dtype)
+    diagonal_view(out, offset, dim1, dim2)[...] = x
+    return out
+
+
 # --- NumPy implementations -------------------------------------------------------------------
 
 
@@ -155,6 +186,37 @@ def _masked_select_backward(grad, self, mask):
     return out
 
 
+def split_lengths(sizes, dim, split_size):
+    """The length along ``dim`` of each piece ``split(split_size, dim)`` made."""
+    size = sizes[dim]
+    if split_size == 0:
+        return [size]
+    return [split_size] * (size // split_size) + ([size % split_size] if size % split_size else [])
+
+
+def piece_shapes(sizes, dim, lengths):
+    """The shape of each piece cut along ``dim`` (None in ``lengths``: the dim was removed)."""
+    dim %= len(sizes)
+    shapes = []
+    for n in lengths:
+        shape = list(sizes)
+        if n is None:
+            del shape[dim]
+        else:
+            shape[dim] = n
+        shapes.append(tuple(shape))
+    return shapes
+
+
+def _with_zeros(grads, shapes, zeros):
+    like = next(g for g in grads if g is not None)
+    return [zeros(shape, like) if g is None else g for g, shape in zip(grads, shapes)]
+
+
+def _array_zeros(shape, like):
+    return np.zeros(shape, like.dtype)
+
+
 def _mean_part(grad, self, dim, keepdim):
     """The gradient of a mean over ``dim``, shaped to broadcast against ``self``."""
     axes = reduced_axes(dim, self.ndim)
@@ -163,9 +225,23 @@ def _mean_part(grad, self, dim, keepdim):
     )
 
 
+def _take_backward(grad, self, index):
+    out = np.zeros(self.size, dtype=grad.dtype)
+    np.add.at(out, index, grad)
+    return out.reshape(self.shape)
+
+
 ARRAY_NAMESPACE = {
-    "cat_pieces": lambda grads, dim: np.concatenate(grads, axis=dim),
-    "stack_pieces": lambda grads, dim: np.stack(grads, axis=dim),
+    "diagonal_backward": diagonal_backward,
+    "diagonal": lambda g, offset, dim1, dim2: diagonal_view(g, offset, dim1, dim2),
+    "take_backward": _take_backward,
+    "cat_pieces": lambda grads, dim, sizes, lengths: np.concatenate(
+        _with_zeros(grads, piece_shapes(sizes, dim, lengths), _array_zeros), axis=dim
+    ),
+    "stack_pieces": lambda grads, dim, sizes: np.stack(
+        _with_zeros(grads, piece_shapes(sizes, dim, [None] * sizes[dim]), _array_zeros), axis=dim
+    ),
+    "split_lengths": split_lengths,
     "mean_part": _mean_part,
     "var_backward": _var_backward,
     "std_backward": _std_backward,
@@ -189,6 +265,8 @@ ARRAY_NAMESPACE = {
 
 def tensor_namespace():
     import nbgrad as nb
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
     from nbgrad.ops.functions.shapes import index_put_into_zeros
 
     def var_backward(grad, self, dim, correction, keepdim):
@@ -268,15 +346,32 @@ def tensor_namespace():
         shape = np.broadcast_shapes(tuple(self.shape), mask.shape)
         return index_put_into_zeros(grad, shape, (np.broadcast_to(mask, shape),))
 
+    def tensor_zeros(shape, like):
+        return nb.zeros(shape, dtype=like.dtype)
+
     def mean_part(grad, self, dim, keepdim):
         axes = reduced_axes(dim, self.ndim)
         return grad.reshape(_reduced_shape(self.shape, axes, keepdim)) / reduction_count(
             self.shape, dim
         )
 
+    def take_backward(grad, self, index):
+        flat = index_put_into_zeros(grad, (self.numel(),), (np.asarray(index),))
+        return flat.reshape(tuple(self.shape))
+
     return {
-        "cat_pieces": lambda grads, dim: nb.cat(list(grads), dim),
-        "stack_pieces": lambda grads, dim: nb.stack(list(grads), dim),
+        "diagonal_backward": lambda g, sizes, offset, dim1, dim2: run_op(
+            OPS["diagonal_backward"], (g,), (tuple(sizes), offset, dim1, dim2)
+        ),
+        "diagonal": lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2),
+        "take_backward": take_backward,
+        "cat_pieces": lambda grads, dim, sizes, lengths: nb.cat(
+            _with_zeros(grads, piece_shapes(sizes, dim, lengths), tensor_zeros), dim
+        ),
+        "stack_pieces": lambda grads, dim, sizes: nb.stack(
+            _with_zeros(grads, piece_shapes(sizes, dim, [None] * sizes[dim]), tensor_zeros), dim
+        ),
+        "split_lengths": split_lengths,
         "mean_part": mean_part,
         "var_backward": var_backward,
         "std_backward": std_backward,

@@ -20,6 +20,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     linalg,
     reductions,
     reductions_more,
+    selection,
     shapes,
     shapes_more,
 )

@@ -180,8 +180,8 @@ def swapdims(input, dim0, dim1):  # noqa: A002
 def unflatten(input, dim, sizes):  # noqa: A002
     if input.dim() == 0:  # PyTorch's message goes on with its C++ stack trace
         raise RuntimeError(
-            f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
-            "dimensions"
+            "unflatten got an unexpected error:\nDimension specified as "
+            f"{_wrap_dim(dim, 0)} but tensor has no dimensions"
         )
     dim = _wrap_dim(dim, input.dim())
     shape = input._data.shape
@@ -250,9 +250,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     return _scaled_product("baddbmm", input, batch1, batch2, beta, alpha, (a[0], a[1], b[2]))
 
 
-def _check_splittable(input, dim):  # noqa: A002
+def _check_splittable(input, dim, name="split"):  # noqa: A002
     if input.dim() == 0:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
+        raise RuntimeError(f"{name} expects at least a 1-dimensional tensor")
     return _wrap_dim(dim, input.dim())
 
 
@@ -284,7 +284,7 @@ def split(tensor, split_size_or_sections, dim=0):
 
 @public(function=True, method=True)
 def chunk(input, chunks, dim=0):  # noqa: A002
-    wrapped = _check_splittable(input, dim)
+    wrapped = _check_splittable(input, dim, "chunk")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     size = input._data.shape[wrapped]
@@ -293,7 +293,7 @@ def chunk(input, chunks, dim=0):  # noqa: A002
 
 @public(function=True, method=True)
 def unbind(input, dim=0):  # noqa: A002
-    if input.dim() == 0:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if input.dim() == 0:  # dims 0 and -1 pass the range check, then name dim 0
+        raise IndexError(f"Dimension specified as {_wrap_dim(dim, 0)} but tensor has no dimensions")
     _wrap_dim(dim, input.dim())
     return run_op(OPS["unbind"], (input,), (dim,))

@@ -257,6 +257,14 @@ UNARY = [
 ]
 
 
+def _nonzero(a):
+    return np.all(np.abs(a) > 1e-3)
+
+
+def _unique_magnitudes(a):
+    return np.unique(np.abs(a)).size == a.size
+
+
 # Reductions, scans and reorderings, more: composed with everything else like UNARY's.
 UNARY_REDUCTIONS_MORE = [
     ("{}.cumsum(0)", lambda T, x: x.cumsum(0), None),
@@ -306,6 +314,15 @@ UNARY_REDUCTIONS_MORE = [
     ("T.diag_embed({})", lambda T, x: T.diag_embed(x), None),
     ("{}.trace()", lambda T, x: x.trace(), None),
     ("T.take({}, T.tensor([0, -1]))", lambda T, x: T.take(x, T.tensor([0, -1])), None),
+    ("{}.norm(3)", lambda T, x: x.norm(3), lambda a: np.all(np.abs(a) > 1e-3)),
+    ("{}.norm(float('inf'), 0)", lambda T, x: x.norm(float("inf"), 0), _unique_magnitudes),
+    ("T.linalg.vector_norm({}, 0.5)", lambda T, x: T.linalg.vector_norm(x, 0.5), _nonzero),
+    ("T.linalg.norm({}, dim=-1)", lambda T, x: T.linalg.norm(x, dim=-1), _nonzero),
+    ("T.dist({0}, {0} * 0.5 + 1)", lambda T, x: T.dist(x, x * 0.5 + 1), _nonzero),
+    ("T.hstack([{0}, {0}])", lambda T, x: T.hstack([x, x]), None),
+    ("T.vstack([{0}, {0}])", lambda T, x: T.vstack([x, x]), None),
+    ("T.column_stack([{0}, {0}])", lambda T, x: T.column_stack([x, x]), None),
+    ("T.atleast_2d({})", lambda T, x: T.atleast_2d(x), None),
 ]
 UNARY += UNARY_REDUCTIONS_MORE
 

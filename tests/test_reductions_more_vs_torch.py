@@ -76,6 +76,20 @@ ERRORS = [
     "T.take(T.ones(3), T.tensor([0], dtype=T.int32))",
     "T.take_along_dim(T.ones(2, 3), T.tensor([[0, 1]]), 0)",
     "T.take_along_dim(T.ones(2, 3), T.tensor([0]), 0)",
+    "T.linalg.vector_norm(T.ones(0), -1)",
+    "T.linalg.vector_norm(T.ones(0), float('inf'))",
+    "T.linalg.vector_norm(T.ones(2, 0), float('inf'), 1)",
+    "T.linalg.vector_norm(T.ones(2, 3), 'fro')",
+    "T.ones(2, 3).norm('abc')",
+    "T.dist(T.ones(2, dtype=T.int64), T.ones(2, dtype=T.int64))",
+    "T.dist(T.ones(2, 3), T.ones(3, 4))",
+    "T.linalg.matrix_norm(T.ones(3))",
+    "T.linalg.cross(T.ones(2, 3), T.ones(3))",
+    "T.linalg.cross(T.ones(2, 3), T.ones(2, 2))",
+    "T.linalg.cross(T.ones(2, 4), T.ones(2, 4))",
+    "T.hstack([])",
+    "T.vstack([T.ones(2, 3), T.ones(2)])",
+    "T.column_stack([T.ones(2, 3), T.ones(3)])",
 ]
 
 
@@ -154,6 +168,12 @@ VALUES = [
     "T.ones(2, 3).diagonal(5)",
     "T.arange(12.0).reshape(3, 4).diag(-1)",
     "T.arange(3.0).diag(2)",
+    "T.tensor([[1.0, -3.0], [3.0, 2.0]]).norm(float('inf'))",
+    "T.tensor([0.0, 3.0, -4.0]).norm(0)",
+    "T.tensor([0.0, 3.0, -4.0]).norm(0.5)",
+    "T.tensor(-1.18).norm(3, 0)",
+    "T.tensor([[1.0, 2.0, 3.0]]).cross(T.tensor([[0.0, 1.0, 0.0]]))",
+    "T.atleast_3d(T.ones(3)).shape and T.atleast_3d(T.ones(3))",
 ]
 
 
@@ -269,3 +289,25 @@ def test_diagonal_is_a_writable_view_like_pytorch(torch):
     assert type(y.grad_fn).__name__ == "CopySlices"
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.ones((3, 3)) + np.eye(3))
+
+
+def test_vector_norm_gradients_at_zeros_and_ties_match_pytorch(torch):
+    data = [[0.0, 3.0, -3.0], [1.0, 0.0, -1.0]]
+    for ord_ in (float("inf"), -float("inf"), 0.5, 3, 1.5):
+        for dim in (None, 1):
+            grads = []
+            for T in (nbgrad, torch):
+                x = T.tensor(data, dtype=T.float64, requires_grad=True)
+                T.linalg.vector_norm(x, ord_, dim).sum().backward()
+                grads.append(x.grad.numpy())
+            np.testing.assert_allclose(grads[0], grads[1], err_msg=f"ord={ord_} dim={dim}")
+
+
+def test_cross_without_dim_warns_once_like_pytorch(monkeypatch):
+    from nbgrad.ops.functions import linalg_more
+
+    monkeypatch.setattr(linalg_more, "_cross_warned", [])
+    code = "T.cross(T.ones(2, 3), T.ones(2, 3)); T.cross(T.ones(3), T.ones(3))"
+    (mine,) = _warnings_of(nbgrad, code)  # PyTorch warns once per process (TORCH_WARN_ONCE)
+    assert mine[0] is UserWarning
+    assert mine[1].startswith("Using torch.cross without specifying the dim arg is deprecated.")

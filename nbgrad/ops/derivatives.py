@@ -780,7 +780,7 @@ def _top(x, k, dim, largest):
     if x.ndim == 0:
         return values, indices
     keep = (slice(None),) * (dim % x.ndim) + (slice(0, k),)
-    return np.ascontiguousarray(values[keep]), np.ascontiguousarray(indices[keep])
+    return values[keep].copy(), indices[keep].copy()
 
 
 def _kth(x, position, dim, keepdim):
@@ -792,7 +792,7 @@ def _kth(x, position, dim, keepdim):
     values, indices = values[key], indices[key]
     if not keepdim:
         values, indices = values.squeeze(dim), indices.squeeze(dim)
-    return np.ascontiguousarray(values), np.ascontiguousarray(indices)
+    return values.copy(), indices.copy()  # C-contiguous (np.ascontiguousarray makes 0-d 1-d)
 
 
 def _lower_median(x):
@@ -848,3 +848,22 @@ op("diagonal_backward", "DiagonalBackwardBackward0", ("grad_output",),
    lambda grad_output, sizes, offset, dim1, dim2: formula_more.diagonal_backward(
        grad_output, sizes, offset, dim1, dim2),
    attrs=("sizes", "offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"))
+
+
+# --- norms, more (any order; dist; cross) --------------------------------------------------------
+# Orders other than 1 and 2 (the entry ``linalg_vector_norm`` above): inf, -inf, 0 and any p.
+
+op("linalg_vector_norm_ord", "LinalgVectorNormBackward0", ("self",),
+   {"self": "vector_norm_backward(grad, self, ord, result, dim, keepdim)"},
+   lambda self, ord, dim, keepdim: formula_more.vector_norm(self, ord, dim, keepdim),  # noqa: A006
+   attrs=("ord", "dim", "keepdim"), saves=("dim", "keepdim", "ord", "result", "self"),
+   floating=True)
+op("dist", "DistBackward0", ("self", "other"),
+   {"self": "vector_norm_backward(grad, self - other, p, result, None, False)",
+    "other": "-vector_norm_backward(grad, self - other, p, result, None, False)"},
+   lambda self, other, p: formula_more.vector_norm(self - other, p, None, False),
+   attrs=("p",), saves=("other", "p", "result", "self"), promote=True)
+op("linalg_cross", "LinalgCrossBackward0", ("self", "other"),
+   {"self": "cross(other, grad, dim)", "other": "cross(grad, self, dim)"},
+   lambda self, other, dim: np.cross(self, other, axis=dim), attrs=("dim",),
+   saves=("dim", "other", "self"), promote=True)

@@ -81,6 +81,27 @@ def diag_embed(x, offset, dim1, dim2):
     return out
 
 
+def vector_norm(x, ord, dim, keepdim):  # noqa: A002 - PyTorch's argument name
+    """``torch.linalg.vector_norm`` of any order over ``dim`` (None: every element)."""
+    axes = None if dim is None or x.ndim == 0 else dim
+    size = np.abs(x)
+    if ord == np.inf:
+        if x.size == 0:
+            return np.zeros(_kept_shape(x, axes, keepdim), x.dtype)
+        return np.asarray(size.max(axis=axes, keepdims=keepdim))
+    if ord == -np.inf:
+        return np.asarray(size.min(axis=axes, keepdims=keepdim))
+    if ord == 0:
+        return np.asarray((size != 0).sum(axis=axes, keepdims=keepdim), x.dtype)
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.asarray((size**ord).sum(axis=axes, keepdims=keepdim) ** (1 / ord), x.dtype)
+
+
+def _kept_shape(x, axes, keepdim):
+    axes = range(x.ndim) if axes is None else [a % x.ndim for a in axes]
+    return tuple(1 if i in axes else s for i, s in enumerate(x.shape) if keepdim or i not in axes)
+
+
 # --- NumPy implementations -------------------------------------------------------------------
 
 
@@ -225,6 +246,26 @@ def _mean_part(grad, self, dim, keepdim):
     )
 
 
+def _vector_norm_backward(grad, self, ord, norm, dim, keepdim):  # noqa: A002
+    """PyTorch's linalg_vector_norm_backward for the orders other than 1 and 2 (none at all for
+    order 0, which counts: PyTorch leaves the input's gradient undefined)."""
+    if ord == 0:
+        return None
+    axes = reduced_axes(dim, self.ndim)
+    shape = _reduced_shape(self.shape, axes, keepdim)
+    grad, norm = grad.reshape(shape), norm.reshape(shape)
+    if ord in (np.inf, -np.inf):
+        mask = np.abs(self) == norm
+        count = mask.sum(axis=axes, keepdims=True) if axes else mask.astype(np.int64)
+        return (np.sign(self) * mask * grad / count).astype(grad.dtype, copy=False)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.where(norm == 0, 0, grad / norm ** (ord - 1))
+        out = self * np.abs(self) ** (ord - 2) * scale
+        if ord < 2:  # 0 * inf where an element is zero: its subgradient 0, as in PyTorch
+            out = np.where(self == 0, 0, out)
+    return out.astype(grad.dtype, copy=False)
+
+
 def _take_backward(grad, self, index):
     out = np.zeros(self.size, dtype=grad.dtype)
     np.add.at(out, index, grad)
@@ -232,6 +273,8 @@ def _take_backward(grad, self, index):
 
 
 ARRAY_NAMESPACE = {
+    "vector_norm_backward": _vector_norm_backward,
+    "cross": lambda a, b, dim: np.cross(a, b, axis=dim),
     "diagonal_backward": diagonal_backward,
     "diagonal": lambda g, offset, dim1, dim2: diagonal_view(g, offset, dim1, dim2),
     "take_backward": _take_backward,
@@ -355,11 +398,29 @@ def tensor_namespace():
             self.shape, dim
         )
 
+    def vector_norm_backward(grad, self, ord, norm, dim, keepdim):  # noqa: A002
+        if ord == 0:
+            return None
+        axes = reduced_axes(dim, self.ndim)
+        shape = _reduced_shape(self.shape, axes, keepdim)
+        grad, norm = grad.reshape(shape), norm.reshape(shape)
+        if ord in (np.inf, -np.inf):
+            mask = (self.abs() == norm).detach()
+            count = mask.sum(dim=axes, keepdim=True) if axes else mask.to(nb.int64)
+            return self.sign() * mask * grad / count
+        scale = (grad / norm ** (ord - 1)).masked_fill((norm == 0).detach(), 0.0)
+        out = self * self.abs() ** (ord - 2) * scale
+        if ord < 2:
+            out = out.masked_fill((self == 0).detach(), 0.0)
+        return out
+
     def take_backward(grad, self, index):
         flat = index_put_into_zeros(grad, (self.numel(),), (np.asarray(index),))
         return flat.reshape(tuple(self.shape))
 
     return {
+        "vector_norm_backward": vector_norm_backward,
+        "cross": lambda a, b, dim: nb.linalg.cross(a, b, dim=dim),
         "diagonal_backward": lambda g, sizes, offset, dim1, dim2: run_op(
             OPS["diagonal_backward"], (g,), (tuple(sizes), offset, dim1, dim2)
         ),

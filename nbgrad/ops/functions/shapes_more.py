@@ -15,10 +15,12 @@ from nbgrad.ops.functions.arithmetic import mul
 from nbgrad.ops.functions.shapes import (
     _infer_shape,
     _shape_args,
+    cat,
     expand,
     permute,
     reshape,
     transpose,
+    unsqueeze,
 )
 from nbgrad.ops.public import public
 
@@ -297,3 +299,72 @@ def unbind(input, dim=0):  # noqa: A002
         raise IndexError(f"Dimension specified as {_wrap_dim(dim, 0)} but tensor has no dimensions")
     _wrap_dim(dim, input.dim())
     return run_op(OPS["unbind"], (input,), (dim,))
+
+
+# --- at least n dims, and the stacks PyTorch builds from them ------------------------------------
+
+
+def _at_least(n, tensors):
+    """atleast_Nd's argument forms: one tensor, several, or one list of them."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(_at_least_one(n, t) for t in tensors[0])
+    if len(tensors) == 1:
+        return _at_least_one(n, tensors[0])
+    return tuple(_at_least_one(n, t) for t in tensors)
+
+
+def _at_least_one(n, t):
+    if t.dim() >= n:
+        return t
+    if t.dim() == 0:
+        return reshape(t, (1,) * n)
+    if n == 2 or t.dim() == 2:  # (n,) -> (1, n); (m, n) -> (m, n, 1)
+        return unsqueeze(t, 0) if t.dim() == 1 else unsqueeze(t, -1)
+    return unsqueeze(unsqueeze(t, 0), -1)  # (n,) -> (1, n, 1)
+
+
+@public(function=True)
+def atleast_1d(*tensors):
+    return _at_least(1, tensors)
+
+
+@public(function=True)
+def atleast_2d(*tensors):
+    return _at_least(2, tensors)
+
+
+@public(function=True)
+def atleast_3d(*tensors):
+    return _at_least(3, tensors)
+
+
+def _stack_inputs(name, tensors):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
+@public(function=True, out=True)
+def hstack(tensors):
+    pieces = [_at_least_one(1, t) for t in _stack_inputs("hstack", tensors)]
+    return cat(pieces, 0 if pieces[0].dim() == 1 else 1)
+
+
+@public(function=("vstack", "row_stack"), out=True)
+def vstack(tensors):
+    return cat([_at_least_one(2, t) for t in _stack_inputs("vstack", tensors)], 0)
+
+
+@public(function=True, out=True)
+def dstack(tensors):
+    return cat([_at_least_one(3, t) for t in _stack_inputs("dstack", tensors)], 2)
+
+
+@public(function=True, out=True)
+def column_stack(tensors):
+    pieces = [
+        reshape(t, (t.numel(), 1)) if t.dim() <= 1 else t
+        for t in _stack_inputs("column_stack", tensors)
+    ]
+    return cat(pieces, 1)

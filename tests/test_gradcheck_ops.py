@@ -790,6 +790,40 @@ case("vstack", lambda x, y: torch.vstack([x, y]), normal(3), normal(2, 3))
 case("dstack", lambda x, y: torch.dstack((x, y)), normal(3), normal(3))
 case("column_stack", lambda x, y: torch.column_stack([x, y]), normal(2), normal(2, 2))
 case("atleast_3d", lambda x: torch.atleast_3d(x), normal(3))
+SCATTER_INDEX = torch.tensor([[0, 1, 0], [1, 0, 1]])  # no element written twice
+case("scatter", lambda x, y: x.scatter(0, SCATTER_INDEX, y), normal(2, 3), normal(2, 3))
+case("scatter-value", lambda x: torch.scatter(x, 1, torch.tensor([[2], [0]]), 1.5), normal(2, 3))
+case("scatter_", clone_of(lambda c, y: c.scatter_(0, SCATTER_INDEX, y)), normal(2, 3), normal(2, 3))
+case(
+    "scatter_add",
+    lambda x, y: x.scatter_add(0, torch.tensor([[0, 1, 0], [0, 0, 0]]), y),
+    normal(2, 3),
+    normal(2, 3),
+)
+case(
+    "scatter_add_",
+    clone_of(lambda c, y: c.scatter_add_(1, torch.tensor([[0, 0, 2]]), y)),
+    normal(2, 3),
+    normal(1, 3),
+)
+case("index_add", lambda x, y: x.index_add(0, torch.tensor([1, 1]), y), normal(2, 3), normal(2, 3))
+case(
+    "index_add_-alpha",
+    clone_of(lambda c, y: c.index_add_(1, torch.tensor([2, 0]), y, alpha=-2)),
+    normal(2, 3),
+    normal(2, 2),
+)
+case("index_fill", lambda x: x.index_fill(1, torch.tensor([0, 2]), -1.0), normal(2, 3))
+case("index_fill_", clone_of(lambda c: c.index_fill_(0, torch.tensor([1]), 2.0)), normal(2, 3))
+case(
+    "index_copy", lambda x, y: x.index_copy(0, torch.tensor([1, 0]), y), normal(2, 3), normal(2, 3)
+)
+case(
+    "index_copy_",
+    clone_of(lambda c, y: c.index_copy_(1, torch.tensor([2]), y)),
+    normal(2, 3),
+    normal(2, 1),
+)
 
 
 # --- the tests -----------------------------------------------------------------------------------

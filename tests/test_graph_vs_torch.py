@@ -259,6 +259,20 @@ EXPRESSIONS_REDUCTIONS_MORE = [
     "T.row_stack([x, v])",
     "T.dstack([x, y])",
     "T.column_stack([v, x.t()])",
+    "x.scatter(0, T.tensor([[0, 1, 0], [1, 0, 1]]), y)",
+    "x.scatter(1, T.tensor([[2], [0]]), 2.0)",
+    "T.scatter(x, 1, T.tensor([[2, 0]]), value=-1.0)",
+    "x.scatter_add(0, T.tensor([[0, 0, 0], [1, 1, 0]]), y)",
+    "x.index_add(0, T.tensor([1, 1]), y)",
+    "x.index_add(1, T.tensor([0, 2]), y[:, :2], alpha=2)",
+    "x.index_fill(1, T.tensor([0, 2]), -1.0)",
+    "x.index_copy(0, T.tensor([1, 0]), y)",
+    "(x * 1).scatter_(0, T.tensor([[0, 1, 0], [0, 0, 1]]), y)",
+    "(x * 1).scatter_(1, T.tensor([[1], [0]]), 1.0)",
+    "(x * 1).scatter_add_(0, T.tensor([[0, 1, 1], [0, 0, 0]]), y)",
+    "(x * 1).index_add_(0, T.tensor([1, 0]), y)",
+    "(x * 1).index_fill_(1, T.tensor([0]), 3.0)",
+    "(x * 1).index_copy_(1, T.tensor([2, 0]), y[:, :2])",
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 

@@ -323,6 +323,26 @@ UNARY_REDUCTIONS_MORE = [
     ("T.vstack([{0}, {0}])", lambda T, x: T.vstack([x, x]), None),
     ("T.column_stack([{0}, {0}])", lambda T, x: T.column_stack([x, x]), None),
     ("T.atleast_2d({})", lambda T, x: T.atleast_2d(x), None),
+    (
+        "{}.index_fill(0, T.tensor([0]), 2.0)",
+        lambda T, x: x.index_fill(0, T.tensor([0]), 2.0),
+        None,
+    ),
+    (
+        "{0}.index_add(-1, T.tensor([0]), {0}[..., :1])",
+        lambda T, x: x.index_add(-1, T.tensor([0]), x[..., :1]),
+        lambda a: a.ndim >= 1,
+    ),
+    (
+        "{0}.scatter_add(0, T.zeros_like({0}, dtype=T.int64), {0})",
+        lambda T, x: x.scatter_add(0, T.zeros_like(x, dtype=T.int64), x),
+        None,
+    ),
+    (
+        "({} * 1).scatter_(0, T.zeros(1, dtype=T.int64), 1.5)",
+        lambda T, x: (x * 1).scatter_(0, T.zeros(1, dtype=T.int64), 1.5),
+        lambda a: a.ndim == 1,
+    ),
 ]
 UNARY += UNARY_REDUCTIONS_MORE
 

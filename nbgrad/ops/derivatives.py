@@ -346,7 +346,9 @@ op("index", "IndexBackward0", ("self",),
    saves=("indices", "self_sym_sizes"))
 op("gather", "GatherBackward0", ("self",),
    {"self": "gather_backward(grad, self.shape, dim, index)"},
-   lambda self, dim, index, sparse_grad: np.take_along_axis(self, index, axis=dim),
+   # Index's shape, which may be smaller than self's (np.take_along_axis would broadcast it).
+   lambda self, dim, index, sparse_grad: self[formula_math._gather_key(index, dim)]
+   if self.ndim else self.copy(),
    attrs=("dim", "index", "sparse_grad"), saves=("dim", "index", "self", "sparse_grad"))
 op("cat", "CatBackward0", ("tensors",), {"tensors": "split_along(grad, dim, tensors_sym_sizes)"},
    lambda tensors, dim: np.concatenate(tensors, axis=dim), attrs=("dim",),
@@ -867,3 +869,37 @@ op("linalg_cross", "LinalgCrossBackward0", ("self", "other"),
    {"self": "cross(other, grad, dim)", "other": "cross(grad, self, dim)"},
    lambda self, other, dim: np.cross(self, other, axis=dim), attrs=("dim",),
    saves=("dim", "other", "self"), promote=True)
+
+
+# --- scatters (scatter, scatter_add, index_add, index_fill, index_copy) --------------------------
+# ``index`` is kept as an array (no edge); in place (``x.scatter_(...)``) they run the same entry.
+# As in PyTorch, a ``src`` larger than ``index`` gets a gradient of index's shape, which backward
+# then refuses ("returned an invalid gradient").
+
+op("scatter", "ScatterBackward0", ("self", "src"),
+   {"self": "scatter_zero(grad, dim, index)", "src": "gather_at(grad, dim, index)"},
+   lambda self, src, dim, index: formula_more.scatter(self, dim, index, src),
+   attrs=("dim", "index"), saves=("dim", "index"))
+op("scatter_value", "ScatterBackward1", ("self",), {"self": "scatter_zero(grad, dim, index)"},
+   lambda self, dim, index, value: formula_more.scatter(self, dim, index, value),
+   attrs=("dim", "index", "value"), saves=("dim", "index"))
+op("scatter_add", "ScatterAddBackward0", ("self", "src"),
+   {"self": "grad", "src": "gather_at(grad, dim, index)"},
+   lambda self, src, dim, index: formula_more.scatter(self, dim, index, src, add=True),
+   attrs=("dim", "index"), saves=("dim", "index"))
+op("index_add", "IndexAddBackward0", ("self", "source"),
+   {"self": "grad",
+    "source": "index_select_grad(grad, dim, index, source) if alpha == 1 else"
+              " index_select_grad(grad, dim, index, source) * alpha"},
+   lambda self, source, dim, index, alpha, source_dim: formula_more.index_put(
+       self, dim, index, source if alpha == 1 else alpha * source, add=True),
+   attrs=("dim", "index", "alpha", "source_dim"),
+   saves=("alpha", "dim", "index", "source", "source_dim"))
+op("index_fill", "IndexFillBackward0", ("self",), {"self": "index_zero(grad, dim, index)"},
+   lambda self, dim, index, value: formula_more.index_put(self, dim, index, value),
+   attrs=("dim", "index", "value"), saves=("dim", "index"))
+op("index_copy", "IndexCopyBackward0", ("self", "source"),
+   {"self": "index_zero(grad, dim, index)",
+    "source": "index_select_grad(grad, dim, index, source)"},
+   lambda self, source, dim, index, source_dim: formula_more.index_put(self, dim, index, source),
+   attrs=("dim", "index", "source_dim"), saves=("dim", "index", "source", "source_dim"))

@@ -102,6 +102,42 @@ def _kept_shape(x, axes, keepdim):
     return tuple(1 if i in axes else s for i, s in enumerate(x.shape) if keepdim or i not in axes)
 
 
+def scatter_key(index, dim, ndim):
+    """The fancy-index key of the elements ``scatter(dim, index, ...)`` writes (and ``gather``
+    reads): ``index`` along ``dim``, its own position along every other dim."""
+    if ndim == 0:
+        return ()
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim % ndim] = index
+    return tuple(grids)
+
+
+def scatter(x, dim, index, src, add=False):
+    out = x.copy()
+    key = scatter_key(index, dim, x.ndim)
+    if isinstance(src, np.ndarray):
+        src = src[tuple(slice(0, n) for n in index.shape)] if src.ndim else src
+    if add:
+        np.add.at(out, key, src)
+    else:
+        out[key] = src
+    return out
+
+
+def index_key(dim, index, ndim):
+    return (slice(None),) * (dim % ndim) + (index,) if ndim else ()
+
+
+def index_put(x, dim, index, values, add=False):
+    out = x.copy()
+    key = index_key(dim, index, x.ndim)
+    if add:
+        np.add.at(out, key, values)
+    else:
+        out[key] = values
+    return out
+
+
 # --- NumPy implementations -------------------------------------------------------------------
 
 
@@ -272,7 +308,27 @@ def _take_backward(grad, self, index):
     return out.reshape(self.shape)
 
 
+def _scatter_zero(grad, dim, index):
+    out = grad.copy()
+    out[scatter_key(index, dim, grad.ndim)] = 0
+    return out
+
+
+def _index_zero(grad, dim, index):
+    out = grad.copy()
+    out[index_key(dim, index, grad.ndim)] = 0
+    return out
+
+
+def _index_select_grad(grad, dim, index, source):
+    return grad[index_key(dim, index, grad.ndim)].reshape(source.shape)
+
+
 ARRAY_NAMESPACE = {
+    "scatter_zero": _scatter_zero,
+    "gather_at": lambda grad, dim, index: grad[scatter_key(index, dim, grad.ndim)],
+    "index_zero": _index_zero,
+    "index_select_grad": _index_select_grad,
     "vector_norm_backward": _vector_norm_backward,
     "cross": lambda a, b, dim: np.cross(a, b, axis=dim),
     "diagonal_backward": diagonal_backward,
@@ -418,7 +474,19 @@ def tensor_namespace():
         flat = index_put_into_zeros(grad, (self.numel(),), (np.asarray(index),))
         return flat.reshape(tuple(self.shape))
 
+    def index_select_grad(grad, dim, index, source):
+        if grad.ndim == 0:
+            return grad.reshape(tuple(source.shape))
+        return grad.index_select(dim, nb.tensor(np.asarray(index))).reshape(tuple(source.shape))
+
+    def gather_at(grad, dim, index):
+        return grad.gather(dim, nb.tensor(np.asarray(index))) if grad.ndim else grad
+
     return {
+        "scatter_zero": lambda g, dim, index: g.scatter(dim, nb.tensor(np.asarray(index)), 0.0),
+        "gather_at": gather_at,
+        "index_zero": lambda g, dim, index: g.index_fill(dim, nb.tensor(np.asarray(index)), 0.0),
+        "index_select_grad": index_select_grad,
         "vector_norm_backward": vector_norm_backward,
         "cross": lambda a, b, dim: nb.linalg.cross(a, b, dim=dim),
         "diagonal_backward": lambda g, sizes, offset, dim1, dim2: run_op(

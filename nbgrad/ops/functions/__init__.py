@@ -21,6 +21,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     linalg_more,
     reductions,
     reductions_more,
+    scatter,
     selection,
     shapes,
     shapes_more,

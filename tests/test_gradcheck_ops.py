@@ -826,6 +826,14 @@ case(
 )
 
 
+case("vdot", torch.vdot, normal(3), normal(3))
+case("rot90", lambda x: x.rot90(), normal(2, 3))
+case("rot90-back", lambda x: torch.rot90(x, -1, (2, 0)), normal(2, 3, 2))
+case("repeat_interleave", lambda x: x.repeat_interleave(2, 1), normal(2, 3))
+case("repeat_interleave-tensor", lambda x: x.repeat_interleave(torch.tensor([2, 0])), normal(2))
+case("kron", torch.kron, normal(2, 3), normal(2, 2))
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 

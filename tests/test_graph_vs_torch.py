@@ -273,6 +273,17 @@ EXPRESSIONS_REDUCTIONS_MORE = [
     "(x * 1).index_add_(0, T.tensor([1, 0]), y)",
     "(x * 1).index_fill_(1, T.tensor([0]), 3.0)",
     "(x * 1).index_copy_(1, T.tensor([2, 0]), y[:, :2])",
+    "T.vdot(v, x[0])",
+    "x.rot90()",
+    "x.rot90(-1)",
+    "T.rot90(b3, 1, (2, 0))",
+    "x.rot90().reshape(6)",
+    "x.repeat_interleave(2)",
+    "x.repeat_interleave(2, -2)",
+    "x.repeat_interleave(T.tensor([1, 2, 0]), 1)",
+    "v.repeat_interleave(T.tensor(3))",
+    "T.kron(x, y)",
+    "T.kron(v, x)",
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 

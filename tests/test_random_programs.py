@@ -343,6 +343,10 @@ UNARY_REDUCTIONS_MORE = [
         lambda T, x: (x * 1).scatter_(0, T.zeros(1, dtype=T.int64), 1.5),
         lambda a: a.ndim == 1,
     ),
+    ("{}.rot90()", lambda T, x: x.rot90(), None),
+    ("{}.repeat_interleave(2)", lambda T, x: x.repeat_interleave(2), None),
+    ("{}.repeat_interleave(2, 0)", lambda T, x: x.repeat_interleave(2, 0), None),
+    ("T.kron({0}, {0})", lambda T, x: T.kron(x, x), lambda a: a.size <= 12),
 ]
 UNARY += UNARY_REDUCTIONS_MORE
 

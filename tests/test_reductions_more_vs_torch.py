@@ -107,6 +107,14 @@ ERRORS = [
     """x = T.ones(2, 3, requires_grad=True)
 y = T.ones(2, 3, requires_grad=True)
 x.scatter_add(0, T.tensor([[0, 0, 0]]), y).sum().backward()""",
+    "T.ones(2, 3).rot90(1, (0,))",
+    "T.ones(3).rot90()",
+    "T.ones(2, 3).rot90(1, (1, -1))",
+    "T.vdot(T.ones(3), T.ones(2, 3))",
+    "T.vdot(T.ones(3), T.ones(2))",
+    "T.ones(2, 3).repeat_interleave(-1)",
+    "T.ones(2, 3).repeat_interleave(T.tensor([1, 2]), 1)",
+    "T.ones(2, 3).repeat_interleave(T.tensor([1, -2, 1]), 1)",
 ]
 
 
@@ -190,6 +198,9 @@ VALUES = [
     "T.tensor([0.0, 3.0, -4.0]).norm(0.5)",
     "T.tensor(-1.18).norm(3, 0)",
     "T.tensor([[1.0, 2.0, 3.0]]).cross(T.tensor([[0.0, 1.0, 0.0]]))",
+    "T.repeat_interleave(T.tensor([1, 2]))",
+    "T.arange(6.0).reshape(2, 3).rot90(3)",
+    "T.kron(T.tensor([[1, 2]]), T.tensor([[1], [10]]))",
     "T.atleast_3d(T.ones(3)).shape and T.atleast_3d(T.ones(3))",
 ]
 

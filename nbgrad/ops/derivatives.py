@@ -903,3 +903,13 @@ op("index_copy", "IndexCopyBackward0", ("self", "source"),
     "source": "index_select_grad(grad, dim, index, source)"},
    lambda self, source, dim, index, source_dim: formula_more.index_put(self, dim, index, source),
    attrs=("dim", "index", "source_dim"), saves=("dim", "index", "source", "source_dim"))
+
+
+# --- products and rotations, more (vdot, rot90) ---------------------------------------------------
+
+op("vdot", "VdotBackward0", ("self", "other"),
+   {"self": "grad * other", "other": "grad * self"},
+   np.dot, saves=("other", "self"), promote=True)
+op("rot90", "Rot90Backward0", ("self",), {"self": "rot90(grad, -k, dims)"},
+   lambda self, k, dims: formula_more.rot90(self, k, dims), attrs=("k", "dims"),
+   saves=("dims", "k"))

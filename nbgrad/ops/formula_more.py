@@ -138,6 +138,18 @@ def index_put(x, dim, index, values, add=False):
     return out
 
 
+def rot90(x, k, dims):
+    """``torch.rot90`` laid out as PyTorch lays it out: a flipped copy, transposed for odd k."""
+    d0, d1 = dims
+    k %= 4
+    if k == 0:
+        return x.copy()
+    if k == 2:
+        return np.flip(x, (d0, d1)).copy()
+    flipped = np.flip(x, d1 if k == 1 else d0).copy()
+    return np.swapaxes(flipped, d0, d1)
+
+
 # --- NumPy implementations -------------------------------------------------------------------
 
 
@@ -325,6 +337,7 @@ def _index_select_grad(grad, dim, index, source):
 
 
 ARRAY_NAMESPACE = {
+    "rot90": rot90,
     "scatter_zero": _scatter_zero,
     "gather_at": lambda grad, dim, index: grad[scatter_key(index, dim, grad.ndim)],
     "index_zero": _index_zero,
@@ -483,6 +496,7 @@ def tensor_namespace():
         return grad.gather(dim, nb.tensor(np.asarray(index))) if grad.ndim else grad
 
     return {
+        "rot90": lambda g, k, dims: g.rot90(k, dims),
         "scatter_zero": lambda g, dim, index: g.scatter(dim, nb.tensor(np.asarray(index)), 0.0),
         "gather_at": gather_at,
         "index_zero": lambda g, dim, index: g.index_fill(dim, nb.tensor(np.asarray(index)), 0.0),

@@ -8,9 +8,9 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.autograd.tensor import Tensor, _wrap_dim
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions._common import _shapes_error
+from nbgrad.ops.functions._common import _fresh, _shapes_error
 from nbgrad.ops.functions.arithmetic import mul
 from nbgrad.ops.functions.shapes import (
     _infer_shape,
@@ -368,3 +368,84 @@ def column_stack(tensors):
         for t in _stack_inputs("column_stack", tensors)
     ]
     return cat(pieces, 1)
+
+
+# --- vdot, rot90, repeat_interleave, kron --------------------------------------------------------
+
+
+@public(function=True, method=True, out=True)
+def vdot(input, other):  # noqa: A002
+    a, b = input._data.shape, other._data.shape
+    if len(a) != 1 or len(b) != 1:
+        raise RuntimeError(f"1D tensors expected, but got {len(a)}D and {len(b)}D tensors")
+    if input._dtype is not other._dtype:
+        raise RuntimeError(
+            "vdot : expected both vectors to have same dtype, but found "
+            f"{dtypes.SCALAR_TYPE_NAMES[input._dtype]} and "
+            f"{dtypes.SCALAR_TYPE_NAMES[other._dtype]}"
+        )
+    if a[0] != b[0]:
+        raise RuntimeError(
+            f"inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have the "
+            f"same number of elements, but got {a[0]} and {b[0]} elements respectively"
+        )
+    return run_op(OPS["vdot"], (input, other))
+
+
+@public(function=True, method=True)
+def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (_wrap_dim(d, input.dim()) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(
+            f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}"
+        )
+    return run_op(OPS["rot90"], (input,), (k, (d0, d1)))
+
+
+@public(function=True, method=True)
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
+    """Integer repeats: unsqueeze, expand, copy and view, as PyTorch decomposes it; a tensor of
+    repeats: index_select of the repeated positions."""
+    from nbgrad.ops.creation import tensor as _tensor
+    from nbgrad.ops.functions.shape_helpers import index_select_positions
+
+    if repeats is None:  # torch.repeat_interleave(repeats): the positions, each repeated
+        return _tensor(index_select_positions(input._data, input._data.size))
+    if dim is None:
+        input, dim = (input if input.dim() == 1 else reshape(input, (-1,))), 0
+    wrapped = _wrap_dim(dim, input.dim())
+    if isinstance(repeats, Tensor):
+        size = input._data.shape[wrapped] if input.dim() else 1
+        if repeats.numel() not in (1, size):
+            raise RuntimeError(
+                "repeats must have the same size as input along dim, but got repeats.size(0) = "
+                f"{repeats.numel()} and input.size({wrapped}) = {size}"
+            )
+        positions = index_select_positions(repeats._data, size)
+        return index_select(input, dim, _tensor(positions))
+    count = int(repeats)
+    if count < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    shape = input._data.shape
+    expanded_shape = (*shape[: wrapped + 1], count, *shape[wrapped + 1 :])
+    expanded = expand(unsqueeze(input, wrapped + 1), expanded_shape)
+    copied = _fresh(run_op(OPS["clone"], (expanded,)))  # a C-contiguous copy, as PyTorch's
+    merged = (*shape[:wrapped], shape[wrapped] * count, *shape[wrapped + 1 :])
+    return reshape(copied, merged)
+
+
+@public(function=True, out=True)
+def kron(input, other):  # noqa: A002
+    """Both operands viewed with interleaved size-1 dims, multiplied, and merged back."""
+    n = builtins.max(input.dim(), other.dim())
+    a = (1,) * (n - input.dim()) + tuple(input._data.shape)
+    b = (1,) * (n - other.dim()) + tuple(other._data.shape)
+    left = run_op(OPS["unsafe_view"], (input,), (tuple(s for d in a for s in (d, 1)),))
+    right = run_op(OPS["unsafe_view"], (other,), (tuple(s for d in b for s in (1, d)),))
+    product = mul(left, right)
+    return run_op(OPS["unsafe_view"], (product,), (tuple(x * y for x, y in zip(a, b)),))

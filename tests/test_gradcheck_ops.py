@@ -832,6 +832,17 @@ case("rot90-back", lambda x: torch.rot90(x, -1, (2, 0)), normal(2, 3, 2))
 case("repeat_interleave", lambda x: x.repeat_interleave(2, 1), normal(2, 3))
 case("repeat_interleave-tensor", lambda x: x.repeat_interleave(torch.tensor([2, 0])), normal(2))
 case("kron", torch.kron, normal(2, 3), normal(2, 2))
+case("meshgrid", lambda x, y: torch.meshgrid(x, y, indexing="xy"), normal(3), normal(2))
+case("cartesian_prod", torch.cartesian_prod, normal(3), normal(2))
+case("block_diag", torch.block_diag, normal(2, 3), normal(2), normal())
+case("addbmm", torch.addbmm, normal(2, 4), normal(3, 2, 5), normal(3, 5, 4))
+case(
+    "addbmm-scaled",
+    lambda b, x, y: b.addbmm(x, y, beta=0.5, alpha=-2),
+    normal(4),
+    normal(3, 2, 5),
+    normal(3, 5, 4),
+)
 
 
 # --- the tests -----------------------------------------------------------------------------------

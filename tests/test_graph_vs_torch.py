@@ -284,6 +284,13 @@ EXPRESSIONS_REDUCTIONS_MORE = [
     "v.repeat_interleave(T.tensor(3))",
     "T.kron(x, y)",
     "T.kron(v, x)",
+    "T.meshgrid(v, x[0], indexing='ij')[1]",
+    "T.meshgrid(v, x[:, 0], indexing='xy')[0]",
+    "T.cartesian_prod(v, x[0])",
+    "T.block_diag(x, v)",
+    "T.block_diag(s, x.t(), m)",
+    "T.addbmm(m[:2, :], b3, c3)",
+    "T.addbmm(m[:2, :], b3, c3, beta=0.5, alpha=2)",
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 

@@ -347,6 +347,8 @@ UNARY_REDUCTIONS_MORE = [
     ("{}.repeat_interleave(2)", lambda T, x: x.repeat_interleave(2), None),
     ("{}.repeat_interleave(2, 0)", lambda T, x: x.repeat_interleave(2, 0), None),
     ("T.kron({0}, {0})", lambda T, x: T.kron(x, x), lambda a: a.size <= 12),
+    ("T.block_diag({0}, {0})", lambda T, x: T.block_diag(x, x), lambda a: a.ndim <= 2),
+    ("T.cartesian_prod({0}, {0})", lambda T, x: T.cartesian_prod(x, x), lambda a: a.ndim == 1),
 ]
 UNARY += UNARY_REDUCTIONS_MORE
 

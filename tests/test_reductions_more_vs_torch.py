@@ -115,6 +115,12 @@ x.scatter_add(0, T.tensor([[0, 0, 0]]), y).sum().backward()""",
     "T.ones(2, 3).repeat_interleave(-1)",
     "T.ones(2, 3).repeat_interleave(T.tensor([1, 2]), 1)",
     "T.ones(2, 3).repeat_interleave(T.tensor([1, -2, 1]), 1)",
+    "T.meshgrid(T.ones(2), T.ones(3), indexing='ab')",
+    "T.block_diag(T.ones(2, 2, 2))",
+    "T.addbmm(T.ones(2, 4), T.ones(3, 2, 5), T.ones(2, 5, 4))",
+    "T.addbmm(T.ones(2, 4), T.ones(3, 2, 5), T.ones(3, 2, 4))",
+    "T.addbmm(T.ones(3, 4), T.ones(3, 2, 5), T.ones(3, 5, 4))",
+    "T.addbmm(T.ones(2, 4), T.ones(2, 5), T.ones(3, 5, 4))",
 ]
 
 
@@ -199,6 +205,9 @@ VALUES = [
     "T.tensor(-1.18).norm(3, 0)",
     "T.tensor([[1.0, 2.0, 3.0]]).cross(T.tensor([[0.0, 1.0, 0.0]]))",
     "T.repeat_interleave(T.tensor([1, 2]))",
+    "T.block_diag()",
+    "T.block_diag(T.ones(2, dtype=T.int64), T.ones(1))",
+    "T.meshgrid(T.arange(3), T.arange(2), indexing='xy')[1]",
     "T.arange(6.0).reshape(2, 3).rot90(3)",
     "T.kron(T.tensor([[1, 2]]), T.tensor([[1], [10]]))",
     "T.atleast_3d(T.ones(3)).shape and T.atleast_3d(T.ones(3))",
@@ -339,3 +348,15 @@ def test_cross_without_dim_warns_once_like_pytorch(monkeypatch):
     (mine,) = _warnings_of(nbgrad, code)  # PyTorch warns once per process (TORCH_WARN_ONCE)
     assert mine[0] is UserWarning
     assert mine[1].startswith("Using torch.cross without specifying the dim arg is deprecated.")
+
+
+def test_meshgrid_returns_views_and_warns_once_without_indexing(torch, monkeypatch):
+    from nbgrad.ops.functions import shapes_more
+
+    x = nbgrad.ones(3, requires_grad=True)
+    grids = nbgrad.meshgrid(x, nbgrad.ones(2), indexing="ij")
+    assert type(grids) is tuple and grids[0]._base is x
+    assert type(grids[0].grad_fn).__name__ == "ExpandBackward0"
+    monkeypatch.setattr(shapes_more, "_meshgrid_warned", [])
+    (warning,) = _warnings_of(nbgrad, "T.meshgrid(T.ones(2), T.ones(2)); T.meshgrid(T.ones(2))")
+    assert warning[0] is UserWarning and "pass the indexing argument" in warning[1]

@@ -232,8 +232,10 @@ def _add_product(bias, product):
     return product
 
 
-def _addmm(bias, mat1, mat2, beta, alpha):
+def _addmm(bias, mat1, mat2, beta, alpha, sum_batches=False):
     product = mat1 @ mat2
+    if sum_batches:  # addbmm: the batch of products, added up
+        product = product.sum(axis=0)
     if alpha != 1:
         product *= alpha
     if beta != 0:  # with beta=0 PyTorch ignores the bias, nan and inf included
@@ -913,3 +915,23 @@ op("vdot", "VdotBackward0", ("self", "other"),
 op("rot90", "Rot90Backward0", ("self",), {"self": "rot90(grad, -k, dims)"},
    lambda self, k, dims: formula_more.rot90(self, k, dims), attrs=("k", "dims"),
    saves=("dims", "k"))
+
+
+# --- block_diag, addbmm ---------------------------------------------------------------------------
+
+op("block_diag", "BlockDiagBackward0", ("tensors",),
+   {"tensors": "block_diag_pieces(grad, tensors_sym_sizes)"},
+   lambda tensors: formula_more.block_diag(tensors), saves=("tensors_sym_sizes",),
+   hidden=("tensors_sym_sizes",), variadic=True, promote=True)
+op("addbmm", "AddbmmBackward0", ("self", "batch1", "batch2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "batch1": "scaled(expand(unsqueeze(grad, 0), (batch1_sym_argsize_0, batch1_sym_argsize_1,"
+              " batch2_sym_argsize_2)) @ swap_last(batch2), alpha)",
+    "batch2": "scaled(swap_last(batch1) @ expand(unsqueeze(grad, 0), (batch1_sym_argsize_0,"
+              " batch1_sym_argsize_1, batch2_sym_argsize_2)), alpha)"},
+   lambda self, batch1, batch2, beta, alpha, *sizes: _addmm(
+       self, batch1, batch2, beta, alpha, sum_batches=True),
+   attrs=("beta", "alpha", "batch1_sym_argsize_0", "batch1_sym_argsize_1",
+          "batch2_sym_argsize_2"),
+   saves=("alpha", "batch1", "batch1_sym_argsize_0", "batch1_sym_argsize_1", "batch2",
+          "batch2_sym_argsize_2", "beta"), promote=True)

@@ -150,6 +150,28 @@ def rot90(x, k, dims):
     return np.swapaxes(flipped, d0, d1)
 
 
+def block_rows_cols(shape):
+    """The (rows, cols) block a tensor of ``shape`` fills in ``block_diag``."""
+    if len(shape) == 0:
+        return 1, 1
+    if len(shape) == 1:
+        return 1, shape[0]
+    return shape[0], shape[1]
+
+
+def block_diag(arrays):
+    blocks = [block_rows_cols(a.shape) for a in arrays]
+    out = np.zeros(
+        (sum(r for r, _ in blocks), sum(c for _, c in blocks)),
+        np.result_type(*arrays) if arrays else np.float32,
+    )
+    row = col = 0
+    for a, (r, c) in zip(arrays, blocks):
+        out[row : row + r, col : col + c] = a.reshape(r, c)
+        row, col = row + r, col + c
+    return out
+
+
 # --- NumPy implementations -------------------------------------------------------------------
 
 
@@ -336,7 +358,23 @@ def _index_select_grad(grad, dim, index, source):
     return grad[index_key(dim, index, grad.ndim)].reshape(source.shape)
 
 
+def _block_diag_pieces(grad, sizes):
+    pieces, row, col = [], 0, 0
+    for shape in sizes:
+        r, c = block_rows_cols(shape)
+        pieces.append(grad[row : row + r, col : col + c].reshape(shape))
+        row, col = row + r, col + c
+    return pieces
+
+
+def scaled(value, factor):
+    """PyTorch's maybe_multiply: ``value * factor``, or ``value`` itself when the factor is 1."""
+    return value if factor == 1 else value * factor
+
+
 ARRAY_NAMESPACE = {
+    "scaled": scaled,
+    "block_diag_pieces": _block_diag_pieces,
     "rot90": rot90,
     "scatter_zero": _scatter_zero,
     "gather_at": lambda grad, dim, index: grad[scatter_key(index, dim, grad.ndim)],
@@ -495,7 +533,17 @@ def tensor_namespace():
     def gather_at(grad, dim, index):
         return grad.gather(dim, nb.tensor(np.asarray(index))) if grad.ndim else grad
 
+    def block_diag_pieces(grad, sizes):
+        pieces, row, col = [], 0, 0
+        for shape in sizes:
+            r, c = block_rows_cols(shape)
+            pieces.append(grad[row : row + r, col : col + c].reshape(tuple(shape)))
+            row, col = row + r, col + c
+        return pieces
+
     return {
+        "scaled": scaled,
+        "block_diag_pieces": block_diag_pieces,
         "rot90": lambda g, k, dims: g.rot90(k, dims),
         "scatter_zero": lambda g, dim, index: g.scatter(dim, nb.tensor(np.asarray(index)), 0.0),
         "gather_at": gather_at,

@@ -3,6 +3,7 @@
 ``addmv``/``addr``/``baddbmm``."""
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from nbgrad.ops.functions.shapes import (
     expand,
     permute,
     reshape,
+    stack,
     transpose,
     unsqueeze,
 )
@@ -449,3 +451,86 @@ def kron(input, other):  # noqa: A002
     right = run_op(OPS["unsafe_view"], (other,), (tuple(s for d in b for s in (1, d)),))
     product = mul(left, right)
     return run_op(OPS["unsafe_view"], (product,), (tuple(x * y for x, y in zip(a, b)),))
+
+
+# --- meshgrid, cartesian_prod, block_diag, addbmm ------------------------------------------------
+
+_meshgrid_warned = []
+
+
+@public(function=True)
+def meshgrid(*tensors, indexing=None):
+    """Each tensor viewed along its own dim and expanded to the grid: views, as in PyTorch."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        if not _meshgrid_warned:  # PyTorch warns once per process
+            _meshgrid_warned.append(True)
+            warnings.warn(
+                "torch.meshgrid: in an upcoming release, it will be required to pass the "
+                "indexing argument.",
+                UserWarning,
+                stacklevel=2,
+            )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(
+            f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}'
+        )
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(
+                f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}"
+            )
+    swap = indexing == "xy" and len(tensors) >= 2
+    ordered = [tensors[1], tensors[0], *tensors[2:]] if swap else list(tensors)
+    shape = tuple(t.numel() for t in ordered)
+    grids = []
+    for i, t in enumerate(ordered):
+        view_shape = tuple(s if d == i else 1 for d, s in enumerate(shape))
+        grids.append(expand(reshape(t, view_shape), shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+@public(function=True)
+def cartesian_prod(*tensors):
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([reshape(g, (-1,)) for g in grids], 1)
+
+
+@public(function=True)
+def block_diag(*tensors):
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(
+                f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                f"{t.dim()} dimensions"
+            )
+    if not tensors:  # PyTorch gives an empty 1 x 0 matrix
+        from nbgrad.ops.creation import zeros
+
+        return zeros(1, 0)
+    return run_op(OPS["block_diag"], (list(tensors),))
+
+
+@public(function=True, method=True, out=True)
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    if batch1.dim() >= 2 and batch2.dim() >= 3:  # PyTorch expands the bias first
+        expand(input.detach(), (batch1._data.shape[1], batch2._data.shape[2]))
+    if batch1.dim() != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if batch2.dim() != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    a, b = batch1._data.shape, batch2._data.shape
+    if a[0] != b[0]:
+        raise RuntimeError(
+            f"batch1 and batch2 must have same number of batches, got {a[0]} and {b[0]}"
+        )
+    if a[2] != b[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({a[1]}x{a[2]} and {b[1]}x{b[2]})")
+    expand(input.detach(), (a[1], b[2]))  # PyTorch's error for a bias that does not expand
+    return run_op(OPS["addbmm"], (input, batch1, batch2), (beta, alpha, a[0], a[1], b[2]))

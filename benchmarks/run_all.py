@@ -13,7 +13,7 @@ import argparse
 import datetime
 import pathlib
 
-from benchmarks import blas, chain, harness, mlp
+from benchmarks import blas, chain, harness, mlp, power
 
 README = pathlib.Path(__file__).with_name("README.md")
 START = "<!-- results:start (written by python -m benchmarks.run_all) -->"
@@ -93,6 +93,7 @@ def main():
     benchmarks = [chain.run, lambda: mlp.run("addmm")]
     if mlp.has_style("nn"):
         benchmarks.append(lambda: mlp.run("nn"))
+    benchmarks.append(power.run)
     benchmarks.append(blas.run)
     results = [quietest(benchmark, args.attempts) for benchmark in benchmarks]
 

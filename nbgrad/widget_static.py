@@ -1,11 +1,16 @@
 """The static picture of a trace: an SVG drawing and a text summary, for wherever the live
-widget cannot run (nbconvert without widget state, GitHub, nbval).
+widget cannot run (nbconvert without widget state, GitHub, nbval, a notebook not yet run).
+
+The drawing is an ``<img>`` whose source is the SVG as a data URI, not inline SVG: JupyterLab
+and Notebook 7 strip inline SVG from the HTML of an untrusted notebook (any notebook just
+cloned or downloaded) but show images, so a tutorial opens on a picture of its graph.
 
 Deterministic: the same trace always gives the same bytes (no ids of Python objects, no
 timings). The layout is a plain layered one (longest path from the sinks, nodes in the order
 the trace lists them); the interactive widget lays graphs out better.
 """
 
+import base64
 import html
 
 MAX_DRAWN = 300
@@ -194,7 +199,11 @@ def html_of(data):
     if svg is None:
         body = "<div>Nothing to draw: no tensor operations ran while recording.</div>"
     else:
-        body = f'<div style="overflow:auto;max-height:600px">{svg}</div>'
+        source = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode()
+        body = (
+            '<div style="overflow:auto;max-height:600px">'
+            f'<img src="{source}" alt="{summary}" style="max-width:none"></div>'
+        )
     return (
         '<div class="nbgrad-static" style="font-family:sans-serif;font-size:13px">'
         f'{body}<div style="color:#6b7280">{summary}</div>{more}</div>'

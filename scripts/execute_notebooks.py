@@ -17,8 +17,10 @@ What is stored, and what is not (notebooks/README.md says why):
   that no longer exists (JupyterLab would show "Error displaying widget: model not found"
   instead of the static drawing). What stays is the widget's ``text/html`` drawing and
   ``text/plain`` summary; running the cell again brings the live widget back;
-- no execution timings (``record_timing=False``) and no kernel-specific language details
-  beyond the language name;
+- no execution timings (``record_timing=False``); the notebook's ``language_info`` is the one
+  the kernel reported, which is what JupyterLab writes when it opens the notebook, so opening a
+  tutorial does not mark it modified (on the Python the tests run with; another Python version
+  differs in ``language_info.version`` only);
 - no memory addresses: an output containing ``0x7f...`` fails the run, since it would change
   on every execution;
 - nothing else that changes from run to run or from machine to machine: the patterns of
@@ -36,6 +38,7 @@ import time
 from pathlib import Path
 
 import nbformat
+from jupyter_client.kernelspec import get_kernel_spec
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -75,10 +78,16 @@ def sanitize_patterns():
 
 
 def clean(nb):
-    """Drop widget state and kernel details; report outputs that would not be reproducible."""
+    """Drop widget state; report outputs that would not be reproducible."""
     patterns = sanitize_patterns()
     nb.metadata.pop("widgets", None)
-    nb.metadata["language_info"] = {"name": nb.metadata.get("language_info", {}).get("name")}
+    # the kernelspec as JupyterLab writes it on opening (it rewrites any other display name)
+    spec = get_kernel_spec("python3")
+    nb.metadata["kernelspec"] = {
+        "display_name": spec.display_name,
+        "language": spec.language,
+        "name": "python3",
+    }
     problems = []
     for number, cell in enumerate(nb.cells, 1):
         if cell.cell_type != "code":

@@ -27,6 +27,37 @@ CASES = {
         y.backward()
         y.backward()
     """,
+    # A Python number operand is saved as a wrapped tensor, and freed after backward as well
+    "backward twice through a node that saved a number (mul)": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = (w * -1).mean()
+        v.backward()
+        v.backward()
+    """,
+    "backward twice through a node that saved a number (div)": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = (w / 2).sum()
+        v.backward()
+        v.backward()
+    """,
+    "saved number operand read after backward": """
+        w = T.tensor([1., 2.], requires_grad=True)
+        v = w * 3
+        v.sum().backward()
+        v.grad_fn._saved_other
+    """,
+    # floor_divide and a number % tensor have no derivative: a NotImplemented grad_fn
+    "backward through floor_divide": """
+        w = T.tensor([1.5, -2.5], requires_grad=True)
+        y = w // 2
+        assert y.requires_grad and y.grad_fn.name() == "torch::autograd::NotImplemented"
+        assert type(y.grad_fn).__name__ == "NotImplemented"
+        (y * w).sum().backward()
+    """,
+    "backward through a number % tensor": """
+        w = T.tensor([1.5, -2.5], requires_grad=True)
+        (2 % w).sum().backward()
+    """,
     "autograd.grad twice": """
         a = T.tensor([1., 2.], requires_grad=True)
         y = (a * a).sum()
@@ -405,6 +436,42 @@ CASES = {
         b.mul_(2)
         c.sum().backward()
     """,
+    # PyTorch names the forward op after its node: PowBackward1 -> Pow1, SinhBackward -> Sinh
+    "saved output modified (pow with a tensor exponent)": """
+        a = T.ones(2, requires_grad=True)
+        b = a * 1
+        c = b.pow(b)
+        c.add_(1)
+        c.sum().backward()
+    """,
+    "saved output modified (number ** tensor)": """
+        a = T.ones(2, requires_grad=True)
+        c = 2 ** a
+        c.add_(1)
+        c.sum().backward()
+    """,
+    "saved output modified (max)": """
+        a = T.tensor([1., 2.], requires_grad=True)
+        c = a.max()
+        c.add_(1)
+        c.backward()
+    """,
+    "saved output of a custom Function modified": """
+        class Twice(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * 2
+                ctx.save_for_backward(y)
+                return y
+            @staticmethod
+            def backward(ctx, g):
+                y, = ctx.saved_tensors
+                return g * y
+        a = T.ones(2, requires_grad=True)
+        y = Twice.apply(a)
+        y.add_(1)
+        y.sum().backward()
+    """,
     "input saved by a custom Function modified": """
         class Square(T.autograd.Function):
             @staticmethod
@@ -422,6 +489,49 @@ CASES = {
         y.sum().backward()
     """,
     # --- shapes -----------------------------------------------------------------------------------
+    "norm of a 0-d tensor over dim 1": "T.tensor(-1.18).norm(dim=1)",
+    "select on a 0-d tensor": "T.tensor(1.5).select(0, 0)",
+    "narrow on a 0-d tensor": "T.tensor(1.5).narrow(0, 0, 1)",
+    "sum over a repeated dim": "T.ones(2, 3).sum((1, -1))",
+    "norm over a repeated dim": "T.ones(2, 3).norm(dim=(0, 0))",
+    "item assignment into a 0-d tensor that requires grad": """
+        x = T.tensor(0.75, requires_grad=True)
+        x[0] = 1.5
+    """,
+    "item assignment into a 0-d tensor": "T.tensor(0.75)[0] = 1.5",
+    "slice assignment into a 0-d tensor": "T.tensor(0.75)[1:] = 1.5",
+    "item assignment out of bounds": "T.ones(2)[5] = 1.5",
+    "item assignment out of bounds in dim 1": "T.ones(2, 3)[..., 3] = 1.5",
+    "item assignment with too many indices": "T.ones(2)[0, 1] = 1.5",
+    "fill_ of an expanded tensor with a tensor value": """
+        x = T.ones(1, 3)
+        x.expand(2, 3).fill_(T.tensor(3.))
+    """,
+    "masked_fill with a mask that does not broadcast": (
+        "T.ones(2, 3).masked_fill(T.ones(3, 2, dtype=T.bool), 0.)"
+    ),
+    "where with a condition that does not broadcast": (
+        "T.where(T.ones(3, 2, dtype=T.bool), T.ones(2, 3), 0.)"
+    ),
+    "flatten of a 0-d tensor from dim 1": "T.tensor(1.5).flatten(1)",
+    "item assignment of a value too short": "T.ones(2, 3)[0] = T.ones(2)",
+    "slice assignment of a value too long": "T.ones(2, 3)[:, 0] = T.ones(3)",
+    "item assignment of a value with more dims": "T.ones(2, 3)[0] = T.ones(2, 3)",
+    "element assignment of a vector": "T.ones(2, 3)[0, 1] = T.ones(2)",
+    "index assignment of a value that does not broadcast": (
+        "T.ones(2, 3)[T.tensor([0, 1])] = T.ones(3, 3)"
+    ),
+    "mask assignment of too few values": """
+        x = T.ones(2, 3)
+        x[x > 0] = T.ones(2)
+    """,
+    "index assignment out of bounds": "T.ones(2, 3)[[0, 5]] = 1.",
+    "index assignment out of bounds in dim 1": "T.ones(2, 3)[:, [0, 3]] = 1.",
+    "assignment of a string": "T.ones(2, 3)[0] = 'a'",
+    "in-place clamp_ with a bound that does not broadcast": (
+        "T.ones(2, 3).clamp_(min=T.ones(3, 1))"
+    ),
+    "in-place sqrt_ of an integer tensor": "T.ones(2, dtype=T.long).sqrt_()",
     "view to a wrong size": "T.ones(2, 3).view(4)",
     "view with -1 to a wrong size": "T.ones(2, 3).view(-1, 4)",
     "view with two -1": "T.ones(2, 3).view(-1, -1)",
@@ -634,6 +744,96 @@ ENGINE_CASES = {
 }
 
 
+# --- element-wise functions, more: dtypes, arguments, dims ---------------------------------------
+F_ = "T.nn.functional."
+CASES.update(
+    {
+        "softplus of integers": F_ + "softplus(T.tensor([1, 2]))",
+        "logsigmoid of integers": F_ + "logsigmoid(T.tensor([1, 2]))",
+        "silu of bools": F_ + "silu(T.tensor([True]))",
+        "elu of integers": F_ + "elu(T.tensor([1, 2]))",
+        "selu of integers": "T.selu(T.tensor([1, 2]))",
+        "celu with alpha 0": F_ + "celu(T.tensor([1.0, 2.0]), 0.0)",
+        "mish of integers": F_ + "mish(T.tensor([1, 2]))",
+        "hardswish of integers": F_ + "hardswish(T.tensor([1, 2]))",
+        "hardsigmoid of integers": F_ + "hardsigmoid(T.tensor([1, 2]))",
+        "softshrink of integers": F_ + "softshrink(T.tensor([1, 2]))",
+        "softshrink with a negative lambda": F_ + "softshrink(T.tensor([1.0, 2.0]), -1)",
+        "hardshrink of integers": "T.hardshrink(T.tensor([1, 2]))",
+        "hardtanh with min above max": F_ + "hardtanh(T.tensor([1.0]), 2.0, 1.0)",
+        "relu6 of bools": F_ + "relu6(T.tensor([True]))",
+        "logsumexp dim out of range": "T.logsumexp(T.ones(2, 3), 2)",
+        "logsumexp repeated dim": "T.ones(2, 3).logsumexp((1, -1))",
+        "logsumexp over no dims": "T.ones(2, 3).logsumexp(())",
+        "atan2 with a number": "T.atan2(T.ones(2), 2.0)",
+        "arctan2 method with a number": "T.ones(2).arctan2(2.0)",
+        "atan2 shapes": "T.atan2(T.ones(2), T.ones(3))",
+        "asin_ of integers": "T.tensor([0, 1]).asin_()",
+        "exp_ of integers": "T.tensor([0, 1]).exp_()",
+        "hypot of integers": "T.hypot(T.tensor([1, 2]), T.tensor([1, 2]))",
+        "hypot with a number": "T.hypot(T.ones(2), 2.0)",
+        "logaddexp method with a number": "T.ones(2).logaddexp(1.0)",
+        "logaddexp of integers": "T.logaddexp(T.tensor([1, 2]), T.tensor([1, 2]))",
+        "lerp to a number": "T.lerp(T.ones(2), 2.0, 0.5)",
+        "lerp of another dtype": "T.lerp(T.ones(2), T.ones(2, dtype=T.float64), 0.5)",
+        "lerp weight of integers": "T.lerp(T.ones(2), T.ones(2), T.tensor([1, 0]))",
+        "lerp of integers": "T.lerp(T.tensor([1, 2]), T.tensor([1, 2]), 0.5)",
+        "addcdiv of integers": "T.addcdiv(T.ones(2), T.tensor([1, 2]), T.tensor([1, 2]))",
+        "addcmul value": "T.addcmul(T.ones(2), T.ones(2), T.ones(2), value=T.ones(2))",
+        "addcmul shapes": "T.addcmul(T.ones(2), T.ones(3), T.ones(2))",
+        "frac of integers": "T.frac(T.tensor([1, 2]))",
+        "float_power_ of a float tensor": "T.ones(2).float_power_(2)",
+        "pow_ of integers to a float": "T.tensor([1, 2]).pow_(0.5)",
+        "pow_ of integers to a negative power": "T.tensor([1, 2]).pow_(-1)",
+        "xlogy_ broadcasting the target": "T.ones(2).xlogy_(T.ones(3, 2))",
+        "soft_margin_loss target requiring grad": F_
+        + "soft_margin_loss(T.ones(2), T.ones(2, requires_grad=True))",
+        "smooth_l1_loss negative beta": F_ + "smooth_l1_loss(T.ones(2), T.ones(2), beta=-1.0)",
+        "huber_loss zero delta": F_ + "huber_loss(T.ones(2), T.ones(2), delta=0.0)",
+        "huber_loss weight size": F_ + "huber_loss(T.ones(2), T.ones(2), weight=T.ones(3))",
+        "gaussian_nll_loss negative var": F_
+        + "gaussian_nll_loss(T.ones(2), T.ones(2), -T.ones(2))",
+        "gaussian_nll_loss var size": F_
+        + "gaussian_nll_loss(T.ones(2, 3), T.ones(2, 3), T.ones(3))",
+        "poisson_nll_loss reduction": F_ + "poisson_nll_loss(T.ones(2), T.ones(2), reduction='x')",
+        "kl_div reduction": F_ + "kl_div(T.ones(2), T.ones(2), reduction='x')",
+        "margin_ranking_loss dims": F_ + "margin_ranking_loss(T.ones(2), T.ones(2), T.ones(1, 2))",
+        "cosine_embedding_loss target dims": F_
+        + "cosine_embedding_loss(T.ones(2, 2, 3), T.ones(2, 2, 3), T.ones(2))",
+        "cosine_embedding_loss 0-d target": F_
+        + "cosine_embedding_loss(T.ones(2, 3), T.ones(2, 3), T.ones(()))",
+        "cosine_embedding_loss 2-d target": F_
+        + "cosine_embedding_loss(T.ones(2, 3), T.ones(2, 3), T.ones(2, 3))",
+        "triplet_margin_loss margin": F_
+        + "triplet_margin_loss(T.ones(2), T.ones(2), T.ones(2), 0)",
+        "triplet_margin_loss dims": F_ + "triplet_margin_loss(T.ones(2), T.ones(2), T.ones(1, 2))",
+        "TripletMarginLoss margin": "T.nn.TripletMarginLoss(margin=-1.0)",
+        "atanh_ backward": """
+            a = T.tensor([0.1, 0.2], requires_grad=True)
+            y = T.arctanh_(a * 1)
+            assert type(y.grad_fn).__name__ == "AtanhBackward1"
+            y.sum().backward()
+        """,
+        "asinh_ backward": "(T.tensor([0.1], requires_grad=True) * 1).asinh_().sum().backward()",
+        "acosh_ backward": "(T.tensor([1.5], requires_grad=True) * 1).arccosh_().sum().backward()",
+        "smooth_l1_loss of integers": F_ + "smooth_l1_loss(T.tensor([1, 2]), T.tensor([1, 3]))",
+        "huber_loss of integers": F_ + "huber_loss(T.tensor([1, 2]), T.tensor([1, 3]))",
+        "soft_margin_loss of integers": F_ + "soft_margin_loss(T.tensor([1, 2]), T.ones(2))",
+        "kl_div of an integer target": F_ + "kl_div(T.ones(2), T.tensor([1, 2]), reduction='sum')",
+        "glu odd size": F_ + "glu(T.ones(3, 5))",
+        "glu of a scalar": F_ + "glu(T.tensor(1.0))",
+        "glu of integers": F_ + "glu(T.tensor([1, 2]))",
+        "glu dim": F_ + "glu(T.ones(4), 5)",
+        "prelu channels": F_ + "prelu(T.ones(4, 6), T.ones(3))",
+        "prelu dtypes": F_ + "prelu(T.ones(4, 6), T.ones(6, dtype=T.float64))",
+        "elu in place with a negative alpha, backward": """
+            a = T.tensor([1.0, -2.0], requires_grad=True)
+            T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()
+        """,
+    }
+)
+
+
 def run(T, code):
     """The (type name, message) of what ``code`` raises with ``T`` as the library, or None."""
     with warnings.catch_warnings():
@@ -712,3 +912,24 @@ def test_vector_norm_of_an_integer_tensor_matches_pytorch(torch):
 def test_norms_nbgrad_lacks_say_so():
     with pytest.raises(NotImplementedError, match="no nuclear norm"):
         nbgrad.ones(2, 3).norm("nuc")
+
+
+def test_transpose_property_warns_like_pytorch(torch):
+    """x.T on a 0-d tensor or one of more than 2 dims is deprecated: PyTorch warns once per
+    process (its message then says where its C++ warned: left out, as above)."""
+    from nbgrad.ops import methods
+
+    methods.t_warned.clear()
+    for shape, start in (((2, 3, 4), "The use of `x.T` on tensors"), ((), "Tensor.T is deprec")):
+        with pytest.warns(UserWarning) as caught:
+            nbgrad.ones(shape).T  # noqa: B018
+        (mine,) = [str(w.message) for w in caught]
+        assert mine.startswith(start)
+        with warnings.catch_warnings(record=True) as real:
+            warnings.simplefilter("always")
+            torch.ones(shape).T  # noqa: B018
+        assert all(str(w.message).startswith(mine) for w in real)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            nbgrad.ones(shape).T  # noqa: B018 - once only
+            nbgrad.ones(2, 3).T  # noqa: B018 - and never for a matrix

@@ -194,3 +194,57 @@ def test_double_backward_through_a_custom_function():
     (g,) = nbgrad.autograd.grad(Cube.apply(x), x, create_graph=True)
     (h,) = nbgrad.autograd.grad(g, x)
     assert g.item() == 12.0 and h.item() == 12.0
+
+
+def make_sinh(T):
+    """The Sinh of PyTorch's "Double Backward with Custom Functions" tutorial: it saves two of
+    its own outputs (1 and 2), so its double backward must route gradients to those outputs."""
+
+    class Sinh(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            expx = T.exp(x)
+            expnegx = T.exp(-x)
+            ctx.save_for_backward(expx, expnegx)
+            return (expx - expnegx) / 2, expx, expnegx
+
+        @staticmethod
+        def backward(ctx, grad_out, grad_out_exp, grad_out_negexp):
+            expx, expnegx = ctx.saved_tensors
+            grad_input = grad_out * (expx + expnegx) / 2
+            grad_input += grad_out_exp * expx
+            grad_input -= grad_out_negexp * expnegx
+            return grad_input
+
+    return Sinh
+
+
+def test_saved_outputs_keep_their_output_nr_for_double_backward(torch):
+    results = {}
+    for T in (nbgrad, torch):
+        sinh = make_sinh(T)
+        x = T.tensor([0.5, -1.0], dtype=T.double, requires_grad=True)
+        y = sinh.apply(x)[0]
+        saved = y.grad_fn.saved_tensors
+        (g,) = T.autograd.grad(y.sum(), x, create_graph=True)
+        (gg,) = T.autograd.grad(g.sum(), x)
+        assert [t.output_nr for t in saved] == [1, 2]
+        assert all(t.grad_fn is y.grad_fn for t in saved)
+        assert T.autograd.gradgradcheck(lambda x, sinh=sinh: sinh.apply(x)[0], x)
+        results[T] = (g.detach().numpy(), gg.numpy())
+    np.testing.assert_allclose(results[nbgrad][1], np.sinh([0.5, -1.0]))
+    for mine, theirs in zip(results[nbgrad], results[torch]):
+        np.testing.assert_allclose(mine, theirs)
+
+
+def test_modified_saved_output_names_its_output_nr(torch):
+    messages = []
+    for T in (nbgrad, torch):
+        x = T.tensor([0.5, -1.0], dtype=T.double, requires_grad=True)
+        outputs = make_sinh(T).apply(x)
+        outputs[2].mul_(2)
+        with pytest.raises(RuntimeError) as info:
+            outputs[0].sum().backward()
+        messages.append(str(info.value))
+    assert "which is output 2 of Sinh," in messages[1]
+    assert messages[0] == messages[1]

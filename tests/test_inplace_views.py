@@ -219,7 +219,56 @@ def detached_view_is_not_rebased(T):
     return {"b": b, "d": d}, (d * d).sum() + b.sum(), [a]
 
 
+def view_of_a_0d_tensor_written(T):
+    """A 1-element view of a 0-d tensor: its CopySlices picks the one element."""
+    a = leaf(T, 0.75)
+    b = a * 2
+    v = b.view(1, 1)
+    v.mul_(3)
+    w = b.unsqueeze(0)
+    w.add_(a)
+    return {"b": b, "v": v, "w": w}, b * b, [a]
+
+
+def expand_to_the_same_shape_written(T):
+    """expand to the tensor's own shape repeats no element: writing into it is allowed."""
+    a = leaf(T, DATA)
+    b = a * 2
+    e = b.expand(3, 4)
+    e.mul_(a)
+    f = b[:1].expand(1, 4)
+    f.add_(1)
+    return {"b": b, "e": e, "f": f}, (b * b).sum(), [a]
+
+
+def empty_tensor_written(T):
+    """A zero-size tensor overlaps nothing: in-place ops on it (and an expand of it) run."""
+    a = T.ones(0, 3, dtype=T.float64, requires_grad=True)
+    b = a * 2
+    b.mul_(3)
+    e = b.expand(2, 0, 3)
+    e.add_(1)
+    # (e's own geometry is not compared: NumPy counts no strides in an empty array.)
+    return {"b": b}, b.sum() + e.sum(), [a]
+
+
+def vector_matmul_written(T):
+    """vector @ matrix is mm then squeeze_ in PyTorch: a fresh tensor at version 1, not a view,
+    so writes into it are ordinary in-place ops (AddBackward0, CopySlices)."""
+    a, w = leaf(T, ROW), leaf(T, DATA)
+    y = a @ w.t()
+    y.add_(1)
+    z = T.nn.functional.linear(a, w)
+    z[0] = 5.0
+    u = a[:3] @ w
+    return {"y": y, "z": z, "u": u}, (y * z).sum() + (u * u).sum(), [a, w]
+
+
 PROGRAMS = [
+    vector_matmul_written,
+    view_of_a_0d_tensor_written,
+    expand_to_the_same_shape_written,
+    empty_tensor_written,
     select_mul_scalar,
     slice_add_tensor,
     transpose_div_tensor,
@@ -579,3 +628,46 @@ def test_a_recorded_write_into_a_view_shows_the_wrapped_formulas():
     assert entry["node"] == "CopySlices" and entry["grads"] == copy_slices.formulas
     # The gradients it sent are the wrapped formulas' values: w's is the sum of 2 * a[0].
     np.testing.assert_allclose(w.grad.numpy(), (2 * a[0]).detach().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "write", ["y.mul_(o)", "y.div_(o)", "y.sin_()", "y.clamp_(min=0)", "y.fmod_(o)", "y.abs_()"]
+)
+def test_an_inplace_op_saves_a_clone_of_self(torch, write):
+    """PyTorch saves ``self.clone()`` for an in-place op whose formula reads self: the saved
+    self's history is a CloneBackward0 (made after the node) on the history before the write."""
+    seen = []
+    for T in (nbgrad, torch):
+        x, o = leaf(T, ROW), leaf(T, ROW[::-1].copy())
+        y = x * 1
+        eval(write, {"y": y, "o": o})  # noqa: S307 - our own test table
+        node = y.grad_fn
+        saved = node._saved_self
+        clone = saved.grad_fn
+        if callable(clone._sequence_nr):  # a method in PyTorch, an attribute in nbgrad
+            order = clone._sequence_nr() > node._sequence_nr()
+        else:
+            order = clone._sequence_nr > node._sequence_nr
+        seen.append(
+            (
+                node.name(),
+                clone.name(),
+                clone.next_functions[0][0].name(),
+                node.next_functions[0][0].name(),
+                order,
+                to_numpy(saved).tolist(),
+            )
+        )
+    assert seen[0] == seen[1]
+
+
+def test_zero_and_fill_of_an_expanded_tensor_without_graph(torch):
+    """One value written into repeated elements: PyTorch allows zero_ and fill_ of a number."""
+    seen = []
+    for T in (nbgrad, torch):
+        x = T.ones(1, 3)
+        x.expand(2, 3).zero_()
+        y = T.ones(3, 1)
+        y.expand(3, 4).fill_(2.5)
+        seen.append((to_numpy(x).tolist(), to_numpy(y).tolist(), x._version, y._version))
+    assert seen[0] == seen[1]

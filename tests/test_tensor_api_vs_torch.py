@@ -701,6 +701,13 @@ API_CASES = [
     "T.is_tensor(x)",
     "T.numel(b)",
     "T.is_floating_point(i)",
+    "T.sign(T.tensor([float('nan'), -0.0, 2.0, -3.0]))",
+    "T.tensor([float('nan'), 1.0]).sign_()",
+    # element-wise results keep the memory layout of their first operand, as in PyTorch
+    "((x.t() * 1) + T.ones(3, 2)).is_contiguous()",
+    "(T.ones(3, 2) + x.t()).is_contiguous()",
+    "T.where(x.t() > 0, 1.0, x.t()).is_contiguous()",
+    "(T.ones(2, 3, 4).permute(2, 0, 1) * T.ones(4, 2, 3)).is_contiguous()",
 ]
 
 

@@ -139,12 +139,14 @@ def lab(tmp_path_factory):
     notebooks.mkdir()
     (notebooks / "widget.ipynb").write_text(json.dumps(_notebook(CELLS)))
     (notebooks / "notebook7.ipynb").write_text(json.dumps(_notebook(CELLS[:3])))
+    shutil.copytree(ROOT / "notebooks", notebooks / "tutorials")
     port = _free_port()
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(home / ".config"),
         JUPYTER_RUNTIME_DIR=str(home / ".runtime"),
         IPYTHONDIR=str(home / ".ipython"),
+        JUPYTER_DATA_DIR=str(home / ".data"),  # no trust database: every notebook is untrusted
         JUPYTERLAB_SETTINGS_DIR=str(home / ".settings"),
     )
     # no "get notified about Jupyter news?" toast over the screenshots
@@ -186,14 +188,7 @@ def lab(tmp_path_factory):
                 time.sleep(0.3)
         # start the notebooks' kernels now, so the pages open without asking which kernel to use
         for name in ("widget.ipynb", "notebook7.ipynb"):
-            session = {"path": name, "type": "notebook", "kernel": {"name": "python3"}}
-            request = urllib.request.Request(
-                f"{url}/api/sessions",
-                data=json.dumps(session).encode(),
-                headers={"Content-Type": "application/json"},
-                method="POST",
-            )
-            urllib.request.urlopen(request, timeout=30)
+            _start_kernel(url, name)
         yield url
     finally:
         server.terminate()
@@ -215,6 +210,18 @@ def _open_notebook(page, url):
     except playwright_api.TimeoutError:
         pass
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+
+
+def _start_kernel(url, path):
+    """A session for the notebook at ``path``, so the page opens without asking for a kernel."""
+    session = {"path": path, "type": "notebook", "kernel": {"name": "python3"}}
+    request = urllib.request.Request(
+        f"{url}/api/sessions",
+        data=json.dumps(session).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    urllib.request.urlopen(request, timeout=30)
 
 
 def _run_all(page):
@@ -493,3 +500,31 @@ def test_module_group_boxes_hold_their_nodes_and_no_others(tmp_path, page):
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"widget-groups-{view}.png"))
     assert page.problems == []
+
+
+# --- the tutorials, as a learner first opens them -----------------------------------------------
+
+TUTORIALS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("name", TUTORIALS)
+def test_a_tutorial_opens_clean_on_a_picture_of_its_graph(lab, browser, name):
+    """Opened untrusted (as any notebook just cloned), before any cell runs: JupyterLab does not
+    mark it modified once its kernel is up, and its first recorded graph shows as a picture (the
+    stored static drawing; untrusted HTML loses inline SVG, so it is an image)."""
+    _start_kernel(lab, f"tutorials/{name}")
+    for width, height in ((1400, 900), (1024, 768)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        _open_notebook(page, f"{lab}/lab/tree/tutorials/{name}?reset")
+        page.wait_for_timeout(1_500)  # the kernel's language_info arrives after idle
+        tab = page.locator(".lm-TabBar-tab.jp-mod-current")
+        assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), f"{name} opened modified"
+        pictures = page.locator(".jp-OutputArea-output img[src^='data:image/svg+xml']")
+        assert pictures.count() > 0, f"{name} shows no picture of a graph"
+        pictures.first.scroll_into_view_if_needed()
+        size = pictures.first.evaluate("i => [i.complete, i.naturalWidth, i.naturalHeight]")
+        assert size[0] and size[1] > 50 and size[2] > 30, f"{name}: the picture did not load"
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=ARTIFACTS / f"tutorial-{name[:2]}-{width}x{height}.png")
+        context.close()

@@ -20,6 +20,7 @@ from nbgrad.autograd.node import (
     set_history,
 )
 from nbgrad.autograd.tensor import Tensor, VersionCounter
+from nbgrad.generated import compile_registered
 
 _make = Tensor._make
 
@@ -84,6 +85,8 @@ def run_op(spec, inputs, attrs=()):
         out, *extras = out
     if type(out) is not np.ndarray:
         out = np.asarray(out)
+    if spec.name in ELEMENTWISE and out.ndim > 1:
+        out = _laid_out_like(out, arrays)
 
     result = _make(out)
     # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
@@ -183,7 +186,9 @@ def run_inplace(spec, target, others=(), attrs=()):
     )
     if recording:
         _check_inplace_allowed(target, view)
-    if 0 in target._data.strides:
+    # Writing one value everywhere (zero_, fill_) into repeated elements is fine: PyTorch
+    # allows it (with a graph, its backward then raises the overlap error; nbgrad raises now).
+    if 0 in target._data.strides and (recording or spec.name not in _FILLS):
         _check_no_internal_overlap(target._data)
     inputs = (target, *others)
     arrays = [t._data if isinstance(t, Tensor) else t for t in inputs]
@@ -192,8 +197,12 @@ def run_inplace(spec, target, others=(), attrs=()):
     new_value = spec.forward(*arrays, *attrs)
     new_value = np.asarray(new_value)
     if not np.can_cast(new_value.dtype, target._data.dtype, casting="same_kind"):
+        result_type = new_value.dtype
+        if spec.floating and not target._dtype.is_floating_point:
+            # NumPy computes sqrt of an int64 in float64; PyTorch's result type is the default
+            result_type = dtypes.get_default_dtype().numpy
         raise RuntimeError(
-            f"result type {_type_name(new_value.dtype)} can't be cast to the desired output type "
+            f"result type {_type_name(result_type)} can't be cast to the desired output type "
             f"{_type_name(target._data.dtype)}"
         )
 
@@ -217,6 +226,15 @@ def run_inplace(spec, target, others=(), attrs=()):
         # Inputs are saved before the write, so that writing into a saved input (``c.mul_(c)``)
         # is caught at backward, as in PyTorch; the result is saved after it.
         node = _record(spec, recorded_inputs, target, attrs, (), edges, metas, needs)
+        if "self" in saved_names and edges[0][0] is not None:
+            # PyTorch saves ``self.clone()``, made after the node: the saved self's history is
+            # a CloneBackward0 (the node's own edge still goes to the history before the write).
+            from nbgrad.ops.derivatives import OPS
+
+            snapshot._grad_fn = _record(
+                OPS["clone"], (snapshot,), snapshot, (), (), edges[:1], metas[:1], 1
+            )
+            snapshot._output_nr = 0
     np.copyto(target._data, new_value, casting="unsafe")
     target._version_counter.value += 1
     if recording:
@@ -288,6 +306,9 @@ def _make_saver(spec, needs):
             parts[p] = (
                 "[t._data.shape for t in inputs]" if spec.variadic else f"inputs[{i}]._data.shape"
             )
+        elif kind == "strides":
+            # PyTorch keeps an input's strides for its own gradient only: () when not needed
+            parts[p] = f"inputs[{i}].stride()" if needs >> i & 1 else "()"
         elif kind == "numel":
             parts[p] = f"inputs[{i}]._data.size"
         else:  # "dtype"
@@ -315,8 +336,46 @@ def _make_saver(spec, needs):
         "HOOKS": saved_tensors_hook_stack,
         **constants,
     }
-    exec(compile("\n".join(lines), f"<save {spec.node}>", "exec"), scope)  # noqa: S102
+    exec(compile_registered("\n".join(lines), f"<save {spec.node}>"), scope)  # noqa: S102
     return scope["saver"]
+
+
+# Element-wise ops of several tensors. PyTorch lays their result out in the memory order of
+# their first operand (when it is not broadcast); NumPy's order="K" falls back to C order when
+# the operands disagree ((a.t() * 1) + ones(3, 2) stays transposed in PyTorch).
+ELEMENTWISE = frozenset(
+    {
+        "add", "add_scaled", "sub", "sub_scaled", "mul", "div", "div_rounded", "maximum",
+        "minimum", "pow_tensor", "remainder_tensor", "fmod_tensor", "clamp_tensor",
+        "clamp_min_tensor", "clamp_max_tensor", "where",
+        "atan2", "xlogy", "hypot", "copysign", "logaddexp", "logaddexp2", "lerp", "lerp_tensor",
+        "addcmul", "addcdiv", "prelu",
+    }
+)  # fmt: skip
+
+
+def _stride_order(array):
+    """The dims from the outermost in memory (largest stride) to the innermost."""
+    strides = array.strides
+    return sorted(range(array.ndim), key=lambda d: -abs(strides[d]))
+
+
+def _laid_out_like(out, arrays):
+    """``out`` in the memory order of its first tensor operand, if that one has out's shape."""
+    first = arrays[0] if type(arrays[0]) is np.ndarray else arrays[1]
+    if type(first) is not np.ndarray or first.flags.c_contiguous:
+        return out
+    if first.shape != out.shape or 0 in first.strides:
+        return out
+    order = _stride_order(first)
+    if order == _stride_order(out):
+        return out
+    fresh = np.empty([out.shape[d] for d in order], out.dtype).transpose(np.argsort(order))
+    fresh[...] = out
+    return fresh
+
+
+_FILLS = frozenset({"zero", "fill"})  # fill_ of a tensor value is refused, as in PyTorch
 
 
 def _check_inplace_allowed(target, view):
@@ -327,7 +386,10 @@ def _check_inplace_allowed(target, view):
 
 
 def _check_no_internal_overlap(array):
-    """An expanded tensor repeats elements (a stride of 0): PyTorch refuses to write into it."""
+    """An expanded tensor repeats elements (a stride of 0): PyTorch refuses to write into it
+    (an empty one repeats nothing)."""
+    if array.size == 0:
+        return
     for size, stride in zip(array.shape, array.strides):
         if stride == 0 and size > 1:
             raise RuntimeError(

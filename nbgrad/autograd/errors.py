@@ -76,7 +76,7 @@ def modified_by_inplace(saved, node):
         owner = grad_fn.name() if grad_fn is not None else None
     where = ""
     if owner is not None:
-        output_nr = saved.tensor._output_nr if saved.tensor is not None else 0
+        output_nr = saved.tensor._output_nr if saved.tensor is not None else saved.output_nr
         where = f", which is output {output_nr} of {_forward_name(owner)},"
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
@@ -88,10 +88,13 @@ def modified_by_inplace(saved, node):
 
 
 def _forward_name(node_name):
-    """``MulBackward0`` -> ``Mul``: PyTorch names the forward op in this message (hand-written
+    """``MulBackward0`` -> ``Mul``, ``PowBackward1`` -> ``Pow1``, a custom Function's
+    ``SinhBackward`` -> ``Sinh``: PyTorch names the forward op in this message (hand-written
     nodes come with their C++ namespace, ``torch::autograd::CopySlices``, and stay whole)."""
     head, sep, tail = node_name.rpartition("Backward")
-    return head if sep and tail.isdigit() else node_name
+    if not sep or not (tail == "" or tail.isdigit()):
+        return node_name
+    return head if tail in ("", "0") else head + tail
 
 
 # PyTorch names dtypes two ways in one message: C++ type names, then ScalarType names.

@@ -10,7 +10,15 @@ import functools
 import numpy as np
 
 from nbgrad.autograd import errors, grad_mode, observe
-from nbgrad.autograd.node import FREED, Node, PackedSavedTensor, SavedTensor, edge_of, save
+from nbgrad.autograd.node import (
+    FREED,
+    Node,
+    PackedSavedTensor,
+    SavedTensor,
+    edge_of,
+    save,
+    saved_output_tensor,
+)
 from nbgrad.autograd.tensor import Tensor
 
 
@@ -69,7 +77,7 @@ class BackwardCFunction(Node, FunctionCtx):
     def _tensor_of(self, saved):
         if saved.tensor is not None:
             return saved.tensor
-        return Tensor._make(saved.data, saved.requires_grad, self if saved.requires_grad else None)
+        return saved_output_tensor(saved, self)
 
     def apply(self, grads, create_graph):
         grad_tensors = []

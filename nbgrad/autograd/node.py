@@ -126,7 +126,7 @@ class SavedTensor:
     An operation's saver (compiled in ``dispatch._make_saver``) fills these fields without
     calling the constructor, with the code of ``saved_tensor_code`` below."""
 
-    __slots__ = ("data", "tensor", "counter", "version", "requires_grad")
+    __slots__ = ("data", "tensor", "counter", "version", "requires_grad", "output_nr")
 
     def __init__(self, tensor, is_output):
         self.data = tensor._data
@@ -136,6 +136,8 @@ class SavedTensor:
         self.counter = counter
         self.version = counter.value
         self.requires_grad = tensor._requires_grad
+        # Which output of the node it is read back from (a Function may save its second output).
+        self.output_nr = tensor._output_nr
         # An output is not kept as a Tensor: it would point back at its own grad_fn (a cycle).
         self.tensor = None if is_output else tensor
 
@@ -157,6 +159,7 @@ def saved_tensor_code(name, is_output):
         f"{name}.counter = counter",
         f"{name}.version = counter.value",
         f"{name}.requires_grad = tensor._requires_grad",
+        f"{name}.output_nr = tensor._output_nr",
         # An output is not kept as a Tensor: it would point back at its own grad_fn (a cycle).
         f"{name}.tensor = {'None' if is_output else 'tensor'}",
     ]
@@ -312,11 +315,9 @@ class TableNode(Node):
     def _tensor_of(self, saved):
         if saved.tensor is not None:
             return saved.tensor
-        from nbgrad.autograd.tensor import Tensor
-
         # A saved output comes back attached to this node, so that a differentiable backward
         # that reads it (exp's ``grad * result``) is differentiated through it too.
-        return Tensor._make(saved.data, saved.requires_grad, self if saved.requires_grad else None)
+        return saved_output_tensor(saved, self)
 
     def apply_formulas(self, grads, create_graph):
         """Run the table's formulas for the inputs that have an edge. Most node classes replace
@@ -361,10 +362,16 @@ class TableNode(Node):
 
     def release_saved(self):
         saved = self._saved
-        for p in self.spec.buffer_positions:
+        spec = self.spec
+        for p in spec.buffer_positions:
             value = saved[p]
             # A saved tensor is by far the most common buffer: tested here, without a call.
-            if type(value) is SavedTensor or _is_buffer(value):
+            # A Python number saved as an operand is freed too.
+            if (
+                type(value) is SavedTensor
+                or _is_buffer(value)
+                or (value is not None and p in spec.operand_positions)
+            ):
                 saved[p] = FREED
 
     def _read_saved(self, position):
@@ -378,11 +385,21 @@ class TableNode(Node):
             return value.unpack(self)
         name = self.spec.saves[position]
         if name in self.spec.inputs and isinstance(value, (int, float, bool)):
-            # A Python number used as an operand is shown as the 0-dim tensor PyTorch wraps it in.
-            from nbgrad.ops.creation import tensor
+            # A Python number used as an operand is shown as the 0-dim tensor PyTorch wraps it
+            # in: float64 for a float, int64 for an int, whatever the default dtype.
+            from nbgrad.autograd.tensor import Tensor
 
-            return tensor(value)
+            return Tensor._make(np.asarray(value, np.float64 if type(value) is float else None))
         return _as_shown(value)
+
+
+def saved_output_tensor(saved, node):
+    """A saved output read back: a tensor on its data, output ``output_nr`` of ``node``."""
+    from nbgrad.autograd.tensor import Tensor
+
+    tensor = Tensor._make(saved.data, saved.requires_grad, node if saved.requires_grad else None)
+    tensor._output_nr = saved.output_nr
+    return tensor
 
 
 def _as_shown(value):
@@ -481,6 +498,43 @@ class AccumulateGrad(Node):
     def apply(self, grads, create_graph):
         # The engine adds the gradient into ``variable.grad`` itself: see accumulate_into_leaf.
         return []
+
+
+class NotImplementedNode(Node):
+    """PyTorch's grad_fn of a result whose op has no derivative (``x // 2``, ``2 % x``): the
+    result requires grad, and a backward that reaches this node raises."""
+
+    __slots__ = ("_op",)
+    __module__ = "builtins"
+
+    def __init__(self, op, inputs):
+        super().__init__()
+        self._op = op
+        needing = [t for t in inputs if t._requires_grad]
+        self.next_functions = tuple(edge_of(t) for t in needing)
+        self._input_meta = tuple((t._data.shape, t._dtype) for t in needing)
+
+    def name(self):
+        return _namespaced_name(self)
+
+    def apply(self, grads, create_graph):
+        raise RuntimeError(f"derivative for aten::{self._op} is not implemented")
+
+
+NotImplementedNode.__name__ = NotImplementedNode.__qualname__ = "NotImplemented"
+
+
+def not_implemented_history(result, op, inputs):
+    """Give ``result`` a NotImplemented grad_fn if any tensor of ``inputs`` needs grad."""
+    from nbgrad.autograd import grad_mode
+    from nbgrad.autograd.tensor import Tensor
+
+    inputs = [t for t in inputs if isinstance(t, Tensor)]
+    if grad_mode._enabled and any(t._requires_grad for t in inputs):
+        result._grad_fn = NotImplementedNode(op, inputs)
+        result._output_nr = 0
+        result._requires_grad = True
+    return result
 
 
 def set_history(tensor, node):

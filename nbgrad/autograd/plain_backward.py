@@ -31,6 +31,7 @@ formulas are the table's text, unchanged: the engine and the widget still read o
 
 from nbgrad.autograd import errors
 from nbgrad.autograd.node import FREED, PackedSavedTensor, SavedTensor, TableNode
+from nbgrad.generated import compile_registered
 from nbgrad.ops.formula_math import ARRAY_NAMESPACE
 
 
@@ -60,8 +61,16 @@ def compile_apply(spec):
                 f"    elif {name} is FREED or type({name}) is PackedSavedTensor:",
                 f"    {fallback}",
             ]
-        else:  # an index array or mask kept as an attr: freed after backward too
-            lines += [f"    if {name} is FREED:", f"    {fallback}"]
+        else:  # an index array or mask kept as an attr: freed after backward too; a
+            # tensor argument kept as an attr (batch_norm's running stats) is checked too
+            lines += [
+                f"    if {name} is FREED or type({name}) is PackedSavedTensor:",
+                f"    {fallback}",
+                f"    if type({name}) is SavedTensor:",
+                f"        if {name}.counter.value != {name}.version:",
+                f"            raise modified_by_inplace({name}, node)",
+                f"        {name} = {name}.data",
+            ]
     # Several outputs (split): ``grad`` is their list of gradients (None where missing).
     lines.append("    grad = grads" if spec.multi_output else "    grad = grads[0]")
     formulas = [spec.grads.get(name) for name in spec.inputs]
@@ -84,5 +93,5 @@ def compile_apply(spec):
         "modified_by_inplace": errors.modified_by_inplace,
         "generic": TableNode.apply_formulas,
     }
-    exec(compile("\n".join(lines), f"<{spec.node} backward>", "exec"), scope)  # noqa: S102
+    exec(compile_registered("\n".join(lines), f"<{spec.node} backward>"), scope)  # noqa: S102
     return scope["apply"]

@@ -168,6 +168,11 @@ class Tensor:
     def is_contiguous(self):
         return self._data.flags.c_contiguous
 
+    def stride(self, dim=None):
+        """Steps in elements between neighbours along each dim, as PyTorch counts them."""
+        strides = strides_of(self._data, self._base is None)
+        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(
@@ -415,3 +420,16 @@ def _wrap_dim(dim, ndim):
 
 # Imported last: the api module builds on Tensor (and is what ``Tensor.backward`` calls).
 from nbgrad.autograd import api as _api  # noqa: E402
+
+
+def strides_of(array, fresh=True):
+    """An array's strides in elements, as PyTorch counts them. A ``fresh`` (not a view)
+    contiguous array has PyTorch's contiguous strides: NumPy may leave any stride on a dim of
+    size 1 or of an empty array, where a view keeps the steps of its base in both libraries."""
+    if fresh and array.flags.c_contiguous:
+        strides, step = [], 1
+        for size in reversed(array.shape):
+            strides.append(step)
+            step *= max(size, 1)
+        return tuple(reversed(strides))
+    return tuple(step // array.itemsize for step in array.strides)

@@ -52,11 +52,23 @@ op("div_rounded", "DivBackward2", ("self", "other"),
    {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
    lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
    attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
+# remainder and fmod: the result moves with self at slope 1; a tensor divisor moves it at
+# -floor(self / other) (remainder) or -trunc(self / other) (fmod), as derivatives.yaml says.
+op("remainder", "RemainderBackward0", ("self",), {"self": "grad"},
+   lambda self, other: np.remainder(self, other), attrs=("other",), same_shape=True)
+op("remainder_tensor", "RemainderBackward1", ("self", "other"),
+   {"self": "grad", "other": "-grad * rounded_divide(self, other, 'floor')"},
+   np.remainder, saves=("other", "self"), promote=True)
+op("fmod", "FmodBackward0", ("self",), {"self": "grad"},
+   lambda self, other: np.fmod(self, other), attrs=("other",), same_shape=True)
+op("fmod_tensor", "FmodBackward1", ("self", "other"),
+   {"self": "grad", "other": "-grad * rounded_divide(self, other, 'trunc')"},
+   np.fmod, saves=("other", "self"), promote=True)
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
    inplace=True)
 op("pow", "PowBackward0", ("self",),
-   {"self": "0 * grad if exponent == 0 else grad * exponent * self ** (exponent - 1)"},
-   np.power, attrs=("exponent",), saves=("self", "exponent"))
+   {"self": "0 * grad if exponent == 0 else grad * exponent * power(self, exponent - 1)"},
+   formula_math.power, attrs=("exponent",), saves=("self", "exponent"))
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
@@ -102,8 +114,7 @@ op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - resu
    function=True, method=True, inplace=True, out=True)
 op("relu", "ReluBackward0", ("self",), {"self": "grad * (result > 0)"},
    lambda self: np.maximum(self, 0), saves=("result",), same_shape=True,
-   # torch.relu takes no out=; torch.relu_ exists but nbgrad has only exported x.relu_() so far
-   function=True, method=True, inplace="method")
+   function=True, method=True, inplace=True)  # torch.relu takes no out=
 op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
    saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
@@ -115,7 +126,8 @@ op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * re
    function=True, method=True, inplace=True, out=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",),
    same_shape=True, function=True, method=("abs", "absolute"), inplace=True, out=True)
-op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, np.sign, same_shape=True,
+op("sign", "SignBackward0", ("self",), {"self": "zeros_like(grad)"}, lambda self: _sign(self),
+   same_shape=True,
    function=True, method=True, inplace="method", out=True)  # PyTorch has no torch.sign_
 # Step functions: flat almost everywhere, so their gradient is zero (but they are recorded).
 op("floor", "FloorBackward0", ("self",), {"self": "zeros_like(grad)"}, np.floor, same_shape=True,
@@ -129,9 +141,11 @@ op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round,
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True, same_shape=True, function=True, method=True, out=True)
+   saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True, same_shape=True, function=True, method=True, out=True)
+   saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("erf", "ErfBackward0", ("self",),
    {"self": "1.1283791670955126 * exp(-self ** 2) * grad"},  # 2 / sqrt(pi)
    nn_kernels.erf, saves=("self",), floating=True, same_shape=True,
@@ -139,6 +153,16 @@ op("erf", "ErfBackward0", ("self",),
 op("clamp", "ClampBackward1", ("self",), {"self": "clamp_backward(grad, self, min, max)"},
    lambda self, min, max: np.clip(self, min, max), attrs=("min", "max"),  # noqa: A006
    saves=("min", "max", "self"))
+op("clamp_min", "ClampMinBackward0", ("self",), {"self": "clamp_backward(grad, self, min, None)"},
+   lambda self, min: np.maximum(self, min), attrs=("min",), saves=("min", "self"))  # noqa: A006
+op("clamp_max", "ClampMaxBackward0", ("self",), {"self": "clamp_backward(grad, self, None, max)"},
+   lambda self, max: np.minimum(self, max), attrs=("max",), saves=("max", "self"))  # noqa: A006
+op("clamp_min_tensor", "ClampMinBackward1", ("self", "min"),
+   {"self": "clamp_backward(grad, self, min, None)", "min": "where(self < min, grad, 0 * grad)"},
+   np.maximum, saves=("min", "self"), promote=True)
+op("clamp_max_tensor", "ClampMaxBackward1", ("self", "max"),
+   {"self": "clamp_backward(grad, self, None, max)", "max": "where(self > max, grad, 0 * grad)"},
+   np.minimum, saves=("max", "self"), promote=True)
 op("clamp_tensor", "ClampBackward0", ("self", "min", "max"),
    {"self": "clamp_backward(grad, self, min, max)",
     "min": "where(self < min, grad, 0 * grad)", "max": "where(self > max, grad, 0 * grad)"},
@@ -169,6 +193,28 @@ def _rounded_divide(a, b, rounding_mode):
     quotient = np.true_divide(a, b)
     rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
     return rounded.astype(np.result_type(a, b), copy=False)
+
+
+def _sign(x):
+    """np.sign, but 0 for nan as in PyTorch."""
+    out = np.sign(x)
+    if out.dtype.kind == "f":
+        out = np.where(np.isnan(out), out.dtype.type(0), out)
+    return out
+
+
+def _expand(x, size):
+    """``np.broadcast_to``, writeable as PyTorch's expand is: a write into elements it repeats
+    is refused before it happens (dispatch's overlap check), one into the others is allowed."""
+    view = np.broadcast_to(x, size)
+    # PyTorch's strides: 0 for new and stretched dims, the input's own for the others.
+    new = view.ndim - x.ndim
+    strides = view.strides[:new] + tuple(
+        stride if n == m else 0 for n, m, stride in zip(x.shape, view.shape[new:], x.strides)
+    )
+    return np.lib.stride_tricks.as_strided(
+        x, view.shape, strides, writeable=x.flags.writeable
+    )
 
 
 def _mean(x):
@@ -205,7 +251,8 @@ def _log_softmax(x, dim):
 
 op("mm", "MmBackward0", ("self", "mat2"),
    {"self": "grad @ matrix_t(mat2)", "mat2": "matrix_t(self) @ grad"},
-   np.matmul, saves=("mat2", "mat2_sym_sizes", "self", "self_sym_sizes"), promote=True)
+   np.matmul, saves=("mat2", "mat2_sym_sizes", "mat2_sym_strides", "self", "self_sym_sizes",
+                     "self_sym_strides"), promote=True)
 op("mv", "MvBackward0", ("self", "vec"),
    {"self": "outer(grad, vec)", "vec": "matrix_t(self) @ grad"},
    np.matmul, saves=("self", "vec"), promote=True)
@@ -218,13 +265,15 @@ op("bmm", "BmmBackward0", ("self", "mat2"),
 op("addmm", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad", "mat1": "grad @ matrix_t(mat2)", "mat2": "matrix_t(mat1) @ grad"},
    lambda self, mat1, mat2: _add_product(self, mat1 @ mat2), constants={"alpha": 1, "beta": 1},
-   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat1_sym_strides", "mat2",
+          "mat2_sym_sizes", "mat2_sym_strides"), promote=True)
 op("addmm_scaled", "AddmmBackward0", ("self", "mat1", "mat2"),
    {"self": "grad * beta", "mat1": "grad @ matrix_t(mat2) * alpha",
     "mat2": "matrix_t(mat1) @ grad * alpha"},
    lambda self, mat1, mat2, beta, alpha: _addmm(self, mat1, mat2, beta, alpha),
    attrs=("beta", "alpha"),
-   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat2", "mat2_sym_sizes"), promote=True)
+   saves=("alpha", "beta", "mat1", "mat1_sym_sizes", "mat1_sym_strides", "mat2",
+          "mat2_sym_sizes", "mat2_sym_strides"), promote=True)
 
 
 def _add_product(bias, product):
@@ -321,7 +370,8 @@ op("squeeze_dims", "SqueezeBackward4", ("self",), {"self": "reshape(grad, self_s
    lambda self, dim: np.squeeze(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"),
    view=True)
 op("expand", "ExpandBackward0", ("self",), {"self": "sum_to(grad, self_sym_sizes)"},
-   np.broadcast_to, attrs=("size",), saves=("self_sym_sizes",), view=True)
+   lambda self, size: _expand(self, size), attrs=("size",), saves=("self_sym_sizes",),
+   view=True)
 op("select", "SelectBackward0", ("self",),
    {"self": "select_backward(grad, self_sym_sizes, dim, index)"},
    # The trailing ``...`` makes NumPy return a 0-d view, not a copied scalar, for a 1-d tensor.
@@ -354,14 +404,15 @@ op("gather", "GatherBackward0", ("self",),
    attrs=("dim", "index", "sparse_grad"), saves=("dim", "index", "self", "sparse_grad"))
 op("cat", "CatBackward0", ("tensors",), {"tensors": "split_along(grad, dim, tensors_sym_sizes)"},
    lambda tensors, dim: np.concatenate(tensors, axis=dim), attrs=("dim",),
-   saves=("dim", "tensors_sym_sizes"), variadic=True)
+   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
 op("stack", "StackBackward0", ("tensors",),
    {"tensors": "unstack(grad, dim, len(tensors_sym_sizes))"},
    lambda tensors, dim: np.stack(tensors, axis=dim), attrs=("dim",),
-   saves=("dim", "tensors_sym_sizes"), variadic=True)
+   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
 op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True)
 op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
-   lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",))
+   lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",),
+   hidden=("self_dtype",))  # PyTorch keeps the input's options privately
 
 # The backward of the indexing ops, as ops of their own, so that create_graph can differentiate
 # a gradient that went through indexing.
@@ -385,7 +436,8 @@ op("index_put_into_zeros", "IndexPutBackward0", ("values",), {"values": "grad[in
 
 op("copy_slices", "CopySlices", ("self", "src"),
    {"self": "zero_at(grad, key)", "src": "grad[key]"},
-   lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",))
+   lambda self, src, key: _assign(self, key, src), attrs=("key",), saves=("key",),
+   hidden=("key",))
 op("index_put", "IndexPutBackward0", ("self", "values"),
    {"self": "zero_at(grad, indices)", "values": "grad[indices]"},
    lambda self, values, indices, accumulate: _assign(self, indices, values),
@@ -396,8 +448,13 @@ op("fill_whole", "FillBackward3", ("self", "value"),
 op("copy", "CopyBackwards", ("self", "src"), {"self": "zeros_like(grad)", "src": "grad"},
    lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype))
 op("zero", "ZeroBackward0", ("self",), {"self": "zeros_like(grad)"}, np.zeros_like)
-op("fill", "FillBackward0", ("self",), {"self": "zeros_like(grad)"},
+# fill_ is ATen's in-place overload: FillBackward2 for a number, FillBackward3 for a 0-d tensor,
+# whose gradient is the sum of the gradient of every element it was written to.
+op("fill", "FillBackward2", ("self",), {"self": "zeros_like(grad)"},
    lambda self, value: np.full_like(self, value), attrs=("value",))
+op("fill_tensor", "FillBackward3", ("self", "value"),
+   {"self": "zeros_like(grad)", "value": "grad"},
+   lambda self, value: np.full_like(self, value), promote=True)
 
 
 def _assign(array, key, value):
@@ -489,7 +546,8 @@ op("layer_norm", "NativeLayerNormBackward0", ("input", "weight", "bias"),
    lambda x, weight, bias, normalized_shape, eps: nn_kernels.layer_norm(
        x, normalized_shape, weight, bias, eps),
    attrs=("normalized_shape", "eps"), extra_outputs=("result1", "result2"),
-   saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"))
+   saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"),
+   hidden=("eps",), joint=True)
 op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    {"input": "batch_norm_input_grad(grad, input, weight, running_mean, running_var, result1, "
              "result2, training, eps)",
@@ -499,7 +557,7 @@ op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    nn_kernels.batch_norm, attrs=("running_mean", "running_var", "training", "momentum", "eps"),
    extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
-          "weight"))
+          "weight"), joint=True)
 op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
    nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
 op("leaky_relu", "LeakyReluBackward0", ("self",),
@@ -935,3 +993,301 @@ op("addbmm", "AddbmmBackward0", ("self", "batch1", "batch2"),
           "batch2_sym_argsize_2"),
    saves=("alpha", "batch1", "batch1_sym_argsize_0", "batch1_sym_argsize_1", "batch2",
           "batch2_sym_argsize_2", "beta"), promote=True)
+
+
+# --- element-wise functions, more (logarithms, trigonometric, hyperbolic, exp2, erfc, erfinv) ---
+# Entries run as they are on one tensor: the flags make their public names (see above). PyTorch's
+# aliases (torch.arcsin, x.arctan2()) are more names of the same entry.
+
+for _name, _node, _formula, _forward, _saved in (
+    ("log2", "Log2Backward0", "grad / (self * 0.6931471805599453)", np.log2, "self"),
+    ("log10", "Log10Backward0", "grad / (self * 2.302585092994046)", np.log10, "self"),
+    ("asin", "AsinBackward0", "grad * rsqrt(-self * self + 1)", np.arcsin, "self"),
+    ("acos", "AcosBackward0", "grad * -rsqrt(-self * self + 1)", np.arccos, "self"),
+    ("atan", "AtanBackward0", "grad / (self * self + 1)", np.arctan, "self"),
+    ("sinh", "SinhBackward0", "grad * cosh(self)", np.sinh, "self"),
+    ("cosh", "CoshBackward0", "grad * sinh(self)", np.cosh, "self"),
+    ("asinh", "AsinhBackward0", "grad * rsqrt(self ** 2 + 1)", np.arcsinh, "self"),
+    ("acosh", "AcoshBackward0", "grad * rsqrt(self ** 2 - 1)", np.arccosh, "self"),
+    ("atanh", "AtanhBackward0", "grad * 1 / (1 - self ** 2)", np.arctanh, "self"),
+    ("exp2", "Exp2Backward0", "grad * result * 0.6931471805599453", np.exp2, "result"),
+    # 2 / sqrt(pi) and sqrt(pi) / 2
+    ("erfc", "ErfcBackward0", "-1.1283791670955126 * exp(-self ** 2) * grad",
+     lambda self: formula_math.erfc(self).astype(self.dtype, copy=False), "self"),
+    ("erfinv", "ErfinvBackward0", "0.886226925452758 * exp(erfinv(self) ** 2) * grad",
+     lambda self: formula_math.erfinv(self).astype(self.dtype, copy=False), "self"),
+):
+    _alias = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+              "acosh": "arccosh", "atanh": "arctanh"}.get(_name)
+    _names = (_name, _alias) if _alias else True
+    op(_name, _node, ("self",), {"self": _formula}, _forward, saves=(_saved,), floating=True,
+       same_shape=True, function=_names, method=_names,
+       # PyTorch has no torch.erfinv_; asinh_, acosh_ and atanh_ are entries of their own
+       inplace={"erfinv": "method", "asinh": False, "acosh": False, "atanh": False}.get(
+           _name, True), out=True)
+# In place, PyTorch records asinh_, acosh_ and atanh_ with nodes whose backward is not
+# implemented (AsinhBackward1, ...): they raise when backward reaches them.
+for _name, _node, _forward in (("asinh", "AsinhBackward1", np.arcsinh),
+                               ("acosh", "AcoshBackward1", np.arccosh),
+                               ("atanh", "AtanhBackward1", np.arctanh)):
+    op(_name + "_inplace", _node, ("self",),
+       {"self": f"not_implemented('inplace version of {_name}')"}, _forward, floating=True)
+op("atan2", "Atan2Backward0", ("self", "other"),
+   {"self": "grad * other / (self * self + other * other)",
+    "other": "grad * -self / (self * self + other * other)"},
+   np.arctan2, saves=("other", "self"), promote=True, floating=True)  # ops/functions: atan2
+
+
+# --- element-wise functions, more (activations: nn.functional and torch.selu, ...) -------------
+# Their functions are hand-written (ops/functions/activations.py, nn/functional.py): they take
+# parameters, and check dtypes as PyTorch does. In place, PyTorch's elu, celu and threshold save
+# their result or their input under other node names, as leaky_relu does (entries "..._inplace").
+
+op("logsumexp", "LogsumexpBackward0", ("self",),
+   {"self": "restore_reduced(grad, self.shape, dim, keepdim) * "
+            "exp(self - restore_reduced(result, self.shape, dim, keepdim))"},
+   lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), attrs=("dim", "keepdim"),
+   saves=("dim", "keepdim", "result", "self"), floating=True)
+op("softplus", "SoftplusBackward0", ("self",),
+   {"self": "where(self * beta > threshold, grad, grad * sigmoid(self * beta))"},
+   lambda self, beta, threshold: np.where(
+       self * beta > threshold, self, np.logaddexp(0, self * beta) / beta).astype(self.dtype),
+   attrs=("beta", "threshold"), saves=("beta", "self", "threshold"), same_shape=True)
+op("hardtanh", "HardtanhBackward0", ("self",),
+   {"self": "where((self > min_val) & (self < max_val), grad, 0)"},
+   lambda self, min_val, max_val: np.clip(self, min_val, max_val).astype(self.dtype, copy=False),
+   attrs=("min_val", "max_val"), saves=("max_val", "min_val", "self"), same_shape=True)
+op("log_sigmoid", "LogSigmoidBackward0", ("self",),
+   {"self": "log_sigmoid_backward(grad, self, buffer)"},
+   lambda self: _log_sigmoid(self), extra_outputs=("buffer",), saves=("buffer", "self"))
+op("silu", "SiluBackward0", ("self",),
+   {"self": "grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))"},
+   lambda self: self / (1 + np.exp(-self)), saves=("self",), same_shape=True)
+op("mish", "MishBackward0", ("self",), {"self": "mish_backward(grad, self)"},
+   lambda self: self * np.tanh(np.logaddexp(0, self)), saves=("self",), same_shape=True)
+op("hardswish", "HardswishBackward0", ("self",),
+   {"self": "where(self < -3, 0 * grad, where(self <= 3, grad * (self / 3 + 0.5), grad))"},
+   lambda self: self * np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
+op("hardsigmoid", "HardsigmoidBackward0", ("self",),
+   # PyTorch's kernel multiplies by 1/6 rounded to float32, whatever the dtype
+   {"self": "where((self > -3) & (self < 3), grad * 0.1666666716337204, 0 * grad)"},
+   lambda self: np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
+op("elu", "EluBackward0", ("self",),
+   {"self": "where(self > 0, grad * scale, "
+            "grad * input_scale * (alpha * scale) * exp(self * input_scale))"},
+   lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
+   attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "scale", "self"),
+   same_shape=True)
+op("elu_inplace", "EluBackward1", ("self",),
+   {"self": "where(result > 0, grad * scale, "
+            "grad * input_scale * (result + elu_result_alpha(alpha) * scale))"},
+   lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
+   attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "result", "scale"))
+op("celu", "CeluBackward0", ("self",),
+   {"self": "where(self > 0, grad, grad * exp(self * (1.0 / alpha)))"},
+   lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
+   saves=("alpha", "self"), same_shape=True)
+op("celu_inplace", "CeluBackward1", ("self",),
+   {"self": "where(result > 0, grad, grad * (1.0 / alpha) * (result + alpha))"},
+   lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
+   saves=("alpha", "result"))
+op("threshold", "ThresholdBackward0", ("self",),
+   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   lambda self, threshold, value: _threshold(self, threshold, value),
+   attrs=("threshold", "value"), saves=("self", "threshold"), same_shape=True)
+op("threshold_inplace", "ThresholdBackward1", ("self",),
+   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   lambda self, threshold, value: _threshold(self, threshold, value),
+   attrs=("threshold", "value"), saves=("self", "threshold"))
+op("softshrink", "SoftshrinkBackward0", ("self",),
+   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   lambda self, lambd: np.where(self > lambd, self - lambd,
+                                np.where(self < -lambd, self + lambd, 0)).astype(self.dtype),
+   attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
+op("hardshrink", "HardshrinkBackward0", ("self",),
+   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   lambda self, lambd: np.where((self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype),
+   attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
+
+
+def _logsumexp(x, dim, keepdim):
+    axis = None if x.ndim == 0 else tuple(d % x.ndim for d in dim)
+    if x.size == 0:
+        return np.log(np.add.reduce(np.exp(x), axis=axis, keepdims=keepdim))
+    top = np.maximum.reduce(x, axis=axis, keepdims=True)
+    top = np.where(np.isinf(top), 0, top)  # all -inf (or an inf): no shift
+    out = np.log(np.add.reduce(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return out if keepdim or axis is None else np.squeeze(out, axis)
+
+
+def _log_sigmoid(x):
+    """PyTorch's CPU kernel: the result, and the buffer exp(-|x|) its backward reads."""
+    buffer = np.exp(-np.abs(x))
+    return np.minimum(x, 0) - np.log1p(buffer), buffer
+
+
+def _elu(x, alpha, scale, input_scale):
+    return np.where(x > 0, x * scale, np.expm1(x * input_scale) * (alpha * scale)).astype(x.dtype)
+
+
+def _threshold(x, threshold, value):
+    return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
+
+
+# --- element-wise functions, more (binary and ternary: xlogy, hypot, lerp, addcmul, ...) -------
+
+op("frac", "FracBackward0", ("self",), {"self": "grad"}, lambda self: _frac(self),
+   same_shape=True, function=True, method=True, inplace=True, out=True)
+op("deg2rad", "Deg2RadBackward0", ("self",), {"self": "grad * 0.017453292519943295"},
+   lambda self: self * 0.017453292519943295, floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("rad2deg", "Rad2DegBackward0", ("self",), {"self": "grad * 57.29577951308232"},
+   lambda self: self * 57.29577951308232, floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("sinc", "SincBackward0", ("self",), {"self": "sinc_backward(grad, self)"},
+   lambda self: _sinc(self), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("sgn", "SgnBackward0", ("self",), {"self": "sgn_backward(grad, self, result)"}, np.sign,
+   saves=("result", "self"), same_shape=True,
+   function=True, method=True, inplace="method", out=True)  # PyTorch has no torch.sgn_
+op("logit", "LogitBackward0", ("self",), {"self": "logit_backward(grad, self, eps)"},
+   lambda self, eps: _logit(self, eps), attrs=("eps",), saves=("eps", "self"), floating=True,
+   same_shape=True)
+op("nan_to_num", "NanToNumBackward0", ("self",), {"self": "grad * isfinite(self)"},
+   lambda self, nan, posinf, neginf: np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf),
+   attrs=("nan", "posinf", "neginf"), saves=("self",), same_shape=True)
+op("xlogy", "XlogyBackward0", ("self", "other"),
+   {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))",
+    "other": "grad * self / other"},
+   lambda self, other: _xlogy(self, other), saves=("other", "self"), promote=True, floating=True)
+op("xlogy_scalar_self", "XlogyBackward1", ("other",), {"other": "grad * self / other"},
+   lambda other, self: _xlogy(np.asarray(self, other.dtype), other), attrs=("self",),
+   saves=("other", "self"), floating=True)
+op("xlogy_scalar_other", "XlogyBackward2", ("self",),
+   {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))"},
+   lambda self, other: _xlogy(self, np.asarray(other, self.dtype)), attrs=("other",),
+   saves=("other", "self"), floating=True)
+op("hypot", "HypotBackward0", ("self", "other"),
+   {"self": "grad * self / result", "other": "grad * other / result"},
+   np.hypot, saves=("other", "result", "self"), promote=True, floating=True)
+op("copysign", "CopysignBackward0", ("self", "other"),
+   {"self": "copysign_backward(grad, self, result)", "other": "zeros_like(grad)"},
+   np.copysign, saves=("result", "self"), promote=True, floating=True)
+op("copysign_scalar", "CopysignBackward1", ("self",),
+   {"self": "copysign_backward(grad, self, result)"},
+   lambda self, other: np.copysign(self, np.asarray(other, self.dtype)), attrs=("other",),
+   saves=("result", "self"), floating=True)
+op("logaddexp", "LogaddexpBackward0", ("self", "other"),
+   {"self": "grad / (1 + exp(other - self))", "other": "grad / (1 + exp(self - other))"},
+   np.logaddexp, saves=("other", "self"), promote=True, floating=True)
+op("logaddexp2", "Logaddexp2Backward0", ("self", "other"),
+   {"self": "grad / (1 + 2 ** (other - self))", "other": "grad / (1 + 2 ** (self - other))"},
+   np.logaddexp2, saves=("other", "self"), promote=True, floating=True)
+op("lerp", "LerpBackward0", ("self", "end"),
+   {"self": "grad * (1 - weight)", "end": "grad * weight"},
+   lambda self, end, weight: _lerp(self, end, weight), attrs=("weight",), saves=("weight",),
+   promote=True)
+op("lerp_tensor", "LerpBackward1", ("self", "end", "weight"),
+   {"self": "grad * (1 - weight)", "end": "grad * weight", "weight": "grad * (end - self)"},
+   lambda self, end, weight: _lerp(self, end, weight), saves=("end", "self", "weight"),
+   promote=True)
+op("addcmul", "AddcmulBackward0", ("self", "tensor1", "tensor2"),
+   {"self": "grad", "tensor1": "grad * tensor2 * value", "tensor2": "grad * tensor1 * value"},
+   lambda self, tensor1, tensor2, value: self + value * tensor1 * tensor2, attrs=("value",),
+   saves=("tensor1", "tensor2", "value"), promote=True)
+op("addcdiv", "AddcdivBackward0", ("self", "tensor1", "tensor2"),
+   {"self": "grad", "tensor1": "grad * value / tensor2",
+    "tensor2": "-grad * value * tensor1 / (tensor2 * tensor2)"},
+   lambda self, tensor1, tensor2, value: self + value * tensor1 / tensor2, attrs=("value",),
+   saves=("tensor1", "tensor2", "value"), promote=True)
+
+
+def _frac(x):
+    if not np.issubdtype(x.dtype, np.floating):
+        from nbgrad.autograd.dispatch import _type_name
+
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_type_name(x.dtype)}'")
+    return x - np.trunc(x)
+
+
+def _sinc(x):
+    scaled = x * np.pi
+    return np.where(x == 0, np.ones((), x.dtype), np.sin(scaled) / scaled).astype(x.dtype)
+
+
+def _logit(x, eps):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+def _xlogy(x, y):
+    out = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), np.zeros((), out.dtype), out)
+
+
+def _lerp(start, end, weight):
+    """PyTorch's formula: from the nearer end, for accuracy."""
+    return np.where(
+        np.abs(weight) < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight)
+    ).astype(np.result_type(start, end), copy=False)
+
+
+# --- losses, more (smooth L1, Huber, soft margin) ----------------------------------------------
+# Reductions are PyTorch's enum, as for the losses above: 0 = "none", 1 = "mean", 2 = "sum".
+
+op("smooth_l1_loss", "SmoothL1LossBackward0", ("self", "target"),
+   {"self": "smooth_l1_loss_backward(grad, self, target, reduction, beta)",
+    "target": "smooth_l1_loss_backward(grad, target, self, reduction, beta)"},
+   lambda self, target, reduction, beta: nn_kernels.reduce_loss(
+       _smooth_l1(self - target, beta), reduction),
+   attrs=("reduction", "beta"), saves=("beta", "reduction", "self", "target"), promote=True)
+op("huber_loss", "HuberLossBackward0", ("self", "target"),
+   {"self": "huber_loss_backward(grad, self, target, reduction, delta)",
+    "target": "huber_loss_backward(grad, target, self, reduction, delta)"},
+   lambda self, target, reduction, delta: nn_kernels.reduce_loss(
+       _huber(self - target, delta), reduction),
+   attrs=("reduction", "delta"), saves=("delta", "reduction", "self", "target"), promote=True)
+op("soft_margin_loss", "SoftMarginLossBackward0", ("self",),
+   {"self": "soft_margin_loss_backward(grad, self, target, reduction)"},
+   lambda self, target, reduction: nn_kernels.reduce_loss(
+       np.log1p(np.exp(-target * self)), reduction),
+   attrs=("target", "reduction"), saves=("reduction", "self", "target"))
+
+
+def _smooth_l1(diff, beta):
+    size = np.abs(diff)
+    return np.where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta).astype(diff.dtype)
+
+
+def _huber(diff, delta):
+    size = np.abs(diff)
+    return np.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)).astype(
+        diff.dtype)
+# Adding a number inside a composite loss (poisson_nll_loss's ``input + eps``) is ATen's Scalar
+# overload: AddBackward1, which saves nothing.
+op("add_scalar", "AddBackward1", ("self",), {"self": "grad"},
+   lambda self, other: self + other, attrs=("other",))
+op("sub_scalar", "SubBackward1", ("self",), {"self": "grad"},
+   lambda self, other: self - other, attrs=("other",))
+# ATen's at::norm(x, p, dim, keepdim), which pairwise_distance runs (torch.norm from Python is
+# linalg_vector_norm): its own node, NormBackward1. 1- and 2-norms.
+op("norm_dim", "NormBackward1", ("self",),
+   {"self": "norm_backward(grad, self, p, result, dim, keepdim)"},
+   lambda self, p, dim, keepdim: nn_kernels.vector_norm(self, p, dim, keepdim),
+   attrs=("p", "dim", "keepdim"), saves=("dim", "keepdim", "p", "result", "self"), floating=True)
+
+
+# --- activations, more (glu, prelu) -------------------------------------------------------------
+
+op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
+   lambda self, dim: _glu(self, dim), attrs=("dim",), saves=("dim", "self"))
+op("prelu", "PreluKernelBackward0", ("self", "weight"),
+   {"self": "where(self > 0, grad, weight * grad)",
+    "weight": "where(self > 0, 0 * grad, self * grad)"},
+   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"))
+
+
+def _glu(x, dim):
+    first, second = np.split(x, 2, axis=dim)
+    return first * formula_math.sigmoid_array(second)

@@ -5,6 +5,8 @@ The methods that are a function with the tensor first are declared beside their 
 only as methods (``x.float()``, ``x.view_as(y)``, ``x.to(...)``).
 """
 
+import warnings
+
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
@@ -143,14 +145,13 @@ OPERATORS = {
     "__isub__": _inplace_operator(inplace.sub_),
     "__imul__": _inplace_operator(inplace.mul_),
     "__itruediv__": _inplace_operator(inplace.div_),
+    "__imod__": _inplace_operator(inplace.remainder_),
     "__getitem__": indexing.getitem,
     "__setitem__": indexing.setitem,
 }
 
-# Methods with no function of their own: conversions, and the ``*_as`` and ``clamp_min`` spellings.
+# Methods with no function of their own: conversions, and the ``*_as`` spellings.
 METHOD_ONLY = {
-    "clamp_min": lambda self, min: F.clamp(self, min=min),  # noqa: A006
-    "clamp_max": lambda self, max: F.clamp(self, max=max),  # noqa: A006
     "view_as": lambda self, other: self.view(other._data.shape),
     "reshape_as": lambda self, other: F.reshape(self, other._data.shape),
     "expand_as": lambda self, other: F.expand(self, other._data.shape),
@@ -184,10 +185,29 @@ def _to(self, *args, **kwargs):
     return F.clone(result) if copy and result is self else result
 
 
+# PyTorch's deprecation warnings for ``x.T``, given once per process as its TORCH_WARN_ONCE
+# gives them (without its "(Triggered internally at <its build path>)" suffix).
+T_WARNINGS = {
+    "other": (
+        "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+        "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+        "transpose batches of matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to "
+        "reverse the dimensions of a tensor."
+    ),
+    "0-d": "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+}
+t_warned = set()  # the keys of T_WARNINGS given already
+
+
 def _transposed(self):
     """``x.T``: all dims reversed, recorded as PermuteBackward0 as in PyTorch (a new view even
     for a vector or a 0-d tensor)."""
-    return F.permute(self, tuple(reversed(range(self.dim()))))
+    ndim = self.dim()
+    kind = "0-d" if ndim == 0 else "other" if ndim > 2 else None
+    if kind is not None and kind not in t_warned:
+        t_warned.add(kind)
+        warnings.warn(T_WARNINGS[kind], UserWarning, stacklevel=2)
+    return F.permute(self, tuple(reversed(range(ndim))))
 
 
 def _type(self, dtype=None):

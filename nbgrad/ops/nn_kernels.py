@@ -256,6 +256,7 @@ def _lowest(dtype):
 
 def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode):
     """(values, indices): the max of each window, and where it was as ``row * W + col``."""
+    stride = stride or kernel_size  # () when not given, as PyTorch saves it
     x4 = as_batched_2d(x, 2)
     n, c, h, w = x4.shape
     geometry = PoolGeometry((h, w), kernel_size, stride, padding, dilation, ceil_mode)
@@ -301,6 +302,7 @@ def _avg_divisors(geometry, in_size, ceil_mode, count_include_pad, divisor_overr
 
 
 def avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    stride = stride or kernel_size  # () when not given, as PyTorch saves it
     x4 = as_batched_2d(x, 2)
     geometry = PoolGeometry(x4.shape[2:], kernel_size, stride, padding, (1, 1), ceil_mode)
     view = windows(geometry.pad(x4, 0), kernel_size, stride, (1, 1), geometry.out_size)
@@ -314,6 +316,7 @@ def avg_pool2d_backward(
     grad, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
 ):
     """Each output's gradient, divided as its sum was, spread over its window."""
+    stride = stride or kernel_size
     in_size = tuple(input_shape[-2:])
     geometry = PoolGeometry(in_size, kernel_size, stride, padding, (1, 1), ceil_mode)
     divisors = _avg_divisors(geometry, in_size, ceil_mode, count_include_pad, divisor_override)
@@ -542,11 +545,10 @@ def gelu_backward(grad, x, approximate):
 
 def vector_norm(x, ord, dim, keepdim):
     """The 2-norm (or 1-norm) along ``dim``; ``dim=None`` means over every element."""
-    if x.ndim == 0:  # a 0-d tensor's dim 0 (or -1) names no NumPy axis
-        dim = None
+    axis = dim if x.ndim else None  # a 0-d tensor takes dim 0 or -1; NumPy takes no axis
     if ord == 1:
-        return np.abs(x).sum(axis=dim, keepdims=keepdim)
-    return np.sqrt((x * x).sum(axis=dim, keepdims=keepdim))
+        return np.abs(x).sum(axis=axis, keepdims=keepdim)
+    return np.sqrt((x * x).sum(axis=axis, keepdims=keepdim))
 
 
 def norm_backward(grad, x, ord, norm, dim, keepdim):
@@ -630,9 +632,13 @@ def nll_loss(log_probs, target, weight, reduction, ignore_index):
         return np.asarray(loss, log_probs.dtype), total_weight
     key, weights = nll_weights(target, weight, ignore_index, log_probs.dtype)
     losses = -log_probs[key] * weights
-    if reduction == REDUCTION_NONE:
+    if reduction == REDUCTION_NONE and target.ndim:
         return losses, np.zeros((), log_probs.dtype)
+    # A single sample (0-d target) takes PyTorch's reducing kernel even with "none": its
+    # total_weight is the target's weight.
     total_weight = np.asarray(np.add.reduce(weights, axis=None), log_probs.dtype)
+    if reduction == REDUCTION_NONE:
+        return losses, total_weight
     loss = np.add.reduce(losses, axis=None)
     if reduction == REDUCTION_MEAN:
         loss = loss / total_weight

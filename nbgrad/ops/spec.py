@@ -10,6 +10,8 @@ nbgrad's own differentiable operations (``create_graph=True``, so backward build
 widget shows the very same text, so the engine and the pictures cannot disagree.
 """
 
+from nbgrad.generated import compile_registered
+
 
 class OpSpec:
     """The declaration of one differentiable operation.
@@ -42,6 +44,8 @@ class OpSpec:
     method    make the Tensor method ``x.<name>()``, named the same ways
     inplace   make ``x.<name>_()`` and ``nbgrad.<name>_`` (True), or only the method ("method")
     out       ``nbgrad.<name>`` also takes ``out=``
+    joint     PyTorch computes every input's gradient with one formula (the norm layers), so it
+              keeps every saved tensor whichever inputs need a gradient
     """
 
     __slots__ = (
@@ -51,6 +55,7 @@ class OpSpec:
         "attrs",
         "saves",
         "hidden",
+        "joint",
         "shown_saves",
         "grads",
         "forward",
@@ -64,6 +69,7 @@ class OpSpec:
         "save_sources",
         "saves_tensors",
         "buffer_positions",
+        "operand_positions",
         "constants",
         "same_shape",
         "variadic",
@@ -100,6 +106,7 @@ class OpSpec:
         method=False,
         inplace=False,
         out=False,
+        joint=False,
     ):
         self.name = name
         self.node = node
@@ -107,6 +114,7 @@ class OpSpec:
         self.attrs = tuple(attrs)
         self.saves = tuple(saves)
         self.hidden = frozenset(hidden)
+        self.joint = joint
         # (position, name) of what the node shows as ``_saved_<name>`` (and the trace shows).
         self.shown_saves = tuple((p, n) for p, n in enumerate(self.saves) if n not in self.hidden)
         self.grads = dict(grads)
@@ -144,6 +152,11 @@ class OpSpec:
             if kind in ("input", "result", "attr", "extra")
         )
         self.saves_tensors = bool(self.buffer_positions)
+        # Saved operands: a Python number there is, in PyTorch, a wrapped 0-dim tensor, freed
+        # after backward like any saved tensor (``(w * 2).sum()`` cannot backward twice).
+        self.operand_positions = frozenset(
+            p for p, (kind, _) in enumerate(self.save_sources) if kind == "input"
+        )
         self.node_class = None
         # PyTorch's generated backward computes its inputs' gradients in the order of their
         # names (``other`` before ``self``, ``mat1`` before ``mat2``): in a differentiable
@@ -163,7 +176,12 @@ class OpSpec:
             return ("constant", self.constants[saved])
         if saved in self.extra_outputs:
             return ("extra", self.extra_outputs.index(saved))
-        for suffix, kind in (("_sym_sizes", "sizes"), ("_sym_numel", "numel"), ("_dtype", "dtype")):
+        for suffix, kind in (
+            ("_sym_sizes", "sizes"),
+            ("_sym_strides", "strides"),
+            ("_sym_numel", "numel"),
+            ("_dtype", "dtype"),
+        ):
             base = saved[: -len(suffix)]
             if saved.endswith(suffix) and base in self.inputs:
                 return (kind, self.inputs.index(base))
@@ -180,7 +198,8 @@ class OpSpec:
                 continue
             source = f"lambda {params}: {text}"
             scope = {**namespace, "__name__": "nbgrad.ops.formulas"}
-            vjps.append(eval(compile(source, f"<{self.node}: {inp}>", "eval"), scope))  # noqa: S307 - our own table
+            code = compile_registered(source, f"<{self.node}: {inp}>", "eval")
+            vjps.append(eval(code, scope))  # noqa: S307 - our own table
         return tuple(vjps)
 
     @property
@@ -200,16 +219,18 @@ class OpSpec:
         """
         positions = self.saves_for_needs.get(needs)
         if positions is None:
-            used = set()
+            used = set(self.saves) if self.joint else set()
             for i, inp in enumerate(self.inputs):
                 if needs >> i & 1 and inp in self.formula_names:
                     used |= self.formula_names[inp]
-            # Tensors are kept only when a needed formula reads them; sizes, dims and other
-            # small values always (PyTorch shows ``_saved_alpha`` even when nothing needs it).
+            # Inputs are kept only when a needed formula reads them; the result, sizes, dims and
+            # other small values always (PyTorch's generated code saves outputs unconditionally:
+            # ``b ** e`` shows ``_saved_result`` when only ``b`` needs a gradient, and it shows
+            # ``_saved_alpha`` even when nothing needs it).
             positions = tuple(
                 (i, kind, index)
                 for i, (s, (kind, index)) in enumerate(zip(self.saves, self.save_sources))
-                if s in used or kind not in ("input", "result")
+                if s in used or kind != "input"
             )
             self.saves_for_needs[needs] = positions
         return positions

@@ -349,10 +349,18 @@ class Module:
     def _apply_to_floating(self, convert):
         for module in self.modules():
             for registry in (module._parameters, module._buffers):
-                for tensor in registry.values():
+                for name, tensor in registry.items():
                     if tensor is None or not tensor.is_floating_point():
                         continue
-                    tensor.data = Tensor._make(convert(tensor._data))
+                    converted = convert(tensor._data)
+                    if converted.dtype == tensor._data.dtype:
+                        continue  # Tensor.to of the same dtype: the tensor itself
+                    if registry is module._buffers:
+                        # PyTorch replaces a buffer by the converted tensor (at version 0);
+                        # a parameter keeps its identity and gets the new data.
+                        registry[name] = Tensor._make(converted)
+                        continue
+                    tensor.data = Tensor._make(converted)
                     if tensor._grad is not None:
                         tensor._grad = Tensor._make(convert(tensor._grad._data))
         return self

@@ -19,6 +19,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     inplace,
     linalg,
     linalg_more,
+    more_elementwise,
     reductions,
     reductions_more,
     scatter,

@@ -17,6 +17,7 @@ from nbgrad.ops.functions._common import (
     _make,
     _number,
     _operand,
+    _shapes_error,
     to_dtype,
 )
 from nbgrad.ops.public import public
@@ -182,6 +183,28 @@ def clamp(input, min=None, max=None):  # noqa: A001, A002
     return run_op(OPS["clamp"], (_promoted(_check_tensor(input), min, max),), (min, max))
 
 
+@public(function=True, method=True)
+def clamp_min(input, min):  # noqa: A002
+    return _clamp_one("clamp_min", input, min)
+
+
+@public(function=True, method=True)
+def clamp_max(input, max):  # noqa: A002
+    return _clamp_one("clamp_max", input, max)
+
+
+def _clamp_one(name, input, bound):  # noqa: A002
+    """clamp_min / clamp_max: nodes of their own (ClampMinBackward0, ...), not clamp's."""
+    input = _check_tensor(input)  # noqa: A001
+    if isinstance(bound, Tensor):
+        try:
+            return run_op(OPS[f"{name}_tensor"], (input, bound))
+        except ValueError:
+            raise _broadcast_error(input, bound) from None
+    bound = _number(bound)
+    return run_op(OPS[name], (_promoted(input, bound),), (bound,))
+
+
 def _operand_or_none(value):
     return None if value is None else _operand(value)
 
@@ -192,6 +215,7 @@ def where(condition, input=None, other=None):  # noqa: A002
     if input is None and other is None:
         return tuple(_make(i) for i in np.nonzero(condition))
     a, b = _operand(input), _operand(other)
+    _check_mask_shape(condition, a)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = _make(np.asarray(a, dtype=_scalar_dtype(a).numpy))
     try:
@@ -224,9 +248,19 @@ def _bool_array(mask, op_name):
     return np.asarray(mask, dtype=bool)
 
 
+def _check_mask_shape(mask, input):  # noqa: A002
+    """PyTorch's error for a mask that does not broadcast with ``input`` (mask is tensor a)."""
+    other = input._data.shape if isinstance(input, Tensor) else ()
+    try:
+        np.broadcast_shapes(mask.shape, other)
+    except ValueError:
+        raise _shapes_error(mask.shape, other) from None
+
+
 @public(function=True, method=True)
 def masked_fill(input, mask, value):  # noqa: A002
     mask = _bool_array(mask, "masked_fill_")
+    _check_mask_shape(mask, input)
     if isinstance(value, Tensor) and value._requires_grad:
         # A fill value that requires grad gets the gradient of every place it filled.
         return _fresh(run_op(OPS["masked_fill_tensor"], (input, value), (mask,)))

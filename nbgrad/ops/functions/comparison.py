@@ -1,9 +1,11 @@
-"""Results that carry no gradient: comparisons, logical and bitwise ops, ``argmax``, ``round``."""
+"""Results that carry no gradient: comparisons, logical and bitwise ops, ``argmax``, rounding;
+and remainder/fmod, whose gradient is 1 almost everywhere."""
 
 import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import result_dtype, run_op
+from nbgrad.autograd.node import not_implemented_history
 from nbgrad.autograd.tensor import Tensor, _wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _array, _broadcast_error, _make, _operand
@@ -26,7 +28,7 @@ def _no_grad_result(name, function, kernel=None, kinds=None):
         arrays = [
             x._data.astype(target.numpy, copy=False) if isinstance(x, Tensor) else x for x in (a, b)
         ]
-        dividing = kernel in ("div_floor_cpu", "remainder_cpu")
+        dividing = kernel in ("div_floor_cpu", "remainder_cpu", "fmod_cpu")
         if dividing and target._category < 2 and np.any(np.asarray(arrays[1]) == 0):
             raise RuntimeError("ZeroDivisionError")
         try:
@@ -77,10 +79,43 @@ bitwise_or = _no_grad_result("bitwise_or", np.bitwise_or, "bitwise_or_cpu", (0, 
 bitwise_xor = _no_grad_result("bitwise_xor", np.bitwise_xor, "bitwise_xor_cpu", (0, 1))
 
 
-floor_divide = _no_grad_result("floor_divide", np.floor_divide, "div_floor_cpu", (1, 2))
+_floor_divide = _no_grad_result("floor_divide", np.floor_divide, "div_floor_cpu", (1, 2))
 
 
-remainder = _no_grad_result("remainder", np.remainder, "remainder_cpu", (1, 2))
+@public(function=True, method=True)
+def floor_divide(input, other):  # noqa: A002
+    """PyTorch records ``x // 2`` with a NotImplemented grad_fn: backward through it raises."""
+    return not_implemented_history(_floor_divide(input, other), "floor_divide", (input, other))
+
+
+_remainder = _no_grad_result("remainder", np.remainder, "remainder_cpu", (1, 2))
+_fmod = _no_grad_result("fmod", np.fmod, "fmod_cpu", (1, 2))
+
+
+def _modulo(name, no_grad, input, other):  # noqa: A002
+    """remainder and fmod: RemainderBackward0 for a number divisor, RemainderBackward1 for a
+    tensor one; a number dividend has no derivative in PyTorch (NotImplemented)."""
+    a, b = _operand(input), _operand(other)
+    if not isinstance(a, Tensor) or not result_dtype((a, b)).is_floating_point:
+        return not_implemented_history(no_grad(a, b), name, (a, b))
+    if isinstance(b, Tensor):
+        try:
+            return run_op(OPS[f"{name}_tensor"], (a, b))
+        except ValueError:
+            raise _broadcast_error(a, b) from None
+    if not a._dtype.is_floating_point:
+        a = a.to(result_dtype((a, b)))
+    return run_op(OPS[name], (a,), (b,))
+
+
+@public(function=True, method=True)
+def remainder(input, other):  # noqa: A002
+    return _modulo("remainder", _remainder, input, other)
+
+
+@public(function=True, method=True)
+def fmod(input, other):  # noqa: A002
+    return _modulo("fmod", _fmod, input, other)
 
 
 @public(function=True, method=True)

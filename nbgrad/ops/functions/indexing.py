@@ -11,7 +11,7 @@ from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import INT64_MAX, _array, _listed, _operand
-from nbgrad.ops.functions.shapes import expand, unsqueeze
+from nbgrad.ops.functions.shapes import expand, expanded_shape, unsqueeze
 
 
 def _index_array(value):
@@ -193,10 +193,71 @@ def _numpy_key(key):
     return tuple(converted)
 
 
+def _check_basic_key(tensor, key):
+    """PyTorch's errors for ints, slices, None and ... that do not fit the tensor: getitem's,
+    checked here without making the views."""
+    _check_zero_dim_key(tensor, key)
+    consumed = _consumed(key)
+    if consumed > tensor.dim():
+        raise IndexError(f"too many indices for tensor of dimension {tensor.dim()}")
+    dim = 0
+    for position, k in enumerate(key):
+        if k is Ellipsis:
+            dim += tensor.dim() - consumed
+        elif _is_integer(k):
+            index, size = int(k), tensor._data.shape[dim]
+            if not -size <= index < size:
+                raise IndexError(
+                    f"index {index} is out of bounds for dimension {position} with size {size}"
+                )
+            dim += 1
+        elif k is not None:  # a slice
+            dim += 1
+
+
+def _check_value_shape(value, shape, key):
+    """PyTorch's error for a value that does not fit the part of the tensor ``key`` selects."""
+    if builtins.any(isinstance(k, np.ndarray) for k in key):  # index_put_
+        try:
+            fits = np.broadcast_shapes(value._data.shape, shape) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape [{_listed(value._data.shape)}] cannot be "
+                f"broadcast to indexing result of shape [{_listed(shape)}]"
+            )
+        return
+    # copy_ of the value, expanded after its leading 1s are dropped, as PyTorch does.
+    sizes = value._data.shape
+    while sizes and sizes[0] == 1:
+        sizes = sizes[1:]
+    expanded_shape(sizes, value._dtype, shape)
+
+
 def setitem(tensor, key, value):
     """``tensor[key] = value``: an in-place write, recorded as PyTorch's CopySlices."""
-    value = _operand(value)
-    key = _numpy_key(key)
+    try:
+        value = _operand(value)
+    except TypeError:
+        raise TypeError(
+            f"can't assign a {type(value).__name__} to a "
+            f"torch.{dtypes.LEGACY_TYPE_NAMES[tensor._dtype]}"
+        ) from None
+    # The key is checked, and the value's shape against the part it selects, as indexing does:
+    # PyTorch's errors, not NumPy's. Index arrays and masks go through indexing itself.
+    keys = key if isinstance(key, tuple) else (key,)
+    if builtins.all(k is None or k is Ellipsis or type(k) is slice or _is_integer(k) for k in keys):
+        _check_basic_key(tensor, keys)
+        key = _numpy_key(key)
+        if isinstance(value, Tensor):
+            _check_value_shape(value, tensor._data[key].shape, key)
+    else:
+        with grad_mode.no_grad():
+            region = getitem(tensor, key)
+        key = _numpy_key(key)
+        if isinstance(value, Tensor):
+            _check_value_shape(value, region._data.shape, key)
     recording = grad_mode._enabled and (
         tensor._requires_grad or (isinstance(value, Tensor) and value._requires_grad)
     )

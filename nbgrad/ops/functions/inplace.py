@@ -54,8 +54,45 @@ def div_(input, other):  # noqa: A002
 
 
 @public(method=True)
+def remainder_(input, other):  # noqa: A002
+    return _modulo_(input, other, "remainder")
+
+
+@public(method=True)
+def fmod_(input, other):  # noqa: A002
+    return _modulo_(input, other, "fmod")
+
+
+def _modulo_(input, other, name):  # noqa: A002
+    other = _inplace_operand(input, other)
+    if isinstance(other, Tensor):
+        return run_inplace(OPS[f"{name}_tensor"], input, (other,))
+    return run_inplace(OPS[name], input, (), (other,))
+
+
+@public(method=True)
 def clamp_(input, min=None, max=None):  # noqa: A001, A002
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        # Tensor bounds are inputs of their own (ClampBackward0), as in clamp.
+        bounds = tuple(None if b is None else _inplace_operand(input, b) for b in (min, max))
+        return run_inplace(OPS["clamp_tensor"], input, bounds)
     return run_inplace(OPS["clamp"], input, (), (_number(min), _number(max)))
+
+
+@public(method=True)
+def clamp_min_(input, min):  # noqa: A001, A002
+    return _clamp_one_(input, min, "clamp_min")
+
+
+@public(method=True)
+def clamp_max_(input, max):  # noqa: A001, A002
+    return _clamp_one_(input, max, "clamp_max")
+
+
+def _clamp_one_(input, bound, name):  # noqa: A002
+    if isinstance(bound, Tensor):
+        return run_inplace(OPS[f"{name}_tensor"], input, (_inplace_operand(input, bound),))
+    return run_inplace(OPS[name], input, (), (_number(bound),))
 
 
 @public(method=True)
@@ -65,6 +102,13 @@ def zero_(input):  # noqa: A002
 
 @public(method=True)
 def fill_(input, value):  # noqa: A002
+    if isinstance(value, Tensor):
+        if value.dim():
+            raise RuntimeError(
+                "fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.dim()} dimensions."
+            )
+        return run_inplace(OPS["fill_tensor"], input, (value,))
     return run_inplace(OPS["fill"], input, (), (_number(value),))
 
 

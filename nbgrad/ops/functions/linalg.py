@@ -6,6 +6,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
+from nbgrad.autograd.tensor import VersionCounter
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _shapes_error
 from nbgrad.ops.functions.shapes import (
@@ -120,12 +121,25 @@ def matmul(input, other):  # noqa: A002
     if da == 2 and db == 1:
         return mv(input, other)
     if da == 1 and db == 2:
-        return run_op(OPS["squeeze_dims"], (mm(unsqueeze(input, 0), other),), (0,))
+        return _squeezed_in_place(mm(unsqueeze(input, 0), other), 0)
     if da == 2 and db == 2:
         return mm(input, other)
     if _should_fold(input, other):
         return _folded_matmul(input, other)
     return _batched_matmul(input, other)
+
+
+def _squeezed_in_place(product, dim):
+    """PyTorch's ``product.squeeze_(dim)`` on a product nobody else holds: the result is that
+    same tensor (not a view of it), at version 1, with SqueezeBackward4 as its grad_fn."""
+    result = run_op(OPS["squeeze_dims"], (product,), (dim,))
+    result._base = None
+    if result._extras is not None:
+        result._extras.view = None
+    counter = VersionCounter()
+    counter.value = 1
+    result._version_counter = counter
+    return result
 
 
 def _should_fold(tensor1, tensor2):

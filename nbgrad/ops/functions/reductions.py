@@ -14,8 +14,12 @@ from nbgrad.ops.public import public
 def _dims(dim, ndim):
     """PyTorch accepts an int, a tuple or a list of dims; the node saves them as a tuple."""
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    seen = set()
     for d in dims:
-        _wrap_dim(d, ndim)
+        wrapped = _wrap_dim(d, ndim)
+        if wrapped in seen:
+            raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
+        seen.add(wrapped)
     return dims
 
 

@@ -93,6 +93,8 @@ def reshape(input, *shape):  # noqa: A002
 @public(function=True, method=True)
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     if input.dim() == 0:
+        _wrap_dim(start_dim, 0)  # a 0-d tensor takes dims 0 and -1, as in PyTorch
+        _wrap_dim(end_dim, 0)
         return reshape(input, (1,))
     start, end = _wrap_dim(start_dim, input.dim()), _wrap_dim(end_dim, input.dim())
     if start > end:
@@ -158,10 +160,16 @@ def expand(input, *sizes):  # noqa: A002
     if not sizes:
         raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_args(sizes)
-    shape = input._data.shape
+    target = expanded_shape(input._data.shape, input._dtype, sizes)
+    return run_op(OPS["expand"], (input,), (target,))
+
+
+def expanded_shape(shape, dtype, sizes):
+    """The shape ``expand(sizes)`` gives a tensor of ``shape`` (-1 keeps a size), or PyTorch's
+    error."""
     if len(sizes) < len(shape):
         raise RuntimeError(
-            f"expand(torch.{dtypes.LEGACY_TYPE_NAMES[input._dtype]}{{[{_listed(shape)}]}}, "
+            f"expand(torch.{dtypes.LEGACY_TYPE_NAMES[dtype]}{{[{_listed(shape)}]}}, "
             f"size=[{_listed(sizes)}]): the number of sizes provided ({len(sizes)}) must be "
             f"greater or equal to the number of dimensions in the tensor ({len(shape)})"
         )
@@ -184,7 +192,7 @@ def expand(input, *sizes):  # noqa: A002
                 f"non-singleton dimension {lead + i}.  Target sizes: [{_listed(sizes)}].  "
                 f"Tensor sizes: [{_listed(shape)}]"
             )
-    return run_op(OPS["expand"], (input,), (tuple(target),))
+    return tuple(target)
 
 
 @public(method=True)
@@ -242,6 +250,8 @@ def stack(tensors, dim=0):
 
 @public(function=True, method=True)
 def narrow(input, dim, start, length):  # noqa: A002
+    if input.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
     if not -size <= start <= size:
@@ -286,6 +296,8 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
 
 @public(function=True, method=True)
 def select(input, dim, index):  # noqa: A002
+    if input.dim() == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     dim = _wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
     if not -size <= index < size:

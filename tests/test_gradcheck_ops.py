@@ -717,6 +717,158 @@ case(
     RNG.uniform(0, 1, (2, 3)),
 )
 
+# Reductions, scans and reorderings, more (var/std, prod, cumsum..., roll, flip, repeat, ...).
+case("var", torch.var, normal(2, 3))
+case("var-dim", lambda x: x.var(1, keepdim=True), normal(2, 3))
+case("var-dims-correction", lambda x: x.var((0, 2), correction=0), normal(2, 3, 2))
+case("var-0d", lambda x: x.var(correction=0), normal())
+case("std", lambda x: x.std(), normal(2, 3))
+case("std-dim", lambda x: torch.std(x, -1, unbiased=False), normal(2, 3))
+case("prod", lambda x: x.prod(), away(2, 3))
+case("prod-with-a-zero", lambda x: (x * torch.tensor([1.0, 0.0, 1.0])).prod(), away(3))
+case("prod-dim", lambda x: x.prod(1), away(2, 3))
+case("prod-dim-keepdim", lambda x: x.prod(0, keepdim=True), away(2, 3))
+case("prod-dim-with-a-zero", lambda x: (x * torch.tensor([0.0, 1.0, 1.0])).prod(-1), away(2, 3))
+case("cumsum", lambda x: x.cumsum(1), normal(2, 3))
+case("cumsum-0d", lambda x: torch.cumsum(x, 0), normal())
+case("cumprod", lambda x: x.cumprod(-1), away(2, 3))
+case("cumprod-with-a-zero", lambda x: (x * torch.tensor([1.0, 0.0, 1.0])).cumprod(0), away(3))
+case("logcumsumexp", lambda x: x.logcumsumexp(0), normal(3, 2))
+case("cummax", lambda x: x.cummax(1).values, distinct(2, 4))
+case("cummin", lambda x: torch.cummin(x, 0)[0], distinct(3, 2))
+case("roll", lambda x: x.roll(1), normal(2, 3))
+case("roll-dims", lambda x: torch.roll(x, (1, -1), (0, 1)), normal(2, 3))
+case("flip", lambda x: x.flip(0, 1), normal(2, 3))
+case("fliplr", torch.fliplr, normal(2, 3))
+case("repeat", lambda x: x.repeat(2, 1, 2), normal(2, 3))
+case("tile", lambda x: torch.tile(x, (2,)), normal(3))
+case("tril", lambda x: x.tril(), normal(3, 3))
+case("triu", lambda x: torch.triu(x, -1), normal(2, 3, 3))
+case("index_select", lambda x: x.index_select(1, torch.tensor([2, 0, 2])), normal(2, 3))
+case("masked_select", lambda x: x.masked_select(torch.tensor([True, False, True])), normal(2, 3))
+case("outer", torch.outer, normal(3), normal(2))
+case("addmv", torch.addmv, normal(2), normal(2, 3), normal(3))
+case(
+    "addmv-scaled",
+    lambda b, m, v: b.addmv(m, v, beta=0.5, alpha=2),
+    normal(1),
+    normal(2, 3),
+    normal(3),
+)
+case("addr", torch.addr, normal(2, 3), normal(2), normal(3))
+case(
+    "addr-scaled",
+    lambda b, u, v: torch.addr(b, u, v, beta=2, alpha=-1),
+    normal(3),
+    normal(2),
+    normal(3),
+)
+case("baddbmm", torch.baddbmm, normal(2, 2), normal(3, 2, 4), normal(3, 4, 2))
+case(
+    "baddbmm-scaled",
+    lambda b, x, y: b.baddbmm(x, y, beta=-1, alpha=0.5),
+    normal(3, 2, 2),
+    normal(3, 2, 4),
+    normal(3, 4, 2),
+)
+case("addmm-method", lambda b, x, y: b.addmm(x, y), normal(2, 2), normal(2, 3), normal(3, 2))
+case("movedim", lambda x: x.movedim(0, -1), normal(2, 3, 4))
+case("unflatten", lambda x: x.unflatten(1, (2, -1)), normal(3, 4))
+case("split", lambda x: x.split(2), normal(5, 2))
+case("split-one-piece-used", lambda x: x.split(2, 1)[1], normal(2, 3))
+case("split_with_sizes", lambda x: torch.split(x, [1, 3], -1), normal(2, 4))
+case("chunk", lambda x: x.chunk(3), normal(4, 2))
+case("unbind", lambda x: x.unbind(1), normal(2, 3))
+case("unbind-one-used", lambda x: torch.unbind(x)[1] * 2, normal(3, 2))
+case("var_mean", lambda x: torch.var_mean(x, 1), normal(2, 3))
+case("var_mean-mean-only", lambda x: torch.var_mean(x)[1], normal(2, 3))
+case("std_mean", lambda x: torch.std_mean(x, 0, keepdim=True, correction=0), normal(3, 2))
+case("sort", lambda x: x.sort()[0], distinct(2, 4))
+case("sort-stable-descending", lambda x: torch.sort(x, 0, True, stable=True).values, distinct(3, 2))
+case("topk", lambda x: x.topk(2)[0], distinct(2, 4))
+case("kthvalue", lambda x: x.kthvalue(2, 0)[0], distinct(3, 2))
+case("median", lambda x: x.median(), distinct(2, 3))
+case("median-dim", lambda x: x.median(1, keepdim=True)[0], distinct(2, 3))
+case("mode", lambda x: x.mode(1)[0], distinct(2, 3))
+case("diagonal", lambda x: x.diagonal(1), normal(3, 4))
+case("diagonal-dims", lambda x: torch.diagonal(x, -1, 2, 0), normal(3, 2, 4))
+case("diag-of-matrix", lambda x: torch.diag(x), normal(3, 4))
+case("diag-of-vector", lambda x: torch.diag(x, -1), normal(3))
+case("diag_embed", lambda x: torch.diag_embed(x, 1, 0, 2), normal(2, 3))
+case("trace", lambda x: x.trace(), normal(3, 4))
+case("take", lambda x: torch.take(x, torch.tensor([[0, 5], [5, -1]])), normal(2, 3))
+case("take_along_dim", lambda x: torch.take_along_dim(x, torch.tensor([[2], [0]]), 1), normal(2, 3))
+case("vector_norm-inf", lambda x: torch.linalg.vector_norm(x, float("inf"), 1), distinct(2, 3))
+case("vector_norm--inf", lambda x: x.norm(-float("inf")), distinct(2, 3))
+case("vector_norm-3", lambda x: torch.linalg.vector_norm(x, 3, 0, True), away(2, 3))
+case("vector_norm-0.5", lambda x: x.norm(0.5), away(2, 3))
+case("vector_norm-0", lambda x: x.norm(0) + x.sum(), away(2, 3))
+case("linalg_norm", lambda x: torch.linalg.norm(x, dim=1), normal(2, 3))
+case("matrix_norm", torch.linalg.matrix_norm, normal(2, 2, 3))
+case("dist", torch.dist, normal(2, 3), normal(3))
+case("dist-3", lambda x, y: torch.dist(x, y, 3), normal(2, 3), normal(2, 3))
+case("dist-inf", lambda x, y: x.dist(y, float("inf")), distinct(2, 3), distinct(2, 3) * 0.01)
+case("linalg_cross", torch.linalg.cross, normal(2, 3), normal(2, 3))
+case("cross-dim0", lambda x, y: torch.cross(x, y, dim=0), normal(3, 2), normal(3, 1))
+case("hstack", lambda x, y: torch.hstack([x, y]), normal(2, 3), normal(2, 1))
+case("vstack", lambda x, y: torch.vstack([x, y]), normal(3), normal(2, 3))
+case("dstack", lambda x, y: torch.dstack((x, y)), normal(3), normal(3))
+case("column_stack", lambda x, y: torch.column_stack([x, y]), normal(2), normal(2, 2))
+case("atleast_3d", lambda x: torch.atleast_3d(x), normal(3))
+SCATTER_INDEX = torch.tensor([[0, 1, 0], [1, 0, 1]])  # no element written twice
+case("scatter", lambda x, y: x.scatter(0, SCATTER_INDEX, y), normal(2, 3), normal(2, 3))
+case("scatter-value", lambda x: torch.scatter(x, 1, torch.tensor([[2], [0]]), 1.5), normal(2, 3))
+case("scatter_", clone_of(lambda c, y: c.scatter_(0, SCATTER_INDEX, y)), normal(2, 3), normal(2, 3))
+case(
+    "scatter_add",
+    lambda x, y: x.scatter_add(0, torch.tensor([[0, 1, 0], [0, 0, 0]]), y),
+    normal(2, 3),
+    normal(2, 3),
+)
+case(
+    "scatter_add_",
+    clone_of(lambda c, y: c.scatter_add_(1, torch.tensor([[0, 0, 2]]), y)),
+    normal(2, 3),
+    normal(1, 3),
+)
+case("index_add", lambda x, y: x.index_add(0, torch.tensor([1, 1]), y), normal(2, 3), normal(2, 3))
+case(
+    "index_add_-alpha",
+    clone_of(lambda c, y: c.index_add_(1, torch.tensor([2, 0]), y, alpha=-2)),
+    normal(2, 3),
+    normal(2, 2),
+)
+case("index_fill", lambda x: x.index_fill(1, torch.tensor([0, 2]), -1.0), normal(2, 3))
+case("index_fill_", clone_of(lambda c: c.index_fill_(0, torch.tensor([1]), 2.0)), normal(2, 3))
+case(
+    "index_copy", lambda x, y: x.index_copy(0, torch.tensor([1, 0]), y), normal(2, 3), normal(2, 3)
+)
+case(
+    "index_copy_",
+    clone_of(lambda c, y: c.index_copy_(1, torch.tensor([2]), y)),
+    normal(2, 3),
+    normal(2, 1),
+)
+
+
+case("vdot", torch.vdot, normal(3), normal(3))
+case("rot90", lambda x: x.rot90(), normal(2, 3))
+case("rot90-back", lambda x: torch.rot90(x, -1, (2, 0)), normal(2, 3, 2))
+case("repeat_interleave", lambda x: x.repeat_interleave(2, 1), normal(2, 3))
+case("repeat_interleave-tensor", lambda x: x.repeat_interleave(torch.tensor([2, 0])), normal(2))
+case("kron", torch.kron, normal(2, 3), normal(2, 2))
+case("meshgrid", lambda x, y: torch.meshgrid(x, y, indexing="xy"), normal(3), normal(2))
+case("cartesian_prod", torch.cartesian_prod, normal(3), normal(2))
+case("block_diag", torch.block_diag, normal(2, 3), normal(2), normal())
+case("addbmm", torch.addbmm, normal(2, 4), normal(3, 2, 5), normal(3, 5, 4))
+case(
+    "addbmm-scaled",
+    lambda b, x, y: b.addbmm(x, y, beta=0.5, alpha=-2),
+    normal(4),
+    normal(3, 2, 5),
+    normal(3, 5, 4),
+)
+
 
 # --- element-wise functions, more (logarithms, trigonometric, hyperbolic, activations) ---------
 UNIT = RNG.uniform(-0.8, 0.8, (2, 3))  # inside (-1, 1): asin, acos, atanh, erfinv

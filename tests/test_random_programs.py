@@ -489,6 +489,102 @@ def binary_more(p):
         p.step(text, fn, a, b)
 
 
+def _nonzero(a):
+    return np.all(np.abs(a) > 1e-3)
+
+
+def _unique_magnitudes(a):
+    return np.unique(np.abs(a)).size == a.size
+
+
+# Reductions, scans and reorderings, more: composed with everything else like UNARY's.
+UNARY_REDUCTIONS_MORE = [
+    ("{}.cumsum(0)", lambda T, x: x.cumsum(0), None),
+    ("T.cumsum({}, -1)", lambda T, x: T.cumsum(x, -1), None),
+    ("{}.cumprod(-1)", lambda T, x: x.cumprod(-1), lambda a: np.all(np.abs(a) < 3)),
+    ("{}.logcumsumexp(0)", lambda T, x: x.logcumsumexp(0), lambda a: np.all(np.abs(a) < 50)),
+    ("{}.cummax(0).values", lambda T, x: x.cummax(0).values, lambda a: np.unique(a).size == a.size),
+    ("{}.cummin(-1)[0]", lambda T, x: x.cummin(-1)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.prod(0)", lambda T, x: x.prod(0), lambda a: np.all(np.abs(a) < 3)),
+    ("{}.prod()", lambda T, x: x.prod(), lambda a: a.size <= 12 and np.all(np.abs(a) < 2)),
+    ("{}.var(0)", lambda T, x: x.var(0), lambda a: np.all(np.abs(a) < 1e3)),
+    ("{}.var(unbiased=False)", lambda T, x: x.var(unbiased=False), None),
+    (
+        "{}.std(-1)",
+        lambda T, x: x.std(-1),
+        lambda a: a.ndim and a.shape[-1] > 1 and np.all(np.std(a, -1) > 1e-2),
+    ),
+    ("{}.flip(0)", lambda T, x: x.flip(0), None),
+    ("{}.roll(1)", lambda T, x: x.roll(1), None),
+    ("{}.roll(-1, 0)", lambda T, x: x.roll(-1, 0), None),
+    ("{}.repeat(1, 2, 1, 1)", lambda T, x: x.repeat(1, 2, 1, 1), None),
+    ("T.tile({}, (2,))", lambda T, x: T.tile(x, (2,)), None),
+    ("{}.tril()", lambda T, x: x.tril(), None),
+    ("{}.triu(-1)", lambda T, x: x.triu(-1), None),
+    (
+        "{}.index_select(0, T.tensor([0, 0]))",
+        lambda T, x: x.index_select(0, T.tensor([0, 0])),
+        None,
+    ),
+    ("{0}.masked_select({0} > 0)", lambda T, x: x.masked_select(x > 0), None),
+    ("{}.movedim(0, -1)", lambda T, x: x.movedim(0, -1), None),
+    ("{}.split(2)[0]", lambda T, x: x.split(2)[0], None),
+    ("{}.split(1, -1)[-1]", lambda T, x: x.split(1, -1)[-1], None),
+    ("{}.chunk(2)[-1]", lambda T, x: x.chunk(2)[-1], None),
+    ("{}.unbind()[0]", lambda T, x: x.unbind()[0], None),
+    ("T.stack({}.unbind(-1), 0)", lambda T, x: T.stack(x.unbind(-1), 0), None),
+    ("T.var_mean({}, 0)[0]", lambda T, x: T.var_mean(x, 0)[0], None),
+    ("T.std_mean({})[1]", lambda T, x: T.std_mean(x)[1], None),
+    ("{}.sort()[0]", lambda T, x: x.sort()[0], lambda a: np.unique(a).size == a.size),
+    ("{}.topk(1, 0)[0]", lambda T, x: x.topk(1, 0)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.kthvalue(1)[0]", lambda T, x: x.kthvalue(1)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.median()", lambda T, x: x.median(), lambda a: np.unique(a).size == a.size),
+    ("{}.median(0)[0]", lambda T, x: x.median(0)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.diagonal()", lambda T, x: x.diagonal(), None),
+    ("{}.diagonal(1, -1, 0)", lambda T, x: x.diagonal(1, -1, 0), None),
+    ("T.diag({})", lambda T, x: T.diag(x), None),
+    ("T.diag_embed({})", lambda T, x: T.diag_embed(x), None),
+    ("{}.trace()", lambda T, x: x.trace(), None),
+    ("T.take({}, T.tensor([0, -1]))", lambda T, x: T.take(x, T.tensor([0, -1])), None),
+    ("{}.norm(3)", lambda T, x: x.norm(3), lambda a: np.all(np.abs(a) > 1e-3)),
+    ("{}.norm(float('inf'), 0)", lambda T, x: x.norm(float("inf"), 0), _unique_magnitudes),
+    ("T.linalg.vector_norm({}, 0.5)", lambda T, x: T.linalg.vector_norm(x, 0.5), _nonzero),
+    ("T.linalg.norm({}, dim=-1)", lambda T, x: T.linalg.norm(x, dim=-1), _nonzero),
+    ("T.dist({0}, {0} * 0.5 + 1)", lambda T, x: T.dist(x, x * 0.5 + 1), _nonzero),
+    ("T.hstack([{0}, {0}])", lambda T, x: T.hstack([x, x]), None),
+    ("T.vstack([{0}, {0}])", lambda T, x: T.vstack([x, x]), None),
+    ("T.column_stack([{0}, {0}])", lambda T, x: T.column_stack([x, x]), None),
+    ("T.atleast_2d({})", lambda T, x: T.atleast_2d(x), None),
+    (
+        "{}.index_fill(0, T.tensor([0]), 2.0)",
+        lambda T, x: x.index_fill(0, T.tensor([0]), 2.0),
+        None,
+    ),
+    (
+        "{0}.index_add(-1, T.tensor([0]), {0}[..., :1])",
+        lambda T, x: x.index_add(-1, T.tensor([0]), x[..., :1]),
+        lambda a: a.ndim >= 1,
+    ),
+    (
+        "{0}.scatter_add(0, T.zeros_like({0}, dtype=T.int64), {0})",
+        lambda T, x: x.scatter_add(0, T.zeros_like(x, dtype=T.int64), x),
+        None,
+    ),
+    (
+        "({} * 1).scatter_(0, T.zeros(1, dtype=T.int64), 1.5)",
+        lambda T, x: (x * 1).scatter_(0, T.zeros(1, dtype=T.int64), 1.5),
+        lambda a: a.ndim == 1,
+    ),
+    ("{}.rot90()", lambda T, x: x.rot90(), None),
+    ("{}.repeat_interleave(2)", lambda T, x: x.repeat_interleave(2), None),
+    ("{}.repeat_interleave(2, 0)", lambda T, x: x.repeat_interleave(2, 0), None),
+    ("T.kron({0}, {0})", lambda T, x: T.kron(x, x), lambda a: a.size <= 12),
+    ("T.block_diag({0}, {0})", lambda T, x: T.block_diag(x, x), lambda a: a.ndim <= 2),
+    ("T.cartesian_prod({0}, {0})", lambda T, x: T.cartesian_prod(x, x), lambda a: a.ndim == 1),
+]
+UNARY += UNARY_REDUCTIONS_MORE
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))

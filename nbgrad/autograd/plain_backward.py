@@ -71,7 +71,8 @@ def compile_apply(spec):
                 f"            raise modified_by_inplace({name}, node)",
                 f"        {name} = {name}.data",
             ]
-    lines.append("    grad = grads[0]")
+    # Several outputs (split): ``grad`` is their list of gradients (None where missing).
+    lines.append("    grad = grads" if spec.multi_output else "    grad = grads[0]")
     formulas = [spec.grads.get(name) for name in spec.inputs]
     if len(formulas) == 1:  # one input, so it has an edge: it is why the node exists
         lines.append(f"    return [{formulas[0] or 'None'}]")

@@ -12,7 +12,7 @@ shows the same text.
 
 import numpy as np
 
-from nbgrad.ops import formula_math, nn_kernels
+from nbgrad.ops import formula_math, formula_more, nn_kernels
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -281,8 +281,10 @@ def _add_product(bias, product):
     return product
 
 
-def _addmm(bias, mat1, mat2, beta, alpha):
+def _addmm(bias, mat1, mat2, beta, alpha, sum_batches=False):
     product = mat1 @ mat2
+    if sum_batches:  # addbmm: the batch of products, added up
+        product = product.sum(axis=0)
     if alpha != 1:
         product *= alpha
     if beta != 0:  # with beta=0 PyTorch ignores the bias, nan and inf included
@@ -396,7 +398,9 @@ op("index", "IndexBackward0", ("self",),
    saves=("indices", "self_sym_sizes"))
 op("gather", "GatherBackward0", ("self",),
    {"self": "gather_backward(grad, self.shape, dim, index)"},
-   lambda self, dim, index, sparse_grad: np.take_along_axis(self, index, axis=dim),
+   # Index's shape, which may be smaller than self's (np.take_along_axis would broadcast it).
+   lambda self, dim, index, sparse_grad: self[formula_math._gather_key(index, dim)]
+   if self.ndim else self.copy(),
    attrs=("dim", "index", "sparse_grad"), saves=("dim", "index", "self", "sparse_grad"))
 op("cat", "CatBackward0", ("tensors",), {"tensors": "split_along(grad, dim, tensors_sym_sizes)"},
    lambda tensors, dim: np.concatenate(tensors, axis=dim), attrs=("dim",),
@@ -602,6 +606,393 @@ op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
    {"self": "where(result > 0, grad, grad * negative_slope)"},
    lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
    attrs=("negative_slope",), saves=("negative_slope", "result"))
+
+
+# --- reductions, more (var, std, prod) ----------------------------------------------------------
+# ``dim`` is None for a reduction over everything; ``correction`` None means PyTorch's default (1)
+# when no overload named it (``x.var()``), as PyTorch saves it.
+
+op("var", "VarBackward0", ("self",),
+   {"self": "var_backward(grad, self, dim, correction, keepdim)"},
+   lambda self, dim, correction, keepdim: _var(self, dim, correction, keepdim),
+   attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"))
+op("std", "StdBackward0", ("self",),
+   {"self": "std_backward(grad, self, result, dim, correction, keepdim)"},
+   lambda self, dim, correction, keepdim: np.sqrt(_var(self, dim, correction, keepdim)),
+   attrs=("dim", "correction", "keepdim"),
+   saves=("correction", "dim", "keepdim", "result", "self"))
+op("prod", "ProdBackward0", ("self",), {"self": "prod_backward(grad, self, result, None, False)"},
+   lambda self: np.prod(self), saves=("result", "self"))
+op("prod_dim", "ProdBackward1", ("self",),
+   {"self": "prod_backward(grad, self, result, dim, keepdim)"},
+   lambda self, dim, keepdim: np.prod(self, axis=_axis(self, dim), keepdims=keepdim),
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
+
+
+def _var(x, dim, correction, keepdim):
+    axes = formula_more.reduced_axes(dim, x.ndim)
+    centred = x - x.mean(axis=axes, keepdims=True) if axes else x - x
+    squares = np.add.reduce(centred * centred, axis=axes, keepdims=keepdim)
+    divisor = formula_more.reduction_count(x.shape, dim) - (1 if correction is None else correction)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(squares, max(divisor, 0)).astype(x.dtype, copy=False)
+
+
+# --- scans (cumsum, cumprod, logcumsumexp, cummax, cummin) ---------------------------------------
+# ``dim`` is saved as given; a 0-d tensor scans its one element.
+
+op("cumsum", "CumsumBackward0", ("self",), {"self": "reverse_cumsum(grad, dim)"},
+   lambda self, dim, dtype: _scan(np.cumsum, self, dim, dtype), attrs=("dim", "dtype"),
+   saves=("dim",))
+op("cumprod", "CumprodBackward0", ("self",), {"self": "cumprod_backward(grad, self, dim, result)"},
+   lambda self, dim, dtype: _scan(np.cumprod, self, dim, dtype), attrs=("dim", "dtype"),
+   saves=("dim", "result", "self"))
+op("logcumsumexp", "LogcumsumexpBackward0", ("self",),
+   {"self": "logcumsumexp_backward(grad, self, result, dim)"},
+   lambda self, dim: _scan(np.logaddexp.accumulate, self, dim, None), attrs=("dim",),
+   saves=("dim", "result", "self"))
+op("cummax", "CummaxBackward0", ("self",),
+   {"self": "scatter_add_into_zeros(grad, self.shape, dim, indices)"},
+   lambda self, dim: _cumulative_extreme(self, dim, np.maximum, np.greater_equal),
+   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"))
+op("cummin", "CumminBackward0", ("self",),
+   {"self": "scatter_add_into_zeros(grad, self.shape, dim, indices)"},
+   lambda self, dim: _cumulative_extreme(self, dim, np.minimum, np.less_equal),
+   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"))
+
+
+def _scan(accumulate, x, dim, dtype):
+    if dtype is not None:
+        x = x.astype(dtype, copy=False)
+    if x.ndim == 0:
+        return x.copy()
+    return accumulate(x, axis=dim)
+
+
+def _cumulative_extreme(x, dim, ufunc, reaches):
+    """Running max (min) and where it was last reached, as PyTorch's cummax (cummin) gives."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    values = ufunc.accumulate(x, axis=dim)
+    positions = np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - 1 - dim % x.ndim))
+    reached = reaches(x, values) | np.isnan(x)
+    indices = np.maximum.accumulate(np.where(reached, positions, 0), axis=dim)
+    return values, indices.astype(np.int64, copy=False)
+
+
+# --- reorderings, more (roll, flip, repeat, tril, triu, index_select, masked_select) ------------
+
+op("roll", "RollBackward0", ("self",), {"self": "roll(grad, tuple(-s for s in shifts), dims)"},
+   lambda self, shifts, dims: formula_more.roll(self, shifts, dims), attrs=("shifts", "dims"),
+   saves=("dims", "shifts"))
+op("flip", "FlipBackward0", ("self",), {"self": "flip(grad, dims)"},
+   formula_more.flip, attrs=("dims",),
+   saves=("dims",))
+op("repeat", "RepeatBackward0", ("self",),
+   {"self": "repeat_backward(grad, repeats, self_sym_sizes)"},
+   np.tile, attrs=("repeats",), saves=("repeats", "self_sym_sizes"))
+op("tril", "TrilBackward0", ("self",), {"self": "tril(grad, diagonal)"},
+   np.tril, attrs=("diagonal",), saves=("diagonal",))
+op("triu", "TriuBackward0", ("self",), {"self": "triu(grad, diagonal)"},
+   np.triu, attrs=("diagonal",), saves=("diagonal",))
+op("index_select", "IndexSelectBackward0", ("self",),
+   {"self": "index_select_backward(grad, self_sym_sizes, dim, index)"},
+   lambda self, dim, index: np.take(self, index.reshape(-1), axis=dim) if self.ndim
+   else self.copy(),
+   attrs=("dim", "index"), saves=("dim", "index", "self_sym_sizes"))
+op("masked_select", "MaskedSelectBackward0", ("self",),
+   {"self": "masked_select_backward(grad, self, mask)"},
+   lambda self, mask: _masked_select(self, mask), attrs=("mask",), saves=("mask", "self"))
+
+
+def _masked_select(x, mask):
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    return np.broadcast_to(x, shape)[np.broadcast_to(mask, shape)]
+
+
+# --- matrix products, more (addmv, addr, baddbmm) ------------------------------------------------
+# ``beta`` scales the added tensor, ``alpha`` the product; with beta == 0 the added tensor is
+# ignored, nan and inf included, as in PyTorch.
+
+op("addmv", "AddmvBackward0", ("self", "mat", "vec"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "mat": "outer(grad, vec) if alpha == 1 else outer(grad, vec) * alpha",
+    "vec": "matrix_t(mat) @ grad if alpha == 1 else matrix_t(mat) @ grad * alpha"},
+   lambda self, mat, vec, beta, alpha: _addmm(self, mat, vec, beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "beta", "mat", "vec"), promote=True)
+op("addr", "AddrBackward0", ("self", "vec1", "vec2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "vec1": "grad @ vec2 if alpha == 1 else grad @ vec2 * alpha",
+    "vec2": "matrix_t(grad) @ vec1 if alpha == 1 else matrix_t(grad) @ vec1 * alpha"},
+   lambda self, vec1, vec2, beta, alpha: _addmm(self, vec1[:, None], vec2[None, :], beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "beta", "vec1", "vec2"), promote=True)
+op("baddbmm", "BaddbmmBackward0", ("self", "batch1", "batch2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "batch1": "grad @ swap_last(batch2) if alpha == 1 else grad @ swap_last(batch2) * alpha",
+    "batch2": "swap_last(batch1) @ grad if alpha == 1 else swap_last(batch1) @ grad * alpha"},
+   lambda self, batch1, batch2, beta, alpha: _addmm(self, batch1, batch2, beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "batch1", "batch2", "beta"), promote=True)
+
+
+# --- several outputs (split, unbind, var_mean, std_mean) -----------------------------------------
+# One node whose outputs are all differentiable (``multi_output``): ``grad`` is their list of
+# gradients, None for an output that got none (zeros where the formula needs them). split and
+# unbind return views of their input, as in PyTorch.
+
+op("split", "SplitBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes,"
+            " split_lengths(self_sym_sizes, dim, split_size))"},
+   lambda self, split_size, dim: _split(self, split_size, dim), attrs=("split_size", "dim"),
+   saves=("dim", "self_sym_sizes", "split_size"), view=True, multi_output=True)
+op("split_with_sizes", "SplitWithSizesBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes, split_sizes)"},
+   lambda self, split_sizes, dim: _split_with_sizes(self, split_sizes, dim),
+   attrs=("split_sizes", "dim"), saves=("dim", "self_sym_sizes", "split_sizes"), view=True,
+   multi_output=True)
+op("unbind", "UnbindBackward0", ("self",), {"self": "stack_pieces(grad, dim, self_sym_sizes)"},
+   lambda self, dim: [self[(slice(None),) * (dim % self.ndim) + (i, Ellipsis)]
+                      for i in range(self.shape[dim])],
+   attrs=("dim",), saves=("dim", "self_sym_sizes"), hidden=("self_sym_sizes",), view=True,
+   multi_output=True)
+op("var_mean", "VarMeanBackward0", ("self",),
+   {"self": "(zeros_like(self) if grad[0] is None else"
+            " var_backward(grad[0], self, dim, correction, keepdim))"
+            " + (0 if grad[1] is None else mean_part(grad[1], self, dim, keepdim))"},
+   lambda self, dim, correction, keepdim: [_var(self, dim, correction, keepdim),
+                                           _mean_over(self, dim, keepdim)],
+   attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"),
+   multi_output=True)
+op("std_mean", "StdMeanBackward0", ("self",),
+   {"self": "(zeros_like(self) if grad[0] is None else"
+            " std_backward(grad[0], self, result0, dim, correction, keepdim))"
+            " + (0 if grad[1] is None else mean_part(grad[1], self, dim, keepdim))"},
+   lambda self, dim, correction, keepdim: [np.sqrt(_var(self, dim, correction, keepdim)),
+                                           _mean_over(self, dim, keepdim)],
+   attrs=("dim", "correction", "keepdim"),
+   saves=("correction", "dim", "keepdim", "result0", "self"), multi_output=True)
+
+
+def _split(x, split_size, dim):
+    size = x.shape[dim]
+    bounds = list(range(split_size, size, split_size)) if split_size else []
+    return np.split(x, bounds, axis=dim)
+
+
+def _split_with_sizes(x, split_sizes, dim):
+    return np.split(x, np.cumsum(split_sizes)[:-1].tolist(), axis=dim)
+
+
+def _mean_over(x, dim, keepdim):
+    axes = formula_more.reduced_axes(dim, x.ndim)
+    if not axes:
+        return x.copy()
+    return np.asarray(x.mean(axis=axes, keepdims=keepdim))
+
+
+# --- values with indices (sort, topk, kthvalue, median, mode) ------------------------------------
+# The gradient goes to where each value came from (``indices``, which never requires grad). Ties
+# are broken as a stable sort breaks them; PyTorch's choice among equal values may differ.
+
+op("sort", "SortBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, dim, descending: _sorted(self, dim, descending),
+   attrs=("dim", "descending"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("sort_stable", "SortBackward1", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, dim, descending: _sorted(self, dim, descending),
+   attrs=("dim", "descending"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("topk", "TopkBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, k, dim, largest, sorted: _top(self, k, dim, largest),  # noqa: A006
+   attrs=("k", "dim", "largest", "sorted"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("kthvalue", "KthvalueBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, k, dim, keepdim: _kth(self, k - 1, dim, keepdim), attrs=("k", "dim", "keepdim"),
+   extra_outputs=("indices",), saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+op("median_dim", "MedianBackward1", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _kth(self, (_size(self, dim) - 1) // 2, dim, keepdim),
+   attrs=("dim", "keepdim"), extra_outputs=("indices",),
+   saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+op("median", "MedianBackward0", ("self",), {"self": "evenly_distribute(grad, self, result)"},
+   lambda self: _lower_median(self), saves=("result", "self"))
+op("mode", "ModeBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _mode(self, dim, keepdim), attrs=("dim", "keepdim"),
+   extra_outputs=("indices",), saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+
+
+def _size(x, dim):
+    return x.shape[dim] if x.ndim else 1
+
+
+def _sorted(x, dim, descending):
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    # A stable sort, descending too: equal values keep their order, as in PyTorch.
+    indices = np.argsort(-x if descending else x, axis=dim, kind="stable")
+    return np.take_along_axis(x, indices, axis=dim), indices.astype(np.int64, copy=False)
+
+
+def _top(x, k, dim, largest):
+    values, indices = _sorted(x, dim, largest)
+    if x.ndim == 0:
+        return values, indices
+    keep = (slice(None),) * (dim % x.ndim) + (slice(0, k),)
+    return values[keep].copy(), indices[keep].copy()
+
+
+def _kth(x, position, dim, keepdim):
+    """The value at ``position`` in sorted order along ``dim``, and where it was."""
+    values, indices = _sorted(x, dim, False)
+    if x.ndim == 0:
+        return values, indices
+    key = (slice(None),) * (dim % x.ndim) + (slice(position, position + 1),)
+    values, indices = values[key], indices[key]
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values.copy(), indices.copy()  # C-contiguous (np.ascontiguousarray makes 0-d 1-d)
+
+
+def _lower_median(x):
+    if x.size == 0:
+        return np.asarray(np.nan, x.dtype)
+    flat = np.sort(x.reshape(-1))
+    return np.asarray(flat[(flat.size - 1) // 2])
+
+
+def _mode(x, dim, keepdim):
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and the
+    last place it occurs."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    moved = np.moveaxis(x, dim, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    values = np.empty(rows.shape[0], x.dtype)
+    indices = np.empty(rows.shape[0], np.int64)
+    for r, row in enumerate(rows):
+        uniques, counts = np.unique(row, return_counts=True)
+        values[r] = uniques[np.argmax(counts)]
+        indices[r] = np.flatnonzero(row == values[r])[-1]
+    shape = moved.shape[:-1]
+    values, indices = values.reshape(shape), indices.reshape(shape)
+    if keepdim:
+        values, indices = np.expand_dims(values, dim), np.expand_dims(indices, dim)
+    return values, indices
+
+
+# --- diagonals and single elements (diagonal, diag, diag_embed, trace, take) ----------------------
+
+op("diagonal", "DiagonalBackward0", ("self",),
+   {"self": "diagonal_backward(grad, self_sym_sizes, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diagonal_view(self, offset, dim1, dim2),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset", "self_sym_sizes"),
+   view=True)
+op("diagonal_copy", "DiagonalBackward0_copy", ("self",),
+   {"self": "diagonal_backward(grad, self_sym_sizes, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diagonal_view(self, offset, dim1, dim2).copy(),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset", "self_sym_sizes"))
+op("diag_embed", "DiagEmbedBackward0", ("self",),
+   {"self": "diagonal(grad, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diag_embed(self, offset, dim1, dim2),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"))
+op("trace", "TraceBackward0", ("self",),
+   {"self": "diagonal_backward(expand(grad, (min(self_sym_sizes),)), self_sym_sizes, 0, 0, 1)"},
+   np.trace, saves=("self_sym_sizes",))
+op("take", "TakeBackward0", ("self",), {"self": "take_backward(grad, self, index)"},
+   lambda self, index: self.reshape(-1)[index], attrs=("index",), saves=("index", "self"))
+# The backward of diagonal as an op of its own, so that create_graph can differentiate it.
+op("diagonal_backward", "DiagonalBackwardBackward0", ("grad_output",),
+   {"grad_output": "diagonal(grad, offset, dim1, dim2)"},
+   lambda grad_output, sizes, offset, dim1, dim2: formula_more.diagonal_backward(
+       grad_output, sizes, offset, dim1, dim2),
+   attrs=("sizes", "offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"))
+
+
+# --- norms, more (any order; dist; cross) --------------------------------------------------------
+# Orders other than 1 and 2 (the entry ``linalg_vector_norm`` above): inf, -inf, 0 and any p.
+
+op("linalg_vector_norm_ord", "LinalgVectorNormBackward0", ("self",),
+   {"self": "vector_norm_backward(grad, self, ord, result, dim, keepdim)"},
+   lambda self, ord, dim, keepdim: formula_more.vector_norm(self, ord, dim, keepdim),  # noqa: A006
+   attrs=("ord", "dim", "keepdim"), saves=("dim", "keepdim", "ord", "result", "self"),
+   floating=True)
+op("dist", "DistBackward0", ("self", "other"),
+   {"self": "vector_norm_backward(grad, self - other, p, result, None, False)",
+    "other": "-vector_norm_backward(grad, self - other, p, result, None, False)"},
+   lambda self, other, p: formula_more.vector_norm(self - other, p, None, False),
+   attrs=("p",), saves=("other", "p", "result", "self"), promote=True)
+op("linalg_cross", "LinalgCrossBackward0", ("self", "other"),
+   {"self": "cross(other, grad, dim)", "other": "cross(grad, self, dim)"},
+   lambda self, other, dim: np.cross(self, other, axis=dim), attrs=("dim",),
+   saves=("dim", "other", "self"), promote=True)
+
+
+# --- scatters (scatter, scatter_add, index_add, index_fill, index_copy) --------------------------
+# ``index`` is kept as an array (no edge); in place (``x.scatter_(...)``) they run the same entry.
+# As in PyTorch, a ``src`` larger than ``index`` gets a gradient of index's shape, which backward
+# then refuses ("returned an invalid gradient").
+
+op("scatter", "ScatterBackward0", ("self", "src"),
+   {"self": "scatter_zero(grad, dim, index)", "src": "gather_at(grad, dim, index)"},
+   lambda self, src, dim, index: formula_more.scatter(self, dim, index, src),
+   attrs=("dim", "index"), saves=("dim", "index"))
+op("scatter_value", "ScatterBackward1", ("self",), {"self": "scatter_zero(grad, dim, index)"},
+   lambda self, dim, index, value: formula_more.scatter(self, dim, index, value),
+   attrs=("dim", "index", "value"), saves=("dim", "index"))
+op("scatter_add", "ScatterAddBackward0", ("self", "src"),
+   {"self": "grad", "src": "gather_at(grad, dim, index)"},
+   lambda self, src, dim, index: formula_more.scatter(self, dim, index, src, add=True),
+   attrs=("dim", "index"), saves=("dim", "index"))
+op("index_add", "IndexAddBackward0", ("self", "source"),
+   {"self": "grad",
+    "source": "index_select_grad(grad, dim, index, source) if alpha == 1 else"
+              " index_select_grad(grad, dim, index, source) * alpha"},
+   lambda self, source, dim, index, alpha, source_dim: formula_more.index_put(
+       self, dim, index, source if alpha == 1 else alpha * source, add=True),
+   attrs=("dim", "index", "alpha", "source_dim"),
+   saves=("alpha", "dim", "index", "source", "source_dim"))
+op("index_fill", "IndexFillBackward0", ("self",), {"self": "index_zero(grad, dim, index)"},
+   lambda self, dim, index, value: formula_more.index_put(self, dim, index, value),
+   attrs=("dim", "index", "value"), saves=("dim", "index"))
+op("index_copy", "IndexCopyBackward0", ("self", "source"),
+   {"self": "index_zero(grad, dim, index)",
+    "source": "index_select_grad(grad, dim, index, source)"},
+   lambda self, source, dim, index, source_dim: formula_more.index_put(self, dim, index, source),
+   attrs=("dim", "index", "source_dim"), saves=("dim", "index", "source", "source_dim"))
+
+
+# --- products and rotations, more (vdot, rot90) ---------------------------------------------------
+
+op("vdot", "VdotBackward0", ("self", "other"),
+   {"self": "grad * other", "other": "grad * self"},
+   np.dot, saves=("other", "self"), promote=True)
+op("rot90", "Rot90Backward0", ("self",), {"self": "rot90(grad, -k, dims)"},
+   lambda self, k, dims: formula_more.rot90(self, k, dims), attrs=("k", "dims"),
+   saves=("dims", "k"))
+
+
+# --- block_diag, addbmm ---------------------------------------------------------------------------
+
+op("block_diag", "BlockDiagBackward0", ("tensors",),
+   {"tensors": "block_diag_pieces(grad, tensors_sym_sizes)"},
+   lambda tensors: formula_more.block_diag(tensors), saves=("tensors_sym_sizes",),
+   hidden=("tensors_sym_sizes",), variadic=True, promote=True)
+op("addbmm", "AddbmmBackward0", ("self", "batch1", "batch2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "batch1": "scaled(expand(unsqueeze(grad, 0), (batch1_sym_argsize_0, batch1_sym_argsize_1,"
+              " batch2_sym_argsize_2)) @ swap_last(batch2), alpha)",
+    "batch2": "scaled(swap_last(batch1) @ expand(unsqueeze(grad, 0), (batch1_sym_argsize_0,"
+              " batch1_sym_argsize_1, batch2_sym_argsize_2)), alpha)"},
+   lambda self, batch1, batch2, beta, alpha, *sizes: _addmm(
+       self, batch1, batch2, beta, alpha, sum_batches=True),
+   attrs=("beta", "alpha", "batch1_sym_argsize_0", "batch1_sym_argsize_1",
+          "batch2_sym_argsize_2"),
+   saves=("alpha", "batch1", "batch1_sym_argsize_0", "batch1_sym_argsize_1", "batch2",
+          "batch2_sym_argsize_2", "beta"), promote=True)
 
 
 # --- element-wise functions, more (logarithms, trigonometric, hyperbolic, exp2, erfc, erfinv) ---

@@ -513,6 +513,7 @@ def tensor_namespace():
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
         **nn_tensor_namespace(),
+        **formula_more.tensor_namespace(),
         **more_elementwise_tensor_namespace(),
     }
 
@@ -807,6 +808,12 @@ def nn_tensor_namespace():
             binary_cross_entropy_with_logits_target_backward
         ),
     }
+
+
+# The helpers of the reductions, scans and reorderings in derivatives.py's later sections.
+from nbgrad.ops import formula_more  # noqa: E402
+
+ARRAY_NAMESPACE.update(formula_more.ARRAY_NAMESPACE)
 
 
 # --- element-wise functions, more (trigonometric, hyperbolic, activations) ----------------------

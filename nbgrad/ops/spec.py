@@ -32,6 +32,9 @@ class OpSpec:
               checking it (element-wise functions)
     view      the result shares memory (and so the version counter) with ``inputs[0]``
     variadic  the single input is a list of tensors (cat, stack); its formula returns a list
+    multi_output  the forward returns a list of arrays, each a differentiable output of the one
+              node (split, unbind, var_mean); ``grad`` in its formulas is then the list of their
+              gradients (zeros for an output that got none), and ``result0`` saves the first
     promote   bring the inputs to one dtype first, by PyTorch's type-promotion rules
     floating  integer inputs become the default float dtype first (exp, mean, true division)
 
@@ -70,6 +73,7 @@ class OpSpec:
         "constants",
         "same_shape",
         "variadic",
+        "multi_output",
         "promote",
         "floating",
         "node_class",
@@ -93,6 +97,7 @@ class OpSpec:
         extra_outputs=(),
         view=False,
         variadic=False,
+        multi_output=False,
         promote=False,
         floating=False,
         constants=None,
@@ -119,6 +124,7 @@ class OpSpec:
         self.constants = dict(constants or {})
         self.same_shape = same_shape
         self.variadic = variadic
+        self.multi_output = multi_output
         self.promote = promote
         self.floating = floating
         self.function = function
@@ -162,7 +168,7 @@ class OpSpec:
         """Where a saved name's value comes from: ("input", i), ("result", 0), ("attr", j), ..."""
         if saved in self.inputs:
             return ("input", self.inputs.index(saved))
-        if saved == "result":
+        if saved == "result" or (saved == "result0" and self.multi_output):
             return ("result", 0)
         if saved in self.attrs:
             return ("attr", self.attrs.index(saved))

@@ -7,11 +7,12 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_inplace, run_op
-from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _binary, _broadcast_error, _fresh, _number, _shapes_error
 from nbgrad.ops.functions.arithmetic import _tensors_only
 from nbgrad.ops.functions.inplace import _inplace_operand
+from nbgrad.ops.functions.reductions import _dims
 from nbgrad.ops.public import FUNCTIONS, declare, public
 
 atan2, atan2_method = _tensors_only("atan2")
@@ -55,19 +56,13 @@ arctan2_ = _atan2_inplace("arctan2_")
 
 @public(function=True, method=True, out=True)
 def logsumexp(input, dim, keepdim=False):  # noqa: A002 - PyTorch's argument names
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
     ndim = input.dim()
-    if not dims and ndim:
+    if not (isinstance(dim, int) or dim) and ndim:
         # PyTorch's own message for an empty list of dims (it reduces over none, then fails).
         raise RuntimeError(
             f"output with shape [] doesn't match the broadcast shape [{', '.join('1' * ndim)}]"
         )
-    seen = set()
-    for d in dims:
-        wrapped = _wrap_dim(d, ndim)
-        if wrapped in seen:
-            raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
-        seen.add(wrapped)
+    dims = _dims(dim, ndim)
     return _fresh(run_op(OPS["logsumexp"], (input,), (dims, bool(keepdim))))
 
 

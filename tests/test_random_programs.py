@@ -966,17 +966,35 @@ def build(torch, data):
     return p
 
 
-def check_grads(p, label):
+def check_grads(p, label, zero_may_be_none=False):
     context = "\n".join(p.log) + f"\nafter {label}"
     for n, (mine, real) in enumerate(p.leaves):
         assert mine.is_leaf == real.is_leaf, f"leaf{n}\n{context}"
         if not real.is_leaf:
             continue  # written in place by an op that needs grad: it has a history now
+        if zero_may_be_none and mine.grad is None and real.grad is not None:
+            # PyTorch's gradient stays in the graph through piecewise formulas (relu's
+            # ThresholdBackwardBackward0) whose own derivative is zero: README
+            assert not np.any(_array(real.grad)), f"leaf{n}\n{context}"
+            continue
         assert (mine.grad is None) == (real.grad is None), f"leaf{n}\n{context}"
         if real.grad is not None:
             np.testing.assert_allclose(
                 _array(mine.grad), _array(real.grad), RTOL, ATOL, err_msg=f"leaf{n}\n{context}"
             )
+
+
+def _is_leaf(pair):
+    """``is_leaf`` of both tensors, equal; a view of a split whose base was written in place
+    raises PyTorch's error on reading it, in both libraries (counted as a leaf: not retained)."""
+    answers = []
+    for t in pair:
+        try:
+            answers.append(t.is_leaf)
+        except RuntimeError as error:
+            answers.append(str(error))
+    assert answers[0] == answers[1]
+    return answers[1] is not False
 
 
 def both(p, label, run):
@@ -1006,7 +1024,7 @@ def test_random_programs_match_pytorch(torch, data):
     if not out[1].requires_grad:
         assert not out[0].requires_grad
         return
-    retained = [v for v in p.values[len(p.leaves) :] if v[1].requires_grad and not v[1].is_leaf]
+    retained = [v for v in p.values[len(p.leaves) :] if v[1].requires_grad and not _is_leaf(v)]
     if retained and p.draw(st.booleans(), "retain_grad"):
         retained = [p.choice(retained, "retained")]
         for pair in retained[0]:
@@ -1033,7 +1051,9 @@ def test_random_programs_match_pytorch(torch, data):
             assert (mine is None) == (real is None), f"leaf{k}\n" + "\n".join(p.log)
             if real is not None:
                 np.testing.assert_allclose(_array(mine), _array(real), RTOL, ATOL)
-                assert mine.requires_grad == real.requires_grad, "\n".join(p.log)
+                if mine.requires_grad != real.requires_grad:
+                    # only where PyTorch's gradient is connected by a zero derivative: README
+                    assert real.requires_grad and not mine.requires_grad, "\n".join(p.log)
         check_grads(p, f"{mode} (no .grad anywhere)")
         if create_graph:
             # The gradient's own graph, differentiated: d/dleaf of sum(g * g).
@@ -1043,7 +1063,7 @@ def test_random_programs_match_pytorch(torch, data):
                     sum(terms).backward()
 
             if both(p, "backward of sum(g * g) (double backward)", second):
-                check_grads(p, "double backward")
+                check_grads(p, "double backward", zero_may_be_none=True)
         return
     twice = mode == "twice"
     if not both(

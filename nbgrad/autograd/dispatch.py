@@ -83,6 +83,8 @@ def run_op(spec, inputs, attrs=()):
     extras = ()
     if spec.extra_outputs:
         out, *extras = out
+        # (a NumPy function of a 0-d array gives a scalar: saved, it must read back as a tensor)
+        extras = [np.asarray(e) if isinstance(e, np.generic) else e for e in extras]
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     if spec.name in ELEMENTWISE and out.ndim > 1:

@@ -107,6 +107,15 @@ def refresh(tensor):
     version = tensor._counter.value
     if view.version != version:
         if tensor._grad_fn is not None or view.base._requires_grad:
+            if view.multi_output is not None:
+                name, output_nr = view.multi_output
+                raise RuntimeError(
+                    f"Output {output_nr} of {name[: name.rindex('Backward')]} is a view and its "
+                    "base or another view of its base has been modified inplace. This view is the "
+                    "output of a function that returns multiple views. Such functions do not "
+                    "allow the output views to be modified inplace. You should replace the "
+                    "inplace operation by an out-of-place one."
+                )
             _point_at_base(tensor, view.base)
         view.version = version
     return tensor._grad_fn

@@ -280,7 +280,7 @@ def _masked_select_backward(grad, self, mask):
 def split_lengths(sizes, dim, split_size):
     """The length along ``dim`` of each piece ``split(split_size, dim)`` made."""
     size = sizes[dim]
-    if split_size == 0:
+    if split_size == 0 or size == 0:  # one piece, empty when the dim is (as PyTorch counts)
         return [size]
     return [split_size] * (size // split_size) + ([size % split_size] if size % split_size else [])
 

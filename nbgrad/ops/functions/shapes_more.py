@@ -292,6 +292,8 @@ def chunk(input, chunks, dim=0):  # noqa: A002
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     size = input._data.shape[wrapped]
+    if size == 0:  # PyTorch cuts an empty dim into `chunks` empty pieces, by their sizes
+        return run_op(OPS["split_with_sizes"], (input,), ((0,) * chunks, dim))
     return run_op(OPS["split"], (input,), (-(-size // chunks), dim))
 
 

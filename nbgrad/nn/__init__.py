@@ -3,6 +3,11 @@
 from nbgrad.nn import functional, init
 from nbgrad.nn.modules import (
     GELU,
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
     AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,
@@ -10,6 +15,8 @@ from nbgrad.nn.modules import (
     BCEWithLogitsLoss,
     Conv1d,
     Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
     CrossEntropyLoss,
     DataParallel,
     Dropout,
@@ -21,6 +28,7 @@ from nbgrad.nn.modules import (
     LeakyReLU,
     Linear,
     LogSoftmax,
+    MaxPool1d,
     MaxPool2d,
     Module,
     ModuleDict,

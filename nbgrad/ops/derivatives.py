@@ -600,3 +600,44 @@ op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
    {"self": "where(result > 0, grad, grad * negative_slope)"},
    lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
    attrs=("negative_slope",), saves=("negative_slope", "result"))
+
+
+# --- recurrent layers, pooling, transposed convolution ---------------------------------------
+# Kernels in layer_kernels; the names their formulas call are added to formula_math's NumPy
+# namespace here (and to its Tensor namespace by formula_math, from layer_kernels).
+
+from nbgrad.ops import layer_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(layer_kernels.ARRAY_FUNCTIONS)
+
+op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", ("self",),
+   {"self": "adaptive_avg_pool2d_backward(grad, self)"},
+   layer_kernels.adaptive_avg_pool2d, attrs=("output_size",), saves=("self",))
+# Linear, so its backward is an op too (whose gradient is the pooling again), with PyTorch's
+# edge to ``self`` (a zero gradient: only self's shape matters).
+op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", ("grad_output", "self"),
+   {"grad_output": "adaptive_avg_pool2d(grad, (grad_output_sym_argsize_minus_2, "
+                   "grad_output_sym_argsize_minus_1))",
+    "self": "zeros_like(grad)"},
+   lambda grad_output, self, rows, cols: layer_kernels.adaptive_avg_pool2d_backward(
+       grad_output, self.shape),
+   attrs=("grad_output_sym_argsize_minus_2", "grad_output_sym_argsize_minus_1"),
+   saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2"))
+op("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0", ("self",),
+   {"self": "max_pool2d_backward(grad, self.shape, result1)"},
+   layer_kernels.adaptive_max_pool2d, attrs=("output_size",), extra_outputs=("result1",),
+   saves=("result1", "self"))
+# conv_transpose1d/2d: ATen's convolution with transposed=True, the same node as convolution.
+op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias"),
+   {"input": "conv_transpose_input_grad(grad, weight, stride, padding, dilation, "
+             "output_padding, groups)",
+    "weight": "conv_transpose_weight_grad(grad, input, weight.shape, stride, padding, "
+              "dilation, output_padding, groups)",
+    "bias": "channel_sum(grad)"},
+   lambda x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+   bias_sym_sizes_opt: layer_kernels.conv_transpose(x, weight, bias, stride, padding, dilation,
+                                                    output_padding, groups),
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
+          "bias_sym_sizes_opt"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
+          "stride", "transposed", "weight"))

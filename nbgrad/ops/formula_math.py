@@ -513,6 +513,7 @@ def tensor_namespace():
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
         **nn_tensor_namespace(),
+        **_layer_tensor_namespace(),
     }
 
 
@@ -577,6 +578,12 @@ ARRAY_NAMESPACE.update(
         ),
     }
 )
+
+
+def _layer_tensor_namespace():
+    from nbgrad.ops import layer_kernels
+
+    return layer_kernels.tensor_namespace()
 
 
 def nn_tensor_namespace():

@@ -1,0 +1,194 @@
+"""NumPy kernels of adaptive pooling and transposed convolution, and the functions their
+derivative formulas call (NumPy versions here, Tensor versions in ``tensor_namespace()``).
+
+Adaptive pooling cuts each spatial dim of size ``n`` into ``m`` windows, window ``i`` covering
+``floor(i * n / m)`` to ``ceil((i + 1) * n / m)`` (windows may overlap). Average pooling is
+then separable and linear: ``out = A_h @ x @ A_w.T`` with ``A`` the averaging matrices, and its
+backward is ``A_h.T @ grad @ A_w``.
+
+A transposed convolution is the input-gradient of the convolution with the same weight: it
+spreads each input element, times the kernel, over its window of the output. Its own gradients
+are a convolution (for the input) and a convolution's weight gradient with the roles of input
+and output swapped (for the weight).
+"""
+
+import numpy as np
+
+from nbgrad.ops import nn_kernels
+
+
+def adaptive_bounds(in_size, out_size):
+    """Start and end of each of ``out_size`` windows over ``in_size`` elements."""
+    index = np.arange(out_size)
+    start = (index * in_size) // out_size
+    end = -((-(index + 1) * in_size) // out_size)
+    return start, end
+
+
+def _averaging_matrix(in_size, out_size, dtype):
+    matrix = np.zeros((out_size, in_size), dtype)
+    for i, (start, end) in enumerate(zip(*adaptive_bounds(in_size, out_size))):
+        matrix[i, start:end] = 1.0 / (end - start)
+    return matrix
+
+
+def adaptive_avg_pool2d(x, output_size):
+    rows = _averaging_matrix(x.shape[-2], output_size[0], x.dtype)
+    cols = _averaging_matrix(x.shape[-1], output_size[1], x.dtype)
+    return np.matmul(np.matmul(rows, x), cols.T)
+
+
+def adaptive_avg_pool2d_backward(grad, input_shape):
+    rows = _averaging_matrix(input_shape[-2], grad.shape[-2], grad.dtype)
+    cols = _averaging_matrix(input_shape[-1], grad.shape[-1], grad.dtype)
+    return np.ascontiguousarray(np.matmul(np.matmul(rows.T, grad), cols))
+
+
+def adaptive_max_pool2d(x, output_size):
+    """(values, indices): each window's max and where it was (``row * W + col``), the first
+    one on ties, as PyTorch scans."""
+    height, width = x.shape[-2:]
+    values = np.empty(x.shape[:-2] + tuple(output_size), x.dtype)
+    indices = np.empty(values.shape, np.int64)
+    row_bounds = list(zip(*adaptive_bounds(height, output_size[0])))
+    col_bounds = list(zip(*adaptive_bounds(width, output_size[1])))
+    for i, (top, bottom) in enumerate(row_bounds):
+        for j, (left, right) in enumerate(col_bounds):
+            window = x[..., top:bottom, left:right].reshape(x.shape[:-2] + (-1,))
+            tap = window.argmax(axis=-1)
+            values[..., i, j] = np.take_along_axis(window, tap[..., None], axis=-1)[..., 0]
+            span = right - left
+            indices[..., i, j] = (top + tap // span) * width + left + tap % span
+    return values, indices
+
+
+# --- transposed convolution ---------------------------------------------------------------------
+
+
+def _spatial(values, spatial_dims):
+    values = tuple(values)
+    return values * spatial_dims if len(values) == 1 else values
+
+
+def transposed_size(in_size, kernel_size, stride, padding, dilation, output_padding):
+    """One output dim of a transposed convolution."""
+    return (in_size - 1) * stride - 2 * padding + dilation * (kernel_size - 1) + 1 + output_padding
+
+
+def _geometry(spatial_dims, stride, padding, dilation, output_padding):
+    return (
+        _spatial(stride, spatial_dims),
+        _spatial(padding, spatial_dims),
+        _spatial(dilation, spatial_dims),
+        _spatial(output_padding, spatial_dims),
+    )
+
+
+def _full_shape(x_shape, weight_shape, stride, dilation, groups):
+    """The output shape before padding crops it: every window whole."""
+    sizes = [
+        transposed_size(s, k, st, 0, d, 0)
+        for s, k, st, d in zip(x_shape[2:], weight_shape[2:], stride, dilation)
+    ]
+    return (x_shape[0], weight_shape[1] * groups, *sizes)
+
+
+def full_pad(padding, output_padding):
+    """``constant_pad_nd``'s pad (last dim first) taking an output back to the full shape:
+    ``padding`` before, ``padding - output_padding`` after (negative: cut off)."""
+    pad = []
+    for p, op in zip(reversed(padding), reversed(output_padding)):
+        pad += [p, p - op]
+    return tuple(pad)
+
+
+def conv_transpose(x, weight, bias, stride, padding, dilation, output_padding, groups):
+    """(N, C_in, *spatial) to (N, C_out, *spatial') with ``weight`` (C_in, C_out/groups, *k):
+    the full output (no padding), then ``padding`` cut off each side but the end keeps
+    ``output_padding`` more."""
+    spatial_dims = x.ndim - 2
+    stride, padding, dilation, output_padding = _geometry(
+        spatial_dims, stride, padding, dilation, output_padding
+    )
+    shape = _full_shape(x.shape, weight.shape, stride, dilation, groups)
+    zeros = (0,) * spatial_dims
+    full = nn_kernels.convolution_input_grad(x, shape, weight, stride, zeros, dilation, groups)
+    out = nn_kernels.constant_pad_nd(full, tuple(-p for p in full_pad(padding, output_padding)), 0)
+    if bias is not None:
+        out = out + bias.reshape((-1,) + (1,) * spatial_dims)
+    return np.ascontiguousarray(out, dtype=x.dtype)
+
+
+def _full_grad(grad, stride, padding, dilation, output_padding):
+    spatial_dims = grad.ndim - 2
+    stride, padding, dilation, output_padding = _geometry(
+        spatial_dims, stride, padding, dilation, output_padding
+    )
+    full = nn_kernels.constant_pad_nd(grad, full_pad(padding, output_padding), 0)
+    return full, stride, (0,) * spatial_dims, dilation
+
+
+def conv_transpose_input_grad(grad, weight, stride, padding, dilation, output_padding, groups):
+    full, stride, zeros, dilation = _full_grad(grad, stride, padding, dilation, output_padding)
+    return nn_kernels.convolution(full, weight, None, stride, zeros, dilation, groups)
+
+
+def conv_transpose_weight_grad(
+    grad, input, weight_shape, stride, padding, dilation, output_padding, groups
+):
+    full, stride, zeros, dilation = _full_grad(grad, stride, padding, dilation, output_padding)
+    return nn_kernels.convolution_weight_grad(
+        input, full, weight_shape, stride, zeros, dilation, groups
+    )
+
+
+ARRAY_FUNCTIONS = {
+    "adaptive_avg_pool2d": adaptive_avg_pool2d,
+    "adaptive_avg_pool2d_backward": lambda grad, x: adaptive_avg_pool2d_backward(grad, x.shape),
+    "conv_transpose_input_grad": conv_transpose_input_grad,
+    "conv_transpose_weight_grad": conv_transpose_weight_grad,
+}
+
+
+def tensor_namespace():
+    """The Tensor versions, through table ops, so that gradients can be differentiated again."""
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
+    from nbgrad.ops.formula_math import nn_tensor_namespace
+
+    nn = nn_tensor_namespace()
+
+    def adaptive_avg_pool2d(x, output_size):
+        return run_op(OPS["adaptive_avg_pool2d"], (x,), (tuple(output_size),))
+
+    def adaptive_avg_pool2d_backward(grad, x):
+        return run_op(OPS["adaptive_avg_pool2d_backward"], (grad, x), tuple(grad.shape[-2:]))
+
+    def full_grad(grad, stride, padding, dilation, output_padding):
+        spatial_dims = grad.ndim - 2
+        stride, padding, dilation, output_padding = _geometry(
+            spatial_dims, stride, padding, dilation, output_padding
+        )
+        pad = full_pad(padding, output_padding)
+        full = run_op(OPS["constant_pad_nd"], (grad,), (pad, 0)) if any(pad) else grad
+        return full, stride, (0,) * spatial_dims, dilation
+
+    def conv_transpose_input_grad(grad, weight, stride, padding, dilation, output_padding, groups):
+        full, stride, zeros, dilation = full_grad(grad, stride, padding, dilation, output_padding)
+        attrs = (stride, zeros, dilation, False, zeros, groups, (0,))
+        return run_op(OPS["convolution"], (full, weight, None), attrs)
+
+    def conv_transpose_weight_grad(
+        grad, input, weight_shape, stride, padding, dilation, output_padding, groups
+    ):
+        full, stride, zeros, dilation = full_grad(grad, stride, padding, dilation, output_padding)
+        return nn["convolution_weight_grad"](
+            input, full, weight_shape, stride, zeros, dilation, groups
+        )
+
+    return {
+        "adaptive_avg_pool2d": adaptive_avg_pool2d,
+        "adaptive_avg_pool2d_backward": adaptive_avg_pool2d_backward,
+        "conv_transpose_input_grad": conv_transpose_input_grad,
+        "conv_transpose_weight_grad": conv_transpose_weight_grad,
+    }

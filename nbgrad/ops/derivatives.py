@@ -641,3 +641,9 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
           "stride", "transposed", "weight"))
+# ATen's recurrent layers transpose a batch_first output back in place (``output.transpose_``),
+# which records TransposeBackward1; the output is a new tensor here (the stacked outputs it
+# transposes are internal), with PyTorch's node.
+op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
+   lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1),
+   attrs=("dim0", "dim1"), saves=("dim0", "dim1"))

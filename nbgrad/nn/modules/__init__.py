@@ -25,4 +25,5 @@ from nbgrad.nn.modules.pooling_extra import (
     AvgPool1d,
     MaxPool1d,
 )
+from nbgrad.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from nbgrad.nn.modules.sparse import Embedding

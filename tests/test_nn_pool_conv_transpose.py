@@ -80,6 +80,32 @@ CASES = {
     "conv transpose output size": lambda T, m: m.module(T.nn.ConvTranspose2d(3, 2, 3, stride=2))(
         m.input(2, 3, 4, 4), output_size=(10, 9)
     ),
+    "interpolate nearest": _function("interpolate", scale_factor=2, shape=(2, 3, 4, 5)),
+    "interpolate nearest size": _function("interpolate", size=(7, 9), shape=(2, 3, 4, 5)),
+    "interpolate nearest down": _function("interpolate", size=(3, 2), shape=(2, 3, 7, 5)),
+    "interpolate nearest 1.7": _function("interpolate", scale_factor=1.7, shape=(2, 3, 7, 5)),
+    "interpolate nearest exact": _function(
+        "interpolate", scale_factor=(2, 3), mode="nearest-exact", shape=(2, 3, 4, 5)
+    ),
+    "interpolate bilinear": _function(
+        "interpolate", scale_factor=1.5, mode="bilinear", shape=(2, 3, 4, 5)
+    ),
+    "interpolate bilinear corners": _function(
+        "interpolate", size=(7, 9), mode="bilinear", align_corners=True, shape=(2, 3, 4, 5)
+    ),
+    "interpolate bilinear down": _function(
+        "interpolate", size=(3, 2), mode="bilinear", shape=(2, 3, 7, 5)
+    ),
+    "interpolate bilinear recompute": _function(
+        "interpolate",
+        scale_factor=1.3,
+        mode="bilinear",
+        recompute_scale_factor=True,
+        shape=(2, 3, 7, 5),
+    ),  # fmt: skip
+    "interpolate nearest 1d": _function("interpolate", scale_factor=2, shape=(2, 3, 5)),
+    "interpolate linear 1d": _function("interpolate", size=7, mode="linear", shape=(2, 3, 5)),
+    "upsample": lambda T, m: T.nn.Upsample(scale_factor=2, mode="bilinear")(m.input(2, 3, 4, 5)),
     "encoder decoder": lambda T, m: m.module(
         T.nn.Sequential(
             T.nn.Conv2d(2, 4, 3, stride=2, padding=1),
@@ -190,6 +216,17 @@ ERRORS = {
     "conv transpose 2d too small": lambda F, T: F.conv_transpose2d(
         T.randn(1, 3, 1, 1), T.randn(3, 4, 1, 1), padding=1
     ),
+    "interpolate no size": lambda F, T: F.interpolate(T.randn(2, 3, 4, 5)),
+    "interpolate both": lambda F, T: F.interpolate(T.randn(2, 3, 4, 5), size=3, scale_factor=2),
+    "interpolate mode": lambda F, T: F.interpolate(T.randn(2, 3, 4, 5), scale_factor=2, mode="x"),
+    "interpolate corners": lambda F, T: F.interpolate(
+        T.randn(2, 3, 4, 5), scale_factor=2, align_corners=True
+    ),
+    "interpolate 2d": lambda F, T: F.interpolate(T.randn(4, 5), scale_factor=2),
+    "interpolate sizes": lambda F, T: F.interpolate(T.randn(2, 3, 4, 5), size=(2, 2, 2)),
+    "interpolate bilinear 3d": lambda F, T: F.interpolate(
+        T.randn(2, 3, 5), scale_factor=2, mode="bilinear"
+    ),
     "ConvTranspose2d padding mode": lambda F, T: T.nn.ConvTranspose2d(
         2, 3, 3, padding_mode="reflect"
     ),
@@ -220,6 +257,8 @@ def test_module_reprs_match_pytorch(torch):
             T.nn.MaxPool1d(3, 1, 1, 2),
             T.nn.ConvTranspose2d(4, 6, 3, 2, 1, 1, groups=2, bias=False, dilation=2),
             T.nn.ConvTranspose1d(4, 6, 3),
+            T.nn.Upsample(scale_factor=2, mode="bilinear"),
+            T.nn.Upsample(size=(3, 4)),
         )
 
     assert repr(modules(nbgrad)) == repr(modules(torch))
@@ -236,6 +275,18 @@ def test_conv_transpose_initialisation_has_pytorchs_bounds(torch):
 
 
 GRADCHECK = {
+    "interpolate nearest": lambda: (
+        lambda x: nn.functional.interpolate(x, scale_factor=1.5),
+        (normal(1, 2, 3, 4),),
+    ),
+    "interpolate bilinear": lambda: (
+        lambda x: nn.functional.interpolate(x, size=(5, 3), mode="bilinear"),
+        (normal(1, 2, 3, 4),),
+    ),
+    "interpolate linear corners": lambda: (
+        lambda x: nn.functional.interpolate(x, size=6, mode="linear", align_corners=True),
+        (normal(1, 2, 4),),
+    ),
     "adaptive avg 2d": lambda: module_case(nn.AdaptiveAvgPool2d((2, 3)), normal(1, 2, 5, 4)),
     "adaptive avg 2d larger": lambda: module_case(nn.AdaptiveAvgPool2d((4, 5)), normal(1, 1, 3, 3)),
     "adaptive max 2d": lambda: module_case(nn.AdaptiveMaxPool2d((2, 3)), distinct(1, 2, 5, 4)),

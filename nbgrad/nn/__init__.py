@@ -49,5 +49,6 @@ from nbgrad.nn.modules import (
     Softmax,
     Tanh,
     Unflatten,
+    Upsample,
 )
 from nbgrad.nn.parameter import Parameter

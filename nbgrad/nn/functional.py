@@ -8,6 +8,7 @@ table ops of the layer. Where PyTorch has a dedicated backward node (``Convoluti
 so that ``grad_fn`` and ``next_functions`` read the same as PyTorch's.
 """
 
+import math
 import numbers
 import warnings
 
@@ -628,6 +629,104 @@ def max_pool1d(
     values, indices = run_op(OPS["max_pool2d"], (ops.unsqueeze(input, -2),), attrs)
     values, indices = ops.squeeze(values, -2), ops.squeeze(indices, -2)
     return (values, indices) if return_indices else values
+
+
+# --- interpolation ----------------------------------------------------------------------------
+
+_INTERPOLATE_MODES = (
+    "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+)
+_UPSAMPLE_OPS = {
+    ("nearest", 1): "upsample_nearest1d",
+    ("nearest", 2): "upsample_nearest2d",
+    ("nearest-exact", 1): "upsample_nearest_exact1d",
+    ("nearest-exact", 2): "upsample_nearest_exact2d",
+    ("linear", 1): "upsample_linear1d",
+    ("bilinear", 2): "upsample_bilinear2d",
+}
+
+
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    """Resize the spatial dims (1 or 2 of them) to ``size`` or by ``scale_factor``: modes
+    ``nearest``, ``nearest-exact``, ``linear`` (3-d input) and ``bilinear`` (4-d input)."""
+    dims = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dims:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {list(input.shape[2:])} and output size "
+                    f"of {size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                    "and output size in (o1, o2, ...,oK) format."
+                )
+            output_size = [int(s) for s in size]
+        else:
+            output_size = [int(size)] * dims
+        scale_factors = None
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dims:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but "
+                    f"got input with spatial dimensions of {list(input.shape[2:])} and "
+                    f"scale_factor of shape {scale_factor}. Please provide input tensor in (N, C, "
+                    "d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format."
+                )
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * dims
+        output_size = None
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError(
+                "align_corners option can only be set with the interpolating modes: "
+                "linear | bilinear | bicubic | trilinear"
+            )
+    elif align_corners is None:
+        align_corners = False
+    if antialias:
+        raise NotImplementedError("nbgrad's interpolate has no antialias")
+    if recompute_scale_factor and scale_factors is not None:
+        output_size = [
+            math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dims)
+        ]
+        scale_factors = None
+    key = (mode, dims)
+    if key not in _UPSAMPLE_OPS:
+        if mode in ("linear", "bilinear", "trilinear", "bicubic") and input.dim() in (3, 4, 5):
+            needed = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}[mode]
+            if needed != input.dim():
+                raise NotImplementedError(
+                    f"Got {input.dim()}D input, but {mode} mode needs {needed}D input"
+                )
+        if input.dim() in (3, 4, 5) and mode in _INTERPOLATE_MODES.split(" | "):
+            raise NotImplementedError(f"nbgrad's interpolate has no mode {mode!r} for this input")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+            f"the modes: {_INTERPOLATE_MODES} (got {mode})"
+        )
+    if output_size is None:
+        output_size = [
+            math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dims)
+        ]
+    scales = tuple(scale_factors) if scale_factors is not None else (None,) * dims
+    corners = (bool(align_corners),) if mode in ("linear", "bilinear") else ()
+    attrs = (tuple(output_size), *corners, *scales, tuple(input.shape))
+    return run_op(OPS[_UPSAMPLE_OPS[key]], (input,), attrs)
 
 
 # --- padding ----------------------------------------------------------------------------------

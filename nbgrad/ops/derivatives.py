@@ -647,3 +647,22 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
 op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
    lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1),
    attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
+# F.interpolate: one entry per PyTorch node; scales are None when an output size was given.
+for _name, _node, _mode, _dims, _corners in (
+        ("upsample_nearest1d", "UpsampleNearest1DBackward0", "nearest", 1, False),
+        ("upsample_nearest2d", "UpsampleNearest2DBackward0", "nearest", 2, False),
+        ("upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0", "nearest-exact", 1, False),
+        ("upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0", "nearest-exact", 2, False),
+        ("upsample_linear1d", "UpsampleLinear1DBackward0", "linear", 1, True),
+        ("upsample_bilinear2d", "UpsampleBilinear2DBackward0", "bilinear", 2, True)):
+    _scales = ("scales",) if _dims == 1 else ("scales_h", "scales_w")
+    _corner_attrs = ("align_corners",) if _corners else ()
+    _corner_arg = "align_corners" if _corners else "False"
+    op(_name, _node, ("self",),
+       {"self": f"upsample_backward(grad, self_sym_sizes, output_size, ({', '.join(_scales)},), "
+                f"{_mode!r}, {_corner_arg})"},
+       lambda self, output_size, *rest, _mode=_mode, _dims=_dims, _corners=_corners:
+       layer_kernels.upsample(self, output_size, rest[_corners:_corners + _dims], _mode,
+                              rest[0] if _corners else False),
+       attrs=("output_size", *_corner_attrs, *_scales, "self_sym_sizes"),
+       saves=(*_corner_attrs, "output_size", *_scales, "self_sym_sizes"))

@@ -187,8 +187,100 @@ def tensor_namespace():
         )
 
     return {
+        "upsample_backward": _upsample_backward_tensor,
         "adaptive_avg_pool2d": adaptive_avg_pool2d,
         "adaptive_avg_pool2d_backward": adaptive_avg_pool2d_backward,
         "conv_transpose_input_grad": conv_transpose_input_grad,
         "conv_transpose_weight_grad": conv_transpose_weight_grad,
     }
+
+
+# --- interpolation (upsampling) -----------------------------------------------------------------
+# Nearest and (bi)linear interpolation are linear maps, separable over the spatial dims: each dim
+# gets a matrix (out x in) with PyTorch's source indices and weights, and the output is the input
+# multiplied by them (its backward by their transposes).
+
+
+def _opmath(dtype):
+    return np.float32 if dtype == np.float32 or dtype == np.float16 else np.float64
+
+
+def _scale(in_size, out_size, scale, align_corners, dtype):
+    """PyTorch's area_pixel_compute_scale (in the kernel's arithmetic type)."""
+    dtype = _opmath(dtype)
+    if align_corners:
+        return dtype((in_size - 1) / (out_size - 1)) if out_size > 1 else dtype(0)
+    if scale is not None and scale > 0:
+        return dtype(1.0) / dtype(scale)
+    return dtype(in_size) / dtype(out_size)
+
+
+def interpolation_matrix(in_size, out_size, scale, mode, align_corners, dtype):
+    matrix = np.zeros((out_size, in_size), dtype)
+    out_index = np.arange(out_size)
+    if mode in ("nearest", "nearest-exact"):
+        ratio = _scale(in_size, out_size, scale, False, dtype)
+        offset = ratio.dtype.type(0.5) if mode == "nearest-exact" else ratio.dtype.type(0)
+        source = np.floor((out_index.astype(ratio.dtype) + offset) * ratio).astype(np.int64)
+        matrix[out_index, np.minimum(source, in_size - 1)] = 1
+        return matrix
+    ratio = _scale(in_size, out_size, scale, align_corners, dtype)
+    real = ratio.dtype.type
+    if align_corners:
+        source = ratio * out_index.astype(ratio.dtype)
+    else:
+        source = np.maximum(ratio * (out_index.astype(ratio.dtype) + real(0.5)) - real(0.5), 0)
+    low = np.minimum(source.astype(np.int64), in_size - 1)
+    high = low + (low < in_size - 1)
+    weight_high = source - low
+    weight_low = real(1) - weight_high
+    np.add.at(matrix, (out_index, low), weight_low.astype(dtype))
+    np.add.at(matrix, (out_index, high), weight_high.astype(dtype))
+    return matrix
+
+
+def _matrices(in_sizes, output_size, scales, mode, align_corners, dtype):
+    return [
+        interpolation_matrix(i, o, s, mode, align_corners, dtype)
+        for i, o, s in zip(in_sizes, output_size, scales)
+    ]
+
+
+def _apply(x, matrices, transpose=False):
+    """Multiply each of the last len(matrices) dims of x by its matrix."""
+    out = x
+    dims = len(matrices)
+    for k, matrix in enumerate(matrices):
+        axis = x.ndim - dims + k
+        m = matrix.T if transpose else matrix
+        out = np.moveaxis(np.tensordot(out, m, axes=([axis], [1])), -1, axis)
+    return np.ascontiguousarray(out)
+
+
+def upsample(x, output_size, scales, mode, align_corners):
+    sizes = x.shape[-len(output_size) :]
+    matrices = _matrices(sizes, output_size, scales, mode, align_corners, x.dtype)
+    return _apply(x, matrices).astype(x.dtype, copy=False)
+
+
+def upsample_backward(grad, input_sizes, output_size, scales, mode, align_corners):
+    sizes = tuple(input_sizes)[-len(output_size) :]
+    matrices = _matrices(sizes, output_size, scales, mode, align_corners, grad.dtype)
+    return _apply(grad, matrices, transpose=True).astype(grad.dtype, copy=False)
+
+
+ARRAY_FUNCTIONS["upsample_backward"] = upsample_backward
+
+
+def _upsample_backward_tensor(grad, input_sizes, output_size, scales, mode, align_corners):
+    import nbgrad as nb
+
+    sizes = tuple(input_sizes)[-len(output_size) :]
+    matrices = _matrices(sizes, output_size, scales, mode, align_corners, grad.dtype.numpy)
+    out = grad
+    for k, matrix in enumerate(matrices):
+        axis = grad.ndim - len(matrices) + k
+        moved = out.transpose(axis, -1) if axis != grad.ndim - 1 else out
+        moved = nb.matmul(moved, nb.as_tensor(matrix))
+        out = moved.transpose(axis, -1) if axis != grad.ndim - 1 else moved
+    return out

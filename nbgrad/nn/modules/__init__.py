@@ -24,6 +24,7 @@ from nbgrad.nn.modules.pooling_extra import (
     AdaptiveMaxPool2d,
     AvgPool1d,
     MaxPool1d,
+    Upsample,
 )
 from nbgrad.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from nbgrad.nn.modules.sparse import Embedding

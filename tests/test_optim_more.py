@@ -211,3 +211,34 @@ def test_lbfgs_refuses_groups_and_unknown_line_search(torch):
 
     with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
         opt.step(closure)
+
+
+def test_lbfgs_state_dict_round_trip_continues_identically(torch):
+    models = [_model(nbgrad).double() for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    optimizers = [nbgrad.optim.LBFGS(models[0].parameters(), history_size=3, max_iter=4)]
+
+    def closure_of(model, opt):
+        def closure():
+            opt.zero_grad()
+            loss = _loss(nbgrad, model, 0, "float64")
+            loss.backward()
+            return loss
+
+        return closure
+
+    for _ in range(2):
+        optimizers[0].step(closure_of(models[0], optimizers[0]))
+    real = torch.optim.LBFGS(_model(torch).parameters(), history_size=3, max_iter=4)
+    models[1].load_state_dict(models[0].state_dict())
+    optimizers.append(nbgrad.optim.LBFGS(models[1].parameters(), history_size=3, max_iter=4))
+    optimizers[1].load_state_dict(optimizers[0].state_dict())
+    assert list(optimizers[0].state_dict()["state"][0]) == [
+        "func_evals", "n_iter", "al", "d", "t", "old_dirs", "old_stps", "ro", "H_diag",
+        "prev_flat_grad", "prev_loss",
+    ]  # fmt: skip
+    assert repr(optimizers[0]) == repr(real)
+    losses = [opt.step(closure_of(m, opt)).item() for m, opt in zip(models, optimizers)]
+    assert losses[0] == losses[1]
+    for a, b in zip(*(m.parameters() for m in models)):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())

@@ -304,4 +304,6 @@ class LBFGS(Optimizer):
         state["ro"], state["H_diag"] = _wrapped(ro), _wrapped(h_diag)
         state["prev_flat_grad"] = _wrapped(prev_flat_grad)
         state["prev_loss"] = prev_loss
+        if "al" in state:
+            state["al"] = _wrapped(state["al"])
         return orig_loss

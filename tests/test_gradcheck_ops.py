@@ -658,6 +658,14 @@ for _mode, _shape, _options in [
         lambda x, m=_mode, o=_options: F.interpolate(x, mode=m, **o),
         normal(*_shape),
     )
+case("max_pool3d", lambda x: F.max_pool3d(x, 2, 1, 1), distinct(1, 1, 3, 3, 4))
+case(
+    "avg_pool3d",
+    lambda x: F.avg_pool3d(x, 2, 2, 1, ceil_mode=True, count_include_pad=False),
+    normal(1, 1, 3, 3, 4),
+)
+case("adaptive_avg_pool3d", lambda x: F.adaptive_avg_pool3d(x, (2, 3, 2)), normal(1, 1, 3, 4, 5))
+case("adaptive_max_pool3d", lambda x: F.adaptive_max_pool3d(x, 2), distinct(1, 1, 3, 4, 5))
 case(
     "transpose_inplace",  # a batch_first RNN's output (ATen's output.transpose_(0, 1))
     lambda x: run_op(OPS["transpose_inplace"], (x,), (0, 1)),

@@ -80,6 +80,22 @@ CASES = {
     "conv transpose output size": lambda T, m: m.module(T.nn.ConvTranspose2d(3, 2, 3, stride=2))(
         m.input(2, 3, 4, 4), output_size=(10, 9)
     ),
+    "max pool 3d": _layer("MaxPool3d", 2, shape=(2, 3, 5, 6, 7)),
+    "max pool 3d options": _layer(
+        "MaxPool3d", (2, 3, 2), (1, 2, 2), 1, (1, 1, 2), True, True, shape=(2, 3, 5, 6, 7)
+    ),
+    "max pool 3d unbatched": _layer("MaxPool3d", 2, shape=(3, 4, 5, 6)),
+    "avg pool 3d": _layer("AvgPool3d", 2, shape=(2, 3, 5, 6, 7)),
+    "avg pool 3d options": _layer(
+        "AvgPool3d", 3, 2, 1, ceil_mode=True, count_include_pad=False, shape=(2, 3, 5, 6, 7)
+    ),
+    "avg pool 3d divisor": _layer(
+        "AvgPool3d", (2, 3, 2), divisor_override=5, shape=(2, 3, 4, 6, 5)
+    ),
+    "avg pool 3d pad included unbatched": _layer("AvgPool3d", 3, 2, 1, shape=(3, 5, 6, 7)),
+    "adaptive avg 3d": _layer("AdaptiveAvgPool3d", (2, 3, 4), shape=(2, 3, 5, 6, 7)),
+    "adaptive avg 3d global": _layer("AdaptiveAvgPool3d", 1, shape=(2, 3, 5, 6, 7)),
+    "adaptive max 3d indices": _layer("AdaptiveMaxPool3d", (2, 3, 4), True, shape=(2, 3, 5, 6, 7)),
     "interpolate nearest": _function("interpolate", scale_factor=2, shape=(2, 3, 4, 5)),
     "interpolate nearest size": _function("interpolate", size=(7, 9), shape=(2, 3, 4, 5)),
     "interpolate nearest down": _function("interpolate", size=(3, 2), shape=(2, 3, 7, 5)),
@@ -216,6 +232,12 @@ ERRORS = {
     "conv transpose 2d too small": lambda F, T: F.conv_transpose2d(
         T.randn(1, 3, 1, 1), T.randn(3, 4, 1, 1), padding=1
     ),
+    "max pool 3d of 3d": lambda F, T: F.max_pool3d(T.randn(3, 4, 5), 2),
+    "max pool 3d padding": lambda F, T: F.max_pool3d(T.randn(1, 2, 5, 6, 7), 3, padding=2),
+    "max pool 3d too small": lambda F, T: F.max_pool3d(T.randn(1, 1, 1, 5, 5), 2),
+    "avg pool 3d too small": lambda F, T: F.avg_pool3d(T.randn(1, 1, 1, 5, 5), 2),
+    "adaptive avg 3d of 3d": lambda F, T: F.adaptive_avg_pool3d(T.randn(3, 4, 5), 2),
+    "adaptive max 3d of 3d": lambda F, T: F.adaptive_max_pool3d(T.randn(3, 4, 5), 2),
     "interpolate no size": lambda F, T: F.interpolate(T.randn(2, 3, 4, 5)),
     "interpolate both": lambda F, T: F.interpolate(T.randn(2, 3, 4, 5), size=3, scale_factor=2),
     "interpolate mode": lambda F, T: F.interpolate(T.randn(2, 3, 4, 5), scale_factor=2, mode="x"),
@@ -259,6 +281,10 @@ def test_module_reprs_match_pytorch(torch):
             T.nn.ConvTranspose1d(4, 6, 3),
             T.nn.Upsample(scale_factor=2, mode="bilinear"),
             T.nn.Upsample(size=(3, 4)),
+            T.nn.MaxPool3d(2),
+            T.nn.AvgPool3d(3, 2, 1),
+            T.nn.AdaptiveAvgPool3d((1, 2, 3)),
+            T.nn.AdaptiveMaxPool3d(2),
         )
 
     assert repr(modules(nbgrad)) == repr(modules(torch))
@@ -275,6 +301,15 @@ def test_conv_transpose_initialisation_has_pytorchs_bounds(torch):
 
 
 GRADCHECK = {
+    "max pool 3d": lambda: module_case(nn.MaxPool3d(2, 1, 1), distinct(1, 1, 3, 3, 4)),
+    "avg pool 3d": lambda: module_case(
+        nn.AvgPool3d(2, 2, 1, ceil_mode=True, count_include_pad=False), normal(1, 1, 3, 3, 4)
+    ),
+    "avg pool 3d divisor": lambda: module_case(
+        nn.AvgPool3d(2, 1, divisor_override=3), normal(1, 1, 3, 3, 4)
+    ),
+    "adaptive avg 3d": lambda: module_case(nn.AdaptiveAvgPool3d((2, 3, 2)), normal(1, 1, 3, 4, 5)),
+    "adaptive max 3d": lambda: module_case(nn.AdaptiveMaxPool3d(2), distinct(1, 1, 3, 4, 5)),
     "interpolate nearest": lambda: (
         lambda x: nn.functional.interpolate(x, scale_factor=1.5),
         (normal(1, 2, 3, 4),),

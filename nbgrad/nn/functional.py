@@ -479,7 +479,7 @@ def _adaptive_size(output_size, input, dims, name):
     sizes = (output_size,) * dims if isinstance(output_size, numbers.Integral) else output_size
     sizes = tuple(sizes)
     if len(sizes) != dims:
-        if name == "adaptive_max_pool2d":
+        if name.startswith("adaptive_max_pool"):
             raise RuntimeError(f"{name}(): internal error: output_size.size() must be {dims}")
         raise RuntimeError(f"{name}: output_size must be {dims}")
     sizes = tuple(input.shape[-dims + i] if s is None else int(s) for i, s in enumerate(sizes))
@@ -628,6 +628,117 @@ def max_pool1d(
     attrs = ((1, kernel), (1, step), (0, pad_), (1, dilation), bool(ceil_mode))
     values, indices = run_op(OPS["max_pool2d"], (ops.unsqueeze(input, -2),), attrs)
     values, indices = ops.squeeze(values, -2), ops.squeeze(indices, -2)
+    return (values, indices) if return_indices else values
+
+
+def _check_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+    if input.dim() not in (4, 5) or input.numel() == 0:
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    for k, p, d in zip(kernel_size, padding, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+    sizes = input.shape[-3:]
+    out = [
+        nn_kernels.pool_output_size(s, k, st, p, d, ceil_mode)
+        for s, k, st, p, d in zip(sizes, kernel_size, stride, padding, dilation)
+    ]
+    if min(out) < 1:
+        channels = input.shape[-4]
+        if name == "avg_pool3d":
+            kd, kh, kw = kernel_size
+            raise RuntimeError(
+                f"input image (T: {sizes[0]} H: {sizes[1]} W: {sizes[2]}) smaller than kernel "
+                f"size (kT: {kd} kH: {kh} kW: {kw})"
+            )
+        raise RuntimeError(
+            f"Given input size: ({channels}x{'x'.join(map(str, sizes))}). Calculated output size: "
+            f"({channels}x{'x'.join(map(str, out))}). Output size is too small"
+        )
+
+
+def _pool_stride3(stride):
+    if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0):
+        return ()
+    return _tuple(stride, 3, "stride")
+
+
+def max_pool3d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """The max of each ``kernel_size`` window of the last three dims."""
+    kernel_size = _tuple(kernel_size, 3, "kernel_size")
+    stride = _pool_stride3(stride)
+    padding, dilation = _tuple(padding, 3, "padding"), _tuple(dilation, 3, "dilation")
+    _check_pool3d(input, kernel_size, stride or kernel_size, padding, dilation, ceil_mode, "max")
+    attrs = (kernel_size, stride, padding, dilation, bool(ceil_mode))
+    values, indices = run_op(OPS["max_pool3d"], (input,), attrs)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool3d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    """The mean of each ``kernel_size`` window of the last three dims."""
+    kernel_size = _tuple(kernel_size, 3, "kernel_size")
+    stride = _pool_stride3(stride)
+    padding = _tuple(padding, 3, "padding")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    _check_pool3d(
+        input, kernel_size, stride or kernel_size, padding, (1, 1, 1), ceil_mode, "avg_pool3d"
+    )
+    attrs = (
+        kernel_size,
+        stride,
+        padding,
+        bool(ceil_mode),
+        bool(count_include_pad),
+        divisor_override,
+    )
+    return run_op(OPS["avg_pool3d"], (input,), attrs)
+
+
+def _check_adaptive3d_input(input, name, colon=False):
+    if input.dim() not in (4, 5):
+        raise RuntimeError(
+            f"{name}(): Expected 4D or 5D tensor, but got{':' if colon else ''} "
+            f"{_shape_text(input.shape)}"
+        )
+    for dim in range(input.dim() - 4, input.dim()):
+        if input.shape[dim] == 0:
+            raise RuntimeError(
+                f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
+                f"input has sizes {_shape_text(input.shape)} with dimension {dim} being empty"
+            )
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """The mean over each of ``output_size`` windows tiling the last three dims (output size 1:
+    a mean over them, MeanBackward1, as PyTorch)."""
+    if not isinstance(output_size, numbers.Integral):
+        _at_least_3d(input)
+    sizes = _adaptive_size(output_size, input, 3, "adaptive_avg_pool3d")
+    _check_adaptive3d_input(input, "adaptive_avg_pool3d")
+    if sizes == (1, 1, 1):
+        return ops.mean(input, (-1, -2, -3), keepdim=True)
+    return run_op(OPS["adaptive_avg_pool3d"], (input,), (sizes,))
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    if not isinstance(output_size, numbers.Integral):
+        _at_least_3d(input)
+    sizes = _adaptive_size(output_size, input, 3, "adaptive_max_pool3d")
+    _check_adaptive3d_input(input, "adaptive_max_pool3d", colon=True)
+    values, indices = run_op(OPS["adaptive_max_pool3d"], (input,), (sizes,))
     return (values, indices) if return_indices else values
 
 

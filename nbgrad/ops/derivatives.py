@@ -666,3 +666,24 @@ for _name, _node, _mode, _dims, _corners in (
                               rest[0] if _corners else False),
        attrs=("output_size", *_corner_attrs, *_scales, "self_sym_sizes"),
        saves=(*_corner_attrs, "output_size", *_scales, "self_sym_sizes"))
+# 3-d pooling (the formulas' NumPy and Tensor versions are in layer_kernels).
+op("max_pool3d", "MaxPool3DWithIndicesBackward0", ("self",),
+   {"self": "max_pool3d_backward(grad, self.shape, result1)"},
+   layer_kernels.max_pool3d, attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode"),
+   extra_outputs=("result1",),
+   saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
+op("avg_pool3d", "AvgPool3DBackward0", ("self",),
+   {"self": "avg_pool3d_backward(grad, self.shape, kernel_size, stride, padding, ceil_mode, "
+            "count_include_pad, divisor_override)"},
+   layer_kernels.avg_pool3d,
+   attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+          "divisor_override"),
+   saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding", "self",
+          "stride"))
+op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", ("self",),
+   {"self": "adaptive_avg_pool3d_backward(grad, self)"},
+   layer_kernels.adaptive_avg_pool3d, attrs=("output_size",), saves=("self",))
+op("adaptive_max_pool3d", "AdaptiveMaxPool3DBackward0", ("self",),
+   {"self": "max_pool3d_backward(grad, self.shape, result1)"},
+   layer_kernels.adaptive_max_pool3d, attrs=("output_size",), extra_outputs=("result1",),
+   saves=("result1", "self"))

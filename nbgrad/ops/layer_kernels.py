@@ -187,6 +187,7 @@ def tensor_namespace():
         )
 
     return {
+        **pool3d_tensor_namespace(),
         "upsample_backward": _upsample_backward_tensor,
         "adaptive_avg_pool2d": adaptive_avg_pool2d,
         "adaptive_avg_pool2d_backward": adaptive_avg_pool2d_backward,
@@ -284,3 +285,187 @@ def _upsample_backward_tensor(grad, input_sizes, output_size, scales, mode, alig
         moved = nb.matmul(moved, nb.as_tensor(matrix))
         out = moved.transpose(axis, -1) if axis != grad.ndim - 1 else moved
     return out
+
+
+# --- 3-d pooling ----------------------------------------------------------------------------------
+# Average pooling (plain and adaptive) is separable: along each dim a matrix (out x in) says which
+# inputs each output's window covers, divided by that dim's share of the divisor (PyTorch's
+# divisor is the product of the window's lengths along the dims, with or without the padding).
+# Max pooling takes strided windows of the padded input; its indices count in the (D, H, W) volume.
+
+
+def _window_matrix(in_size, out_size, kernel, stride, padding, count_include_pad, divisor_override):
+    matrix = np.zeros((out_size, in_size))
+    for o in range(out_size):
+        start = o * stride - padding
+        end = min(start + kernel, in_size + padding)
+        covered = slice(max(start, 0), min(end, in_size))
+        if divisor_override:
+            share = 1.0
+        elif count_include_pad:
+            share = end - start
+        else:
+            share = covered.stop - covered.start
+        matrix[o, covered] = 1.0 / share
+    return matrix
+
+
+def avg_pool_matrices(in_sizes, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                      divisor_override):  # fmt: skip
+    stride = stride or kernel_size
+    matrices = []
+    for size, k, s, p in zip(in_sizes, kernel_size, stride, padding):
+        out = nn_kernels.pool_output_size(size, k, s, p, 1, ceil_mode)
+        matrices.append(_window_matrix(size, out, k, s, p, count_include_pad, divisor_override))
+    return matrices
+
+
+def avg_pool3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    matrices = avg_pool_matrices(x.shape[-3:], kernel_size, stride, padding, ceil_mode,
+                                 count_include_pad, divisor_override)  # fmt: skip
+    out = _apply(x, [m.astype(x.dtype) for m in matrices])
+    if divisor_override:
+        out = out / divisor_override
+    return out.astype(x.dtype, copy=False)
+
+
+def avg_pool3d_backward(grad, input_shape, kernel_size, stride, padding, ceil_mode,
+                        count_include_pad, divisor_override):  # fmt: skip
+    matrices = avg_pool_matrices(tuple(input_shape)[-3:], kernel_size, stride, padding, ceil_mode,
+                                 count_include_pad, divisor_override)  # fmt: skip
+    out = _apply(grad, [m.astype(grad.dtype) for m in matrices], transpose=True)
+    if divisor_override:
+        out = out / divisor_override
+    return out.astype(grad.dtype, copy=False)
+
+
+def adaptive_avg_pool3d(x, output_size):
+    matrices = [_averaging_matrix(s, o, x.dtype) for s, o in zip(x.shape[-3:], output_size)]
+    return _apply(x, matrices)
+
+
+def adaptive_avg_pool3d_backward(grad, input_shape):
+    sizes = tuple(input_shape)[-3:]
+    matrices = [_averaging_matrix(s, o, grad.dtype) for s, o in zip(sizes, grad.shape[-3:])]
+    return _apply(grad, matrices, transpose=True)
+
+
+def max_pool3d(x, kernel_size, stride, padding, dilation, ceil_mode):
+    """(values, indices): the max of each window and where it was (``(d * H + h) * W + w``)."""
+    stride = stride or kernel_size
+    sizes = x.shape[-3:]
+    outs = [
+        nn_kernels.pool_output_size(s, k, st, p, d, ceil_mode)
+        for s, k, st, p, d in zip(sizes, kernel_size, stride, padding, dilation)
+    ]
+    lowest = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+    widths = [(0, 0)] * (x.ndim - 3)
+    for s, o, k, st, p, d in zip(sizes, outs, kernel_size, stride, padding, dilation):
+        extra = max(0, (o - 1) * st + d * (k - 1) + 1 - (s + 2 * p))
+        widths.append((p, p + extra))
+    padded = np.pad(x, widths, constant_values=lowest)
+    lead = padded.shape[:-3]
+    strides = padded.strides
+    view = np.lib.stride_tricks.as_strided(
+        padded,
+        lead + tuple(outs) + tuple(kernel_size),
+        strides[:-3]
+        + tuple(st * s for st, s in zip(stride, strides[-3:]))
+        + tuple(d * s for d, s in zip(dilation, strides[-3:])),
+        writeable=False,
+    )
+    taps = view.reshape(lead + tuple(outs) + (-1,))
+    tap = taps.argmax(axis=-1)
+    values = np.take_along_axis(taps, tap[..., None], axis=-1)[..., 0]
+    _, kh, kw = kernel_size
+    index = []
+    offsets = (tap // (kh * kw), (tap // kw) % kh, tap % kw)
+    for axis, offset in enumerate(offsets):
+        position = np.arange(outs[axis]).reshape([-1 if a == axis else 1 for a in range(3)])
+        index.append(position * stride[axis] - padding[axis] + offset * dilation[axis])
+    depth, height, width = sizes
+    indices = (index[0] * height + index[1]) * width + index[2]
+    return np.ascontiguousarray(values), indices.astype(np.int64)
+
+
+def max_pool3d_backward(grad, input_shape, indices):
+    volumes = int(np.prod(input_shape[:-3], dtype=np.int64))
+    volume = int(np.prod(input_shape[-3:], dtype=np.int64))
+    offsets = (np.arange(volumes) * volume).reshape(indices.shape[:-3] + (1, 1, 1))
+    summed = np.bincount(
+        (indices + offsets).ravel(), weights=grad.ravel(), minlength=volumes * volume
+    )
+    return summed.astype(grad.dtype, copy=False).reshape(input_shape)
+
+
+def adaptive_max_pool3d(x, output_size):
+    sizes = x.shape[-3:]
+    values = np.empty(x.shape[:-3] + tuple(output_size), x.dtype)
+    indices = np.empty(values.shape, np.int64)
+    bounds = [list(zip(*adaptive_bounds(s, o))) for s, o in zip(sizes, output_size)]
+    for i, (d0, d1) in enumerate(bounds[0]):
+        for j, (h0, h1) in enumerate(bounds[1]):
+            for k, (w0, w1) in enumerate(bounds[2]):
+                window = x[..., d0:d1, h0:h1, w0:w1].reshape(x.shape[:-3] + (-1,))
+                tap = window.argmax(axis=-1)
+                values[..., i, j, k] = np.take_along_axis(window, tap[..., None], -1)[..., 0]
+                hh, ww = h1 - h0, w1 - w0
+                d, h, w = d0 + tap // (hh * ww), h0 + (tap // ww) % hh, w0 + tap % ww
+                indices[..., i, j, k] = (d * sizes[1] + h) * sizes[2] + w
+    return values, indices
+
+
+ARRAY_FUNCTIONS.update(
+    {
+        "avg_pool3d_backward": avg_pool3d_backward,
+        "adaptive_avg_pool3d_backward": lambda grad, x: adaptive_avg_pool3d_backward(grad, x.shape),
+        "max_pool3d_backward": max_pool3d_backward,
+    }
+)
+
+
+def _matrix_apply_tensor(x, matrices, transpose=False):
+    import nbgrad as nb
+
+    out = x
+    last = x.ndim - 1
+    for k, matrix in enumerate(matrices):
+        axis = x.ndim - len(matrices) + k
+        m = nb.as_tensor(np.ascontiguousarray(matrix if transpose else matrix.T))
+        moved = out.transpose(axis, last) if axis != last else out
+        moved = nb.matmul(moved, m)
+        out = moved.transpose(axis, last) if axis != last else moved
+    return out
+
+
+def pool3d_tensor_namespace():
+    from nbgrad.ops.functions import index_put_into_zeros
+
+    def avg_pool3d_backward(grad, input_shape, kernel_size, stride, padding, ceil_mode,
+                            count_include_pad, divisor_override):  # fmt: skip
+        matrices = avg_pool_matrices(tuple(input_shape)[-3:], kernel_size, stride, padding,
+                                     ceil_mode, count_include_pad, divisor_override)  # fmt: skip
+        out = _matrix_apply_tensor(grad, [m.astype(grad.dtype.numpy) for m in matrices], True)
+        return out / divisor_override if divisor_override else out
+
+    def adaptive_avg_pool3d_backward(grad, x):
+        sizes = tuple(x.shape)[-3:]
+        matrices = [
+            _averaging_matrix(s, o, grad.dtype.numpy) for s, o in zip(sizes, grad.shape[-3:])
+        ]
+        return _matrix_apply_tensor(grad, matrices, True)
+
+    def max_pool3d_backward(grad, input_shape, indices):
+        volumes = int(np.prod(input_shape[:-3], dtype=np.int64))
+        volume = int(np.prod(input_shape[-3:], dtype=np.int64))
+        offsets = (np.arange(volumes) * volume).reshape(indices.shape[:-3] + (1, 1, 1))
+        flat = index_put_into_zeros(
+            grad.reshape(-1), (volumes * volume,), ((indices + offsets).reshape(-1),)
+        )
+        return flat.reshape(tuple(input_shape))
+
+    return {
+        "avg_pool3d_backward": avg_pool3d_backward,
+        "adaptive_avg_pool3d_backward": adaptive_avg_pool3d_backward,
+        "max_pool3d_backward": max_pool3d_backward,
+    }

@@ -20,10 +20,14 @@ from nbgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
 from nbgrad.nn.modules.pooling_extra import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
+    AvgPool3d,
     MaxPool1d,
+    MaxPool3d,
     Upsample,
 )
 from nbgrad.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase

@@ -256,3 +256,23 @@ def test_gradcheck(name):
 def test_gradgradcheck(name):
     fn, inputs = _case(name)
     assert gradgradcheck(_flat(fn), inputs, eps=1e-6, atol=1e-5, rtol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"batch_first": True, "padding_value": -1.0}, {"padding_side": "left"}]
+)
+def test_pad_sequence_matches_pytorch(torch, options):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((n, 4)) for n in (3, 2, 5)]
+    results = []
+    for T in (nbgrad, torch):
+        xs = [T.tensor(a, requires_grad=True) for a in arrays]
+        padded = T.nn.utils.rnn.pad_sequence(xs, **options)
+        seed = np.random.default_rng(1).standard_normal(tuple(padded.shape))
+        padded.backward(T.tensor(seed))
+        results.append((padded, [x.grad for x in xs]))
+    (ours, our_grads), (theirs, their_grads) = results
+    assert structure(ours.grad_fn) == structure(theirs.grad_fn)
+    np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+    for mine, real in zip(our_grads, their_grads):
+        np.testing.assert_array_equal(to_numpy(mine), to_numpy(real))

@@ -1,6 +1,6 @@
 """nbgrad.nn: layers, losses and containers, with PyTorch's names, graphs and defaults."""
 
-from nbgrad.nn import functional, init
+from nbgrad.nn import functional, init, utils
 from nbgrad.nn.modules import (
     GELU,
     GRU,

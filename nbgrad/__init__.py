@@ -8,6 +8,7 @@ import warnings
 from nbgrad import autograd, dtypes
 from nbgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from nbgrad.autograd.tensor import Size, Tensor
+from nbgrad.devices import device, get_default_device, set_default_device
 from nbgrad.dtypes import (
     bool,  # noqa: A004 - PyTorch's names
     double,
@@ -63,6 +64,12 @@ methods.install()
 
 creation.install()
 
+from nbgrad import legacy as _legacy  # noqa: E402
+
+_legacy.install()
+globals().update(_legacy.LEGACY_TYPES)  # nbgrad.FloatTensor, ...
+autograd.Variable = _legacy.Variable
+
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy would warn from inside nbgrad.
 # Only NumPy's floating-point notices: any other warning from nbgrad's code is a bug (the test
 # suite, which repeats this filter in pyproject.toml, turns those into errors).
@@ -86,10 +93,6 @@ def numel(input):  # noqa: A002
 
 def is_floating_point(input):  # noqa: A002
     return input.is_floating_point()
-
-
-def device(name="cpu"):
-    return name
 
 
 # --- recording (nbgrad.trace) and the %%autograd magic (nbgrad.magic) ---------------------------
@@ -118,5 +121,5 @@ def show(obj):
 
 
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
-from nbgrad import datasets, linalg, nn, optim, utils  # noqa: E402
+from nbgrad import accelerator, backends, cuda, datasets, linalg, nn, optim, utils  # noqa: E402
 from nbgrad.serialization import load, save  # noqa: E402

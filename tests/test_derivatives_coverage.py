@@ -17,7 +17,7 @@ _spec.loader.exec_module(coverage)
 
 # The ratchet: how many applicable entries nbgrad does not cover yet. Coverage can only grow:
 # when you add an op, regenerate the page and lower this to the new count it prints.
-MAX_MISSING = 362
+MAX_MISSING = 253
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +67,10 @@ def test_every_not_applicable_pattern_is_used(entries):
 def test_every_node_name_in_nbgrads_table_is_one_pytorch_makes(entries):
     """A table entry named wrongly (ClampBackward0 for clamp with numbers) would not count as
     covered; here it fails instead. CopySlices and CopyBackwards are written by hand in PyTorch
-    too, and have no derivatives.yaml entry."""
+    too, and have no derivatives.yaml entry. PyTorch's generated ``*_copy`` variants of view ops
+    (``torch.diag`` of a matrix runs diagonal_copy) name their node ``<view node>_copy``."""
     pytorch_nodes = {node for entry in entries for node in entry.nodes}
+    pytorch_nodes |= {node + "_copy" for node in pytorch_nodes}
     table_nodes = {spec.node for spec in OPS.values()}
     assert table_nodes - pytorch_nodes <= HAND_WRITTEN_NODES
 

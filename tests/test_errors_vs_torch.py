@@ -744,6 +744,96 @@ ENGINE_CASES = {
 }
 
 
+# --- element-wise functions, more: dtypes, arguments, dims ---------------------------------------
+F_ = "T.nn.functional."
+CASES.update(
+    {
+        "softplus of integers": F_ + "softplus(T.tensor([1, 2]))",
+        "logsigmoid of integers": F_ + "logsigmoid(T.tensor([1, 2]))",
+        "silu of bools": F_ + "silu(T.tensor([True]))",
+        "elu of integers": F_ + "elu(T.tensor([1, 2]))",
+        "selu of integers": "T.selu(T.tensor([1, 2]))",
+        "celu with alpha 0": F_ + "celu(T.tensor([1.0, 2.0]), 0.0)",
+        "mish of integers": F_ + "mish(T.tensor([1, 2]))",
+        "hardswish of integers": F_ + "hardswish(T.tensor([1, 2]))",
+        "hardsigmoid of integers": F_ + "hardsigmoid(T.tensor([1, 2]))",
+        "softshrink of integers": F_ + "softshrink(T.tensor([1, 2]))",
+        "softshrink with a negative lambda": F_ + "softshrink(T.tensor([1.0, 2.0]), -1)",
+        "hardshrink of integers": "T.hardshrink(T.tensor([1, 2]))",
+        "hardtanh with min above max": F_ + "hardtanh(T.tensor([1.0]), 2.0, 1.0)",
+        "relu6 of bools": F_ + "relu6(T.tensor([True]))",
+        "logsumexp dim out of range": "T.logsumexp(T.ones(2, 3), 2)",
+        "logsumexp repeated dim": "T.ones(2, 3).logsumexp((1, -1))",
+        "logsumexp over no dims": "T.ones(2, 3).logsumexp(())",
+        "atan2 with a number": "T.atan2(T.ones(2), 2.0)",
+        "arctan2 method with a number": "T.ones(2).arctan2(2.0)",
+        "atan2 shapes": "T.atan2(T.ones(2), T.ones(3))",
+        "asin_ of integers": "T.tensor([0, 1]).asin_()",
+        "exp_ of integers": "T.tensor([0, 1]).exp_()",
+        "hypot of integers": "T.hypot(T.tensor([1, 2]), T.tensor([1, 2]))",
+        "hypot with a number": "T.hypot(T.ones(2), 2.0)",
+        "logaddexp method with a number": "T.ones(2).logaddexp(1.0)",
+        "logaddexp of integers": "T.logaddexp(T.tensor([1, 2]), T.tensor([1, 2]))",
+        "lerp to a number": "T.lerp(T.ones(2), 2.0, 0.5)",
+        "lerp of another dtype": "T.lerp(T.ones(2), T.ones(2, dtype=T.float64), 0.5)",
+        "lerp weight of integers": "T.lerp(T.ones(2), T.ones(2), T.tensor([1, 0]))",
+        "lerp of integers": "T.lerp(T.tensor([1, 2]), T.tensor([1, 2]), 0.5)",
+        "addcdiv of integers": "T.addcdiv(T.ones(2), T.tensor([1, 2]), T.tensor([1, 2]))",
+        "addcmul value": "T.addcmul(T.ones(2), T.ones(2), T.ones(2), value=T.ones(2))",
+        "addcmul shapes": "T.addcmul(T.ones(2), T.ones(3), T.ones(2))",
+        "frac of integers": "T.frac(T.tensor([1, 2]))",
+        "float_power_ of a float tensor": "T.ones(2).float_power_(2)",
+        "pow_ of integers to a float": "T.tensor([1, 2]).pow_(0.5)",
+        "pow_ of integers to a negative power": "T.tensor([1, 2]).pow_(-1)",
+        "xlogy_ broadcasting the target": "T.ones(2).xlogy_(T.ones(3, 2))",
+        "soft_margin_loss target requiring grad": F_
+        + "soft_margin_loss(T.ones(2), T.ones(2, requires_grad=True))",
+        "smooth_l1_loss negative beta": F_ + "smooth_l1_loss(T.ones(2), T.ones(2), beta=-1.0)",
+        "huber_loss zero delta": F_ + "huber_loss(T.ones(2), T.ones(2), delta=0.0)",
+        "huber_loss weight size": F_ + "huber_loss(T.ones(2), T.ones(2), weight=T.ones(3))",
+        "gaussian_nll_loss negative var": F_
+        + "gaussian_nll_loss(T.ones(2), T.ones(2), -T.ones(2))",
+        "gaussian_nll_loss var size": F_
+        + "gaussian_nll_loss(T.ones(2, 3), T.ones(2, 3), T.ones(3))",
+        "poisson_nll_loss reduction": F_ + "poisson_nll_loss(T.ones(2), T.ones(2), reduction='x')",
+        "kl_div reduction": F_ + "kl_div(T.ones(2), T.ones(2), reduction='x')",
+        "margin_ranking_loss dims": F_ + "margin_ranking_loss(T.ones(2), T.ones(2), T.ones(1, 2))",
+        "cosine_embedding_loss target dims": F_
+        + "cosine_embedding_loss(T.ones(2, 2, 3), T.ones(2, 2, 3), T.ones(2))",
+        "cosine_embedding_loss 0-d target": F_
+        + "cosine_embedding_loss(T.ones(2, 3), T.ones(2, 3), T.ones(()))",
+        "cosine_embedding_loss 2-d target": F_
+        + "cosine_embedding_loss(T.ones(2, 3), T.ones(2, 3), T.ones(2, 3))",
+        "triplet_margin_loss margin": F_
+        + "triplet_margin_loss(T.ones(2), T.ones(2), T.ones(2), 0)",
+        "triplet_margin_loss dims": F_ + "triplet_margin_loss(T.ones(2), T.ones(2), T.ones(1, 2))",
+        "TripletMarginLoss margin": "T.nn.TripletMarginLoss(margin=-1.0)",
+        "atanh_ backward": """
+            a = T.tensor([0.1, 0.2], requires_grad=True)
+            y = T.arctanh_(a * 1)
+            assert type(y.grad_fn).__name__ == "AtanhBackward1"
+            y.sum().backward()
+        """,
+        "asinh_ backward": "(T.tensor([0.1], requires_grad=True) * 1).asinh_().sum().backward()",
+        "acosh_ backward": "(T.tensor([1.5], requires_grad=True) * 1).arccosh_().sum().backward()",
+        "smooth_l1_loss of integers": F_ + "smooth_l1_loss(T.tensor([1, 2]), T.tensor([1, 3]))",
+        "huber_loss of integers": F_ + "huber_loss(T.tensor([1, 2]), T.tensor([1, 3]))",
+        "soft_margin_loss of integers": F_ + "soft_margin_loss(T.tensor([1, 2]), T.ones(2))",
+        "kl_div of an integer target": F_ + "kl_div(T.ones(2), T.tensor([1, 2]), reduction='sum')",
+        "glu odd size": F_ + "glu(T.ones(3, 5))",
+        "glu of a scalar": F_ + "glu(T.tensor(1.0))",
+        "glu of integers": F_ + "glu(T.tensor([1, 2]))",
+        "glu dim": F_ + "glu(T.ones(4), 5)",
+        "prelu channels": F_ + "prelu(T.ones(4, 6), T.ones(3))",
+        "prelu dtypes": F_ + "prelu(T.ones(4, 6), T.ones(6, dtype=T.float64))",
+        "elu in place with a negative alpha, backward": """
+            a = T.tensor([1.0, -2.0], requires_grad=True)
+            T.nn.functional.elu(a * 1, -1.0, inplace=True).sum().backward()
+        """,
+    }
+)
+
+
 def run(T, code):
     """The (type name, message) of what ``code`` raises with ``T`` as the library, or None."""
     with warnings.catch_warnings():
@@ -819,9 +909,9 @@ def test_vector_norm_of_an_integer_tensor_matches_pytorch(torch):
     assert_same_error(torch, "T.linalg.vector_norm(T.tensor([1, 2]))")
 
 
-def test_vector_norm_orders_nbgrad_lacks_say_so():
-    with pytest.raises(NotImplementedError, match="1- and 2-norms only, not ord=3"):
-        nbgrad.linalg.vector_norm(nbgrad.ones(3), 3)
+def test_norms_nbgrad_lacks_say_so():
+    with pytest.raises(NotImplementedError, match="no nuclear norm"):
+        nbgrad.ones(2, 3).norm("nuc")
 
 
 def test_transpose_property_warns_like_pytorch(torch):

@@ -667,6 +667,11 @@ case(
 case("adaptive_avg_pool3d", lambda x: F.adaptive_avg_pool3d(x, (2, 3, 2)), normal(1, 1, 3, 4, 5))
 case("adaptive_max_pool3d", lambda x: F.adaptive_max_pool3d(x, 2), distinct(1, 1, 3, 4, 5))
 case(
+    "unsafe_split",  # the gates of an LSTM cell (ATen's unsafe_chunk)
+    lambda x: run_op(OPS["unsafe_split"], (x,), (2, 1))[1] * 2.0,
+    normal(2, 6),
+)
+case(
     "transpose_inplace",  # a batch_first RNN's output (ATen's output.transpose_(0, 1))
     lambda x: run_op(OPS["transpose_inplace"], (x,), (0, 1)),
     normal(3, 2, 4),
@@ -758,6 +763,369 @@ case(
     ),
     normal(2, 3),
     RNG.uniform(0, 1, (2, 3)),
+)
+
+# Reductions, scans and reorderings, more (var/std, prod, cumsum..., roll, flip, repeat, ...).
+case("var", torch.var, normal(2, 3))
+case("var-dim", lambda x: x.var(1, keepdim=True), normal(2, 3))
+case("var-dims-correction", lambda x: x.var((0, 2), correction=0), normal(2, 3, 2))
+case("var-0d", lambda x: x.var(correction=0), normal())
+case("std", lambda x: x.std(), normal(2, 3))
+case("std-dim", lambda x: torch.std(x, -1, unbiased=False), normal(2, 3))
+case("prod", lambda x: x.prod(), away(2, 3))
+case("prod-with-a-zero", lambda x: (x * torch.tensor([1.0, 0.0, 1.0])).prod(), away(3))
+case("prod-dim", lambda x: x.prod(1), away(2, 3))
+case("prod-dim-keepdim", lambda x: x.prod(0, keepdim=True), away(2, 3))
+case("prod-dim-with-a-zero", lambda x: (x * torch.tensor([0.0, 1.0, 1.0])).prod(-1), away(2, 3))
+case("cumsum", lambda x: x.cumsum(1), normal(2, 3))
+case("cumsum-0d", lambda x: torch.cumsum(x, 0), normal())
+case("cumprod", lambda x: x.cumprod(-1), away(2, 3))
+case("cumprod-with-a-zero", lambda x: (x * torch.tensor([1.0, 0.0, 1.0])).cumprod(0), away(3))
+case("logcumsumexp", lambda x: x.logcumsumexp(0), normal(3, 2))
+case("cummax", lambda x: x.cummax(1).values, distinct(2, 4))
+case("cummin", lambda x: torch.cummin(x, 0)[0], distinct(3, 2))
+case("roll", lambda x: x.roll(1), normal(2, 3))
+case("roll-dims", lambda x: torch.roll(x, (1, -1), (0, 1)), normal(2, 3))
+case("flip", lambda x: x.flip(0, 1), normal(2, 3))
+case("fliplr", torch.fliplr, normal(2, 3))
+case("repeat", lambda x: x.repeat(2, 1, 2), normal(2, 3))
+case("tile", lambda x: torch.tile(x, (2,)), normal(3))
+case("tril", lambda x: x.tril(), normal(3, 3))
+case("triu", lambda x: torch.triu(x, -1), normal(2, 3, 3))
+case("index_select", lambda x: x.index_select(1, torch.tensor([2, 0, 2])), normal(2, 3))
+case("masked_select", lambda x: x.masked_select(torch.tensor([True, False, True])), normal(2, 3))
+case("outer", torch.outer, normal(3), normal(2))
+case("addmv", torch.addmv, normal(2), normal(2, 3), normal(3))
+case(
+    "addmv-scaled",
+    lambda b, m, v: b.addmv(m, v, beta=0.5, alpha=2),
+    normal(1),
+    normal(2, 3),
+    normal(3),
+)
+case("addr", torch.addr, normal(2, 3), normal(2), normal(3))
+case(
+    "addr-scaled",
+    lambda b, u, v: torch.addr(b, u, v, beta=2, alpha=-1),
+    normal(3),
+    normal(2),
+    normal(3),
+)
+case("baddbmm", torch.baddbmm, normal(2, 2), normal(3, 2, 4), normal(3, 4, 2))
+case(
+    "baddbmm-scaled",
+    lambda b, x, y: b.baddbmm(x, y, beta=-1, alpha=0.5),
+    normal(3, 2, 2),
+    normal(3, 2, 4),
+    normal(3, 4, 2),
+)
+case("addmm-method", lambda b, x, y: b.addmm(x, y), normal(2, 2), normal(2, 3), normal(3, 2))
+case("movedim", lambda x: x.movedim(0, -1), normal(2, 3, 4))
+case("unflatten", lambda x: x.unflatten(1, (2, -1)), normal(3, 4))
+case("split", lambda x: x.split(2), normal(5, 2))
+case("split-one-piece-used", lambda x: x.split(2, 1)[1], normal(2, 3))
+case("split_with_sizes", lambda x: torch.split(x, [1, 3], -1), normal(2, 4))
+case("chunk", lambda x: x.chunk(3), normal(4, 2))
+case("unbind", lambda x: x.unbind(1), normal(2, 3))
+case("unbind-one-used", lambda x: torch.unbind(x)[1] * 2, normal(3, 2))
+case("var_mean", lambda x: torch.var_mean(x, 1), normal(2, 3))
+case("var_mean-mean-only", lambda x: torch.var_mean(x)[1], normal(2, 3))
+case("std_mean", lambda x: torch.std_mean(x, 0, keepdim=True, correction=0), normal(3, 2))
+case("sort", lambda x: x.sort()[0], distinct(2, 4))
+case("sort-stable-descending", lambda x: torch.sort(x, 0, True, stable=True).values, distinct(3, 2))
+case("topk", lambda x: x.topk(2)[0], distinct(2, 4))
+case("kthvalue", lambda x: x.kthvalue(2, 0)[0], distinct(3, 2))
+case("median", lambda x: x.median(), distinct(2, 3))
+case("median-dim", lambda x: x.median(1, keepdim=True)[0], distinct(2, 3))
+case("mode", lambda x: x.mode(1)[0], distinct(2, 3))
+case("diagonal", lambda x: x.diagonal(1), normal(3, 4))
+case("diagonal-dims", lambda x: torch.diagonal(x, -1, 2, 0), normal(3, 2, 4))
+case("diag-of-matrix", lambda x: torch.diag(x), normal(3, 4))
+case("diag-of-vector", lambda x: torch.diag(x, -1), normal(3))
+case("diag_embed", lambda x: torch.diag_embed(x, 1, 0, 2), normal(2, 3))
+case("trace", lambda x: x.trace(), normal(3, 4))
+case("take", lambda x: torch.take(x, torch.tensor([[0, 5], [5, -1]])), normal(2, 3))
+case("take_along_dim", lambda x: torch.take_along_dim(x, torch.tensor([[2], [0]]), 1), normal(2, 3))
+case("vector_norm-inf", lambda x: torch.linalg.vector_norm(x, float("inf"), 1), distinct(2, 3))
+case("vector_norm--inf", lambda x: x.norm(-float("inf")), distinct(2, 3))
+case("vector_norm-3", lambda x: torch.linalg.vector_norm(x, 3, 0, True), away(2, 3))
+case("vector_norm-0.5", lambda x: x.norm(0.5), away(2, 3))
+case("vector_norm-0", lambda x: x.norm(0) + x.sum(), away(2, 3))
+case("linalg_norm", lambda x: torch.linalg.norm(x, dim=1), normal(2, 3))
+case("matrix_norm", torch.linalg.matrix_norm, normal(2, 2, 3))
+case("dist", torch.dist, normal(2, 3), normal(3))
+case("dist-3", lambda x, y: torch.dist(x, y, 3), normal(2, 3), normal(2, 3))
+case("dist-inf", lambda x, y: x.dist(y, float("inf")), distinct(2, 3), distinct(2, 3) * 0.01)
+case("linalg_cross", torch.linalg.cross, normal(2, 3), normal(2, 3))
+case("cross-dim0", lambda x, y: torch.cross(x, y, dim=0), normal(3, 2), normal(3, 1))
+case("hstack", lambda x, y: torch.hstack([x, y]), normal(2, 3), normal(2, 1))
+case("vstack", lambda x, y: torch.vstack([x, y]), normal(3), normal(2, 3))
+case("dstack", lambda x, y: torch.dstack((x, y)), normal(3), normal(3))
+case("column_stack", lambda x, y: torch.column_stack([x, y]), normal(2), normal(2, 2))
+case("atleast_3d", lambda x: torch.atleast_3d(x), normal(3))
+SCATTER_INDEX = torch.tensor([[0, 1, 0], [1, 0, 1]])  # no element written twice
+case("scatter", lambda x, y: x.scatter(0, SCATTER_INDEX, y), normal(2, 3), normal(2, 3))
+case("scatter-value", lambda x: torch.scatter(x, 1, torch.tensor([[2], [0]]), 1.5), normal(2, 3))
+case("scatter_", clone_of(lambda c, y: c.scatter_(0, SCATTER_INDEX, y)), normal(2, 3), normal(2, 3))
+case(
+    "scatter_add",
+    lambda x, y: x.scatter_add(0, torch.tensor([[0, 1, 0], [0, 0, 0]]), y),
+    normal(2, 3),
+    normal(2, 3),
+)
+case(
+    "scatter_add_",
+    clone_of(lambda c, y: c.scatter_add_(1, torch.tensor([[0, 0, 2]]), y)),
+    normal(2, 3),
+    normal(1, 3),
+)
+case("index_add", lambda x, y: x.index_add(0, torch.tensor([1, 1]), y), normal(2, 3), normal(2, 3))
+case(
+    "index_add_-alpha",
+    clone_of(lambda c, y: c.index_add_(1, torch.tensor([2, 0]), y, alpha=-2)),
+    normal(2, 3),
+    normal(2, 2),
+)
+case("index_fill", lambda x: x.index_fill(1, torch.tensor([0, 2]), -1.0), normal(2, 3))
+case("index_fill_", clone_of(lambda c: c.index_fill_(0, torch.tensor([1]), 2.0)), normal(2, 3))
+case(
+    "index_copy", lambda x, y: x.index_copy(0, torch.tensor([1, 0]), y), normal(2, 3), normal(2, 3)
+)
+case(
+    "index_copy_",
+    clone_of(lambda c, y: c.index_copy_(1, torch.tensor([2]), y)),
+    normal(2, 3),
+    normal(2, 1),
+)
+
+
+case("vdot", torch.vdot, normal(3), normal(3))
+case("rot90", lambda x: x.rot90(), normal(2, 3))
+case("rot90-back", lambda x: torch.rot90(x, -1, (2, 0)), normal(2, 3, 2))
+case("repeat_interleave", lambda x: x.repeat_interleave(2, 1), normal(2, 3))
+case("repeat_interleave-tensor", lambda x: x.repeat_interleave(torch.tensor([2, 0])), normal(2))
+case("kron", torch.kron, normal(2, 3), normal(2, 2))
+case("meshgrid", lambda x, y: torch.meshgrid(x, y, indexing="xy"), normal(3), normal(2))
+case("cartesian_prod", torch.cartesian_prod, normal(3), normal(2))
+case("block_diag", torch.block_diag, normal(2, 3), normal(2), normal())
+case("addbmm", torch.addbmm, normal(2, 4), normal(3, 2, 5), normal(3, 5, 4))
+case(
+    "addbmm-scaled",
+    lambda b, x, y: b.addbmm(x, y, beta=0.5, alpha=-2),
+    normal(4),
+    normal(3, 2, 5),
+    normal(3, 5, 4),
+)
+
+
+# --- element-wise functions, more (logarithms, trigonometric, hyperbolic, activations) ---------
+UNIT = RNG.uniform(-0.8, 0.8, (2, 3))  # inside (-1, 1): asin, acos, atanh, erfinv
+case("log2", torch.log2, positive(2, 3))
+case("log10", lambda x: x.log10(), positive(2, 3))
+case("log2_", clone_of(lambda c: c.log2_()), positive(2, 3))
+case("asin", torch.asin, UNIT)
+case("arcsin", lambda x: x.arcsin(), UNIT)
+case("acos", torch.acos, UNIT)
+case("atan", torch.atan, normal(2, 3))
+case("atan_", clone_of(lambda c: c.atan_()), normal(2, 3))
+case("atan2", torch.atan2, normal(2, 3), away(2, 3))
+case("atan2-broadcast", lambda y, x: y.arctan2(x), normal(2, 3), away(3))
+case("atan2_", clone_of(lambda c, x: c.atan2_(x)), normal(2, 3), away(2, 3))
+case("sinh", torch.sinh, normal(2, 3))
+case("cosh", torch.cosh, normal(2, 3))
+case("asinh", torch.asinh, normal(2, 3))
+case("acosh", torch.acosh, positive(2, 3) + 1)
+case("atanh", torch.atanh, UNIT)
+# In place, asinh_, acosh_ and atanh_ have no backward (in PyTorch either): recorded, not reached.
+case(
+    "asinh_-acosh_-atanh_",
+    lambda x: x * 1 + 0 * (x.clone().asinh_() + (x * 0.1).atanh_() + (x * x + 1).acosh_()).detach(),
+    UNIT,
+)
+case("exp2", torch.exp2, normal(2, 3))
+case("erfc", torch.erfc, normal(2, 3))
+case("erfinv", torch.erfinv, UNIT)
+case("erfinv_", clone_of(lambda c: c.erfinv_()), UNIT)
+case("logsumexp", lambda x: torch.logsumexp(x, 1), normal(2, 3, 2))
+case("logsumexp-dims-keepdim", lambda x: x.logsumexp((0, -1), keepdim=True), normal(2, 3, 2))
+case("logsumexp-0d", lambda x: x.logsumexp(0) * x, normal())
+case("softplus", F.softplus, normal(2, 3))
+case("softplus-beta-threshold", lambda x: F.softplus(x, 2, 1.5), away(2, 3) * 2)
+case("hardtanh", F.hardtanh, BOUNDED * 2)
+case("hardtanh_", clone_of(lambda c: F.hardtanh_(c, -0.5, 0.5)), BOUNDED)
+case("relu6", lambda x: F.relu6(x * 4), BOUNDED + 0.02)
+case("logsigmoid", F.logsigmoid, normal(2, 3) * 3)
+case("silu", F.silu, normal(2, 3))
+case("silu-inplace", clone_of(lambda c: F.silu(c, inplace=True)), normal(2, 3))
+case("mish", F.mish, normal(2, 3))
+case("hardswish", F.hardswish, np.array([[-4.0, -2.5, -0.5], [0.7, 2.5, 3.5]]))
+case("hardsigmoid", F.hardsigmoid, np.array([[-4.0, -2.5, -0.5], [0.7, 2.5, 3.5]]))
+case("elu", lambda x: F.elu(x, 0.7), away(2, 3))
+case("elu-inplace", clone_of(lambda c: F.elu(c, 1.3, inplace=True)), away(2, 3))
+case("selu", torch.selu, away(2, 3))
+case("selu_", clone_of(torch.selu_), away(2, 3))
+case("celu", lambda x: F.celu(x, 2.0), away(2, 3))
+case("celu_", clone_of(lambda c: torch.celu_(c, 0.5)), away(2, 3))
+case("threshold", lambda x: F.threshold(x, 0.1, 2.0), away(2, 3) + 0.1)
+case("threshold_", clone_of(lambda c: torch.threshold_(c, 0.1, -1.0)), away(2, 3) + 0.1)
+case("softshrink", lambda x: F.softshrink(x, 0.1), away(2, 3) + 0.1)
+case("hardshrink", torch.hardshrink, away(2, 3) * 2)
+case("softsign", F.softsign, away(2, 3))
+case("tanhshrink", F.tanhshrink, normal(2, 3))
+
+
+# --- element-wise functions, more (binary and ternary, powers, in place) -----------------------
+case("log1p_", clone_of(lambda c: c.log1p_()), positive(2, 3))
+case("expm1_", clone_of(torch.expm1_), normal(2, 3))
+case("frac", torch.frac, away(2, 3) * 2 + 0.05)
+case("deg2rad", torch.deg2rad, normal(2, 3))
+case("rad2deg_", clone_of(lambda c: c.rad2deg_()), normal(2, 3))
+case("sinc", torch.sinc, away(2, 3))
+case("sgn", lambda x: torch.sgn(x) * x, away(2, 3))
+case("logit", torch.logit, RNG.uniform(0.2, 0.8, (2, 3)))
+case("logit-eps", lambda x: x.logit(0.3), np.array([[0.1, 0.4, 0.5], [0.6, 0.9, 0.35]]))
+case("logit_", clone_of(lambda c: torch.logit_(c)), RNG.uniform(0.2, 0.8, (2, 3)))
+case("nan_to_num", torch.nan_to_num, normal(2, 3))
+case("xlogy", torch.xlogy, normal(2, 3), positive(2, 3))
+case("xlogy-broadcast", lambda x, y: x.xlogy(y), normal(3), positive(2, 1))
+case("xlogy-number-other", lambda x: torch.xlogy(x, 2.5), normal(2, 3))
+case("xlogy-number-self", lambda y: torch.xlogy(2.5, y), positive(2, 3))
+case("xlogy_", clone_of(lambda c, y: c.xlogy_(y)), normal(2, 3), positive(3))
+case("hypot", torch.hypot, away(2, 3), away(3))
+case("copysign", torch.copysign, away(2, 3), away(2, 3))
+case("copysign-number", lambda x: x.copysign(-1.0), away(2, 3))
+case("logaddexp", torch.logaddexp, normal(2, 3), normal(3))
+case("logaddexp2", torch.logaddexp2, normal(2, 3), normal(2, 1))
+case("lerp", lambda a, b: torch.lerp(a, b, 0.3), normal(2, 3), normal(3))
+case("lerp-tensor", torch.lerp, normal(2, 3), normal(2, 3), RNG.uniform(0, 1, (3,)))
+case("lerp_", clone_of(lambda c, b, w: c.lerp_(b, w)), normal(2, 3), normal(3), normal(2, 3))
+case(
+    "addcmul",
+    lambda a, b, c: torch.addcmul(a, b, c, value=-1.5),
+    normal(2, 3),
+    normal(3),
+    normal(2, 1),
+)
+case("addcmul_", clone_of(lambda a, b, c: a.addcmul_(b, c)), normal(2, 3), normal(3), normal(2, 3))
+case(
+    "addcdiv", lambda a, b, c: torch.addcdiv(a, b, c, value=2), normal(2, 3), normal(3), away(2, 1)
+)
+case(
+    "addcdiv_", clone_of(lambda a, b, c: a.addcdiv_(b, c, value=0.5)), normal(3), normal(3), away(3)
+)
+case("pow_", clone_of(lambda c: c.pow_(3)), normal(2, 3))
+case("pow_-tensor", clone_of(lambda c, e: c.pow_(e)), positive(2, 3), normal(2, 3))
+case("square_", clone_of(torch.square_), normal(2, 3))
+case("float_power", lambda x, y: torch.float_power(x, y), positive(2, 3), normal(3))
+case("float_power-number", lambda x: x.float_power(2.5), positive(2, 3))
+
+
+# --- losses, more ------------------------------------------------------------------------------
+# Differences kept away from the kinks at +-beta / +-delta.
+DIFF = np.array([[-1.7, -0.8, -0.2], [0.3, 0.7, 1.9]])
+case("smooth_l1_loss", lambda x, t: F.smooth_l1_loss(x + t, t), DIFF, normal(2, 3))
+case(
+    "smooth_l1_loss-beta-sum",
+    lambda x: F.smooth_l1_loss(
+        x, torch.zeros(2, 3, dtype=torch.float64), reduction="sum", beta=0.5
+    ),
+    DIFF,
+)
+case(
+    "huber_loss",
+    lambda x, t: F.huber_loss(x + t, t, delta=0.5, reduction="none"),
+    DIFF,
+    normal(2, 3),
+)
+case(
+    "huber_loss-weight",
+    lambda x, w: F.huber_loss(x, torch.zeros(2, 3, dtype=torch.float64), weight=w),
+    DIFF,
+    positive(2, 3),
+)
+case(
+    "soft_margin_loss",
+    lambda x: F.soft_margin_loss(
+        x, torch.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]], dtype=torch.float64)
+    ),
+    normal(2, 3),
+)
+case(
+    "kl_div-batchmean",
+    lambda x, t: F.kl_div(x, t, reduction="batchmean"),
+    normal(2, 3),
+    positive(2, 3),
+)
+case(
+    "kl_div-log-target",
+    lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True),
+    normal(2, 3),
+    normal(2, 3),
+)
+case("poisson_nll_loss", F.poisson_nll_loss, normal(2, 3), positive(2, 3))
+case(
+    "poisson_nll_loss-full",
+    lambda x, t: F.poisson_nll_loss(x, t, log_input=False, full=True),
+    positive(2, 3),
+    positive(2, 3) + 1,
+)
+case("gaussian_nll_loss", F.gaussian_nll_loss, normal(2, 3), normal(2, 3), positive(2, 3))
+case(
+    "gaussian_nll_loss-homoscedastic",
+    lambda x, t, v: F.gaussian_nll_loss(x, t, v, full=True, reduction="sum"),
+    normal(2, 3),
+    normal(2, 3),
+    positive(2),
+)
+
+
+# --- distances and margin losses ---------------------------------------------------------------
+SIGNS = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
+case("normalize", F.normalize, normal(4, 3))
+case("normalize-1-norm", lambda x: F.normalize(x, p=1, dim=0), away(4, 3))
+case("pairwise_distance", F.pairwise_distance, normal(4, 3), normal(4, 3))
+case(
+    "margin_ranking_loss",
+    lambda a, b: F.margin_ranking_loss(a, b, SIGNS, margin=0.1),
+    np.array([0.5, 0.3, -1.0, 0.9]),
+    np.array([0.1, 0.8, 0.2, -0.4]),
+)
+case(
+    "hinge_embedding_loss",
+    lambda x: F.hinge_embedding_loss(
+        x, torch.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0]], dtype=torch.float64)
+    ),
+    np.array([[0.3, 0.4, -0.5], [1.6, 0.2, 2.0]]),
+)
+case(
+    "cosine_embedding_loss",
+    lambda a, b: F.cosine_embedding_loss(a, b, SIGNS, margin=-0.5),
+    normal(4, 3),
+    normal(4, 3),
+)
+case(
+    "triplet_margin_loss",
+    lambda a, p, n: F.triplet_margin_loss(a, p, n, margin=3.0),
+    normal(4, 3),
+    normal(4, 3),
+    normal(4, 3),
+)
+
+
+# --- activations, more: softmin, glu, prelu, multilabel soft margin ------------------------------
+case("softmin", lambda x: F.softmin(x, 1), normal(2, 3))
+case("glu", F.glu, normal(2, 4))
+case("glu-dim-0", lambda x: F.glu(x, 0), normal(4, 3))
+case("prelu", F.prelu, away(2, 3, 2), normal(3))
+case("prelu-one-weight", F.prelu, away(2, 3), normal(1))
+case("relu_-function", clone_of(F.relu_), away(2, 3))
+case("leaky_relu_-function", clone_of(lambda c: F.leaky_relu_(c, 0.2)), away(2, 3))
+case(
+    "multilabel_soft_margin_loss",
+    lambda x: F.multilabel_soft_margin_loss(
+        x, torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]], dtype=torch.float64)
+    ),
+    normal(2, 3),
 )
 
 

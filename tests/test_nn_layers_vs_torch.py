@@ -318,12 +318,182 @@ def model_cases():
     return {"mlp": mlp, "cnn": cnn}
 
 
+def more_activation_cases():
+    def act(layer, *args, shape=(4, 5), scale=1.0, inplace=False, **kwargs):
+        def case(T, m):
+            x = m.input(*shape) * scale
+            return (
+                getattr(T.nn, layer)(*args, inplace=True, **kwargs)(x * 1)
+                if inplace
+                else (getattr(T.nn, layer)(*args, **kwargs)(x))
+            )
+
+        return case
+
+    cases = {
+        "softplus": act("Softplus"),
+        "softplus beta threshold": act("Softplus", 2, 1.0),
+        "hardtanh": act("Hardtanh", scale=2.0),
+        "hardtanh bounds inplace": act("Hardtanh", -0.5, 0.5, inplace=True),
+        "relu6": act("ReLU6", scale=5.0),
+        "relu6 inplace": act("ReLU6", scale=5.0, inplace=True),
+        "logsigmoid": act("LogSigmoid", scale=3.0),
+        "silu": act("SiLU"),
+        "silu inplace": act("SiLU", inplace=True),
+        "elu": act("ELU", 0.7),
+        "elu inplace": act("ELU", 1.2, inplace=True),
+        "selu": act("SELU"),
+        "selu inplace": act("SELU", inplace=True),
+        "celu": act("CELU", 1.5),
+        "celu inplace": act("CELU", 0.5, inplace=True),
+        "mish": act("Mish"),
+        "mish inplace": act("Mish", inplace=True),
+        "hardswish": act("Hardswish", scale=3.0),
+        "hardswish inplace": act("Hardswish", scale=3.0, inplace=True),
+        "hardsigmoid": act("Hardsigmoid", scale=3.0),
+        "hardsigmoid inplace": act("Hardsigmoid", scale=3.0, inplace=True),
+        "softsign": act("Softsign"),
+        "tanhshrink": act("Tanhshrink"),
+        "softshrink": act("Softshrink", 0.3),
+        "hardshrink": act("Hardshrink"),
+        "threshold": act("Threshold", 0.1, 20.0),
+        "threshold inplace": act("Threshold", 0.1, -2.0, inplace=True),
+        "softmin": act("Softmin", 1),
+        "glu": act("GLU", shape=(4, 6)),
+        "glu dim 0": act("GLU", 0),
+        "prelu": lambda T, m: m.module(T.nn.PReLU())(m.input(4, 5)),
+        "prelu channels": lambda T, m: m.module(T.nn.PReLU(3, init=0.1))(m.input(2, 3, 4)),
+        "multilabel soft margin": lambda T, m: T.nn.MultiLabelSoftMarginLoss()(
+            m.input(4, 5), m.input(4, 5, requires_grad=False).sign().relu()
+        ),
+        "multilabel soft margin weight sum": lambda T, m: T.nn.MultiLabelSoftMarginLoss(
+            m.input(5, requires_grad=False, low=0.5, high=2.0), reduction="sum"
+        )(m.input(4, 5), m.input(4, 5, requires_grad=False, low=0.0, high=1.0)),
+    }
+    return cases
+
+
+def more_loss_cases():
+    def loss(name, shape=(4, 5), target_grad=False, target=None, **kwargs):
+        def case(T, m):
+            x = m.input(*shape)
+            if target == "sign":
+                t = m.input(*shape, requires_grad=False).sign()
+            elif target == "positive":
+                t = m.input(*shape, requires_grad=target_grad, low=0.1, high=2.0)
+            else:
+                t = m.input(*shape, requires_grad=target_grad)
+            return getattr(T.nn, name)(**kwargs)(x, t)
+
+        return case
+
+    def gaussian(var_shape=(4, 5), **kwargs):
+        def case(T, m):
+            x, t = m.input(4, 5), m.input(4, 5)
+            var = m.input(*var_shape, low=0.1, high=2.0)
+            return T.nn.GaussianNLLLoss(**kwargs)(x, t, var)
+
+        return case
+
+    return {
+        "smooth l1": loss("SmoothL1Loss"),
+        "smooth l1 beta sum target grad": loss(
+            "SmoothL1Loss", beta=0.5, reduction="sum", target_grad=True
+        ),
+        "smooth l1 beta 0": loss("SmoothL1Loss", beta=0.0),
+        "smooth l1 none": loss("SmoothL1Loss", reduction="none"),
+        "huber": loss("HuberLoss"),
+        "huber delta none target grad": loss(
+            "HuberLoss", delta=0.3, reduction="none", target_grad=True
+        ),
+        "soft margin": loss("SoftMarginLoss", target="sign"),
+        "soft margin sum": loss("SoftMarginLoss", target="sign", reduction="sum"),
+        "kl div batchmean": loss("KLDivLoss", target="positive", reduction="batchmean"),
+        "kl div mean": loss("KLDivLoss", target="positive"),
+        "kl div log target grad": loss(
+            "KLDivLoss", log_target=True, reduction="sum", target_grad=True
+        ),
+        "poisson nll": loss("PoissonNLLLoss", target="positive"),
+        "poisson nll full target grad": loss(
+            "PoissonNLLLoss", target="positive", full=True, target_grad=True
+        ),
+        "gaussian nll": gaussian(),
+        "gaussian nll full sum": gaussian(full=True, reduction="sum"),
+        "gaussian nll homoscedastic": gaussian(var_shape=(4,)),
+        "gaussian nll one column": gaussian(var_shape=(4, 1), reduction="none"),
+    }
+
+
+def margin_loss_cases():
+    def signs(T, m, n):
+        return m.constant([1.0, -1.0, 1.0, -1.0, 1.0][:n])
+
+    return {
+        "margin ranking": lambda T, m: T.nn.MarginRankingLoss(0.2)(
+            m.input(5), m.input(5), signs(T, m, 5)
+        ),
+        "hinge embedding": lambda T, m: T.nn.HingeEmbeddingLoss(0.5, reduction="sum")(
+            m.input(4, 5), m.input(4, 5, requires_grad=False).sign()
+        ),
+        "cosine embedding": lambda T, m: T.nn.CosineEmbeddingLoss(0.1)(
+            m.input(4, 5), m.input(4, 5), signs(T, m, 4)
+        ),
+        "cosine embedding 1d none": lambda T, m: T.nn.CosineEmbeddingLoss(reduction="none")(
+            m.input(5), m.input(5), m.constant(-1.0)
+        ),
+        "triplet margin": lambda T, m: T.nn.TripletMarginLoss()(
+            m.input(4, 5), m.input(4, 5), m.input(4, 5)
+        ),
+        "triplet margin swap 1-norm": lambda T, m: T.nn.TripletMarginLoss(3.0, p=1, swap=True)(
+            m.input(4, 5), m.input(4, 5), m.input(4, 5, requires_grad=False)
+        ),
+        "normalize": lambda T, m: T.nn.functional.normalize(m.input(4, 5)),
+        "normalize 1-norm dim 0": lambda T, m: T.nn.functional.normalize(m.input(4, 5), 1, 0),
+        "pairwise distance": lambda T, m: T.nn.functional.pairwise_distance(
+            m.input(4, 5), m.input(5), keepdim=True
+        ),
+        "pairwise distance module": lambda T, m: T.nn.PairwiseDistance(1)(
+            m.input(4, 5), m.input(4, 5)
+        ),
+        "cosine similarity module": lambda T, m: T.nn.CosineSimilarity(0)(
+            m.input(4, 5), m.input(4, 5)
+        ),
+    }
+
+
+MORE_MODULES = [
+    "Softplus()", "Softplus(2, 10)", "Hardtanh()", "Hardtanh(-2, 2, True)", "ReLU6()",
+    "ReLU6(True)", "LogSigmoid()", "SiLU()", "SiLU(True)", "ELU()", "ELU(0.5, True)", "SELU()",
+    "SELU(True)", "CELU()", "CELU(2.0, True)", "Mish()", "Mish(True)", "Hardswish()",
+    "Hardswish(True)", "Hardsigmoid(True)", "Softsign()", "Tanhshrink()", "Softshrink()",
+    "Softshrink(0.3)", "Hardshrink()", "Threshold(0.1, 20)", "Threshold(0.1, 20.0, True)",
+    "SmoothL1Loss(beta=0.5)", "HuberLoss(delta=2.0)", "SoftMarginLoss()",
+    "KLDivLoss(log_target=True)", "PoissonNLLLoss(full=True)", "GaussianNLLLoss(eps=1e-3)",
+    "MarginRankingLoss(0.5)", "HingeEmbeddingLoss(2.0)", "CosineEmbeddingLoss(0.1)",
+    "TripletMarginLoss(swap=True)", "PairwiseDistance(1.0, keepdim=True)",
+    "CosineSimilarity(0, 1e-6)", "Softmin(1)", "GLU()", "GLU(0)", "PReLU()", "PReLU(3, 0.1)",
+    "MultiLabelSoftMarginLoss()",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", MORE_MODULES)
+def test_more_activation_modules_repr_like_pytorch(torch, text):
+    ours, theirs = eval("nbgrad.nn." + text), eval("torch.nn." + text)  # noqa: S307
+    assert repr(ours) == repr(theirs)
+    assert {k: v for k, v in vars(ours).items() if not k.startswith("_") and k != "training"} == {
+        k: v for k, v in vars(theirs).items() if not k.startswith("_") and k != "training"
+    }
+
+
 CASES = {
     **linear_cases(),
     **conv_cases(),
     **pooling_cases(),
     **embedding_and_norm_cases(),
     **activation_cases(),
+    **more_activation_cases(),
+    **more_loss_cases(),
+    **margin_loss_cases(),
     **loss_cases(),
     **functional_cases(),
     **model_cases(),

@@ -39,7 +39,7 @@ RTOL, ATOL = 1e-9, 1e-11
 
 
 def _array(t):
-    return t.detach().numpy()
+    return t.detach().numpy(force=True)  # (force: PyTorch's efficient zero gradients)
 
 
 class Program:
@@ -129,7 +129,72 @@ def check_same_tensor(pair, program):
     np.testing.assert_allclose(_array(mine), _array(real), RTOL, ATOL, err_msg=context)
     assert mine.requires_grad == real.requires_grad, context
     assert mine.is_leaf == real.is_leaf, context
+    assert mine._version == real._version, context
+    if real.numel():  # views of empty tensors keep NumPy's strides (README)
+        # (so may a dim of size 1, where the stride never moves to another element: README)
+        sized = [d for d, n in enumerate(real.shape) if n > 1]
+        assert [mine.stride(d) for d in sized] == [real.stride(d) for d in sized], context
     assert graph(mine.grad_fn, program, 0) == graph(real.grad_fn, program, 1), context
+    check_same_saved(mine.grad_fn, real.grad_fn, context)
+
+
+def saved_values(fn):
+    """``name -> value`` of what a node shows as ``_saved_*``: arrays for tensors, the value
+    itself for numbers and tuples, and ("raises", type, message) where reading it raises."""
+    values = {}
+    for name in sorted(a for a in dir(fn) if a.startswith("_saved_")):
+        try:
+            value = getattr(fn, name)
+        except Exception as error:  # noqa: BLE001 - compared with PyTorch's
+            values[name] = ("raises", type(error).__name__, str(error))
+            continue
+        if hasattr(value, "detach"):
+            value = ("tensor", _array(value))
+        elif isinstance(value, list | tuple) and any(hasattr(v, "detach") for v in value):
+            value = ("tensors", [None if v is None else _array(v) for v in value])
+        values[name] = _signed(value)
+    return values
+
+
+def _signed(value):
+    """A saved negative dim as a signed number: PyTorch shows -1 as 2**64 - 1 (README: a
+    difference left on purpose)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 2**63:
+        return value - 2**64
+    if isinstance(value, tuple) and value[:1] not in (("tensor",), ("tensors",), ("raises",)):
+        return tuple(_signed(v) for v in value)
+    return value
+
+
+def check_same_saved(mine, real, context):
+    if real is None or mine is None:
+        return
+    ours, theirs = saved_values(mine), saved_values(real)
+    assert sorted(ours) == sorted(theirs), f"{type(real).__name__} saves\n{context}"
+    for name, value in theirs.items():
+        if isinstance(value, tuple) and value[:1] == ("tensor",):
+            assert isinstance(ours[name], tuple) and ours[name][0] == "tensor", f"{name}\n{context}"
+            np.testing.assert_allclose(ours[name][1], value[1], RTOL, ATOL, err_msg=context)
+        elif isinstance(value, tuple) and value[:1] == ("tensors",):
+            assert isinstance(ours[name], tuple) and ours[name][0] == "tensors", (
+                f"{name}\n{context}"
+            )
+            assert len(ours[name][1]) == len(value[1]), context
+            for a, b in zip(ours[name][1], value[1]):
+                assert (a is None) == (b is None), f"{name}\n{context}"
+                if b is not None:
+                    np.testing.assert_allclose(a, b, RTOL, ATOL, err_msg=context)
+        else:
+            assert same_saved_number(ours[name], value), f"{type(real).__name__}.{name}\n{context}"
+
+
+def same_saved_number(ours, theirs):
+    """Equal, but for a dim PyTorch keeps negative where nbgrad made it non-negative (README)."""
+    if isinstance(ours, tuple) and isinstance(theirs, tuple) and len(ours) == len(theirs):
+        return all(same_saved_number(a, b) for a, b in zip(ours, theirs))
+    if isinstance(theirs, int) and isinstance(ours, int) and theirs < 0 <= ours:
+        return True
+    return ours == theirs
 
 
 def graph(fn, program, which):
@@ -258,6 +323,268 @@ UNARY = [
     ("{}.detach()", lambda T, x: x.detach(), None),
     ("{}.float().double()", lambda T, x: x.float().double(), None),
 ]
+
+# Element-wise functions, more (logarithms, trigonometric, hyperbolic, activations).
+_F = "T.nn.functional."
+UNARY_MORE = [
+    ("{}.log2()", lambda T, x: x.log2(), lambda a: np.all(a > 0.1)),
+    ("T.log10({})", lambda T, x: T.log10(x), lambda a: np.all(a > 0.1)),
+    ("{}.asin()", lambda T, x: x.asin(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("T.acos({})", lambda T, x: T.acos(x), lambda a: np.all(np.abs(a) < 0.9)),
+    ("{}.atan()", lambda T, x: x.atan(), None),
+    ("{}.sinh()", lambda T, x: x.sinh(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.cosh()", lambda T, x: x.cosh(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.asinh()", lambda T, x: x.asinh(), None),
+    ("{}.acosh()", lambda T, x: x.acosh(), lambda a: np.all(a > 1.1)),
+    ("{}.atanh()", lambda T, x: x.atanh(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("{}.exp2()", lambda T, x: x.exp2(), lambda a: np.all(np.abs(a) < 5)),
+    ("{}.erfc()", lambda T, x: x.erfc(), None),
+    ("{}.erfinv()", lambda T, x: x.erfinv(), lambda a: np.all(np.abs(a) < 0.9)),
+    ("T.logsumexp({}, -1)", lambda T, x: T.logsumexp(x, -1), lambda a: np.all(np.abs(a) < 50)),
+    ("{}.logsumexp(0, True)", lambda T, x: x.logsumexp(0, True), lambda a: np.all(np.abs(a) < 50)),
+    ("T.selu({})", lambda T, x: T.selu(x), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("T.celu({}, 0.5)", lambda T, x: T.celu(x, 0.5), lambda a: np.all(np.abs(a) > 1e-6)),
+    ("T.hardshrink({}, 0.3)", lambda T, x: T.hardshrink(x, 0.3), lambda a: _away(a, 0.3, -0.3)),
+    ("T.threshold({}, 0.2, 3.)", lambda T, x: T.threshold(x, 0.2, 3.0), lambda a: _away(a, 0.2)),
+    (_F + "softplus({})", lambda T, x: T.nn.functional.softplus(x), None),
+    (
+        _F + "softplus({}, 2, 3)",
+        lambda T, x: T.nn.functional.softplus(x, 2, 3),
+        lambda a: _away(a, 1.5),
+    ),
+    (_F + "hardtanh({})", lambda T, x: T.nn.functional.hardtanh(x), lambda a: _away(a, 1, -1)),
+    (_F + "relu6({})", lambda T, x: T.nn.functional.relu6(x), lambda a: _away(a, 0, 6)),
+    (_F + "logsigmoid({})", lambda T, x: T.nn.functional.logsigmoid(x), None),
+    (_F + "silu({})", lambda T, x: T.nn.functional.silu(x), None),
+    (_F + "mish({})", lambda T, x: T.nn.functional.mish(x), None),
+    (_F + "hardswish({})", lambda T, x: T.nn.functional.hardswish(x), lambda a: _away(a, 3, -3)),
+    (
+        _F + "hardsigmoid({})",
+        lambda T, x: T.nn.functional.hardsigmoid(x),
+        lambda a: _away(a, 3, -3),
+    ),
+    (_F + "elu({})", lambda T, x: T.nn.functional.elu(x), lambda a: _away(a, 0)),
+    (
+        _F + "softshrink({})",
+        lambda T, x: T.nn.functional.softshrink(x),
+        lambda a: _away(a, 0.5, -0.5),
+    ),
+    (_F + "softsign({})", lambda T, x: T.nn.functional.softsign(x), lambda a: _away(a, 0)),
+    (_F + "tanhshrink({})", lambda T, x: T.nn.functional.tanhshrink(x), None),
+    ("{}.frac()", lambda T, x: x.frac(), None),
+    ("T.deg2rad({})", lambda T, x: T.deg2rad(x), None),
+    ("{}.rad2deg()", lambda T, x: x.rad2deg(), None),
+    ("T.sinc({})", lambda T, x: T.sinc(x), None),
+    ("{}.logit()", lambda T, x: x.logit(), lambda a: np.all((a > 0.1) & (a < 0.9))),
+    ("T.nan_to_num({})", lambda T, x: T.nan_to_num(x), None),
+    ("{}.float_power(2)", lambda T, x: x.float_power(2), lambda a: np.all(np.abs(a) < 1e3)),
+    (
+        _F + "softmin({}, -1)",
+        lambda T, x: T.nn.functional.softmin(x, -1),
+        lambda a: a.ndim >= 1 and np.all(np.abs(a) < 50),
+    ),
+    (
+        _F + "glu({})",
+        lambda T, x: T.nn.functional.glu(x),
+        lambda a: a.ndim >= 1 and a.shape[-1] % 2 == 0 and np.all(np.abs(a) < 50),
+    ),
+    (
+        _F + "normalize({}, dim=-1)",
+        lambda T, x: T.nn.functional.normalize(x, dim=-1),
+        lambda a: a.ndim >= 1 and np.all(np.abs(a) > 1e-3),
+    ),
+    # losses, against a target made from the operand without its graph
+    (
+        _F + "smooth_l1_loss({0}, {0}.detach() * 0.5)",
+        lambda T, x: T.nn.functional.smooth_l1_loss(x, x.detach() * 0.5),
+        lambda a: _away(a, 2, -2),
+    ),
+    (
+        _F + "huber_loss({0}, {0}.detach() * 0, delta=0.5, reduction='sum')",
+        lambda T, x: T.nn.functional.huber_loss(x, x.detach() * 0, delta=0.5, reduction="sum"),
+        lambda a: _away(a, 0.5, -0.5),
+    ),
+    (
+        _F + "soft_margin_loss({0}, {0}.detach().sign())",
+        lambda T, x: T.nn.functional.soft_margin_loss(x, x.detach().sign()),
+        None,
+    ),
+    (
+        _F + "kl_div({0}, {0}.detach().exp(), reduction='batchmean')",
+        lambda T, x: T.nn.functional.kl_div(x, x.detach().exp(), reduction="batchmean"),
+        lambda a: np.all(np.abs(a) < 20),
+    ),
+    (
+        _F + "poisson_nll_loss({0}, {0}.detach().abs(), reduction='none')",
+        lambda T, x: T.nn.functional.poisson_nll_loss(x, x.detach().abs(), reduction="none"),
+        lambda a: np.all(np.abs(a) < 20),
+    ),
+    (
+        _F + "hinge_embedding_loss({0}, {0}.detach().sign(), margin=0.5)",
+        lambda T, x: T.nn.functional.hinge_embedding_loss(x, x.detach().sign(), margin=0.5),
+        lambda a: _away(a, 0.5, -0.5),
+    ),
+]
+
+
+def _away(a, *kinks):
+    return all(np.all(np.abs(a - k) > 1e-6) for k in kinks)
+
+
+UNARY += UNARY_MORE
+
+
+def _fits_away(a, b):
+    return _broadcastable(a, b) and np.all(np.abs(b) > 0.2)
+
+
+def _fits_positive(a, b):
+    return _broadcastable(a, b) and np.all(b > 0.1)
+
+
+def _fits_small(a, b):
+    return _broadcastable(a, b) and np.all(np.abs(a) < 30) and np.all(np.abs(b) < 30)
+
+
+BINARY_MORE = [
+    ("T.atan2({}, {})", lambda T, x, y: T.atan2(x, y), _fits_away),
+    ("{}.arctan2({})", lambda T, x, y: x.arctan2(y), _fits_away),
+    ("T.xlogy({}, {})", lambda T, x, y: T.xlogy(x, y), _fits_positive),
+    ("T.hypot({}, {})", lambda T, x, y: T.hypot(x, y), lambda a, b: _fits_away(b, a)),
+    ("{}.copysign({})", lambda T, x, y: x.copysign(y), lambda a, b: _fits_away(b, a)),
+    ("T.logaddexp({}, {})", lambda T, x, y: T.logaddexp(x, y), _fits_small),
+    ("{}.logaddexp2({})", lambda T, x, y: x.logaddexp2(y), _fits_small),
+    ("T.lerp({}, {}, 0.3)", lambda T, x, y: T.lerp(x, y, 0.3), _broadcastable),
+    (
+        "T.addcmul({0}, {1}, {1}, value=2)",
+        lambda T, x, y: T.addcmul(x, y, y, value=2),
+        _broadcastable,
+    ),
+    ("T.addcdiv({0}, {0}, {1})", lambda T, x, y: T.addcdiv(x, x, y), _fits_away),
+    (
+        "T.float_power({}, {})",
+        lambda T, x, y: T.float_power(x, y),
+        lambda a, b: _fits_positive(b, a) and np.all(np.abs(b) < 5),
+    ),
+]
+
+BINARY_MORE.append(
+    (
+        "T.nn.functional.margin_ranking_loss({0}, {1}, {0}.detach().sign(), margin=0.1)",
+        lambda T, x, y: T.nn.functional.margin_ranking_loss(x, y, x.detach().sign(), margin=0.1),
+        lambda a, b: a.shape == b.shape and np.all(np.abs(np.sign(a) * (b - a) + 0.1) > 1e-6),
+    )
+)
+BINARY_MORE.append(
+    (
+        "T.nn.functional.pairwise_distance({}, {})",
+        lambda T, x, y: T.nn.functional.pairwise_distance(x, y),
+        lambda a, b: _broadcastable(a, b) and a.ndim >= 1 and b.ndim >= 1,
+    )
+)
+
+
+def binary_more(p):
+    text, fn, fits = p.choice(BINARY_MORE, "binary more")
+    a, b = p.pick_pair("operands", fits)
+    if b is not None:
+        p.step(text, fn, a, b)
+
+
+def _nonzero(a):
+    return np.all(np.abs(a) > 1e-3)
+
+
+def _unique_magnitudes(a):
+    return np.unique(np.abs(a)).size == a.size
+
+
+# Reductions, scans and reorderings, more: composed with everything else like UNARY's.
+UNARY_REDUCTIONS_MORE = [
+    ("{}.cumsum(0)", lambda T, x: x.cumsum(0), None),
+    ("T.cumsum({}, -1)", lambda T, x: T.cumsum(x, -1), None),
+    ("{}.cumprod(-1)", lambda T, x: x.cumprod(-1), lambda a: np.all(np.abs(a) < 3)),
+    ("{}.logcumsumexp(0)", lambda T, x: x.logcumsumexp(0), lambda a: np.all(np.abs(a) < 50)),
+    ("{}.cummax(0).values", lambda T, x: x.cummax(0).values, lambda a: np.unique(a).size == a.size),
+    ("{}.cummin(-1)[0]", lambda T, x: x.cummin(-1)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.prod(0)", lambda T, x: x.prod(0), lambda a: np.all(np.abs(a) < 3)),
+    ("{}.prod()", lambda T, x: x.prod(), lambda a: a.size <= 12 and np.all(np.abs(a) < 2)),
+    ("{}.var(0)", lambda T, x: x.var(0), lambda a: np.all(np.abs(a) < 1e3)),
+    ("{}.var(unbiased=False)", lambda T, x: x.var(unbiased=False), None),
+    (
+        "{}.std(-1)",
+        lambda T, x: x.std(-1),
+        lambda a: a.ndim and a.shape[-1] > 1 and np.all(np.std(a, -1) > 1e-2),
+    ),
+    ("{}.flip(0)", lambda T, x: x.flip(0), None),
+    ("{}.roll(1)", lambda T, x: x.roll(1), None),
+    ("{}.roll(-1, 0)", lambda T, x: x.roll(-1, 0), None),
+    ("{}.repeat(1, 2, 1, 1)", lambda T, x: x.repeat(1, 2, 1, 1), None),
+    ("T.tile({}, (2,))", lambda T, x: T.tile(x, (2,)), None),
+    ("{}.tril()", lambda T, x: x.tril(), None),
+    ("{}.triu(-1)", lambda T, x: x.triu(-1), None),
+    (
+        "{}.index_select(0, T.tensor([0, 0]))",
+        lambda T, x: x.index_select(0, T.tensor([0, 0])),
+        None,
+    ),
+    ("{0}.masked_select({0} > 0)", lambda T, x: x.masked_select(x > 0), None),
+    ("{}.movedim(0, -1)", lambda T, x: x.movedim(0, -1), None),
+    ("{}.split(2)[0]", lambda T, x: x.split(2)[0], None),
+    ("{}.split(1, -1)[-1]", lambda T, x: x.split(1, -1)[-1], None),
+    ("{}.chunk(2)[-1]", lambda T, x: x.chunk(2)[-1], None),
+    ("{}.unbind()[0]", lambda T, x: x.unbind()[0], None),
+    ("T.stack({}.unbind(-1), 0)", lambda T, x: T.stack(x.unbind(-1), 0), None),
+    ("T.var_mean({}, 0)[0]", lambda T, x: T.var_mean(x, 0)[0], None),
+    ("T.std_mean({})[1]", lambda T, x: T.std_mean(x)[1], None),
+    ("{}.sort()[0]", lambda T, x: x.sort()[0], lambda a: np.unique(a).size == a.size),
+    ("{}.topk(1, 0)[0]", lambda T, x: x.topk(1, 0)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.kthvalue(1)[0]", lambda T, x: x.kthvalue(1)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.median()", lambda T, x: x.median(), lambda a: np.unique(a).size == a.size),
+    ("{}.median(0)[0]", lambda T, x: x.median(0)[0], lambda a: np.unique(a).size == a.size),
+    ("{}.diagonal()", lambda T, x: x.diagonal(), None),
+    ("{}.diagonal(1, -1, 0)", lambda T, x: x.diagonal(1, -1, 0), None),
+    ("T.diag({})", lambda T, x: T.diag(x), None),
+    ("T.diag_embed({})", lambda T, x: T.diag_embed(x), None),
+    ("{}.trace()", lambda T, x: x.trace(), None),
+    ("T.take({}, T.tensor([0, -1]))", lambda T, x: T.take(x, T.tensor([0, -1])), None),
+    ("{}.norm(3)", lambda T, x: x.norm(3), lambda a: np.all(np.abs(a) > 1e-3)),
+    ("{}.norm(float('inf'), 0)", lambda T, x: x.norm(float("inf"), 0), _unique_magnitudes),
+    ("T.linalg.vector_norm({}, 0.5)", lambda T, x: T.linalg.vector_norm(x, 0.5), _nonzero),
+    ("T.linalg.norm({}, dim=-1)", lambda T, x: T.linalg.norm(x, dim=-1), _nonzero),
+    ("T.dist({0}, {0} * 0.5 + 1)", lambda T, x: T.dist(x, x * 0.5 + 1), _nonzero),
+    ("T.hstack([{0}, {0}])", lambda T, x: T.hstack([x, x]), None),
+    ("T.vstack([{0}, {0}])", lambda T, x: T.vstack([x, x]), None),
+    ("T.column_stack([{0}, {0}])", lambda T, x: T.column_stack([x, x]), None),
+    ("T.atleast_2d({})", lambda T, x: T.atleast_2d(x), None),
+    (
+        "{}.index_fill(0, T.tensor([0]), 2.0)",
+        lambda T, x: x.index_fill(0, T.tensor([0]), 2.0),
+        None,
+    ),
+    (
+        "{0}.index_add(-1, T.tensor([0]), {0}[..., :1])",
+        lambda T, x: x.index_add(-1, T.tensor([0]), x[..., :1]),
+        lambda a: a.ndim >= 1,
+    ),
+    (
+        "{0}.scatter_add(0, T.zeros_like({0}, dtype=T.int64), {0})",
+        lambda T, x: x.scatter_add(0, T.zeros_like(x, dtype=T.int64), x),
+        None,
+    ),
+    (
+        "({} * 1).scatter_(0, T.zeros(1, dtype=T.int64), 1.5)",
+        lambda T, x: (x * 1).scatter_(0, T.zeros(1, dtype=T.int64), 1.5),
+        lambda a: a.ndim == 1,
+    ),
+    ("{}.rot90()", lambda T, x: x.rot90(), None),
+    ("{}.repeat_interleave(2)", lambda T, x: x.repeat_interleave(2), None),
+    ("{}.repeat_interleave(2, 0)", lambda T, x: x.repeat_interleave(2, 0), None),
+    ("T.kron({0}, {0})", lambda T, x: T.kron(x, x), lambda a: a.size <= 12),
+    ("T.block_diag({0}, {0})", lambda T, x: T.block_diag(x, x), lambda a: a.ndim <= 2),
+    ("T.cartesian_prod({0}, {0})", lambda T, x: T.cartesian_prod(x, x), lambda a: a.ndim == 1),
+]
+UNARY += UNARY_REDUCTIONS_MORE
 
 
 def unary(p):
@@ -509,7 +836,87 @@ def select_values(p):
         p.step("{}.masked_fill({} < 0, 2.0)", lambda T, x, y: x.masked_fill(y < 0, 2.0), a, b)
 
 
+def inplace(p):
+    """An in-place op on a value computed so far: a leaf that requires grad gets PyTorch's error,
+    a view rewrites its base's history (CopySlices), and a value some node saved makes a later
+    backward raise PyTorch's version error (compared at the end)."""
+    x = p.pick("target", lambda a: np.all(np.abs(a) < 20))
+    if x is None:
+        return
+    forms = [
+        ("{}.mul_(2)", lambda T, t: t.mul_(2)),
+        ("{}.add_(1.5)", lambda T, t: t.add_(1.5)),
+        ("{}.div_(-2)", lambda T, t: t.div_(-2)),
+        ("{}.neg_()", lambda T, t: t.neg_()),
+        ("{}.relu_()", lambda T, t: t.relu_()),
+        ("{}.clamp_(-1, 1)", lambda T, t: t.clamp_(-1, 1)),
+        ("{}.tanh_()", lambda T, t: t.tanh_()),
+        ("{}.sigmoid_()", lambda T, t: t.sigmoid_()),
+        ("{}.zero_()", lambda T, t: t.zero_()),
+        ("{}.fill_(0.5)", lambda T, t: t.fill_(0.5)),
+    ]
+    if x[0].dim() >= 1 and x[0].numel() > 0:
+        forms.append(("{}[0] = 2.0", lambda T, t: _set_first(t, 2.0)))
+    y = p.pick("other", lambda b: _broadcastable_into(_array(x[0]), b))
+    if y is not None:
+        forms.append(("{}.add_({})", lambda T, t, u: t.add_(u)))
+        forms.append(("{}.mul_({})", lambda T, t, u: t.mul_(u)))
+    text, fn = p.choice(forms, "in-place form")
+    operands = (x, y) if text.count("{}") == 2 else (x,)
+    p.step(text, fn, *operands)
+
+
+def _set_first(t, value):
+    t[0] = value
+    return t
+
+
+def _broadcastable_into(a, b):
+    try:
+        return np.broadcast_shapes(a.shape, b.shape) == a.shape
+    except ValueError:
+        return False
+
+
+def without_grad(p):
+    """Values made under ``no_grad`` or detached: they require no grad and have no history."""
+    x = p.pick("operand")
+    forms = [
+        ("with no_grad: {} * 2", lambda T, t: _under_no_grad(T, lambda: t * 2)),
+        ("with no_grad: {}.exp()", lambda T, t: _under_no_grad(T, lambda: t.clamp(-5, 5).exp())),
+        ("{}.detach()", lambda T, t: t.detach()),
+        ("{}.detach() * {}", None),
+    ]
+    text, fn = p.choice(forms, "form")
+    if fn is None:
+        y = p.pick("other", lambda b: _broadcastable(_array(x[0]), b))
+        p.step(text, lambda T, a, b: a.detach() * b, x, y)
+    else:
+        p.step(text, fn, x)
+
+
+def _under_no_grad(T, compute):
+    with T.no_grad():
+        return compute()
+
+
+def hook(p):
+    """A hook on a value that requires grad: it doubles the gradient that reaches the value."""
+    candidates = [v for v in p.values if v[1].requires_grad]
+    if not candidates:
+        return
+    x = p.choice(candidates, "hooked")
+    number = next(k for k, v in enumerate(p.values) if v is x)
+    p.log.append(f"v{number}.register_hook(lambda g: g * 2)")
+    for t in x:
+        t.register_hook(lambda g: g * 2)
+
+
 OPERATIONS = [
+    inplace,
+    inplace,
+    without_grad,
+    hook,
     binary,
     binary,
     scalar,
@@ -531,6 +938,7 @@ OPERATIONS = [
     join,
     select_values,
 ]
+OPERATIONS += [binary_more]
 
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 
@@ -561,11 +969,33 @@ def build(torch, data):
 def check_grads(p, label):
     context = "\n".join(p.log) + f"\nafter {label}"
     for n, (mine, real) in enumerate(p.leaves):
+        assert mine.is_leaf == real.is_leaf, f"leaf{n}\n{context}"
+        if not real.is_leaf:
+            continue  # written in place by an op that needs grad: it has a history now
         assert (mine.grad is None) == (real.grad is None), f"leaf{n}\n{context}"
         if real.grad is not None:
             np.testing.assert_allclose(
                 _array(mine.grad), _array(real.grad), RTOL, ATOL, err_msg=f"leaf{n}\n{context}"
             )
+
+
+def both(p, label, run):
+    """``run(which, T)`` in both libraries: True when both succeeded; the same error otherwise."""
+    errors = []
+    for which, T in enumerate((nbgrad, p.torch)):
+        try:
+            run(which, T)
+            errors.append(None)
+        except Exception as error:  # noqa: BLE001 - compared with PyTorch's
+            errors.append(error)
+    mine, real = errors
+    context = "\n".join(p.log) + f"\n{label}"
+    if real is None:
+        assert mine is None, f"nbgrad raised {mine!r}; PyTorch did not\n{context}"
+        return True
+    assert mine is not None, f"PyTorch raised {real!r}; nbgrad did not\n{context}"
+    assert (type(mine).__name__, str(mine)) == (type(real).__name__, str(real)), context
+    return False
 
 
 @SETTINGS
@@ -585,28 +1015,49 @@ def test_random_programs_match_pytorch(torch, data):
         retained = []
     seed = p.draw(st.integers(0, 2**32 - 1), "upstream seed")
     upstream = np.random.default_rng(seed).standard_normal(tuple(out[1].shape))
-    mode = p.draw(st.sampled_from(["backward", "twice", "autograd.grad"]), "mode")
-    if mode == "autograd.grad":
-        wanted = [k for k, leaf in enumerate(p.leaves) if leaf[1].requires_grad]
-        results = []
-        for which, T in enumerate((nbgrad, p.torch)):
+    mode = p.draw(st.sampled_from(["backward", "twice", "autograd.grad", "create_graph"]), "mode")
+    wanted = [k for k, leaf in enumerate(p.leaves) if leaf[1].requires_grad]
+    if mode in ("autograd.grad", "create_graph"):
+        create_graph = mode == "create_graph"
+        results = [None, None]
+
+        def grads(which, T):
             inputs = [p.leaves[k][which] for k in wanted]
-            results.append(
-                T.autograd.grad(out[which], inputs, T.tensor(upstream), allow_unused=True)
+            results[which] = T.autograd.grad(
+                out[which], inputs, T.tensor(upstream), allow_unused=True, create_graph=create_graph
             )
+
+        if not both(p, mode, grads):
+            return
         for k, mine, real in zip(wanted, *results):
             assert (mine is None) == (real is None), f"leaf{k}\n" + "\n".join(p.log)
             if real is not None:
                 np.testing.assert_allclose(_array(mine), _array(real), RTOL, ATOL)
-        check_grads(p, "autograd.grad (no .grad anywhere)")
+                assert mine.requires_grad == real.requires_grad, "\n".join(p.log)
+        check_grads(p, f"{mode} (no .grad anywhere)")
+        if create_graph:
+            # The gradient's own graph, differentiated: d/dleaf of sum(g * g).
+            def second(which, T):
+                terms = [(g * g).sum() for g in results[which] if g is not None and g.requires_grad]
+                if terms:
+                    sum(terms).backward()
+
+            if both(p, "backward of sum(g * g) (double backward)", second):
+                check_grads(p, "double backward")
         return
     twice = mode == "twice"
-    out[0].backward(nbgrad.tensor(upstream), retain_graph=twice)
-    out[1].backward(torch.tensor(upstream), retain_graph=twice)
+    if not both(
+        p,
+        "backward",
+        lambda which, T: out[which].backward(T.tensor(upstream), retain_graph=twice),
+    ):
+        return
     check_grads(p, "backward")
     if twice:
-        out[0].backward(nbgrad.tensor(upstream * 0.5))
-        out[1].backward(torch.tensor(upstream * 0.5))
+        if not both(
+            p, "a second backward", lambda which, T: out[which].backward(T.tensor(upstream * 0.5))
+        ):
+            return
         check_grads(p, "a second backward (grads accumulate)")
     for mine, real in retained:
         assert (mine.grad is None) == (real.grad is None)

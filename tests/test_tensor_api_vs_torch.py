@@ -771,3 +771,14 @@ def test_accumulate_grad_name_matches_pytorch(torch):
         a = T.ones(2, requires_grad=True)
         names.append((a * 2).grad_fn.next_functions[0][0].name())
     assert names[0] == names[1]
+
+
+def test_numpy_with_force_shares_memory_also_when_grad_is_required(torch):
+    for T in (nbgrad, torch):
+        x = T.ones(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="Use tensor.detach"):
+            x.numpy()
+        array = x.numpy(force=True)
+        array[0] = 5.0
+        assert x.tolist() == [5.0, 1.0]
+        assert x.stride() == (1,) and T.ones(2, 3).t().stride() == (1, 3)

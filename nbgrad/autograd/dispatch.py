@@ -20,6 +20,7 @@ from nbgrad.autograd.node import (
     set_history,
 )
 from nbgrad.autograd.tensor import Tensor, VersionCounter
+from nbgrad.generated import compile_registered
 
 _make = Tensor._make
 
@@ -77,6 +78,8 @@ def run_op(spec, inputs, attrs=()):
         out = spec.forward(arrays, *attrs)
     else:  # without attrs (most ops), a call that does not join two argument lists
         out = spec.forward(*arrays, *attrs) if attrs else spec.forward(*arrays)
+    if spec.multi_output:
+        return _multi_output_results(spec, tensors, out, attrs, edges, metas, needs, graph_wanted)
     extras = ()
     if spec.extra_outputs:
         out, *extras = out
@@ -102,6 +105,34 @@ def run_op(spec, inputs, attrs=()):
     if extras:
         return (result, *(_make(e) for e in extras))
     return result
+
+
+def _multi_output_results(spec, tensors, arrays, attrs, edges, metas, needs, graph_wanted):
+    """The outputs of an op with several differentiable outputs (split, unbind, var_mean): one
+    node, each output its edge ``(node, i)``; views of the input for the view ops."""
+    results = [_make(a if type(a) is np.ndarray else np.asarray(a)) for a in arrays]
+    if spec.view:
+        source = tensors[0]
+        for output_nr, result in enumerate(results):
+            result._version_counter = source._version_counter
+            result._base = source if source._base is None else source._base
+            views.note_view(result, source, spec.node, graph_wanted)
+            # PyTorch forbids writing in place into one of several views an op returned.
+            result._extras.view.multi_output = (spec.node, output_nr)
+    if needs and results and results[0]._dtype.is_floating_point:
+        for result in results:  # before the node saves one: it is saved as requiring grad
+            result._requires_grad = True
+        node = _record(spec, tensors, results[0], attrs, (), edges, metas, needs)
+        node.num_outputs = len(results)
+        node._output_meta = [(r._data.shape, r._dtype) for r in results]
+        for output_nr, result in enumerate(results):
+            result._grad_fn = node
+            result._output_nr = output_nr
+    if observe.op_listeners:
+        grad_fn = results[0]._grad_fn if results else None
+        for listener in observe.op_listeners:
+            listener(grad_fn, spec.name, tuple(tensors), tuple(results))
+    return tuple(results)
 
 
 def _gather(tensors, graph_wanted):
@@ -277,7 +308,7 @@ def _make_saver(spec, needs):
             )
         elif kind == "strides":
             # PyTorch keeps an input's strides for its own gradient only: () when not needed
-            parts[p] = f"strides_of(inputs[{i}]._data)" if needs >> i & 1 else "()"
+            parts[p] = f"inputs[{i}].stride()" if needs >> i & 1 else "()"
         elif kind == "numel":
             parts[p] = f"inputs[{i}]._data.size"
         else:  # "dtype"
@@ -303,10 +334,9 @@ def _make_saver(spec, needs):
         "new": object.__new__,
         "save": save,
         "HOOKS": saved_tensors_hook_stack,
-        "strides_of": _strides_of,
         **constants,
     }
-    exec(compile("\n".join(lines), f"<save {spec.node}>", "exec"), scope)  # noqa: S102
+    exec(compile_registered("\n".join(lines), f"<save {spec.node}>"), scope)  # noqa: S102
     return scope["saver"]
 
 
@@ -318,6 +348,8 @@ ELEMENTWISE = frozenset(
         "add", "add_scaled", "sub", "sub_scaled", "mul", "div", "div_rounded", "maximum",
         "minimum", "pow_tensor", "remainder_tensor", "fmod_tensor", "clamp_tensor",
         "clamp_min_tensor", "clamp_max_tensor", "where",
+        "atan2", "xlogy", "hypot", "copysign", "logaddexp", "logaddexp2", "lerp", "lerp_tensor",
+        "addcmul", "addcdiv", "prelu",
     }
 )  # fmt: skip
 
@@ -344,11 +376,6 @@ def _laid_out_like(out, arrays):
 
 
 _FILLS = frozenset({"zero", "fill"})  # fill_ of a tensor value is refused, as in PyTorch
-
-
-def _strides_of(array):
-    """An array's strides in elements, as PyTorch counts them."""
-    return tuple(step // array.itemsize for step in array.strides)
 
 
 def _check_inplace_allowed(target, view):

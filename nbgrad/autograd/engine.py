@@ -230,7 +230,7 @@ def _run_node(node, grads, create_graph):
             return [None] * len(node.next_functions)
     elif all(g is None for g in grads):
         return [None] * len(node.next_functions)
-    else:
+    elif not getattr(node, "takes_missing_grads", False):
         grads = [_zeros_for(node, i, create_graph) if g is None else g for i, g in enumerate(grads)]
     try:
         outputs = node.apply(grads, create_graph)

@@ -285,6 +285,7 @@ class TableNode(Node):
 
     __slots__ = ("_saved",)
     spec = None
+    takes_missing_grads = False
 
     def unpacked(self, as_tensors):
         values = []
@@ -325,7 +326,8 @@ class TableNode(Node):
         spec = self.spec
         saved = self.unpacked(create_graph) if spec.saves_tensors else self._saved
         vjps = spec.tensor_vjps if create_graph else spec.array_vjps
-        grad = grads[0]
+        # Several outputs (split): the list of their gradients, None for those that got none.
+        grad = grads if spec.multi_output else grads[0]
         if spec.variadic:
             pieces = vjps[0](grad, *saved)
             return [
@@ -437,6 +439,10 @@ def node_class_for(spec):
     # Module "builtins" makes the default repr read ``<MulBackward0 object at 0x...>``, as
     # PyTorch's C++ nodes do.
     attributes = {"__slots__": (), "spec": spec, "__module__": "builtins"}
+    if spec.multi_output:  # how many outputs, and their shapes and dtypes, vary per node
+        attributes["__slots__"] = ("num_outputs", "_output_meta")
+        # As PyTorch's formulas do, these see an output's missing gradient as None.
+        attributes["takes_missing_grads"] = True
     if spec.node in HAND_WRITTEN_NODES:
         attributes["name"] = _namespaced_name
     from nbgrad.autograd.plain_backward import compile_apply

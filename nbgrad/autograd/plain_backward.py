@@ -31,6 +31,7 @@ formulas are the table's text, unchanged: the engine and the widget still read o
 
 from nbgrad.autograd import errors
 from nbgrad.autograd.node import FREED, PackedSavedTensor, SavedTensor, TableNode
+from nbgrad.generated import compile_registered
 from nbgrad.ops.formula_math import ARRAY_NAMESPACE
 
 
@@ -70,7 +71,8 @@ def compile_apply(spec):
                 f"            raise modified_by_inplace({name}, node)",
                 f"        {name} = {name}.data",
             ]
-    lines.append("    grad = grads[0]")
+    # Several outputs (split): ``grad`` is their list of gradients (None where missing).
+    lines.append("    grad = grads" if spec.multi_output else "    grad = grads[0]")
     formulas = [spec.grads.get(name) for name in spec.inputs]
     if len(formulas) == 1:  # one input, so it has an edge: it is why the node exists
         lines.append(f"    return [{formulas[0] or 'None'}]")
@@ -91,5 +93,5 @@ def compile_apply(spec):
         "modified_by_inplace": errors.modified_by_inplace,
         "generic": TableNode.apply_formulas,
     }
-    exec(compile("\n".join(lines), f"<{spec.node} backward>", "exec"), scope)  # noqa: S102
+    exec(compile_registered("\n".join(lines), f"<{spec.node} backward>"), scope)  # noqa: S102
     return scope["apply"]

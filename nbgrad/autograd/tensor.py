@@ -98,7 +98,8 @@ class Tensor:
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with nbgrad.tensor(...), nbgrad.zeros(...), and friends")
+        """``Tensor(...)`` is PyTorch's legacy constructor; ``__new__`` (nbgrad/legacy.py) made
+        the tensor."""
 
     @classmethod
     def _make(cls, data, requires_grad=False, grad_fn=None):
@@ -148,11 +149,15 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        from nbgrad.devices import CPU
 
-    @property
-    def is_cuda(self):
-        return False
+        return CPU
+
+    is_cuda = False
+    is_cpu = True
+
+    def get_device(self):
+        return -1
 
     def numel(self):
         return self._data.size
@@ -168,6 +173,11 @@ class Tensor:
     def is_contiguous(self):
         return self._data.flags.c_contiguous
 
+    def stride(self, dim=None):
+        """Steps in elements between neighbours along each dim, as PyTorch counts them."""
+        strides = strides_of(self._data, self._base is None)
+        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(
@@ -178,8 +188,10 @@ class Tensor:
     def tolist(self):
         return self._data.tolist()
 
-    def numpy(self):
-        if self._requires_grad:
+    def numpy(self, *, force=False):
+        """The tensor's memory as a NumPy array (``force=True``: also of a tensor that requires
+        grad; on the CPU PyTorch shares the memory then too)."""
+        if self._requires_grad and not force:
             raise RuntimeError(errors.NUMPY_REQUIRES_GRAD)
         return self._data
 
@@ -388,8 +400,21 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         return self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        from nbgrad import devices
+
+        devices.check("cuda" if device is None else device)
+
+    def pin_memory(self, device=None):
+        from nbgrad.devices import NO_ACCELERATOR
+
+        raise RuntimeError(NO_ACCELERATOR)
+
+    def is_pinned(self, device=None):
+        return False
 
     def __reduce_ex__(self, protocol):
         from nbgrad.ops.creation import _rebuild
@@ -415,3 +440,16 @@ def _wrap_dim(dim, ndim):
 
 # Imported last: the api module builds on Tensor (and is what ``Tensor.backward`` calls).
 from nbgrad.autograd import api as _api  # noqa: E402
+
+
+def strides_of(array, fresh=True):
+    """An array's strides in elements, as PyTorch counts them. A ``fresh`` (not a view)
+    contiguous array has PyTorch's contiguous strides: NumPy may leave any stride on a dim of
+    size 1 or of an empty array, where a view keeps the steps of its base in both libraries."""
+    if fresh and array.flags.c_contiguous:
+        strides, step = [], 1
+        for size in reversed(array.shape):
+            strides.append(step)
+            step *= max(size, 1)
+        return tuple(reversed(strides))
+    return tuple(step // array.itemsize for step in array.strides)

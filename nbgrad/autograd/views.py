@@ -48,13 +48,14 @@ class ViewInfo:
     version its grad_fn was set at, and whether it was made in no_grad mode (``made_in_no_grad``
     names the op whose result inherited that, for PyTorch's "view of a view" message)."""
 
-    __slots__ = ("base", "version", "made_in_no_grad", "inherited_from")
+    __slots__ = ("base", "version", "made_in_no_grad", "inherited_from", "multi_output")
 
     def __init__(self, base, version, made_in_no_grad, inherited_from=None):
         self.base = base
         self.version = version
         self.made_in_no_grad = made_in_no_grad
         self.inherited_from = inherited_from  # the node name of a view of a no_grad view
+        self.multi_output = None  # (node name, output_nr) of one of several views (split)
 
 
 def note_view(result, source, node_name, grad_enabled):
@@ -66,7 +67,9 @@ def note_view(result, source, node_name, grad_enabled):
         base = source_view.base
         made_in_no_grad = not grad_enabled or source_view.made_in_no_grad
         inherited = node_name if grad_enabled and source_view.made_in_no_grad else None
-    result._extras.view = ViewInfo(base, result._counter.value, made_in_no_grad, inherited)
+    info = result._extras.view = ViewInfo(base, result._counter.value, made_in_no_grad, inherited)
+    if source_view is not None and source_view.multi_output is not None:
+        info.multi_output = (node_name, 0)  # a view of one of several views: no writes either
 
 
 def check_view_write(target, view):
@@ -80,6 +83,14 @@ def check_view_write(target, view):
                 + NO_GRAD_MODE_MESSAGE
             )
         raise RuntimeError("A view was created in no_grad mode and " + NO_GRAD_MODE_MESSAGE)
+    if view.multi_output is not None:
+        name, output_nr = view.multi_output
+        raise RuntimeError(
+            f"Output {output_nr} of {name[: name.rindex('Backward')]} is a view and is being "
+            "modified inplace. This view is the output of a function that returns multiple views. "
+            "Such functions do not allow the output views to be modified inplace. You should "
+            "replace the inplace operation by an out-of-place one."
+        )
     base = view.base
     if base._grad_fn is None and base._requires_grad:
         raise RuntimeError(

@@ -1405,3 +1405,456 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
             norm.clamp_(min=eps)
         norms.append(norm)
     return ops.sum(ops.div(x1, norms[0]) * ops.div(x2, norms[1]), dim)
+
+
+# --- activations, more ------------------------------------------------------------------------
+# One table op each where PyTorch has a backward node of its own (SoftplusBackward0, ...); where
+# PyTorch composes them (softsign, tanhshrink), the same composition. ``inplace=True`` writes into
+# the input, recorded as PyTorch records it (EluBackward1 saves the result, not the input).
+
+selu_ = ops.selu_
+celu_ = ops.celu_
+threshold_ = ops.threshold_
+
+
+def _check_not_bool(input, name):
+    if input._dtype is dtypes.bool:
+        raise RuntimeError(f"Bool inputs not supported for {name}")
+
+
+def _run_activation(name, input, attrs=(), inplace=False, kernel=None):
+    if kernel is not None:
+        _check_floating(input, kernel)
+    if inplace:
+        return run_inplace(OPS[name], input, (), attrs)
+    return run_op(OPS[name], (input,), attrs)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return _run_activation("softplus", input, (beta, threshold), kernel="softplus_cpu")
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    _check_not_bool(input, "hardtanh")
+    return _run_activation("hardtanh", input, (min_val, max_val), inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0, 6, inplace)
+
+
+def logsigmoid(input):
+    _check_floating(input, "log_sigmoid_cpu")
+    out, _ = run_op(OPS["log_sigmoid"], (input,))
+    return out
+
+
+def silu(input, inplace=False):
+    return _run_activation("silu", input, (), inplace, "silu_cpu")
+
+
+def mish(input, inplace=False):
+    return _run_activation("mish", input, (), inplace, "mish_cpu")
+
+
+def hardswish(input, inplace=False):
+    return _run_activation("hardswish", input, (), inplace, "hardswish_cpu")
+
+
+def hardsigmoid(input, inplace=False):
+    return _run_activation("hardsigmoid", input, (), inplace, "hardsigmoid_cpu")
+
+
+def elu(input, alpha=1.0, inplace=False):
+    name = "elu_inplace" if inplace else "elu"
+    return _run_activation(name, input, (alpha, 1, 1), inplace, "elu_cpu")
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def selu(input, inplace=False):
+    return ops.selu_(input) if inplace else ops.selu(input)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return ops.celu_(input, alpha) if inplace else ops.celu(input, alpha)
+
+
+def threshold(input, threshold, value, inplace=False):
+    if inplace:
+        return ops.threshold_(input, threshold, value)
+    return ops.threshold(input, threshold, value)
+
+
+def softshrink(input, lambd=0.5):
+    _check_floating(input, "softshrink_check")
+    if lambd < 0:
+        raise RuntimeError(
+            f"lambda must be in range [0, {_largest(input)}] for input dtype "
+            f"{_type_name(input)}, but found {lambd:g}"
+        )
+    return run_op(OPS["softshrink"], (input,), (lambd,))
+
+
+def _largest(input):
+    return f"{float(np.finfo(input._dtype.numpy).max):g}"
+
+
+hardshrink = ops.hardshrink
+
+
+def softsign(input):
+    """x / (1 + |x|), composed as PyTorch composes it."""
+    return ops.div(input, ops.add(ops.abs(input), 1))
+
+
+def tanhshrink(input):
+    """x - tanh(x), composed as PyTorch composes it."""
+    return ops.sub(input, ops.tanh(input))
+
+
+# --- losses, more -----------------------------------------------------------------------------
+# One table op where PyTorch has a backward node of its own (SmoothL1LossBackward0, ...);
+# otherwise composed as PyTorch composes them (kl_div, poisson_nll_loss, gaussian_nll_loss).
+
+
+def _expanded_pair(input, target):
+    """PyTorch's ``broadcast_tensors`` after the size warning (only different sizes expand)."""
+    if input.shape == target.shape:
+        return input, target
+    return _broadcast_pair(input, target, "")
+
+
+def _check_floating_pair(input, target, kernel):
+    if not input.is_floating_point() and not target.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input)}'")
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = _reduction(reduction, size_average, reduce)
+    input, target = _expanded_pair(input, target)
+    _check_floating_pair(input, target, "smooth_l1_cpu")
+    if beta == 0.0:
+        return _apply_reduction(ops.abs(ops.sub(input, target)), reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    return run_op(OPS["smooth_l1_loss"], (input, target), (reduction, beta))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    input, target = _expanded_pair(input, target)
+    _check_floating_pair(input, target, "huber_cpu")
+    if weight is None:
+        if delta <= 0:
+            raise RuntimeError("huber_loss does not support non-positive values for delta.")
+        return run_op(OPS["huber_loss"], (input, target), (_reduction(reduction), delta))
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    losses = run_op(OPS["huber_loss"], (input, target), (nn_kernels.REDUCTION_NONE, delta))
+    weighted = losses * weight
+    if reduction not in REDUCTIONS:
+        raise ValueError(
+            f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'."
+        )
+    return _apply_reduction(weighted, REDUCTIONS[reduction])
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(reduction, size_average, reduce)
+    if grad_mode.is_grad_enabled() and target.requires_grad:
+        raise RuntimeError(
+            "The function 'soft_margin_loss' is not differentiable with respect to argument "
+            "'target'. This input cannot have requires_grad True."
+        )
+    if not input.is_floating_point():
+        raise RuntimeError(
+            f"result type {dtypes.SCALAR_TYPE_NAMES[dtypes.get_default_dtype()]} can't be cast "
+            f"to the desired output type {_type_name(input)}"
+        )
+    target = np.broadcast_to(target._data, input.shape).astype(input._dtype.numpy)
+    return run_op(OPS["soft_margin_loss"], (input,), (target, reduction))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if size_average is not None or reduce is not None:
+        enum = _reduction(None, size_average, reduce)
+    else:
+        if reduction == "mean":
+            warnings.warn(
+                "reduction: 'mean' divides the total loss by both the batch size and the support "
+                "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+                "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+                "major release.",
+                UserWarning,
+                stacklevel=2,
+            )
+        enum = _reduction("sum" if reduction == "batchmean" else reduction)
+    if not input.is_floating_point() or not target.is_floating_point():
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+    if log_target:
+        losses = ops.mul(ops.exp(target), ops.sub(target, input))
+    else:
+        losses = ops.sub(ops.xlogy(target, target), ops.mul(target, input))
+    reduced = _apply_reduction(losses, enum)
+    if reduction == "batchmean" and input.dim() != 0:
+        reduced = reduced / input.shape[0]
+    return reduced
+
+
+def poisson_nll_loss(
+    input,
+    target,
+    log_input=True,
+    full=False,
+    size_average=None,
+    eps=1e-8,
+    reduce=None,
+    reduction="mean",
+):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        losses = ops.sub(ops.exp(input), ops.mul(target, input))
+    else:
+        losses = ops.sub(
+            input, ops.mul(target, ops.log(run_op(OPS["add_scalar"], (input,), (eps,))))
+        )
+    if full:
+        # ATen's C++: its number products are the Scalar overload (MulBackward1)
+        half_log = _mul_scalar(ops.log(_mul_scalar(target, 2 * np.pi)), 0.5)
+        stirling = target * ops.log(target) - target + half_log
+        losses += stirling.masked_fill(target <= 1, 0)
+    return _apply_reduction(losses, REDUCTIONS[reduction])
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * creation.ones_like(input)
+    elif bool((var._data < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = ops.unsqueeze(var, -1)
+        elif input.dim() == var.dim() and (
+            sum(y for x, y in zip(input.shape, var.shape) if x != y) == 1
+        ):
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    var = ops.clone(var)
+    with grad_mode.no_grad():
+        var.clamp_(min=eps)
+    losses = 0.5 * (ops.log(var) + (input - target) ** 2 / var)
+    if full:
+        losses += 0.5 * np.log(2 * np.pi)
+    return _apply_reduction(losses, REDUCTIONS[reduction])
+
+
+# --- distances and margin losses ----------------------------------------------------------------
+# Composed as ATen composes them; the clamps at zero are ``clamp_min`` (ClampMinBackward0).
+
+
+def _add_number(tensor, number):
+    """ATen's ``tensor + number`` for a C++ double (the Scalar overload: AddBackward1)."""
+    return run_op(OPS["add_scalar"], (_floating(tensor),), (float(number),))
+
+
+def _sub_number(tensor, number):
+    return run_op(OPS["sub_scalar"], (_floating(tensor),), (float(number),))
+
+
+def _floating(tensor):
+    """An integer tensor plus a double is in the default float dtype (it has no graph)."""
+    if tensor.is_floating_point():
+        return tensor
+    return ops.to_dtype(tensor, dtypes.get_default_dtype())
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input / max(norm(input, p, dim), eps)`` along ``dim``."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    if out is None:
+        return ops.div(input, denom)
+    from nbgrad.ops.out import with_out
+
+    return with_out(ops.div)(input, denom, out=out)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of ``x1 - x2 + eps`` along the last dim."""
+    innermost = max(x1.dim(), x2.dim()) - 1
+    if p not in (1, 2):
+        raise NotImplementedError(f"nbgrad computes 1- and 2-norms only, not p={p}")
+    diff = _add_number(ops.sub(x1, x2), eps)
+    dims = (innermost,) if innermost >= 0 else None
+    return run_op(OPS["norm_dim"], (diff,), (float(p), dims, keepdim))
+
+
+def margin_ranking_loss(
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
+):
+    reduction = _reduction(reduction, size_average, reduce)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} "
+        )
+    unclamped = _add_number(ops.mul(ops.neg(target), ops.sub(input1, input2)), margin)
+    return _apply_reduction(unclamped.clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(
+    input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"
+):
+    reduction = _reduction(reduction, size_average, reduce)
+    zeros = creation.zeros_like(input)
+    margin_clamp = ops.sub(creation.full_like(input, margin), input).clamp_min(0)
+    output_margin = ops.where(target != 1, margin_clamp, zeros)
+    output_self = ops.where(target != -1, input, zeros)
+    return _apply_reduction(ops.add(output_margin, output_self), reduction)
+
+
+def cosine_embedding_loss(
+    input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"
+):
+    reduction = _reduction(reduction, size_average, reduce)
+    dim = target.dim()
+    if dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if dim == 1 and (input1.dim() != 2 or input2.dim() != 2):
+        raise RuntimeError(
+            "1D target tensor expects 2D input tensors, but found inputs with sizes "
+            f"{_shape_text(input1.shape)} and {_shape_text(input2.shape)}."
+        )
+    if dim == 0 and (input1.dim() != 1 or input2.dim() != 1):
+        raise RuntimeError(
+            "0D target tensor expects 1D input tensors, but found inputs with sizes "
+            f"{_shape_text(input1.shape)} and {_shape_text(input2.shape)}."
+        )
+    epsilon = 1e-12
+    prod_sum = ops.sum(ops.mul(input1, input2), dim)
+    mag_square1 = _add_number(ops.sum(ops.mul(input1, input1), dim), epsilon)
+    mag_square2 = _add_number(ops.sum(ops.mul(input2, input2), dim), epsilon)
+    denom = ops.sqrt(ops.mul(mag_square1, mag_square2))
+    cos = ops.div(prod_sum, denom)
+    zeros = creation.zeros_like(cos)
+    pos = ops.sub(creation.ones_like(cos), cos)
+    neg = _sub_number(cos, margin).clamp_min(0)
+    output_pos = ops.where(target == 1, pos, zeros)
+    output_neg = ops.where(target == -1, neg, zeros)
+    return _apply_reduction(ops.add(output_pos, output_neg), reduction)
+
+
+def triplet_margin_loss(
+    anchor,
+    positive,
+    negative,
+    margin=1.0,
+    p=2,
+    eps=1e-6,
+    swap=False,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+):
+    reduction = _reduction(reduction, size_average, reduce)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a_dim, p_dim, n_dim = anchor.dim(), positive.dim(), negative.dim()
+    if not (a_dim == p_dim and p_dim == n_dim):
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of "
+            f"dimensions, but got: anchor {a_dim}D, positive {p_dim}D, and negative {n_dim}D "
+            "inputs"
+        )
+    dist_pos = pairwise_distance(anchor, positive, p, eps)
+    dist_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = ops.minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
+    output = ops.sub(_add_number(dist_pos, margin), dist_neg).clamp_min(0)
+    return _apply_reduction(output, reduction)
+
+
+# --- activations, more: in-place relu and leaky_relu, softmin, glu, prelu ------------------------
+
+
+def relu_(input):
+    return ops.relu_(input)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax of -input, as PyTorch composes it."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
+    return ops.softmax(ops.neg(input), dim, dtype=dtype)
+
+
+def glu(input, dim=-1):
+    """The first half of ``input`` along ``dim`` times the sigmoid of the second."""
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    wrapped = _wrap_dim(dim, input.dim())
+    if input.shape[wrapped] % 2:
+        raise RuntimeError(
+            f"Halving dimension must be even, but dimension {wrapped} is size "
+            f"{input.shape[wrapped]}"
+        )
+    _check_floating(input, "glu_cpu")
+    return run_op(OPS["glu"], (input,), (dim,))
+
+
+def prelu(input, weight):
+    """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {_type_name(input)} and {_type_name(weight)}"
+        )
+    count = weight.numel()
+    if count != 1:
+        channels = input.shape[1] if input.dim() >= 2 else 1
+        if channels != count:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers "
+                f"= {count} and channel size = {channels}."
+            )
+    shape = [1] * input.dim()
+    if input.dim() >= 2:
+        shape[1] = count
+    return run_op(OPS["prelu"], (input, ops.reshape(weight, tuple(shape))))
+
+
+def multilabel_soft_margin_loss(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean"
+):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = ops.sum(loss, class_dim) / input.shape[class_dim]
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return ops.mean(loss)
+    if reduction == "sum":
+        return ops.sum(loss)
+    raise ValueError(reduction + " is not valid")

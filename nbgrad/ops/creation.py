@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from nbgrad import dtypes
+from nbgrad import devices, dtypes
 from nbgrad.autograd import errors, grad_mode
 from nbgrad.autograd.tensor import Tensor
 
@@ -109,6 +109,7 @@ def _plain(data):
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
+    devices.check(device)
     if isinstance(data, Tensor):
         warnings.warn(
             "To copy construct from a tensor, it is recommended to use "
@@ -132,6 +133,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 
 def as_tensor(data, dtype=None, device=None):
+    devices.check(device)
     if isinstance(data, Tensor) and (dtype is None or dtypes.to_dtype(dtype) is data._dtype):
         return data
     if isinstance(data, np.ndarray):
@@ -165,18 +167,22 @@ def _filled(fill, size, dtype, requires_grad, zeros=False):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    devices.check(device)
     return _filled(np.zeros, size, dtype, requires_grad, zeros=True)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
+    devices.check(device)
     return _filled(np.ones, size, dtype, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
+    devices.check(device)
     return _filled(np.zeros, size, dtype, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    devices.check(device)
     if dtype is None:
         dtype = (
             dtypes.bool
@@ -190,6 +196,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    devices.check(device)
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     for name, value in (("n", n), ("m", m)):
         if value is not None and value < 0:
@@ -198,6 +205,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    devices.check(device)
     if end is None:
         start, end = 0, start
     numbers = (start, end, step)
@@ -215,6 +223,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    devices.check(device)
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -222,12 +231,14 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    devices.check(device)
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     rng = generator or _generator
     return _finish(rng.random(_size(size)).astype(dtype.numpy), None, requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    devices.check(device)
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     rng = generator or _generator
     return _finish(rng.standard_normal(_size(size)).astype(dtype.numpy), None, requires_grad)
@@ -235,6 +246,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
 
 def randint(low, high=None, size=(), dtype=None, device=None, requires_grad=False):
     """``randint(high, size)`` or ``randint(low, high, size)``, as in PyTorch."""
+    devices.check(device)
     if isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
     elif high is None:
@@ -246,6 +258,7 @@ def randint(low, high=None, size=(), dtype=None, device=None, requires_grad=Fals
 
 
 def randperm(n, dtype=None, device=None, generator=None):
+    devices.check(device)
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     rng = generator or _generator
     return _make(rng.permutation(n).astype(dtype.numpy))
@@ -253,6 +266,7 @@ def randperm(n, dtype=None, device=None, generator=None):
 
 def _like(function):
     def like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+        devices.check(device)
         return function(
             *input._data.shape, dtype=dtype or input._dtype, requires_grad=requires_grad
         )
@@ -269,6 +283,7 @@ randn_like = _like(randn)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    devices.check(device)
     return full(
         input._data.shape, fill_value, dtype=dtype or input._dtype, requires_grad=requires_grad
     )
@@ -303,4 +318,3 @@ def install():
     Tensor.normal_ = normal_
     Tensor.new_zeros = lambda self, *size, **kw: zeros(*size, **{"dtype": self._dtype, **kw})
     Tensor.new_ones = lambda self, *size, **kw: ones(*size, **{"dtype": self._dtype, **kw})
-    Tensor.new_tensor = lambda self, data, **kw: tensor(data, **{"dtype": self._dtype, **kw})

@@ -12,7 +12,7 @@ shows the same text.
 
 import numpy as np
 
-from nbgrad.ops import formula_math, nn_kernels
+from nbgrad.ops import formula_math, formula_more, nn_kernels
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -114,8 +114,7 @@ op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - resu
    function=True, method=True, inplace=True, out=True)
 op("relu", "ReluBackward0", ("self",), {"self": "grad * (result > 0)"},
    lambda self: np.maximum(self, 0), saves=("result",), same_shape=True,
-   # torch.relu takes no out=; torch.relu_ exists but nbgrad has only exported x.relu_() so far
-   function=True, method=True, inplace="method")
+   function=True, method=True, inplace=True)  # torch.relu takes no out=
 op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
    saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
@@ -142,9 +141,11 @@ op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round,
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True, same_shape=True, function=True, method=True, out=True)
+   saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True, same_shape=True, function=True, method=True, out=True)
+   saves=("result",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
 op("erf", "ErfBackward0", ("self",),
    {"self": "1.1283791670955126 * exp(-self ** 2) * grad"},  # 2 / sqrt(pi)
    nn_kernels.erf, saves=("self",), floating=True, same_shape=True,
@@ -280,8 +281,10 @@ def _add_product(bias, product):
     return product
 
 
-def _addmm(bias, mat1, mat2, beta, alpha):
+def _addmm(bias, mat1, mat2, beta, alpha, sum_batches=False):
     product = mat1 @ mat2
+    if sum_batches:  # addbmm: the batch of products, added up
+        product = product.sum(axis=0)
     if alpha != 1:
         product *= alpha
     if beta != 0:  # with beta=0 PyTorch ignores the bias, nan and inf included
@@ -395,7 +398,9 @@ op("index", "IndexBackward0", ("self",),
    saves=("indices", "self_sym_sizes"))
 op("gather", "GatherBackward0", ("self",),
    {"self": "gather_backward(grad, self.shape, dim, index)"},
-   lambda self, dim, index, sparse_grad: np.take_along_axis(self, index, axis=dim),
+   # Index's shape, which may be smaller than self's (np.take_along_axis would broadcast it).
+   lambda self, dim, index, sparse_grad: self[formula_math._gather_key(index, dim)]
+   if self.ndim else self.copy(),
    attrs=("dim", "index", "sparse_grad"), saves=("dim", "index", "self", "sparse_grad"))
 op("cat", "CatBackward0", ("tensors",), {"tensors": "split_along(grad, dim, tensors_sym_sizes)"},
    lambda tensors, dim: np.concatenate(tensors, axis=dim), attrs=("dim",),
@@ -406,7 +411,8 @@ op("stack", "StackBackward0", ("tensors",),
    saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
 op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True)
 op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
-   lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",))
+   lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",),
+   hidden=("self_dtype",))  # PyTorch keeps the input's options privately
 
 # The backward of the indexing ops, as ops of their own, so that create_graph can differentiate
 # a gradient that went through indexing.
@@ -602,6 +608,691 @@ op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
    attrs=("negative_slope",), saves=("negative_slope", "result"))
 
 
+# --- reductions, more (var, std, prod) ----------------------------------------------------------
+# ``dim`` is None for a reduction over everything; ``correction`` None means PyTorch's default (1)
+# when no overload named it (``x.var()``), as PyTorch saves it.
+
+op("var", "VarBackward0", ("self",),
+   {"self": "var_backward(grad, self, dim, correction, keepdim)"},
+   lambda self, dim, correction, keepdim: _var(self, dim, correction, keepdim),
+   attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"))
+op("std", "StdBackward0", ("self",),
+   {"self": "std_backward(grad, self, result, dim, correction, keepdim)"},
+   lambda self, dim, correction, keepdim: np.sqrt(_var(self, dim, correction, keepdim)),
+   attrs=("dim", "correction", "keepdim"),
+   saves=("correction", "dim", "keepdim", "result", "self"))
+op("prod", "ProdBackward0", ("self",), {"self": "prod_backward(grad, self, result, None, False)"},
+   lambda self: np.prod(self), saves=("result", "self"))
+op("prod_dim", "ProdBackward1", ("self",),
+   {"self": "prod_backward(grad, self, result, dim, keepdim)"},
+   lambda self, dim, keepdim: np.prod(self, axis=_axis(self, dim), keepdims=keepdim),
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
+
+
+def _var(x, dim, correction, keepdim):
+    axes = formula_more.reduced_axes(dim, x.ndim)
+    centred = x - x.mean(axis=axes, keepdims=True) if axes else x - x
+    squares = np.add.reduce(centred * centred, axis=axes, keepdims=keepdim)
+    divisor = formula_more.reduction_count(x.shape, dim) - (1 if correction is None else correction)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.true_divide(squares, max(divisor, 0)).astype(x.dtype, copy=False)
+
+
+# --- scans (cumsum, cumprod, logcumsumexp, cummax, cummin) ---------------------------------------
+# ``dim`` is saved as given; a 0-d tensor scans its one element.
+
+op("cumsum", "CumsumBackward0", ("self",), {"self": "reverse_cumsum(grad, dim)"},
+   lambda self, dim, dtype: _scan(np.cumsum, self, dim, dtype), attrs=("dim", "dtype"),
+   saves=("dim",))
+op("cumprod", "CumprodBackward0", ("self",), {"self": "cumprod_backward(grad, self, dim, result)"},
+   lambda self, dim, dtype: _scan(np.cumprod, self, dim, dtype), attrs=("dim", "dtype"),
+   saves=("dim", "result", "self"))
+op("logcumsumexp", "LogcumsumexpBackward0", ("self",),
+   {"self": "logcumsumexp_backward(grad, self, result, dim)"},
+   lambda self, dim: _scan(np.logaddexp.accumulate, self, dim, None), attrs=("dim",),
+   saves=("dim", "result", "self"))
+op("cummax", "CummaxBackward0", ("self",),
+   {"self": "scatter_add_into_zeros(grad, self.shape, dim, indices)"},
+   lambda self, dim: _cumulative_extreme(self, dim, np.maximum, np.greater_equal),
+   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"))
+op("cummin", "CumminBackward0", ("self",),
+   {"self": "scatter_add_into_zeros(grad, self.shape, dim, indices)"},
+   lambda self, dim: _cumulative_extreme(self, dim, np.minimum, np.less_equal),
+   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"))
+
+
+def _scan(accumulate, x, dim, dtype):
+    if dtype is not None:
+        x = x.astype(dtype, copy=False)
+    if x.ndim == 0:
+        return x.copy()
+    return accumulate(x, axis=dim)
+
+
+def _cumulative_extreme(x, dim, ufunc, reaches):
+    """Running max (min) and where it was last reached, as PyTorch's cummax (cummin) gives."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    values = ufunc.accumulate(x, axis=dim)
+    positions = np.arange(x.shape[dim]).reshape((-1,) + (1,) * (x.ndim - 1 - dim % x.ndim))
+    reached = reaches(x, values) | np.isnan(x)
+    indices = np.maximum.accumulate(np.where(reached, positions, 0), axis=dim)
+    return values, indices.astype(np.int64, copy=False)
+
+
+# --- reorderings, more (roll, flip, repeat, tril, triu, index_select, masked_select) ------------
+
+op("roll", "RollBackward0", ("self",), {"self": "roll(grad, tuple(-s for s in shifts), dims)"},
+   lambda self, shifts, dims: formula_more.roll(self, shifts, dims), attrs=("shifts", "dims"),
+   saves=("dims", "shifts"))
+op("flip", "FlipBackward0", ("self",), {"self": "flip(grad, dims)"},
+   formula_more.flip, attrs=("dims",),
+   saves=("dims",))
+op("repeat", "RepeatBackward0", ("self",),
+   {"self": "repeat_backward(grad, repeats, self_sym_sizes)"},
+   np.tile, attrs=("repeats",), saves=("repeats", "self_sym_sizes"))
+op("tril", "TrilBackward0", ("self",), {"self": "tril(grad, diagonal)"},
+   np.tril, attrs=("diagonal",), saves=("diagonal",))
+op("triu", "TriuBackward0", ("self",), {"self": "triu(grad, diagonal)"},
+   np.triu, attrs=("diagonal",), saves=("diagonal",))
+op("index_select", "IndexSelectBackward0", ("self",),
+   {"self": "index_select_backward(grad, self_sym_sizes, dim, index)"},
+   lambda self, dim, index: np.take(self, index.reshape(-1), axis=dim) if self.ndim
+   else self.copy(),
+   attrs=("dim", "index"), saves=("dim", "index", "self_sym_sizes"))
+op("masked_select", "MaskedSelectBackward0", ("self",),
+   {"self": "masked_select_backward(grad, self, mask)"},
+   lambda self, mask: _masked_select(self, mask), attrs=("mask",), saves=("mask", "self"))
+
+
+def _masked_select(x, mask):
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    return np.broadcast_to(x, shape)[np.broadcast_to(mask, shape)]
+
+
+# --- matrix products, more (addmv, addr, baddbmm) ------------------------------------------------
+# ``beta`` scales the added tensor, ``alpha`` the product; with beta == 0 the added tensor is
+# ignored, nan and inf included, as in PyTorch.
+
+op("addmv", "AddmvBackward0", ("self", "mat", "vec"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "mat": "outer(grad, vec) if alpha == 1 else outer(grad, vec) * alpha",
+    "vec": "matrix_t(mat) @ grad if alpha == 1 else matrix_t(mat) @ grad * alpha"},
+   lambda self, mat, vec, beta, alpha: _addmm(self, mat, vec, beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "beta", "mat", "vec"), promote=True)
+op("addr", "AddrBackward0", ("self", "vec1", "vec2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "vec1": "grad @ vec2 if alpha == 1 else grad @ vec2 * alpha",
+    "vec2": "matrix_t(grad) @ vec1 if alpha == 1 else matrix_t(grad) @ vec1 * alpha"},
+   lambda self, vec1, vec2, beta, alpha: _addmm(self, vec1[:, None], vec2[None, :], beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "beta", "vec1", "vec2"), promote=True)
+op("baddbmm", "BaddbmmBackward0", ("self", "batch1", "batch2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "batch1": "grad @ swap_last(batch2) if alpha == 1 else grad @ swap_last(batch2) * alpha",
+    "batch2": "swap_last(batch1) @ grad if alpha == 1 else swap_last(batch1) @ grad * alpha"},
+   lambda self, batch1, batch2, beta, alpha: _addmm(self, batch1, batch2, beta, alpha),
+   attrs=("beta", "alpha"), saves=("alpha", "batch1", "batch2", "beta"), promote=True)
+
+
+# --- several outputs (split, unbind, var_mean, std_mean) -----------------------------------------
+# One node whose outputs are all differentiable (``multi_output``): ``grad`` is their list of
+# gradients, None for an output that got none (zeros where the formula needs them). split and
+# unbind return views of their input, as in PyTorch.
+
+op("split", "SplitBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes,"
+            " split_lengths(self_sym_sizes, dim, split_size))"},
+   lambda self, split_size, dim: _split(self, split_size, dim), attrs=("split_size", "dim"),
+   saves=("dim", "self_sym_sizes", "split_size"), view=True, multi_output=True)
+op("split_with_sizes", "SplitWithSizesBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes, split_sizes)"},
+   lambda self, split_sizes, dim: _split_with_sizes(self, split_sizes, dim),
+   attrs=("split_sizes", "dim"), saves=("dim", "self_sym_sizes", "split_sizes"), view=True,
+   multi_output=True)
+op("unbind", "UnbindBackward0", ("self",), {"self": "stack_pieces(grad, dim, self_sym_sizes)"},
+   lambda self, dim: [self[(slice(None),) * (dim % self.ndim) + (i, Ellipsis)]
+                      for i in range(self.shape[dim])],
+   attrs=("dim",), saves=("dim", "self_sym_sizes"), hidden=("self_sym_sizes",), view=True,
+   multi_output=True)
+op("var_mean", "VarMeanBackward0", ("self",),
+   {"self": "(zeros_like(self) if grad[0] is None else"
+            " var_backward(grad[0], self, dim, correction, keepdim))"
+            " + (0 if grad[1] is None else mean_part(grad[1], self, dim, keepdim))"},
+   lambda self, dim, correction, keepdim: [_var(self, dim, correction, keepdim),
+                                           _mean_over(self, dim, keepdim)],
+   attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"),
+   multi_output=True)
+op("std_mean", "StdMeanBackward0", ("self",),
+   {"self": "(zeros_like(self) if grad[0] is None else"
+            " std_backward(grad[0], self, result0, dim, correction, keepdim))"
+            " + (0 if grad[1] is None else mean_part(grad[1], self, dim, keepdim))"},
+   lambda self, dim, correction, keepdim: [np.sqrt(_var(self, dim, correction, keepdim)),
+                                           _mean_over(self, dim, keepdim)],
+   attrs=("dim", "correction", "keepdim"),
+   saves=("correction", "dim", "keepdim", "result0", "self"), multi_output=True)
+
+
+def _split(x, split_size, dim):
+    size = x.shape[dim]
+    bounds = list(range(split_size, size, split_size)) if split_size else []
+    return np.split(x, bounds, axis=dim)
+
+
+def _split_with_sizes(x, split_sizes, dim):
+    return np.split(x, np.cumsum(split_sizes)[:-1].tolist(), axis=dim)
+
+
+def _mean_over(x, dim, keepdim):
+    axes = formula_more.reduced_axes(dim, x.ndim)
+    if not axes:
+        return x.copy()
+    return np.asarray(x.mean(axis=axes, keepdims=keepdim))
+
+
+# --- values with indices (sort, topk, kthvalue, median, mode) ------------------------------------
+# The gradient goes to where each value came from (``indices``, which never requires grad). Ties
+# are broken as a stable sort breaks them; PyTorch's choice among equal values may differ.
+
+op("sort", "SortBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, dim, descending: _sorted(self, dim, descending),
+   attrs=("dim", "descending"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("sort_stable", "SortBackward1", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, dim, descending: _sorted(self, dim, descending),
+   attrs=("dim", "descending"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("topk", "TopkBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
+   lambda self, k, dim, largest, sorted: _top(self, k, dim, largest),  # noqa: A006
+   attrs=("k", "dim", "largest", "sorted"), extra_outputs=("indices",),
+   saves=("dim", "indices", "self_sym_sizes"))
+op("kthvalue", "KthvalueBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, k, dim, keepdim: _kth(self, k - 1, dim, keepdim), attrs=("k", "dim", "keepdim"),
+   extra_outputs=("indices",), saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+op("median_dim", "MedianBackward1", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _kth(self, (_size(self, dim) - 1) // 2, dim, keepdim),
+   attrs=("dim", "keepdim"), extra_outputs=("indices",),
+   saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+op("median", "MedianBackward0", ("self",), {"self": "evenly_distribute(grad, self, result)"},
+   lambda self: _lower_median(self), saves=("result", "self"))
+op("mode", "ModeBackward0", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _mode(self, dim, keepdim), attrs=("dim", "keepdim"),
+   extra_outputs=("indices",), saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+
+
+def _size(x, dim):
+    return x.shape[dim] if x.ndim else 1
+
+
+def _sorted(x, dim, descending):
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    # A stable sort, descending too: equal values keep their order, as in PyTorch.
+    indices = np.argsort(-x if descending else x, axis=dim, kind="stable")
+    return np.take_along_axis(x, indices, axis=dim), indices.astype(np.int64, copy=False)
+
+
+def _top(x, k, dim, largest):
+    values, indices = _sorted(x, dim, largest)
+    if x.ndim == 0:
+        return values, indices
+    keep = (slice(None),) * (dim % x.ndim) + (slice(0, k),)
+    return values[keep].copy(), indices[keep].copy()
+
+
+def _kth(x, position, dim, keepdim):
+    """The value at ``position`` in sorted order along ``dim``, and where it was."""
+    values, indices = _sorted(x, dim, False)
+    if x.ndim == 0:
+        return values, indices
+    key = (slice(None),) * (dim % x.ndim) + (slice(position, position + 1),)
+    values, indices = values[key], indices[key]
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values.copy(), indices.copy()  # C-contiguous (np.ascontiguousarray makes 0-d 1-d)
+
+
+def _lower_median(x):
+    if x.size == 0:
+        return np.asarray(np.nan, x.dtype)
+    flat = np.sort(x.reshape(-1))
+    return np.asarray(flat[(flat.size - 1) // 2])
+
+
+def _mode(x, dim, keepdim):
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and the
+    last place it occurs."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    moved = np.moveaxis(x, dim, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    values = np.empty(rows.shape[0], x.dtype)
+    indices = np.empty(rows.shape[0], np.int64)
+    for r, row in enumerate(rows):
+        uniques, counts = np.unique(row, return_counts=True)
+        values[r] = uniques[np.argmax(counts)]
+        indices[r] = np.flatnonzero(row == values[r])[-1]
+    shape = moved.shape[:-1]
+    values, indices = values.reshape(shape), indices.reshape(shape)
+    if keepdim:
+        values, indices = np.expand_dims(values, dim), np.expand_dims(indices, dim)
+    return values, indices
+
+
+# --- diagonals and single elements (diagonal, diag, diag_embed, trace, take) ----------------------
+
+op("diagonal", "DiagonalBackward0", ("self",),
+   {"self": "diagonal_backward(grad, self_sym_sizes, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diagonal_view(self, offset, dim1, dim2),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset", "self_sym_sizes"),
+   view=True)
+op("diagonal_copy", "DiagonalBackward0_copy", ("self",),
+   {"self": "diagonal_backward(grad, self_sym_sizes, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diagonal_view(self, offset, dim1, dim2).copy(),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset", "self_sym_sizes"))
+op("diag_embed", "DiagEmbedBackward0", ("self",),
+   {"self": "diagonal(grad, offset, dim1, dim2)"},
+   lambda self, offset, dim1, dim2: formula_more.diag_embed(self, offset, dim1, dim2),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"))
+op("trace", "TraceBackward0", ("self",),
+   {"self": "diagonal_backward(expand(grad, (min(self_sym_sizes),)), self_sym_sizes, 0, 0, 1)"},
+   np.trace, saves=("self_sym_sizes",))
+op("take", "TakeBackward0", ("self",), {"self": "take_backward(grad, self, index)"},
+   lambda self, index: self.reshape(-1)[index], attrs=("index",), saves=("index", "self"))
+# The backward of diagonal as an op of its own, so that create_graph can differentiate it.
+op("diagonal_backward", "DiagonalBackwardBackward0", ("grad_output",),
+   {"grad_output": "diagonal(grad, offset, dim1, dim2)"},
+   lambda grad_output, sizes, offset, dim1, dim2: formula_more.diagonal_backward(
+       grad_output, sizes, offset, dim1, dim2),
+   attrs=("sizes", "offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"))
+
+
+# --- norms, more (any order; dist; cross) --------------------------------------------------------
+# Orders other than 1 and 2 (the entry ``linalg_vector_norm`` above): inf, -inf, 0 and any p.
+
+op("linalg_vector_norm_ord", "LinalgVectorNormBackward0", ("self",),
+   {"self": "vector_norm_backward(grad, self, ord, result, dim, keepdim)"},
+   lambda self, ord, dim, keepdim: formula_more.vector_norm(self, ord, dim, keepdim),  # noqa: A006
+   attrs=("ord", "dim", "keepdim"), saves=("dim", "keepdim", "ord", "result", "self"),
+   floating=True)
+op("dist", "DistBackward0", ("self", "other"),
+   {"self": "vector_norm_backward(grad, self - other, p, result, None, False)",
+    "other": "-vector_norm_backward(grad, self - other, p, result, None, False)"},
+   lambda self, other, p: formula_more.vector_norm(self - other, p, None, False),
+   attrs=("p",), saves=("other", "p", "result", "self"), promote=True)
+op("linalg_cross", "LinalgCrossBackward0", ("self", "other"),
+   {"self": "cross(other, grad, dim)", "other": "cross(grad, self, dim)"},
+   lambda self, other, dim: np.cross(self, other, axis=dim), attrs=("dim",),
+   saves=("dim", "other", "self"), promote=True)
+
+
+# --- scatters (scatter, scatter_add, index_add, index_fill, index_copy) --------------------------
+# ``index`` is kept as an array (no edge); in place (``x.scatter_(...)``) they run the same entry.
+# As in PyTorch, a ``src`` larger than ``index`` gets a gradient of index's shape, which backward
+# then refuses ("returned an invalid gradient").
+
+op("scatter", "ScatterBackward0", ("self", "src"),
+   {"self": "scatter_zero(grad, dim, index)", "src": "gather_at(grad, dim, index)"},
+   lambda self, src, dim, index: formula_more.scatter(self, dim, index, src),
+   attrs=("dim", "index"), saves=("dim", "index"))
+op("scatter_value", "ScatterBackward1", ("self",), {"self": "scatter_zero(grad, dim, index)"},
+   lambda self, dim, index, value: formula_more.scatter(self, dim, index, value),
+   attrs=("dim", "index", "value"), saves=("dim", "index"))
+op("scatter_add", "ScatterAddBackward0", ("self", "src"),
+   {"self": "grad", "src": "gather_at(grad, dim, index)"},
+   lambda self, src, dim, index: formula_more.scatter(self, dim, index, src, add=True),
+   attrs=("dim", "index"), saves=("dim", "index"))
+op("index_add", "IndexAddBackward0", ("self", "source"),
+   {"self": "grad",
+    "source": "index_select_grad(grad, dim, index, source) if alpha == 1 else"
+              " index_select_grad(grad, dim, index, source) * alpha"},
+   lambda self, source, dim, index, alpha, source_dim: formula_more.index_put(
+       self, dim, index, source if alpha == 1 else alpha * source, add=True),
+   attrs=("dim", "index", "alpha", "source_dim"),
+   saves=("alpha", "dim", "index", "source", "source_dim"))
+op("index_fill", "IndexFillBackward0", ("self",), {"self": "index_zero(grad, dim, index)"},
+   lambda self, dim, index, value: formula_more.index_put(self, dim, index, value),
+   attrs=("dim", "index", "value"), saves=("dim", "index"))
+op("index_copy", "IndexCopyBackward0", ("self", "source"),
+   {"self": "index_zero(grad, dim, index)",
+    "source": "index_select_grad(grad, dim, index, source)"},
+   lambda self, source, dim, index, source_dim: formula_more.index_put(self, dim, index, source),
+   attrs=("dim", "index", "source_dim"), saves=("dim", "index", "source", "source_dim"))
+
+
+# --- products and rotations, more (vdot, rot90) ---------------------------------------------------
+
+op("vdot", "VdotBackward0", ("self", "other"),
+   {"self": "grad * other", "other": "grad * self"},
+   np.dot, saves=("other", "self"), promote=True)
+op("rot90", "Rot90Backward0", ("self",), {"self": "rot90(grad, -k, dims)"},
+   lambda self, k, dims: formula_more.rot90(self, k, dims), attrs=("k", "dims"),
+   saves=("dims", "k"))
+
+
+# --- block_diag, addbmm ---------------------------------------------------------------------------
+
+op("block_diag", "BlockDiagBackward0", ("tensors",),
+   {"tensors": "block_diag_pieces(grad, tensors_sym_sizes)"},
+   lambda tensors: formula_more.block_diag(tensors), saves=("tensors_sym_sizes",),
+   hidden=("tensors_sym_sizes",), variadic=True, promote=True)
+op("addbmm", "AddbmmBackward0", ("self", "batch1", "batch2"),
+   {"self": "grad if beta == 1 else grad * beta",
+    "batch1": "scaled(expand(unsqueeze(grad, 0), (batch1_sym_argsize_0, batch1_sym_argsize_1,"
+              " batch2_sym_argsize_2)) @ swap_last(batch2), alpha)",
+    "batch2": "scaled(swap_last(batch1) @ expand(unsqueeze(grad, 0), (batch1_sym_argsize_0,"
+              " batch1_sym_argsize_1, batch2_sym_argsize_2)), alpha)"},
+   lambda self, batch1, batch2, beta, alpha, *sizes: _addmm(
+       self, batch1, batch2, beta, alpha, sum_batches=True),
+   attrs=("beta", "alpha", "batch1_sym_argsize_0", "batch1_sym_argsize_1",
+          "batch2_sym_argsize_2"),
+   saves=("alpha", "batch1", "batch1_sym_argsize_0", "batch1_sym_argsize_1", "batch2",
+          "batch2_sym_argsize_2", "beta"), promote=True)
+
+
+# --- element-wise functions, more (logarithms, trigonometric, hyperbolic, exp2, erfc, erfinv) ---
+# Entries run as they are on one tensor: the flags make their public names (see above). PyTorch's
+# aliases (torch.arcsin, x.arctan2()) are more names of the same entry.
+
+for _name, _node, _formula, _forward, _saved in (
+    ("log2", "Log2Backward0", "grad / (self * 0.6931471805599453)", np.log2, "self"),
+    ("log10", "Log10Backward0", "grad / (self * 2.302585092994046)", np.log10, "self"),
+    ("asin", "AsinBackward0", "grad * rsqrt(-self * self + 1)", np.arcsin, "self"),
+    ("acos", "AcosBackward0", "grad * -rsqrt(-self * self + 1)", np.arccos, "self"),
+    ("atan", "AtanBackward0", "grad / (self * self + 1)", np.arctan, "self"),
+    ("sinh", "SinhBackward0", "grad * cosh(self)", np.sinh, "self"),
+    ("cosh", "CoshBackward0", "grad * sinh(self)", np.cosh, "self"),
+    ("asinh", "AsinhBackward0", "grad * rsqrt(self ** 2 + 1)", np.arcsinh, "self"),
+    ("acosh", "AcoshBackward0", "grad * rsqrt(self ** 2 - 1)", np.arccosh, "self"),
+    ("atanh", "AtanhBackward0", "grad * 1 / (1 - self ** 2)", np.arctanh, "self"),
+    ("exp2", "Exp2Backward0", "grad * result * 0.6931471805599453", np.exp2, "result"),
+    # 2 / sqrt(pi) and sqrt(pi) / 2
+    ("erfc", "ErfcBackward0", "-1.1283791670955126 * exp(-self ** 2) * grad",
+     lambda self: formula_math.erfc(self).astype(self.dtype, copy=False), "self"),
+    ("erfinv", "ErfinvBackward0", "0.886226925452758 * exp(erfinv(self) ** 2) * grad",
+     lambda self: formula_math.erfinv(self).astype(self.dtype, copy=False), "self"),
+):
+    _alias = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh",
+              "acosh": "arccosh", "atanh": "arctanh"}.get(_name)
+    _names = (_name, _alias) if _alias else True
+    op(_name, _node, ("self",), {"self": _formula}, _forward, saves=(_saved,), floating=True,
+       same_shape=True, function=_names, method=_names,
+       # PyTorch has no torch.erfinv_; asinh_, acosh_ and atanh_ are entries of their own
+       inplace={"erfinv": "method", "asinh": False, "acosh": False, "atanh": False}.get(
+           _name, True), out=True)
+# In place, PyTorch records asinh_, acosh_ and atanh_ with nodes whose backward is not
+# implemented (AsinhBackward1, ...): they raise when backward reaches them.
+for _name, _node, _forward in (("asinh", "AsinhBackward1", np.arcsinh),
+                               ("acosh", "AcoshBackward1", np.arccosh),
+                               ("atanh", "AtanhBackward1", np.arctanh)):
+    op(_name + "_inplace", _node, ("self",),
+       {"self": f"not_implemented('inplace version of {_name}')"}, _forward, floating=True)
+op("atan2", "Atan2Backward0", ("self", "other"),
+   {"self": "grad * other / (self * self + other * other)",
+    "other": "grad * -self / (self * self + other * other)"},
+   np.arctan2, saves=("other", "self"), promote=True, floating=True)  # ops/functions: atan2
+
+
+# --- element-wise functions, more (activations: nn.functional and torch.selu, ...) -------------
+# Their functions are hand-written (ops/functions/activations.py, nn/functional.py): they take
+# parameters, and check dtypes as PyTorch does. In place, PyTorch's elu, celu and threshold save
+# their result or their input under other node names, as leaky_relu does (entries "..._inplace").
+
+op("logsumexp", "LogsumexpBackward0", ("self",),
+   {"self": "restore_reduced(grad, self.shape, dim, keepdim) * "
+            "exp(self - restore_reduced(result, self.shape, dim, keepdim))"},
+   lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), attrs=("dim", "keepdim"),
+   saves=("dim", "keepdim", "result", "self"), floating=True)
+op("softplus", "SoftplusBackward0", ("self",),
+   {"self": "where(self * beta > threshold, grad, grad * sigmoid(self * beta))"},
+   lambda self, beta, threshold: np.where(
+       self * beta > threshold, self, np.logaddexp(0, self * beta) / beta).astype(self.dtype),
+   attrs=("beta", "threshold"), saves=("beta", "self", "threshold"), same_shape=True)
+op("hardtanh", "HardtanhBackward0", ("self",),
+   {"self": "where((self > min_val) & (self < max_val), grad, 0)"},
+   lambda self, min_val, max_val: np.clip(self, min_val, max_val).astype(self.dtype, copy=False),
+   attrs=("min_val", "max_val"), saves=("max_val", "min_val", "self"), same_shape=True)
+op("log_sigmoid", "LogSigmoidBackward0", ("self",),
+   {"self": "log_sigmoid_backward(grad, self, buffer)"},
+   lambda self: _log_sigmoid(self), extra_outputs=("buffer",), saves=("buffer", "self"))
+op("silu", "SiluBackward0", ("self",),
+   {"self": "grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))"},
+   lambda self: self / (1 + np.exp(-self)), saves=("self",), same_shape=True)
+op("mish", "MishBackward0", ("self",), {"self": "mish_backward(grad, self)"},
+   lambda self: self * np.tanh(np.logaddexp(0, self)), saves=("self",), same_shape=True)
+op("hardswish", "HardswishBackward0", ("self",),
+   {"self": "where(self < -3, 0 * grad, where(self <= 3, grad * (self / 3 + 0.5), grad))"},
+   lambda self: self * np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
+op("hardsigmoid", "HardsigmoidBackward0", ("self",),
+   # PyTorch's kernel multiplies by 1/6 rounded to float32, whatever the dtype
+   {"self": "where((self > -3) & (self < 3), grad * 0.1666666716337204, 0 * grad)"},
+   lambda self: np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
+op("elu", "EluBackward0", ("self",),
+   {"self": "where(self > 0, grad * scale, "
+            "grad * input_scale * (alpha * scale) * exp(self * input_scale))"},
+   lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
+   attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "scale", "self"),
+   same_shape=True)
+op("elu_inplace", "EluBackward1", ("self",),
+   {"self": "where(result > 0, grad * scale, "
+            "grad * input_scale * (result + elu_result_alpha(alpha) * scale))"},
+   lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
+   attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "result", "scale"))
+op("celu", "CeluBackward0", ("self",),
+   {"self": "where(self > 0, grad, grad * exp(self * (1.0 / alpha)))"},
+   lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
+   saves=("alpha", "self"), same_shape=True)
+op("celu_inplace", "CeluBackward1", ("self",),
+   {"self": "where(result > 0, grad, grad * (1.0 / alpha) * (result + alpha))"},
+   lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
+   saves=("alpha", "result"))
+op("threshold", "ThresholdBackward0", ("self",),
+   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   lambda self, threshold, value: _threshold(self, threshold, value),
+   attrs=("threshold", "value"), saves=("self", "threshold"), same_shape=True)
+op("threshold_inplace", "ThresholdBackward1", ("self",),
+   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   lambda self, threshold, value: _threshold(self, threshold, value),
+   attrs=("threshold", "value"), saves=("self", "threshold"))
+op("softshrink", "SoftshrinkBackward0", ("self",),
+   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   lambda self, lambd: np.where(self > lambd, self - lambd,
+                                np.where(self < -lambd, self + lambd, 0)).astype(self.dtype),
+   attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
+op("hardshrink", "HardshrinkBackward0", ("self",),
+   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   lambda self, lambd: np.where((self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype),
+   attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
+
+
+def _logsumexp(x, dim, keepdim):
+    axis = None if x.ndim == 0 else tuple(d % x.ndim for d in dim)
+    if x.size == 0:
+        return np.log(np.add.reduce(np.exp(x), axis=axis, keepdims=keepdim))
+    top = np.maximum.reduce(x, axis=axis, keepdims=True)
+    top = np.where(np.isinf(top), 0, top)  # all -inf (or an inf): no shift
+    out = np.log(np.add.reduce(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return out if keepdim or axis is None else np.squeeze(out, axis)
+
+
+def _log_sigmoid(x):
+    """PyTorch's CPU kernel: the result, and the buffer exp(-|x|) its backward reads."""
+    buffer = np.exp(-np.abs(x))
+    return np.minimum(x, 0) - np.log1p(buffer), buffer
+
+
+def _elu(x, alpha, scale, input_scale):
+    return np.where(x > 0, x * scale, np.expm1(x * input_scale) * (alpha * scale)).astype(x.dtype)
+
+
+def _threshold(x, threshold, value):
+    return np.where(x <= threshold, np.asarray(value).astype(x.dtype), x)
+
+
+# --- element-wise functions, more (binary and ternary: xlogy, hypot, lerp, addcmul, ...) -------
+
+op("frac", "FracBackward0", ("self",), {"self": "grad"}, lambda self: _frac(self),
+   same_shape=True, function=True, method=True, inplace=True, out=True)
+op("deg2rad", "Deg2RadBackward0", ("self",), {"self": "grad * 0.017453292519943295"},
+   lambda self: self * 0.017453292519943295, floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("rad2deg", "Rad2DegBackward0", ("self",), {"self": "grad * 57.29577951308232"},
+   lambda self: self * 57.29577951308232, floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("sinc", "SincBackward0", ("self",), {"self": "sinc_backward(grad, self)"},
+   lambda self: _sinc(self), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("sgn", "SgnBackward0", ("self",), {"self": "sgn_backward(grad, self, result)"}, np.sign,
+   saves=("result", "self"), same_shape=True,
+   function=True, method=True, inplace="method", out=True)  # PyTorch has no torch.sgn_
+op("logit", "LogitBackward0", ("self",), {"self": "logit_backward(grad, self, eps)"},
+   lambda self, eps: _logit(self, eps), attrs=("eps",), saves=("eps", "self"), floating=True,
+   same_shape=True)
+op("nan_to_num", "NanToNumBackward0", ("self",), {"self": "grad * isfinite(self)"},
+   lambda self, nan, posinf, neginf: np.nan_to_num(self, nan=nan, posinf=posinf, neginf=neginf),
+   attrs=("nan", "posinf", "neginf"), saves=("self",), same_shape=True)
+op("xlogy", "XlogyBackward0", ("self", "other"),
+   {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))",
+    "other": "grad * self / other"},
+   lambda self, other: _xlogy(self, other), saves=("other", "self"), promote=True, floating=True)
+op("xlogy_scalar_self", "XlogyBackward1", ("other",), {"other": "grad * self / other"},
+   lambda other, self: _xlogy(np.asarray(self, other.dtype), other), attrs=("self",),
+   saves=("other", "self"), floating=True)
+op("xlogy_scalar_other", "XlogyBackward2", ("self",),
+   {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))"},
+   lambda self, other: _xlogy(self, np.asarray(other, self.dtype)), attrs=("other",),
+   saves=("other", "self"), floating=True)
+op("hypot", "HypotBackward0", ("self", "other"),
+   {"self": "grad * self / result", "other": "grad * other / result"},
+   np.hypot, saves=("other", "result", "self"), promote=True, floating=True)
+op("copysign", "CopysignBackward0", ("self", "other"),
+   {"self": "copysign_backward(grad, self, result)", "other": "zeros_like(grad)"},
+   np.copysign, saves=("result", "self"), promote=True, floating=True)
+op("copysign_scalar", "CopysignBackward1", ("self",),
+   {"self": "copysign_backward(grad, self, result)"},
+   lambda self, other: np.copysign(self, np.asarray(other, self.dtype)), attrs=("other",),
+   saves=("result", "self"), floating=True)
+op("logaddexp", "LogaddexpBackward0", ("self", "other"),
+   {"self": "grad / (1 + exp(other - self))", "other": "grad / (1 + exp(self - other))"},
+   np.logaddexp, saves=("other", "self"), promote=True, floating=True)
+op("logaddexp2", "Logaddexp2Backward0", ("self", "other"),
+   {"self": "grad / (1 + 2 ** (other - self))", "other": "grad / (1 + 2 ** (self - other))"},
+   np.logaddexp2, saves=("other", "self"), promote=True, floating=True)
+op("lerp", "LerpBackward0", ("self", "end"),
+   {"self": "grad * (1 - weight)", "end": "grad * weight"},
+   lambda self, end, weight: _lerp(self, end, weight), attrs=("weight",), saves=("weight",),
+   promote=True)
+op("lerp_tensor", "LerpBackward1", ("self", "end", "weight"),
+   {"self": "grad * (1 - weight)", "end": "grad * weight", "weight": "grad * (end - self)"},
+   lambda self, end, weight: _lerp(self, end, weight), saves=("end", "self", "weight"),
+   promote=True)
+op("addcmul", "AddcmulBackward0", ("self", "tensor1", "tensor2"),
+   {"self": "grad", "tensor1": "grad * tensor2 * value", "tensor2": "grad * tensor1 * value"},
+   lambda self, tensor1, tensor2, value: self + value * tensor1 * tensor2, attrs=("value",),
+   saves=("tensor1", "tensor2", "value"), promote=True)
+op("addcdiv", "AddcdivBackward0", ("self", "tensor1", "tensor2"),
+   {"self": "grad", "tensor1": "grad * value / tensor2",
+    "tensor2": "-grad * value * tensor1 / (tensor2 * tensor2)"},
+   lambda self, tensor1, tensor2, value: self + value * tensor1 / tensor2, attrs=("value",),
+   saves=("tensor1", "tensor2", "value"), promote=True)
+
+
+def _frac(x):
+    if not np.issubdtype(x.dtype, np.floating):
+        from nbgrad.autograd.dispatch import _type_name
+
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_type_name(x.dtype)}'")
+    return x - np.trunc(x)
+
+
+def _sinc(x):
+    scaled = x * np.pi
+    return np.where(x == 0, np.ones((), x.dtype), np.sin(scaled) / scaled).astype(x.dtype)
+
+
+def _logit(x, eps):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+def _xlogy(x, y):
+    out = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), np.zeros((), out.dtype), out)
+
+
+def _lerp(start, end, weight):
+    """PyTorch's formula: from the nearer end, for accuracy."""
+    return np.where(
+        np.abs(weight) < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight)
+    ).astype(np.result_type(start, end), copy=False)
+
+
+# --- losses, more (smooth L1, Huber, soft margin) ----------------------------------------------
+# Reductions are PyTorch's enum, as for the losses above: 0 = "none", 1 = "mean", 2 = "sum".
+
+op("smooth_l1_loss", "SmoothL1LossBackward0", ("self", "target"),
+   {"self": "smooth_l1_loss_backward(grad, self, target, reduction, beta)",
+    "target": "smooth_l1_loss_backward(grad, target, self, reduction, beta)"},
+   lambda self, target, reduction, beta: nn_kernels.reduce_loss(
+       _smooth_l1(self - target, beta), reduction),
+   attrs=("reduction", "beta"), saves=("beta", "reduction", "self", "target"), promote=True)
+op("huber_loss", "HuberLossBackward0", ("self", "target"),
+   {"self": "huber_loss_backward(grad, self, target, reduction, delta)",
+    "target": "huber_loss_backward(grad, target, self, reduction, delta)"},
+   lambda self, target, reduction, delta: nn_kernels.reduce_loss(
+       _huber(self - target, delta), reduction),
+   attrs=("reduction", "delta"), saves=("delta", "reduction", "self", "target"), promote=True)
+op("soft_margin_loss", "SoftMarginLossBackward0", ("self",),
+   {"self": "soft_margin_loss_backward(grad, self, target, reduction)"},
+   lambda self, target, reduction: nn_kernels.reduce_loss(
+       np.log1p(np.exp(-target * self)), reduction),
+   attrs=("target", "reduction"), saves=("reduction", "self", "target"))
+
+
+def _smooth_l1(diff, beta):
+    size = np.abs(diff)
+    return np.where(size < beta, 0.5 * diff * diff / beta, size - 0.5 * beta).astype(diff.dtype)
+
+
+def _huber(diff, delta):
+    size = np.abs(diff)
+    return np.where(size < delta, 0.5 * diff * diff, delta * (size - 0.5 * delta)).astype(
+        diff.dtype)
+# Adding a number inside a composite loss (poisson_nll_loss's ``input + eps``) is ATen's Scalar
+# overload: AddBackward1, which saves nothing.
+op("add_scalar", "AddBackward1", ("self",), {"self": "grad"},
+   lambda self, other: self + other, attrs=("other",))
+op("sub_scalar", "SubBackward1", ("self",), {"self": "grad"},
+   lambda self, other: self - other, attrs=("other",))
+# ATen's at::norm(x, p, dim, keepdim), which pairwise_distance runs (torch.norm from Python is
+# linalg_vector_norm): its own node, NormBackward1. 1- and 2-norms.
+op("norm_dim", "NormBackward1", ("self",),
+   {"self": "norm_backward(grad, self, p, result, dim, keepdim)"},
+   lambda self, p, dim, keepdim: nn_kernels.vector_norm(self, p, dim, keepdim),
+   attrs=("p", "dim", "keepdim"), saves=("dim", "keepdim", "p", "result", "self"), floating=True)
+
+
+# --- activations, more (glu, prelu) -------------------------------------------------------------
+
+op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
+   lambda self, dim: _glu(self, dim), attrs=("dim",), saves=("dim", "self"))
+op("prelu", "PreluKernelBackward0", ("self", "weight"),
+   {"self": "where(self > 0, grad, weight * grad)",
+    "weight": "where(self > 0, 0 * grad, self * grad)"},
+   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"))
+
+
+def _glu(x, dim):
+    first, second = np.split(x, 2, axis=dim)
+    return first * formula_math.sigmoid_array(second)
+
+
 # --- recurrent layers, pooling, transposed convolution ---------------------------------------
 # Kernels in layer_kernels; the names their formulas call are added to formula_math's NumPy
 # namespace here (and to its Tensor namespace by formula_math, from layer_kernels).
@@ -648,24 +1339,23 @@ op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(gra
    lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1),
    attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
 # F.interpolate: one entry per PyTorch node; scales are None when an output size was given.
-for _name, _node, _mode, _dims, _corners in (
+for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
         ("upsample_nearest1d", "UpsampleNearest1DBackward0", "nearest", 1, False),
         ("upsample_nearest2d", "UpsampleNearest2DBackward0", "nearest", 2, False),
         ("upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0", "nearest-exact", 1, False),
         ("upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0", "nearest-exact", 2, False),
         ("upsample_linear1d", "UpsampleLinear1DBackward0", "linear", 1, True),
         ("upsample_bilinear2d", "UpsampleBilinear2DBackward0", "bilinear", 2, True)):
-    _scales = ("scales",) if _dims == 1 else ("scales_h", "scales_w")
-    _corner_attrs = ("align_corners",) if _corners else ()
-    _corner_arg = "align_corners" if _corners else "False"
-    op(_name, _node, ("self",),
-       {"self": f"upsample_backward(grad, self_sym_sizes, output_size, ({', '.join(_scales)},), "
-                f"{_mode!r}, {_corner_arg})"},
-       lambda self, output_size, *rest, _mode=_mode, _dims=_dims, _corners=_corners:
-       layer_kernels.upsample(self, output_size, rest[_corners:_corners + _dims], _mode,
-                              rest[0] if _corners else False),
-       attrs=("output_size", *_corner_attrs, *_scales, "self_sym_sizes"),
-       saves=(*_corner_attrs, "output_size", *_scales, "self_sym_sizes"))
+    _up_scales = ("scales",) if _up_dims == 1 else ("scales_h", "scales_w")
+    _up_corner_attrs = ("align_corners",) if _up_corners else ()
+    _up_corner_arg = "align_corners" if _up_corners else "False"
+    op(_up_name, _up_node, ("self",),
+       {"self": "upsample_backward(grad, self_sym_sizes, output_size, "
+                f"({', '.join(_up_scales)},), {_up_mode!r}, {_up_corner_arg})"},
+       lambda self, output_size, *rest, m=_up_mode, n=_up_dims, c=_up_corners:
+       layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
+       attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
+       saves=(*_up_corner_attrs, "output_size", *_up_scales, "self_sym_sizes"))
 # 3-d pooling (the formulas' NumPy and Tensor versions are in layer_kernels).
 op("max_pool3d", "MaxPool3DWithIndicesBackward0", ("self",),
    {"self": "max_pool3d_backward(grad, self.shape, result1)"},
@@ -687,3 +1377,11 @@ op("adaptive_max_pool3d", "AdaptiveMaxPool3DBackward0", ("self",),
    {"self": "max_pool3d_backward(grad, self.shape, result1)"},
    layer_kernels.adaptive_max_pool3d, attrs=("output_size",), extra_outputs=("result1",),
    saves=("result1", "self"))
+# The gates of ATen's LSTM and GRU cells: unsafe_chunk, a split whose pieces are not tracked as
+# views (copies here).
+op("unsafe_split", "UnsafeSplitBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes,"
+            " split_lengths(self_sym_sizes, dim, split_size))"},
+   lambda self, split_size, dim: [np.ascontiguousarray(piece)
+                                  for piece in _split(self, split_size, dim)],
+   attrs=("split_size", "dim"), saves=("dim", "self_sym_sizes", "split_size"), multi_output=True)

@@ -484,7 +484,7 @@ def tensor_namespace():
         "zeros_like": nb.zeros_like,
         "reshape": nb.reshape,
         "transpose": nb.transpose,
-        "permute_back": lambda g, dims: g.permute(*np.argsort(dims).tolist()),
+        "permute_back": lambda g, dims: g.permute(tuple(np.argsort(dims).tolist())),
         "matrix_t": lambda a: a.t(),
         "unsqueeze": nb.unsqueeze,
         "outer": lambda a, b: a.reshape(*a.shape, *([1] * b.ndim)) * b,
@@ -513,6 +513,8 @@ def tensor_namespace():
         "zero_at": zero_at,
         "astype": lambda a, dt: a.to(dt),
         **nn_tensor_namespace(),
+        **formula_more.tensor_namespace(),
+        **more_elementwise_tensor_namespace(),
         **_layer_tensor_namespace(),
     }
 
@@ -812,4 +814,263 @@ def nn_tensor_namespace():
         "binary_cross_entropy_with_logits_target_backward": (
             binary_cross_entropy_with_logits_target_backward
         ),
+    }
+
+
+# The helpers of the reductions, scans and reorderings in derivatives.py's later sections.
+from nbgrad.ops import formula_more  # noqa: E402
+
+ARRAY_NAMESPACE.update(formula_more.ARRAY_NAMESPACE)
+
+
+# --- element-wise functions, more (trigonometric, hyperbolic, activations) ----------------------
+# The functions the formulas of derivatives.py's "element-wise functions, more" sections call.
+
+_erf_exact = np.vectorize(math.erf, otypes=[np.float64])
+_erfc_exact = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def erfc(x):
+    """1 - erf(x), exact to double precision in the tails too (math.erfc per element)."""
+    return _erfc_exact(x)
+
+
+def _sigmoid(x):
+    return 0.5 * np.tanh(0.5 * x) + 0.5
+
+
+def sigmoid_array(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _glu_backward(grad, self, dim):
+    first, second = np.split(self, 2, axis=dim)
+    gate = sigmoid_array(second)
+    return np.concatenate([grad * gate, grad * first * gate * (1 - gate)], axis=dim)
+
+
+def erfinv(y):
+    """The inverse error function in float64 (NumPy has none): Giles' single-precision rational
+    approximation, refined by two Halley steps on erf (or on erfc in the tails, where erf's
+    values crowd together), which bring it to double precision."""
+    y = np.asarray(y, dtype=np.float64)
+    a = np.abs(y)
+    w = -np.log((1.0 - a) * (1.0 + a))
+    small = w < 5.0
+    ws = np.where(small, w - 2.5, 0.0)
+    p = 2.81022636e-08
+    for c in (
+        3.43273939e-07,
+        -3.5233877e-06,
+        -4.39150654e-06,
+        0.00021858087,
+        -0.00125372503,
+        -0.00417768164,
+        0.246640727,
+        1.50140941,
+    ):
+        p = c + p * ws
+    wl = np.sqrt(np.where(small, 5.0, w)) - 3.0
+    q = -0.000200214257
+    for c in (
+        0.000100950558,
+        0.00134934322,
+        -0.00367342844,
+        0.00573950773,
+        -0.0076224613,
+        0.00943887047,
+        1.00167406,
+        2.83297682,
+    ):
+        q = c + q * wl
+    x = np.where(small, p, q) * a
+    inside = (a < 1) & (a > 0)
+    x = np.where(inside, x, 0.0)
+    tail = a > 0.5
+    for _ in range(3):
+        slope = 1.1283791670955126 * np.exp(-x * x)  # d erf / dx
+        # Near zero Halley on erf(x) = a; in the tails Newton on log(erfc(x)) = log(1 - a), which
+        # is nearly linear there (1 - a is exact for a > 0.5).
+        complement = _erfc_exact(np.where(tail, x, 0.0))
+        log_step = (np.log(complement) - np.log1p(-a)) * complement / slope
+        step = (_erf_exact(x) - a) / slope
+        step = step / (1.0 + x * step)
+        x = x - np.where(inside, np.where(tail, -log_step, step), 0.0)
+    x = np.where(a == 1, np.inf, x)
+    x = np.where((a > 1) | np.isnan(a), np.nan, x)
+    return np.copysign(x, y)
+
+
+def _log_sigmoid_backward(grad, self, buffer):
+    """PyTorch's CPU formula, from the buffer ``exp(-|x|)`` the forward kept."""
+    fraction = buffer / (1 + buffer)
+    return grad * np.where(self < 0, 1 - fraction, fraction).astype(grad.dtype, copy=False)
+
+
+def _mish_backward(grad, self):
+    sigmoid = _sigmoid(self)
+    tanh_softplus = np.tanh(np.logaddexp(0, self))
+    return grad * (tanh_softplus + self * sigmoid * (1 - tanh_softplus * tanh_softplus))
+
+
+def _not_implemented(what):
+    raise NotImplementedError(f"the derivative for '{what}' is not implemented.")
+
+
+def _elu_result_alpha(alpha):
+    """The backward of an in-place elu reads its result, which a negative alpha makes ambiguous:
+    PyTorch refuses, when backward runs."""
+    if alpha < 0:
+        raise RuntimeError(
+            "In-place elu backward calculation is triggered with a negative slope which is not "
+            "supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead."
+        )
+    return alpha
+
+
+def _sinc_backward(grad, self):
+    scaled = self * np.pi
+    out = grad * (scaled * np.cos(scaled) - np.sin(scaled)) / (self * self * np.pi)
+    return np.where(self * self * np.pi == 0, 0, out).astype(grad.dtype, copy=False)
+
+
+def _sgn_backward(grad, self, result):
+    size = np.abs(self)
+    out = (grad - result * result * grad) / (2 * size)
+    return np.where(size == 0, 0, out).astype(grad.dtype, copy=False)
+
+
+def _logit_backward(grad, self, eps):
+    out = grad / (self * (1 - self))
+    if eps is None:
+        return np.where((self < 0) | (self > 1), np.nan, out).astype(grad.dtype, copy=False)
+    return np.where((self < eps) | (self > 1 - eps), 0, out).astype(grad.dtype, copy=False)
+
+
+def _xlogy_array(x, y):
+    out = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), 0, out).astype(out.dtype, copy=False)
+
+
+def _copysign_backward(grad, self, result):
+    ratio = np.where(self == 0, 0, result / self)
+    return (grad * ratio).astype(grad.dtype, copy=False)
+
+
+def _smooth_l1_loss_backward(grad, self, target, reduction, beta):
+    diff = self - target
+    slope = np.where(np.abs(diff) < beta, diff / beta, np.sign(diff))
+    return (grad * slope / nn_kernels.mean_scale(reduction, diff.size)).astype(diff.dtype)
+
+
+def _huber_loss_backward(grad, self, target, reduction, delta):
+    diff = self - target
+    slope = np.clip(diff, -delta, delta)
+    return (grad * slope / nn_kernels.mean_scale(reduction, diff.size)).astype(diff.dtype)
+
+
+def _soft_margin_loss_backward(grad, self, target, reduction):
+    z = np.exp(-target * self)
+    return (-target * z / (1 + z) * grad / nn_kernels.mean_scale(reduction, self.size)).astype(
+        self.dtype
+    )
+
+
+ARRAY_NAMESPACE.update(
+    {
+        "smooth_l1_loss_backward": _smooth_l1_loss_backward,
+        "huber_loss_backward": _huber_loss_backward,
+        "soft_margin_loss_backward": _soft_margin_loss_backward,
+        "sinc_backward": _sinc_backward,
+        "sgn_backward": _sgn_backward,
+        "logit_backward": _logit_backward,
+        "xlogy": _xlogy_array,
+        "copysign_backward": _copysign_backward,
+        "isfinite": np.isfinite,
+        "elu_result_alpha": _elu_result_alpha,
+        "not_implemented": _not_implemented,
+        "glu_backward": _glu_backward,
+        "sinh": np.sinh,
+        "cosh": np.cosh,
+        "tanh": np.tanh,
+        "sigmoid": _sigmoid,
+        "rsqrt": lambda x: 1 / np.sqrt(x),
+        "erfinv": lambda x: erfinv(x).astype(x.dtype, copy=False),
+        "log_sigmoid_backward": _log_sigmoid_backward,
+        "mish_backward": _mish_backward,
+    }
+)
+
+
+def more_elementwise_tensor_namespace():
+    """The Tensor versions of the functions above (merged into ``tensor_namespace()``)."""
+    import nbgrad as nb
+
+    def log_sigmoid_backward(grad, self, buffer):
+        return grad * (-self).sigmoid()
+
+    def glu_backward(grad, self, dim):
+        half = self.shape[dim] // 2
+        first, gate = self.narrow(dim, 0, half), self.narrow(dim, half, half).sigmoid()
+        return nb.cat([grad * gate, grad * first * gate * (1 - gate)], dim)
+
+    def mish_backward(grad, self):
+        tanh_softplus = nb.nn.functional.softplus(self).tanh()
+        return grad * (tanh_softplus + self * self.sigmoid() * (1 - tanh_softplus * tanh_softplus))
+
+    def sinc_backward(grad, self):
+        scaled = self * math.pi
+        squared = self * self * math.pi
+        out = grad * (scaled * scaled.cos() - scaled.sin()) / squared
+        return nb.where(squared == 0, 0.0, out)
+
+    def sgn_backward(grad, self, result):
+        size = self.abs()
+        return ((grad - result * result * grad) / (2 * size)).masked_fill(size == 0, 0.0)
+
+    def logit_backward(grad, self, eps):
+        out = grad / (self * (1 - self))
+        if eps is None:
+            return out.masked_fill((self < 0) | (self > 1), math.nan)
+        return out.masked_fill((self < eps) | (self > 1 - eps), 0.0)
+
+    def copysign_backward(grad, self, result):
+        return grad * (result / self).masked_fill(self == 0, 0.0)
+
+    def smooth_l1_loss_backward(grad, self, target, reduction, beta):
+        diff = self - target
+        slope = nb.where(diff.abs() < beta, diff / beta, diff.sign())
+        return grad * slope / nn_kernels.mean_scale(reduction, diff.numel())
+
+    def huber_loss_backward(grad, self, target, reduction, delta):
+        diff = self - target
+        return grad * diff.clamp(-delta, delta) / nn_kernels.mean_scale(reduction, diff.numel())
+
+    def soft_margin_loss_backward(grad, self, target, reduction):
+        target = nb.as_tensor(np.asarray(target, dtype=self.dtype.numpy))
+        scale = nn_kernels.mean_scale(reduction, self.numel())
+        return -target * (-target * self).sigmoid() * grad / scale
+
+    return {
+        "smooth_l1_loss_backward": smooth_l1_loss_backward,
+        "huber_loss_backward": huber_loss_backward,
+        "soft_margin_loss_backward": soft_margin_loss_backward,
+        "sinc_backward": sinc_backward,
+        "sgn_backward": sgn_backward,
+        "logit_backward": logit_backward,
+        "xlogy": nb.xlogy,
+        "copysign_backward": copysign_backward,
+        "isfinite": nb.isfinite,
+        "elu_result_alpha": _elu_result_alpha,
+        "not_implemented": _not_implemented,
+        "glu_backward": glu_backward,
+        "sinh": nb.sinh,
+        "cosh": nb.cosh,
+        "tanh": nb.tanh,
+        "sigmoid": nb.sigmoid,
+        "rsqrt": nb.rsqrt,
+        "erfinv": nb.erfinv,
+        "log_sigmoid_backward": log_sigmoid_backward,
+        "mish_backward": mish_backward,
     }

@@ -7,7 +7,7 @@ only as methods (``x.float()``, ``x.view_as(y)``, ``x.to(...)``).
 
 import warnings
 
-from nbgrad import dtypes
+from nbgrad import devices, dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import functions as F
@@ -168,19 +168,21 @@ METHOD_ONLY = {
 def _to(self, *args, **kwargs):
     """``x.to(dtype)``, ``x.to("cpu")``, ``x.to(other)``, ``x.to("cpu", torch.float64)``."""
     target = kwargs.pop("dtype", None)
-    kwargs.pop("device", None)
+    device = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
     copy = kwargs.pop("copy", False)
+    kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for arg in args:
         if isinstance(arg, Tensor):
             target = arg._dtype
-        elif isinstance(arg, str):
-            if arg.split(":")[0] != "cpu":
-                raise RuntimeError(f"nbgrad runs on the CPU only; cannot move a tensor to {arg!r}")
+        elif isinstance(arg, (str, int, devices.device)) and not isinstance(arg, bool):
+            device = arg
         elif arg is not None:
             target = arg
+    if device is not None:
+        devices.check(device)
     result = self if target is None else F.to_dtype(self, target)
     return F.clone(result) if copy and result is self else result
 
@@ -210,10 +212,13 @@ def _transposed(self):
     return F.permute(self, tuple(reversed(range(ndim))))
 
 
-def _type(self, dtype=None):
+def _type(self, dtype=None, non_blocking=False, **kwargs):
+    """``x.type()``: its legacy type's name; ``x.type(torch.DoubleTensor)``: converted."""
+    from nbgrad.legacy import resolve_type
+
     if dtype is None:
         return f"torch.{dtypes.LEGACY_TYPE_NAMES[self._dtype]}"
-    return F.to_dtype(self, dtype)
+    return F.to_dtype(self, resolve_type(dtype))
 
 
 def install():

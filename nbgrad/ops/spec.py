@@ -10,6 +10,8 @@ nbgrad's own differentiable operations (``create_graph=True``, so backward build
 widget shows the very same text, so the engine and the pictures cannot disagree.
 """
 
+from nbgrad.generated import compile_registered
+
 
 class OpSpec:
     """The declaration of one differentiable operation.
@@ -30,6 +32,9 @@ class OpSpec:
               checking it (element-wise functions)
     view      the result shares memory (and so the version counter) with ``inputs[0]``
     variadic  the single input is a list of tensors (cat, stack); its formula returns a list
+    multi_output  the forward returns a list of arrays, each a differentiable output of the one
+              node (split, unbind, var_mean); ``grad`` in its formulas is then the list of their
+              gradients (zeros for an output that got none), and ``result0`` saves the first
     promote   bring the inputs to one dtype first, by PyTorch's type-promotion rules
     floating  integer inputs become the default float dtype first (exp, mean, true division)
 
@@ -68,6 +73,7 @@ class OpSpec:
         "constants",
         "same_shape",
         "variadic",
+        "multi_output",
         "promote",
         "floating",
         "node_class",
@@ -91,6 +97,7 @@ class OpSpec:
         extra_outputs=(),
         view=False,
         variadic=False,
+        multi_output=False,
         promote=False,
         floating=False,
         constants=None,
@@ -117,6 +124,7 @@ class OpSpec:
         self.constants = dict(constants or {})
         self.same_shape = same_shape
         self.variadic = variadic
+        self.multi_output = multi_output
         self.promote = promote
         self.floating = floating
         self.function = function
@@ -160,7 +168,7 @@ class OpSpec:
         """Where a saved name's value comes from: ("input", i), ("result", 0), ("attr", j), ..."""
         if saved in self.inputs:
             return ("input", self.inputs.index(saved))
-        if saved == "result":
+        if saved == "result" or (saved == "result0" and self.multi_output):
             return ("result", 0)
         if saved in self.attrs:
             return ("attr", self.attrs.index(saved))
@@ -190,7 +198,8 @@ class OpSpec:
                 continue
             source = f"lambda {params}: {text}"
             scope = {**namespace, "__name__": "nbgrad.ops.formulas"}
-            vjps.append(eval(compile(source, f"<{self.node}: {inp}>", "eval"), scope))  # noqa: S307 - our own table
+            code = compile_registered(source, f"<{self.node}: {inp}>", "eval")
+            vjps.append(eval(code, scope))  # noqa: S307 - our own table
         return tuple(vjps)
 
     @property
@@ -214,12 +223,14 @@ class OpSpec:
             for i, inp in enumerate(self.inputs):
                 if needs >> i & 1 and inp in self.formula_names:
                     used |= self.formula_names[inp]
-            # Tensors are kept only when a needed formula reads them; sizes, dims and other
-            # small values always (PyTorch shows ``_saved_alpha`` even when nothing needs it).
+            # Inputs are kept only when a needed formula reads them; the result, sizes, dims and
+            # other small values always (PyTorch's generated code saves outputs unconditionally:
+            # ``b ** e`` shows ``_saved_result`` when only ``b`` needs a gradient, and it shows
+            # ``_saved_alpha`` even when nothing needs it).
             positions = tuple(
                 (i, kind, index)
                 for i, (s, (kind, index)) in enumerate(zip(self.saves, self.save_sources))
-                if s in used or kind not in ("input", "result")
+                if s in used or kind != "input"
             )
             self.saves_for_needs[needs] = positions
         return positions

@@ -1,4 +1,25 @@
 from nbgrad.nn.modules.activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from nbgrad.nn.modules.activation_more import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from nbgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
 from nbgrad.nn.modules.conv import Conv1d, Conv2d
 from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d
@@ -12,6 +33,21 @@ from nbgrad.nn.modules.loss import (
     L1Loss,
     MSELoss,
     NLLLoss,
+)
+from nbgrad.nn.modules.loss_more import (
+    CosineEmbeddingLoss,
+    CosineSimilarity,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    HuberLoss,
+    KLDivLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    PairwiseDistance,
+    PoissonNLLLoss,
+    SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm

@@ -319,8 +319,8 @@ class Module:
     # --- dtype ------------------------------------------------------------------------------
 
     def to(self, *args, **kwargs):
-        """``to(dtype)`` converts floating parameters and buffers in place; devices other than
-        the CPU are not available."""
+        """``to(dtype)`` converts floating parameters and buffers in place; moving them to a
+        device other than the CPU raises what a CPU-only PyTorch raises."""
         from nbgrad import dtypes
 
         dtype = kwargs.pop("dtype", None)
@@ -335,15 +335,15 @@ class Module:
                 dtype = arg.dtype
             else:
                 device = arg
-        if device is not None and str(device).split(":")[0] != "cpu":
-            raise RuntimeError(f"nbgrad runs on the CPU only; cannot move a module to {device!r}")
-        if dtype is None:
-            return self
-        if not dtype.is_floating_point:
+        if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                 f"dtype={dtype}"
             )
+        if device is not None:
+            self._move_to(device)
+        if dtype is None:
+            return self
         return self._apply_to_floating(lambda array: array.astype(dtype.numpy))
 
     def _apply_to_floating(self, convert):
@@ -382,6 +382,23 @@ class Module:
 
     def cpu(self):
         return self
+
+    def cuda(self, device=None):
+        return self._move_to("cuda" if device is None else device)
+
+    def _move_to(self, device):
+        """PyTorch parses the device, and moves each tensor: with none, nothing fails."""
+        from nbgrad import devices
+
+        device = devices.device(device)
+        if any(True for _ in self._tensors()):
+            devices.check(device)
+        return self
+
+    def _tensors(self):
+        for module in self.modules():
+            for registry in (module._parameters, module._buffers):
+                yield from (t for t in registry.values() if t is not None)
 
     def type(self, dst_type):
         return self.to(dst_type)

@@ -17,10 +17,7 @@ import math
 import numbers
 import warnings
 
-import numpy as np
-
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.function import Function
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.nn import functional as F
 from nbgrad.nn import init
@@ -30,59 +27,16 @@ from nbgrad.ops import creation
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
 
-# --- the multi-output shape ops the decomposition uses --------------------------------------
-# unbind and unsafe_split return several differentiable outputs from one node; nbgrad's op
-# table has single-output ops only, so these two are autograd Functions whose nodes carry
-# PyTorch's names and saved values.
-
-
-class _Unbind(Function):
-    @staticmethod
-    def forward(ctx, x, dim):
-        ctx._saved_dim = dim
-        ctx.dim = dim
-        moved = np.moveaxis(x._data, dim, 0)
-        return tuple(Tensor._make(np.ascontiguousarray(part)) for part in moved)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return ops.stack(grads, ctx.dim), None
-
-
-class _UnsafeSplit(Function):
-    @staticmethod
-    def forward(ctx, x, split_size, dim):
-        ctx._saved_dim = dim
-        ctx._saved_split_size = split_size
-        ctx._saved_self_sym_sizes = tuple(x.shape)
-        ctx.dim = dim
-        pieces = range(0, x.shape[dim], split_size)
-        return tuple(
-            Tensor._make(np.ascontiguousarray(np.take(x._data, range(i, i + split_size), dim)))
-            for i in pieces
-        )
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return ops.cat(grads, ctx.dim), None, None
-
-
-for _function, _node in ((_Unbind, "UnbindBackward0"), (_UnsafeSplit, "UnsafeSplitBackward0")):
-    _function._backward_cls.__name__ = _function._backward_cls.__qualname__ = _node
-    _function._backward_cls.__module__ = "torch.autograd.graph"
+# --- the multi-output shape ops the decomposition uses ----------------------------------------
 
 
 def _unbind(x, dim=0):
-    if not x.requires_grad:
-        return tuple(ops.select(x, dim, i) for i in range(x.shape[dim]))
-    return _Unbind.apply(x, dim)
+    return ops.unbind(x, dim)
 
 
 def _unsafe_chunk(x, chunks, dim):
-    size = x.shape[dim] // chunks
-    if not x.requires_grad:
-        return tuple(ops.narrow(x, dim, i * size, size) for i in range(chunks))
-    return _UnsafeSplit.apply(x, size, dim)
+    """ATen's unsafe_chunk: one UnsafeSplitBackward0 node for all the pieces."""
+    return run_op(OPS["unsafe_split"], (x,), (x.shape[dim] // chunks, dim))
 
 
 # --- cells (ATen's SimpleCell, LSTMCell, GRUCell) --------------------------------------------

@@ -18,8 +18,14 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     indexing,
     inplace,
     linalg,
+    linalg_more,
+    more_elementwise,
     reductions,
+    reductions_more,
+    scatter,
+    selection,
     shapes,
+    shapes_more,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them
 from nbgrad.ops.functions.reductions import vector_norm  # nbgrad.linalg.norm

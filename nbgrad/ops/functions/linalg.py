@@ -96,7 +96,7 @@ def bmm(input, mat2):  # noqa: A002
     return run_op(OPS["bmm"], (input, mat2))
 
 
-@public(function=True, out=True)
+@public(function=True, method=True, out=True)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     a, b = mat1._data.shape, mat2._data.shape
     if a[1] != b[0]:

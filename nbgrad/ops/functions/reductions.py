@@ -116,19 +116,39 @@ def amin(input, dim=(), keepdim=False):  # noqa: A002
 
 @public(function=True, method=True)
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):  # noqa: A002
-    """``x.norm()``: the 2-norm (Frobenius for matrices) or the 1-norm, over ``dim`` or all."""
+    """``x.norm()``: a vector norm of any order (Frobenius: 2) over ``dim`` or all elements."""
     if dtype is not None:
         input = input.to(dtype)
-    return vector_norm(input, 2 if p == "fro" else p, dim, keepdim)
+    if p == "nuc":
+        raise NotImplementedError("nbgrad has no nuclear norm (it needs a differentiable SVD)")
+    if isinstance(p, str) and p != "fro":
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    return vector_norm(input, 2 if p == "fro" or p is None else p, dim, keepdim)
 
 
 def vector_norm(input, ord=2, dim=None, keepdim=False):  # noqa: A002
-    if ord not in (1, 2):
-        raise NotImplementedError(f"nbgrad computes 1- and 2-norms only, not ord={ord}")
+    if not isinstance(ord, (int, float)) or isinstance(ord, bool):
+        raise TypeError(
+            "linalg_vector_norm(): argument 'ord' (position 2) must be Number, not "
+            + type(ord).__name__
+        )
     if not input._dtype.is_floating_point:
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
             f"{dtypes.LEGACY_TYPE_NAMES[input._dtype][:-6]}"
         )
     dims = None if dim is None else _dims(dim, input.dim())
-    return run_op(OPS["linalg_vector_norm"], (input,), (ord, dims, keepdim))
+    if (ord < 0 or ord == float("inf")) and input._data.size == 0:
+        if dims is None:
+            raise RuntimeError(
+                f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor because "
+                "the operation does not have an identity"
+            )
+        for d in dims:
+            if input.dim() and input._data.shape[d] == 0:
+                raise RuntimeError(  # PyTorch's message lacks the space before "because"
+                    f"linalg.vector_norm cannot compute the {ord} norm on the dimension {d}"
+                    "because this dimension is empty and the operation does not have an identity"
+                )
+    entry = "linalg_vector_norm" if ord in (1, 2) else "linalg_vector_norm_ord"
+    return run_op(OPS[entry], (input,), (ord, dims, keepdim))

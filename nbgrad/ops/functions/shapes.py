@@ -321,7 +321,7 @@ def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
                 f"Size does not match at dimension {d} expected index [{_listed(index.shape)}] to "
                 f"be no larger than self [{_listed(input.shape)}] apart from dimension {dim}"
             )
-    size = input._data.shape[dim]
+    size = input._data.shape[dim] if input.dim() else 1
     bad = index._data[(index._data < -size) | (index._data >= size)]
     if bad.size:
         raise RuntimeError(

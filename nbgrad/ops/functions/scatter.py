@@ -1,0 +1,184 @@
+"""Writes at indices: ``scatter``, ``scatter_add``, ``index_add``, ``index_fill``, ``index_copy``,
+and their in-place methods (``x.scatter_(...)``), as PyTorch records them."""
+
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions._common import _listed, _number
+from nbgrad.ops.public import public
+
+
+def _scatter_args(name, input, dim, index, src):  # noqa: A002
+    dim_ = _wrap_dim(dim, input.dim())
+    if index._dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    if index.dim() != input.dim() and index.numel():
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if isinstance(src, Tensor) and src._dtype is not input._dtype:
+        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+    for d, (i, s) in enumerate(zip(index._data.shape, input._data.shape)):
+        if d != dim_ and i > s:
+            raise RuntimeError(
+                f"Expected index {list(index.shape)} to be no larger than self "
+                f"{list(input.shape)} apart from dimension {dim_}"
+                + (
+                    f" and to be no larger size than src {list(src.shape)}"
+                    if isinstance(src, Tensor)
+                    else ""
+                )
+            )
+    size = input._data.shape[dim_] if input.dim() else 1
+    bad = index._data[(index._data < -size) | (index._data >= size)]
+    if bad.size:
+        raise RuntimeError(
+            f"index {bad.flat[0]} is out of bounds for dimension {dim_} with size {size}"
+        )
+    return index._data.astype("int64")
+
+
+def _scatter(input, dim, index, src, reduce, inplace):  # noqa: A002
+    if reduce is not None:
+        raise NotImplementedError("nbgrad's scatter takes no reduce= (use scatter_add)")
+    run = (
+        (lambda spec, others, attrs: run_inplace(spec, input, others, attrs))
+        if inplace
+        else (lambda spec, others, attrs: run_op(spec, (input, *others), attrs))
+    )
+    name = "scatter_" if inplace else "scatter"
+    if isinstance(src, Tensor):
+        array = _scatter_args(name, input, dim, index, src)
+        return run(OPS["scatter"], (src,), (dim, array))
+    array = _scatter_args(name, input, dim, index, None)
+    return run(OPS["scatter_value"], (), (dim, array, _number(src)))
+
+
+@public(function=True, method=True, out=True)
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    return _scatter(input, dim, index, value if src is None else src, reduce, False)
+
+
+@public(method=True)
+def scatter_(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    return _scatter(input, dim, index, value if src is None else src, reduce, True)
+
+
+def _scatter_add(input, dim, index, src, inplace):  # noqa: A002
+    array = _scatter_args("scatter_add_" if inplace else "scatter_add", input, dim, index, src)
+    if inplace:
+        return run_inplace(OPS["scatter_add"], input, (src,), (dim, array))
+    return run_op(OPS["scatter_add"], (input, src), (dim, array))
+
+
+@public(function=True, method=True, out=True)
+def scatter_add(input, dim, index, src):  # noqa: A002
+    return _scatter_add(input, dim, index, src, False)
+
+
+@public(method=True)
+def scatter_add_(input, dim, index, src):  # noqa: A002
+    return _scatter_add(input, dim, index, src, True)
+
+
+def _index_args(name, input, dim, index, source=None):  # noqa: A002
+    """PyTorch's checks of index_add / index_fill / index_copy, each with its own messages."""
+    wrapped = _wrap_dim(dim, input.dim())
+    if index.dim() > 1:
+        if name == "index_add":
+            raise IndexError(
+                f"index_add_(): Index is supposed to be a vector, but got dim: {index.dim()} with "
+                f"type: {dtypes.LEGACY_TYPE_NAMES[index._dtype][:-6]} and size: "
+                f"{list(index.shape)}"
+            )
+        if name == "index_copy":
+            raise IndexError(
+                f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})"
+            )
+        raise RuntimeError("Index has to be a vector/scalar")
+    if index._dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError(f"{name}_(): Expected dtype int32/int64 for index")
+    size = input._data.shape[wrapped] if input.dim() else 1
+    if source is not None and input.dim():
+        rest = [s for d, s in enumerate(input._data.shape) if d != wrapped]
+        source_rest = [s for d, s in enumerate(source._data.shape) if d != wrapped]
+        if source.dim() and rest != source_rest:
+            if name == "index_add":
+                raise RuntimeError(
+                    "source tensor shape must match self tensor shape, excluding the specified "
+                    f"dimension. Got self.shape = {list(input.shape)} source.shape = "
+                    f"{list(source.shape)}"
+                )
+            raise RuntimeError(
+                "index_copy_(): Source/destination tensor must have same slice shapes. "
+                f"Destination slice shape: {_listed(rest)} at dimension {wrapped} and source "
+                f"slice shape: {_listed(source_rest)} at dimension {wrapped}."
+            )
+    bad = index._data[(index._data < -size) | (index._data >= size)]
+    if bad.size:
+        message = f"index {bad.flat[0]} is out of bounds for dimension {wrapped} with size {size}"
+        if name == "index_add":
+            raise RuntimeError(message)
+        raise IndexError(("index_copy_(): " if name == "index_copy" else "") + message)
+    return index._data.reshape(-1).astype("int64")
+
+
+def _index_add(input, dim, index, source, alpha, inplace):  # noqa: A002
+    array = _index_args("index_add", input, dim, index, source)
+    attrs = (dim, array, alpha, source.dim())
+    if inplace:
+        return run_inplace(OPS["index_add"], input, (source,), attrs)
+    return run_op(OPS["index_add"], (input, source), attrs)
+
+
+@public(function=True, method=True, out=True)
+def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
+    return _index_add(input, dim, index, source, alpha, False)
+
+
+@public(method=True)
+def index_add_(input, dim, index, source, *, alpha=1):  # noqa: A002
+    return _index_add(input, dim, index, source, alpha, True)
+
+
+def _index_fill(input, dim, index, value, inplace):  # noqa: A002
+    if isinstance(value, Tensor):
+        if value.dim():
+            raise RuntimeError(
+                "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.dim()} dimension(s)."
+            )
+        if value._requires_grad:
+            raise NotImplementedError("nbgrad's index_fill takes no value that requires grad")
+        value = value.item()
+    array = _index_args("index_fill", input, dim, index)
+    if inplace:
+        return run_inplace(OPS["index_fill"], input, (), (dim, array, value))
+    return run_op(OPS["index_fill"], (input,), (dim, array, value))
+
+
+@public(function=True, method=True)
+def index_fill(input, dim, index, value):  # noqa: A002
+    return _index_fill(input, dim, index, value, False)
+
+
+@public(method=True)
+def index_fill_(input, dim, index, value):  # noqa: A002
+    return _index_fill(input, dim, index, value, True)
+
+
+def _index_copy(input, dim, index, source, inplace):  # noqa: A002
+    array = _index_args("index_copy", input, dim, index, source)
+    attrs = (dim, array, source.dim())
+    if inplace:
+        return run_inplace(OPS["index_copy"], input, (source,), attrs)
+    return run_op(OPS["index_copy"], (input, source), attrs)
+
+
+@public(function=True, method=True, out=True)
+def index_copy(input, dim, index, source):  # noqa: A002
+    return _index_copy(input, dim, index, source, False)
+
+
+@public(method=True)
+def index_copy_(input, dim, index, source):  # noqa: A002
+    return _index_copy(input, dim, index, source, True)

@@ -1,0 +1,29 @@
+"""Code nbgrad writes at run time shows its lines in tracebacks, as a file's code does."""
+
+import traceback
+
+import numpy as np
+import pytest
+
+import nbgrad
+from nbgrad.generated import source
+
+
+def test_a_traceback_through_a_written_out_backward_shows_its_line():
+    x = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    y.grad_fn._saved[0].data = np.ones(3)  # a saved value of the wrong shape: the formula fails
+    with pytest.raises(ValueError) as failure:
+        y.sum().backward()
+    frames = traceback.extract_tb(failure.value.__traceback__)
+    (frame,) = [f for f in frames if f.filename == "<MulBackward0 backward>"]
+    assert "(grad * other) if edge0 is not None else None" in frame.line
+
+
+def test_generated_sources_can_be_read_whole():
+    x = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    (x.exp() * 2).sum().backward()
+    text = source("<ExpBackward0 backward>")
+    assert text.startswith("def apply(node, grads, create_graph):")
+    assert "grad * result" in text
+    assert source("<ExpBackward0: self>") == "lambda grad, result: grad * result"

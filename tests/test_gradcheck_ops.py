@@ -23,6 +23,7 @@ import pytest
 
 import nbgrad as torch
 from nbgrad.autograd import gradcheck, gradgradcheck, observe
+from nbgrad.autograd.dispatch import run_op
 from nbgrad.ops.derivatives import OPS
 
 # --- inputs --------------------------------------------------------------------------------------
@@ -627,6 +628,53 @@ case(
     "avg_pool2d-divisor",
     lambda x: F.avg_pool2d(x, 3, stride=2, ceil_mode=True, divisor_override=2),
     normal(1, 1, 4, 4),
+)
+# Adaptive pooling, transposed convolution, interpolation, batch_first recurrent output.
+case("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (2, 3)), normal(1, 2, 5, 4))
+case("adaptive_max_pool2d", lambda x: F.adaptive_max_pool2d(x, (2, 2)), distinct(1, 2, 5, 4))
+case(
+    "conv_transpose2d",
+    lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+    normal(1, 2, 3, 3),
+    normal(2, 2, 3, 3),
+    normal(2),
+)
+case(
+    "conv_transpose1d-groups-dilation",
+    lambda x, w: F.conv_transpose1d(x, w, groups=2, dilation=2, output_padding=1, stride=2),
+    normal(1, 2, 4),
+    normal(2, 1, 3),
+)
+for _mode, _shape, _options in [
+    ("nearest", (1, 2, 3, 4), {"scale_factor": 1.5}),
+    ("nearest", (1, 2, 4), {"scale_factor": 2}),
+    ("nearest-exact", (1, 2, 3, 4), {"size": (5, 2)}),
+    ("nearest-exact", (1, 2, 4), {"size": 7}),
+    ("bilinear", (1, 2, 3, 4), {"size": (5, 3)}),
+    ("linear", (1, 2, 4), {"size": 6, "align_corners": True}),
+]:
+    case(
+        f"interpolate-{_mode}-{len(_shape) - 2}d",
+        lambda x, m=_mode, o=_options: F.interpolate(x, mode=m, **o),
+        normal(*_shape),
+    )
+case("max_pool3d", lambda x: F.max_pool3d(x, 2, 1, 1), distinct(1, 1, 3, 3, 4))
+case(
+    "avg_pool3d",
+    lambda x: F.avg_pool3d(x, 2, 2, 1, ceil_mode=True, count_include_pad=False),
+    normal(1, 1, 3, 3, 4),
+)
+case("adaptive_avg_pool3d", lambda x: F.adaptive_avg_pool3d(x, (2, 3, 2)), normal(1, 1, 3, 4, 5))
+case("adaptive_max_pool3d", lambda x: F.adaptive_max_pool3d(x, 2), distinct(1, 1, 3, 4, 5))
+case(
+    "unsafe_split",  # the gates of an LSTM cell (ATen's unsafe_chunk)
+    lambda x: run_op(OPS["unsafe_split"], (x,), (2, 1))[1] * 2.0,
+    normal(2, 6),
+)
+case(
+    "transpose_inplace",  # a batch_first RNN's output (ATen's output.transpose_(0, 1))
+    lambda x: run_op(OPS["transpose_inplace"], (x,), (0, 1)),
+    normal(3, 2, 4),
 )
 case("pad-constant", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), normal(2, 3))
 case("pad-constant-crop", lambda x: F.pad(x, (-1, 1)), normal(2, 3))

@@ -8,6 +8,7 @@ table ops of the layer. Where PyTorch has a dedicated backward node (``Convoluti
 so that ``grad_fn`` and ``next_functions`` read the same as PyTorch's.
 """
 
+import math
 import numbers
 import warnings
 
@@ -18,7 +19,7 @@ from nbgrad.autograd import grad_mode
 from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.node import save
 from nbgrad.autograd.tensor import Size, Tensor, _wrap_dim
-from nbgrad.ops import creation, nn_kernels
+from nbgrad.ops import creation, layer_kernels, nn_kernels
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
 
@@ -243,6 +244,110 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+def _legacy_name(tensor):
+    return "torch." + dtypes.LEGACY_TYPE_NAMES[tensor._dtype]
+
+
+def _conv_transpose(
+    input, weight, bias, stride, padding, output_padding, groups, dilation, spatial_dims, name
+):
+    dims = spatial_dims + 2
+    if input.dim() not in (dims - 1, dims):
+        raise RuntimeError(
+            f"Expected {dims - 1}D (unbatched) or {dims}D (batched) input to {name}, but got "
+            f"input of size: {_shape_text(input.shape)}"
+        )
+    stride = _tuple(stride, spatial_dims, "stride")
+    padding = _tuple(padding, spatial_dims, "padding")
+    output_padding = _tuple(output_padding, spatial_dims, "output_padding")
+    dilation = _tuple(dilation, spatial_dims, "dilation")
+    unbatched = input.dim() == dims - 1
+    if unbatched:
+        input = ops.unsqueeze(input, 0)
+    if input._dtype is not weight._dtype:
+        raise RuntimeError(
+            f"Input type ({_legacy_name(input)}) and weight type ({_legacy_name(weight)}) should "
+            "be the same or input should be a MKLDNN tensor and weight is a dense tensor"
+        )
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+            f"but got weight of size [{_shape_text(weight.shape)}] instead"
+        )
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {_shape_text(weight.shape)}, expected "
+            f"input{_shape_text(input.shape)} to have {weight.shape[0]} channels, but got "
+            f"{input.shape[1]} channels instead"
+        )
+    out_channels = weight.shape[1] * groups
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {_shape_text(weight.shape)}, expected bias to "
+            f"be 1-dimensional with {out_channels} elements, but got bias of size "
+            f"{_shape_text(bias.shape)} instead"
+        )
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        labels = ("height", "width") if spatial_dims == 2 else ("",)
+        parts = [
+            *(f"output_padding_{w}: {v}" for w, v in zip(labels, output_padding)),
+            *(f"stride_{w}: {v}" for w, v in zip(labels, stride)),
+            *(f"dilation_{w}: {v}" for w, v in zip(labels, dilation)),
+        ]
+        if spatial_dims == 1:
+            parts = [
+                f"output_padding: {output_padding[0]}",
+                f"stride: {stride[0]}",
+                f"dilation: {dilation[0]}",
+            ]
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got "
+            + " ".join(parts)
+        )
+    sizes = [
+        layer_kernels.transposed_size(s, k, st, p, d, op)
+        for s, k, st, p, d, op in zip(
+            input.shape[2:], weight.shape[2:], stride, padding, dilation, output_padding
+        )
+    ]
+    if min(sizes) < 1:
+        raise RuntimeError(
+            f"Given input size per channel: ({' x '.join(map(str, input.shape[2:]))}). "
+            f"Calculated output size per channel: ({' x '.join(map(str, sizes))}). Output size "
+            "is too small"
+        )
+    attrs = (
+        stride,
+        padding,
+        dilation,
+        True,  # transposed
+        output_padding,
+        groups,
+        (0,) if bias is None else tuple(bias.shape),
+    )
+    out = run_op(OPS["convolution_transposed"], (input, weight, bias), attrs)
+    return ops.squeeze(out, 0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):  # fmt: skip
+    """The transpose (gradient) of conv1d: each input element spreads, times the kernel, over a
+    window of the output. ``weight`` is (in_channels, out_channels / groups, k)."""
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+        "conv_transpose1d",
+    )  # fmt: skip
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):  # fmt: skip
+    """The transpose (gradient) of conv2d, as ``conv_transpose1d`` in two dims."""
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+        "conv_transpose2d",
+    )  # fmt: skip
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Every kernel-sized block of a (N, C, H, W) or (C, H, W) input as a column: the "im2col"
     that convolution is built on."""
@@ -368,6 +473,371 @@ def avg_pool2d(
         divisor_override,
     )
     return run_op(OPS["avg_pool2d"], (input,), attrs)
+
+
+def _adaptive_size(output_size, input, dims, name):
+    sizes = (output_size,) * dims if isinstance(output_size, numbers.Integral) else output_size
+    sizes = tuple(sizes)
+    if len(sizes) != dims:
+        if name.startswith("adaptive_max_pool"):
+            raise RuntimeError(f"{name}(): internal error: output_size.size() must be {dims}")
+        raise RuntimeError(f"{name}: output_size must be {dims}")
+    sizes = tuple(input.shape[-dims + i] if s is None else int(s) for i, s in enumerate(sizes))
+    if any(s < 0 for s in sizes):
+        shown = ", ".join(map(str, sizes))
+        raise RuntimeError(
+            f"{name}: elements of output_size must be greater than or equal to 0 but received "
+            f"{{{shown}}}"
+        )
+    return sizes
+
+
+def _check_adaptive_input(input, name, colon=False):
+    if input.dim() not in (3, 4):
+        raise RuntimeError(
+            f"{name}(): Expected 3D or 4D tensor, but got{':' if colon else ''} "
+            f"{_shape_text(input.shape)}"
+        )
+    for dim in range(input.dim() - 3, input.dim()):
+        if input.shape[dim] == 0:
+            raise RuntimeError(
+                f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
+                f"input has sizes {_shape_text(input.shape)} with dimension {dim} being empty"
+            )
+
+
+def _at_least_3d(input):
+    if input.dim() < 3:
+        raise ValueError("Input dimension should be at least 3")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """The mean over each of ``output_size`` windows that tile the last two dims. For output
+    size 1, a mean over them (MeanBackward1), as PyTorch computes it."""
+    if not isinstance(output_size, numbers.Integral):
+        _at_least_3d(input)  # PyTorch's Python check, run only for a tuple of sizes
+    sizes = _adaptive_size(output_size, input, 2, "adaptive_avg_pool2d")
+    _check_adaptive_input(input, "adaptive_avg_pool2d")
+    if sizes == (1, 1):
+        return ops.mean(input, (-1, -2), keepdim=True)
+    return run_op(OPS["adaptive_avg_pool2d"], (input,), (sizes,))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """The max over each of ``output_size`` windows tiling the last two dims (and, with
+    ``return_indices``, where it was, as ``row * W + col``)."""
+    if not isinstance(output_size, numbers.Integral):
+        _at_least_3d(input)
+    sizes = _adaptive_size(output_size, input, 2, "adaptive_max_pool2d")
+    _check_adaptive_input(input, "adaptive_max_pool2d", colon=True)
+    values, indices = run_op(OPS["adaptive_max_pool2d"], (input,), (sizes,))
+    return (values, indices) if return_indices else values
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def _check_1d_input(input, name):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument "
+            f"#1 'self' (while checking arguments for {name})"
+        )
+
+
+def _one(value, name):
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    value = tuple(value)
+    if len(value) != 1:
+        raise RuntimeError(f"{name} argument '{name.split()[-1]}' should contain one int")
+    return int(value[0])
+
+
+def _adaptive_1d_size(output_size, name):
+    if isinstance(output_size, numbers.Integral):
+        return int(output_size)
+    output_size = tuple(output_size)
+    if len(output_size) != 1:
+        raise RuntimeError(
+            f"{name}() argument 'output_size' should contain one int (got {len(output_size)})"
+        )
+    return int(output_size[0])
+
+
+# PyTorch's 1-d pooling is 2-d pooling of the input unsqueezed at dim -2 (a height of 1),
+# squeezed after: UnsqueezeBackward0, the 2-d node, SqueezeBackward1 in the graph.
+
+
+def adaptive_avg_pool1d(input, output_size):
+    _check_1d_input(input, "adaptive_avg_pool1d")
+    size = _adaptive_1d_size(output_size, "adaptive_avg_pool1d")
+    out = adaptive_avg_pool2d(ops.unsqueeze(input, -2), (1, size))
+    return ops.squeeze(out, -2)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    _check_1d_input(input, "adaptive_max_pool1d")
+    size = _adaptive_1d_size(output_size, "adaptive_max_pool1d")
+    values, indices = adaptive_max_pool2d(ops.unsqueeze(input, -2), (1, size), True)
+    values, indices = ops.squeeze(values, -2), ops.squeeze(indices, -2)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    _check_1d_input(input, "avg_pool1d")
+    kernel = _one(kernel_size, "avg_pool1d() kernel_size")
+    step = kernel if stride is None or stride == () else _one(stride, "avg_pool1d() stride")
+    if step == 0:
+        raise RuntimeError("stride should not be zero")
+    pad_ = _one(padding, "avg_pool1d() padding")
+    out = avg_pool2d(
+        ops.unsqueeze(input, -2), (1, kernel), (1, step), (0, pad_), ceil_mode, count_include_pad
+    )
+    return ops.squeeze(out, -2)
+
+
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
+            f"for input, but got:{_shape_text(input.shape)}"
+        )
+    kernel = _one(kernel_size, "max_pool1d() kernel_size")
+    step = kernel if stride is None or stride == () else _one(stride, "max_pool1d() stride")
+    pad_, dilation = _one(padding, "max_pool1d() padding"), _one(dilation, "max_pool1d() dilation")
+    if kernel <= 0:
+        raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {kernel}")
+    if step <= 0:
+        raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {step}")
+    if pad_ < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {pad_}")
+    if pad_ > kernel // 2:
+        raise RuntimeError(
+            "max_pool1d() padding should be at most half of kernel size, but got padding="
+            f"{pad_} and kernel_size={kernel}"
+        )
+    if dilation <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {dilation}")
+    size = nn_kernels.pool_output_size(input.shape[-1], kernel, step, pad_, dilation, ceil_mode)
+    if size <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {size}")
+    attrs = ((1, kernel), (1, step), (0, pad_), (1, dilation), bool(ceil_mode))
+    values, indices = run_op(OPS["max_pool2d"], (ops.unsqueeze(input, -2),), attrs)
+    values, indices = ops.squeeze(values, -2), ops.squeeze(indices, -2)
+    return (values, indices) if return_indices else values
+
+
+def _check_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, name):
+    if input.dim() not in (4, 5) or input.numel() == 0:
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    for k, p, d in zip(kernel_size, padding, dilation):
+        if p > (d * (k - 1) + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={p}, "
+                f"kernel_size={k} and dilation={d}"
+            )
+    sizes = input.shape[-3:]
+    out = [
+        nn_kernels.pool_output_size(s, k, st, p, d, ceil_mode)
+        for s, k, st, p, d in zip(sizes, kernel_size, stride, padding, dilation)
+    ]
+    if min(out) < 1:
+        channels = input.shape[-4]
+        if name == "avg_pool3d":
+            kd, kh, kw = kernel_size
+            raise RuntimeError(
+                f"input image (T: {sizes[0]} H: {sizes[1]} W: {sizes[2]}) smaller than kernel "
+                f"size (kT: {kd} kH: {kh} kW: {kw})"
+            )
+        raise RuntimeError(
+            f"Given input size: ({channels}x{'x'.join(map(str, sizes))}). Calculated output size: "
+            f"({channels}x{'x'.join(map(str, out))}). Output size is too small"
+        )
+
+
+def _pool_stride3(stride):
+    if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0):
+        return ()
+    return _tuple(stride, 3, "stride")
+
+
+def max_pool3d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
+    """The max of each ``kernel_size`` window of the last three dims."""
+    kernel_size = _tuple(kernel_size, 3, "kernel_size")
+    stride = _pool_stride3(stride)
+    padding, dilation = _tuple(padding, 3, "padding"), _tuple(dilation, 3, "dilation")
+    _check_pool3d(input, kernel_size, stride or kernel_size, padding, dilation, ceil_mode, "max")
+    attrs = (kernel_size, stride, padding, dilation, bool(ceil_mode))
+    values, indices = run_op(OPS["max_pool3d"], (input,), attrs)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool3d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
+    """The mean of each ``kernel_size`` window of the last three dims."""
+    kernel_size = _tuple(kernel_size, 3, "kernel_size")
+    stride = _pool_stride3(stride)
+    padding = _tuple(padding, 3, "padding")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    _check_pool3d(
+        input, kernel_size, stride or kernel_size, padding, (1, 1, 1), ceil_mode, "avg_pool3d"
+    )
+    attrs = (
+        kernel_size,
+        stride,
+        padding,
+        bool(ceil_mode),
+        bool(count_include_pad),
+        divisor_override,
+    )
+    return run_op(OPS["avg_pool3d"], (input,), attrs)
+
+
+def _check_adaptive3d_input(input, name, colon=False):
+    if input.dim() not in (4, 5):
+        raise RuntimeError(
+            f"{name}(): Expected 4D or 5D tensor, but got{':' if colon else ''} "
+            f"{_shape_text(input.shape)}"
+        )
+    for dim in range(input.dim() - 4, input.dim()):
+        if input.shape[dim] == 0:
+            raise RuntimeError(
+                f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
+                f"input has sizes {_shape_text(input.shape)} with dimension {dim} being empty"
+            )
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """The mean over each of ``output_size`` windows tiling the last three dims (output size 1:
+    a mean over them, MeanBackward1, as PyTorch)."""
+    if not isinstance(output_size, numbers.Integral):
+        _at_least_3d(input)
+    sizes = _adaptive_size(output_size, input, 3, "adaptive_avg_pool3d")
+    _check_adaptive3d_input(input, "adaptive_avg_pool3d")
+    if sizes == (1, 1, 1):
+        return ops.mean(input, (-1, -2, -3), keepdim=True)
+    return run_op(OPS["adaptive_avg_pool3d"], (input,), (sizes,))
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    if not isinstance(output_size, numbers.Integral):
+        _at_least_3d(input)
+    sizes = _adaptive_size(output_size, input, 3, "adaptive_max_pool3d")
+    _check_adaptive3d_input(input, "adaptive_max_pool3d", colon=True)
+    values, indices = run_op(OPS["adaptive_max_pool3d"], (input,), (sizes,))
+    return (values, indices) if return_indices else values
+
+
+# --- interpolation ----------------------------------------------------------------------------
+
+_INTERPOLATE_MODES = (
+    "nearest | linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact"
+)
+_UPSAMPLE_OPS = {
+    ("nearest", 1): "upsample_nearest1d",
+    ("nearest", 2): "upsample_nearest2d",
+    ("nearest-exact", 1): "upsample_nearest_exact1d",
+    ("nearest-exact", 2): "upsample_nearest_exact2d",
+    ("linear", 1): "upsample_linear1d",
+    ("bilinear", 2): "upsample_bilinear2d",
+}
+
+
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
+    """Resize the spatial dims (1 or 2 of them) to ``size`` or by ``scale_factor``: modes
+    ``nearest``, ``nearest-exact``, ``linear`` (3-d input) and ``bilinear`` (4-d input)."""
+    dims = input.dim() - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (list, tuple)):
+            if len(size) != dims:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {list(input.shape[2:])} and output size "
+                    f"of {size}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                    "and output size in (o1, o2, ...,oK) format."
+                )
+            output_size = [int(s) for s in size]
+        else:
+            output_size = [int(size)] * dims
+        scale_factors = None
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dims:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but "
+                    f"got input with spatial dimensions of {list(input.shape[2:])} and "
+                    f"scale_factor of shape {scale_factor}. Please provide input tensor in (N, C, "
+                    "d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK) format."
+                )
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * dims
+        output_size = None
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor is not None and recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError(
+                "align_corners option can only be set with the interpolating modes: "
+                "linear | bilinear | bicubic | trilinear"
+            )
+    elif align_corners is None:
+        align_corners = False
+    if antialias:
+        raise NotImplementedError("nbgrad's interpolate has no antialias")
+    if recompute_scale_factor and scale_factors is not None:
+        output_size = [
+            math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dims)
+        ]
+        scale_factors = None
+    key = (mode, dims)
+    if key not in _UPSAMPLE_OPS:
+        if mode in ("linear", "bilinear", "trilinear", "bicubic") and input.dim() in (3, 4, 5):
+            needed = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}[mode]
+            if needed != input.dim():
+                raise NotImplementedError(
+                    f"Got {input.dim()}D input, but {mode} mode needs {needed}D input"
+                )
+        if input.dim() in (3, 4, 5) and mode in _INTERPOLATE_MODES.split(" | "):
+            raise NotImplementedError(f"nbgrad's interpolate has no mode {mode!r} for this input")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
+            f"the modes: {_INTERPOLATE_MODES} (got {mode})"
+        )
+    if output_size is None:
+        output_size = [
+            math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dims)
+        ]
+    scales = tuple(scale_factors) if scale_factors is not None else (None,) * dims
+    corners = (bool(align_corners),) if mode in ("linear", "bilinear") else ()
+    attrs = (tuple(output_size), *corners, *scales, tuple(input.shape))
+    return run_op(OPS[_UPSAMPLE_OPS[key]], (input,), attrs)
 
 
 # --- padding ----------------------------------------------------------------------------------

@@ -1291,3 +1291,97 @@ op("prelu", "PreluKernelBackward0", ("self", "weight"),
 def _glu(x, dim):
     first, second = np.split(x, 2, axis=dim)
     return first * formula_math.sigmoid_array(second)
+
+
+# --- recurrent layers, pooling, transposed convolution ---------------------------------------
+# Kernels in layer_kernels; the names their formulas call are added to formula_math's NumPy
+# namespace here (and to its Tensor namespace by formula_math, from layer_kernels).
+
+from nbgrad.ops import layer_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(layer_kernels.ARRAY_FUNCTIONS)
+
+op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", ("self",),
+   {"self": "adaptive_avg_pool2d_backward(grad, self)"},
+   layer_kernels.adaptive_avg_pool2d, attrs=("output_size",), saves=("self",))
+# Linear, so its backward is an op too (whose gradient is the pooling again), with PyTorch's
+# edge to ``self`` (a zero gradient: only self's shape matters).
+op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", ("grad_output", "self"),
+   {"grad_output": "adaptive_avg_pool2d(grad, (grad_output_sym_argsize_minus_2, "
+                   "grad_output_sym_argsize_minus_1))",
+    "self": "zeros_like(grad)"},
+   lambda grad_output, self, rows, cols: layer_kernels.adaptive_avg_pool2d_backward(
+       grad_output, self.shape),
+   attrs=("grad_output_sym_argsize_minus_2", "grad_output_sym_argsize_minus_1"),
+   saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2"))
+op("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0", ("self",),
+   {"self": "max_pool2d_backward(grad, self.shape, result1)"},
+   layer_kernels.adaptive_max_pool2d, attrs=("output_size",), extra_outputs=("result1",),
+   saves=("result1", "self"))
+# conv_transpose1d/2d: ATen's convolution with transposed=True, the same node as convolution.
+op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias"),
+   {"input": "conv_transpose_input_grad(grad, weight, stride, padding, dilation, "
+             "output_padding, groups)",
+    "weight": "conv_transpose_weight_grad(grad, input, weight.shape, stride, padding, "
+              "dilation, output_padding, groups)",
+    "bias": "channel_sum(grad)"},
+   lambda x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+   bias_sym_sizes_opt: layer_kernels.conv_transpose(x, weight, bias, stride, padding, dilation,
+                                                    output_padding, groups),
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
+          "bias_sym_sizes_opt"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
+          "stride", "transposed", "weight"))
+# ATen's recurrent layers transpose a batch_first output back in place (``output.transpose_``),
+# which records TransposeBackward1; the output is a new tensor here (the stacked outputs it
+# transposes are internal), with PyTorch's node.
+op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
+   lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1),
+   attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
+# F.interpolate: one entry per PyTorch node; scales are None when an output size was given.
+for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
+        ("upsample_nearest1d", "UpsampleNearest1DBackward0", "nearest", 1, False),
+        ("upsample_nearest2d", "UpsampleNearest2DBackward0", "nearest", 2, False),
+        ("upsample_nearest_exact1d", "UpsampleNearestExact1DBackward0", "nearest-exact", 1, False),
+        ("upsample_nearest_exact2d", "UpsampleNearestExact2DBackward0", "nearest-exact", 2, False),
+        ("upsample_linear1d", "UpsampleLinear1DBackward0", "linear", 1, True),
+        ("upsample_bilinear2d", "UpsampleBilinear2DBackward0", "bilinear", 2, True)):
+    _up_scales = ("scales",) if _up_dims == 1 else ("scales_h", "scales_w")
+    _up_corner_attrs = ("align_corners",) if _up_corners else ()
+    _up_corner_arg = "align_corners" if _up_corners else "False"
+    op(_up_name, _up_node, ("self",),
+       {"self": "upsample_backward(grad, self_sym_sizes, output_size, "
+                f"({', '.join(_up_scales)},), {_up_mode!r}, {_up_corner_arg})"},
+       lambda self, output_size, *rest, m=_up_mode, n=_up_dims, c=_up_corners:
+       layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
+       attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
+       saves=(*_up_corner_attrs, "output_size", *_up_scales, "self_sym_sizes"))
+# 3-d pooling (the formulas' NumPy and Tensor versions are in layer_kernels).
+op("max_pool3d", "MaxPool3DWithIndicesBackward0", ("self",),
+   {"self": "max_pool3d_backward(grad, self.shape, result1)"},
+   layer_kernels.max_pool3d, attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode"),
+   extra_outputs=("result1",),
+   saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
+op("avg_pool3d", "AvgPool3DBackward0", ("self",),
+   {"self": "avg_pool3d_backward(grad, self.shape, kernel_size, stride, padding, ceil_mode, "
+            "count_include_pad, divisor_override)"},
+   layer_kernels.avg_pool3d,
+   attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+          "divisor_override"),
+   saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding", "self",
+          "stride"))
+op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", ("self",),
+   {"self": "adaptive_avg_pool3d_backward(grad, self)"},
+   layer_kernels.adaptive_avg_pool3d, attrs=("output_size",), saves=("self",))
+op("adaptive_max_pool3d", "AdaptiveMaxPool3DBackward0", ("self",),
+   {"self": "max_pool3d_backward(grad, self.shape, result1)"},
+   layer_kernels.adaptive_max_pool3d, attrs=("output_size",), extra_outputs=("result1",),
+   saves=("result1", "self"))
+# The gates of ATen's LSTM and GRU cells: unsafe_chunk, a split whose pieces are not tracked as
+# views (copies here).
+op("unsafe_split", "UnsafeSplitBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes,"
+            " split_lengths(self_sym_sizes, dim, split_size))"},
+   lambda self, split_size, dim: [np.ascontiguousarray(piece)
+                                  for piece in _split(self, split_size, dim)],
+   attrs=("split_size", "dim"), saves=("dim", "self_sym_sizes", "split_size"), multi_output=True)

@@ -515,6 +515,7 @@ def tensor_namespace():
         **nn_tensor_namespace(),
         **formula_more.tensor_namespace(),
         **more_elementwise_tensor_namespace(),
+        **_layer_tensor_namespace(),
     }
 
 
@@ -579,6 +580,12 @@ ARRAY_NAMESPACE.update(
         ),
     }
 )
+
+
+def _layer_tensor_namespace():
+    from nbgrad.ops import layer_kernels
+
+    return layer_kernels.tensor_namespace()
 
 
 def nn_tensor_namespace():

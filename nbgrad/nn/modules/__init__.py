@@ -22,6 +22,7 @@ from nbgrad.nn.modules.activation_more import (
 )
 from nbgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
 from nbgrad.nn.modules.conv import Conv1d, Conv2d
+from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from nbgrad.nn.modules.dropout import Dropout
 from nbgrad.nn.modules.flatten import Flatten, Unflatten
 from nbgrad.nn.modules.linear import Identity, Linear
@@ -52,4 +53,18 @@ from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nbgrad.nn.modules.parallel import DataParallel
 from nbgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
+from nbgrad.nn.modules.pooling_extra import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
+    AvgPool1d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool3d,
+    Upsample,
+)
+from nbgrad.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from nbgrad.nn.modules.sparse import Embedding

@@ -1,0 +1,3 @@
+"""nbgrad.nn.utils: helpers around the layers (``rnn.pad_sequence``)."""
+
+from nbgrad.nn.utils import rnn

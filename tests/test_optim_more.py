@@ -1,4 +1,4 @@
-"""RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam and LBFGS step as torch.optim's do: same
+"""RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam step as torch.optim's do: same
 model, same data, same parameters after each of 20 steps, same state_dict."""
 
 import numpy as np
@@ -132,7 +132,6 @@ BAD_ARGUMENTS = [
     ("NAdam", {"eps": -1}),
     ("RAdam", {"betas": (0.9, 1.0)}),
     ("RAdam", {"lr": -0.1}),
-    ("LBFGS", {"lr": -0.1}),
 ]
 
 
@@ -149,96 +148,3 @@ def test_adagrad_fills_its_state_at_construction(torch):
     ours = nbgrad.optim.Adagrad(_model(nbgrad).parameters(), initial_accumulator_value=0.1)
     theirs = torch.optim.Adagrad(_model(torch).parameters(), initial_accumulator_value=0.1)
     _assert_same_state(ours.state_dict(), theirs.state_dict(), torch)
-
-
-# --- LBFGS -------------------------------------------------------------------------------------
-
-LBFGS_CONFIGS = {
-    "default": {},
-    "few iterations": {"lr": 0.5, "max_iter": 4, "history_size": 3},
-    "strong wolfe": {"line_search_fn": "strong_wolfe"},
-    "strong wolfe short history": {"line_search_fn": "strong_wolfe", "history_size": 2},
-}
-
-
-@pytest.mark.parametrize("dtype_name", ["float64", "float32"])
-@pytest.mark.parametrize("name", LBFGS_CONFIGS)
-def test_lbfgs_matches_torch(torch, name, dtype_name):
-    options = LBFGS_CONFIGS[name]
-    ours, theirs = _twins(torch, dtype_name)
-    # L-BFGS amplifies rounding as it converges (dot products summed in another order than
-    # PyTorch's BLAS): float64 agrees to ~1e-9 after 60 iterations, float32 to 1e-6 for the
-    # first few iterations only (5e-3 after 20, where the gradient is 2e-6).
-    if dtype_name == "float32":
-        options = dict(options, max_iter=5)
-    ours_opt = nbgrad.optim.LBFGS(ours.parameters(), **options)
-    theirs_opt = torch.optim.LBFGS(theirs.parameters(), **options)
-    assert ours_opt.defaults == theirs_opt.defaults
-    tolerance = {"rtol": 1e-7, "atol": 1e-9} if dtype_name == "float64" else {"atol": 1e-5}
-    for _ in range(3 if dtype_name == "float64" else 1):
-        losses = []
-        for T, model, opt in ((nbgrad, ours, ours_opt), (torch, theirs, theirs_opt)):
-
-            def closure(T=T, model=model, opt=opt):
-                opt.zero_grad()
-                loss = _loss(T, model, 0, dtype_name)
-                loss.backward()
-                return loss
-
-            losses.append(opt.step(closure).item())
-        np.testing.assert_allclose(losses[0], losses[1], **tolerance)
-        for mine, real in zip(ours.parameters(), theirs.parameters()):
-            np.testing.assert_allclose(to_numpy(mine), to_numpy(real), **tolerance)
-    mine, real = ours_opt.state_dict(), theirs_opt.state_dict()
-    assert mine["param_groups"] == real["param_groups"]
-    assert list(mine["state"][0]) == list(real["state"][0])
-    for key in ("func_evals", "n_iter"):
-        assert mine["state"][0][key] == real["state"][0][key]
-
-
-def test_lbfgs_refuses_groups_and_unknown_line_search(torch):
-    model = _model(nbgrad)
-    groups = [{"params": model[0].parameters()}, {"params": model[2].parameters()}]
-    with pytest.raises(ValueError, match=r"LBFGS doesn't support per-parameter options"):
-        nbgrad.optim.LBFGS(groups)
-    opt = nbgrad.optim.LBFGS(model.parameters(), line_search_fn="backtracking")
-
-    def closure():
-        opt.zero_grad()
-        loss = _loss(nbgrad, model, 0, "float32")
-        loss.backward()
-        return loss
-
-    with pytest.raises(RuntimeError, match="only 'strong_wolfe' is supported"):
-        opt.step(closure)
-
-
-def test_lbfgs_state_dict_round_trip_continues_identically(torch):
-    models = [_model(nbgrad).double() for _ in range(2)]
-    models[1].load_state_dict(models[0].state_dict())
-    optimizers = [nbgrad.optim.LBFGS(models[0].parameters(), history_size=3, max_iter=4)]
-
-    def closure_of(model, opt):
-        def closure():
-            opt.zero_grad()
-            loss = _loss(nbgrad, model, 0, "float64")
-            loss.backward()
-            return loss
-
-        return closure
-
-    for _ in range(2):
-        optimizers[0].step(closure_of(models[0], optimizers[0]))
-    real = torch.optim.LBFGS(_model(torch).parameters(), history_size=3, max_iter=4)
-    models[1].load_state_dict(models[0].state_dict())
-    optimizers.append(nbgrad.optim.LBFGS(models[1].parameters(), history_size=3, max_iter=4))
-    optimizers[1].load_state_dict(optimizers[0].state_dict())
-    assert list(optimizers[0].state_dict()["state"][0]) == [
-        "func_evals", "n_iter", "al", "d", "t", "old_dirs", "old_stps", "ro", "H_diag",
-        "prev_flat_grad", "prev_loss",
-    ]  # fmt: skip
-    assert repr(optimizers[0]) == repr(real)
-    losses = [opt.step(closure_of(m, opt)).item() for m, opt in zip(models, optimizers)]
-    assert losses[0] == losses[1]
-    for a, b in zip(*(m.parameters() for m in models)):
-        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())

@@ -48,9 +48,11 @@ from nbgrad.ops.creation import (
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
     randperm,
+    default_generator,
     seed,
     tensor,
     zeros,
@@ -63,6 +65,15 @@ globals().update(_public.exports())
 methods.install()
 
 creation.install()
+
+from nbgrad import random  # noqa: E402
+from nbgrad.random import (  # noqa: E402
+    Generator,
+    fork_rng,
+    get_rng_state,
+    initial_seed,
+    set_rng_state,
+)
 
 from nbgrad import legacy as _legacy  # noqa: E402
 

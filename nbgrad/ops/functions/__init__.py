@@ -20,6 +20,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     linalg,
     more_elementwise,
     reductions,
+    sampling,
     shapes,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them

@@ -35,6 +35,7 @@ from nbgrad.ops import public as _public
 from nbgrad.ops.creation import (
     arange,
     as_tensor,
+    default_generator,
     empty,
     empty_like,
     eye,
@@ -52,7 +53,6 @@ from nbgrad.ops.creation import (
     randn,
     randn_like,
     randperm,
-    default_generator,
     seed,
     tensor,
     zeros,
@@ -66,6 +66,7 @@ methods.install()
 
 creation.install()
 
+from nbgrad import legacy as _legacy  # noqa: E402
 from nbgrad import random  # noqa: E402
 from nbgrad.random import (  # noqa: E402
     Generator,
@@ -74,8 +75,6 @@ from nbgrad.random import (  # noqa: E402
     initial_seed,
     set_rng_state,
 )
-
-from nbgrad import legacy as _legacy  # noqa: E402
 
 _legacy.install()
 globals().update(_legacy.LEGACY_TYPES)  # nbgrad.FloatTensor, ...

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from nbgrad import devices, dtypes, random
-from nbgrad.autograd import errors, grad_mode
+from nbgrad.autograd import errors
 from nbgrad.autograd.tensor import Size, Tensor
 
 _make = Tensor._make

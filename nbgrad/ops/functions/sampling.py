@@ -9,7 +9,6 @@ through ``run_inplace``, so they refuse a leaf that requires grad and bump the v
 
 import numpy as np
 
-from nbgrad import dtypes
 from nbgrad.autograd.dispatch import _type_name, run_inplace, run_op
 from nbgrad.autograd.node import not_implemented_history
 from nbgrad.autograd.tensor import Tensor
@@ -215,7 +214,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
             try:
                 np.broadcast_shapes(mean._data.shape, std._data.shape)
             except ValueError:
-                raise _broadcast_error(mean._data.shape, std._data.shape) from None
+                raise _broadcast_error(mean, std) from None
             return run_op(_OPS["normal_tensor_tensor"], (mean, std), (rng,))
         return run_op(_OPS["normal_float_tensor"], (std,), (float(mean), rng))
     _check_std(std)

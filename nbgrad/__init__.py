@@ -6,7 +6,14 @@
 import warnings
 
 from nbgrad import autograd, dtypes
-from nbgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from nbgrad.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from nbgrad.autograd.tensor import Size, Tensor
 from nbgrad.devices import device, get_default_device, set_default_device
 from nbgrad.dtypes import (

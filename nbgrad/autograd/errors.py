@@ -122,6 +122,6 @@ INFERENCE_SAVED = (
 )
 INFERENCE_INPLACE = (
     "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
-    "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
-    "for more details."
+    "to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details."
 )

@@ -158,6 +158,8 @@ def _check_inference_not_saved(spec, tensors, needs):
             t = tensors[i]
             if isinstance(t, Tensor) and t.is_inference():
                 raise RuntimeError(errors.INFERENCE_SAVED)
+
+
 def run_inplace(spec, target, others=(), attrs=()):
     """Apply ``spec`` with ``target``'s value as ``self`` and write the result into ``target``."""
     # Views among the operands whose base was written to since their grad_fn was set get their

@@ -114,6 +114,7 @@ def grad_dtype_mismatch(grad_dtype, tensor_dtype):
         "downstream systems that assume they match."
     )
 
+
 INFERENCE_SAVED = (
     "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
     "inference mode in computation tracked by autograd. To work around this, you can make a clone "

@@ -138,5 +138,15 @@ def show(obj):
 
 
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
-from nbgrad import accelerator, backends, cuda, datasets, linalg, nn, optim, utils  # noqa: E402
+from nbgrad import (  # noqa: E402
+    accelerator,
+    backends,
+    cuda,
+    datasets,
+    linalg,
+    nn,
+    optim,
+    profiler,
+    utils,
+)
 from nbgrad.serialization import load, save  # noqa: E402

@@ -1,6 +1,6 @@
 """nbgrad.autograd: the graph, the engine, custom Functions and the checking tools."""
 
-from nbgrad.autograd import functional, graph, observe
+from nbgrad.autograd import functional, graph, observe, profiler
 from nbgrad.autograd.anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from nbgrad.autograd.api import backward, grad
 from nbgrad.autograd.function import Function, FunctionCtx, once_differentiable
@@ -30,6 +30,7 @@ __all__ = [
     "is_grad_enabled",
     "no_grad",
     "once_differentiable",
+    "profiler",
     "set_detect_anomaly",
     "set_grad_enabled",
 ]

@@ -23,10 +23,15 @@ from nbgrad.autograd.tensor import Tensor, VersionCounter
 from nbgrad.generated import compile_registered
 
 _make = Tensor._make
+# The very list observe holds, bound here so that the test on every op is one global read.
+_op_starts = observe.op_start_listeners
 
 
 def run_op(spec, inputs, attrs=()):
     """Apply ``spec`` to ``inputs`` (Tensors or Python numbers; a list for variadic ops)."""
+    if _op_starts:
+        for listener in _op_starts:
+            listener(spec.name)
     tensors = inputs[0] if spec.variadic else inputs
     graph_wanted = grad_mode._enabled
     first = tensors[0] if tensors else None
@@ -162,6 +167,9 @@ def _check_inference_not_saved(spec, tensors, needs):
 
 def run_inplace(spec, target, others=(), attrs=()):
     """Apply ``spec`` with ``target``'s value as ``self`` and write the result into ``target``."""
+    if _op_starts:
+        for listener in _op_starts:
+            listener(spec.name + "_")
     # Views among the operands whose base was written to since their grad_fn was set get their
     # new history first: the target's is the one this write starts from.
     for operand in (target, *others):

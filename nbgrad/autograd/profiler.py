@@ -87,8 +87,9 @@ class FunctionEventAvg:
 
     def __repr__(self):
         return (
-            f"<FunctionEventAvg key={self.key} self_cpu_time={_format_time(self.self_cpu_time_total)}"
-            f" cpu_time={_format_time(self.cpu_time)} input_shapes={self.input_shapes}>"
+            f"<FunctionEventAvg key={self.key} "
+            f"self_cpu_time={_format_time(self.self_cpu_time_total)} "
+            f"cpu_time={_format_time(self.cpu_time)} input_shapes={self.input_shapes}>"
         )
 
 

@@ -6,7 +6,14 @@
 import warnings
 
 from nbgrad import autograd, dtypes
-from nbgrad.autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from nbgrad.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from nbgrad.autograd.tensor import Size, Tensor
 from nbgrad.devices import device, get_default_device, set_default_device
 from nbgrad.dtypes import (
@@ -35,6 +42,7 @@ from nbgrad.ops import public as _public
 from nbgrad.ops.creation import (
     arange,
     as_tensor,
+    default_generator,
     empty,
     empty_like,
     eye,
@@ -48,6 +56,7 @@ from nbgrad.ops.creation import (
     rand,
     rand_like,
     randint,
+    randint_like,
     randn,
     randn_like,
     randperm,
@@ -65,6 +74,14 @@ methods.install()
 creation.install()
 
 from nbgrad import legacy as _legacy  # noqa: E402
+from nbgrad import random  # noqa: E402
+from nbgrad.random import (  # noqa: E402
+    Generator,
+    fork_rng,
+    get_rng_state,
+    initial_seed,
+    set_rng_state,
+)
 
 _legacy.install()
 globals().update(_legacy.LEGACY_TYPES)  # nbgrad.FloatTensor, ...
@@ -121,5 +138,15 @@ def show(obj):
 
 
 # --- neural networks and optimizers (nbgrad.nn, nbgrad.optim) -----------------------------------
-from nbgrad import accelerator, backends, cuda, datasets, linalg, nn, optim, utils  # noqa: E402
+from nbgrad import (  # noqa: E402
+    accelerator,
+    backends,
+    cuda,
+    datasets,
+    linalg,
+    nn,
+    optim,
+    profiler,
+    utils,
+)
 from nbgrad.serialization import load, save  # noqa: E402

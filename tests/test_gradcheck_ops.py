@@ -1136,6 +1136,45 @@ def _ids(cases):
     return [c.id for c in cases]
 
 
+# Sampling: a fresh generator with one seed makes each a function of its inputs; PyTorch's
+# gradients of samples are zeros (the samples are multiplied by 0 where they move with the input).
+def seeded():
+    return torch.Generator().manual_seed(0)
+
+
+case(
+    "normal_tensor_tensor",
+    lambda m, s: torch.normal(m, s, generator=seeded()) * 0,
+    normal(2, 3),
+    positive(2, 3),
+)
+case("normal_tensor_float", lambda m: torch.normal(m, 2.0, generator=seeded()) * 0, normal(2, 3))
+case("normal_float_tensor", lambda s: torch.normal(1.0, s, generator=seeded()) * 0, positive(2, 3))
+case(
+    "bernoulli", lambda p: torch.bernoulli(p, generator=seeded()) * p, RNG.uniform(0.2, 0.8, (2, 3))
+)
+case("poisson", lambda r: torch.poisson(r, generator=seeded()) * r, positive(2, 3))
+for _name, _fn in [
+    ("normal_", lambda c: c.normal_(generator=seeded())),
+    ("uniform_", lambda c: c.uniform_(generator=seeded())),
+    ("bernoulli_float_", lambda c: c.bernoulli_(0.5, generator=seeded())),
+    ("random_", lambda c: c.random_(1, 5, generator=seeded())),
+    ("random_to_", lambda c: c.random_(5, generator=seeded())),
+    ("random_full_", lambda c: c.random_(generator=seeded())),
+    ("exponential_", lambda c: c.exponential_(generator=seeded())),
+    ("geometric_", lambda c: c.geometric_(0.5, generator=seeded())),
+    ("cauchy_", lambda c: c.cauchy_(generator=seeded())),
+    ("log_normal_", lambda c: c.log_normal_(generator=seeded())),
+]:
+    case(_name, lambda x, fn=_fn: fn(x.clone()) * x, normal(2, 3))
+case(
+    "bernoulli_tensor_",
+    lambda x, p: (x * 1).bernoulli_(p, generator=seeded()) * x,
+    normal(2, 3),
+    RNG.uniform(0.2, 0.8, (2, 3)),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

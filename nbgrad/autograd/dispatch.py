@@ -23,24 +23,32 @@ from nbgrad.autograd.tensor import Tensor, VersionCounter
 from nbgrad.generated import compile_registered
 
 _make = Tensor._make
+# The very list observe holds, bound here so that the test on every op is one global read.
+_op_starts = observe.op_start_listeners
 
 
 def run_op(spec, inputs, attrs=()):
     """Apply ``spec`` to ``inputs`` (Tensors or Python numbers; a list for variadic ops)."""
+    if _op_starts:
+        for listener in _op_starts:
+            listener(spec.name)
     tensors = inputs[0] if spec.variadic else inputs
     graph_wanted = grad_mode._enabled
     first = tensors[0] if tensors else None
     if spec.variadic or len(tensors) > 2 or not isinstance(first, Tensor):
-        arrays, edges, metas, needs, common, mixed = _gather(tensors, graph_wanted)
+        arrays, edges, metas, needs, common, mixed, inference = _gather(tensors, graph_wanted)
     else:
         # Unary and binary ops with a tensor first are nearly every op a model runs: their
         # inputs are gathered here without the general loop's lists and bookkeeping.
         common = first._dtype
         mixed = False
+        inference = False
         if graph_wanted:
             extras = first._extras
-            if extras is not None and extras.view is not None:
-                views.refresh(first)  # a write into its base may have given it a new history
+            if extras is not None:
+                if extras.view is not None:
+                    views.refresh(first)  # a write into its base may have given it a new history
+                inference = extras.inference
         if graph_wanted and first._requires_grad:
             grad_fn = first._grad_fn
             edge = (grad_fn, first._output_nr) if grad_fn else (accumulator_of(first), 0)
@@ -57,8 +65,10 @@ def run_op(spec, inputs, attrs=()):
                 mixed = other._dtype is not common
                 if graph_wanted:
                     extras = other._extras
-                    if extras is not None and extras.view is not None:
-                        views.refresh(other)
+                    if extras is not None:
+                        if extras.view is not None:
+                            views.refresh(other)
+                        inference = inference or extras.inference
                 if graph_wanted and other._requires_grad:
                     grad_fn = other._grad_fn
                     other_edge = (
@@ -98,7 +108,12 @@ def run_op(spec, inputs, attrs=()):
         result._version_counter = source._version_counter
         result._base = source if source._base is None else source._base
         views.note_view(result, source, spec.node, graph_wanted)
+        # A view is an inference tensor exactly when its base is one (whatever the mode).
+        if result.is_inference() != source.is_inference():
+            result._inference = source.is_inference()
     if recording:
+        if inference:
+            _check_inference_not_saved(spec, tensors, needs)
         result._requires_grad = True
         result._grad_fn = _record(spec, tensors, result, attrs, extras, edges, metas, needs)
     if observe.op_listeners:
@@ -145,6 +160,7 @@ def _gather(tensors, graph_wanted):
     needs = 0
     common = None
     mixed = False
+    inference = False
     for i, t in enumerate(tensors):
         if isinstance(t, Tensor):
             arrays.append(t._data)
@@ -155,8 +171,10 @@ def _gather(tensors, graph_wanted):
                 mixed = True
             if graph_wanted:
                 extras = t._extras
-                if extras is not None and extras.view is not None:
-                    views.refresh(t)
+                if extras is not None:
+                    if extras.view is not None:
+                        views.refresh(t)
+                    inference = inference or extras.inference
             if graph_wanted and t._requires_grad:
                 grad_fn = t._grad_fn
                 edges.append((grad_fn, t._output_nr) if grad_fn else (accumulator_of(t), 0))
@@ -167,11 +185,23 @@ def _gather(tensors, graph_wanted):
             arrays.append(t)
         edges.append(_NO_EDGE)
         metas.append(None)
-    return arrays, tuple(edges), metas, needs, common, mixed
+    return arrays, tuple(edges), metas, needs, common, mixed, inference
+
+
+def _check_inference_not_saved(spec, tensors, needs):
+    """An inference tensor may enter a recorded op, but PyTorch refuses to save it."""
+    for _, kind, i in spec.save_plan(needs):
+        if kind == "input" and not spec.variadic:
+            t = tensors[i]
+            if isinstance(t, Tensor) and t.is_inference():
+                raise RuntimeError(errors.INFERENCE_SAVED)
 
 
 def run_inplace(spec, target, others=(), attrs=()):
     """Apply ``spec`` with ``target``'s value as ``self`` and write the result into ``target``."""
+    if _op_starts:
+        for listener in _op_starts:
+            listener(spec.name + "_")
     # Views among the operands whose base was written to since their grad_fn was set get their
     # new history first: the target's is the one this write starts from.
     for operand in (target, *others):
@@ -179,6 +209,8 @@ def run_inplace(spec, target, others=(), attrs=()):
         if extras is not None and extras.view is not None:
             views.refresh(operand)
     view = target._extras.view if target._extras is not None else None
+    if target._extras is not None and target._extras.inference and not grad_mode.is_inference():
+        raise RuntimeError(errors.INFERENCE_INPLACE)
     recording = grad_mode._enabled and (
         target._requires_grad
         or any(isinstance(t, Tensor) and t._requires_grad for t in others)
@@ -188,6 +220,12 @@ def run_inplace(spec, target, others=(), attrs=()):
     )
     if recording:
         _check_inplace_allowed(target, view)
+        needs = sum(
+            1 << i
+            for i, t in enumerate((target, *others))
+            if isinstance(t, Tensor) and t._requires_grad
+        )
+        _check_inference_not_saved(spec, (target, *others), needs)
     # Writing one value everywhere (zero_, fill_) into repeated elements is fine: PyTorch
     # allows it (with a graph, its backward then raises the overlap error; nbgrad raises now).
     if 0 in target._data.strides and (recording or spec.name not in _FILLS):

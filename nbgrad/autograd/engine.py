@@ -75,6 +75,7 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
     ]
     heapq.heapify(ready)
     listeners = observe.node_listeners
+    starts = observe.node_start_listeners
 
     # ``upcoming`` holds the next node when it is the only one ready: a chain then skips the heap.
     upcoming = None
@@ -99,6 +100,9 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
                 captured[slot] = grads[nr]
         if runs is not None and node not in runs:
             continue
+        if starts:
+            for listener in starts:
+                listener(node)
 
         if is_leaf_node:
             leaf_grad = grads[0]

@@ -113,3 +113,16 @@ def grad_dtype_mismatch(grad_dtype, tensor_dtype):
         "Set grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may break "
         "downstream systems that assume they match."
     )
+
+
+INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a clone "
+    "to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`."
+)
+INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+    "to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details."
+)

@@ -81,3 +81,67 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
                 return func(*args, **kwargs)
 
         return wrapper
+
+
+# --- inference mode -----------------------------------------------------------------------------
+# Grad mode off, and every tensor made is an inference tensor: it can never be saved for a
+# backward, nor written in place outside inference mode. The flag lives in the tensor module,
+# whose constructor reads it.
+
+
+def is_inference_mode_enabled():
+    from nbgrad.autograd import tensor
+
+    return tensor._inference_mode
+
+
+def is_inference():
+    from nbgrad.autograd import tensor
+
+    return tensor._inference_mode
+
+
+def _set_inference(mode):
+    from nbgrad.autograd import tensor
+
+    tensor._inference_mode = bool(mode)
+
+
+class inference_mode:  # noqa: N801 - PyTorch's name
+    """``with inference_mode():``, ``@inference_mode()``, ``@inference_mode`` and
+    ``inference_mode(False)`` (grad mode back on, tensors normal again)."""
+
+    def __new__(cls, mode=True):
+        instance = super().__new__(cls)
+        if callable(mode) and not isinstance(mode, bool):
+            instance.__init__(True)
+            return instance(mode)
+        return instance
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self._previous = (_enabled, is_inference_mode_enabled())
+        _set_enabled(not self.mode)
+        _set_inference(self.mode)
+        return None
+
+    def __exit__(self, *exc):
+        grad, inference = self._previous
+        _set_enabled(grad)
+        _set_inference(inference)
+        return False
+
+    def __call__(self, func):
+        mode = self.mode
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    def clone(self):
+        return self.__class__(self.mode)

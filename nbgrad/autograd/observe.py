@@ -9,6 +9,10 @@ Three moments are announced, each to a list of listeners:
   ``listener(event, roots, retain_graph, create_graph, is_grad)`` with event "start" or "end",
   roots the ``(node, input_nr)`` edges it starts from, and is_grad True for ``autograd.grad``.
 
+Two more say when an op or a node starts, for timing (the profiler): ``op_start``:
+``listener(name)`` as a table op begins (the name its ``op`` announcement will carry), and
+``node_start``: ``listener(node)`` as a node is about to run in backward.
+
 Custom ``autograd.Function`` calls are announced as ops too, named after the class.
 
 When nobody listens the lists are empty and the engine only pays an emptiness test.
@@ -18,3 +22,5 @@ op_listeners = []
 node_listeners = []
 accumulate_listeners = []
 backward_listeners = []
+op_start_listeners = []
+node_start_listeners = []

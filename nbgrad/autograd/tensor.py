@@ -51,6 +51,7 @@ class TensorExtras:
         "backward_hooks",
         "post_accumulate_hooks",
         "retains_grad",
+        "inference",
     )
 
     def __init__(self):
@@ -60,7 +61,17 @@ class TensorExtras:
         self.backward_hooks = None
         self.post_accumulate_hooks = None
         self.retains_grad = False
+        self.inference = False  # made in inference mode (see grad_mode.inference_mode)
 
+
+def _inference_extras():
+    extras = TensorExtras()
+    extras.inference = True
+    return extras
+
+
+# Whether inference mode is on: set by grad_mode.inference_mode, read by every new tensor.
+_inference_mode = False
 
 _NO_EXTRAS = TensorExtras()  # read in place of a tensor's extras while it has none
 
@@ -112,7 +123,7 @@ class Tensor:
         t._output_nr = 0
         t._grad = None
         t._counter = None  # made on first need: most tensors are never saved nor changed
-        t._extras = None  # see TensorExtras
+        t._extras = _inference_extras() if _inference_mode else None  # see TensorExtras
         return t
 
     # What only some tensors have, kept in ``_extras`` (made on first write) so that the many
@@ -122,6 +133,7 @@ class Tensor:
     _backward_hooks = _extra("backward_hooks")
     _post_accumulate_hooks = _extra("post_accumulate_hooks")
     _retains_grad = _extra("retains_grad")
+    _inference = _extra("inference")
 
     # --- what a tensor is ---------------------------------------------------------------------
 
@@ -265,7 +277,15 @@ class Tensor:
             requires_grad, "only Tensors of floating point dtype can require gradients"
         )
 
+    def is_inference(self):
+        return self._extras is not None and self._extras.inference
+
     def _set_requires_grad(self, requires_grad, not_float_message):
+        if requires_grad and not _inference_mode and self.is_inference():
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                "allowed."
+            )
         if self._grad_fn is not None:
             if requires_grad:
                 return self
@@ -385,6 +405,7 @@ class Tensor:
         out = Tensor._make(self._data)
         out._version_counter = self._version_counter
         out._base = self if self._base is None else self._base
+        out._extras.inference = self.is_inference()  # a view: inference exactly as its base
         return out
 
     def detach_(self):

@@ -5,24 +5,18 @@ import warnings
 
 import numpy as np
 
-from nbgrad import devices, dtypes
-from nbgrad.autograd import errors, grad_mode
-from nbgrad.autograd.tensor import Tensor
+from nbgrad import devices, dtypes, random
+from nbgrad.autograd import errors
+from nbgrad.autograd.tensor import Size, Tensor
 
 _make = Tensor._make
+# The default generator's NumPy generator: reseeding changes its state in place, so this object
+# is the one stream every random function shares (nn.init and dropout read it directly).
 _generator = np.random.default_rng(0)
-
-
-def manual_seed(seed):
-    """Seed nbgrad's generator (NumPy's PCG64: the numbers differ from PyTorch's)."""
-    global _generator
-    _generator = np.random.default_rng(int(seed))
-    return _generator
-
-
-def seed():
-    global _generator
-    _generator = np.random.default_rng()
+default_generator = random.Generator._wrapping(_generator, 0)
+rng_of = random.rng_of
+manual_seed = random.manual_seed
+seed = random.seed
 
 
 def _check_requires_grad(dtype, requires_grad):
@@ -230,45 +224,66 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     return _finish(np.linspace(start, end, steps).astype(dtype.numpy), None, requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     devices.check(device)
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    rng = generator or _generator
+    rng = rng_of(generator)
     return _finish(rng.random(_size(size)).astype(dtype.numpy), None, requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     devices.check(device)
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    rng = generator or _generator
+    rng = rng_of(generator)
     return _finish(rng.standard_normal(_size(size)).astype(dtype.numpy), None, requires_grad)
 
 
-def randint(low, high=None, size=(), dtype=None, device=None, requires_grad=False):
+def _integers(rng, low, high, shape, dtype):
+    """Integers in ``[low, high)``, as ``random_(low, high)`` draws them."""
+    low, high = int(low), int(high)
+    if low >= high:
+        raise RuntimeError(
+            f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}"
+        )
+    return rng.integers(low, high, shape).astype(dtype.numpy)
+
+
+def randint(
+    low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False
+):
     """``randint(high, size)`` or ``randint(low, high, size)``, as in PyTorch."""
     devices.check(device)
-    if isinstance(high, (tuple, list)):
+    if size is None:
+        if not isinstance(high, (tuple, list, Size)):
+            raise TypeError("randint() missing required argument 'size'")
         low, high, size = 0, low, high
-    elif high is None:
-        low, high = 0, low
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    return _finish(
-        _generator.integers(low, high, _size((size,))).astype(dtype.numpy), None, requires_grad
-    )
+    _check_requires_grad(dtype, requires_grad)
+    values = _integers(rng_of(generator), low, high, _size((size,)), dtype)
+    return _finish(values, None, requires_grad)
 
 
-def randperm(n, dtype=None, device=None, generator=None):
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     devices.check(device)
     dtype = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
-    rng = generator or _generator
-    return _make(rng.permutation(n).astype(dtype.numpy))
+    _size((n,))
+    _check_requires_grad(dtype, requires_grad)
+    return _finish(rng_of(generator).permutation(n).astype(dtype.numpy), None, requires_grad)
 
 
-def _like(function):
-    def like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+def _like(function, random=False):
+    def like(input, dtype=None, device=None, requires_grad=False, **generator):  # noqa: A002
         devices.check(device)
+        if generator and (not random or set(generator) != {"generator"}):
+            raise TypeError(
+                f"{function.__name__}_like() got an unexpected keyword argument "
+                f"'{next(iter(generator))}'"
+            )
         return function(
-            *input._data.shape, dtype=dtype or input._dtype, requires_grad=requires_grad
+            *input._data.shape,
+            dtype=dtype or input._dtype,
+            requires_grad=requires_grad,
+            **generator,
         )
 
     like.__name__ = function.__name__ + "_like"
@@ -278,8 +293,31 @@ def _like(function):
 zeros_like = _like(zeros)
 ones_like = _like(ones)
 empty_like = _like(empty)
-rand_like = _like(rand)
-randn_like = _like(randn)
+rand_like = _like(rand, random=True)
+randn_like = _like(randn, random=True)
+
+
+def randint_like(
+    input,
+    low=0,
+    high=None,
+    *,
+    generator=None,
+    dtype=None,
+    device=None,
+    requires_grad=False,  # noqa: A002
+):
+    if high is None:
+        low, high = 0, low
+    return randint(
+        low,
+        high,
+        input._data.shape,
+        generator=generator,
+        dtype=dtype or input._dtype,
+        device=device,
+        requires_grad=requires_grad,
+    )
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
@@ -289,24 +327,6 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False): 
     )
 
 
-def _fill_from(tensor, values):
-    """Random in-place initialisers write without recording; like PyTorch they refuse a leaf
-    that requires grad unless grad mode is off (``nn.init`` turns it off)."""
-    if tensor._requires_grad and tensor._grad_fn is None and grad_mode._enabled:
-        raise RuntimeError(errors.LEAF_INPLACE)
-    tensor._data[...] = values
-    tensor._version_counter.value += 1
-    return tensor
-
-
-def uniform_(self, a=0.0, b=1.0):
-    return _fill_from(self, _generator.uniform(a, b, self._data.shape))
-
-
-def normal_(self, mean=0.0, std=1.0):
-    return _fill_from(self, _generator.normal(mean, std, self._data.shape))
-
-
 def _rebuild(data, requires_grad):
     t = _make(data)
     t._requires_grad = requires_grad
@@ -314,7 +334,5 @@ def _rebuild(data, requires_grad):
 
 
 def install():
-    Tensor.uniform_ = uniform_
-    Tensor.normal_ = normal_
     Tensor.new_zeros = lambda self, *size, **kw: zeros(*size, **{"dtype": self._dtype, **kw})
     Tensor.new_ones = lambda self, *size, **kw: ones(*size, **{"dtype": self._dtype, **kw})

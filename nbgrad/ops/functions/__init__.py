@@ -22,6 +22,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     more_elementwise,
     reductions,
     reductions_more,
+    sampling,
     scatter,
     selection,
     shapes,

@@ -23,7 +23,7 @@ class DataLoader:
     """Iterating gives the batches of one epoch: ``collate_fn`` of ``batch_size`` samples each.
 
     ``shuffle=True`` visits the samples in a new order every epoch (nbgrad's generator, or
-    ``generator``, a NumPy Generator); ``batch_size=None`` gives the samples one by one, not
+    ``generator``, an nbgrad Generator); ``batch_size=None`` gives the samples one by one, not
     batched; ``sampler`` / ``batch_sampler`` choose the indices (or index lists) yourself.
     """
 

@@ -122,7 +122,7 @@ def random_split(dataset, lengths, generator=None):
     ``lengths`` are sample counts adding up to ``len(dataset)``, or fractions adding up to 1: each
     split gets ``floor(len(dataset) * fraction)`` samples and the samples left over go one each
     to the splits in turn, from the first (PyTorch's rule). The order comes from
-    ``nbgrad.randperm`` (nbgrad's generator, or ``generator``, a NumPy Generator): repeatable
+    ``nbgrad.randperm`` (the default generator, or ``generator``, an nbgrad Generator): repeatable
     with ``nbgrad.manual_seed``, but not the split PyTorch makes for the same seed.
     """
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:

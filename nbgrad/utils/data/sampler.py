@@ -33,7 +33,7 @@ class RandomSampler(Sampler):
 
     Without replacement, each index comes once per ``len(data_source)`` samples; with
     ``replacement=True``, ``num_samples`` indices are drawn independently. The numbers come from
-    nbgrad's generator (or ``generator``, a NumPy Generator), not PyTorch's.
+    nbgrad's generator (or ``generator``, an nbgrad Generator), not PyTorch's.
     """
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
@@ -57,8 +57,7 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n = len(self.data_source)
-        # Read the module's generator now: manual_seed replaces it.
-        rng = self.generator or creation._generator
+        rng = creation.rng_of(self.generator)
         if self.replacement:
             yield from rng.integers(0, n, self.num_samples).tolist()
             return
@@ -79,7 +78,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        rng = self.generator or creation._generator
+        rng = creation.rng_of(self.generator)
         for i in rng.permutation(len(self.indices)).tolist():
             yield self.indices[i]
 

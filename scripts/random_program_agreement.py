@@ -13,11 +13,10 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 
+import test_random_programs  # noqa: E402
 import torch  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-import test_random_programs  # noqa: E402
 
 COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 kinds = collections.Counter()

@@ -18,9 +18,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):  # noqa: A002, N803
         raise RuntimeError(
             "linalg.matrix_norm: The input tensor A must have at least 2 dimensions."
         )
-    if ord != "fro":
-        raise NotImplementedError(f"nbgrad computes the Frobenius matrix norm only, not ord={ord}")
     dims = tuple(_wrap_dim(d, A.dim()) for d in dim)
+    if ord in (2, -2, "nuc"):
+        from nbgrad.ops.functions.linalg_decompositions import singular_value_norm
+
+        return singular_value_norm(A, ord, dims, keepdim)
+    if ord != "fro":
+        raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
     return vector_norm(A, 2, dims, keepdim)
 
 

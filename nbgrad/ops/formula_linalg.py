@@ -16,6 +16,11 @@ import numpy as np
 # --- forwards ------------------------------------------------------------------------------------
 
 
+def column_major(a):
+    """Each matrix in LAPACK's column-major order, as ATen returns Q, R, U, Vh, inverses, ..."""
+    return np.swapaxes(np.ascontiguousarray(np.swapaxes(a, -1, -2)), -1, -2)
+
+
 def lu_factor(a):
     """LAPACK getrf on a batch: ``(LU, pivots, info)``, pivots 1-based int32, info the 1-based
     position of the first zero pivot (0 if none), per matrix."""
@@ -40,20 +45,26 @@ def lu_factor(a):
     return lu.reshape(a.shape), pivots.reshape(*batch, n), info.reshape(batch)
 
 
+def _det_lu(a):
+    """The factorization ATen's det keeps: of A^T when A is contiguous (det A^T = det A, and
+    A^T is then in LAPACK's column-major order), else of A."""
+    return lu_factor(np.swapaxes(a, -1, -2) if a.flags.c_contiguous else a)[:2]
+
+
 def det(a):
-    lu, pivots, _ = lu_factor(a)
+    lu, pivots = _det_lu(a)
     return np.linalg.det(a), lu, pivots
 
 
 def slogdet(a):
-    lu, pivots, _ = lu_factor(a)
+    lu, pivots = _det_lu(a)
     sign, logabsdet = np.linalg.slogdet(a)
     return [np.asarray(sign), np.asarray(logabsdet)], lu, pivots
 
 
 def inv(a):
     try:
-        inverse = np.linalg.inv(a)
+        inverse = column_major(np.linalg.inv(a))
     except np.linalg.LinAlgError:  # inv_ex of a singular matrix: LAPACK's nan, not an error
         inverse = np.full_like(a, np.nan)
     return inverse, np.zeros(a.shape[:-2], np.int32)
@@ -68,33 +79,35 @@ def solve_vector_case(a_shape, b_shape):
 def solve(a, b, left):
     lu, pivots, info = lu_factor(a)
     if not left:  # X A = B: A^T X^T = B^T
-        result = np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+        a_t, b_t = np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)
+        result = np.ascontiguousarray(np.swapaxes(np.linalg.solve(a_t, b_t), -1, -2))
     elif solve_vector_case(a.shape, b.shape):
         result = np.linalg.solve(a, b[..., None])[..., 0]
+        result = column_major(result) if result.ndim > 1 else result
     else:
-        result = np.linalg.solve(a, b)
+        result = column_major(np.linalg.solve(a, b))
     return result, lu, pivots, info
 
 
 def cholesky(a, upper):
-    return np.linalg.cholesky(a, upper=upper), np.zeros(a.shape[:-2], np.int32)
+    return column_major(np.linalg.cholesky(a, upper=upper)), np.zeros(a.shape[:-2], np.int32)
 
 
 def qr(a, mode):
     if mode == "r":
-        return [np.zeros(0, a.dtype), np.linalg.qr(a, mode="r")]
+        return [np.zeros(0, a.dtype), column_major(np.linalg.qr(a, mode="r"))]
     q, r = np.linalg.qr(a, mode=mode)
-    return [q, r]
+    return [column_major(q), column_major(r)]
 
 
 def eigh(a, uplo):
     values, vectors = np.linalg.eigh(a, UPLO=uplo)
-    return [values, vectors]
+    return [values, column_major(vectors)]
 
 
 def svd(a, full_matrices, k):
     u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
-    return [u, s, vh]
+    return [column_major(u), s, column_major(vh)]
 
 
 def pinv(a):
@@ -133,7 +146,7 @@ def matrix_exp(a):
 def cholesky_solve(b, factor, upper):
     lower = np.swapaxes(factor, -1, -2) if upper else factor
     y = np.linalg.solve(lower, b)
-    return np.linalg.solve(np.swapaxes(lower, -1, -2), y)
+    return column_major(np.linalg.solve(np.swapaxes(lower, -1, -2), y))
 
 
 # --- backward helpers, over a backend ------------------------------------------------------------
@@ -220,8 +233,8 @@ def _cofactors(a):
 
 def _slogdet_backward(B, grad, A):
     g = grad[1]
-    if g is None:
-        return B.zeros_like(A)
+    if g is None:  # the sign alone: no gradient at all (PyTorch leaves A.grad None)
+        return None
     return g[..., None, None] * B.mT(B.inv(A))
 
 

@@ -36,7 +36,7 @@ CholeskyExResult = namedtuple("cholesky_ex", ("L", "info"))
 def _check_matrices(A, name, square=True, what="A"):  # noqa: N803
     if A.dim() < 2:
         raise RuntimeError(f"{name}: The input tensor {what} must have at least 2 dimensions.")
-    if not (A._dtype.is_floating_point or A._dtype.is_complex):
+    if not A._dtype.is_floating_point:
         raise RuntimeError(
             f"{name}: Expected a floating point or complex tensor as input. Got "
             f"{dtypes.LEGACY_TYPE_NAMES[A._dtype][:-6]}"
@@ -268,22 +268,20 @@ def cholesky_solve(input, input2, upper=False):  # noqa: A002
 
 
 def singular_value_norm(A, ord, dim, keepdim):  # noqa: A002, N803
-    """matrix_norm of order 2, -2 or "nuc", as ATen: svdvals, then amax / amin / sum."""
+    """matrix_norm of order 2, -2 or "nuc" as ATen builds it: the two dims moved last (a
+    permute, always), svdvals, then amax / amin / sum over them."""
     from nbgrad.ops.functions import amax, amin
 
-    if tuple(d % A.dim() for d in dim) != (A.dim() - 2, A.dim() - 1):
-        A = A.movedim(dim, (-2, -1))  # noqa: N806
-    s = svdvals(A)
+    dim0, dim1 = dim
+    permutation = [d for d in range(A.dim()) if d not in (dim0, dim1)] + [dim0, dim1]
+    s = svdvals(A.permute(permutation))
     if ord == "nuc":
-        result = s.sum(-1)
-    elif ord == 2:
-        result = amax(s, -1)
+        result = s.sum(-1, keepdim=keepdim)
     else:
-        result = amin(s, -1)
+        result = (amax if ord == 2 else amin)(s, -1, keepdim=keepdim)
     if keepdim:
-        result = result.unsqueeze(-1).unsqueeze(-1)
-        if tuple(d % A.dim() for d in dim) != (A.dim() - 2, A.dim() - 1):
-            result = result.movedim((-2, -1), dim)
+        reverse = [permutation.index(d) for d in range(A.dim())]
+        result = result.unsqueeze(-1).permute(reverse)
     return result
 
 

@@ -36,8 +36,12 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002, N8
     if isinstance(ord, str):
         return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim)
     if dim is not None and not isinstance(dim, int) and len(dim) == 2 and ord is not None:
+        if ord in (2, -2):
+            return matrix_norm(A, ord, dim, keepdim)
         raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
     if ord is not None and dim is None and A.dim() == 2:
+        if ord in (2, -2):
+            return matrix_norm(A, ord, (-2, -1), keepdim)
         raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
     return vector_norm(A, 2.0 if ord is None else ord, dim, keepdim)
 

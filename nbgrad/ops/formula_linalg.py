@@ -416,7 +416,21 @@ _HELPERS = {
     "cholesky_solve_input2_backward": _cholesky_solve_input2,
 }
 
+def _quietly(f):
+    """Repeated eigenvalues or singular values divide by zero: inf and nan, as in PyTorch,
+    without NumPy's warnings."""
+
+    @functools.wraps(f)
+    def run(*args):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return f(_Arrays, *args)
+
+    return run
+
+
 ARRAY_NAMESPACE = {name: functools.partial(f, _Arrays) for name, f in _HELPERS.items()}
+ARRAY_NAMESPACE["eigh_backward"] = _quietly(_eigh_backward)
+ARRAY_NAMESPACE["svd_backward"] = _quietly(_svd_backward)
 
 
 def tensor_namespace():

@@ -293,4 +293,3 @@ def cond(A, p=None):  # noqa: N803
     s = svdvals(A)
     big, small = s.narrow(-1, 0, 1), s.narrow(-1, s.shape[-1] - 1, 1)
     return (big / small if p != -2 else small / big).squeeze(-1)
-

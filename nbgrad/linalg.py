@@ -1,7 +1,7 @@
 """``torch.linalg``: vector norms of any order, matrix norms (Frobenius; 2, -2 and nuclear from
 singular values), ``norm`` built from them as PyTorch builds it, ``cross``, and the determinants,
 inverses, solvers and decompositions (det, slogdet, inv, solve, cholesky, qr, eigh, svd, pinv,
-matrix_exp, cond)."""
+matrix_exp, cond, solve_triangular)."""
 
 from nbgrad.ops.functions import vector_norm
 from nbgrad.ops.functions.linalg_decompositions import (
@@ -19,6 +19,7 @@ from nbgrad.ops.functions.linalg_decompositions import (
     qr,
     slogdet,
     solve,
+    solve_triangular,
     svd,
     svdvals,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "qr",
     "slogdet",
     "solve",
+    "solve_triangular",
     "svd",
     "svdvals",
     "vector_norm",

@@ -1242,6 +1242,29 @@ case(
     normal(3, 3),
 )
 
+case(
+    "linalg_solve_triangular",
+    lambda a, b: torch.linalg.solve_triangular(a, b, upper=True),
+    well_conditioned(3, 3),
+    normal(3, 2),
+)
+case(
+    "linalg_solve_triangular-right-unit",
+    lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, left=False, unitriangular=True),
+    normal(3, 3),
+    normal(2, 3),
+)
+case(
+    "cholesky_inverse",
+    lambda x: torch.cholesky_inverse(torch.linalg.cholesky(_spd(x))),
+    normal(3, 3),
+)
+case(
+    "cholesky_inverse-upper",
+    lambda u: torch.cholesky_inverse(u.triu(), upper=True),
+    well_conditioned(3, 3),
+)
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -78,6 +78,12 @@ EXPRESSIONS = [
     "T.cholesky_solve(B, L.mT, upper=True)",
     "B.cholesky_solve(L)",
     "A.trace()",
+    "T.linalg.solve_triangular(A, B, upper=True)",
+    "T.linalg.solve_triangular(Ab, B, upper=False, unitriangular=True)",
+    "T.linalg.solve_triangular(A, B.mT, upper=True, left=False)",
+    "T.cholesky_inverse(L)",
+    "T.cholesky_inverse(L.mT, upper=True)",
+    "L.cholesky_inverse()",
 ]
 
 NODES = {
@@ -92,6 +98,8 @@ NODES = {
     "LinalgPinvBackward0",
     "LinalgMatrixExpBackward0",
     "CholeskySolveBackward0",
+    "LinalgSolveTriangularBackward0",
+    "CholeskyInverseBackward0",
 }
 GAUGE = {"LinalgSvdBackward0", "LinalgEighBackward0", "LinalgQrBackward0"}
 
@@ -161,6 +169,8 @@ SECOND = [
     "T.linalg.pinv(R)",
     "T.linalg.matrix_exp(A * 0.3)",
     "T.cholesky_solve(B, L)",
+    "T.linalg.solve_triangular(A, B, upper=True)",
+    "T.cholesky_inverse(L)",
 ]
 
 
@@ -210,6 +220,10 @@ ERRORS = [
     "T.linalg.matrix_exp(T.ones(3))",
     "T.cholesky_solve(T.ones(2, 1), T.ones(3, 3))",
     "T.ones(2, 2, 2).trace()",
+    "T.linalg.solve_triangular(T.eye(3), T.ones(2, 2), upper=True)",
+    "T.linalg.solve_triangular(T.ones(2, 3), T.ones(2, 2), upper=True)",
+    "T.cholesky_inverse(T.ones(3))",
+    "T.cholesky_inverse(T.ones(2, 3))",
     "T.linalg.qr(T.randn(4, 3, requires_grad=True), mode='r')[1].sum().backward()",
     "(lambda q, r: (q.sum() + r.sum()).backward())"
     "(*T.linalg.qr(T.randn(4, 3, requires_grad=True), mode='complete'))",

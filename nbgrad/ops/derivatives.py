@@ -1433,3 +1433,11 @@ op("cholesky_solve", "CholeskySolveBackward0", ("self", "input2"),
     "input2": "cholesky_solve_input2_backward(grad, self, input2, result, upper)"},
    formula_linalg.cholesky_solve, attrs=("upper",),
    saves=("input2", "result", "self", "upper"), promote=True)
+op("linalg_solve_triangular", "LinalgSolveTriangularBackward0", ("self", "B"),
+   {"self": "solve_triangular_backward(grad, self, result, upper, left, unitriangular, True)",
+    "B": "solve_triangular_backward(grad, self, result, upper, left, unitriangular, False)"},
+   formula_linalg.solve_triangular, attrs=("upper", "left", "unitriangular"),
+   saves=("left", "result", "self", "unitriangular", "upper"), promote=True)
+op("cholesky_inverse", "CholeskyInverseBackward0", ("self",),
+   {"self": "cholesky_inverse_backward(grad, self, result, upper)"},
+   formula_linalg.cholesky_inverse, attrs=("upper",), saves=("result", "self", "upper"))

@@ -149,6 +149,28 @@ def cholesky_solve(b, factor, upper):
     return column_major(np.linalg.solve(np.swapaxes(lower, -1, -2), y))
 
 
+def triangle(a, upper, unitriangular):
+    """The triangle of A a triangular solver reads, with ones on the diagonal if unitriangular."""
+    t = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        t = t - t * np.eye(a.shape[-1], dtype=a.dtype) + np.eye(a.shape[-1], dtype=a.dtype)
+    return t
+
+
+def solve_triangular(a, b, upper, left, unitriangular):
+    t = triangle(a, upper, unitriangular)
+    if left:
+        return column_major(np.linalg.solve(t, b))
+    x_t = np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2))
+    return column_major(np.swapaxes(x_t, -1, -2))
+
+
+def cholesky_inverse(factor, upper):
+    t = np.triu(factor) if upper else np.tril(factor)
+    product = np.swapaxes(t, -1, -2) @ t if upper else t @ np.swapaxes(t, -1, -2)
+    return column_major(np.linalg.inv(product))
+
+
 # --- backward helpers, over a backend ------------------------------------------------------------
 
 
@@ -163,6 +185,7 @@ class _Arrays:
     solve = staticmethod(np.linalg.solve)
     matrix_exp = staticmethod(matrix_exp)
     cholesky_solve = staticmethod(cholesky_solve)
+    solve_triangular = staticmethod(solve_triangular)
     cat = staticmethod(lambda pieces, dim: np.concatenate(pieces, axis=dim))
     expand = staticmethod(np.broadcast_to)
     unsqueeze = staticmethod(np.expand_dims)
@@ -204,6 +227,14 @@ class _Tensors:
         import nbgrad
 
         return nbgrad.cholesky_solve(b, factor, upper)
+
+    @staticmethod
+    def solve_triangular(a, b, upper, left, unitriangular):
+        import nbgrad
+
+        return nbgrad.linalg.solve_triangular(
+            a, b, upper=upper, left=left, unitriangular=unitriangular
+        )
 
     @staticmethod
     def cat(pieces, dim):
@@ -401,7 +432,22 @@ def _cholesky_solve_input2(B, grad, self, input2, result, upper):
     return -(input2 @ common) if upper else -(common @ input2)
 
 
+def _solve_triangular_backward(B, grad, self, result, upper, left, unitriangular, wrt_self):
+    g_b = B.solve_triangular(B.mT(self), grad, not upper, left, unitriangular)
+    if not wrt_self:
+        return g_b
+    g_a = -(g_b @ B.mT(result)) if left else -(B.mT(result) @ g_b)
+    return B.triu(g_a, int(unitriangular)) if upper else B.tril(g_a, -int(unitriangular))
+
+
+def _cholesky_inverse_backward(B, grad, self, result, upper):
+    common = result @ ((grad + B.mT(grad)) @ result)
+    return -(self @ common) if upper else -(common @ self)
+
+
 _HELPERS = {
+    "solve_triangular_backward": _solve_triangular_backward,
+    "cholesky_inverse_backward": _cholesky_inverse_backward,
     "det_backward": _det_backward,
     "slogdet_backward": _slogdet_backward,
     "inv_backward": _inv_backward,
@@ -415,6 +461,7 @@ _HELPERS = {
     "cholesky_solve_self_backward": _cholesky_solve_self,
     "cholesky_solve_input2_backward": _cholesky_solve_input2,
 }
+
 
 def _quietly(f):
     """Repeated eigenvalues or singular values divide by zero: inf and nan, as in PyTorch,

@@ -267,6 +267,28 @@ def cholesky_solve(input, input2, upper=False):  # noqa: A002
     return run_op(OPS["cholesky_solve"], (input, input2), (upper,))
 
 
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):  # noqa: N803
+    """``torch.linalg.solve_triangular``: X with AX = B (XA = B), A read as triangular."""
+    _check_matrices(A, "linalg.solve_triangular")
+    n = A.shape[-1]
+    rows = B.shape[-2] if left else B.shape[-1]
+    if B.dim() < 2 or rows != n:
+        equation = "AX = B" if left else "XA = B"
+        b_shape = f"{B.shape[-2]}x{B.shape[-1]}" if B.dim() >= 2 else f"{B.shape[-1]}"
+        raise RuntimeError(
+            f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
+            f"{equation} ({n}x{n} and {b_shape})"
+        )
+    return run_op(OPS["linalg_solve_triangular"], (A, B), (upper, left, unitriangular))
+
+
+@public(function=True, method=True)
+def cholesky_inverse(input, upper=False):  # noqa: A002
+    """``torch.cholesky_inverse``: (L L^T)^{-1} from the factor L (CholeskyInverseBackward0)."""
+    _check_matrices(input, "cholesky_inverse")
+    return run_op(OPS["cholesky_inverse"], (input,), (upper,))
+
+
 def singular_value_norm(A, ord, dim, keepdim):  # noqa: A002, N803
     """matrix_norm of order 2, -2 or "nuc" as ATen builds it: the two dims moved last (a
     permute, always), svdvals, then amax / amin / sum over them."""

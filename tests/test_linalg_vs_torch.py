@@ -285,3 +285,17 @@ def test_values_in_float32_match_pytorch(torch):
         real = getattr(torch.linalg, name)(torch.tensor(a))
         assert str(mine.dtype) == str(real.dtype)
         np.testing.assert_allclose(to_numpy(mine), to_numpy(real), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_det_gradient_of_a_singular_matrix_matches_pytorch(torch, create_graph):
+    """Rank-deficient: the gradient is the cofactor matrix, from an SVD (det A^{-T} has none)."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 2)) @ rng.standard_normal((2, 3))
+    batch = np.stack([a, 2 * np.eye(3)])
+    results = []
+    for T in (nbgrad, torch):
+        A = T.tensor(batch, requires_grad=True)
+        (g,) = T.autograd.grad(T.linalg.det(A).sum(), A, create_graph=create_graph)
+        results.append(to_numpy(g))
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-8, atol=1e-12)

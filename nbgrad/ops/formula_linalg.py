@@ -244,22 +244,47 @@ class _Tensors:
 
 
 def _det_backward(B, grad, result, A):
-    # grad * det * A^{-T}: the cofactor matrix (an SVD's for a singular NumPy input)
-    scale = (grad * result)[..., None, None]
-    if B is _Arrays and np.any(result == 0):
-        return scale * _cofactors(A)
-    return scale * B.mT(B.inv(A))
+    """grad * det(A) A^{-T}; where A is (nearly) singular, |det| < 100 eps, the cofactor matrix
+    from an SVD, as PyTorch (for the whole batch here: it is the same matrix elsewhere)."""
+    eps = np.finfo(_dtype_of(A)).eps
+    if np.any(np.abs(_array_of(result)) < 100 * eps):
+        u, s, vh = np.linalg.svd(A) if B is _Arrays else _tensor_svd(A)
+        sign = np.linalg.det(_array_of(u)) * np.linalg.det(_array_of(vh))
+        n = s.shape[-1]
+        others = B.cat(
+            [_product(B, B.cat([s[..., :i], s[..., i + 1 :]], -1)) for i in range(n)], -1
+        )
+        scale = B.unsqueeze(grad, -1) * others * _constant(B, sign[..., None], s)
+        return (u * B.unsqueeze(scale, -2)) @ vh
+    return (grad * result)[..., None, None] * B.mT(B.inv(A))
 
 
-def _cofactors(a):
-    """det(A) A^{-T}, also where A is singular: from A = U S V^T."""
-    u, s, vh = np.linalg.svd(a)
-    n = s.shape[-1]
-    others = np.stack(
-        [np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1
-    )  # prod_{j != i} s_j
-    sign = np.linalg.det(u) * np.linalg.det(vh)
-    return sign[..., None, None] * (u * others[..., None, :]) @ vh
+def _array_of(x):
+    return x if isinstance(x, np.ndarray) else x.detach().numpy()
+
+
+def _dtype_of(x):
+    return x.dtype if isinstance(x, np.ndarray) else x.dtype.numpy
+
+
+def _tensor_svd(a):
+    import nbgrad
+
+    return nbgrad.linalg.svd(a)
+
+
+def _product(B, x):
+    if B is _Arrays:
+        return np.prod(x, axis=-1, keepdims=True)
+    return x.prod(-1, keepdim=True)
+
+
+def _constant(B, values, like):
+    if B is _Arrays:
+        return values.astype(like.dtype)
+    import nbgrad
+
+    return nbgrad.tensor(values.astype(like.dtype.numpy))
 
 
 def _slogdet_backward(B, grad, A):

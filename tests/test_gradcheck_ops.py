@@ -1208,6 +1208,7 @@ case(
 case("linalg_cholesky", lambda x: torch.linalg.cholesky(_spd(x)), normal(3, 3))
 case("linalg_cholesky-upper", lambda x: torch.linalg.cholesky(_spd(x), upper=True), normal(3, 3))
 case("linalg_qr", lambda a: tuple(torch.linalg.qr(a)), normal(4, 3))
+case("linalg_qr-wide", lambda a: tuple(torch.linalg.qr(a)), normal(3, 5))
 case("linalg_qr-square", lambda a: tuple(torch.linalg.qr(a, mode="complete")), normal(3, 3))
 case("linalg_eigh", lambda x: (lambda w, v: (w, v * v))(*torch.linalg.eigh(x + x.mT)), normal(3, 3))
 case("linalg_eigvalsh", lambda x: torch.linalg.eigvalsh(x + x.mT), normal(2, 3, 3))

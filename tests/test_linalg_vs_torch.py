@@ -54,6 +54,8 @@ EXPRESSIONS = [
     "T.linalg.qr(R).R.abs()",
     "(lambda q, r: q @ r)(*T.linalg.qr(R))",
     "(lambda q, r: q * r.diagonal())(*T.linalg.qr(R))",
+    "(lambda q, r: q @ r * r[:, :1])(*T.linalg.qr(W))",
+    "T.linalg.qr(W).Q.abs()",
     "T.linalg.eigh(S).eigenvalues",
     "(lambda w, v: v * v * w)(*T.linalg.eigh(S))",
     "T.linalg.eigh(S, UPLO='U').eigenvalues",

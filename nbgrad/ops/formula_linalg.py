@@ -339,8 +339,14 @@ def _qr_backward(B, grad, Q, R, mode):
             "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
         )
     g_q, g_r = grad
-    if m < n:
-        raise NotImplementedError("nbgrad differentiates linalg.qr for nrows >= ncols only")
+    if m < n:  # A = Q [R1 | R2]: Y = Q R2 moves Q too; then the square case for X = Q R1
+        g_r1 = None if g_r is None else g_r[..., :, :m]
+        g_y = B.zeros_like(R[..., :, m:]) if g_r is None else Q @ g_r[..., :, m:]
+        if g_r is not None:
+            extra = Q @ (R[..., :, m:] @ B.mT(g_r[..., :, m:]))
+            g_q = extra if g_q is None else g_q + extra
+        g_x = _qr_backward(B, (g_q, g_r1), Q, R[..., :, :m], mode)
+        return B.cat([g_x, g_y], -1)
     inner = 0
     if g_r is not None:
         inner = g_r @ B.mT(R)

@@ -1,7 +1,50 @@
-"""``torch.linalg``: vector norms of any order, the Frobenius matrix norm, ``norm`` built from
-them as PyTorch builds it, and ``cross``."""
+"""``torch.linalg``: vector norms of any order, matrix norms (Frobenius; 2, -2 and nuclear from
+singular values), ``norm`` built from them as PyTorch builds it, ``cross``, and the determinants,
+inverses, solvers and decompositions (det, slogdet, inv, solve, cholesky, qr, eigh, svd, pinv,
+matrix_exp, cond, solve_triangular)."""
 
 from nbgrad.ops.functions import vector_norm
+from nbgrad.ops.functions.linalg_decompositions import (
+    LinAlgError,
+    cholesky,
+    cholesky_ex,
+    cond,
+    det,
+    eigh,
+    eigvalsh,
+    inv,
+    inv_ex,
+    matrix_exp,
+    pinv,
+    qr,
+    slogdet,
+    solve,
+    solve_triangular,
+    svd,
+    svdvals,
+)
 from nbgrad.ops.functions.linalg_more import cross, matrix_norm, norm
 
-__all__ = ["cross", "matrix_norm", "norm", "vector_norm"]
+__all__ = [
+    "LinAlgError",
+    "cholesky",
+    "cholesky_ex",
+    "cond",
+    "cross",
+    "det",
+    "eigh",
+    "eigvalsh",
+    "inv",
+    "inv_ex",
+    "matrix_exp",
+    "matrix_norm",
+    "norm",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_triangular",
+    "svd",
+    "svdvals",
+    "vector_norm",
+]

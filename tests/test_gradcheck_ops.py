@@ -1175,6 +1175,98 @@ case(
 )
 
 
+# --- linear algebra (torch.linalg) ---------------------------------------------------------------
+# Well-conditioned matrices: a multiple of the identity plus noise; symmetric positive definite
+# ones built from the leaf (X X^T + 3 I); eigenvectors and singular vectors through quantities
+# that do not depend on their signs.
+
+
+def well_conditioned(*shape):
+    return normal(*shape) * 0.3 + 2.0 * np.eye(shape[-1])
+
+
+def _spd(x):
+    return x @ x.mT + 3 * torch.eye(x.shape[-1], dtype=x.dtype)
+
+
+case("linalg_det", torch.linalg.det, well_conditioned(3, 3))
+case("linalg_det-batched", torch.linalg.det, well_conditioned(2, 3, 3))
+case("det-negative", torch.det, normal(3, 3) * 0.3 - 2.0 * np.eye(3))
+case("linalg_slogdet", lambda a: torch.linalg.slogdet(a).logabsdet, well_conditioned(2, 3, 3))
+case("logdet", torch.logdet, well_conditioned(3, 3))
+case("linalg_inv", torch.linalg.inv, well_conditioned(3, 3))
+case("inverse-batched", torch.inverse, well_conditioned(2, 3, 3))
+case("linalg_solve", torch.linalg.solve, well_conditioned(3, 3), normal(3, 2))
+case("linalg_solve-vector", torch.linalg.solve, well_conditioned(3, 3), normal(3))
+case("linalg_solve-broadcast", torch.linalg.solve, well_conditioned(3, 3), normal(2, 3, 2))
+case(
+    "linalg_solve-right",
+    lambda a, b: torch.linalg.solve(a, b, left=False),
+    well_conditioned(3, 3),
+    normal(2, 3),
+)
+case("linalg_cholesky", lambda x: torch.linalg.cholesky(_spd(x)), normal(3, 3))
+case("linalg_cholesky-upper", lambda x: torch.linalg.cholesky(_spd(x), upper=True), normal(3, 3))
+case("linalg_qr", lambda a: tuple(torch.linalg.qr(a)), normal(4, 3))
+case("linalg_qr-wide", lambda a: tuple(torch.linalg.qr(a)), normal(3, 5))
+case("linalg_qr-square", lambda a: tuple(torch.linalg.qr(a, mode="complete")), normal(3, 3))
+case("linalg_eigh", lambda x: (lambda w, v: (w, v * v))(*torch.linalg.eigh(x + x.mT)), normal(3, 3))
+case("linalg_eigvalsh", lambda x: torch.linalg.eigvalsh(x + x.mT), normal(2, 3, 3))
+case(
+    "linalg_svd",
+    lambda a: (lambda u, s, vh: (u @ vh, s, u * u))(*torch.linalg.svd(a, full_matrices=False)),
+    normal(4, 3),
+)
+case(
+    "linalg_svd-wide",
+    lambda a: (lambda u, s, vh: (u @ vh[:2], vh[:2] * vh[:2]))(*torch.linalg.svd(a)),
+    normal(2, 4),
+)
+case("linalg_svdvals", torch.linalg.svdvals, normal(3, 4))
+case("matrix_norm-2", lambda a: torch.linalg.matrix_norm(a, 2), normal(3, 3))
+case("matrix_norm-nuc", lambda a: torch.linalg.matrix_norm(a, "nuc"), normal(2, 3, 4))
+case("linalg_cond", torch.linalg.cond, well_conditioned(3, 3))
+case("linalg_pinv", torch.linalg.pinv, normal(3, 2))
+case("linalg_pinv-wide", torch.linalg.pinv, normal(2, 3))
+case("linalg_matrix_exp", torch.linalg.matrix_exp, normal(3, 3) * 0.5)
+case("matrix_exp-batched", torch.matrix_exp, normal(2, 2, 2))
+case(
+    "cholesky_solve",
+    lambda b, x: torch.cholesky_solve(b, torch.linalg.cholesky(_spd(x))),
+    normal(3, 2),
+    normal(3, 3),
+)
+case(
+    "cholesky_solve-upper",
+    lambda b, x: torch.cholesky_solve(b, torch.linalg.cholesky(_spd(x), upper=True), upper=True),
+    normal(3, 2),
+    normal(3, 3),
+)
+
+case(
+    "linalg_solve_triangular",
+    lambda a, b: torch.linalg.solve_triangular(a, b, upper=True),
+    well_conditioned(3, 3),
+    normal(3, 2),
+)
+case(
+    "linalg_solve_triangular-right-unit",
+    lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, left=False, unitriangular=True),
+    normal(3, 3),
+    normal(2, 3),
+)
+case(
+    "cholesky_inverse",
+    lambda x: torch.cholesky_inverse(torch.linalg.cholesky(_spd(x))),
+    normal(3, 3),
+)
+case(
+    "cholesky_inverse-upper",
+    lambda u: torch.cholesky_inverse(u.triu(), upper=True),
+    well_conditioned(3, 3),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

@@ -587,6 +587,26 @@ UNARY_REDUCTIONS_MORE = [
 UNARY += UNARY_REDUCTIONS_MORE
 
 
+# Linear algebra on well-conditioned square matrices made from the operand: X X^T + I (its
+# eigenvalues are at least 1), so that det, inv, solve and cholesky compare at full precision.
+def _gram(T, x):
+    return x @ x.mT + T.eye(x.shape[-2], dtype=x.dtype)
+
+
+def _small_matrix(a):
+    return a.ndim >= 2 and a.shape[-2] <= 4 and np.all(np.abs(a) < 3)
+
+
+UNARY_LINALG = [
+    ("T.linalg.det(gram({}))", lambda T, x: T.linalg.det(_gram(T, x)), _small_matrix),
+    ("T.logdet(gram({}))", lambda T, x: T.logdet(_gram(T, x)), _small_matrix),
+    ("T.linalg.inv(gram({}))", lambda T, x: T.linalg.inv(_gram(T, x)), _small_matrix),
+    ("T.linalg.solve(gram({0}), {0})", lambda T, x: T.linalg.solve(_gram(T, x), x), _small_matrix),
+    ("T.linalg.cholesky(gram({}))", lambda T, x: T.linalg.cholesky(_gram(T, x)), _small_matrix),
+]
+UNARY += UNARY_LINALG
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))

@@ -127,6 +127,9 @@ def run_op(spec, inputs, attrs=()):
 def _multi_output_results(spec, tensors, arrays, attrs, edges, metas, needs, graph_wanted):
     """The outputs of an op with several differentiable outputs (split, unbind, var_mean): one
     node, each output its edge ``(node, i)``; views of the input for the view ops."""
+    extras = ()
+    if spec.extra_outputs:  # (outputs, *arrays saved but never returned: LU, pivots)
+        arrays, *extras = arrays
     results = [_make(a if type(a) is np.ndarray else np.asarray(a)) for a in arrays]
     if spec.view:
         source = tensors[0]
@@ -137,9 +140,14 @@ def _multi_output_results(spec, tensors, arrays, attrs, edges, metas, needs, gra
             # PyTorch forbids writing in place into one of several views an op returned.
             result._extras.view.multi_output = (spec.node, output_nr)
     if needs and results and results[0]._dtype.is_floating_point:
-        for result in results:  # before the node saves one: it is saved as requiring grad
+        for output_nr, result in enumerate(results):  # saved as requiring grad, numbered
             result._requires_grad = True
-        node = _record(spec, tensors, results[0], attrs, (), edges, metas, needs)
+            result._output_nr = output_nr
+        # Named outputs after the first (``R`` of qr) are saved from ``extras``, before the
+        # arrays the forward keeps (see OpSpec._source_of).
+        if spec.output_names:
+            extras = (*results[1:], *extras)
+        node = _record(spec, tensors, results[0], attrs, extras, edges, metas, needs)
         node.num_outputs = len(results)
         node._output_meta = [(r._data.shape, r._dtype) for r in results]
         for output_nr, result in enumerate(results):
@@ -332,8 +340,8 @@ def _make_saver(spec, needs):
         if kind == "input":  # a Tensor, or a Python number kept as it is
             tensors.append((p, f"inputs[{i}]", False))
             parts[p] = f"saved{p}"
-        elif kind == "result":
-            tensors.append((p, "result", True))
+        elif kind == "result":  # the output, or one of several (``extras[i - 1]``)
+            tensors.append((p, f"extras[{i - 1}]" if i else "result", True))
             parts[p] = f"saved{p}"
         elif kind == "attr":
             parts[p] = f"attrs[{i}]"

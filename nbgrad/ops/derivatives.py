@@ -1385,3 +1385,59 @@ op("unsafe_split", "UnsafeSplitBackward0", ("self",),
    lambda self, split_size, dim: [np.ascontiguousarray(piece)
                                   for piece in _split(self, split_size, dim)],
    attrs=("split_size", "dim"), saves=("dim", "self_sym_sizes", "split_size"), multi_output=True)
+
+
+# --- linear algebra (torch.linalg) ---------------------------------------------------------------
+# Real inputs. The forwards are NumPy's LAPACK routines; det, slogdet and solve also keep the LU
+# factorization (``LU``, ``pivots``) PyTorch saves. The helpers (formula_linalg) are written once
+# for NumPy and once over nbgrad's own ops, which makes the backward differentiable again.
+
+from nbgrad.ops import formula_linalg  # noqa: E402
+
+op("linalg_det", "LinalgDetBackward0", ("A",),
+   {"A": "det_backward(grad, result, A)"},
+   formula_linalg.det, extra_outputs=("LU", "pivots"), saves=("A", "LU", "pivots", "result"))
+op("linalg_slogdet", "LinalgSlogdetBackward0", ("A",),
+   {"A": "slogdet_backward(grad, A)"},
+   formula_linalg.slogdet, extra_outputs=("LU", "pivots"), output_names=("sign", "logabsdet"),
+   saves=("A", "LU", "pivots", "sign"), multi_output=True)
+op("linalg_inv_ex", "LinalgInvExBackward0", ("A",), {"A": "inv_backward(grad, inverse)"},
+   formula_linalg.inv, extra_outputs=("info",), output_names=("inverse",), saves=("inverse",))
+op("linalg_solve_ex", "LinalgSolveExBackward0", ("A", "B"),
+   {"A": "solve_backward(grad, result, A, left, True)",
+    "B": "solve_backward(grad, result, A, left, False)"},
+   formula_linalg.solve, attrs=("left",), extra_outputs=("LU", "pivots", "info"),
+   saves=("A", "LU", "left", "pivots", "result"), promote=True)
+op("linalg_cholesky_ex", "LinalgCholeskyExBackward0", ("self",),
+   {"self": "cholesky_backward(grad, L, upper)"},
+   formula_linalg.cholesky, attrs=("upper",), extra_outputs=("info",), output_names=("L",),
+   saves=("L", "upper"))
+op("linalg_qr", "LinalgQrBackward0", ("A",), {"A": "qr_backward(grad, Q, R, mode)"},
+   formula_linalg.qr, attrs=("mode",), output_names=("Q", "R"), saves=("Q", "R", "mode"),
+   multi_output=True)
+op("linalg_eigh", "LinalgEighBackward0", ("A",),
+   {"A": "eigh_backward(grad, eigenvalues, eigenvectors)"},
+   formula_linalg.eigh, attrs=("UPLO",), output_names=("eigenvalues", "eigenvectors"),
+   saves=("eigenvalues", "eigenvectors"), multi_output=True)
+op("linalg_svd", "LinalgSvdBackward0", ("A",),
+   {"A": "svd_backward(grad, U, S, Vh, full_matrices)"},
+   formula_linalg.svd, attrs=("full_matrices", "S_sym_argsize_minus_1"),
+   output_names=("U", "S", "Vh"),
+   saves=("S", "S_sym_argsize_minus_1", "U", "Vh", "full_matrices"), multi_output=True)
+op("linalg_pinv", "LinalgPinvBackward0", ("self",), {"self": "pinv_backward(grad, result, self)"},
+   formula_linalg.pinv, saves=("result", "self"))
+op("linalg_matrix_exp", "LinalgMatrixExpBackward0", ("self",),
+   {"self": "matrix_exp_backward(grad, self)"}, formula_linalg.matrix_exp, saves=("self",))
+op("cholesky_solve", "CholeskySolveBackward0", ("self", "input2"),
+   {"self": "cholesky_solve_self_backward(grad, self, input2, upper)",
+    "input2": "cholesky_solve_input2_backward(grad, self, input2, result, upper)"},
+   formula_linalg.cholesky_solve, attrs=("upper",),
+   saves=("input2", "result", "self", "upper"), promote=True)
+op("linalg_solve_triangular", "LinalgSolveTriangularBackward0", ("self", "B"),
+   {"self": "solve_triangular_backward(grad, self, result, upper, left, unitriangular, True)",
+    "B": "solve_triangular_backward(grad, self, result, upper, left, unitriangular, False)"},
+   formula_linalg.solve_triangular, attrs=("upper", "left", "unitriangular"),
+   saves=("left", "result", "self", "unitriangular", "upper"), promote=True)
+op("cholesky_inverse", "CholeskyInverseBackward0", ("self",),
+   {"self": "cholesky_inverse_backward(grad, self, result, upper)"},
+   formula_linalg.cholesky_inverse, attrs=("upper",), saves=("result", "self", "upper"))

@@ -516,6 +516,7 @@ def tensor_namespace():
         **formula_more.tensor_namespace(),
         **more_elementwise_tensor_namespace(),
         **_layer_tensor_namespace(),
+        **formula_linalg.tensor_namespace(),
     }
 
 
@@ -1074,3 +1075,9 @@ def more_elementwise_tensor_namespace():
         "log_sigmoid_backward": log_sigmoid_backward,
         "mish_backward": mish_backward,
     }
+
+
+# The helpers of derivatives.py's "linear algebra (torch.linalg)" section.
+from nbgrad.ops import formula_linalg  # noqa: E402
+
+ARRAY_NAMESPACE.update(formula_linalg.ARRAY_NAMESPACE)

@@ -35,6 +35,8 @@ class OpSpec:
     multi_output  the forward returns a list of arrays, each a differentiable output of the one
               node (split, unbind, var_mean); ``grad`` in its formulas is then the list of their
               gradients (zeros for an output that got none), and ``result0`` saves the first
+    output_names  for a multi_output op, the names of its outputs (``Q``, ``R`` of qr): saved
+              outputs, as PyTorch names them (``_saved_R``)
     promote   bring the inputs to one dtype first, by PyTorch's type-promotion rules
     floating  integer inputs become the default float dtype first (exp, mean, true division)
 
@@ -74,6 +76,7 @@ class OpSpec:
         "same_shape",
         "variadic",
         "multi_output",
+        "output_names",
         "promote",
         "floating",
         "node_class",
@@ -98,6 +101,7 @@ class OpSpec:
         view=False,
         variadic=False,
         multi_output=False,
+        output_names=(),
         promote=False,
         floating=False,
         constants=None,
@@ -125,6 +129,7 @@ class OpSpec:
         self.same_shape = same_shape
         self.variadic = variadic
         self.multi_output = multi_output
+        self.output_names = tuple(output_names)
         self.promote = promote
         self.floating = floating
         self.function = function
@@ -170,12 +175,15 @@ class OpSpec:
             return ("input", self.inputs.index(saved))
         if saved == "result" or (saved == "result0" and self.multi_output):
             return ("result", 0)
+        if saved in self.output_names:
+            return ("result", self.output_names.index(saved))
         if saved in self.attrs:
             return ("attr", self.attrs.index(saved))
         if saved in self.constants:
             return ("constant", self.constants[saved])
-        if saved in self.extra_outputs:
-            return ("extra", self.extra_outputs.index(saved))
+        if saved in self.extra_outputs:  # after the named outputs but the first
+            offset = max(len(self.output_names) - 1, 0)
+            return ("extra", offset + self.extra_outputs.index(saved))
         for suffix, kind in (
             ("_sym_sizes", "sizes"),
             ("_sym_strides", "strides"),

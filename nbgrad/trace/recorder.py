@@ -413,8 +413,8 @@ class Recorder(BaseRecorder):
                 if kind == "input" and input_records is not None:
                     candidate = input_records[index]
                     tensor_record = candidate if type(candidate) is TensorRecord else None
-                elif kind == "result" and output_records:
-                    tensor_record = output_records[0]
+                elif kind == "result" and len(output_records or ()) > index:
+                    tensor_record = output_records[index]
                 elif not packed and saved.tensor is not None:
                     tensor_record = self._record_of(saved.tensor)
                 if tensor_record is not None and tensor_record.value is not None:

@@ -18,6 +18,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     indexing,
     inplace,
     linalg,
+    linalg_decompositions,
     linalg_more,
     more_elementwise,
     reductions,

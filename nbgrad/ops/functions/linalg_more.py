@@ -18,9 +18,13 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):  # noqa: A002, N803
         raise RuntimeError(
             "linalg.matrix_norm: The input tensor A must have at least 2 dimensions."
         )
-    if ord != "fro":
-        raise NotImplementedError(f"nbgrad computes the Frobenius matrix norm only, not ord={ord}")
     dims = tuple(_wrap_dim(d, A.dim()) for d in dim)
+    if ord in (2, -2, "nuc"):
+        from nbgrad.ops.functions.linalg_decompositions import singular_value_norm
+
+        return singular_value_norm(A, ord, dims, keepdim)
+    if ord != "fro":
+        raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
     return vector_norm(A, 2, dims, keepdim)
 
 
@@ -32,8 +36,12 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002, N8
     if isinstance(ord, str):
         return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim)
     if dim is not None and not isinstance(dim, int) and len(dim) == 2 and ord is not None:
+        if ord in (2, -2):
+            return matrix_norm(A, ord, dim, keepdim)
         raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
     if ord is not None and dim is None and A.dim() == 2:
+        if ord in (2, -2):
+            return matrix_norm(A, ord, (-2, -1), keepdim)
         raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
     return vector_norm(A, 2.0 if ord is None else ord, dim, keepdim)
 

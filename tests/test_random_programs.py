@@ -922,7 +922,8 @@ def _under_no_grad(T, compute):
 
 def hook(p):
     """A hook on a value that requires grad: it doubles the gradient that reaches the value."""
-    candidates = [v for v in p.values if v[1].requires_grad]
+    # (not on views: PyTorch 2.13 crashes on a hook on a view regenerated after a write)
+    candidates = [v for v in p.values if v[1].requires_grad and v[1]._base is None]
     if not candidates:
         return
     x = p.choice(candidates, "hooked")

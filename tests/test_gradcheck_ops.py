@@ -1175,6 +1175,30 @@ case(
 )
 
 
+# --- einsum, normalisation layers, folding ------------------------------------------------------
+for _eq, _shapes in [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]),
+    ("i,i->", [(3,), (3,)]),
+    ("ii->i", [(3, 3)]),
+    ("ii->", [(3, 3)]),
+    ("i,j->ij", [(2,), (3,)]),
+    ("bhqd,bhkd->bhqk", [(1, 2, 3, 2), (1, 2, 2, 2)]),
+    ("ij->", [(2, 3)]),
+    ("...ij,...jk->...ik", [(2, 2, 3), (3, 2)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
+]:
+    case(f"einsum-{_eq}", lambda *ts, eq=_eq: torch.einsum(eq, *ts), *[normal(*s) for s in _shapes])
+case("tensordot-2", lambda a, b: torch.tensordot(a, b, 2), normal(2, 3, 2), normal(3, 2, 2))
+case("tensordot-dims", lambda a, b: torch.tensordot(a, b, ([0], [1])), normal(3, 2), normal(2, 3))
+case(
+    "tensordot-full",
+    lambda a, b: torch.tensordot(a, b, ([0, 1], [1, 0])),
+    normal(2, 3),
+    normal(3, 2),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

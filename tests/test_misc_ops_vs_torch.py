@@ -1,0 +1,201 @@
+"""einsum, tensordot, the normalisation layers and the folding ops against PyTorch: the whole
+graph (every node's name, edges and saved values), results, and gradients."""
+
+import numpy as np
+import pytest
+from graph_compare import to_numpy
+
+import nbgrad
+
+
+def _saved(fn):
+    return sorted(a for a in dir(fn) if a.startswith("_saved_"))
+
+
+def _same_value(mine, real, torch, where):
+    if isinstance(real, torch.Tensor):
+        assert isinstance(mine, nbgrad.Tensor), where
+        assert tuple(mine.shape) == tuple(real.shape), where
+        assert str(mine.dtype) == str(real.dtype), where
+        tol = 1e-10 if real.dtype == torch.float64 else 1e-5
+        np.testing.assert_allclose(
+            to_numpy(mine), to_numpy(real), rtol=tol, atol=tol / 100, err_msg=where
+        )
+    elif isinstance(real, (tuple, list)):
+        assert len(mine) == len(real), where
+        for m, r in zip(mine, real):
+            _same_value(m, r, torch, where)
+    elif isinstance(real, float):
+        assert mine == pytest.approx(real), where
+    else:
+        if isinstance(real, int) and real >= 2**63:
+            real -= 2**64
+        assert mine == real, where
+
+
+def assert_same_graph(mine, real, torch, path="root"):
+    """Every node below the two grad_fns: name, edges, saved names and values."""
+    if real is None:
+        assert mine is None, path
+        return
+    assert mine.name() == real.name(), path
+    real_saved = [s for s in _saved(real) if not s.endswith("_raw")]
+    mine_saved = [s for s in _saved(mine) if not s.endswith("_raw")]
+    assert mine_saved == real_saved, f"{path}: {real.name()}"
+    for name in real_saved:
+        if name.endswith("_sym_strides"):  # a size-1 dim's stride is arbitrary
+            sizes = getattr(real, name.replace("_strides", "_sizes"))
+            mine_strides, real_strides = getattr(mine, name), getattr(real, name)
+            assert [m for m, s in zip(mine_strides, sizes) if s != 1] == [
+                r for r, s in zip(real_strides, sizes) if s != 1
+            ], f"{path}.{name}"
+            continue
+        _same_value(getattr(mine, name), getattr(real, name), torch, f"{path}.{name}")
+    assert len(mine.next_functions) == len(real.next_functions), path
+    for i, ((m, mi), (r, ri)) in enumerate(zip(mine.next_functions, real.next_functions)):
+        assert mi == ri, path
+        assert_same_graph(m, r, torch, f"{path}/{i}:{real.name()}")
+
+
+def run_both(torch, build, shapes, dtype="float64", seed=0, grad=True, ints=None):
+    """Run ``build(T, *tensors)`` on the same values in both libraries and compare everything."""
+    rng = np.random.default_rng(seed)
+    values = [rng.standard_normal(s) for s in shapes]
+    ours_in = [nbgrad.tensor(v, dtype=getattr(nbgrad, dtype), requires_grad=grad) for v in values]
+    theirs_in = [torch.tensor(v, dtype=getattr(torch, dtype), requires_grad=grad) for v in values]
+    ours, theirs = build(nbgrad, *ours_in), build(torch, *theirs_in)
+    if isinstance(theirs, tuple):
+        for m, r in zip(ours[1:], theirs[1:]):
+            _same_value(m, r, torch, "extra output")
+        ours, theirs = ours[0], theirs[0]
+    _same_value(ours, theirs, torch, "result")
+    assert_same_graph(ours.grad_fn, theirs.grad_fn, torch)
+    if theirs.requires_grad:
+        g = rng.standard_normal(tuple(theirs.shape))
+        ours.backward(nbgrad.tensor(g, dtype=ours.dtype))
+        theirs.backward(torch.tensor(g, dtype=theirs.dtype))
+        for m, r in zip(ours_in, theirs_in):
+            _same_value(m.grad, r.grad, torch, "grad")
+    return ours, theirs
+
+
+EINSUM = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]),
+    ("i,i->", [(3,), (3,)]),
+    ("ij->ji", [(2, 3)]),
+    ("ii->i", [(3, 3)]),
+    ("ii->", [(3, 3)]),
+    ("bi,bi->b", [(2, 3), (2, 3)]),
+    ("i,j->ij", [(2,), (3,)]),
+    ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+    ("ij->", [(2, 3)]),
+    ("ij", [(2, 3)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("ii", [(3, 3)]),
+    ("...ij,...jk->...ik", [(2, 2, 3), (3, 4)]),
+    ("i...->...", [(2, 3, 4)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("iij->j", [(3, 3, 2)]),
+    ("ij,ij->ij", [(2, 3), (2, 3)]),
+    ("ij,kj->", [(2, 3), (4, 3)]),
+    ("Ab,bA->", [(2, 3), (3, 2)]),
+    ("i,i,i->i", [(3,), (3,), (3,)]),
+    ("ijk,ikl->jl", [(2, 3, 4), (2, 4, 5)]),
+    ("ij,j->i", [(2, 1), (3,)]),
+]
+
+
+@pytest.mark.parametrize(("equation", "shapes"), EINSUM)
+def test_einsum(torch, equation, shapes):
+    run_both(torch, lambda T, *ts: T.einsum(equation, *ts), shapes)
+
+
+def test_einsum_list_and_sublist_forms(torch):
+    run_both(torch, lambda T, a, b: T.einsum("ij,jk->ik", [a, b]), [(2, 3), (3, 4)])
+    run_both(torch, lambda T, a, b: T.einsum(a, [0, 1], b, [1, 2], [0, 2]), [(2, 3), (3, 4)])
+    run_both(torch, lambda T, a: T.einsum(a, [..., 1]), [(2, 3)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_einsum_float32(torch, dtype):
+    run_both(
+        torch,
+        lambda T, a, b: T.einsum("bhqd,bhkd->bhqk", a, b),
+        [(2, 2, 3, 4), (2, 2, 5, 4)],
+        dtype=dtype,
+    )
+
+
+TENSORDOT = [
+    ([(2, 3, 4), (3, 4, 5)], 2),
+    ([(2, 3, 4), (4, 5)], 1),
+    ([(2, 3), (4, 5)], 0),
+    ([(2, 3, 4), (4, 3, 5)], ([1, 2], [1, 0])),
+    ([(2, 3, 4), (3, 5)], ([1], [0])),
+    ([(2, 1, 4), (3, 5)], ([1], [0])),
+    ([(2, 3, 4), (1, 5)], ([1], [0])),
+    ([(3, 4), (4, 3)], ([0, -1], [-1, 0])),
+    ([(1, 3), (3, 1)], ([1], [0])),
+    ([(3,), (3,)], 1),
+    ([(2, 3), (2, 3)], 2),
+    ([(3, 1), (3, 2)], ([0, 1], [0, 1])),
+    ([(2, 3), (2, 3)], ([1, 0], [1, 0])),
+    ([(1, 3), (3, 1)], ([1, 0], [0, 1])),
+    ([(2, 1, 3), (3, 1, 2)], ([0, 2], [2, 0])),
+]
+
+
+@pytest.mark.parametrize(("shapes", "dims"), TENSORDOT)
+def test_tensordot(torch, shapes, dims):
+    run_both(torch, lambda T, a, b: T.tensordot(a, b, dims), shapes)
+    run_both(torch, lambda T, a, b: T.tensordot(a, b, dims=dims), shapes)
+
+
+def _error(fn):
+    try:
+        fn()
+    except Exception as error:  # noqa: BLE001 - compared with PyTorch's
+        return type(error).__name__, str(error).split("\n")[0]
+    return None
+
+
+def _same_error(torch, build, shapes):
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(s) for s in shapes]
+    mine = _error(lambda: build(nbgrad, *[nbgrad.tensor(v) for v in values]))
+    real = _error(lambda: build(torch, *[torch.tensor(v) for v in values]))
+    assert real is not None
+    assert mine == real
+
+
+EINSUM_ERRORS = [
+    ("ij,jk->ik", [(2, 3), (4, 4)]),
+    ("ij,jk->ik", [(2, 3)]),
+    ("ij->ik", [(2, 3)]),
+    ("ij->ii", [(2, 3)]),
+    ("ijk->", [(2, 3)]),
+    ("ij->", [(2, 3), (2, 3)]),
+    ("i1->", [(2, 3)]),
+    ("ii->i", [(2, 3)]),
+    ("i.j->", [(2, 3)]),
+]
+
+
+@pytest.mark.parametrize(("equation", "shapes"), EINSUM_ERRORS)
+def test_einsum_errors(torch, equation, shapes):
+    _same_error(torch, lambda T, *ts: T.einsum(equation, *ts), shapes)
+
+
+@pytest.mark.parametrize(
+    ("shapes", "dims"),
+    [
+        ([(2, 3), (4, 5)], 1),
+        ([(2, 3), (3, 5)], ([0], [0, 1])),
+        ([(2, 3), (3,)], 3),
+        ([(2, 3), (3,)], -1),
+    ],
+)
+def test_tensordot_errors(torch, shapes, dims):
+    _same_error(torch, lambda T, a, b: T.tensordot(a, b, dims), shapes)

@@ -586,9 +586,38 @@ UNARY_REDUCTIONS_MORE = [
 ]
 UNARY += UNARY_REDUCTIONS_MORE
 
+# einsum and tensordot (PyTorch's permute/reshape/bmm decompositions), composed like UNARY's.
+UNARY_EINSUM = [
+    (
+        "T.einsum('...ij->...ji', {})",
+        lambda T, x: T.einsum("...ij->...ji", x),
+        lambda a: a.ndim >= 2,
+    ),
+    (
+        "T.einsum('...ij,...kj->...ik', {0}, {0})",
+        lambda T, x: T.einsum("...ij,...kj->...ik", x, x),
+        lambda a: a.ndim >= 2,
+    ),
+    ("T.einsum('i...,i...->...', {0}, {0})", lambda T, x: T.einsum("i...,i...->...", x, x), None),
+    ("T.einsum('i...->', {})", lambda T, x: T.einsum("i...->", x), lambda a: a.ndim >= 1),
+    (
+        "T.tensordot({0}, {0}, ([0], [0]))",
+        lambda T, x: T.tensordot(x, x, ([0], [0])),
+        lambda a: a.ndim >= 1,
+    ),
+    ("T.tensordot({0}, {0}, {0}.dim())", lambda T, x: T.tensordot(x, x, x.dim()), None),
+]
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
+    x = p.pick("operand", domain or (lambda a: True))
+    if x is not None:
+        p.step(text, fn, x)
+
+
+def einsum_like(p):
+    text, fn, domain = p.choice(UNARY_EINSUM, "einsum")
     x = p.pick("operand", domain or (lambda a: True))
     if x is not None:
         p.step(text, fn, x)
@@ -909,6 +938,9 @@ def hook(p):
     number = next(k for k, v in enumerate(p.values) if v is x)
     p.log.append(f"v{number}.register_hook(lambda g: g * 2)")
     for t in x:
+        # PyTorch 2.13 segfaults registering a hook on a view whose base was modified in place
+        # since, unless the view's grad_fn has been read (and so regenerated) first.
+        t.grad_fn  # noqa: B018
         t.register_hook(lambda g: g * 2)
 
 
@@ -939,6 +971,7 @@ OPERATIONS = [
     select_values,
 ]
 OPERATIONS += [binary_more]
+OPERATIONS += [einsum_like]
 
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 

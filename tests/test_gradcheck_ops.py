@@ -1198,6 +1198,18 @@ case(
     normal(3, 2),
 )
 
+case("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b), normal(2, 4, 3), normal(4), normal(4))
+case("group_norm-plain", lambda x: F.group_norm(x, 3, eps=1e-3), normal(2, 6, 2))
+case(
+    "instance_norm",
+    lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+    normal(2, 3, 4),
+    normal(3),
+    normal(3),
+)
+case("rms_norm", lambda x, w: F.rms_norm(x, (3,), w), normal(2, 3), normal(3))
+case("local_response_norm", lambda x: F.local_response_norm(x, 3, alpha=0.1), normal(2, 4, 3))
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -91,4 +91,12 @@ from nbgrad.nn.modules.loss_more import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
+from nbgrad.nn.modules.normalization_more import (
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+    RMSNorm,
+)
 from nbgrad.nn.parameter import Parameter

@@ -1858,3 +1858,14 @@ def multilabel_soft_margin_loss(
     if reduction == "sum":
         return ops.sum(loss)
     raise ValueError(reduction + " is not valid")
+
+
+# --- group, instance, RMS and local response normalisation (their own module) ---------------------
+from nbgrad.nn.functional_norm import (  # noqa: E402
+    group_norm,
+    instance_norm,
+    local_response_norm,
+    rms_norm,
+)
+
+__all_norm__ = (group_norm, instance_norm, local_response_norm, rms_norm)

@@ -1385,3 +1385,23 @@ op("unsafe_split", "UnsafeSplitBackward0", ("self",),
    lambda self, split_size, dim: [np.ascontiguousarray(piece)
                                   for piece in _split(self, split_size, dim)],
    attrs=("split_size", "dim"), saves=("dim", "self_sym_sizes", "split_size"), multi_output=True)
+
+
+# --- einsum, normalisation layers, folding ------------------------------------------------------
+# einsum and tensordot have no node of their own (PyTorch decomposes them into permute, reshape,
+# bmm, mul, sum: ops/functions/einsum.py); instance norm is batch norm on a reshaped input and
+# rms norm a chain of element-wise ops (nn/functional.py). Group norm is its own node, with its
+# kernel and formula helpers in norm_kernels.
+
+from nbgrad.ops import norm_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(norm_kernels.ARRAY_FUNCTIONS)
+
+# result1 and result2 are the mean and 1/std of each (sample, group), shaped (N, group).
+op("native_group_norm", "NativeGroupNormBackward0", ("input", "weight", "bias"),
+   {"input": "group_norm_input_grad(grad, input, weight, result1, result2, group, eps)",
+    "weight": "group_norm_weight_grad(grad, input, result1, result2, group, eps)",
+    "bias": "channel_sum(grad)"},
+   norm_kernels.group_norm, attrs=("N", "C", "HxW", "group", "eps"),
+   extra_outputs=("result1", "result2"),
+   saves=("C", "HxW", "N", "eps", "group", "input", "result1", "result2", "weight"), joint=True)

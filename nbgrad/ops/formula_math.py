@@ -519,6 +519,7 @@ def tensor_namespace():
         **formula_more.tensor_namespace(),
         **more_elementwise_tensor_namespace(),
         **_layer_tensor_namespace(),
+        **_norm_tensor_namespace(),
     }
 
 
@@ -583,6 +584,12 @@ ARRAY_NAMESPACE.update(
         ),
     }
 )
+
+
+def _norm_tensor_namespace():
+    from nbgrad.ops import norm_kernels
+
+    return norm_kernels.tensor_namespace()
 
 
 def _layer_tensor_namespace():

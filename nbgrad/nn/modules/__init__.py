@@ -51,6 +51,14 @@ from nbgrad.nn.modules.loss_more import (
 )
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from nbgrad.nn.modules.normalization_more import (
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+    RMSNorm,
+)
 from nbgrad.nn.modules.parallel import DataParallel
 from nbgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
 from nbgrad.nn.modules.pooling_extra import (

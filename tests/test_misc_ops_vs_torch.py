@@ -340,7 +340,8 @@ def test_norm_module_repr_and_state(torch, make):
 
 def test_norm_module_errors(torch):
     for T in (nbgrad, torch):
-        with pytest.raises(ValueError, match=r"num_channels \(6\) must be divisible by num_groups \(4\)"):
+        divisible = r"num_channels \(6\) must be divisible by num_groups \(4\)"
+        with pytest.raises(ValueError, match=divisible):
             T.nn.GroupNorm(4, 6)
         with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
             T.nn.InstanceNorm1d(3)(T.zeros(1, 3, 2, 2))

@@ -1210,6 +1210,17 @@ case(
 case("rms_norm", lambda x, w: F.rms_norm(x, (3,), w), normal(2, 3), normal(3))
 case("local_response_norm", lambda x: F.local_response_norm(x, 3, alpha=0.1), normal(2, 4, 3))
 
+case("unfold", lambda x: x.unfold(1, 3, 1), normal(2, 5))
+case("unfold-step", lambda x: x.unfold(0, 2, 3), normal(7))
+case("pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), normal(1, 8, 2, 3))
+case("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), normal(1, 2, 4, 2))
+case(
+    "masked_scatter",
+    lambda x, s: x.masked_scatter(torch.tensor([[True, False, True], [False, True, True]]), s),
+    normal(2, 3),
+    normal(5),
+)
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -347,3 +347,90 @@ def test_norm_module_errors(torch):
             T.nn.InstanceNorm1d(3)(T.zeros(1, 3, 2, 2))
         with pytest.raises(ValueError, match="to match num_features"):
             T.nn.InstanceNorm1d(3, affine=True)(T.zeros(1, 4, 2))
+
+
+# --- folding: Tensor.unfold, pixel shuffle, masked_scatter, Unfold/Fold modules -------------------
+FOLDING = [
+    ("unfold", lambda T, x: x.unfold(1, 3, 2), [(2, 8, 3)]),
+    ("unfold-overlap", lambda T, x: x.unfold(-1, 3, 1) * 1, [(2, 5)]),
+    ("unfold-0d", lambda T, x: x.unfold(0, 1, 1), [()]),
+    ("unfold-1d", lambda T, x: x.unfold(0, 2, 3), [(7,)]),
+    ("pixel_shuffle", lambda T, x: T.nn.functional.pixel_shuffle(x, 2), [(1, 8, 2, 3)]),
+    ("pixel_shuffle-3d", lambda T, x: T.pixel_shuffle(x, 3), [(9, 2, 2)]),
+    ("pixel_unshuffle", lambda T, x: T.nn.functional.pixel_unshuffle(x, 2), [(2, 2, 4, 6)]),
+    ("pixel_unshuffle-5d", lambda T, x: T.pixel_unshuffle(x, 2), [(2, 1, 1, 2, 4)]),
+    (
+        "masked_scatter",
+        lambda T, x, s: x.masked_scatter(T.tensor([[True, False, True], [False, True, True]]), s),
+        [(2, 3), (6,)],
+    ),
+    (
+        "masked_scatter-broadcast-mask",
+        lambda T, x, s: T.masked_scatter(x, T.tensor([True, False, True]), s),
+        [(2, 3), (2, 3)],
+    ),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("name", "build", "shapes"), FOLDING, ids=[f[0] for f in FOLDING])
+def test_folding(torch, name, build, shapes, dtype):
+    run_both(torch, build, shapes, dtype=dtype)
+
+
+def test_unfold_is_a_view(torch):
+    for T in (nbgrad, torch):
+        x = T.arange(6.0)
+        y = x.unfold(0, 2, 2)
+        y[1, 1] = 10.0
+        assert x.tolist()[3] == 10.0
+        assert y._base is x
+
+
+def test_unfold_backward_double_backward(torch):
+    def build(T, x, v):
+        y = x.unfold(1, 2, 1)
+        (g,) = T.autograd.grad(y, x, v, create_graph=True)
+        return g * x
+
+    run_both(torch, build, [(2, 4), (2, 3, 2)])
+
+
+FOLDING_ERRORS = [
+    (lambda T, x: x.unfold(2, 4, 1), [(2, 8, 3)]),
+    (lambda T, x: x.unfold(2, 2, 0), [(2, 8, 3)]),
+    (lambda T, x: x.unfold(3, 2, 1), [(2, 8, 3)]),
+    (lambda T, x: T.nn.functional.pixel_shuffle(x, 2), [(1, 7, 2, 3)]),
+    (lambda T, x: T.nn.functional.pixel_shuffle(x, 2), [(7, 3)]),
+    (lambda T, x: T.nn.functional.pixel_unshuffle(x, 2), [(1, 2, 3, 4)]),
+    (lambda T, x, s: x.masked_scatter(T.ones(2, 3, dtype=T.bool), s), [(2, 3), (4,)]),
+    (lambda T, x, s: x.masked_scatter(T.ones(2, 3), s), [(2, 3), (6,)]),
+    (lambda T, x, s: x.masked_scatter(T.ones(2, 3, dtype=T.bool), s.float()), [(2, 3), (6,)]),
+]
+
+
+@pytest.mark.parametrize(("build", "shapes"), FOLDING_ERRORS)
+def test_folding_errors(torch, build, shapes):
+    _same_error(torch, build, shapes)
+
+
+FOLD_MODULES = {
+    "Unfold": _module_case(lambda nn: nn.Unfold(2, padding=1, stride=2), (2, 3, 4, 5)),
+    "Fold": _module_case(lambda nn: nn.Fold((3, 4), 2), (2, 8, 6)),
+    "PixelShuffle": _module_case(lambda nn: nn.PixelShuffle(2), (2, 8, 2, 3)),
+    "PixelUnshuffle": _module_case(lambda nn: nn.PixelUnshuffle(2), (2, 2, 4, 6)),
+}
+
+
+@pytest.mark.parametrize("name", list(FOLD_MODULES))
+def test_fold_modules(torch, name):
+    from nn_compare import assert_same_run
+
+    assert_same_run(torch, FOLD_MODULES[name])
+    make = {
+        "Unfold": lambda nn: nn.Unfold(2, padding=1, stride=2),
+        "Fold": lambda nn: nn.Fold((3, 4), 2),
+        "PixelShuffle": lambda nn: nn.PixelShuffle(2),
+        "PixelUnshuffle": lambda nn: nn.PixelUnshuffle(2),
+    }[name]
+    assert repr(make(nbgrad.nn)) == repr(make(torch.nn))

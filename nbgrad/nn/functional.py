@@ -1869,3 +1869,6 @@ from nbgrad.nn.functional_norm import (  # noqa: E402
 )
 
 __all_norm__ = (group_norm, instance_norm, local_response_norm, rms_norm)
+
+pixel_shuffle = ops.pixel_shuffle
+pixel_unshuffle = ops.pixel_unshuffle

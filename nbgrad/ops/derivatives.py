@@ -1391,17 +1391,41 @@ op("unsafe_split", "UnsafeSplitBackward0", ("self",),
 # einsum and tensordot have no node of their own (PyTorch decomposes them into permute, reshape,
 # bmm, mul, sum: ops/functions/einsum.py); instance norm is batch norm on a reshaped input and
 # rms norm a chain of element-wise ops (nn/functional.py). Group norm is its own node, with its
-# kernel and formula helpers in norm_kernels.
+# kernel and formula helpers in misc_kernels.
 
-from nbgrad.ops import norm_kernels  # noqa: E402
+from nbgrad.ops import misc_kernels  # noqa: E402
 
-formula_math.ARRAY_NAMESPACE.update(norm_kernels.ARRAY_FUNCTIONS)
+formula_math.ARRAY_NAMESPACE.update(misc_kernels.ARRAY_FUNCTIONS)
 
 # result1 and result2 are the mean and 1/std of each (sample, group), shaped (N, group).
 op("native_group_norm", "NativeGroupNormBackward0", ("input", "weight", "bias"),
    {"input": "group_norm_input_grad(grad, input, weight, result1, result2, group, eps)",
     "weight": "group_norm_weight_grad(grad, input, result1, result2, group, eps)",
     "bias": "channel_sum(grad)"},
-   norm_kernels.group_norm, attrs=("N", "C", "HxW", "group", "eps"),
+   misc_kernels.group_norm, attrs=("N", "C", "HxW", "group", "eps"),
    extra_outputs=("result1", "result2"),
    saves=("C", "HxW", "N", "eps", "group", "input", "result1", "result2", "weight"), joint=True)
+# Tensor.unfold is a view (windows of the input's memory); its backward adds each window's
+# gradient back, and is linear, so an op too, whose own gradient is unfold again.
+op("unfold", "UnfoldBackward0", ("self",),
+   {"self": "unfold_backward(grad, self_sym_sizes, dimension, size, step)"},
+   lambda self, dimension, size, step: misc_kernels.unfold(self, dimension, size, step),
+   attrs=("dimension", "size", "step"), saves=("dimension", "self_sym_sizes", "size", "step"),
+   view=True)
+op("unfold_backward", "UnfoldBackwardBackward0", ("grad_in",),
+   {"grad_in": "unfold(grad, dim, size, step)"},
+   misc_kernels.unfold_backward, attrs=("input_sizes", "dim", "size", "step"),
+   saves=("dim", "size", "step"))
+op("pixel_shuffle", "PixelShuffleBackward0", ("self",),
+   {"self": "pixel_unshuffle(grad, upscale_factor)"},
+   misc_kernels.pixel_shuffle, attrs=("upscale_factor",), saves=("upscale_factor",))
+op("pixel_unshuffle", "PixelUnshuffleBackward0", ("self",),
+   {"self": "pixel_shuffle(grad, downscale_factor)"},
+   misc_kernels.pixel_unshuffle, attrs=("downscale_factor",), saves=("downscale_factor",))
+# The mask is an attr (no edge, but shown as _saved_mask, as PyTorch shows it).
+op("masked_scatter", "MaskedScatterBackward0", ("self", "source"),
+   {"self": "sum_to(masked_zero_broadcast(grad, mask), self_sym_sizes)",
+    "source": "masked_scatter_backward(grad, mask, source_sym_sizes)"},
+   lambda self, source, mask: misc_kernels.masked_scatter(self, source, mask),
+   attrs=("mask",), saves=("mask", "self_sym_sizes", "source_sym_sizes"),
+   hidden=("self_sym_sizes",))

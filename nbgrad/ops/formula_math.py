@@ -519,7 +519,7 @@ def tensor_namespace():
         **formula_more.tensor_namespace(),
         **more_elementwise_tensor_namespace(),
         **_layer_tensor_namespace(),
-        **_norm_tensor_namespace(),
+        **_misc_tensor_namespace(),
     }
 
 
@@ -586,10 +586,10 @@ ARRAY_NAMESPACE.update(
 )
 
 
-def _norm_tensor_namespace():
-    from nbgrad.ops import norm_kernels
+def _misc_tensor_namespace():
+    from nbgrad.ops import misc_kernels
 
-    return norm_kernels.tensor_namespace()
+    return misc_kernels.tensor_namespace()
 
 
 def _layer_tensor_namespace():

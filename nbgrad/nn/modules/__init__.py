@@ -25,6 +25,7 @@ from nbgrad.nn.modules.conv import Conv1d, Conv2d
 from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from nbgrad.nn.modules.dropout import Dropout
 from nbgrad.nn.modules.flatten import Flatten, Unflatten
+from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from nbgrad.nn.modules.linear import Identity, Linear
 from nbgrad.nn.modules.loss import (
     BCELoss,

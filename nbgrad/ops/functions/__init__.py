@@ -16,6 +16,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     comparison,
     einsum,
     elementwise,
+    folding,
     indexing,
     inplace,
     linalg,

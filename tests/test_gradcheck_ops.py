@@ -1221,6 +1221,19 @@ case(
     normal(5),
 )
 
+case(
+    "index_put-accumulate",
+    lambda x, v: torch.index_put(x, (torch.tensor([0, 2, 0]),), v, accumulate=True),
+    normal(3, 2),
+    normal(3, 2),
+)
+case(
+    "index_put-values",
+    lambda x, v: torch.index_put(x, (torch.tensor([0, 2]),), v),
+    normal(3, 2),
+    normal(2),
+)
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -434,3 +434,50 @@ def test_fold_modules(torch, name):
         "PixelUnshuffle": lambda nn: nn.PixelUnshuffle(2),
     }[name]
     assert repr(make(nbgrad.nn)) == repr(make(torch.nn))
+
+
+# --- index_put with accumulate ---------------------------------------------------------------
+INDEX_PUT = [
+    (
+        "accumulate",
+        lambda T, x, v: T.index_put(x, (T.tensor([0, 2, 0]),), v, accumulate=True),
+        [(3, 2), (3, 2)],
+    ),
+    (
+        "accumulate-broadcast",
+        lambda T, x, v: x.index_put((T.tensor([0, 0]),), v, True),
+        [(3, 2), (2,)],
+    ),
+    (
+        "plain",
+        lambda T, x, v: T.index_put(x, (T.tensor([0, 2]), T.tensor([1, 0])), v),
+        [(3, 2), (2,)],
+    ),
+    (
+        "mask",
+        lambda T, x, v: T.index_put(x, (T.tensor([True, False, True]),), v, True),
+        [(3, 2), (1, 2)],
+    ),
+    (
+        "in-place accumulate",
+        lambda T, x, v: (x * 1).index_put_((T.tensor([1, 1]),), v, accumulate=True),
+        [(3, 2), (2,)],
+    ),
+    ("in-place", lambda T, x, v: (x * 1).index_put_((T.tensor([1, 2]),), v), [(3, 2), (2,)]),
+]
+
+
+@pytest.mark.parametrize(("name", "build", "shapes"), INDEX_PUT, ids=[c[0] for c in INDEX_PUT])
+def test_index_put(torch, name, build, shapes):
+    run_both(torch, build, shapes)
+
+
+@pytest.mark.parametrize(
+    ("build", "shapes"),
+    [
+        (lambda T, x, v: T.index_put(x, (T.tensor([0, 1]),), v, True), [(3, 2), (3,)]),
+        (lambda T, x, v: T.index_put(x, (T.tensor([0, 1]),), v.float(), True), [(3, 2), (2,)]),
+    ],
+)
+def test_index_put_errors(torch, build, shapes):
+    _same_error(torch, build, shapes)

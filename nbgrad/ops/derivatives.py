@@ -1429,3 +1429,12 @@ op("masked_scatter", "MaskedScatterBackward0", ("self", "source"),
    lambda self, source, mask: misc_kernels.masked_scatter(self, source, mask),
    attrs=("mask",), saves=("mask", "self_sym_sizes", "source_sym_sizes"),
    hidden=("self_sym_sizes",))
+# torch.index_put and index_put_(..., accumulate=True): with accumulate the values are added and
+# self's gradient passes whole; values broadcast to the indexed region.
+op("index_put_values", "IndexPutBackward0", ("self", "values"),
+   {"self": "grad if accumulate else zero_at(grad, indices)",
+    "values": "sum_to(grad[indices], values_sym_sizes)"},
+   lambda self, values, indices, accumulate, values_sym_sizes: misc_kernels.index_put(
+       self, indices, values, accumulate),
+   attrs=("indices", "accumulate", "values_sym_sizes"),
+   saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",))

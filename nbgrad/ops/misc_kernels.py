@@ -102,6 +102,15 @@ def pixel_unshuffle(x, downscale_factor):
     return np.ascontiguousarray(y).reshape(*batch, c * r * r, oh, ow)
 
 
+def index_put(array, key, values, accumulate):
+    out = array.copy()
+    if accumulate:
+        np.add.at(out, key, np.broadcast_to(values, out[key].shape))
+    else:
+        out[key] = values
+    return out
+
+
 def masked_scatter(self, source, mask):
     mask = np.broadcast_to(mask, np.broadcast_shapes(self.shape, mask.shape))
     out = np.array(np.broadcast_to(self, mask.shape), dtype=self.dtype)

@@ -77,3 +77,65 @@ def masked_scatter(input, mask, source):  # noqa: A002
     if int(mask_array.sum()) > source.numel():
         raise RuntimeError("Number of elements of source < number of ones in mask")
     return run_op(OPS["masked_scatter"], (input, source), (mask._data.copy(),))
+
+
+def _index_key(tensor, indices):
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError("index_put(): argument 'indices' must be tuple of Tensors")
+    if len(indices) > tensor.dim():
+        raise IndexError(
+            f"too many indices for tensor of dimension {tensor.dim()} (got {len(indices)})"
+        )
+    key = []
+    for index in indices:
+        if index is None:
+            key.append(slice(None))
+        elif index._dtype in (dtypes.bool, dtypes.uint8):
+            key.append(index._data.astype(bool))
+        elif index._dtype.is_floating_point:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        else:
+            key.append(index._data.astype(np.int64))
+    return tuple(key)
+
+
+def _checked_key(input, indices, values):
+    if input._dtype is not values._dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{dtypes.SCALAR_TYPE_NAMES[input._dtype]} for the destination and "
+            f"{dtypes.SCALAR_TYPE_NAMES[values._dtype]} for the source."
+        )
+    key = _index_key(input, indices)
+    region_shape = input._data[key].shape
+    try:
+        fits = np.broadcast_shapes(values.shape, region_shape) == region_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape [{', '.join(map(str, values.shape))}] "
+            f"cannot be broadcast to indexing result of shape "
+            f"[{', '.join(map(str, region_shape))}]"
+        )
+    return key
+
+
+@public(function=True, method=True)
+def index_put(input, indices, values, accumulate=False):  # noqa: A002
+    key = _checked_key(input, indices, values)
+    return run_op(
+        OPS["index_put_values"], (input, values), (key, bool(accumulate), tuple(values.shape))
+    )
+
+
+@public(function=True, method=True)
+def index_put_(input, indices, values, accumulate=False):  # noqa: A002
+    from nbgrad.autograd.dispatch import run_inplace
+    from nbgrad.ops.functions.indexing import setitem
+
+    key = _checked_key(input, indices, values)
+    if not accumulate:
+        setitem(input, tuple(indices), values)
+        return input
+    return run_inplace(OPS["index_put_values"], input, (values,), (key, True, tuple(values.shape)))

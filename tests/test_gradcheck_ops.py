@@ -1234,6 +1234,14 @@ case(
     normal(2),
 )
 
+case(
+    "scaled_dot_product_attention",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+    normal(1, 2, 3, 2),
+    normal(1, 2, 4, 2),
+    normal(1, 2, 4, 2),
+)
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -481,3 +481,58 @@ def test_index_put(torch, name, build, shapes):
 )
 def test_index_put_errors(torch, build, shapes):
     _same_error(torch, build, shapes)
+
+
+# --- scaled dot-product attention: PyTorch's fused CPU node ------------------------------------
+def _bool_mask(T):
+    return T.tensor([[True, False, True, True, True], [True, True, False, False, True]] * 2)[:3]
+
+
+ATTENTION = [
+    ("plain", lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(q, k, v), {}),
+    (
+        "causal-scale",
+        lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(
+            q, k, v, is_causal=True, scale=0.3
+        ),
+        {},
+    ),
+    (
+        "float-mask",
+        lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=(q[0, 0, :, :1] * k[0, 0, :, 0]).detach()
+        ),
+        {},
+    ),
+    (
+        "bool-mask",
+        lambda T, q, k, v: T.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=_bool_mask(T)
+        ),
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("name", "build", "kw"), ATTENTION, ids=[a[0] for a in ATTENTION])
+def test_scaled_dot_product_attention(torch, name, build, kw, dtype):
+    run_both(torch, build, [(2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 4)], dtype=dtype)
+
+
+def test_scaled_dot_product_attention_double_backward():
+    rng = np.random.default_rng(0)
+    q, k, v = (
+        nbgrad.tensor(rng.standard_normal(s), requires_grad=True)
+        for s in [(1, 2, 3, 2), (1, 2, 4, 2), (1, 2, 4, 2)]
+    )
+    out = nbgrad.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    (g,) = nbgrad.autograd.grad(out.sum(), q, create_graph=True)
+    reference = (q @ k.transpose(-1, -2) / np.sqrt(2)).masked_fill(
+        ~nbgrad.ones(3, 4, dtype=nbgrad.bool).tril(), float("-inf")
+    ).softmax(-1) @ v
+    (expected,) = nbgrad.autograd.grad(reference.sum(), q, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), expected.detach().numpy(), rtol=1e-10)
+    (gg,) = nbgrad.autograd.grad((g * g).sum(), k)
+    (expected_gg,) = nbgrad.autograd.grad((expected * expected).sum(), k)
+    np.testing.assert_allclose(gg.numpy(), expected_gg.numpy(), rtol=1e-9)

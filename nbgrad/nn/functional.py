@@ -1870,5 +1870,7 @@ from nbgrad.nn.functional_norm import (  # noqa: E402
 
 __all_norm__ = (group_norm, instance_norm, local_response_norm, rms_norm)
 
+from nbgrad.nn.functional_attention import scaled_dot_product_attention  # noqa: E402
+
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle

@@ -1438,3 +1438,13 @@ op("index_put_values", "IndexPutBackward0", ("self", "values"),
        self, indices, values, accumulate),
    attrs=("indices", "accumulate", "values_sym_sizes"),
    saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",))
+# F.scaled_dot_product_attention on 4-d CPU inputs: PyTorch's fused flash-attention node, which
+# keeps the output and each row's logsumexp (the mask as the additive float mask it applied).
+op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward0",
+   ("query", "key", "value"),
+   {_qkv: f"attention_grad(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, {_i})"
+    for _i, _qkv in enumerate(("query", "key", "value"))},
+   misc_kernels.attention, attrs=("attn_mask", "dropout_p", "is_causal", "scale"),
+   extra_outputs=("logsumexp", "output"),
+   saves=("attn_mask", "dropout_p", "is_causal", "key", "logsumexp", "output", "query", "scale",
+          "value"), joint=True)

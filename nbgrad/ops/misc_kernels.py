@@ -127,7 +127,57 @@ def masked_scatter_backward(grad, mask, sizes):
     return out.reshape(tuple(sizes))
 
 
+# --- scaled dot-product attention (PyTorch's fused CPU node) ----------------------------------
+
+
+def _attention_bias(q, k, attn_mask, is_causal):
+    """The additive mask: -inf where attention is not allowed (causal, or a False mask entry)."""
+    length, source = q.shape[-2], k.shape[-2]
+    bias = np.zeros((length, source), dtype=q.dtype)
+    if is_causal:
+        bias = np.where(np.tri(length, source, dtype=bool), bias, -np.inf).astype(q.dtype)
+    if attn_mask is not None:
+        bias = bias + attn_mask
+    return bias
+
+
+def _scale_of(q, scale):
+    return 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+
+
+def attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """(output, logsumexp, output): softmax(q k^T * scale + mask) v, and the log of each row's
+    normaliser."""
+    scores = query @ np.swapaxes(key, -1, -2) * _scale_of(query, scale)
+    scores = scores + _attention_bias(query, key, attn_mask, is_causal)
+    top = scores.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0)
+    weights = np.exp(scores - top)
+    total = weights.sum(axis=-1, keepdims=True)
+    logsumexp = (np.log(total) + top)[..., 0]
+    out = (weights / total) @ value
+    out = out.astype(query.dtype, copy=False)
+    return out, logsumexp.astype(query.dtype, copy=False), out.copy()
+
+
+def attention_grad(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, which):
+    """The gradient of query (0), key (1) or value (2)."""
+    sc = _scale_of(query, scale)
+    scores = query @ np.swapaxes(key, -1, -2) * sc + _attention_bias(
+        query, key, attn_mask, is_causal
+    )
+    weights = np.exp(scores - logsumexp[..., None])
+    if which == 2:
+        return np.swapaxes(weights, -1, -2) @ grad
+    d_weights = grad @ np.swapaxes(value, -1, -2)
+    d_scores = weights * (d_weights - (d_weights * weights).sum(axis=-1, keepdims=True))
+    if which == 0:
+        return (d_scores @ key * sc).astype(query.dtype, copy=False)
+    return (np.swapaxes(d_scores, -1, -2) @ query * sc).astype(query.dtype, copy=False)
+
+
 ARRAY_FUNCTIONS = {
+    "attention_grad": attention_grad,
     "group_norm_input_grad": group_norm_input_grad,
     "group_norm_weight_grad": group_norm_weight_grad,
     "unfold_backward": unfold_backward,
@@ -185,7 +235,24 @@ def tensor_namespace():
 
         return grad.masked_fill(nb.tensor(mask), 0)
 
+    def attention_grad(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, which):
+        import nbgrad as nb
+
+        sc = _scale_of(query, scale)
+        mask = getattr(attn_mask, "_data", attn_mask)
+        bias = nb.tensor(_attention_bias(query._data, key._data, mask, is_causal))
+        scores = query.matmul(key.transpose(-1, -2)) * sc + bias
+        weights = scores.softmax(-1)
+        if which == 2:
+            return weights.transpose(-1, -2).matmul(grad)
+        d_weights = grad.matmul(value.transpose(-1, -2))
+        d_scores = weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
+        if which == 0:
+            return d_scores.matmul(key) * sc
+        return d_scores.transpose(-1, -2).matmul(query) * sc
+
     return {
+        "attention_grad": attention_grad,
         "group_norm_input_grad": group_norm_input_grad,
         "group_norm_weight_grad": group_norm_weight_grad,
         "unfold_backward": unfold_backward,

@@ -1860,17 +1860,14 @@ def multilabel_soft_margin_loss(
     raise ValueError(reduction + " is not valid")
 
 
-# --- group, instance, RMS and local response normalisation (their own module) ---------------------
-from nbgrad.nn.functional_norm import (  # noqa: E402
+# --- normalisation layers, attention, pixel shuffle (their own modules) ---------------------------
+from nbgrad.nn.functional_attention import scaled_dot_product_attention  # noqa: E402, F401
+from nbgrad.nn.functional_norm import (  # noqa: E402, F401
     group_norm,
     instance_norm,
     local_response_norm,
     rms_norm,
 )
-
-__all_norm__ = (group_norm, instance_norm, local_response_norm, rms_norm)
-
-from nbgrad.nn.functional_attention import scaled_dot_product_attention  # noqa: E402
 
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle

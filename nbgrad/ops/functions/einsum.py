@@ -332,8 +332,8 @@ def _sumproduct_pair(left, right, sum_dims):
     return permute(view(bmm(left, right), tuple(out_size)), operm)
 
 
-@public(function=True)
-def tensordot(a, b, dims=2, out=None):
+@public(function=True, out=True)
+def tensordot(a, b, dims=2):
     """Contract ``dims`` of ``a`` with ``dims`` of ``b``: permute, reshape, mm, reshape."""
     if isinstance(dims, int):
         if dims < 0:
@@ -343,8 +343,7 @@ def tensordot(a, b, dims=2, out=None):
         dims_a = list(range(-dims, 0))
         dims_b = list(range(dims))
     elif hasattr(dims, "dim") and not isinstance(dims, (list, tuple)):
-        dims = dims.tolist()
-        return tensordot(a, b, dims, out)
+        return tensordot(a, b, dims.tolist())
     else:
         if len(dims) != 2:
             raise RuntimeError("tensordot expects dims to be a pair of lists or an int")
@@ -354,12 +353,7 @@ def tensordot(a, b, dims=2, out=None):
         if isinstance(dims_b, int):
             dims_b = [dims_b]
         dims_a, dims_b = list(dims_a), list(dims_b)
-    result = _tensordot(a, b, dims_a, dims_b)
-    if out is not None:
-        out.resize_(result.shape)
-        out.copy_(result)
-        return out
-    return result
+    return _tensordot(a, b, dims_a, dims_b)
 
 
 def _tensordot(input1, input2, dims1, dims2):

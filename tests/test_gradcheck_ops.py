@@ -1267,6 +1267,74 @@ case(
 )
 
 
+# --- einsum, normalisation layers, folding ------------------------------------------------------
+for _eq, _shapes in [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]),
+    ("i,i->", [(3,), (3,)]),
+    ("ii->i", [(3, 3)]),
+    ("ii->", [(3, 3)]),
+    ("i,j->ij", [(2,), (3,)]),
+    ("bhqd,bhkd->bhqk", [(1, 2, 3, 2), (1, 2, 2, 2)]),
+    ("ij->", [(2, 3)]),
+    ("...ij,...jk->...ik", [(2, 2, 3), (3, 2)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 2), (2, 2)]),
+]:
+    case(f"einsum-{_eq}", lambda *ts, eq=_eq: torch.einsum(eq, *ts), *[normal(*s) for s in _shapes])
+case("tensordot-2", lambda a, b: torch.tensordot(a, b, 2), normal(2, 3, 2), normal(3, 2, 2))
+case("tensordot-dims", lambda a, b: torch.tensordot(a, b, ([0], [1])), normal(3, 2), normal(2, 3))
+case(
+    "tensordot-full",
+    lambda a, b: torch.tensordot(a, b, ([0, 1], [1, 0])),
+    normal(2, 3),
+    normal(3, 2),
+)
+
+case("group_norm", lambda x, w, b: F.group_norm(x, 2, w, b), normal(2, 4, 3), normal(4), normal(4))
+case("group_norm-plain", lambda x: F.group_norm(x, 3, eps=1e-3), normal(2, 6, 2))
+case(
+    "instance_norm",
+    lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+    normal(2, 3, 4),
+    normal(3),
+    normal(3),
+)
+case("rms_norm", lambda x, w: F.rms_norm(x, (3,), w), normal(2, 3), normal(3))
+case("local_response_norm", lambda x: F.local_response_norm(x, 3, alpha=0.1), normal(2, 4, 3))
+
+case("unfold", lambda x: x.unfold(1, 3, 1), normal(2, 5))
+case("unfold-step", lambda x: x.unfold(0, 2, 3), normal(7))
+case("pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), normal(1, 8, 2, 3))
+case("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), normal(1, 2, 4, 2))
+case(
+    "masked_scatter",
+    lambda x, s: x.masked_scatter(torch.tensor([[True, False, True], [False, True, True]]), s),
+    normal(2, 3),
+    normal(5),
+)
+
+case(
+    "index_put-accumulate",
+    lambda x, v: torch.index_put(x, (torch.tensor([0, 2, 0]),), v, accumulate=True),
+    normal(3, 2),
+    normal(3, 2),
+)
+case(
+    "index_put-values",
+    lambda x, v: torch.index_put(x, (torch.tensor([0, 2]),), v),
+    normal(3, 2),
+    normal(2),
+)
+
+case(
+    "scaled_dot_product_attention",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+    normal(1, 2, 3, 2),
+    normal(1, 2, 4, 2),
+    normal(1, 2, 4, 2),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

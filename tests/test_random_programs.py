@@ -586,6 +586,28 @@ UNARY_REDUCTIONS_MORE = [
 ]
 UNARY += UNARY_REDUCTIONS_MORE
 
+# einsum and tensordot (PyTorch's permute/reshape/bmm decompositions), composed like UNARY's.
+UNARY_EINSUM = [
+    (
+        "T.einsum('...ij->...ji', {})",
+        lambda T, x: T.einsum("...ij->...ji", x),
+        lambda a: a.ndim >= 2,
+    ),
+    (
+        "T.einsum('...ij,...kj->...ik', {0}, {0})",
+        lambda T, x: T.einsum("...ij,...kj->...ik", x, x),
+        lambda a: a.ndim >= 2,
+    ),
+    ("T.einsum('i...,i...->...', {0}, {0})", lambda T, x: T.einsum("i...,i...->...", x, x), None),
+    ("T.einsum('i...->', {})", lambda T, x: T.einsum("i...->", x), lambda a: a.ndim >= 1),
+    (
+        "T.tensordot({0}, {0}, ([0], [0]))",
+        lambda T, x: T.tensordot(x, x, ([0], [0])),
+        lambda a: a.ndim >= 1,
+    ),
+    ("T.tensordot({0}, {0}, {0}.dim())", lambda T, x: T.tensordot(x, x, x.dim()), None),
+]
+
 
 # Linear algebra on well-conditioned square matrices made from the operand: X X^T + I (its
 # eigenvalues are at least 1), so that det, inv, solve and cholesky compare at full precision.
@@ -609,6 +631,13 @@ UNARY += UNARY_LINALG
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
+    x = p.pick("operand", domain or (lambda a: True))
+    if x is not None:
+        p.step(text, fn, x)
+
+
+def einsum_like(p):
+    text, fn, domain = p.choice(UNARY_EINSUM, "einsum")
     x = p.pick("operand", domain or (lambda a: True))
     if x is not None:
         p.step(text, fn, x)
@@ -960,6 +989,7 @@ OPERATIONS = [
     select_values,
 ]
 OPERATIONS += [binary_more]
+OPERATIONS += [einsum_like]
 
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 

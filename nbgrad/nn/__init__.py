@@ -76,6 +76,7 @@ from nbgrad.nn.modules.activation_more import (
     Tanhshrink,
     Threshold,
 )
+from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from nbgrad.nn.modules.loss_more import (
     CosineEmbeddingLoss,
     CosineSimilarity,
@@ -90,5 +91,13 @@ from nbgrad.nn.modules.loss_more import (
     SmoothL1Loss,
     SoftMarginLoss,
     TripletMarginLoss,
+)
+from nbgrad.nn.modules.normalization_more import (
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+    RMSNorm,
 )
 from nbgrad.nn.parameter import Parameter

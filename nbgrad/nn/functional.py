@@ -1858,3 +1858,16 @@ def multilabel_soft_margin_loss(
     if reduction == "sum":
         return ops.sum(loss)
     raise ValueError(reduction + " is not valid")
+
+
+# --- normalisation layers, attention, pixel shuffle (their own modules) ---------------------------
+from nbgrad.nn.functional_attention import scaled_dot_product_attention  # noqa: E402, F401
+from nbgrad.nn.functional_norm import (  # noqa: E402, F401
+    group_norm,
+    instance_norm,
+    local_response_norm,
+    rms_norm,
+)
+
+pixel_shuffle = ops.pixel_shuffle
+pixel_unshuffle = ops.pixel_unshuffle

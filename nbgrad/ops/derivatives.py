@@ -1441,3 +1441,64 @@ op("linalg_solve_triangular", "LinalgSolveTriangularBackward0", ("self", "B"),
 op("cholesky_inverse", "CholeskyInverseBackward0", ("self",),
    {"self": "cholesky_inverse_backward(grad, self, result, upper)"},
    formula_linalg.cholesky_inverse, attrs=("upper",), saves=("result", "self", "upper"))
+# --- einsum, normalisation layers, folding ------------------------------------------------------
+# einsum and tensordot have no node of their own (PyTorch decomposes them into permute, reshape,
+# bmm, mul, sum: ops/functions/einsum.py); instance norm is batch norm on a reshaped input and
+# rms norm a chain of element-wise ops (nn/functional.py). Group norm is its own node, with its
+# kernel and formula helpers in misc_kernels.
+
+from nbgrad.ops import misc_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(misc_kernels.ARRAY_FUNCTIONS)
+
+# result1 and result2 are the mean and 1/std of each (sample, group), shaped (N, group).
+op("native_group_norm", "NativeGroupNormBackward0", ("input", "weight", "bias"),
+   {"input": "group_norm_input_grad(grad, input, weight, result1, result2, group, eps)",
+    "weight": "group_norm_weight_grad(grad, input, result1, result2, group, eps)",
+    "bias": "channel_sum(grad)"},
+   misc_kernels.group_norm, attrs=("N", "C", "HxW", "group", "eps"),
+   extra_outputs=("result1", "result2"),
+   saves=("C", "HxW", "N", "eps", "group", "input", "result1", "result2", "weight"), joint=True)
+# Tensor.unfold is a view (windows of the input's memory); its backward adds each window's
+# gradient back, and is linear, so an op too, whose own gradient is unfold again.
+op("unfold", "UnfoldBackward0", ("self",),
+   {"self": "unfold_backward(grad, self_sym_sizes, dimension, size, step)"},
+   lambda self, dimension, size, step: misc_kernels.unfold(self, dimension, size, step),
+   attrs=("dimension", "size", "step"), saves=("dimension", "self_sym_sizes", "size", "step"),
+   view=True)
+op("unfold_backward", "UnfoldBackwardBackward0", ("grad_in",),
+   {"grad_in": "unfold(grad, dim, size, step)"},
+   misc_kernels.unfold_backward, attrs=("input_sizes", "dim", "size", "step"),
+   saves=("dim", "size", "step"))
+op("pixel_shuffle", "PixelShuffleBackward0", ("self",),
+   {"self": "pixel_unshuffle(grad, upscale_factor)"},
+   misc_kernels.pixel_shuffle, attrs=("upscale_factor",), saves=("upscale_factor",))
+op("pixel_unshuffle", "PixelUnshuffleBackward0", ("self",),
+   {"self": "pixel_shuffle(grad, downscale_factor)"},
+   misc_kernels.pixel_unshuffle, attrs=("downscale_factor",), saves=("downscale_factor",))
+# The mask is an attr (no edge, but shown as _saved_mask, as PyTorch shows it).
+op("masked_scatter", "MaskedScatterBackward0", ("self", "source"),
+   {"self": "sum_to(masked_zero_broadcast(grad, mask), self_sym_sizes)",
+    "source": "masked_scatter_backward(grad, mask, source_sym_sizes)"},
+   lambda self, source, mask: misc_kernels.masked_scatter(self, source, mask),
+   attrs=("mask",), saves=("mask", "self_sym_sizes", "source_sym_sizes"),
+   hidden=("self_sym_sizes",))
+# torch.index_put and index_put_(..., accumulate=True): with accumulate the values are added and
+# self's gradient passes whole; values broadcast to the indexed region.
+op("index_put_values", "IndexPutBackward0", ("self", "values"),
+   {"self": "grad if accumulate else zero_at(grad, indices)",
+    "values": "sum_to(grad[indices], values_sym_sizes)"},
+   lambda self, values, indices, accumulate, values_sym_sizes: misc_kernels.index_put(
+       self, indices, values, accumulate),
+   attrs=("indices", "accumulate", "values_sym_sizes"),
+   saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",))
+# F.scaled_dot_product_attention on 4-d CPU inputs: PyTorch's fused flash-attention node, which
+# keeps the output and each row's logsumexp (the mask as the additive float mask it applied).
+op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward0",
+   ("query", "key", "value"),
+   {_qkv: f"attention_grad(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, {_i})"
+    for _i, _qkv in enumerate(("query", "key", "value"))},
+   misc_kernels.attention, attrs=("attn_mask", "dropout_p", "is_causal", "scale"),
+   extra_outputs=("logsumexp", "output"),
+   saves=("attn_mask", "dropout_p", "is_causal", "key", "logsumexp", "output", "query", "scale",
+          "value"), joint=True)

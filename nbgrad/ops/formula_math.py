@@ -155,7 +155,8 @@ def _unstack(grad, dim, count):
 
 
 def _permute_back(grad, dims):
-    return np.transpose(grad, np.argsort(dims))
+    # dims are saved as given: -1 is the last dim
+    return np.transpose(grad, np.argsort([d % len(dims) for d in dims]))
 
 
 def _reduced_count(sizes, dims):
@@ -484,7 +485,9 @@ def tensor_namespace():
         "zeros_like": nb.zeros_like,
         "reshape": nb.reshape,
         "transpose": nb.transpose,
-        "permute_back": lambda g, dims: g.permute(tuple(np.argsort(dims).tolist())),
+        "permute_back": lambda g, dims: g.permute(
+            tuple(np.argsort([d % len(dims) for d in dims]).tolist())
+        ),
         "matrix_t": lambda a: a.t(),
         "unsqueeze": nb.unsqueeze,
         "outer": lambda a, b: a.reshape(*a.shape, *([1] * b.ndim)) * b,
@@ -517,6 +520,7 @@ def tensor_namespace():
         **more_elementwise_tensor_namespace(),
         **_layer_tensor_namespace(),
         **formula_linalg.tensor_namespace(),
+        **_misc_tensor_namespace(),
     }
 
 
@@ -581,6 +585,12 @@ ARRAY_NAMESPACE.update(
         ),
     }
 )
+
+
+def _misc_tensor_namespace():
+    from nbgrad.ops import misc_kernels
+
+    return misc_kernels.tensor_namespace()
 
 
 def _layer_tensor_namespace():

@@ -25,6 +25,7 @@ from nbgrad.nn.modules.conv import Conv1d, Conv2d
 from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d
 from nbgrad.nn.modules.dropout import Dropout
 from nbgrad.nn.modules.flatten import Flatten, Unflatten
+from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from nbgrad.nn.modules.linear import Identity, Linear
 from nbgrad.nn.modules.loss import (
     BCELoss,
@@ -51,6 +52,14 @@ from nbgrad.nn.modules.loss_more import (
 )
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from nbgrad.nn.modules.normalization_more import (
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LocalResponseNorm,
+    RMSNorm,
+)
 from nbgrad.nn.modules.parallel import DataParallel
 from nbgrad.nn.modules.pooling import AvgPool2d, MaxPool2d
 from nbgrad.nn.modules.pooling_extra import (

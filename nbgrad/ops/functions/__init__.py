@@ -14,7 +14,9 @@ from nbgrad.ops import public
 from nbgrad.ops.functions import (  # importing each module declares its functions
     arithmetic,
     comparison,
+    einsum,
     elementwise,
+    folding,
     indexing,
     inplace,
     linalg,

@@ -132,10 +132,9 @@ def permute(input, *dims):  # noqa: A002
             f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to "
             f"len(dims) = {len(dims)}"
         )
-    dims = tuple(_wrap_dim(d, n) for d in dims)
-    if len(set(dims)) != n:
+    if len({_wrap_dim(d, n) for d in dims}) != n:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return run_op(OPS["permute"], (input,), (dims,))
+    return run_op(OPS["permute"], (input,), (dims,))  # saved as given, as PyTorch saves them
 
 
 @public(function=True, method=True)

@@ -1,11 +1,14 @@
-"""MaxPool2d and AvgPool2d."""
+"""MaxPool2d and AvgPool2d, and what the max-pooling modules share."""
 
 from nbgrad.nn import functional as F
 from nbgrad.nn.modules.module import Module
 
 
-class MaxPool2d(Module):
-    """The max over each ``kernel_size`` window (stride defaults to the kernel size)."""
+class _MaxPoolNd(Module):
+    """The max over each ``kernel_size`` window (stride defaults to the kernel size); the 1-, 2-
+    and 3-d modules differ only in the function they call (PyTorch's _MaxPoolNd)."""
+
+    pool = None  # F.max_pool1d, F.max_pool2d or F.max_pool3d
 
     def __init__(
         self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False
@@ -19,7 +22,7 @@ class MaxPool2d(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, input):
-        return F.max_pool2d(
+        return type(self).pool(
             input,
             self.kernel_size,
             self.stride,
@@ -34,6 +37,12 @@ class MaxPool2d(Module):
             f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
             f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
         )
+
+
+class MaxPool2d(_MaxPoolNd):
+    """The max over each ``kernel_size`` window of the last two dims."""
+
+    pool = staticmethod(F.max_pool2d)
 
 
 class AvgPool2d(Module):

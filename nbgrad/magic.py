@@ -171,23 +171,6 @@ def split_options(line):
     return options, rest
 
 
-_PARSED = {}  # tuple of option words -> their Namespace, never changed once made
-PARSED_LINES = 32
-
-
-def _parse_options(words):
-    """``PARSER.parse_args(words)``, kept for the next cell with the same options: argparse
-    takes about 10 us, a visible part of what recording a small cell costs."""
-    key = tuple(words)
-    options = _PARSED.get(key)
-    if options is None:
-        options = PARSER.parse_args(words)  # a bad option raises: nothing is kept
-        if len(_PARSED) >= PARSED_LINES:
-            _PARSED.clear()
-        _PARSED[key] = options
-    return options
-
-
 @magics_class
 class AutogradMagics(Magics):
     @line_cell_magic
@@ -197,7 +180,7 @@ class AutogradMagics(Magics):
             words, statement = split_options(line)
         else:
             words, statement = line.split(), None
-        options = _parse_options(words)
+        options = PARSER.parse_args(words)
         if options.help:
             print(PARSER.format_help())
             if cell is not None and has_top_level_await(self.shell, cell):
@@ -227,11 +210,13 @@ def run_recorded(shell, code, options, header):
     """
     __tracebackhide__ = True  # noqa: F841
     number = shell.execution_count
-    transformed = _transformed(shell, code)
+    # The steps IPython's own %%time takes: its input transformations (%magics, !shell, help?),
+    # its parser, then the user's AST transformers (shell.ast_transformers).
+    transformed = _transform_cell(shell, code)
     compiled_text = ("\n" if header is not None else "") + transformed
     shown_text = (header + "\n" if header is not None else "") + transformed
     filename = shell.compile.cache(shown_text, number)
-    tree = _parse(compiled_text, filename)
+    tree = _parse(shell, compiled_text, filename)
     allow_await = header is not None and _may_await(shell, code)  # cells only, as IPython does
     cell_code, last_expression = _compile(shell, tree, filename, code, allow_await)
 
@@ -327,15 +312,6 @@ def _end_recording(shell, recorder, options, error, filename):
         _raise_cleanly(shell, error, {filename, BACKWARD_FILENAME})
 
 
-def _transformed(shell, code):
-    """The cell's text as Python. IPython's own syntax (%magics, !shell, help?) needs IPython's
-    transformation; plain Python does not, and tokenizing a cell a second time is a visible
-    part of a small cell's cost."""
-    if not any(c in code for c in "%!?") and not code.startswith((" ", "\t")):
-        return code
-    return shell.transform_cell(code)
-
-
 def _may_await(shell, code):
     """Whether ``code`` may use a top-level ``await`` (``async for``, ``async with``): when
     IPython's autoawait is on, as for a plain cell; the words are looked for first, a cheap
@@ -351,7 +327,7 @@ def has_top_level_await(shell, code):
         return False
     flags = shell.compile.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
     try:
-        compiled = compile(_transformed(shell, code), "<%%autograd>", "exec", flags, True)
+        compiled = compile(_transform_cell(shell, code), "<%%autograd>", "exec", flags, True)
     except Exception:  # noqa: BLE001 - a syntax error, or one of IPython's transformations
         return False
     return _is_coroutine(compiled)
@@ -387,20 +363,47 @@ def _is_coroutine(code):
     return code is not None and bool(code.co_flags & inspect.CO_COROUTINE)
 
 
-_TREES = {}  # cell text -> its parsed tree (never changed once made), for a cell run again
-RECENT_TREES = 8
+# A recorded cell is often run again. What IPython would compute again from the same text is
+# kept for the next run, where benchmarks/record_overhead.py shows it pays (a ten-line cell:
+# transform_cell 280 us, parsing 70 us, against about 1 ms that recording adds).
+_TRANSFORMED = {}  # (cell text, the shell's input transformations) -> transformed text
+_TREES = {}  # transformed text -> its parsed tree (never changed once made)
+RECENT_CELLS = 8
 
 
-def _parse(text, filename):
-    """``ast.parse(text)``, kept for the next run of the same cell: parsing takes about as long
-    as compiling (50 us for a ten-line cell), and a recorded cell is often run again. The tree
-    does not depend on the filename (a new one per run, with the execution count in it)."""
+def _remember(cache, key, value):
+    if len(cache) >= RECENT_CELLS:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def _transform_cell(shell, code):
+    """``shell.transform_cell(code)``: IPython's input transformations (%magics, !shell, help?
+    and the user's own), the first step of a plain cell and of ``%%time``."""
+    manager = shell.input_transformer_manager
+    transforms = (
+        *manager.cleanup_transforms,
+        *manager.line_transforms,
+        *manager.token_transformers,
+    )
+    key = (code, tuple(map(id, transforms)))
+    transformed = _TRANSFORMED.get(key)
+    if transformed is None:
+        transformed = _remember(_TRANSFORMED, key, shell.transform_cell(code))
+    return transformed
+
+
+def _parse(shell, text, filename):
+    """The cell's syntax tree, as IPython makes it: parsed, then passed through the user's AST
+    transformers (``shell.ast_transformers``). Without transformers the tree is never changed,
+    so it is kept for the next run of the same text (the filename, which changes with every
+    execution count, is not in the tree)."""
+    if shell.ast_transformers:
+        return shell.transform_ast(shell.compile.ast_parse(text, filename))
     tree = _TREES.get(text)
     if tree is None:
-        tree = ast.parse(text, filename)  # a syntax error raises: nothing is kept
-        if len(_TREES) >= RECENT_TREES:
-            _TREES.clear()
-        _TREES[text] = tree
+        tree = _remember(_TREES, text, shell.compile.ast_parse(text, filename))
     return tree
 
 

@@ -394,3 +394,45 @@ def test_a_no_show_trace_read_later_has_the_names_the_cell_ended_with(shell):
     assert list(trace.tensors) == ["a", "b", "c", "d", "e"]
     assert trace.tensors["e"].role == "output" and float(trace.tensors["c"].grad) == 4.0
     assert [op.code for op in trace.ops] == ["c = a + b", "e = c * d"]
+
+
+def test_the_cell_goes_through_ipythons_own_steps_ast_transformers_included(shell):
+    """As IPython's %%time does: input transformations, then the user's AST transformers
+    (here one that doubles every integer literal, as in IPython's documentation)."""
+    import ast
+
+    class DoubleIntegers(ast.NodeTransformer):
+        def visit_Constant(self, node):
+            if type(node.value) is int:
+                return ast.copy_location(ast.Constant(node.value * 2), node)
+            return node
+
+    transformer = DoubleIntegers()
+    shell.ast_transformers.append(transformer)
+    try:
+        plain = run(shell, "plain_value = 3\n")
+        recorded = run(
+            shell,
+            "%%autograd --no-show\nimport nbgrad as torch\n"
+            "w = torch.tensor(float(3), requires_grad=True)\n"
+            "y = w * 5\ny.backward()\n",
+        )
+    finally:
+        shell.ast_transformers.remove(transformer)
+    assert plain.success and recorded.success
+    assert shell.user_ns["plain_value"] == 6
+    assert float(shell.user_ns["w"]) == 6.0  # the literal 3 became 6 in the recorded cell too
+    assert float(shell.user_ns["w"].grad) == 10.0  # and 5 became 10
+    assert nbgrad.last_trace().node("MulBackward0").line == 4  # positions are the cell's own
+
+
+def test_ipython_syntax_and_indented_cells_run_recorded(shell, capsys):
+    result = run(
+        shell,
+        "%%autograd --no-show\n    import nbgrad as torch\n"
+        "    v = torch.ones(2, requires_grad=True)\n"
+        "    total = (v * 2).sum()\n    %time total.backward()\n",
+    )
+    assert result.success
+    assert shell.user_ns["v"].grad.tolist() == [2.0, 2.0]
+    assert "Wall time" in capsys.readouterr().out

@@ -114,7 +114,19 @@ def is_floating_point(input):  # noqa: A002
 
 # --- recording (nbgrad.trace) and the %%autograd magic (nbgrad.magic) ---------------------------
 
-from nbgrad.trace.api import last_trace, record  # noqa: E402
+
+def __getattr__(name):
+    # The recorder (nbgrad.trace: 13 modules) is imported when first used, so that a program
+    # that only uses the engine does not pay for it (see benchmarks/README.md, import time).
+    if name in ("record", "last_trace"):
+        from nbgrad.trace import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'nbgrad' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), "record", "last_trace"})
 
 
 def load_ipython_extension(shell):

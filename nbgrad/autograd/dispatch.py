@@ -20,6 +20,7 @@ from nbgrad.autograd.node import (
     set_history,
 )
 from nbgrad.autograd.tensor import Tensor, VersionCounter
+from nbgrad.flags import FAST_PATHS
 from nbgrad.generated import compile_registered
 
 _make = Tensor._make
@@ -35,7 +36,7 @@ def run_op(spec, inputs, attrs=()):
     tensors = inputs[0] if spec.variadic else inputs
     graph_wanted = grad_mode._enabled
     first = tensors[0] if tensors else None
-    if spec.variadic or len(tensors) > 2 or not isinstance(first, Tensor):
+    if not FAST_PATHS or spec.variadic or len(tensors) > 2 or not isinstance(first, Tensor):
         arrays, edges, metas, needs, common, mixed, inference = _gather(tensors, graph_wanted)
     else:
         # Unary and binary ops with a tensor first are nearly every op a model runs: their
@@ -150,9 +151,8 @@ def _multi_output_results(spec, tensors, arrays, attrs, edges, metas, needs, gra
         node = _record(spec, tensors, results[0], attrs, extras, edges, metas, needs)
         node.num_outputs = len(results)
         node._output_meta = [(r._data.shape, r._dtype) for r in results]
-        for output_nr, result in enumerate(results):
+        for result in results:
             result._grad_fn = node
-            result._output_nr = output_nr
     if observe.op_listeners:
         grad_fn = results[0]._grad_fn if results else None
         for listener in observe.op_listeners:

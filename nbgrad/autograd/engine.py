@@ -18,6 +18,7 @@ import numpy as np
 from nbgrad.autograd import anomaly, grad_mode, observe
 from nbgrad.autograd.node import AccumulateGrad
 from nbgrad.autograd.tensor import Tensor
+from nbgrad.flags import FAST_PATHS
 from nbgrad.ops.formula_math import ARRAY_NAMESPACE
 
 _sum_to = ARRAY_NAMESPACE["sum_to"]
@@ -113,7 +114,12 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
                 accumulate_into_leaf(node.variable, leaf_grad, create_graph, owned)
             leaf_grad = None
             outputs = ()
-        elif node._input_meta is None and node._extras is None and grads[0] is not None:
+        elif (
+            FAST_PATHS
+            and node._input_meta is None
+            and node._extras is None
+            and grads[0] is not None
+        ):
             # The common node (element-wise, one output, no hooks), which needs none of
             # _run_node's cases: run here, saving a call per node of a long chain.
             try:

@@ -12,6 +12,7 @@ shows the same text.
 
 import numpy as np
 
+from nbgrad.generated import compile_registered
 from nbgrad.ops import formula_math, formula_more, nn_kernels
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
@@ -87,6 +88,97 @@ op("minimum", "MinimumBackward0", ("self", "other"),
     "other": "where(other < self, grad, where(self == other, grad / 2, 0 * grad))"},
    np.minimum, saves=("other", "self"), promote=True)
 
+# --- backward functions that are ops of their own --------------------------------------------
+# PyTorch computes many first derivatives with a function of their own, itself an op with an
+# entry (``sigmoid: self: sigmoid_backward(grad, result)``), so that differentiating a gradient
+# (``create_graph=True``) records that function's node: SigmoidBackwardBackward0, with its
+# ``_saved_grad_output`` and ``_saved_output``. Each entry here is such a function. Its forward
+# is written in the formulas' language; formulas call it by name (its arguments: tensors, then
+# the rest, in the entry's order), which runs the forward on arrays in a plain backward, and
+# the op itself under create_graph. The graph widget shows a call by its forward's text.
+
+BACKWARD_FUNCTIONS = {}  # name -> (its parameters, its forward's text)
+
+
+def backward_function(name, node, inputs, text, grads, attrs=(), **options):
+    params = (*inputs, *attrs)
+    source = f"lambda {', '.join(params)}: {text}"
+    forward = eval(  # noqa: S307 - our own table
+        compile_registered(source, f"<{name}>", "eval"),
+        {**formula_math.ARRAY_NAMESPACE, "__name__": "nbgrad.ops.formulas"},
+    )
+    formula_math.ARRAY_NAMESPACE[name] = forward  # before its own formulas, which may call it
+    BACKWARD_FUNCTIONS[name] = (params, text)
+    # PyTorch's code generator saves everything a backward function's formulas read, whichever
+    # inputs need a gradient (it skips that trimming for *_backward ops): ``joint``.
+    return op(name, node, inputs, grads, forward, attrs=attrs, promote=True, joint=True,
+              **options)
+
+
+backward_function(
+    "sigmoid_backward", "SigmoidBackwardBackward0", ("grad_output", "output"),
+    "grad_output * output * (1 - output)",
+    {"grad_output": "sigmoid_backward(grad, output)",
+     "output": "grad * grad_output * (-2 * output + 1)"},
+    saves=("grad_output", "output"))
+backward_function(
+    "tanh_backward", "TanhBackwardBackward0", ("grad_output", "output"),
+    "grad_output * (1 - output * output)",
+    {"grad_output": "tanh_backward(grad, output)",
+     "output": "grad * (-2 * output * grad_output)"},
+    saves=("grad_output", "output"))
+# ReLU's gradient is threshold_backward(grad, result, 0): it passes where the input was above
+# the threshold; as a function of that input it is flat, so its own gradient there is zero.
+backward_function(
+    "threshold_backward", "ThresholdBackwardBackward0", ("grad_output", "self"),
+    "where(self <= threshold, 0 * grad_output, grad_output)",
+    {"grad_output": "threshold_backward(grad, self, threshold)", "self": "zeros_like(grad)"},
+    attrs=("threshold",), saves=("self", "threshold"))
+backward_function(
+    "leaky_relu_backward", "LeakyReluBackwardBackward0", ("grad_output", "self"),
+    "where(self > 0, grad_output, grad_output * negative_slope)",
+    {"grad_output": "leaky_relu_backward(grad, self, negative_slope, False)",
+     "self": "zeros_like(grad)"},
+    attrs=("negative_slope", "self_is_result"), saves=("negative_slope", "self"))
+backward_function(
+    "hardtanh_backward", "HardtanhBackwardBackward0", ("grad_output", "self"),
+    "where((self > min_val) & (self < max_val), grad_output, 0 * grad_output)",
+    {"grad_output": "hardtanh_backward(grad, self, min_val, max_val)",
+     "self": "zeros_like(grad)"},
+    attrs=("min_val", "max_val"), saves=("max_val", "min_val", "self"))
+backward_function(
+    "hardshrink_backward", "HardshrinkBackwardBackward0", ("grad_out", "self"),
+    "where((self >= -lambd) & (self <= lambd), 0 * grad_out, grad_out)",
+    {"grad_out": "hardshrink_backward(grad, self, lambd)", "self": "zeros_like(grad)"},
+    attrs=("lambd",), saves=("lambd", "self"))
+backward_function(
+    "softshrink_backward", "SoftshrinkBackwardBackward0", ("grad_output", "self"),
+    "where((self >= -lambd) & (self <= lambd), 0 * grad_output, grad_output)",
+    {"grad_output": "softshrink_backward(grad, self, lambd)", "self": "zeros_like(grad)"},
+    attrs=("lambd",), saves=("lambd", "self"))
+backward_function(
+    "hardswish_backward", "HardswishBackwardBackward0", ("grad_output", "self"),
+    "where(self < -3, 0 * grad_output, where(self <= 3, grad_output * (self / 3 + 0.5), "
+    "grad_output))",
+    {"grad_output": "hardswish_backward(grad, self)",
+     "self": "where((self > -3) & (self < 3), grad * grad_output / 3.0, 0 * grad)"},
+    saves=("grad_output", "self"))
+# softmax's gradient y * (g - sum(g * y)); differentiated in y: g - sum(g * y) times the incoming
+# gradient, less g times the sum of the incoming gradient times y.
+backward_function(
+    "softmax_backward_data", "SoftmaxBackwardDataBackward0", ("grad_output", "output"),
+    "output * (grad_output - sum_dim(grad_output * output, dim, True))",
+    {"grad_output": "softmax_backward_data(grad, output, dim)",
+     "output": "grad * (grad_output - sum_dim(grad_output * output, dim, True)) "
+               "- grad_output * sum_dim(grad * output, dim, True)"},
+    attrs=("dim",), saves=("dim", "grad_output", "output"))
+backward_function(
+    "log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0", ("grad_output", "output"),
+    "grad_output - exp(output) * sum_dim(grad_output, dim, True)",
+    {"grad_output": "grad - sum_dim(grad * exp(output), dim, True)",
+     "output": "-sum_dim(grad_output, dim, True) * exp(output) * grad"},
+    attrs=("dim",), saves=("dim", "grad_output", "output"))
+
 # --- element-wise functions ---------------------------------------------------------------------
 # The flags make the public names (ops/public.py): ``function`` nbgrad.exp, ``method`` x.exp(),
 # ``inplace`` x.exp_() and nbgrad.exp_, ``out`` nbgrad.exp(x, out=y).
@@ -106,13 +198,13 @@ op("cos", "CosBackward0", ("self",), {"self": "-grad * sin(self)"}, np.cos, save
 op("tan", "TanBackward0", ("self",), {"self": "grad * (1 + result * result)"}, np.tan,
    saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("tanh", "TanhBackward0", ("self",), {"self": "grad * (1 - result * result)"}, np.tanh,
+op("tanh", "TanhBackward0", ("self",), {"self": "tanh_backward(grad, result)"}, np.tanh,
    saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("sigmoid", "SigmoidBackward0", ("self",), {"self": "grad * result * (1 - result)"},
+op("sigmoid", "SigmoidBackward0", ("self",), {"self": "sigmoid_backward(grad, result)"},
    lambda self: 0.5 * np.tanh(0.5 * self) + 0.5, saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("relu", "ReluBackward0", ("self",), {"self": "grad * (result > 0)"},
+op("relu", "ReluBackward0", ("self",), {"self": "threshold_backward(grad, result, 0)"},
    lambda self: np.maximum(self, 0), saves=("result",), same_shape=True,
    function=True, method=True, inplace=True)  # torch.relu takes no out=
 op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
@@ -180,11 +272,11 @@ op("masked_fill_tensor", "MaskedFillBackward1", ("self", "value"),
    lambda self, value, mask: np.where(mask, value.astype(self.dtype), self),
    attrs=("mask",), saves=("mask",))
 op("softmax", "SoftmaxBackward0", ("self",),
-   {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
+   {"self": "softmax_backward_data(grad, result, dim)"},
    lambda self, dim: _softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
    floating=True, same_shape=True)
 op("log_softmax", "LogSoftmaxBackward0", ("self",),
-   {"self": "grad - exp(result) * sum_dim(grad, dim, True)"},
+   {"self": "log_softmax_backward_data(grad, result, dim)"},
    lambda self, dim: _log_softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
    floating=True, same_shape=True)
 
@@ -561,7 +653,7 @@ op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
 op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
    nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
 op("leaky_relu", "LeakyReluBackward0", ("self",),
-   {"self": "where(self > 0, grad, grad * negative_slope)"},
+   {"self": "leaky_relu_backward(grad, self, negative_slope, False)"},
    lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
    attrs=("negative_slope",), saves=("negative_slope", "self"))
 op("linalg_vector_norm", "LinalgVectorNormBackward0", ("self",),
@@ -603,7 +695,7 @@ op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
 # In place, PyTorch's leaky_relu_ saves its result (the input is overwritten): another node name
 # (and another entry name: a recorder announces an in-place run as the entry's name plus "_").
 op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
-   {"self": "where(result > 0, grad, grad * negative_slope)"},
+   {"self": "leaky_relu_backward(grad, result, negative_slope, True)"},
    lambda self, negative_slope: np.where(self > 0, self, self * negative_slope),
    attrs=("negative_slope",), saves=("negative_slope", "result"))
 
@@ -1054,7 +1146,7 @@ op("softplus", "SoftplusBackward0", ("self",),
        self * beta > threshold, self, np.logaddexp(0, self * beta) / beta).astype(self.dtype),
    attrs=("beta", "threshold"), saves=("beta", "self", "threshold"), same_shape=True)
 op("hardtanh", "HardtanhBackward0", ("self",),
-   {"self": "where((self > min_val) & (self < max_val), grad, 0)"},
+   {"self": "hardtanh_backward(grad, self, min_val, max_val)"},
    lambda self, min_val, max_val: np.clip(self, min_val, max_val).astype(self.dtype, copy=False),
    attrs=("min_val", "max_val"), saves=("max_val", "min_val", "self"), same_shape=True)
 op("log_sigmoid", "LogSigmoidBackward0", ("self",),
@@ -1066,7 +1158,7 @@ op("silu", "SiluBackward0", ("self",),
 op("mish", "MishBackward0", ("self",), {"self": "mish_backward(grad, self)"},
    lambda self: self * np.tanh(np.logaddexp(0, self)), saves=("self",), same_shape=True)
 op("hardswish", "HardswishBackward0", ("self",),
-   {"self": "where(self < -3, 0 * grad, where(self <= 3, grad * (self / 3 + 0.5), grad))"},
+   {"self": "hardswish_backward(grad, self)"},
    lambda self: self * np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
 op("hardsigmoid", "HardsigmoidBackward0", ("self",),
    # PyTorch's kernel multiplies by 1/6 rounded to float32, whatever the dtype
@@ -1092,20 +1184,20 @@ op("celu_inplace", "CeluBackward1", ("self",),
    lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
    saves=("alpha", "result"))
 op("threshold", "ThresholdBackward0", ("self",),
-   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   {"self": "threshold_backward(grad, self, threshold)"},
    lambda self, threshold, value: _threshold(self, threshold, value),
    attrs=("threshold", "value"), saves=("self", "threshold"), same_shape=True)
 op("threshold_inplace", "ThresholdBackward1", ("self",),
-   {"self": "where(self <= threshold, 0 * grad, grad)"},
+   {"self": "threshold_backward(grad, self, threshold)"},
    lambda self, threshold, value: _threshold(self, threshold, value),
    attrs=("threshold", "value"), saves=("self", "threshold"))
 op("softshrink", "SoftshrinkBackward0", ("self",),
-   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   {"self": "softshrink_backward(grad, self, lambd)"},
    lambda self, lambd: np.where(self > lambd, self - lambd,
                                 np.where(self < -lambd, self + lambd, 0)).astype(self.dtype),
    attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
 op("hardshrink", "HardshrinkBackward0", ("self",),
-   {"self": "where((self >= -lambd) & (self <= lambd), 0 * grad, grad)"},
+   {"self": "hardshrink_backward(grad, self, lambd)"},
    lambda self, lambd: np.where((self >= -lambd) & (self <= lambd), 0, self).astype(self.dtype),
    attrs=("lambd",), saves=("lambd", "self"), same_shape=True)
 

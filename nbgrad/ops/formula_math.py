@@ -521,7 +521,21 @@ def tensor_namespace():
         **_layer_tensor_namespace(),
         **formula_linalg.tensor_namespace(),
         **_misc_tensor_namespace(),
+        **_backward_function_namespace(),
     }
+
+
+def _backward_function_namespace():
+    """The backward functions that are table ops (derivatives.BACKWARD_FUNCTIONS): called from a
+    formula under create_graph, each runs its op, which records its node."""
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import BACKWARD_FUNCTIONS, OPS
+
+    def runner(spec):
+        count = len(spec.inputs)
+        return lambda *args: run_op(spec, args[:count], args[count:])
+
+    return {name: runner(OPS[name]) for name in BACKWARD_FUNCTIONS}
 
 
 # --- neural-network layers -------------------------------------------------------------------

@@ -1,0 +1,80 @@
+"""A gradient taken with create_graph=True records PyTorch's node for the backward function
+(SigmoidBackwardBackward0, ThresholdBackwardBackward0, ...): the same names, saved values,
+next_functions, gradients and gradients of gradients as PyTorch 2.13."""
+
+import numpy as np
+import pytest
+
+import nbgrad
+
+torch = pytest.importorskip("torch")
+
+VALUES = np.array([[0.5, -1.0, 2.0, 0.1], [-2.5, 3.5, -0.05, 0.7]])
+WEIGHTS = np.cos(np.arange(VALUES.size)).reshape(VALUES.shape)
+
+PROGRAMS = {
+    "sigmoid": lambda T, x: x.sigmoid(),
+    "sigmoid-function": lambda T, x: T.sigmoid(x),
+    "tanh": lambda T, x: x.tanh(),
+    "relu": lambda T, x: x.relu(),
+    "relu-module": lambda T, x: T.nn.ReLU()(x),
+    "threshold": lambda T, x: T.nn.functional.threshold(x, 0.2, 2.0),
+    "leaky_relu": lambda T, x: T.nn.functional.leaky_relu(x, 0.1),
+    "hardtanh": lambda T, x: T.nn.functional.hardtanh(x, -0.5, 1.5),
+    "relu6": lambda T, x: T.nn.functional.relu6(x * 3),
+    "hardshrink": lambda T, x: T.nn.functional.hardshrink(x, 0.3),
+    "softshrink": lambda T, x: T.nn.functional.softshrink(x, 0.3),
+    "hardswish": lambda T, x: T.nn.functional.hardswish(x * 2),
+    "softmax": lambda T, x: x.softmax(1),
+    "softmax-dim0": lambda T, x: T.nn.functional.softmax(x, dim=0),
+    "log_softmax": lambda T, x: x.log_softmax(1),
+    "mlp": lambda T, x: (x @ T.ones(4, 3, dtype=x.dtype)).tanh().relu().sigmoid(),
+}
+
+
+def run(T, program):
+    x = T.tensor(VALUES, requires_grad=True)
+    y = program(T, x)
+    weights = T.tensor(WEIGHTS[: y.shape[0], : y.shape[-1]] if y.dim() else WEIGHTS[0, 0])
+    (grad,) = T.autograd.grad((y * weights).sum(), x, create_graph=True)
+    node = grad.grad_fn
+    seen = node_description(node)
+    (second,) = T.autograd.grad((grad * grad).sum(), x)
+    return seen, grad.detach().numpy(), second.numpy()
+
+
+def node_description(node):
+    """The node, its saved values and the names of its next functions, two levels down."""
+    if node is None:
+        return None
+    saved = {}
+    for name in sorted(a for a in dir(node) if a.startswith("_saved_")):
+        value = getattr(node, name)
+        saved[name] = (
+            np.asarray(value.detach()).round(10).tolist() if hasattr(value, "detach") else value
+        )
+    children = [
+        None if child is None else (type(child).__name__, number)
+        for child, number in node.next_functions
+    ]
+    return type(node).__name__, saved, children
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_a_gradient_of_a_gradient_records_pytorchs_nodes(name):
+    ours = run(nbgrad, PROGRAMS[name])
+    theirs = run(torch, PROGRAMS[name])
+    assert ours[0] == theirs[0]
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-12, atol=1e-14)
+
+
+def test_a_relu_gradient_can_be_differentiated_again():
+    """PyTorch's gradient of relu requires grad under create_graph (its second derivative is
+    zero, not missing): a gradient penalty over a ReLU network runs."""
+    for T in (nbgrad, torch):
+        x = T.tensor([1.0, -2.0], requires_grad=True)
+        (grad,) = T.autograd.grad(x.relu().sum(), x, create_graph=True)
+        assert grad.requires_grad
+        (grad * grad).sum().backward()
+        assert x.grad.tolist() == [0.0, 0.0]

@@ -10,6 +10,7 @@ import nbgrad
 torch = pytest.importorskip("torch")
 
 VALUES = np.array([[0.5, -1.0, 2.0, 0.1], [-2.5, 3.5, -0.05, 0.7]])
+TARGET = np.array([[0.0, -0.5, 2.5, 0.3], [-2.0, 1.5, 0.0, 0.2]])
 WEIGHTS = np.cos(np.arange(VALUES.size)).reshape(VALUES.shape)
 
 PROGRAMS = {
@@ -28,6 +29,15 @@ PROGRAMS = {
     "softmax": lambda T, x: x.softmax(1),
     "softmax-dim0": lambda T, x: T.nn.functional.softmax(x, dim=0),
     "log_softmax": lambda T, x: x.log_softmax(1),
+    "mse_loss": lambda T, x: T.nn.functional.mse_loss(x, T.tensor(TARGET)),
+    "mse_loss-sum": lambda T, x: T.nn.functional.mse_loss(x, T.tensor(TARGET), reduction="sum"),
+    "mse_loss-none": lambda T, x: T.nn.functional.mse_loss(x, T.tensor(TARGET), reduction="none"),
+    "smooth_l1_loss": lambda T, x: T.nn.functional.smooth_l1_loss(x, T.tensor(TARGET), beta=0.7),
+    "huber_loss": lambda T, x: T.nn.functional.huber_loss(x, T.tensor(TARGET), delta=0.6),
+    "huber_loss-none": lambda T, x: T.nn.functional.huber_loss(
+        x, T.tensor(TARGET), reduction="none"
+    ),
+    "logsigmoid": lambda T, x: T.nn.functional.logsigmoid(x),
     "mlp": lambda T, x: (x @ T.ones(4, 3, dtype=x.dtype)).tanh().relu().sigmoid(),
 }
 

@@ -97,16 +97,21 @@ op("minimum", "MinimumBackward0", ("self", "other"),
 # the rest, in the entry's order), which runs the forward on arrays in a plain backward, and
 # the op itself under create_graph. The graph widget shows a call by its forward's text.
 
-BACKWARD_FUNCTIONS = {}  # name -> (its parameters, its forward's text)
+BACKWARD_FUNCTIONS = {}  # name -> (its parameters, its forward's text or None)
 
 
 def backward_function(name, node, inputs, text, grads, attrs=(), **options):
+    """``text``: the forward in the formulas' language, or the NumPy kernel that computes it
+    when the formulas' language cannot say it shortly (the losses')."""
     params = (*inputs, *attrs)
-    source = f"lambda {', '.join(params)}: {text}"
-    forward = eval(  # noqa: S307 - our own table
-        compile_registered(source, f"<{name}>", "eval"),
-        {**formula_math.ARRAY_NAMESPACE, "__name__": "nbgrad.ops.formulas"},
-    )
+    if callable(text):
+        forward, text = text, None
+    else:
+        source = f"lambda {', '.join(params)}: {text}"
+        forward = eval(  # noqa: S307 - our own table
+            compile_registered(source, f"<{name}>", "eval"),
+            {**formula_math.ARRAY_NAMESPACE, "__name__": "nbgrad.ops.formulas"},
+        )
     formula_math.ARRAY_NAMESPACE[name] = forward  # before its own formulas, which may call it
     BACKWARD_FUNCTIONS[name] = (params, text)
     # PyTorch's code generator saves everything a backward function's formulas read, whichever
@@ -1358,6 +1363,42 @@ def _huber(diff, delta):
         diff.dtype)
 # Adding a number inside a composite loss (poisson_nll_loss's ``input + eps``) is ATen's Scalar
 # overload: AddBackward1, which saves nothing.
+
+# The losses' backward functions, ops of their own as in PyTorch (see backward_function): their
+# second derivatives are the loss's curvature times both incoming gradients.
+backward_function(
+    "mse_loss_backward", "MseLossBackwardBackward0", ("grad_output", "self", "target"),
+    nn_kernels.mse_loss_backward,
+    {"grad_output": "mse_loss_backward(grad, self, target, reduction)",
+     "self": "2 * grad * grad_output / mean_scale(reduction, self)",
+     "target": "-2 * grad * grad_output / mean_scale(reduction, target)"},
+    attrs=("reduction",), saves=("grad_output", "reduction", "self", "target"))
+backward_function(
+    "smooth_l1_loss_backward", "SmoothL1LossBackwardBackward0",
+    ("grad_output", "self", "target"), formula_math.ARRAY_NAMESPACE["smooth_l1_loss_backward"],
+    {"grad_output": "smooth_l1_loss_backward(grad, self, target, reduction, beta)",
+     "self": "where(abs(self - target) < beta, grad * grad_output / beta, 0 * grad) "
+             "/ mean_scale(reduction, self)",
+     "target": "where(abs(self - target) < beta, -grad * grad_output / beta, 0 * grad) "
+               "/ mean_scale(reduction, self)"},
+    attrs=("reduction", "beta"), saves=("beta", "grad_output", "reduction", "self", "target"))
+backward_function(
+    "huber_loss_backward", "HuberLossBackwardBackward0", ("grad_output", "self", "target"),
+    formula_math.ARRAY_NAMESPACE["huber_loss_backward"],
+    {"grad_output": "huber_loss_backward(grad, self, target, reduction, delta)",
+     "self": "where(abs(self - target) < delta, grad * grad_output, 0 * grad) "
+             "/ mean_scale(reduction, self)",
+     "target": "where(abs(self - target) < delta, -grad * grad_output, 0 * grad) "
+               "/ mean_scale(reduction, self)"},
+    attrs=("reduction", "delta"), saves=("delta", "grad_output", "reduction", "self", "target"))
+# (buffer, exp(-|x|) kept by the forward, is read but not differentiated: no edge, as in PyTorch)
+backward_function(
+    "log_sigmoid_backward", "LogSigmoidBackwardBackward0", ("grad_output", "self"),
+    formula_math.ARRAY_NAMESPACE["log_sigmoid_backward"],
+    {"grad_output": "log_sigmoid_backward(grad, self, buffer)",
+     "self": "-grad * grad_output * sigmoid(-self) * (1 - sigmoid(-self))"},
+    attrs=("buffer",), saves=("buffer", "grad_output", "self"))
+
 op("add_scalar", "AddBackward1", ("self",), {"self": "grad"},
    lambda self, other: self + other, attrs=("other",))
 op("sub_scalar", "SubBackward1", ("self",), {"self": "grad"},

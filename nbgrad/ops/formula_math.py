@@ -588,6 +588,7 @@ ARRAY_NAMESPACE.update(
         "gelu_backward": nn_kernels.gelu_backward,
         "norm_backward": nn_kernels.norm_backward,
         "mse_loss_backward": nn_kernels.mse_loss_backward,
+        "mean_scale": lambda reduction, x: nn_kernels.mean_scale(reduction, np.size(x)),
         "nll_loss_backward": nn_kernels.nll_loss_backward,
         "binary_cross_entropy_backward": nn_kernels.binary_cross_entropy_backward,
         "binary_cross_entropy_target_backward": nn_kernels.binary_cross_entropy_target_backward,
@@ -771,9 +772,6 @@ def nn_tensor_namespace():
     def mean_scale(reduction, x):
         return nn_kernels.mean_scale(reduction, x.numel())
 
-    def mse_loss_backward(grad, x, target, reduction):
-        return 2 * (x - target) * grad / mean_scale(reduction, x)
-
     def nll_loss_backward(grad, input, target, weight, reduction, ignore_index, total_weight):
         key, weights = nn_kernels.nll_weights(target, weight, ignore_index, grad.dtype.numpy)
         if reduction == nn_kernels.REDUCTION_MEAN:
@@ -831,7 +829,7 @@ def nn_tensor_namespace():
         "batch_norm_weight_grad": batch_norm_weight_grad,
         "gelu_backward": gelu_backward,
         "norm_backward": norm_backward,
-        "mse_loss_backward": mse_loss_backward,
+        "mean_scale": mean_scale,
         "nll_loss_backward": nll_loss_backward,
         "binary_cross_entropy_backward": binary_cross_entropy_backward,
         "binary_cross_entropy_target_backward": binary_cross_entropy_target_backward,
@@ -1032,9 +1030,6 @@ def more_elementwise_tensor_namespace():
     """The Tensor versions of the functions above (merged into ``tensor_namespace()``)."""
     import nbgrad as nb
 
-    def log_sigmoid_backward(grad, self, buffer):
-        return grad * (-self).sigmoid()
-
     def glu_backward(grad, self, dim):
         half = self.shape[dim] // 2
         first, gate = self.narrow(dim, 0, half), self.narrow(dim, half, half).sigmoid()
@@ -1063,23 +1058,12 @@ def more_elementwise_tensor_namespace():
     def copysign_backward(grad, self, result):
         return grad * (result / self).masked_fill(self == 0, 0.0)
 
-    def smooth_l1_loss_backward(grad, self, target, reduction, beta):
-        diff = self - target
-        slope = nb.where(diff.abs() < beta, diff / beta, diff.sign())
-        return grad * slope / nn_kernels.mean_scale(reduction, diff.numel())
-
-    def huber_loss_backward(grad, self, target, reduction, delta):
-        diff = self - target
-        return grad * diff.clamp(-delta, delta) / nn_kernels.mean_scale(reduction, diff.numel())
-
     def soft_margin_loss_backward(grad, self, target, reduction):
         target = nb.as_tensor(np.asarray(target, dtype=self.dtype.numpy))
         scale = nn_kernels.mean_scale(reduction, self.numel())
         return -target * (-target * self).sigmoid() * grad / scale
 
     return {
-        "smooth_l1_loss_backward": smooth_l1_loss_backward,
-        "huber_loss_backward": huber_loss_backward,
         "soft_margin_loss_backward": soft_margin_loss_backward,
         "sinc_backward": sinc_backward,
         "sgn_backward": sgn_backward,
@@ -1096,7 +1080,6 @@ def more_elementwise_tensor_namespace():
         "sigmoid": nb.sigmoid,
         "rsqrt": nb.rsqrt,
         "erfinv": nb.erfinv,
-        "log_sigmoid_backward": log_sigmoid_backward,
         "mish_backward": mish_backward,
     }
 

@@ -285,7 +285,7 @@ def graph(obj, names=None):
             from nbgrad.trace.torch_bridge import trace_of_torch_tensor
 
             return GraphWidget(trace_of_torch_tensor(obj, names))
-        from nbgrad.widget_graph import trace_of_tensor
+        from nbgrad.trace.graph_reader import trace_of_tensor
 
         return GraphWidget(trace_of_tensor(obj, names))
     return GraphWidget(obj)

@@ -12,8 +12,8 @@ import pytest
 import nbgrad
 import nbgrad as torch
 from nbgrad import widget as widget_module
+from nbgrad.trace.graph_reader import trace_of_tensor
 from nbgrad.widget import GraphWidget, display_trace, graph
-from nbgrad.widget_graph import trace_of_tensor
 
 XSS = "<img src=x onerror=alert(1)>"
 

@@ -14,6 +14,7 @@ from nbgrad.autograd.node import (
     FREED,
     Node,
     PackedSavedTensor,
+    RawSavedTensor,
     SavedTensor,
     edge_of,
     save,
@@ -43,6 +44,14 @@ class FunctionCtx:
             else:
                 tensors.append(item)
         return tuple(tensors)
+
+    @property
+    def _raw_saved_tensors(self):
+        """The saved tensors themselves (not read back), each for ``register_hooks``."""
+        saved = self._saved
+        if saved is FREED:
+            raise RuntimeError(errors.BACKWARD_TWICE)
+        return tuple(RawSavedTensor(self, position) for position in range(len(saved)))
 
     def mark_dirty(self, *tensors):
         self._dirty = tensors

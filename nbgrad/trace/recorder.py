@@ -29,6 +29,7 @@ import nbgrad.ops
 from nbgrad.autograd import engine, function, grad_mode, observe, views
 from nbgrad.autograd.node import FREED, AccumulateGrad, PackedSavedTensor, SavedTensor, TableNode
 from nbgrad.autograd.tensor import Tensor
+from nbgrad.trace.graph_reader import formula_entry
 from nbgrad.trace.modules import find_hook_home
 from nbgrad.trace.recording import (  # the limits too: nbgrad.trace.api and magic import them
     DEFAULT_MAX_NODES,  # noqa: F401
@@ -384,12 +385,7 @@ class Recorder(BaseRecorder):
         table = self.trace.formulas
         entry = table.get(spec.name)
         if entry is None:
-            entry = table[spec.name] = {
-                "node": spec.node,
-                "inputs": list(spec.inputs),
-                "saves": list(spec.saves),
-                "grads": dict(spec.grads),
-            }
+            entry = table[spec.name] = formula_entry(spec)
         return entry
 
     def _note_saved(self, record, node, input_records, output_records):

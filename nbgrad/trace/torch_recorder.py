@@ -43,13 +43,13 @@ import torch.nn.modules.module
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from nbgrad.trace import torch_bridge
+from nbgrad.trace.graph_reader import note_formula
 from nbgrad.trace.recording import BaseRecorder, single_grad_received
 from nbgrad.trace.torch_bridge import (
     array_of,
     describe_saved,
     is_custom_function_node,
     node_name,
-    note_formula,
     storage_key,
 )
 from nbgrad.trace.trace import Accumulation, NodeRecord, OpRecord, TensorRecord

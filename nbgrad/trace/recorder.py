@@ -26,8 +26,8 @@ import numpy as np
 
 import nbgrad.autograd
 import nbgrad.ops
-from nbgrad.autograd import engine, function, grad_mode, observe, views
-from nbgrad.autograd.node import FREED, AccumulateGrad, PackedSavedTensor, SavedTensor, TableNode
+from nbgrad.autograd import engine, function, grad_mode, observe, reading, views
+from nbgrad.autograd.node import AccumulateGrad, TableNode
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace.graph_reader import formula_entry
 from nbgrad.trace.modules import find_hook_home
@@ -47,6 +47,18 @@ from nbgrad.trace.values import PACKED, ArraySummary, dtype_name, keep_plain, sn
 _PLUMBING = tuple(
     os.path.dirname(package.__file__) + os.sep for package in (nbgrad.ops, nbgrad.autograd)
 )
+_TRACE_DIR = os.path.dirname(__file__) + os.sep
+
+
+def _announcer():
+    """The frame that announced the event being recorded (the engine's dispatch, Function.apply,
+    the backward pass runner): the first frame outside the recorder's own package."""
+    frame = sys._getframe(1)
+    while frame.f_code.co_filename.startswith(_TRACE_DIR):
+        frame = frame.f_back
+    return frame
+
+
 # An operation called by the engine itself (summing a retained or accumulated grad) is
 # bookkeeping, not part of the user's computation.
 _ENGINE_FILE = engine.__file__
@@ -133,7 +145,7 @@ class Recorder(BaseRecorder):
     # --- forward --------------------------------------------------------------------------------
 
     def _record_op(self, node, op_name, inputs, outputs):
-        caller = sys._getframe(2)  # what announced the op: the engine's dispatch, Function.apply
+        caller = _announcer()  # the engine's dispatch, Function.apply
         user_frame, direct = self._locate(caller)
         if user_frame is _INTERNAL:
             return
@@ -161,7 +173,7 @@ class Recorder(BaseRecorder):
                     record = self._record_of(value)
                 if node is not None and record.value is None and record in self._pending:
                     # Read by autograd now: its value is part of the graph, keep it.
-                    record.value = snapshot(value._data, self.policy)
+                    record.value = snapshot(reading.values(value), self.policy)
                     del self._pending[record]
                 input_records.append(record)
             else:
@@ -210,10 +222,10 @@ class Recorder(BaseRecorder):
                 record.output_nr = output_nr
             else:
                 record = self._new_tensor(tensor, op=op, same_value=is_function_call)
-                record.output_nr = tensor._output_nr
-                if tensor._grad_fn is node:
+                record.output_nr = tensor.output_nr
+                if tensor.grad_fn is node:
                     record.grad_fn = node_record
-                    if not tensor._retains_grad:
+                    if not tensor.retains_grad:
                         tensor.retain_grad()  # every intermediate keeps its grad (issue 4)
             op.outputs.append(record)
         if node_record is not None:
@@ -278,7 +290,7 @@ class Recorder(BaseRecorder):
         if entry is not None and entry[0]() is tensor:
             return entry[1]
         record = self._new_tensor(tensor, take_value=False)
-        record.version = _version_of(tensor) - 1
+        record.version = reading.version(tensor) - 1
         # The overwritten value is gone, unless the node kept a copy to differentiate through.
         return record
 
@@ -288,7 +300,8 @@ class Recorder(BaseRecorder):
         """The record of the tensor's current value: its latest record, or a new one when the
         tensor is new to the recording or was changed in place since."""
         entry = self._tensors.get(id(tensor))
-        if entry is not None and entry[0]() is tensor and entry[1].version == _version_of(tensor):
+        known = entry is not None and entry[0]() is tensor
+        if known and entry[1].version == reading.version(tensor):
             return entry[1]
         return self._new_tensor(tensor)
 
@@ -297,8 +310,8 @@ class Recorder(BaseRecorder):
         earlier value (changed in place since), unless ``same_value``: a custom Function
         returning the very tensor its forward made gives that value a second record, the
         Function's output."""
-        data = tensor._data
-        version = _version_of(tensor)
+        data = reading.values(tensor)
+        version = reading.version(tensor)
         key = id(tensor)
         entry = self._tensors.get(key)
         if entry is not None and entry[0]() is not tensor:
@@ -317,12 +330,12 @@ class Recorder(BaseRecorder):
             else:
                 value = snapshot(data, self.policy)
         tensors = self.trace.tensors
-        grad_fn = tensor._grad_fn
+        grad_fn = tensor.grad_fn
         record = TensorRecord(
             f"t{len(tensors)}",
             data.shape,
             dtype_name(data.dtype),
-            tensor._requires_grad,
+            tensor.requires_grad,
             grad_fn is None,
             version,
             value,
@@ -331,7 +344,7 @@ class Recorder(BaseRecorder):
         if op is None and grad_fn is not None:
             # Made outside the recording (an earlier cell, a custom Function): its node is met now.
             record.grad_fn = self._node_record(grad_fn)
-            record.output_nr = tensor._output_nr
+            record.output_nr = tensor.output_nr
         tensors[record.id] = record
         if entry is not None and not (same_value and entry[1].version == version):
             self._earlier[record] = entry[1]
@@ -391,49 +404,53 @@ class Recorder(BaseRecorder):
     def _note_saved(self, record, node, input_records, output_records):
         """What the node saved for backward, by name. A saved input or output is its tensor's
         record (shared, not copied again); other saved values are kept as they are."""
-        saved_entries = getattr(node, "_saved", None)
-        if not isinstance(node, TableNode) or saved_entries is None or saved_entries is FREED:
+        if not isinstance(node, TableNode):
+            return
+        entries = reading.saved(node)
+        if entries is None:
             return
         spec = node.spec
         for position, name in spec.shown_saves:
-            saved = saved_entries[position]
-            if saved is None or saved is FREED:
+            saved = entries[position]
+            if saved is None:
                 continue
-            packed = type(saved) is PackedSavedTensor
-            if type(saved) is SavedTensor or packed:
-                # Under saved_tensors_hooks the node holds what the pack hook made of the tensor:
-                # the trace shows the tensor that was packed (reading it back would run the
-                # user's unpack hook, with its side effects).
-                kind, index = spec.save_sources[position]
-                tensor_record = None
-                if kind == "input" and input_records is not None:
-                    candidate = input_records[index]
-                    tensor_record = candidate if type(candidate) is TensorRecord else None
-                elif kind == "result" and len(output_records or ()) > index:
-                    tensor_record = output_records[index]
-                elif not packed and saved.tensor is not None:
-                    tensor_record = self._record_of(saved.tensor)
-                if tensor_record is not None and tensor_record.value is not None:
-                    record.saved_tensors[name] = tensor_record
-                    record.saved[name] = tensor_record.value
-                else:
-                    record.saved[name] = PACKED if packed else snapshot(saved.data, self.policy)
+            if saved.kind == "plain":
+                record.saved[name] = keep_plain(saved.data, self.policy)
+                continue
+            # Under saved_tensors_hooks the node holds what the pack hook made of the tensor:
+            # the trace shows the tensor that was packed (reading it back would run the user's
+            # unpack hook, with its side effects).
+            packed = saved.kind == "packed"
+            kind, index = spec.save_sources[position]
+            tensor_record = None
+            if kind == "input" and input_records is not None:
+                candidate = input_records[index]
+                tensor_record = candidate if type(candidate) is TensorRecord else None
+            elif kind == "result" and len(output_records or ()) > index:
+                tensor_record = output_records[index]
+            elif saved.tensor is not None:
+                tensor_record = self._record_of(saved.tensor)
+            if tensor_record is not None and tensor_record.value is not None:
+                record.saved_tensors[name] = tensor_record
+                record.saved[name] = tensor_record.value
             else:
-                record.saved[name] = keep_plain(saved, self.policy)
+                record.saved[name] = PACKED if packed else snapshot(saved.data, self.policy)
 
     def _note_function_saved(self, record, ctx, output_records):
         """What a custom Function's forward passed to ``ctx.save_for_backward``, by position
         (``tensors[0]``, as ``ctx.saved_tensors[0]`` reads it back)."""
-        saved_entries = getattr(ctx, "_saved", None)
-        if saved_entries is None or saved_entries is FREED:
+        entries = reading.saved(ctx)
+        if entries is None:
             return
-        for position, saved in enumerate(saved_entries):
+        for position, saved in enumerate(entries):
             name = f"tensors[{position}]"
-            if type(saved) is PackedSavedTensor:
+            if saved is None:
+                continue
+            if saved.kind == "packed":
                 record.saved[name] = PACKED
                 continue
-            if type(saved) is not SavedTensor:
-                record.saved[name] = keep_plain(saved, self.policy)
+            if saved.kind == "plain":
+                record.saved[name] = keep_plain(saved.data, self.policy)
                 continue
             tensor_record = None
             if saved.tensor is not None:  # an input or any other tensor
@@ -461,8 +478,7 @@ class Recorder(BaseRecorder):
         if len(self.trace.passes) >= self.max_passes:
             self._stop_at_max_passes()
             return
-        # listener <- _on_backward <- the engine's pass runner <- backward() ... <- the user
-        user_frame, _ = self._locate(sys._getframe(3), from_op=False)
+        user_frame, _ = self._locate(_announcer(), from_op=False)
         self._last_pass = self._begin_pass(
             "grad" if is_grad else "backward",
             tuple((self._node_record(node), nr) for node, nr in roots),
@@ -475,7 +491,7 @@ class Recorder(BaseRecorder):
         if not self._running_passes:
             return  # a pass that started before recording did: nothing to place it in
         record = self._node_record(node)
-        freed = record.freed_at is None and _freed(node)
+        freed = record.freed_at is None and reading.is_freed(node)
         self._log_step(self._running_passes[-1], record, grads_in, grads_out, freed)
 
     def _record_accumulation(self, leaf, grad, total):
@@ -488,15 +504,15 @@ class Recorder(BaseRecorder):
             # capture gradients); only backward accumulates into ``.grad``.
             backward_pass.kind = "backward"
         record = self._record_of(leaf)
-        grad_array = grad._data if isinstance(grad, Tensor) else grad
+        grad_array = reading.values(grad) if isinstance(grad, Tensor) else grad
         grad_value = self._grad_snapshot(grad)
-        total_array = total._data
+        total_array = reading.values(total)
         if total_array is grad_array or _equal_arrays(total_array, grad_array):
             # The first grad: the total is that very array, or a copy of it.
             total_value = grad_value
         else:
             total_value = snapshot(total_array, self.policy)
-        kept = (total_array, _version_of(total), total_value)
+        kept = (total_array, reading.version(total), total_value)
         self._last_totals[record] = kept
         self._known_grads[id(total_array)] = kept
         self._accumulations.append(
@@ -516,7 +532,7 @@ class Recorder(BaseRecorder):
         (it checks that nothing else refers to it)."""
         if grad is None:
             return None
-        array = grad._data if isinstance(grad, Tensor) else grad
+        array = reading.values(grad) if isinstance(grad, Tensor) else grad
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
         key = id(array)
@@ -534,20 +550,21 @@ class Recorder(BaseRecorder):
             tensor = ref()
             if tensor is None:
                 continue
-            if record in self._pending and record.version == _version_of(tensor):
-                record.value = snapshot(tensor._data, self.policy)
-            grad = tensor._grad
+            if record in self._pending and record.version == reading.version(tensor):
+                record.value = snapshot(reading.values(tensor), self.policy)
+            grad = reading.grad(tensor)
             if grad is None:
                 continue
             last = self._last_totals.get(record)
             received = single_grad_received(record)
-            if last is not None and last[0] is grad._data and last[1] == _version_of(grad):
+            grad_values, grad_version = reading.values(grad), reading.version(grad)
+            if last is not None and last[0] is grad_values and last[1] == grad_version:
                 record.grad = last[2]  # unchanged since it was last accumulated
-            elif received is not None and _version_of(grad) == 0 and grad.shape == record.shape:
+            elif received is not None and grad_version == 0 and grad.shape == record.shape:
                 # A retained grad that one backward step delivered: the step's snapshot is it.
                 record.grad = received
             else:
-                record.grad = snapshot(grad._data, self.policy)
+                record.grad = snapshot(grad_values, self.policy)
         self._pending.clear()
         self._known_grads.clear()
 
@@ -560,30 +577,6 @@ class Recorder(BaseRecorder):
 
 
 _NUMBERS = (int, float, bool)
-
-
-if "_counter" in getattr(Tensor, "__slots__", ()):
-
-    def _version_of(tensor):
-        """``tensor._version`` without making the version counter the engine makes lazily."""
-        counter = tensor._counter
-        return 0 if counter is None else counter.value
-
-else:  # an engine without lazy counters
-
-    def _version_of(tensor):
-        return tensor._version
-
-
-def _freed(node):
-    saved = getattr(node, "_saved", None)
-    if saved is FREED:
-        return True
-    if type(saved) in (list, tuple):
-        for value in saved:  # a loop, not any(): this runs after every backward step
-            if value is FREED:
-                return True
-    return False
 
 
 def _holds(record, array):

@@ -38,6 +38,21 @@ PROGRAMS = {
         x, T.tensor(TARGET), reduction="none"
     ),
     "logsigmoid": lambda T, x: T.nn.functional.logsigmoid(x),
+    "elu": lambda T, x: T.nn.functional.elu(x, alpha=0.7),
+    "selu": lambda T, x: T.nn.functional.selu(x),
+    "celu": lambda T, x: T.nn.functional.celu(x, alpha=1.7),
+    "elu_": lambda T, x: T.nn.functional.elu_(x * 1.0),
+    "celu_": lambda T, x: T.nn.functional.celu_(x * 1.0, 0.8),
+    "softplus": lambda T, x: T.nn.functional.softplus(x * 5, beta=2, threshold=3),
+    "cross_entropy": lambda T, x: T.nn.functional.cross_entropy(
+        x, T.tensor([1, 3]), weight=T.tensor([1.0, 2.0, 3.0, 0.5], dtype=x.dtype)
+    ),
+    "cross_entropy-ignore": lambda T, x: T.nn.functional.cross_entropy(
+        x, T.tensor([1, 3]), ignore_index=3, reduction="sum"
+    ),
+    "nll_loss2d": lambda T, x: T.nn.functional.nll_loss(
+        x.log_softmax(1).reshape(1, 2, 2, 2), T.tensor([[[1, 0], [0, 1]]])
+    ),
     "mlp": lambda T, x: (x @ T.ones(4, 3, dtype=x.dtype)).tanh().relu().sigmoid(),
 }
 

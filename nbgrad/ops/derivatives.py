@@ -168,6 +168,28 @@ backward_function(
     {"grad_output": "hardswish_backward(grad, self)",
      "self": "where((self > -3) & (self < 3), grad * grad_output / 3.0, 0 * grad)"},
     saves=("grad_output", "self"))
+# elu (and selu, celu, in place too) differentiates through elu_backward, whose second input is
+# the input, or the result for the in-place forms (is_result): its slope below zero depends on it.
+backward_function(
+    "elu_backward", "EluBackwardBackward0", ("grad_output", "self_or_result"),
+    "where(self_or_result > 0, grad_output * scale, grad_output * input_scale * "
+    "(self_or_result + elu_result_alpha(alpha) * scale)) if is_result else "
+    "where(self_or_result > 0, grad_output * scale, "
+    "grad_output * input_scale * (alpha * scale) * exp(self_or_result * input_scale))",
+    {"grad_output": "elu_backward(grad, self_or_result, alpha, scale, input_scale, is_result)",
+     "self_or_result": "where(self_or_result < 0, grad * grad_output * input_scale, 0 * grad) "
+                       "if is_result else where(self_or_result < 0, grad * grad_output * "
+                       "input_scale * input_scale * (alpha * scale) * "
+                       "exp(self_or_result * input_scale), 0 * grad)"},
+    attrs=("alpha", "scale", "input_scale", "is_result"),
+    saves=("alpha", "grad_output", "input_scale", "is_result", "scale", "self_or_result"))
+backward_function(
+    "softplus_backward", "SoftplusBackwardBackward0", ("grad_output", "self"),
+    "where(self * beta > threshold, grad_output, grad_output * sigmoid(self * beta))",
+    {"grad_output": "softplus_backward(grad, self, beta, threshold)",
+     "self": "where(self * beta > threshold, 0 * grad, grad * grad_output * beta * "
+             "sigmoid(self * beta) * (1 - sigmoid(self * beta)))"},
+    attrs=("beta", "threshold"), saves=("beta", "grad_output", "self", "threshold"))
 # softmax's gradient y * (g - sum(g * y)); differentiated in y: g - sum(g * y) times the incoming
 # gradient, less g times the sum of the incoming gradient times y.
 backward_function(
@@ -677,9 +699,18 @@ op("mse_loss", "MseLossBackward0", ("self", "target"),
    {"self": "mse_loss_backward(grad, self, target, reduction)",
     "target": "mse_loss_backward(grad, target, self, reduction)"},
    nn_kernels.mse_loss, attrs=("reduction",), saves=("reduction", "self", "target"), promote=True)
+# nll_loss's backward is linear in the incoming gradient and flat in the log-probabilities: its
+# own gradient is nll_loss again, of the gradient-of-gradient (PyTorch's entry, as an op too).
 for _name, _node in (("nll_loss", "NllLossBackward0"), ("nll_loss2d", "NllLoss2DBackward0")):
+    backward_function(
+        f"{_name}_backward", _node.replace("Backward0", "BackwardBackward0"),
+        ("grad_output", "self"), nn_kernels.nll_loss_backward,
+        {"grad_output": "nll_loss_value(grad, target, weight, reduction, ignore_index)",
+         "self": "zeros_like(grad)"},
+        attrs=("target", "weight", "reduction", "ignore_index", "total_weight"),
+        saves=("ignore_index", "reduction", "target", "weight"))
     op(_name, _node, ("self",),
-       {"self": "nll_loss_backward(grad, self, target, weight, reduction, ignore_index, "
+       {"self": f"{_name}_backward(grad, self, target, weight, reduction, ignore_index, "
                 "total_weight)"},
        nn_kernels.nll_loss, attrs=("target", "weight", "reduction", "ignore_index"),
        extra_outputs=("total_weight",),
@@ -1146,7 +1177,7 @@ op("logsumexp", "LogsumexpBackward0", ("self",),
    lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), attrs=("dim", "keepdim"),
    saves=("dim", "keepdim", "result", "self"), floating=True)
 op("softplus", "SoftplusBackward0", ("self",),
-   {"self": "where(self * beta > threshold, grad, grad * sigmoid(self * beta))"},
+   {"self": "softplus_backward(grad, self, beta, threshold)"},
    lambda self, beta, threshold: np.where(
        self * beta > threshold, self, np.logaddexp(0, self * beta) / beta).astype(self.dtype),
    attrs=("beta", "threshold"), saves=("beta", "self", "threshold"), same_shape=True)
@@ -1170,22 +1201,20 @@ op("hardsigmoid", "HardsigmoidBackward0", ("self",),
    {"self": "where((self > -3) & (self < 3), grad * 0.1666666716337204, 0 * grad)"},
    lambda self: np.clip(self + 3, 0, 6) / 6, saves=("self",), same_shape=True)
 op("elu", "EluBackward0", ("self",),
-   {"self": "where(self > 0, grad * scale, "
-            "grad * input_scale * (alpha * scale) * exp(self * input_scale))"},
+   {"self": "elu_backward(grad, self, alpha, scale, input_scale, False)"},
    lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
    attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "scale", "self"),
    same_shape=True)
 op("elu_inplace", "EluBackward1", ("self",),
-   {"self": "where(result > 0, grad * scale, "
-            "grad * input_scale * (result + elu_result_alpha(alpha) * scale))"},
+   {"self": "elu_backward(grad, result, alpha, scale, input_scale, True)"},
    lambda self, alpha, scale, input_scale: _elu(self, alpha, scale, input_scale),
    attrs=("alpha", "scale", "input_scale"), saves=("alpha", "input_scale", "result", "scale"))
 op("celu", "CeluBackward0", ("self",),
-   {"self": "where(self > 0, grad, grad * exp(self * (1.0 / alpha)))"},
+   {"self": "elu_backward(grad, self, alpha, 1, 1.0 / single(alpha), False)"},
    lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
    saves=("alpha", "self"), same_shape=True)
 op("celu_inplace", "CeluBackward1", ("self",),
-   {"self": "where(result > 0, grad, grad * (1.0 / alpha) * (result + alpha))"},
+   {"self": "elu_backward(grad, result, alpha, 1, 1.0 / single(alpha), True)"},
    lambda self, alpha: _elu(self, alpha, 1, 1.0 / alpha), attrs=("alpha",),
    saves=("alpha", "result"))
 op("threshold", "ThresholdBackward0", ("self",),

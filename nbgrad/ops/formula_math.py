@@ -528,12 +528,20 @@ def tensor_namespace():
 def _backward_function_namespace():
     """The backward functions that are table ops (derivatives.BACKWARD_FUNCTIONS): called from a
     formula under create_graph, each runs its op, which records its node."""
+    from nbgrad.autograd import reading
     from nbgrad.autograd.dispatch import run_op
+    from nbgrad.autograd.tensor import Tensor
     from nbgrad.ops.derivatives import BACKWARD_FUNCTIONS, OPS
 
     def runner(spec):
         count = len(spec.inputs)
-        return lambda *args: run_op(spec, args[:count], args[count:])
+
+        def run(*args):
+            # (a saved array read back for the formula is a Tensor; the kernel takes an array)
+            attrs = tuple(reading.values(a) if isinstance(a, Tensor) else a for a in args[count:])
+            return run_op(spec, args[:count], attrs)
+
+        return run
 
     return {name: runner(OPS[name]) for name in BACKWARD_FUNCTIONS}
 
@@ -589,7 +597,9 @@ ARRAY_NAMESPACE.update(
         "norm_backward": nn_kernels.norm_backward,
         "mse_loss_backward": nn_kernels.mse_loss_backward,
         "mean_scale": lambda reduction, x: nn_kernels.mean_scale(reduction, np.size(x)),
-        "nll_loss_backward": nn_kernels.nll_loss_backward,
+        "nll_loss_value": lambda x, target, weight, reduction, ignore_index: nn_kernels.nll_loss(
+            x, target, weight, reduction, ignore_index
+        )[0],
         "binary_cross_entropy_backward": nn_kernels.binary_cross_entropy_backward,
         "binary_cross_entropy_target_backward": nn_kernels.binary_cross_entropy_target_backward,
         "binary_cross_entropy_with_logits_backward": (
@@ -772,13 +782,6 @@ def nn_tensor_namespace():
     def mean_scale(reduction, x):
         return nn_kernels.mean_scale(reduction, x.numel())
 
-    def nll_loss_backward(grad, input, target, weight, reduction, ignore_index, total_weight):
-        key, weights = nn_kernels.nll_weights(target, weight, ignore_index, grad.dtype.numpy)
-        if reduction == nn_kernels.REDUCTION_MEAN:
-            weights = weights / total_weight
-        values = -grad * constant(weights, grad)
-        return index_put_into_zeros(values, tuple(input.shape), key)
-
     def weighted(out, weight, reduction, x):
         if weight is not None:
             out = out * constant(weight, out)
@@ -830,7 +833,7 @@ def nn_tensor_namespace():
         "gelu_backward": gelu_backward,
         "norm_backward": norm_backward,
         "mean_scale": mean_scale,
-        "nll_loss_backward": nll_loss_backward,
+        "nll_loss_value": lambda x, *options: run_op(OPS["nll_loss"], (x,), options)[0],
         "binary_cross_entropy_backward": binary_cross_entropy_backward,
         "binary_cross_entropy_target_backward": binary_cross_entropy_target_backward,
         "binary_cross_entropy_with_logits_backward": binary_cross_entropy_with_logits_backward,
@@ -940,6 +943,12 @@ def _not_implemented(what):
     raise NotImplementedError(f"the derivative for '{what}' is not implemented.")
 
 
+def _single(number):
+    """A Python number rounded to float32, as PyTorch takes some scalars of its formulas (celu's
+    ``1.0 / alpha.toFloat()``: alpha in float32, the quotient in float64)."""
+    return float(np.float32(number))
+
+
 def _elu_result_alpha(alpha):
     """The backward of an in-place elu reads its result, which a negative alpha makes ambiguous:
     PyTorch refuses, when backward runs."""
@@ -1012,6 +1021,7 @@ ARRAY_NAMESPACE.update(
         "copysign_backward": _copysign_backward,
         "isfinite": np.isfinite,
         "elu_result_alpha": _elu_result_alpha,
+        "single": _single,
         "not_implemented": _not_implemented,
         "glu_backward": _glu_backward,
         "sinh": np.sinh,
@@ -1072,6 +1082,7 @@ def more_elementwise_tensor_namespace():
         "copysign_backward": copysign_backward,
         "isfinite": nb.isfinite,
         "elu_result_alpha": _elu_result_alpha,
+        "single": _single,
         "not_implemented": _not_implemented,
         "glu_backward": glu_backward,
         "sinh": nb.sinh,

@@ -126,7 +126,7 @@ export const LAYERED_OPTIONS = {
   ranksep: 34, // px between ranks
   margin: 16,
   sweeps: 4, // barycentre sweeps (each down then up)
-  placements: 7, // coordinate passes (alternately from above and from below, last from above)
+  placements: 3, // coordinate passes (from above, from below, from above): more drift sideways
   dummyBudget: 4, // dummy points allowed per real node; edges beyond it are drawn straight
 };
 
@@ -263,31 +263,40 @@ export function layeredLayout(input, options = {}) {
   // by half a box per rank.
   // Measured as the ranks of graph on its shorter side (1 + the longest path up to a source or
   // down to a sink, whichever is shorter): the spine of a deep graph weighs most.
+  // (Counted in real nodes; an edge's dummy counts a quarter, so that of two paths over as
+  // many ranks the one with more nodes is the spine.)
+  const step = (v) => (v < n ? 1 : 0.25);
   const depthAbove = new Float64Array(total);
   const depthBelow = new Float64Array(total);
   for (let r = 0; r < rankCount; r++) {
-    for (const v of layers[r]) for (let k = inStart[v]; k < inStart[v + 1]; k++) depthAbove[v] = Math.max(depthAbove[v], depthAbove[segFrom[inEdges[k]]] + 1);
+    for (const v of layers[r]) for (let k = inStart[v]; k < inStart[v + 1]; k++) depthAbove[v] = Math.max(depthAbove[v], depthAbove[segFrom[inEdges[k]]] + step(v));
   }
   for (let r = rankCount - 1; r >= 0; r--) {
-    for (const v of layers[r]) for (let k = outStart[v]; k < outStart[v + 1]; k++) depthBelow[v] = Math.max(depthBelow[v], depthBelow[segTo[outEdges[k]]] + 1);
+    for (const v of layers[r]) for (let k = outStart[v]; k < outStart[v + 1]; k++) depthBelow[v] = Math.max(depthBelow[v], depthBelow[segTo[outEdges[k]]] + step(v));
   }
   const carries = (v) => 1 + Math.min(depthAbove[v], depthBelow[v]);
   const place = (layer, fromAbove) => {
     if (!layer.length) return;
     const wanted = new Float64Array(layer.length);
     const weight = new Float64Array(layer.length);
-    const [start, list, ends] = fromAbove ? [inStart, inEdges, segFrom] : [outStart, outEdges, segTo];
     layer.forEach((v, i) => {
       let sum = 0;
       let total = 0;
-      for (let k = start[v]; k < start[v + 1]; k++) {
-        const u = ends[list[k]];
-        sum += x[u] * carries(u);
-        total += carries(u);
-      }
+      // pulled by its neighbours on both sides (Gauss-Seidel on the edges' squared slants);
+      // an edge on a longest path through both ends (a graph's spine) pulls hardest, so that
+      // the spine comes out straight and what joins it from the side bends instead
+      const pull = (a, b, u) => {
+        const onSpine = depthAbove[b] === depthAbove[a] + step(b) && depthBelow[a] === depthBelow[b] + step(a);
+        const strength = carries(u) * (onSpine ? 20 : 1) * (fromAbove === (u === a) ? 1 : 0.5);
+        sum += x[u] * strength;
+        total += strength;
+      };
+      for (let k = inStart[v]; k < inStart[v + 1]; k++) pull(segFrom[inEdges[k]], v, segFrom[inEdges[k]]);
+      for (let k = outStart[v]; k < outStart[v + 1]; k++) pull(v, segTo[outEdges[k]], segTo[outEdges[k]]);
       // no neighbour on that side: stay where it is, holding on lightly
       wanted[i] = total ? sum / total : x[v];
-      weight[i] = total ? total * carries(v) : 0.01;
+      // an edge's dummy holds its place hardest: long edges come out straight
+      weight[i] = total ? total * carries(v) * (v >= n ? 20 : 1) : 0.01;
     });
     isotonicPlace(layer, wanted, weight, gap, x);
   };

@@ -213,25 +213,30 @@ function clusterBoxes(g, parentOf, graph, positions) {
 }
 
 /** Group boxes as the bounding boxes of their drawn members, padded (more for outer groups),
- * title space above; one per group that has drawn members. */
+ * title space above; one per group that has drawn members. Linear: each node extends the boxes
+ * of its group and of that group's ancestors among `paths`. */
 function boundingBoxes(graph, positions, paths, padding = null) {
-  const boxes = [];
-  for (const path of paths) {
-    let x0 = Infinity;
-    let y0 = Infinity;
-    let x1 = -Infinity;
-    let y1 = -Infinity;
-    for (const node of graph.nodes) {
-      if (!inGroup(node, path)) continue;
-      const b = positions.get(node.id);
-      x0 = Math.min(x0, b.x - b.width / 2);
-      y0 = Math.min(y0, b.y - b.height / 2);
-      x1 = Math.max(x1, b.x + b.width / 2);
-      y1 = Math.max(y1, b.y + b.height / 2);
+  const extent = new Map([...paths].map((path) => [path, null]));
+  for (const node of graph.nodes) {
+    if (!node.group) continue;
+    const b = positions.get(node.id);
+    for (let p = node.group; p; p = p.includes(".") ? p.slice(0, p.lastIndexOf(".")) : null) {
+      if (!extent.has(p)) continue;
+      const e = extent.get(p);
+      if (!e) extent.set(p, { x0: b.x - b.width / 2, y0: b.y - b.height / 2, x1: b.x + b.width / 2, y1: b.y + b.height / 2 });
+      else {
+        e.x0 = Math.min(e.x0, b.x - b.width / 2);
+        e.y0 = Math.min(e.y0, b.y - b.height / 2);
+        e.x1 = Math.max(e.x1, b.x + b.width / 2);
+        e.y1 = Math.max(e.y1, b.y + b.height / 2);
+      }
     }
-    if (x0 === Infinity) continue;
+  }
+  const boxes = [];
+  for (const [path, e] of extent) {
+    if (!e) continue;
     const pad = padding ?? 10 + Math.max(0, 4 - path.split(".").length) * 2;
-    boxes.push({ path, x: x0 - pad, y: y0 - pad - TITLE_SPACE, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad + TITLE_SPACE });
+    boxes.push({ path, x: e.x0 - pad, y: e.y0 - pad - TITLE_SPACE, width: e.x1 - e.x0 + 2 * pad, height: e.y1 - e.y0 + 2 * pad + TITLE_SPACE });
   }
   return boxes;
 }

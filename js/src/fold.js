@@ -13,6 +13,7 @@ export const COPY_CHAIN = 3; // nodes; the longest chain that is copied with its
 export const FOLD_MIN_NODES = 150; // views this small are drawn as they are
 export const MIN_REPEATS = 3; // a loop body must repeat this often to be folded
 export const MAX_PERIOD = 80; // nodes on the loop's main path per repetition, at most
+export const MIN_LOOP_PATH = 24; // nodes of the main path a loop must cover to be folded
 export const MIN_CHAIN = 8; // single-input nodes in a row that are folded as a chain
 export const LOOP_PREFIX = "loop";
 export const CHAIN_PREFIX = "chain";
@@ -106,7 +107,8 @@ export function copySharedLeaves(view, towardLeaf = "down") {
       const idOf = (u) => `${view.nodes[u].id}${COPY_SEPARATOR}${k}`;
       for (const u of members) {
         const node = view.nodes[u];
-        copyNodes.push({ ...node, id: idOf(u), copyOf: node.id, copies: count, role: `${node.role || ""} copy`.trim() });
+        const sub = u === v ? `${node.sub ? `${node.sub} · ` : ""}used ×${count}` : node.sub;
+        copyNodes.push({ ...node, id: idOf(u), sub, copyOf: node.id, copies: count, role: `${node.role || ""} copy`.trim() });
       }
       redirected.set(e, idOf(v));
       for (let i = 1; i < members.length; i++) {
@@ -210,7 +212,7 @@ export function foldRepeats(view) {
     const path = longestPath(view, index, (v) => free(v) && !taken[v]);
     // a name's "#k" (the k-th tensor of that name) differs at every step: it is not compared
     const found = findRepeat(path.map((v) => `${view.nodes[v].kind}:${String(view.nodes[v].label).replace(/#\d+$/, "")}`));
-    if (!found) break;
+    if (!found || found.period * found.repeats < MIN_LOOP_PATH) break;
     loops++;
     const path_ = `${LOOP_PREFIX}${loops}`;
     const iteration = new Int32Array(n).fill(-1); // -1: not reached; -2: outside the loop

@@ -57,8 +57,33 @@ export function rankLayers(n, from, to, minlen = null) {
     }
     low[v] = rank === Infinity ? 0 : rank;
   }
+  // What hangs off the graph: a node "hangs above" (feeds one node only, and only from sources
+  // or nodes that hang above: the forward view's xs -> select -> xs[t] -> mm <- w_ih) and goes
+  // right above its consumer; one that "hangs below" (read by one node, feeding only sinks or
+  // nodes that hang below: the backward view's TBackward0 -> AccumulateGrad) right below it.
+  const parentsOf = (v) => {
+    let count = 0;
+    for (let k = inStart[v]; k < inStart[v + 1]; k++) if (forward(inEdges[k])) count++;
+    return count;
+  };
+  const childrenOf = (v) => {
+    let count = 0;
+    for (let k = outStart[v]; k < outStart[v + 1]; k++) if (forward(outEdges[k])) count++;
+    return count;
+  };
+  const hangsAbove = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    const v = order[i];
+    if (childrenOf(v) !== 1 || parentsOf(v) === 0) continue;
+    let all = 1;
+    for (let k = inStart[v]; k < inStart[v + 1] && all; k++) {
+      const e = inEdges[k];
+      if (forward(e) && parentsOf(from[e]) !== 0 && !hangsAbove[from[e]]) all = 0;
+    }
+    hangsAbove[v] = all;
+  }
   // then top down: right below the lowest parent, or as low as allowed (right above the
-  // highest child) for sources and for nodes with more children than parents
+  // highest child) for sources, nodes that hang above, and nodes with more children than parents
   const rank = new Float64Array(n);
   for (let i = 0; i < n; i++) {
     const v = order[i];
@@ -72,7 +97,7 @@ export function rankLayers(n, from, to, minlen = null) {
     }
     let children = 0;
     for (let k = outStart[v]; k < outStart[v + 1]; k++) if (forward(outEdges[k])) children++;
-    rank[v] = parents === 0 || children > parents ? Math.max(below, low[v]) : below;
+    rank[v] = parents === 0 || children > parents || hangsAbove[v] ? Math.max(below, low[v]) : below;
   }
   // a source or a wide node may now sit well above children that moved up: pull it down
   for (let i = n - 1; i >= 0; i--) {
@@ -87,7 +112,7 @@ export function rankLayers(n, from, to, minlen = null) {
       children++;
       above = Math.min(above, rank[to[e]] - len(e));
     }
-    if (children && (parents === 0 || children > parents)) rank[v] = Math.max(rank[v], above);
+    if (children && (parents === 0 || children > parents || hangsAbove[v])) rank[v] = Math.max(rank[v], above);
   }
   let top = Infinity;
   for (let v = 0; v < n; v++) top = Math.min(top, rank[v]);

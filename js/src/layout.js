@@ -232,11 +232,23 @@ function boundingBoxes(graph, positions, paths, padding = null) {
       }
     }
   }
+  // a box whose open groups nest `k` deep inside it gets k more title rows on top, so that
+  // nested boxes starting on the same node do not print their titles over each other
+  const depth = (path) => path.split(".").length;
+  const nested = new Map();
+  for (const [path, e] of extent) {
+    if (!e) continue;
+    for (let p = path; p.includes("."); ) {
+      p = p.slice(0, p.lastIndexOf("."));
+      if (extent.get(p)) nested.set(p, Math.max(nested.get(p) || 0, depth(path) - depth(p)));
+    }
+  }
   const boxes = [];
   for (const [path, e] of extent) {
     if (!e) continue;
-    const pad = padding ?? 10 + Math.max(0, 4 - path.split(".").length) * 2;
-    boxes.push({ path, x: e.x0 - pad, y: e.y0 - pad - TITLE_SPACE, width: e.x1 - e.x0 + 2 * pad, height: e.y1 - e.y0 + 2 * pad + TITLE_SPACE });
+    const pad = padding ?? 10 + Math.max(0, 4 - depth(path)) * 2;
+    const title = TITLE_SPACE * (1 + (padding === null ? nested.get(path) || 0 : 0));
+    boxes.push({ path, x: e.x0 - pad, y: e.y0 - pad - title, width: e.x1 - e.x0 + 2 * pad, height: e.y1 - e.y0 + 2 * pad + title });
   }
   return boxes;
 }

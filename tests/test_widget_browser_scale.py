@@ -17,6 +17,7 @@ from nbgrad.widget import GraphWidget
 from tests.test_widget_browser import ARTIFACTS, browser, page  # noqa: F401
 
 GENEROUS_S = 60  # per action: a frozen tab, not a slow one, fails
+LAYOUT_BUDGET = 12000  # js/src/fold.js: drawn nodes a redraw may lay out
 
 
 def _rnn_trace(steps):
@@ -90,7 +91,7 @@ def test_a_large_rnn_trace_opens_and_answers_clicks(tmp_path, page, steps):  # n
     assert total >= 10 * steps - 10, status
     # it opens folded: the loop is one group per repetition, the top one open
     drawn = page.locator("[data-node-id]")
-    assert 0 < drawn.count() < 600, status
+    assert 0 < drawn.count() < steps + 200, status
     assert page.locator('[data-kind="group"]').count() >= steps - 1
     _click_selects(page, _visible(page, '[data-node-id]:not([data-kind="group"])'))
     # a folded repetition opens on click
@@ -104,13 +105,18 @@ def test_a_large_rnn_trace_opens_and_answers_clicks(tmp_path, page, steps):  # n
         " document.querySelector('[data-role=status]').textContent.includes('stays folded')",
         timeout=GENEROUS_S * 1000,
     )
-    assert drawn.count() >= total  # each shared leaf is drawn once per use
-    # a copy of a shared leaf selects the leaf's AccumulateGrad itself
+    status = page.locator('[data-role="status"]').inner_text()
+    if "stays folded" in status:  # over the budget: opened as far as it allows, and says so
+        assert LAYOUT_BUDGET / 2 < drawn.count() <= LAYOUT_BUDGET, status
+    else:
+        assert drawn.count() >= total, status  # each shared leaf is drawn once per use
+    # a copy of a shared leaf selects the leaf's AccumulateGrad itself, and every copy lights up
     copies = page.locator('[data-node-id*="~"][data-label="AccumulateGrad"]')
-    assert copies.count() >= steps
+    assert copies.count() >= min(steps, 500)
     original = _click_selects(page, _visible(page, '[data-node-id*="~"][data-label="AccumulateGrad"]'))
-    selected = page.locator(f'[data-node-id^="{original}~"].selected')
-    assert selected.count() >= steps  # every copy lights up with it
+    drawn_copies = page.locator(f'[data-node-id^="{original}~"]').count()
+    assert drawn_copies > 1
+    assert page.locator(f'[data-node-id^="{original}~"].selected').count() == drawn_copies
     assert page.problems == []
 
 

@@ -17,6 +17,8 @@ export const MIN_LOOP_PATH = 24; // nodes of the main path a loop must cover to 
 export const MIN_CHAIN = 8; // single-input nodes in a row that are folded as a chain
 export const LOOP_PREFIX = "loop";
 export const CHAIN_PREFIX = "chain";
+export const PART_PREFIX = "part";
+export const PART_SIZE = 1000; // nodes in a band of ranks (what is left of a huge view)
 // Nodes a redraw may lay out and draw. Measured in chromium (js/README.md): our layout and the
 // SVG together take about 1.2 s for 10,000 nodes; above this a view stays (partly) folded.
 export const LAYOUT_BUDGET = 12000;
@@ -196,15 +198,24 @@ export function findRepeat(labels) {
  * names repeats (the body of a loop), and gives each repetition a group `loopK.i` inside a group
  * `loopK`; the nodes beside the main path (a step's loss term, a weight's copy) join the
  * repetition they hang on. Then long chains of single-input nodes outside loops and modules
- * become groups `chainK`. Returns { view (nodes with their new groups), modules (class names of
+ * become groups `chainK`, and what is still over half the layout budget, bands of ranks
+ * `partK`. Returns { view (nodes with their new groups), modules (class names of
  * the new groups), labels (what a folded node says) }. */
 export function foldRepeats(view) {
-  const out = { view, modules: {}, labels: {} };
+  const out = { view, modules: {}, labels: {}, loops: [] };
   if (view.nodes.length < FOLD_MIN_NODES) return out;
   const index = indexView(view);
   const n = view.nodes.length;
   const free = (v) => !view.nodes[v].group && view.nodes[v].kind !== "group";
   const groupOf = new Array(n).fill(null);
+  // a program's own module may be called "loop1": new group names never take a name in use
+  const used = new Set(view.nodes.map((node) => String(node.group || "").split(".")[0]));
+  const fresh = (name) => {
+    let path = name;
+    while (used.has(path)) path += "_";
+    used.add(path);
+    return path;
+  };
   let loops = 0;
   // A loop per pass, on what earlier loops left of the main path.
   const taken = new Uint8Array(n);
@@ -214,7 +225,7 @@ export function foldRepeats(view) {
     const found = findRepeat(path.map((v) => `${view.nodes[v].kind}:${String(view.nodes[v].label).replace(/#\d+$/, "")}`));
     if (!found || found.period * found.repeats < MIN_LOOP_PATH) break;
     loops++;
-    const path_ = `${LOOP_PREFIX}${loops}`;
+    const path_ = fresh(`${LOOP_PREFIX}${loops}`);
     const iteration = new Int32Array(n).fill(-1); // -1: not reached; -2: outside the loop
     const queue = [];
     const depth = new Int32Array(n);
@@ -248,6 +259,7 @@ export function foldRepeats(view) {
     }
     for (const v of path) taken[v] = 1; // the rest of the path is not searched again
     const names = path.slice(found.start, found.start + found.period).map((v) => String(view.nodes[v].label).replace(/#\d+$/, ""));
+    out.loops.push(path_);
     out.modules[path_] = `loop ×${found.repeats}`;
     out.labels[path_] = `×${found.repeats} ${names[0]} … ${names[names.length - 1]}`;
     for (let k = 0; k < found.repeats; k++) {
@@ -275,12 +287,30 @@ export function foldRepeats(view) {
     }
     if (chain.length < MIN_CHAIN) continue;
     chains++;
-    const path_ = `${CHAIN_PREFIX}${chains}`;
+    const path_ = fresh(`${CHAIN_PREFIX}${chains}`);
     for (const u of chain) groupOf[u] = path_;
     out.modules[path_] = `chain of ${chain.length}`;
     out.labels[path_] = `${view.nodes[chain[0]].label} … ${view.nodes[chain[chain.length - 1]].label}`;
   }
-  if (!loops && !chains) return out;
+  // what is still too large to draw whole, with nothing left to fold it by, is cut into bands
+  // of ranks (`partK`), so that the cost estimate can always keep a view within the budget
+  let parts = 0;
+  let loose = 0;
+  for (let v = 0; v < n; v++) if (free(v) && groupOf[v] === null) loose++;
+  if (loose > LAYOUT_BUDGET / 2) {
+    const ranks = viewRanks(view, index);
+    const byRank = Array.from({ length: n }, (_, v) => v).filter((v) => free(v) && groupOf[v] === null);
+    byRank.sort((a, b) => ranks[a] - ranks[b]);
+    for (let i = 0; i < byRank.length; i += PART_SIZE) {
+      parts++;
+      const band = byRank.slice(i, i + PART_SIZE);
+      const path_ = fresh(`${PART_PREFIX}${parts}`);
+      for (const v of band) groupOf[v] = path_;
+      out.modules[path_] = `ranks ${ranks[band[0]] + 1}-${ranks[band[band.length - 1]] + 1}`;
+      out.labels[path_] = `${band.length} nodes, ranks ${ranks[band[0]] + 1}-${ranks[band[band.length - 1]] + 1}`;
+    }
+  }
+  if (!loops && !chains && !parts) return out;
   out.view = { ...view, nodes: view.nodes.map((node, v) => (groupOf[v] ? { ...node, group: groupOf[v] } : node)) };
   return out;
 }
@@ -291,7 +321,7 @@ export function prepareView(view, modules, towardLeaf) {
   const copied = copySharedLeaves(view, towardLeaf);
   const folded = foldRepeats(copied);
   Object.assign(modules, folded.modules);
-  return { ...folded.view, groupLabels: folded.labels };
+  return { ...folded.view, groupLabels: folded.labels, loopPaths: folded.loops };
 }
 
 /** What a redraw would cost: the drawn nodes and edges (the layout and the SVG are linear in

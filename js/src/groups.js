@@ -95,11 +95,9 @@ export function initialCollapsed(view, modules, threshold) {
   if (view.nodes.length <= threshold) return new Set();
   const collapsed = new Set(groupPaths(view, modules));
   // a folded loop (fold.js) opens on its repetitions, the first of them (the top) unfolded
-  for (const path of collapsed) {
-    if (/^loop\d+$/.test(path)) {
-      collapsed.delete(path);
-      collapsed.delete(`${path}.0`);
-    }
+  for (const path of view.loopPaths || []) {
+    collapsed.delete(path);
+    collapsed.delete(`${path}.0`);
   }
   return collapsed;
 }

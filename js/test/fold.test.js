@@ -268,3 +268,22 @@ describe("the cost estimate before a layout", () => {
     expect(groupPaths(view, modules).filter((p) => !some.collapsed.has(p)).length).toBeGreaterThan(1);
   });
 });
+
+describe("a huge view with nothing to fold by", () => {
+  it("is cut into bands of ranks, so that the budget can keep it folded", () => {
+    // 16,000 nodes of a random-looking DAG: no names repeat, no chains, no modules
+    const nodes = [];
+    const edges = [];
+    for (let i = 0; i < 16000; i++) {
+      nodes.push({ id: `v${i}`, kind: "node", label: `Op${i}`, sub: "", group: null });
+      if (i >= 2) edges.push({ from: `v${i - 1}`, to: `v${i}` }, { from: `v${i - 2}`, to: `v${i}` });
+    }
+    const modules = {};
+    const view = prepareView({ nodes, edges }, modules, "down");
+    const parts = groupPaths(view, modules).filter((p) => p.startsWith("part"));
+    expect(parts.length).toBe(16);
+    const affordable = withinBudget(view, modules, new Set(), 12000);
+    expect(affordable.complete).toBe(false);
+    expect(visibleGraph(view, affordable.collapsed, modules).nodes.length).toBeLessThanOrEqual(12000);
+  });
+});

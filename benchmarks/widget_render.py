@@ -16,7 +16,10 @@ bytes). Timed in the page, on a fresh element each run:
   inspector);
 - expand all: a click on "expand all" until the new drawing is painted (two frames), or the
   message that says it is over the budget;
-- click after: a click on a drawn node until the inspector has it and a frame is painted.
+- click after: a click on a drawn node until the inspector has it and a frame is painted;
+- layout alone: the backward view built, folded and laid out whole (every group open, shared
+  leaves copied per use), in node (benchmarks/widget_layout.mjs: V8, as in chromium), without
+  the SVG.
 
 The median of the runs is reported, with the slowest. The targets are issue 16's: any size
 opens in about 2 s; a graph without modules is laid out whole in under 0.5 s at 1,000 nodes and
@@ -29,6 +32,7 @@ import gzip
 import json
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -184,7 +188,7 @@ def conv_trace(blocks):
     return trace
 
 
-# name, program, targets: (open ms, expand-all ms)
+# name, program, targets: (open ms, layout alone ms); expanding must not freeze the page
 CASES = [
     ("rnn-1k: unrolled RNN, 99 steps, reused weights", lambda: rnn_trace(99), (2000, 500)),
     ("rnn-3k: unrolled RNN, 299 steps, reused weights", lambda: rnn_trace(299), (2000, 2000)),
@@ -195,11 +199,26 @@ CASES = [
 ]
 
 
+def layout_alone(text, folder):
+    """The layout of the whole backward view, in node (None without node)."""
+    node = shutil.which("node")
+    if node is None:
+        return None, None
+    path = Path(folder) / "trace.json"
+    path.write_text(text)
+    out = subprocess.run(
+        [node, str(ROOT / "benchmarks" / "widget_layout.mjs"), str(path)],
+        capture_output=True, text=True, check=True, cwd=ROOT / "js",
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return result["ms"], result["drawn"]
+
+
 def payload(trace):
     text = trace.to_json()
     zipped = gzip.compress(text.encode(), compresslevel=6, mtime=0)
     nodes = len(json.loads(text)["nodes"])
-    return base64.b64encode(zipped).decode(), nodes
+    return base64.b64encode(zipped).decode(), nodes, text
 
 
 def fmt(samples):
@@ -220,8 +239,11 @@ def main():
     if not (args.bundle / "widget.js").is_file():
         raise SystemExit("build the widget first: cd js && npm ci && npm run build")
     cases = [case for case in CASES if args.only in case[0]]
-    print("| trace | grad_fn nodes | open ms (target) | drawn | expand all ms (target) | drawn | click after ms |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        "| trace | grad_fn nodes | open ms (target) | drawn | expand all ms | drawn "
+        "| click after ms | layout alone ms (target) | laid out |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         folder = Path(tmp)
         css = (args.bundle / "widget.css").read_text()
@@ -234,8 +256,9 @@ def main():
         page = browser.new_page(viewport={"width": 1200, "height": 800})
         page.goto((folder / "bench.html").as_uri())
         page.wait_for_function("window.ready === true")
-        for title, program, (open_target, expand_target) in cases:
-            b64, nodes = payload(program())
+        for title, program, (open_target, layout_target) in cases:
+            b64, nodes, text = payload(program())
+            alone, laid_out = layout_alone(text, folder) if args.bundle == STATIC else (None, None)
             opens, expands, clicks = [], [], []
             drawn = expanded = "—"
             for _ in range(args.runs):
@@ -249,9 +272,10 @@ def main():
                     expands.append(step["ms"])
                     clicks.append(step["click"])
                     expanded = step["drawn"]
+            alone_text = "—" if alone is None else f"{alone:,.0f} ({layout_target:,})"
             print(
                 f"| {title} | {nodes:,} | {fmt(opens)} ({open_target:,}) | {drawn} "
-                f"| {fmt(expands)} ({expand_target:,}) | {expanded} | {fmt(clicks)} |",
+                f"| {fmt(expands)} | {expanded} | {fmt(clicks)} | {alone_text} | {laid_out or '—'} |",
                 flush=True,
             )
         browser.close()

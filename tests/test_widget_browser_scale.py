@@ -17,7 +17,7 @@ from nbgrad.widget import GraphWidget
 from tests.test_widget_browser import ARTIFACTS, browser, page  # noqa: F401
 
 GENEROUS_S = 60  # per action: a frozen tab, not a slow one, fails
-LAYOUT_BUDGET = 12000  # js/src/fold.js: drawn nodes a redraw may lay out
+LAYOUT_BUDGET = 8000  # js/src/fold.js: drawn nodes a redraw may lay out
 
 
 def _rnn_trace(steps):

@@ -19,9 +19,10 @@ export const LOOP_PREFIX = "loop";
 export const CHAIN_PREFIX = "chain";
 export const PART_PREFIX = "part";
 export const PART_SIZE = 1000; // nodes in a band of ranks (what is left of a huge view)
-// Nodes a redraw may lay out and draw. Measured in chromium (js/README.md): our layout and the
-// SVG together take about 1.2 s for 10,000 nodes; above this a view stays (partly) folded.
-export const LAYOUT_BUDGET = 12000;
+// Nodes a redraw may lay out and draw. Measured in chromium (js/README.md): layout and SVG take
+// about 2.9 s for 10,000 nodes on an idle 2-core machine, most of it the browser drawing the
+// SVG; above this a view stays (partly) folded.
+export const LAYOUT_BUDGET = 8000;
 
 /** The node a drawn id stands for: a copy's original, or the id itself. */
 export function originalId(id) {

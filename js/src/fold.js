@@ -194,14 +194,14 @@ export function findRepeat(labels) {
   return best;
 }
 
-/** Fold what a large view without modules repeats. Finds the view's main path (the longest
- * path through nodes outside every module), the longest stretch of it where one block of node
- * names repeats (the body of a loop), and gives each repetition a group `loopK.i` inside a group
- * `loopK`; the nodes beside the main path (a step's loss term, a weight's copy) join the
- * repetition they hang on. Then long chains of single-input nodes outside loops and modules
- * become groups `chainK`, and what is still over half the layout budget, bands of ranks
- * `partK`. Returns { view (nodes with their new groups), modules (class names of
- * the new groups), labels (what a folded node says) }. */
+/** Fold what a large view repeats. Finds the view's main path (the longest path through the
+ * nodes outside every module, then through each large module's own nodes), the longest stretch
+ * of it where one block of node names repeats (the body of a loop), and gives each repetition a
+ * group `loopK.i` inside a group `loopK` (`m.loopK` inside module m); the nodes beside the main
+ * path (a step's loss term, a weight's copy) join the repetition they hang on. Then long chains
+ * of single-input nodes outside loops and modules become groups `chainK`, and what is still over
+ * half the layout budget, bands of ranks `partK`. Returns { view (nodes with their new groups),
+ * modules (class names of the new groups), labels (what a folded node says), loops (paths) }. */
 export function foldRepeats(view) {
   const out = { view, modules: {}, labels: {}, loops: [] };
   if (view.nodes.length < FOLD_MIN_NODES) return out;
@@ -210,62 +210,72 @@ export function foldRepeats(view) {
   const free = (v) => !view.nodes[v].group && view.nodes[v].kind !== "group";
   const groupOf = new Array(n).fill(null);
   // a program's own module may be called "loop1": new group names never take a name in use
-  const used = new Set(view.nodes.map((node) => String(node.group || "").split(".")[0]));
+  const used = new Set();
+  for (const node of view.nodes) {
+    const parts = String(node.group || "").split(".");
+    for (let i = 1; i <= parts.length; i++) used.add(parts.slice(0, i).join("."));
+  }
   const fresh = (name) => {
     let path = name;
     while (used.has(path)) path += "_";
     used.add(path);
     return path;
   };
+  // Loops are looked for among the nodes outside modules, and inside each large module (an RNN
+  // module runs its steps inside itself): a loop in module m becomes m.loopK.
+  const sizeOf = new Map();
+  for (const node of view.nodes) if (node.kind !== "group") sizeOf.set(node.group || null, (sizeOf.get(node.group || null) || 0) + 1);
   let loops = 0;
-  // A loop per pass, on what earlier loops left of the main path.
-  const taken = new Uint8Array(n);
-  for (let pass = 0; pass < 4; pass++) {
-    const path = longestPath(view, index, (v) => free(v) && !taken[v]);
-    // a name's "#k" (the k-th tensor of that name) differs at every step: it is not compared
-    const found = findRepeat(path.map((v) => `${view.nodes[v].kind}:${String(view.nodes[v].label).replace(/#\d+$/, "")}`));
-    if (!found || found.period * found.repeats < MIN_LOOP_PATH) break;
-    loops++;
-    const path_ = fresh(`${LOOP_PREFIX}${loops}`);
-    const iteration = new Int32Array(n).fill(-1); // -1: not reached; -2: outside the loop
-    const queue = [];
-    const depth = new Int32Array(n);
-    path.forEach((v, i) => {
-      const k = Math.floor((i - found.start) / found.period);
-      iteration[v] = i >= found.start && k < found.repeats ? k : -2;
-      queue.push(v);
-    });
-    // nodes beside the path join the nearest repetition (breadth first, both directions),
-    // not further than two bodies away
-    const reach = Math.max(4, 2 * found.period);
-    for (let head = 0; head < queue.length; head++) {
-      const v = queue[head];
-      if (depth[v] >= reach) continue;
-      for (const e of [...index.outs[v], ...index.ins[v]]) {
-        const edge = view.edges[e];
-        const w = index.indexOf.get(edge.from === view.nodes[v].id ? edge.to : edge.from);
-        if (w === undefined || iteration[w] !== -1 || !free(w) || taken[w]) continue;
-        iteration[w] = iteration[v];
-        depth[w] = depth[v] + 1;
-        queue.push(w);
+  for (const [scope, size] of sizeOf) {
+    if (size < FOLD_MIN_NODES) continue;
+    const inScope = (v) => view.nodes[v].kind !== "group" && (view.nodes[v].group || null) === scope;
+    // A loop per pass, on what earlier loops left of the main path.
+    const taken = new Uint8Array(n);
+    for (let pass = 0; pass < 4; pass++) {
+      const path = longestPath(view, index, (v) => inScope(v) && !taken[v]);
+      // a name's "#k" (the k-th tensor of that name) differs at every step: it is not compared
+      const found = findRepeat(path.map((v) => `${view.nodes[v].kind}:${String(view.nodes[v].label).replace(/#\d+$/, "")}`));
+      if (!found || found.period * found.repeats < MIN_LOOP_PATH) break;
+      loops++;
+      const path_ = fresh(`${scope ? `${scope}.` : ""}${LOOP_PREFIX}${loops}`);
+      const iteration = new Int32Array(n).fill(-1); // -1: not reached; -2: outside the loop
+      const queue = [];
+      const depth = new Int32Array(n);
+      path.forEach((v, i) => {
+        const k = Math.floor((i - found.start) / found.period);
+        iteration[v] = i >= found.start && k < found.repeats ? k : -2;
+        queue.push(v);
+      });
+      // nodes beside the path join the nearest repetition (breadth first, both directions),
+      // not further than two bodies away
+      const reach = Math.max(4, 2 * found.period);
+      for (let head = 0; head < queue.length; head++) {
+        const v = queue[head];
+        if (depth[v] >= reach) continue;
+        for (const e of [...index.outs[v], ...index.ins[v]]) {
+          const edge = view.edges[e];
+          const w = index.indexOf.get(edge.from === view.nodes[v].id ? edge.to : edge.from);
+          if (w === undefined || iteration[w] !== -1 || !inScope(w) || taken[w]) continue;
+          iteration[w] = iteration[v];
+          depth[w] = depth[v] + 1;
+          queue.push(w);
+        }
       }
-    }
-    const sizes = new Int32Array(found.repeats);
-    for (let v = 0; v < n; v++) {
-      if (iteration[v] < 0) continue;
-      // the repetition nearest the loss (the top of the backward view) is the last step
-      groupOf[v] = `${path_}.${iteration[v]}`;
-      taken[v] = 1;
-      sizes[iteration[v]]++;
-    }
-    for (const v of path) taken[v] = 1; // the rest of the path is not searched again
-    const names = path.slice(found.start, found.start + found.period).map((v) => String(view.nodes[v].label).replace(/#\d+$/, ""));
-    out.loops.push(path_);
-    out.modules[path_] = `loop ×${found.repeats}`;
-    out.labels[path_] = `×${found.repeats} ${names[0]} … ${names[names.length - 1]}`;
-    for (let k = 0; k < found.repeats; k++) {
-      out.modules[`${path_}.${k}`] = `repetition ${k + 1} of ${found.repeats}`;
-      out.labels[`${path_}.${k}`] = `${names[0]} … (${k + 1}/${found.repeats})`;
+      for (let v = 0; v < n; v++) {
+        if (iteration[v] < 0) continue;
+        // repetition 0 is the top one: the last step in the backward view, the first in the forward
+        groupOf[v] = `${path_}.${iteration[v]}`;
+        taken[v] = 1;
+      }
+      for (const v of path) taken[v] = 1; // the rest of the path is not searched again
+      const names = path.slice(found.start, found.start + found.period).map((v) => String(view.nodes[v].label).replace(/#\d+$/, ""));
+      out.loops.push(path_);
+      out.modules[path_] = `loop ×${found.repeats}`;
+      out.labels[path_] = `×${found.repeats} ${names[0]} … ${names[names.length - 1]}`;
+      for (let k = 0; k < found.repeats; k++) {
+        out.modules[`${path_}.${k}`] = `repetition ${k + 1} of ${found.repeats}`;
+        out.labels[`${path_}.${k}`] = `${names[0]} … (${k + 1}/${found.repeats})`;
+      }
     }
   }
   // chains: single-input, single-output nodes in a row, outside loops and modules

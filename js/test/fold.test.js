@@ -130,7 +130,7 @@ describe("our layered layout", () => {
   it("lays out 20,000 nodes (no recursion, no quadratic pass)", () => {
     const laid = layout(mlpBackward(4000));
     expect(laid.positions.size).toBe(20001);
-  });
+  }, 60000);
 });
 
 describe("a shared leaf is drawn once per use", () => {
@@ -285,5 +285,20 @@ describe("a huge view with nothing to fold by", () => {
     const affordable = withinBudget(view, modules, new Set(), 12000);
     expect(affordable.complete).toBe(false);
     expect(visibleGraph(view, affordable.collapsed, modules).nodes.length).toBeLessThanOrEqual(12000);
+  }, 60000);
+});
+
+describe("a loop inside a module", () => {
+  it("is folded inside the module's group (an RNN module runs its steps inside itself)", () => {
+    const rnn = rnnBackward(60);
+    const view = { ...rnn, nodes: rnn.nodes.map((n) => ({ ...n, group: "model.rnn" })) };
+    const modules = { model: "Net", "model.rnn": "RNN" };
+    const prepared = prepareView(view, modules, "down");
+    expect(modules["model.rnn.loop1"]).toMatch(/^loop ×\d+$/);
+    expect(prepared.nodes.filter((n) => n.group?.startsWith("model.rnn.loop1.")).length).toBeGreaterThan(250);
+    // opening the module shows its loop folded, not its 300 nodes
+    const paths = groupPaths(prepared, modules);
+    const collapsed = new Set(paths.filter((p) => p.startsWith("model.rnn.")));
+    expect(visibleGraph(prepared, collapsed, modules).nodes.length).toBeLessThan(20);
   });
 });

@@ -244,7 +244,9 @@ export function foldRepeats(view) {
       path.forEach((v, i) => {
         const k = Math.floor((i - found.start) / found.period);
         iteration[v] = i >= found.start && k < found.repeats ? k : -2;
-        queue.push(v);
+        // the path outside the loop blocks the search but does not spread: the loss terms
+        // beside the path's head still join their repetitions
+        if (iteration[v] >= 0) queue.push(v);
       });
       // nodes beside the path join the nearest repetition (breadth first, both directions),
       // not further than two bodies away

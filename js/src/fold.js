@@ -202,7 +202,7 @@ export function findRepeat(labels) {
  * of single-input nodes outside loops and modules become groups `chainK`, and what is still over
  * half the layout budget, bands of ranks `partK`. Returns { view (nodes with their new groups),
  * modules (class names of the new groups), labels (what a folded node says), loops (paths) }. */
-export function foldRepeats(view) {
+export function foldRepeats(view, takenNames = []) {
   const out = { view, modules: {}, labels: {}, loops: [] };
   if (view.nodes.length < FOLD_MIN_NODES) return out;
   const index = indexView(view);
@@ -210,7 +210,7 @@ export function foldRepeats(view) {
   const free = (v) => !view.nodes[v].group && view.nodes[v].kind !== "group";
   const groupOf = new Array(n).fill(null);
   // a program's own module may be called "loop1": new group names never take a name in use
-  const used = new Set();
+  const used = new Set(takenNames); // and the other view's new groups (one modules table)
   for (const node of view.nodes) {
     const parts = String(node.group || "").split(".");
     for (let i = 1; i <= parts.length; i++) used.add(parts.slice(0, i).join("."));
@@ -332,7 +332,7 @@ export function foldRepeats(view) {
  * whose class names are added to `modules`, and whose labels go with the view). */
 export function prepareView(view, modules, towardLeaf) {
   const copied = copySharedLeaves(view, towardLeaf);
-  const folded = foldRepeats(copied);
+  const folded = foldRepeats(copied, Object.keys(modules));
   Object.assign(modules, folded.modules);
   return { ...folded.view, groupLabels: folded.labels, loopPaths: folded.loops };
 }

@@ -302,3 +302,14 @@ describe("a loop inside a module", () => {
     expect(visibleGraph(prepared, collapsed, modules).nodes.length).toBeLessThan(20);
   });
 });
+
+describe("both views of one trace", () => {
+  it("name their new groups apart (they share one table of class names)", () => {
+    const modules = {};
+    const first = prepareView(rnnBackward(50), modules, "down");
+    const classOfFirst = modules[first.loopPaths[0]];
+    const second = prepareView(rnnBackward(60), modules, "down");
+    expect(second.loopPaths[0]).not.toBe(first.loopPaths[0]);
+    expect(modules[first.loopPaths[0]]).toBe(classOfFirst);
+  });
+});

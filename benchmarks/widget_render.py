@@ -34,7 +34,6 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import nbgrad
@@ -208,7 +207,10 @@ def layout_alone(text, folder):
     path.write_text(text)
     out = subprocess.run(
         [node, str(ROOT / "benchmarks" / "widget_layout.mjs"), str(path)],
-        capture_output=True, text=True, check=True, cwd=ROOT / "js",
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT / "js",
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     return (result["ms"], result["cpu"]), result["drawn"]
@@ -273,11 +275,14 @@ def main():
                     clicks.append(step["click"])
                     expanded = step["drawn"]
             alone_text = (
-                "—" if alone is None else f"{alone[0]:,.0f}, CPU {alone[1]:,.0f} ({layout_target:,})"
+                "—"
+                if alone is None
+                else f"{alone[0]:,.0f}, CPU {alone[1]:,.0f} ({layout_target:,})"
             )
             print(
                 f"| {title} | {nodes:,} | {fmt(opens)} ({open_target:,}) | {drawn} "
-                f"| {fmt(expands)} | {expanded} | {fmt(clicks)} | {alone_text} | {laid_out or '—'} |",
+                f"| {fmt(expands)} | {expanded} | {fmt(clicks)} | {alone_text} "
+                f"| {laid_out or '—'} |",
                 flush=True,
             )
         browser.close()

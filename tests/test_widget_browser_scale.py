@@ -12,9 +12,12 @@ import pytest
 
 import nbgrad
 from nbgrad.widget import GraphWidget
+from tests import test_widget_browser as base
 
-# the browser fixtures and the chromium rules of the main browser test
-from tests.test_widget_browser import ARTIFACTS, browser, page  # noqa: F401
+# the browser fixtures (chromium's path and launch arguments) of the main browser test
+ARTIFACTS = base.ARTIFACTS
+browser = base.browser
+page = base.page
 
 GENEROUS_S = 60  # per action: a frozen tab, not a slow one, fails
 LAYOUT_BUDGET = 8000  # js/src/fold.js: drawn nodes a redraw may lay out
@@ -73,7 +76,8 @@ def _click_selects(page, locator):
     inspector = page.locator('[data-role="inspector"]')
     original = node_id.split("~")[0]
     page.wait_for_function(
-        "id => document.querySelector('[data-role=inspector]').getAttribute('data-selected') === id",
+        "id => document.querySelector('[data-role=inspector]')"
+        ".getAttribute('data-selected') === id",
         arg=original,
         timeout=GENEROUS_S * 1000,
     )
@@ -82,7 +86,7 @@ def _click_selects(page, locator):
 
 
 @pytest.mark.parametrize("steps", [99, 999])
-def test_a_large_rnn_trace_opens_and_answers_clicks(tmp_path, page, steps):  # noqa: F811
+def test_a_large_rnn_trace_opens_and_answers_clicks(tmp_path, page, steps):
     trace = _rnn_trace(steps)
     path = GraphWidget(trace).save_html(tmp_path / "rnn.html")
     _open(page, path)
@@ -101,8 +105,8 @@ def test_a_large_rnn_trace_opens_and_answers_clicks(tmp_path, page, steps):  # n
     # expand all: the whole graph (within the budget) or the status says the rest stays folded
     page.locator('[data-role="expand-all"]').click()
     page.wait_for_function(
-        "() => !document.querySelector('[data-kind=group]') ||"
-        " document.querySelector('[data-role=status]').textContent.includes('stays folded')",
+        "() => !document.querySelector('[data-kind=group]') || document.querySelector("
+        "'[data-role=status]').textContent.includes('stays folded')",
         timeout=GENEROUS_S * 1000,
     )
     status = page.locator('[data-role="status"]').inner_text()
@@ -113,21 +117,22 @@ def test_a_large_rnn_trace_opens_and_answers_clicks(tmp_path, page, steps):  # n
     # a copy of a shared leaf selects the leaf's AccumulateGrad itself, and every copy lights up
     copies = page.locator('[data-node-id*="~"][data-label="AccumulateGrad"]')
     assert copies.count() >= min(steps, 500)
-    original = _click_selects(page, _visible(page, '[data-node-id*="~"][data-label="AccumulateGrad"]'))
+    copy = '[data-node-id*="~"][data-label="AccumulateGrad"]'
+    original = _click_selects(page, _visible(page, copy))
     drawn_copies = page.locator(f'[data-node-id^="{original}~"]').count()
     assert drawn_copies > 1
     assert page.locator(f'[data-node-id^="{original}~"].selected').count() == drawn_copies
     assert page.problems == []
 
 
-def test_screenshots_of_a_1k_rnn_trace(tmp_path, browser):  # noqa: F811
+def test_screenshots_of_a_1k_rnn_trace(tmp_path, browser):
     path = GraphWidget(_rnn_trace(99)).save_html(tmp_path / "rnn.html")
     ARTIFACTS.mkdir(exist_ok=True)
     for width, height in ((1024, 768), (1400, 900)):
         context = browser.new_context(viewport={"width": width, "height": height})
         page = context.new_page()
         problems = []
-        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.on("pageerror", lambda error, problems=problems: problems.append(str(error)))
         _open(page, path)
         page.screenshot(path=ARTIFACTS / f"widget-rnn-1k-open-{width}x{height}.png")
         page.locator('[data-role="expand-all"]').click()

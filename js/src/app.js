@@ -3,7 +3,8 @@
 
 import { arrowDefs, drawGraph } from "./draw.js";
 import { h, s } from "./dom.js";
-import { GROUP_PREFIX, groupPaths, initialCollapsed, visibleGraph } from "./groups.js";
+import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
+import { GROUP_PREFIX, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
 import { renderInspector } from "./inspector.js";
 import { layout } from "./layout.js";
 import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
@@ -83,14 +84,16 @@ export function createApp(el, options) {
 
   function viewGraph() {
     if (!state.graphs[state.view]) {
-      state.graphs[state.view] = state.view === "forward" ? forwardView(state.index) : backwardView(state.index);
+      const view = state.view === "forward" ? forwardView(state.index) : backwardView(state.index);
+      state.graphs[state.view] = prepareView(view, state.index.modules, state.view === "forward" ? "up" : "down");
     }
     return state.graphs[state.view];
   }
 
   function collapsedSet() {
     if (!state.collapsed[state.view]) {
-      state.collapsed[state.view] = initialCollapsed(viewGraph(), state.index.modules, COLLAPSE_THRESHOLD);
+      const wanted = initialCollapsed(viewGraph(), state.index.modules, COLLAPSE_THRESHOLD);
+      state.collapsed[state.view] = withinBudget(viewGraph(), state.index.modules, wanted, LAYOUT_BUDGET).collapsed;
     }
     return state.collapsed[state.view];
   }
@@ -105,7 +108,7 @@ export function createApp(el, options) {
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
     const hasGroups = groupPaths(graph, state.index.modules).length > 0;
     for (const button of toolbar.querySelectorAll(".group-button")) button.hidden = !hasGroups;
-    status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}`;
+    status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes)` : ""}`;
     for (const [name, button] of Object.entries(viewButtons)) button.classList.toggle("active", name === state.view);
     paint();
     if (refit) fit(READABLE_SCALE);
@@ -145,6 +148,7 @@ export function createApp(el, options) {
     }
     const selected = state.selected ? (state.selected.startsWith(GROUP_PREFIX) ? state.drawn.nodeEls.get(state.selected) : drawnElement(state.selected)) : null;
     if (selected) selected.classList.add("selected");
+    for (const copy of state.visible.copies.get(state.selected) || []) state.drawn.nodeEls.get(copy)?.classList.add("selected");
   }
 
   function select(id, fromUser) {
@@ -194,8 +198,12 @@ export function createApp(el, options) {
   }
 
   function setCollapsedAll(collapse) {
-    state.collapsed[state.view] = collapse ? new Set(groupPaths(viewGraph(), state.index.modules)) : new Set();
+    const wanted = collapse ? new Set(groupPaths(viewGraph(), state.index.modules)) : new Set();
+    const affordable = withinBudget(viewGraph(), state.index.modules, wanted, LAYOUT_BUDGET);
+    state.collapsed[state.view] = affordable.collapsed;
+    state.overBudget = !affordable.complete;
     redraw();
+    state.overBudget = false;
   }
 
   svg.addEventListener("click", (event) => {
@@ -203,7 +211,7 @@ export function createApp(el, options) {
     if (nodeEl) {
       const id = nodeEl.getAttribute("data-node-id");
       if (id.startsWith(GROUP_PREFIX)) toggleGroup(id.slice(GROUP_PREFIX.length), false);
-      else select(id, true);
+      else select(originalId(id), true);
       return;
     }
     const groupEl = event.target.closest("[data-group]");

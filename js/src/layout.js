@@ -9,11 +9,13 @@
 
 import dagre from "@dagrejs/dagre";
 import { inGroup } from "./groups.js";
+import { layeredLayout, rankLayers } from "./layered.js";
 
 export const CHAR_WIDTH = 7; // px of one character at the label font size
 export const NODE_HEIGHT = 38;
 export const FULL_ORDERING_LIMIT = 400; // nodes; above it, the depth-first order is kept
 export const CLUSTER_LIMIT = 80; // nodes; above it, group boxes are bounding boxes (see layout)
+export const DAGRE_LIMIT = 80; // nodes; above it, our own layered layout (layered.js) instead of dagre
 export const MAX_LABEL_CHARS = 32; // longer labels are shortened in the drawing (not in data-label)
 
 /** A text shortened to `max` characters, with an ellipsis in the middle. */
@@ -38,48 +40,26 @@ export function layoutInput(graph) {
   };
 }
 
-/** dagre's longest-path ranking, iteratively (from the sinks up, in reverse topological order),
- * then each sink moved up under its lowest parent. With module groups laid out as dagre
- * clusters, the nodes dagre adds for nesting (its root, each cluster's top and bottom border)
- * are ranked afterwards, as tight around the real nodes as their edges allow. */
+/** dagre's ranker: the real nodes ranked by `rankLayers` (each node near its parents, see
+ * layered.js), then, with module groups laid out as dagre clusters, the nodes dagre adds for
+ * nesting (its root, each cluster's top and bottom border), as tight around the real nodes as
+ * their edges allow. Nothing here is recursive (dagre's own longest path overflows the stack
+ * on deep graphs). */
 export function longestPathRanks(g) {
   const isReal = (v) => !g.node(v).dummy;
-  const realEdges = (edges) => edges.filter((e) => isReal(e.v) && isReal(e.w));
-  const waiting = new Map();
-  const ready = [];
-  for (const v of g.nodes()) {
-    if (!isReal(v)) continue;
-    const out = realEdges(g.outEdges(v)).length;
-    waiting.set(v, out);
-    if (out === 0) {
-      g.node(v).rank = 0;
-      ready.push(v);
-    }
+  const real = g.nodes().filter(isReal);
+  const indexOf = new Map(real.map((v, i) => [v, i]));
+  const from = [];
+  const to = [];
+  const minlen = [];
+  for (const e of g.edges()) {
+    if (!indexOf.has(e.v) || !indexOf.has(e.w)) continue;
+    from.push(indexOf.get(e.v));
+    to.push(indexOf.get(e.w));
+    minlen.push(g.edge(e).minlen ?? 1);
   }
-  while (ready.length) {
-    const w = ready.pop();
-    const rankW = g.node(w).rank;
-    for (const e of realEdges(g.inEdges(w))) {
-      const label = g.node(e.v);
-      const rank = rankW - g.edge(e).minlen;
-      if (label.rank === undefined || rank < label.rank) label.rank = rank;
-      const left = waiting.get(e.v) - 1;
-      waiting.set(e.v, left);
-      if (left === 0) ready.push(e.v);
-    }
-  }
-  for (const v of waiting.keys()) if (g.node(v).rank === undefined) g.node(v).rank = 0; // a cycle
-  // Longest path puts every sink on the bottom rank: each leaf's AccumulateGrad would hang at
-  // the foot of the graph on an edge hundreds of ranks long (one dummy node per rank, and the
-  // layout takes seconds). A sink has nothing below it, so it moves up under its lowest parent.
-  for (const v of waiting.keys()) {
-    if (realEdges(g.outEdges(v)).length) continue;
-    const into = realEdges(g.inEdges(v));
-    if (!into.length) continue;
-    let rank = -Infinity;
-    for (const e of into) rank = Math.max(rank, g.node(e.v).rank + g.edge(e).minlen);
-    g.node(v).rank = rank;
-  }
+  const ranks = rankLayers(real.length, from, to, minlen);
+  real.forEach((v, i) => (g.node(v).rank = ranks[i]));
   rankNestingNodes(g, isReal);
 }
 
@@ -172,6 +152,13 @@ const TITLE_SPACE = 14; // px above a group box's first row, for its title
  * the bounding boxes of their members, which other nodes may cross. */
 export function layout(graph, expanded = []) {
   const input = layoutInput(graph);
+  if (input.nodes.length > DAGRE_LIMIT) {
+    // large: our own layered layout, linear in the graph (layered.js); boxes bound their members
+    const laid = layeredLayout(input);
+    const edges = graph.edges.map((edge, i) => ({ ...edge, points: laid.points[i] }));
+    const groups = boundingBoxes(graph, laid.positions, expanded);
+    return { positions: laid.positions, edges, groups, width: laid.width, height: laid.height };
+  }
   const full = input.nodes.length <= FULL_ORDERING_LIMIT;
   const clustered = input.nodes.length <= CLUSTER_LIMIT;
   const { parentOf, clusterOfNode } = clustered ? clustersOf(graph, expanded) : { parentOf: new Map(), clusterOfNode: new Map() };
@@ -226,25 +213,42 @@ function clusterBoxes(g, parentOf, graph, positions) {
 }
 
 /** Group boxes as the bounding boxes of their drawn members, padded (more for outer groups),
- * title space above; one per group that has drawn members. */
+ * title space above; one per group that has drawn members. Linear: each node extends the boxes
+ * of its group and of that group's ancestors among `paths`. */
 function boundingBoxes(graph, positions, paths, padding = null) {
-  const boxes = [];
-  for (const path of paths) {
-    let x0 = Infinity;
-    let y0 = Infinity;
-    let x1 = -Infinity;
-    let y1 = -Infinity;
-    for (const node of graph.nodes) {
-      if (!inGroup(node, path)) continue;
-      const b = positions.get(node.id);
-      x0 = Math.min(x0, b.x - b.width / 2);
-      y0 = Math.min(y0, b.y - b.height / 2);
-      x1 = Math.max(x1, b.x + b.width / 2);
-      y1 = Math.max(y1, b.y + b.height / 2);
+  const extent = new Map([...paths].map((path) => [path, null]));
+  for (const node of graph.nodes) {
+    if (!node.group) continue;
+    const b = positions.get(node.id);
+    for (let p = node.group; p; p = p.includes(".") ? p.slice(0, p.lastIndexOf(".")) : null) {
+      if (!extent.has(p)) continue;
+      const e = extent.get(p);
+      if (!e) extent.set(p, { x0: b.x - b.width / 2, y0: b.y - b.height / 2, x1: b.x + b.width / 2, y1: b.y + b.height / 2 });
+      else {
+        e.x0 = Math.min(e.x0, b.x - b.width / 2);
+        e.y0 = Math.min(e.y0, b.y - b.height / 2);
+        e.x1 = Math.max(e.x1, b.x + b.width / 2);
+        e.y1 = Math.max(e.y1, b.y + b.height / 2);
+      }
     }
-    if (x0 === Infinity) continue;
-    const pad = padding ?? 10 + Math.max(0, 4 - path.split(".").length) * 2;
-    boxes.push({ path, x: x0 - pad, y: y0 - pad - TITLE_SPACE, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad + TITLE_SPACE });
+  }
+  // a box whose open groups nest `k` deep inside it gets k more title rows on top, so that
+  // nested boxes starting on the same node do not print their titles over each other
+  const depth = (path) => path.split(".").length;
+  const nested = new Map();
+  for (const [path, e] of extent) {
+    if (!e) continue;
+    for (let p = path; p.includes("."); ) {
+      p = p.slice(0, p.lastIndexOf("."));
+      if (extent.get(p)) nested.set(p, Math.max(nested.get(p) || 0, depth(path) - depth(p)));
+    }
+  }
+  const boxes = [];
+  for (const [path, e] of extent) {
+    if (!e) continue;
+    const pad = padding ?? 10 + Math.max(0, 4 - depth(path)) * 2;
+    const title = TITLE_SPACE * (1 + (padding === null ? nested.get(path) || 0 : 0));
+    boxes.push({ path, x: e.x0 - pad, y: e.y0 - pad - title, width: e.x1 - e.x0 + 2 * pad, height: e.y1 - e.y0 + 2 * pad + title });
   }
   return boxes;
 }

@@ -63,9 +63,8 @@ describe("layout input", () => {
     g.setNode("leaf", {});
     g.setEdge("leaf", "v19999", { minlen: 1 });
     longestPathRanks(g);
-    expect(g.node("v19999").rank).toBe(0);
-    expect(g.node("v0").rank).toBe(-19999);
-    expect(g.node("leaf").rank).toBe(-1); // as low as its successor allows
+    expect(g.node("v19999").rank - g.node("v0").rank).toBe(19999);
+    expect(g.node("leaf").rank).toBe(g.node("v19999").rank - 1); // a source: right above its child
   });
 
   it("hangs a sink right under its lowest parent, not at the foot of the graph", () => {
@@ -227,13 +226,13 @@ describe("module groups laid out as clusters", () => {
       expect(graph.nodes.length).toBeLessThanOrEqual(CLUSTER_LIMIT); // laid out as clusters
       checkBoxes(`program ${seed}`, graph, { strict: true });
     }
-  });
+  }, 60000);
 
   it("keeps members in their boxes, and boxes in their parents', in tangled graphs (40 random DAGs)", () => {
     // Groups scattered at random over a random DAG: dagre keeps them apart almost always, not
     // always, so only what the box itself guarantees is checked.
     for (let seed = 1; seed <= 40; seed++) checkBoxes(`random ${seed}`, randomGraph(seed, 8 + (seed % 30)), { strict: false });
-  });
+  }, 60000);
 
   it("falls back to bounding boxes above the cluster limit", () => {
     const view = forwardView(indexTrace(layeredTrace(60)));

@@ -68,6 +68,7 @@ class GraphWidget(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
     view = traitlets.Unicode("backward").tag(sync=True)
+    height = traitlets.Int(560).tag(sync=True)  # px; the handle at the widget's foot changes it
 
     def __init__(self, trace=None, **kwargs):
         text, data, source = _trace_data(trace)
@@ -94,6 +95,10 @@ class GraphWidget(anywidget.AnyWidget):
     @traitlets.validate("step")
     def _valid_step(self, proposal):
         return max(0, min(int(proposal["value"]), len(self._data.get("steps", []))))
+
+    @traitlets.validate("height")
+    def _valid_height(self, proposal):
+        return max(260, int(proposal["value"]))
 
     @traitlets.validate("view")
     def _valid_view(self, proposal):
@@ -179,6 +184,7 @@ class GraphWidget(anywidget.AnyWidget):
                 "selected": self.selected,
                 "step": self.step,
                 "view": self.view,
+                "height": self.height,
             },
             buffers=buffers,
         )

@@ -9,26 +9,11 @@
 
 import dagre from "@dagrejs/dagre";
 import { inGroup } from "./groups.js";
+import { nodeSize } from "./labels.js";
 
-export const CHAR_WIDTH = 7; // px of one character at the label font size
-export const NODE_HEIGHT = 38;
 export const FULL_ORDERING_LIMIT = 400; // nodes; above it, the depth-first order is kept
 export const CLUSTER_LIMIT = 80; // nodes; above it, group boxes are bounding boxes (see layout)
-export const MAX_LABEL_CHARS = 32; // longer labels are shortened in the drawing (not in data-label)
-
-/** A text shortened to `max` characters, with an ellipsis in the middle. */
-export function shorten(text, max = MAX_LABEL_CHARS) {
-  const t = String(text ?? "");
-  if (t.length <= max) return t;
-  const head = Math.ceil((max - 1) * 0.6);
-  return `${t.slice(0, head)}…${t.slice(t.length - (max - 1 - head))}`;
-}
-
-/** A drawn node's box size, from its (shortened) texts. */
-export function nodeSize(node) {
-  const chars = Math.max(shorten(node.label).length, shorten(node.sub).length * 0.85);
-  return { width: Math.max(56, Math.ceil(chars * CHAR_WIDTH) + 24), height: NODE_HEIGHT };
-}
+export { CHAR_WIDTH, NODE_HEIGHT, nodeSize, shorten } from "./labels.js"; // box sizes: labels.js
 
 /** What dagre is given: node boxes and edges, in the view's order (tested on its own). */
 export function layoutInput(graph) {

@@ -83,14 +83,17 @@ export function createApp(el, options) {
   const message = h("div", { class: "message", "data-role": "message" });
   const legend = h("div", { class: "legend", "data-role": "legend" });
   const fitNote = h("div", { class: "fit-note", "data-role": "fit-note", hidden: true });
-  const canvas = h("div", { class: "canvas" }, svg, message, legend, fitNote);
+  const stage = h("div", { class: "stage" }, svg, message);
+  // below the drawing, not over it: what the arrows mean, and why the view is not everything
+  const infoBar = h("div", { class: "info-bar" }, legend, fitNote);
+  const canvas = h("div", { class: "canvas" }, stage, infoBar);
   const inspector = h("aside", { class: "inspector", "data-role": "inspector" });
   const timelineHost = h("div", { class: "timeline-host" });
   const resizeHandle = h("div", { class: "resize-handle", "data-role": "resize", title: "drag to make the widget taller or shorter", role: "separator", "aria-orientation": "horizontal" });
   const page = h("div", { class: "nbgrad-widget" }, toolbar, banner, h("div", { class: "main" }, canvas, inspector), timelineHost, resizeHandle);
   el.replaceChildren(page);
   const viewport = createViewport(svg, root);
-  const minimap = createMinimap(canvas, viewport);
+  const minimap = createMinimap(stage, viewport);
   const cursor = createSearchCursor();
   setHeight(options.height);
   let timeline = null;
@@ -149,6 +152,7 @@ export function createApp(el, options) {
     shapeLabel.hidden = shapes === 0;
     status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}${state.hideShapes && shapes ? `, ${shapes} reshapes hidden` : ""}`;
     legend.textContent = legendText(state.view);
+    legend.title = legendText(state.view);
     runSearch(false);
     for (const [name, button] of Object.entries(viewButtons)) button.classList.toggle("active", name === state.view);
     paint();
@@ -178,7 +182,7 @@ export function createApp(el, options) {
       }
       if (area) viewport.frame(area, k, lossBox);
       else viewport.fit(width, height, k);
-      state.fitNote = `The whole graph is too big to read at this size (it would need ${Math.round(whole * 100)}% zoom): showing ${state.view === "backward" ? "the loss" : "the result"} and the nodes around it. Use − or the overview to see more.`;
+      state.fitNote = `Too big to read whole here (it would need ${Math.round(whole * 100)}% zoom): showing the loss and what is near it. Zoom out with −, move with the overview, or make the widget taller at its foot.`;
     }
     viewport.state.userMoved = false;
     fitNote.textContent = state.fitNote;
@@ -382,15 +386,17 @@ export function createApp(el, options) {
   if (globalThis.ResizeObserver) {
     let lastSize = "";
     observer = new ResizeObserver(() => {
-      const { width, height } = canvas.getBoundingClientRect();
+      const { width, height } = stage.getBoundingClientRect();
       const key = `${Math.round(width)}x${Math.round(height)}`;
       if (!width || !height || key === lastSize || !state.laid) return;
       lastSize = key;
       if (setLabelFont(getComputedStyle(svg).fontFamily)) redraw({ refit: !viewport.state.userMoved });
-      else if (!viewport.state.userMoved) fit();
-      else minimap.sync();
+      else {
+        minimap.update(state.laid); // its size follows the stage's
+        if (!viewport.state.userMoved) fit();
+      }
     });
-    observer.observe(canvas);
+    observer.observe(stage);
   }
 
   function showBanner(trace) {

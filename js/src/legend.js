@@ -2,6 +2,6 @@
 
 /** The legend of a view ("forward" or "backward"). */
 export function legendText(view) {
-  if (view === "forward") return "Arrows follow the data: from inputs through each op to its result, down to the loss.";
-  return "Arrows follow next_functions: from the loss down to the leaves, the way backward() sends gradients.";
+  if (view === "forward") return "Arrows: data flow, from inputs through each op to its result (the loss at the bottom).";
+  return "Arrows: from the loss towards the leaves, as next_functions point; backward() sends gradients this way.";
 }

@@ -4,8 +4,8 @@
 
 import { h, s } from "./dom.js";
 
-const MAX_WIDTH = 170; // px
-const MAX_HEIGHT = 120;
+const MAX_WIDTH = 160; // px, and at most a quarter of the graph's width (a third of its height)
+const MAX_HEIGHT = 110;
 
 export function createMinimap(host, viewport) {
   const nodesPath = s("path", { class: "minimap-nodes" });
@@ -24,7 +24,8 @@ export function createMinimap(host, viewport) {
     }
     state.width = Math.max(laid.width, 1);
     state.height = Math.max(laid.height, 1);
-    state.scale = Math.min(MAX_WIDTH / state.width, MAX_HEIGHT / state.height);
+    const { vw, vh } = viewport.size();
+    state.scale = Math.min(Math.min(MAX_WIDTH, vw / 4) / state.width, Math.min(MAX_HEIGHT, vh / 3) / state.height);
     const w = Math.max(24, state.width * state.scale);
     const hgt = Math.max(16, state.height * state.scale);
     svg.setAttribute("width", w.toFixed(1));

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 from test_widget_browser import (  # noqa: E402 - after the skip above
     ARTIFACTS,
     ROOT,
@@ -141,6 +141,23 @@ def _copy_with_saving(name, out_dir):
     return notebook
 
 
+def _run_all_cells(page):
+    """Run All, again if the notebook did not start (a menu clicked before the kernel was
+    ready does nothing)."""
+    for _ in range(4):
+        _run_all(page)
+        try:
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.jp-InputArea-prompt')]"
+                ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))",
+                timeout=15_000,
+            )
+            return
+        except playwright_api.TimeoutError:
+            page.keyboard.press("Escape")
+    raise AssertionError("Run All did not start the notebook")
+
+
 def _check_widget(widget, where, shots):
     """Measure a widget as it opened and after fit, in both views; screenshot each state."""
     problems = []
@@ -185,8 +202,8 @@ def test_every_tutorial_widget_reads_at_both_sizes(lab_all_cells, browser, tmp_p
         errors = []
         page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
         try:
-            _open_notebook(page, f"{lab_all_cells}/lab/tree/{path}")
-            _run_all(page)
+            _open_notebook(page, f"{lab_all_cells}/lab/tree/{path}?reset")
+            _run_all_cells(page)
             saved = page.locator(".jp-OutputArea-output", has_text=re.compile(r"^SAVED \d+"))
             saved.wait_for(timeout=240_000)
             text = saved.inner_text()

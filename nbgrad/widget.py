@@ -68,7 +68,8 @@ class GraphWidget(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
     view = traitlets.Unicode("backward").tag(sync=True)
-    height = traitlets.Int(560).tag(sync=True)  # px; the handle at the widget's foot changes it
+    # px; 0: 560, taller when that lets the whole graph be read. The widget's foot drags it.
+    height = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, trace=None, **kwargs):
         text, data, source = _trace_data(trace)
@@ -98,7 +99,7 @@ class GraphWidget(anywidget.AnyWidget):
 
     @traitlets.validate("height")
     def _valid_height(self, proposal):
-        return max(260, int(proposal["value"]))
+        return 0 if int(proposal["value"]) <= 0 else max(260, int(proposal["value"]))
 
     @traitlets.validate("view")
     def _valid_view(self, proposal):

@@ -43,6 +43,7 @@ export function createApp(el, options) {
     drawn: null,
     laid: null,
     hideShapes: false,
+    autoHeight: !(Number(options.height) > 0), // no height asked for: grow to show the graph
     fitNote: "",
   };
 
@@ -156,7 +157,25 @@ export function createApp(el, options) {
     runSearch(false);
     for (const [name, button] of Object.entries(viewButtons)) button.classList.toggle("active", name === state.view);
     paint();
-    if (refit) fit();
+    if (refit) {
+      growToFit();
+      fit();
+    }
+  }
+
+  /** Without a height from the user, the widget grows (up to most of the window) when that lets
+   * the whole graph be read: a tall chain of ops then opens whole instead of cropped. */
+  function growToFit() {
+    if (!state.autoHeight || !state.laid) return;
+    const { height: stageHeight, width: stageWidth } = stage.getBoundingClientRect();
+    const pageHeight = page.getBoundingClientRect().height;
+    if (!stageHeight || !pageHeight) return; // not laid out by a browser yet
+    const k = MIN_READABLE_SCALE;
+    if (state.laid.width * k + 32 > stageWidth) return; // too wide: taller would not help
+    const needed = pageHeight - stageHeight + state.laid.height * k + 32;
+    const most = Math.max(DEFAULT_HEIGHT, Math.round((globalThis.innerHeight || 0) * 0.85));
+    const target = Math.min(most, Math.ceil(needed));
+    if (target > pageHeight) page.style.height = `${target}px`;
   }
 
   /** Show the whole drawing if it can be read (every text at least MIN_SCREEN_FONT_PX on screen);
@@ -182,10 +201,11 @@ export function createApp(el, options) {
       }
       if (area) viewport.frame(area, k, lossBox);
       else viewport.fit(width, height, k);
-      state.fitNote = `Too big to read whole here (it would need ${Math.round(whole * 100)}% zoom): showing the loss and what is near it. Zoom out with −, move with the overview, or make the widget taller at its foot.`;
+      state.fitNote = `Showing the loss and what is near it: the whole graph would need ${Math.round(whole * 100)}% zoom, too small to read. Zoom out with −, move with the overview, or drag the widget's foot to make it taller.`;
     }
     viewport.state.userMoved = false;
     fitNote.textContent = state.fitNote;
+    fitNote.title = state.fitNote;
     fitNote.hidden = !state.fitNote;
   }
 
@@ -349,12 +369,14 @@ export function createApp(el, options) {
       if (!page.style.height) page.style.height = `${DEFAULT_HEIGHT}px`;
       return;
     }
+    state.autoHeight = false;
     page.style.height = `${Math.max(MIN_HEIGHT, Math.round(value))}px`;
   }
   let resizing = null;
   resizeHandle.addEventListener("pointerdown", (event) => {
     if (event.button !== 0) return;
     event.preventDefault();
+    state.autoHeight = false;
     resizing = { y: event.clientY, height: page.getBoundingClientRect().height || parseFloat(page.style.height) || DEFAULT_HEIGHT };
     resizeHandle.setPointerCapture?.(event.pointerId);
     page.classList.add("resizing");
@@ -374,6 +396,7 @@ export function createApp(el, options) {
     const delta = { ArrowDown: 40, ArrowUp: -40 }[event.key];
     if (!delta) return;
     event.preventDefault();
+    state.autoHeight = false;
     setHeight(page.getBoundingClientRect().height + delta);
     if (options.onHeight) options.onHeight(parseFloat(page.style.height));
   });
@@ -389,7 +412,9 @@ export function createApp(el, options) {
       const { width, height } = stage.getBoundingClientRect();
       const key = `${Math.round(width)}x${Math.round(height)}`;
       if (!width || !height || key === lastSize || !state.laid) return;
+      const first = !lastSize;
       lastSize = key;
+      if (first) growToFit();
       if (setLabelFont(getComputedStyle(svg).fontFamily)) redraw({ refit: !viewport.state.userMoved });
       else {
         minimap.update(state.laid); // its size follows the stage's

@@ -117,7 +117,7 @@ describe("fit and the first view", () => {
     expect(scale(el)).toBeCloseTo(MIN_READABLE_SCALE, 6);
     const note = el.querySelector('[data-role="fit-note"]');
     expect(note.hidden).toBe(false);
-    expect(note.textContent).toContain("Too big to read whole");
+    expect(note.textContent).toContain("too small to read");
     // the loss (the root of the backward pass) is on screen: 800 x 500 in jsdom
     const root = app.state.index.passes[0].roots[0][0];
     const box = app.state.laid.positions.get(root);

@@ -199,9 +199,9 @@ export function createApp(el, options) {
         if (around.width * k > vw - 32 || around.height * k > vh - 32) break;
         area = around;
       }
-      if (area) viewport.frame(area, k, lossBox);
+      if (area) viewport.frame(area, k, lossBox, { width, height });
       else viewport.fit(width, height, k);
-      state.fitNote = `Showing the loss and what is near it: the whole graph would need ${Math.round(whole * 100)}% zoom, too small to read. Zoom out with −, move with the overview, or drag the widget's foot to make it taller.`;
+      state.fitNote = `Showing the loss and what is near it: the whole graph would need ${Math.round(whole * 100)}% zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
     }
     viewport.state.userMoved = false;
     fitNote.textContent = state.fitNote;

@@ -60,7 +60,7 @@ export function createViewport(svg, root) {
 
   /** Centre the drawing's point (cx, cy) at scale k, then shift so that `keep` (a rectangle of
    * the drawing, if given) is on screen. */
-  function place(k, cx, cy, keep = null) {
+  function place(k, cx, cy, keep = null, bounds = null) {
     const { vw, vh } = size();
     state.k = k;
     state.x = vw / 2 - cx * k;
@@ -75,6 +75,18 @@ export function createViewport(svg, root) {
       if (bottom > vh - MARGIN) state.y -= bottom - (vh - MARGIN);
       const top = state.y + keep.y * k;
       if (top < MARGIN) state.y += MARGIN - top;
+    }
+    if (bounds) {
+      // no empty screen beside a drawing that does not fit: its edge goes to the screen's edge
+      // (a drawing that fits along an axis is centred on it); what `keep` holds stays on screen,
+      // since the drawing holds it
+      const axis = (offset, extent, screen) => {
+        const size = extent * k;
+        if (size <= screen - 2 * MARGIN) return (screen - size) / 2;
+        return Math.min(MARGIN, Math.max(screen - MARGIN - size, offset));
+      };
+      state.x = axis(state.x, bounds.width, vw);
+      state.y = axis(state.y, bounds.height, vh);
     }
     apply();
   }
@@ -97,9 +109,10 @@ export function createViewport(svg, root) {
       state.height = height;
       place(k ?? this.fitScale(width, height), width / 2, height / 2);
     },
-    /** Show the rectangle `area` of the drawing at scale k, centred, keeping `keep` on screen. */
-    frame(area, k, keep = null) {
-      place(k, area.x + area.width / 2, area.y + area.height / 2, keep);
+    /** Show the rectangle `area` of the drawing at scale k, centred, keeping `keep` on screen;
+     * with `bounds` (the drawing's width and height), no empty screen beside the drawing. */
+    frame(area, k, keep = null, bounds = null) {
+      place(k, area.x + area.width / 2, area.y + area.height / 2, keep, bounds);
     },
     /** Centre the view on a point of the drawing, at the current scale (the minimap). */
     centerOn(x, y) {

@@ -241,3 +241,88 @@ def test_every_tutorial_widget_reads_at_both_sizes(lab_all_cells, browser, tmp_p
         assert errors == [], errors
     (ARTIFACTS / f"readable-{stem}.json").write_text(json.dumps(shots, indent=1))
     assert problems == [], "\n".join(problems)
+
+
+# --- finding your way, in a saved page --------------------------------------------------------
+
+
+def _record_attention():
+    """Self-attention written out, with the reshapes a transformer block makes."""
+    import nbgrad
+    import nbgrad as torch
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 4, 8)
+    w_q, w_k, w_v = (torch.randn(8, 8, requires_grad=True) for _ in range(3))
+    with nbgrad.record() as trace:
+        q = (x @ w_q).view(2, 4, 2, 4).transpose(1, 2)
+        k = (x @ w_k).view(2, 4, 2, 4).transpose(1, 2)
+        v = (x @ w_v).view(2, 4, 2, 4).transpose(1, 2)
+        attention = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1)
+        out = (attention @ v).transpose(1, 2).reshape(2, 4, 8)
+        loss = out.pow(2).mean()
+        loss.backward()
+    return trace
+
+
+SHAPE_ONLY = re.compile(
+    r"^(View|UnsafeView|Reshape|ReshapeAlias|Expand|Clone|Transpose|T|Permute|Unsqueeze|Squeeze)Backward\d*$"
+)
+
+
+def test_hide_reshapes_search_minimap_legend_and_height(tmp_path, browser):  # noqa: F811
+    from nbgrad.widget import GraphWidget
+
+    path = GraphWidget(_record_attention()).save_html(tmp_path / "attention.html")
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(path.as_uri())
+    page.wait_for_selector("[data-node-id]")
+    labels = lambda: page.locator("[data-node-id]").evaluate_all("els => els.map(e => e.dataset.label)")  # noqa: E731
+    before = labels()
+    assert any(SHAPE_ONLY.match(label) for label in before)
+    assert "Arrows: from the loss towards the leaves" in page.locator('[data-role="legend"]').inner_text()
+
+    # hide reshapes: no shape-only node left; softmax still reaches the matmuls below it
+    page.locator('[data-role="hide-shapes"]').check()
+    after = labels()
+    assert not any(SHAPE_ONLY.match(label) for label in after), after
+    assert len(after) < len(before)
+    assert "SoftmaxBackward0" in after
+    edges = page.locator(".edge").count()
+    assert edges >= len(after) - 1  # still one connected graph
+    page.screenshot(path=str(ARTIFACTS / "readable-attention-hide-reshapes.png"))
+
+    # search: every match highlighted, stepped through with Enter
+    search = page.locator('[data-role="search"]')
+    search.fill("AccumulateGrad")
+    assert page.locator(".node.match").count() == 3
+    search.press("Enter")
+    assert page.locator('[data-role="search-count"]').inner_text() == "1 of 3"
+    search.press("Enter")
+    assert page.locator('[data-role="search-count"]').inner_text() == "2 of 3"
+    assert page.locator(".node.match-current").count() == 1
+    assert "AccumulateGrad" in page.locator('[data-role="inspector"] .title').inner_text()
+
+    # the minimap moves the view; the foot resizes the widget
+    page.locator('[data-role="hide-shapes"]').uncheck()
+    minimap = page.locator('[data-role="minimap"]')
+    transform = lambda: page.locator("g.viewport").get_attribute("transform")  # noqa: E731
+    if minimap.is_visible():
+        box = minimap.bounding_box()
+        start = transform()
+        page.mouse.click(box["x"] + box["width"] * 0.2, box["y"] + box["height"] * 0.9)
+        assert transform() != start
+    widget = page.locator(".nbgrad-widget")
+    height = widget.bounding_box()["height"]
+    handle = page.locator('[data-role="resize"]').bounding_box()
+    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + 3)
+    page.mouse.down()
+    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + 123, steps=5)
+    page.mouse.up()
+    assert abs(widget.bounding_box()["height"] - (height + 120)) < 2
+    page.screenshot(path=str(ARTIFACTS / "readable-attention-taller.png"))
+    context.close()
+    assert errors == []

@@ -20,6 +20,7 @@ import { createViewport } from "./viewport.js";
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
 const MIN_HEIGHT = 260;
+const TEXT_CHECK_LIMIT = 1500; // drawn nodes; above it, texts are not re-measured on the page
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
 const SCHEMA_VERSION = 1; // docs/trace-schema.md
 
@@ -144,7 +145,9 @@ export function createApp(el, options) {
     const expanded = groupPaths(graph, state.index.modules).filter((p) => !collapsed.has(p) && ![...collapsed].some((c) => p.startsWith(`${c}.`)));
     state.laid = layout(state.visible, expanded);
     state.drawn = drawGraph(layers, state.visible, state.laid, state.index.modules, arrowId);
-    fitTextsToBoxes(state.drawn.nodeEls.values());
+    // the browser's own check of the measured boxes; it lays out every text, so not for
+    // thousands of nodes (measureText sized those boxes already)
+    if (state.drawn.nodeEls.size <= TEXT_CHECK_LIMIT) fitTextsToBoxes(state.drawn.nodeEls.values());
     minimap.update(state.laid);
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
     const hasGroups = groupPaths(graph, state.index.modules).length > 0;
@@ -172,7 +175,9 @@ export function createApp(el, options) {
     if (!stageHeight || !pageHeight) return; // not laid out by a browser yet
     const k = MIN_READABLE_SCALE;
     if (state.laid.width * k + 32 > stageWidth) return; // too wide: taller would not help
-    const needed = pageHeight - stageHeight + state.laid.height * k + 32;
+    // the note under the drawing goes away once the graph fits: its lines are not chrome
+    const note = fitNote.hidden ? 0 : fitNote.getBoundingClientRect().height;
+    const needed = pageHeight - stageHeight - note + state.laid.height * k + 32 + 1;
     const most = Math.max(DEFAULT_HEIGHT, Math.round((globalThis.innerHeight || 0) * 0.85));
     const target = Math.min(most, Math.ceil(needed));
     if (target > pageHeight) page.style.height = `${target}px`;

@@ -44,30 +44,34 @@ TUTORIALS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 # smaller than the minimum on screen (computed font size times the SVG's on-screen scale).
 _MEASURE_JS = """(root) => {
   const rect = (el) => el.getBoundingClientRect();
+  const outside = (r, box) => r.left < box.left - 0.5 || r.right > box.right + 0.5
+    || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5;
   const overflow = [];
   const small = [];
-  let texts = 0;
   for (const node of root.querySelectorAll("svg.graph [data-node-id]")) {
     const box = rect(node.querySelector(".shape"));
     for (const t of node.querySelectorAll("text.label, text.sub")) {
       const r = rect(t);
-      if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5) {
-        overflow.push({ id: node.dataset.nodeId, text: t.textContent, text_width: r.width, box_width: box.width });
+      if (outside(r, box)) {
+        overflow.push({ id: node.dataset.nodeId, text: t.textContent,
+                        text_width: r.width, box_width: box.width });
       }
     }
   }
   let smallest = Infinity;
+  let texts = 0;
   for (const t of root.querySelectorAll("svg.graph text")) {
     texts += 1;
     const px = parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a;
     smallest = Math.min(smallest, px);
-    if (px < %(min)s - 0.01) small.push({ text: t.textContent, px });
+    if (px < MIN - 0.01) small.push({ text: t.textContent, px });
   }
   const svg = rect(root.querySelector("svg.graph"));
-  return { overflow, small, texts, smallest, nodes: root.querySelectorAll("[data-node-id]").length,
-           note: root.querySelector("[data-role=fit-note]").hidden ? "" : root.querySelector("[data-role=fit-note]").textContent,
-           svg: [svg.width, svg.height] };
-}""" % {"min": MIN_SCREEN_FONT_PX}
+  const note = root.querySelector("[data-role=fit-note]");
+  return { overflow, small, texts, smallest, svg: [svg.width, svg.height],
+           nodes: root.querySelectorAll("[data-node-id]").length,
+           note: note.hidden ? "" : note.textContent };
+}""".replace("MIN", str(MIN_SCREEN_FONT_PX))
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +113,13 @@ def _put_notebook(url, path, notebook):
 
 
 def _cell(source):
-    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": source,
+    }
 
 
 def _copy_with_saving(name, out_dir):
@@ -127,7 +137,8 @@ def _copy_with_saving(name, out_dir):
         "_before = {id(w) for w in _gc.get_objects() if isinstance(w, _GraphWidget)}\n"
     )
     last = (
-        "_made = [w for w in _gc.get_objects() if isinstance(w, _GraphWidget) and id(w) not in _before]\n"
+        "_made = [w for w in _gc.get_objects()\n"
+        "         if isinstance(w, _GraphWidget) and id(w) not in _before]\n"
         "_made.sort(key=lambda w: w.model_id)\n"
         f"_out = {str(out_dir)!r}\n"
         "for _i, _w in enumerate(_made):\n"
@@ -179,7 +190,9 @@ def _check_widget(widget, where, shots):
             if found["overflow"]:
                 problems.append(f"{label}: labels leave their boxes: {found['overflow'][:5]}")
             if found["small"]:
-                problems.append(f"{label}: text under {MIN_SCREEN_FONT_PX} px: {found['small'][:5]}")
+                problems.append(
+                    f"{label}: text under {MIN_SCREEN_FONT_PX} px: {found['small'][:5]}"
+                )
             shots.append((label, found))
             widget.screenshot(path=str(ARTIFACTS / f"readable-{where}-{view}-{moment}.png"))
     if opened != order[-1]:
@@ -218,7 +231,9 @@ def test_every_tutorial_widget_reads_at_both_sizes(lab_all_cells, browser, tmp_p
                 page.wait_for_timeout(300)  # the first framing waits for the page's layout
                 problems += _check_widget(widget, f"lab-{stem}-{i}-{width}x{height}", shots)
         except Exception:
-            page.screenshot(path=str(ARTIFACTS / f"readable-failure-lab-{stem}-{width}x{height}.png"))
+            page.screenshot(
+                path=str(ARTIFACTS / f"readable-failure-lab-{stem}-{width}x{height}.png")
+            )
             raise
         finally:
             context.close()
@@ -280,10 +295,15 @@ def test_hide_reshapes_search_minimap_legend_and_height(tmp_path, browser):  # n
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(path.as_uri())
     page.wait_for_selector("[data-node-id]")
-    labels = lambda: page.locator("[data-node-id]").evaluate_all("els => els.map(e => e.dataset.label)")  # noqa: E731
+    labels = lambda: page.locator("[data-node-id]").evaluate_all(
+        "els => els.map(e => e.dataset.label)"
+    )  # noqa: E731
     before = labels()
     assert any(SHAPE_ONLY.match(label) for label in before)
-    assert "Arrows: from the loss towards the leaves" in page.locator('[data-role="legend"]').inner_text()
+    assert (
+        "Arrows: from the loss towards the leaves"
+        in page.locator('[data-role="legend"]').inner_text()
+    )
 
     # hide reshapes: no shape-only node left; softmax still reaches the matmuls below it
     page.locator('[data-role="hide-shapes"]').check()

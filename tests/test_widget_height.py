@@ -17,5 +17,7 @@ def test_height_defaults_to_automatic_and_is_clamped():
 
 def test_save_html_keeps_the_height(tmp_path):
     page = GraphWidget(height=720).save_html(tmp_path / "graph.html").read_text()
-    state = re.search(r'<script type="application/json" id="nbgrad-state">(.*?)</script>', page).group(1)
+    state = re.search(
+        r'<script type="application/json" id="nbgrad-state">(.*?)</script>', page
+    ).group(1)
     assert json.loads(state)["height"] == 720

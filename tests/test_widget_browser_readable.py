@@ -344,5 +344,17 @@ def test_hide_reshapes_search_minimap_legend_and_height(tmp_path, browser):  # n
     page.mouse.up()
     assert abs(widget.bounding_box()["height"] - (height + 120)) < 2
     page.screenshot(path=str(ARTIFACTS / "readable-attention-taller.png"))
+
+    # the measuring script sees what it is there to see: a text too long, a zoom too small
+    assert widget.evaluate(_MEASURE_JS)["overflow"] == []
+    widget.evaluate(
+        "w => { w.querySelector('svg.graph [data-node-id] text.label')"
+        ".textContent = 'x'.repeat(80); }"
+    )
+    assert len(widget.evaluate(_MEASURE_JS)["overflow"]) == 1
+    assert widget.evaluate(_MEASURE_JS)["small"] == []
+    for _ in range(3):
+        page.locator('[data-role="zoom-out"]').click()
+    assert widget.evaluate(_MEASURE_JS)["small"]
     context.close()
     assert errors == []

@@ -68,6 +68,8 @@ class GraphWidget(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
     view = traitlets.Unicode("backward").tag(sync=True)
+    # px; 0: 560, taller when that lets the whole graph be read. The widget's foot drags it.
+    height = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, trace=None, **kwargs):
         text, data, source = _trace_data(trace)
@@ -94,6 +96,10 @@ class GraphWidget(anywidget.AnyWidget):
     @traitlets.validate("step")
     def _valid_step(self, proposal):
         return max(0, min(int(proposal["value"]), len(self._data.get("steps", []))))
+
+    @traitlets.validate("height")
+    def _valid_height(self, proposal):
+        return 0 if int(proposal["value"]) <= 0 else max(260, int(proposal["value"]))
 
     @traitlets.validate("view")
     def _valid_view(self, proposal):
@@ -179,6 +185,7 @@ class GraphWidget(anywidget.AnyWidget):
                 "selected": self.selected,
                 "step": self.step,
                 "view": self.view,
+                "height": self.height,
             },
             buffers=buffers,
         )

@@ -1,26 +1,36 @@
 // The widget's page: toolbar, graph, inspector and timeline, wired together. It knows nothing
 // of Jupyter: widget.js connects it to the anywidget model, standalone.js to a saved file.
 
-import { arrowDefs, drawGraph } from "./draw.js";
+import { arrowDefs, drawGraph, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
+import { boundsOf, lossNodeId, neighbourhood } from "./focus.js";
 import { GROUP_PREFIX, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
 import { renderInspector } from "./inspector.js";
+import { MIN_READABLE_SCALE, setLabelFont } from "./labels.js";
 import { layout } from "./layout.js";
+import { legendText } from "./legend.js";
+import { createMinimap } from "./minimap.js";
+import { findMatches, createSearchCursor } from "./search.js";
+import { shapeOnlyIds, withoutNodes } from "./shapes.js";
 import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
 import { indexTrace, isEmpty } from "./trace.js";
 import { backwardView, drawnIdFor, forwardView } from "./views.js";
 import { createViewport } from "./viewport.js";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
-const READABLE_SCALE = 0.6; // a new drawing is not shrunk below this: it opens at its top
+export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
+const MIN_HEIGHT = 260;
+const TEXT_CHECK_LIMIT = 1500; // drawn nodes; above it, texts are not re-measured on the page
+const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
 const SCHEMA_VERSION = 1; // docs/trace-schema.md
 
 let instances = 0;
 
 /**
  * options: trace (parsed JSON), selected, step, view ("forward" | "backward"),
- *          onSelect(id), onStep(k), onView(view), fetchBuffer(bufferId) -> Promise
+ *          height (px), onSelect(id), onStep(k), onView(view), onHeight(px),
+ *          fetchBuffer(bufferId) -> Promise
  */
 export function createApp(el, options) {
   const arrowId = `nbgrad-arrow-${++instances}`;
@@ -34,6 +44,9 @@ export function createApp(el, options) {
     visible: null,
     drawn: null,
     laid: null,
+    hideShapes: false,
+    autoHeight: !(Number(options.height) > 0), // no height asked for: grow to show the graph
+    fitNote: "",
   };
 
   // --- the page ---------------------------------------------------------------------------
@@ -41,18 +54,29 @@ export function createApp(el, options) {
     forward: h("button", { type: "button", class: "view-button", "data-view": "forward", text: "forward", title: "tensors and the ops between them" }),
     backward: h("button", { type: "button", class: "view-button", "data-view": "backward", text: "backward", title: "grad_fn nodes joined by next_functions" }),
   };
-  const search = h("input", { type: "search", class: "search", placeholder: "find a node…", "aria-label": "find a node" });
+  const search = h("input", { type: "search", class: "search", placeholder: "find a node…", "aria-label": "find a node", "data-role": "search" });
+  const searchCount = h("span", { class: "search-count", "data-role": "search-count", "aria-live": "polite" });
+  const searchPrevious = h("button", { type: "button", class: "search-step", "data-role": "search-previous", text: "‹", title: "previous match (Shift+Enter)", "aria-label": "previous match", onclick: () => stepSearch(-1) });
+  const searchNext = h("button", { type: "button", class: "search-step", "data-role": "search-next", text: "›", title: "next match (Enter)", "aria-label": "next match", onclick: () => stepSearch(1) });
+  const shapeToggle = h("input", { type: "checkbox", "data-role": "hide-shapes" });
+  const shapeLabel = h(
+    "label",
+    { class: "shape-toggle", title: "hide View, Reshape, Expand, Clone, Transpose, Permute, (Un)squeeze nodes: they only move numbers around; their edges are joined" },
+    shapeToggle,
+    " hide reshapes",
+  );
   const status = h("span", { class: "status", "data-role": "status" });
   const toolbar = h(
     "div",
     { class: "toolbar" },
     h("span", { class: "view-switch" }, viewButtons.forward, viewButtons.backward),
-    h("button", { type: "button", "data-role": "fit", text: "fit", title: "show the whole graph", onclick: () => fit() }),
+    h("button", { type: "button", "data-role": "fit", text: "fit", title: "show the whole graph if it can be read, else the loss and what is around it", onclick: () => fit() }),
     h("button", { type: "button", "data-role": "zoom-in", text: "+", title: "zoom in", onclick: () => viewport.zoom(1.25) }),
     h("button", { type: "button", "data-role": "zoom-out", text: "−", title: "zoom out", onclick: () => viewport.zoom(0.8) }),
     h("button", { type: "button", class: "group-button", "data-role": "expand-all", text: "expand all", title: "open every module group", onclick: () => setCollapsedAll(false) }),
     h("button", { type: "button", class: "group-button", "data-role": "collapse-all", text: "collapse all", title: "fold every module group into one node", onclick: () => setCollapsedAll(true) }),
-    search,
+    shapeLabel,
+    h("span", { class: "search-box" }, search, searchPrevious, searchNext, searchCount),
     status,
   );
   const layers = { groups: s("g", { class: "groups" }), edges: s("g", { class: "edges" }), nodes: s("g", { class: "nodes" }) };
@@ -60,12 +84,21 @@ export function createApp(el, options) {
   const svg = s("svg", { class: "graph", "data-role": "graph" }, arrowDefs(arrowId), root);
   const banner = h("div", { class: "banner", "data-role": "banner" });
   const message = h("div", { class: "message", "data-role": "message" });
-  const canvas = h("div", { class: "canvas" }, svg, message);
+  const legend = h("div", { class: "legend", "data-role": "legend" });
+  const fitNote = h("div", { class: "fit-note", "data-role": "fit-note", hidden: true });
+  const stage = h("div", { class: "stage" }, svg, message);
+  // below the drawing, not over it: what the arrows mean, and why the view is not everything
+  const infoBar = h("div", { class: "info-bar" }, legend, fitNote);
+  const canvas = h("div", { class: "canvas" }, stage, infoBar);
   const inspector = h("aside", { class: "inspector", "data-role": "inspector" });
   const timelineHost = h("div", { class: "timeline-host" });
-  const page = h("div", { class: "nbgrad-widget" }, toolbar, banner, h("div", { class: "main" }, canvas, inspector), timelineHost);
+  const resizeHandle = h("div", { class: "resize-handle", "data-role": "resize", title: "drag to make the widget taller or shorter", role: "separator", "aria-orientation": "horizontal" });
+  const page = h("div", { class: "nbgrad-widget" }, toolbar, banner, h("div", { class: "main" }, canvas, inspector), timelineHost, resizeHandle);
   el.replaceChildren(page);
   const viewport = createViewport(svg, root);
+  const minimap = createMinimap(stage, viewport);
+  const cursor = createSearchCursor();
+  setHeight(options.height);
   let timeline = null;
 
   // --- behaviour ----------------------------------------------------------------------------
@@ -90,6 +123,14 @@ export function createApp(el, options) {
     return state.graphs[state.view];
   }
 
+  /** The view as drawn before folding: with shape-only nodes hidden if asked. */
+  function shownGraph() {
+    const graph = viewGraph();
+    if (!state.hideShapes) return graph;
+    if (!graph.withoutShapes) graph.withoutShapes = withoutNodes(graph, shapeOnlyIds(graph));
+    return graph.withoutShapes;
+  }
+
   function collapsedSet() {
     if (!state.collapsed[state.view]) {
       const wanted = initialCollapsed(viewGraph(), state.index.modules, COLLAPSE_THRESHOLD);
@@ -99,24 +140,81 @@ export function createApp(el, options) {
   }
 
   function redraw({ refit = true } = {}) {
-    const graph = viewGraph();
+    // boxes are measured in the font the page really uses (once the widget is on the page)
+    if (page.isConnected && globalThis.getComputedStyle) setLabelFont(getComputedStyle(svg).fontFamily);
+    const graph = shownGraph();
     const collapsed = collapsedSet();
     state.visible = visibleGraph(graph, collapsed, state.index.modules);
     const expanded = groupPaths(graph, state.index.modules).filter((p) => !collapsed.has(p) && ![...collapsed].some((c) => p.startsWith(`${c}.`)));
     state.laid = layout(state.visible, expanded);
     state.drawn = drawGraph(layers, state.visible, state.laid, state.index.modules, arrowId);
+    // the browser's own check of the measured boxes; it lays out every text, so not for
+    // thousands of nodes (measureText sized those boxes already)
+    if (state.drawn.nodeEls.size <= TEXT_CHECK_LIMIT) fitTextsToBoxes(state.drawn.nodeEls.values());
+    minimap.update(state.laid);
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
     const hasGroups = groupPaths(graph, state.index.modules).length > 0;
     for (const button of toolbar.querySelectorAll(".group-button")) button.hidden = !hasGroups;
-    status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes)` : ""}`;
+    const shapes = shapeOnlyIds(viewGraph()).size;
+    shapeLabel.hidden = shapes === 0;
+    status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}${state.hideShapes && shapes ? `, ${shapes} reshapes hidden` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes)` : ""}`;
+    legend.textContent = legendText(state.view);
+    legend.title = legendText(state.view);
+    runSearch(false);
     for (const [name, button] of Object.entries(viewButtons)) button.classList.toggle("active", name === state.view);
     paint();
-    if (refit) fit(READABLE_SCALE);
+    if (refit) {
+      growToFit();
+      fit();
+    }
   }
 
-  /** Fit the drawing (the fit button), or with `minScale` keep it readable from the top. */
-  function fit(minScale = 0) {
-    if (state.laid) viewport.fit(state.laid.width, state.laid.height, minScale);
+  /** Without a height from the user, the widget grows (up to most of the window) when that lets
+   * the whole graph be read: a tall chain of ops then opens whole instead of cropped. */
+  function growToFit() {
+    if (!state.autoHeight || !state.laid) return;
+    const { height: stageHeight, width: stageWidth } = stage.getBoundingClientRect();
+    const pageHeight = page.getBoundingClientRect().height;
+    if (!stageHeight || !pageHeight) return; // not laid out by a browser yet
+    const k = MIN_READABLE_SCALE;
+    if (state.laid.width * k + 32 > stageWidth) return; // too wide: taller would not help
+    // the note under the drawing goes away once the graph fits: its lines are not chrome
+    const note = fitNote.hidden ? 0 : fitNote.getBoundingClientRect().height;
+    const needed = pageHeight - stageHeight - note + state.laid.height * k + 32 + 1;
+    const most = Math.max(DEFAULT_HEIGHT, Math.round((globalThis.innerHeight || 0) * 0.85));
+    const target = Math.min(most, Math.ceil(needed));
+    if (target > pageHeight) page.style.height = `${target}px`;
+  }
+
+  /** Show the whole drawing if it can be read (every text at least MIN_SCREEN_FONT_PX on screen);
+   * else frame the loss and as much around it as fits at the smallest readable scale, and say so
+   * (the first view and the fit button). */
+  function fit() {
+    if (!state.laid) return;
+    state.fitNote = "";
+    const { width, height, positions } = state.laid;
+    const whole = viewport.fitScale(width, height);
+    if (whole >= MIN_READABLE_SCALE) {
+      viewport.fit(width, height, whole);
+    } else {
+      const k = MIN_READABLE_SCALE;
+      const { vw, vh } = viewport.size();
+      const loss = lossNodeId(state.index, state.view, state.visible);
+      const lossBox = loss ? boundsOf([loss], positions) : null;
+      let area = lossBox;
+      for (let hops = 1; lossBox && hops <= MAX_FOCUS_HOPS; hops++) {
+        const around = boundsOf(neighbourhood(state.visible, loss, hops), positions);
+        if (around.width * k > vw - 32 || around.height * k > vh - 32) break;
+        area = around;
+      }
+      if (area) viewport.frame(area, k, lossBox, { width, height });
+      else viewport.fit(width, height, k);
+      state.fitNote = `Showing the loss and what is near it: the whole graph would need ${Math.round(whole * 100)}% zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
+    }
+    viewport.state.userMoved = false;
+    fitNote.textContent = state.fitNote;
+    fitNote.title = state.fitNote;
+    fitNote.hidden = !state.fitNote;
   }
 
   /** The drawn element standing for a record id in the current view (its group if folded). */
@@ -130,8 +228,8 @@ export function createApp(el, options) {
   /** Selection and timeline classes. */
   function paint() {
     if (!state.drawn) return;
-    for (const el of page.querySelectorAll(".selected, .current, .done, .lit")) {
-      el.classList.remove("selected", "current", "done", "lit");
+    for (const el of page.querySelectorAll(".selected, .current, .done, .lit, .match, .match-current")) {
+      el.classList.remove("selected", "current", "done", "lit", "match", "match-current");
       if (el.classList.contains("edge")) el.setAttribute("marker-end", `url(#${arrowId})`);
     }
     let highlight = stepHighlight(state.index, state.step);
@@ -149,6 +247,44 @@ export function createApp(el, options) {
     const selected = state.selected ? (state.selected.startsWith(GROUP_PREFIX) ? state.drawn.nodeEls.get(state.selected) : drawnElement(state.selected)) : null;
     if (selected) selected.classList.add("selected");
     for (const copy of state.visible.copies.get(state.selected) || []) state.drawn.nodeEls.get(copy)?.classList.add("selected");
+    for (const id of cursor.matches) state.drawn.nodeEls.get(standIn(id))?.classList.add("match");
+    if (cursor.current) state.drawn.nodeEls.get(standIn(cursor.current))?.classList.add("match-current");
+  }
+
+  // --- search: every match highlighted, stepped through in reading order --------------------
+  /** Find the query's matches in the view (also inside folded groups). */
+  function runSearch(fromInput) {
+    const graph = shownGraph();
+    const positions = state.laid ? state.laid.positions : new Map();
+    const where = (node) => positions.get(state.visible.standIn.get(node.id) || node.id) || { x: 0, y: 0 };
+    const before = cursor.current;
+    // a leaf drawn once per use (fold.js) is one node: its copies are not matches of their own
+    const nodes = graph.nodes.filter((n) => originalId(n.id) === n.id);
+    cursor.set(findMatches(nodes, search.value, (a, b) => where(a).y - where(b).y || where(a).x - where(b).x));
+    // after a redraw (a group opened), the cursor stays on the match it was on
+    if (!fromInput && before) while (cursor.matches.includes(before) && cursor.next() !== before);
+    searchCount.textContent = cursor.text(search.value);
+    searchPrevious.disabled = searchNext.disabled = cursor.matches.length === 0;
+  }
+
+  function stepSearch(direction) {
+    if (!state.visible) return;
+    if (!cursor.matches.length) runSearch(true);
+    const id = direction < 0 ? cursor.previous() : cursor.next();
+    searchCount.textContent = cursor.text(search.value);
+    if (!id) {
+      paint();
+      return;
+    }
+    const standIn = state.visible.standIn.get(id) || id;
+    if (standIn.startsWith(GROUP_PREFIX)) {
+      // a match inside a folded group: open the groups around it
+      const node = shownGraph().nodes.find((n) => n.id === id);
+      const collapsed = collapsedSet();
+      for (const path of [...collapsed]) if (node.group === path || node.group.startsWith(`${path}.`)) collapsed.delete(path);
+      redraw({ refit: false });
+    }
+    select(id, true);
   }
 
   function select(id, fromUser) {
@@ -225,16 +361,83 @@ export function createApp(el, options) {
     }
   });
   for (const [name, button] of Object.entries(viewButtons)) button.addEventListener("click", () => setView(name, true));
+  search.addEventListener("input", () => {
+    if (!state.visible) return;
+    runSearch(true);
+    paint();
+  });
   search.addEventListener("keydown", (event) => {
     if (event.key !== "Enter" || !state.visible) return;
-    const text = search.value.trim().toLowerCase();
-    if (!text) return;
-    const found = state.visible.nodes.find((n) => String(n.label).toLowerCase().includes(text) || String(n.sub).toLowerCase().includes(text));
-    if (found) {
-      if (found.kind === "group") toggleGroup(found.path, false);
-      else select(found.id, true);
-    }
+    event.preventDefault();
+    stepSearch(event.shiftKey ? -1 : 1);
   });
+  shapeToggle.addEventListener("change", () => {
+    state.hideShapes = shapeToggle.checked;
+    state.collapsed = {}; // folding is decided again on what is drawn
+    redraw();
+  });
+
+  // --- the widget's height: the handle at its foot -----------------------------------------
+  function setHeight(px) {
+    const value = Number(px);
+    if (!Number.isFinite(value) || value <= 0) {
+      if (!page.style.height) page.style.height = `${DEFAULT_HEIGHT}px`;
+      return;
+    }
+    state.autoHeight = false;
+    page.style.height = `${Math.max(MIN_HEIGHT, Math.round(value))}px`;
+  }
+  let resizing = null;
+  resizeHandle.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    event.preventDefault();
+    state.autoHeight = false;
+    resizing = { y: event.clientY, height: page.getBoundingClientRect().height || parseFloat(page.style.height) || DEFAULT_HEIGHT };
+    resizeHandle.setPointerCapture?.(event.pointerId);
+    page.classList.add("resizing");
+  });
+  resizeHandle.addEventListener("pointermove", (event) => {
+    if (resizing) setHeight(resizing.height + event.clientY - resizing.y);
+  });
+  const endResize = () => {
+    if (!resizing) return;
+    resizing = null;
+    page.classList.remove("resizing");
+    if (options.onHeight) options.onHeight(parseFloat(page.style.height));
+  };
+  resizeHandle.addEventListener("pointerup", endResize);
+  resizeHandle.addEventListener("pointercancel", endResize);
+  resizeHandle.addEventListener("keydown", (event) => {
+    const delta = { ArrowDown: 40, ArrowUp: -40 }[event.key];
+    if (!delta) return;
+    event.preventDefault();
+    state.autoHeight = false;
+    setHeight(page.getBoundingClientRect().height + delta);
+    if (options.onHeight) options.onHeight(parseFloat(page.style.height));
+  });
+  resizeHandle.tabIndex = 0;
+
+  // When the canvas gets its size (the notebook lays the output out after render) or changes
+  // it, the view is framed again, unless the user has moved it; the first time the page's font
+  // is known, boxes are measured again in it.
+  let observer = null;
+  if (globalThis.ResizeObserver) {
+    let lastSize = "";
+    observer = new ResizeObserver(() => {
+      const { width, height } = stage.getBoundingClientRect();
+      const key = `${Math.round(width)}x${Math.round(height)}`;
+      if (!width || !height || key === lastSize || !state.laid) return;
+      const first = !lastSize;
+      lastSize = key;
+      if (first) growToFit();
+      if (setLabelFont(getComputedStyle(svg).fontFamily)) redraw({ refit: !viewport.state.userMoved });
+      else {
+        minimap.update(state.laid); // its size follows the stage's
+        if (!viewport.state.userMoved) fit();
+      }
+    });
+    observer.observe(stage);
+  }
 
   function showBanner(trace) {
     const lines = [];
@@ -261,6 +464,10 @@ export function createApp(el, options) {
       );
       for (const layer of Object.values(layers)) layer.replaceChildren();
       state.drawn = null;
+      state.laid = null;
+      minimap.update(null);
+      legend.textContent = "";
+      fitNote.hidden = true;
       timelineHost.replaceChildren();
       renderInspector(inspector, ctx, null);
       return;
@@ -276,7 +483,9 @@ export function createApp(el, options) {
 
   setTrace(options.trace);
   // the first fit needs the page laid out by the browser
-  (globalThis.requestAnimationFrame || setTimeout)(() => fit(READABLE_SCALE));
+  (globalThis.requestAnimationFrame || setTimeout)(() => {
+    if (!viewport.state.userMoved) fit();
+  });
 
   return {
     setTrace,
@@ -285,11 +494,27 @@ export function createApp(el, options) {
     setView: (view) => setView(view, false),
     expand: (path) => toggleGroup(path, false),
     collapse: (path) => toggleGroup(path, true),
+    setHeight,
+    fit,
+    /** Type a query and step to the next (1) or previous (-1) match (tests, scripting). */
+    search(query, direction = 1) {
+      search.value = query;
+      runSearch(true);
+      if (direction) stepSearch(direction);
+      else paint();
+      return { matches: cursor.matches.slice(), current: cursor.current, text: searchCount.textContent };
+    },
+    setHideShapes(hide) {
+      shapeToggle.checked = !!hide;
+      shapeToggle.dispatchEvent(new Event("change"));
+    },
     get state() {
       return state;
     },
     destroy() {
       if (timeline) timeline.destroy();
+      if (observer) observer.disconnect();
+      minimap.destroy();
       viewport.destroy();
     },
   };

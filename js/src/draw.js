@@ -2,7 +2,7 @@
 // box around each expanded module group. Texts go in as text nodes (see dom.js).
 
 import { s } from "./dom.js";
-import { shorten } from "./layout.js";
+import { BOX_PADDING, GROUP_TITLE_FONT_PX, nodeLabels, shortenToWidth, textWidth } from "./labels.js";
 
 function edgePath(points) {
   if (!points || points.length === 0) return "";
@@ -34,6 +34,7 @@ function drawNode(node, box) {
     node.kind === "tensor"
       ? s("rect", { class: "shape", x: -width / 2, y: -height / 2, width, height, rx: height / 2 })
       : s("rect", { class: "shape", x: -width / 2, y: -height / 2, width, height, rx: node.kind === "group" ? 8 : 3 });
+  const texts = nodeLabels(node); // shortened to fit the box; the tooltip has them whole
   const title = s("title", { text: node.sub ? `${node.label}\n${node.sub}` : node.label });
   return s(
     "g",
@@ -49,10 +50,39 @@ function drawNode(node, box) {
     },
     title,
     shape,
-    s("text", { class: "label", x: 0, y: node.sub ? -3 : 4, text: shorten(node.label) }),
-    node.sub ? s("text", { class: "sub", x: 0, y: 12, text: shorten(node.sub) }) : null,
+    s("text", { class: "label", x: 0, y: node.sub ? -4 : 5, text: texts.label }),
+    node.sub ? s("text", { class: "sub", x: 0, y: 13, text: texts.sub }) : null,
     node.kind === "group" ? s("text", { class: "badge", x: width / 2 - 10, y: -height / 2 + 12, text: "+" }) : null,
   );
+}
+
+function groupTitle(path, modules) {
+  return `− ${path}${modules[path] ? ` (${modules[path]})` : ""}`;
+}
+
+/** Texts wider than their box on the page, shortened further. Boxes are sized by measureText
+ * in the page's font (labels.js); this catches what that missed (a font that loaded late, a
+ * theme's letter-spacing), measured by the browser itself. Nothing happens without a layout
+ * engine (jsdom) or off the page. */
+export function fitTextsToBoxes(nodeEls) {
+  const tooWide = [];
+  for (const el of nodeEls) {
+    if (!el.isConnected) return;
+    const box = el.querySelector(".shape");
+    const room = Number(box.getAttribute("width")) - 2 * BOX_PADDING + (el.getAttribute("data-kind") === "group" ? -28 : 0);
+    for (const text of el.querySelectorAll("text.label, text.sub")) {
+      if (typeof text.getComputedTextLength !== "function") return;
+      const width = text.getComputedTextLength();
+      if (width > room + 0.5) tooWide.push([text, room]);
+    }
+  }
+  for (const [text, room] of tooWide) {
+    const full = text.textContent;
+    text.textContent = shortenToWidth(full, room, (t) => {
+      text.textContent = t;
+      return text.getComputedTextLength();
+    });
+  }
 }
 
 /** Draw a laid-out graph into `layers` ({ groups, edges, nodes } <g> elements). */
@@ -64,11 +94,12 @@ export function drawGraph(layers, graph, laid, modules, arrowId) {
         "g",
         { class: "group-box", "data-group": box.path },
         s("rect", { x: box.x, y: box.y, width: box.width, height: box.height, rx: 10 }),
+        s("title", { text: groupTitle(box.path, modules) }),
         s("text", {
           class: "group-title",
           x: box.x + 8,
           y: box.y + 13,
-          text: `− ${box.path}${modules[box.path] ? ` (${modules[box.path]})` : ""}`,
+          text: shortenToWidth(groupTitle(box.path, modules), box.width - 16, (t) => textWidth(t, GROUP_TITLE_FONT_PX)),
         }),
       ),
     );

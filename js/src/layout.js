@@ -1,36 +1,20 @@
-// Where each drawn node goes: dagre's layered layout, top to bottom.
+// Where each drawn node goes, top to bottom: dagre up to DAGRE_LIMIT drawn nodes (module groups
+// need its clusters), our own linear layered layout (layered.js) above it.
 //
-// Ranks are dagre's longest-path ranking (sinks at the bottom, each node as low as its
-// successors allow); it is passed to dagre as a ranker function written without recursion,
-// because dagre's own recursive one overflows the stack on deep graphs (thousands of chained
-// ops). Small graphs get dagre's crossing-minimisation; large ones keep the depth-first initial
-// order (dagre's own first step, also without recursion): good enough for a chain of layers,
-// and much faster. js/README.md has the measurements behind this.
+// Ranks come from rankLayers (layered.js): each node right below its lowest parent, and the
+// nodes that only feed one consumer (a Linear's TBackward0 -> AccumulateGrad) right above it, so
+// no edge runs down the whole graph. dagre is handed those ranks as its ranker; small graphs get
+// its crossing minimisation. js/README.md has the measurements behind these choices.
 
 import dagre from "@dagrejs/dagre";
 import { inGroup } from "./groups.js";
 import { layeredLayout, rankLayers } from "./layered.js";
+import { nodeSize } from "./labels.js";
 
-export const CHAR_WIDTH = 7; // px of one character at the label font size
-export const NODE_HEIGHT = 38;
 export const FULL_ORDERING_LIMIT = 400; // nodes; above it, the depth-first order is kept
 export const CLUSTER_LIMIT = 80; // nodes; above it, group boxes are bounding boxes (see layout)
 export const DAGRE_LIMIT = 80; // nodes; above it, our own layered layout (layered.js) instead of dagre
-export const MAX_LABEL_CHARS = 32; // longer labels are shortened in the drawing (not in data-label)
-
-/** A text shortened to `max` characters, with an ellipsis in the middle. */
-export function shorten(text, max = MAX_LABEL_CHARS) {
-  const t = String(text ?? "");
-  if (t.length <= max) return t;
-  const head = Math.ceil((max - 1) * 0.6);
-  return `${t.slice(0, head)}…${t.slice(t.length - (max - 1 - head))}`;
-}
-
-/** A drawn node's box size, from its (shortened) texts. */
-export function nodeSize(node) {
-  const chars = Math.max(shorten(node.label).length, shorten(node.sub).length * 0.85);
-  return { width: Math.max(56, Math.ceil(chars * CHAR_WIDTH) + 24), height: NODE_HEIGHT };
-}
+export { CHAR_WIDTH, NODE_HEIGHT, nodeSize, shorten } from "./labels.js"; // box sizes: labels.js
 
 /** What dagre is given: node boxes and edges, in the view's order (tested on its own). */
 export function layoutInput(graph) {

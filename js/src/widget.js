@@ -1,7 +1,7 @@
 // The anywidget entry: render({ model, el }) connects the app to the kernel.
 //
 // Synced traits: trace (the trace JSON, gzip-compressed bytes), selected (a record id), step
-// (timeline position), view ("forward" | "backward"). Large arrays come on request: the app sends
+// (timeline position), view ("forward" | "backward"), height (px; the handle at the foot sets it). Large arrays come on request: the app sends
 // { type: "fetch", buffer, request } and the kernel answers { type: "buffer", request, ... }.
 
 import "./style.css";
@@ -83,9 +83,11 @@ async function render({ model, el }) {
     selected: model.get("selected") || null,
     step: model.get("step") || 0,
     view: model.get("view"),
+    height: model.get("height"),
     onSelect: (id) => push("selected", id || ""),
     onStep: (k) => push("step", k),
     onView: (view) => push("view", view),
+    onHeight: (px) => push("height", Math.round(px)),
     fetchBuffer: fetcher.fetchBuffer,
   });
   const onTrace = async () => app.setTrace(await readTrace(model.get("trace")));
@@ -98,15 +100,18 @@ async function render({ model, el }) {
     if (k !== app.state.step) app.setStep(k);
   };
   const onView = () => app.setView(model.get("view"));
+  const onHeight = () => app.setHeight(model.get("height"));
   model.on("change:trace", onTrace);
   model.on("change:selected", onSelected);
   model.on("change:step", onStep);
   model.on("change:view", onView);
+  model.on("change:height", onHeight);
   return () => {
     model.off("change:trace", onTrace);
     model.off("change:selected", onSelected);
     model.off("change:step", onStep);
     model.off("change:view", onView);
+    model.off("change:height", onHeight);
     fetcher.stop();
     app.destroy();
   };

@@ -1,0 +1,99 @@
+// The overview in the graph's corner: every node as a small box, the part on screen as a
+// rectangle; a click or a drag there moves the view. It hides while the whole drawing is on
+// screen (there is nothing to find).
+
+import { h, s } from "./dom.js";
+
+const MAX_WIDTH = 160; // px, and at most a quarter of the graph's width (a third of its height)
+const MAX_HEIGHT = 110;
+
+export function createMinimap(host, viewport) {
+  const nodesPath = s("path", { class: "minimap-nodes" });
+  const groupsPath = s("path", { class: "minimap-groups" });
+  const frame = s("rect", { class: "minimap-view" });
+  const svg = s("svg", { class: "minimap-svg" }, groupsPath, nodesPath, frame);
+  const el = h("div", { class: "minimap", "data-role": "minimap", title: "overview: click or drag to move the view" }, svg);
+  host.append(el);
+  const state = { width: 0, height: 0, scale: 1, ready: false };
+
+  function update(laid) {
+    if (!laid) {
+      state.ready = false;
+      el.hidden = true;
+      return;
+    }
+    state.width = Math.max(laid.width, 1);
+    state.height = Math.max(laid.height, 1);
+    const { vw, vh } = viewport.size();
+    state.scale = Math.min(Math.min(MAX_WIDTH, vw / 4) / state.width, Math.min(MAX_HEIGHT, vh / 3) / state.height);
+    const w = Math.max(24, state.width * state.scale);
+    const hgt = Math.max(16, state.height * state.scale);
+    svg.setAttribute("width", w.toFixed(1));
+    svg.setAttribute("height", hgt.toFixed(1));
+    svg.setAttribute("viewBox", `0 0 ${state.width} ${state.height}`);
+    // one path for all nodes: a 10,000-node graph costs one element, not 10,000
+    let d = "";
+    for (const b of laid.positions.values()) d += `M${(b.x - b.width / 2).toFixed(0)},${(b.y - b.height / 2).toFixed(0)}h${b.width.toFixed(0)}v${b.height.toFixed(0)}h${(-b.width).toFixed(0)}z`;
+    nodesPath.setAttribute("d", d);
+    let g = "";
+    for (const b of laid.groups || []) g += `M${b.x.toFixed(0)},${b.y.toFixed(0)}h${b.width.toFixed(0)}v${b.height.toFixed(0)}h${(-b.width).toFixed(0)}z`;
+    groupsPath.setAttribute("d", g);
+    state.ready = true;
+    sync();
+  }
+
+  /** The frame follows the viewport; the map hides while the whole drawing is on screen. */
+  function sync() {
+    if (!state.ready) return;
+    const view = viewport.visibleRect();
+    const all = view.x <= 0.5 && view.y <= 0.5 && view.x + view.width >= state.width - 0.5 && view.y + view.height >= state.height - 0.5;
+    el.hidden = all;
+    const x0 = Math.max(0, view.x);
+    const y0 = Math.max(0, view.y);
+    const x1 = Math.min(state.width, view.x + view.width);
+    const y1 = Math.min(state.height, view.y + view.height);
+    frame.setAttribute("x", x0);
+    frame.setAttribute("y", y0);
+    frame.setAttribute("width", Math.max(0, x1 - x0));
+    frame.setAttribute("height", Math.max(0, y1 - y0));
+    // a constant on-screen stroke, whatever the map's scale
+    frame.setAttribute("stroke-width", (2 / state.scale).toFixed(2));
+  }
+
+  /** The drawing's point under a pointer event on the map. */
+  function pointOf(event) {
+    const box = svg.getBoundingClientRect();
+    const sx = box.width ? state.width / box.width : 1 / state.scale;
+    const sy = box.height ? state.height / box.height : 1 / state.scale;
+    return { x: (event.clientX - box.left) * sx, y: (event.clientY - box.top) * sy };
+  }
+
+  let dragging = false;
+  el.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    event.preventDefault();
+    event.stopPropagation();
+    dragging = true;
+    el.setPointerCapture?.(event.pointerId);
+    const p = pointOf(event);
+    viewport.centerOn(p.x, p.y);
+  });
+  el.addEventListener("pointermove", (event) => {
+    if (!dragging) return;
+    const p = pointOf(event);
+    viewport.centerOn(p.x, p.y);
+  });
+  const stop = () => {
+    dragging = false;
+  };
+  el.addEventListener("pointerup", stop);
+  el.addEventListener("pointercancel", stop);
+  const unsubscribe = viewport.onChange(sync);
+
+  return {
+    el,
+    update,
+    sync,
+    destroy: unsubscribe,
+  };
+}

@@ -10,6 +10,7 @@ the tensor (``saved self of MulBackward0``).
 
 import numpy as np
 
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace import NodeRecord, Policy, TensorRecord, Trace
 from nbgrad.trace.values import keep_plain, snapshot
 
@@ -92,6 +93,7 @@ class _Builder:
         return record
 
     def _describe(self, node, record):
+        note_backward_source(self.trace, node)
         variable = getattr(node, "variable", None)
         if record.name == "AccumulateGrad" and variable is not None:
             record.variable = self.tensor(variable, "leaf")

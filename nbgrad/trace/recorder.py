@@ -26,6 +26,7 @@ import numpy as np
 
 import nbgrad.autograd
 import nbgrad.ops
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.autograd import engine, function, grad_mode, observe, views
 from nbgrad.autograd.node import FREED, AccumulateGrad, PackedSavedTensor, SavedTensor, TableNode
 from nbgrad.autograd.tensor import Tensor
@@ -352,6 +353,7 @@ class Recorder(BaseRecorder):
         self.trace.nodes.append(record)
         self._nodes[id(node)] = (weakref.ref(node), record)
         record.op = op
+        note_backward_source(self.trace, node)
         if type(node) is AccumulateGrad:
             record.variable = self._record_of(node.variable)
             self._leaf_of_accumulator[record] = weakref.ref(node.variable)

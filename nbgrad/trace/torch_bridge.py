@@ -16,6 +16,7 @@ does, for ``nbgrad.show``:
 
 import torch
 
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.trace import NodeRecord, TensorRecord, Trace
 from nbgrad.trace.values import PACKED, Policy, dtype_name, keep_plain, snapshot
 
@@ -304,6 +305,7 @@ class _GraphReader:
         self.nodes[id(node)] = record
         self.keep.append(node)
         self.trace.nodes.append(record)
+        note_backward_source(self.trace, node)
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             record.variable = self.tensor(variable, "leaf")

@@ -89,7 +89,8 @@ _UNKNOWN = _Unknown()
 
 
 def readable(grads, op_name="", constants=None):
-    """``{input: tree}`` for a table entry's ``grads`` ({input: formula text}), resolved
+    """``{input: tree}`` for a table entry's ``grads`` ({input: formula text}) of the node
+    named ``op_name`` (``MulBackward0``: what a formula with no exact rewrite is described by), resolved
     against ``constants`` (the node's saved values that are not tensors: numbers, tuples,
     strings, None)."""
     constants = dict(constants or {})
@@ -114,7 +115,7 @@ class _NoRewrite(Exception):
 
 
 def _described(op_name, operands):
-    what = f"the backward of {op_name}" if op_name else "its backward formula"
+    what = op_name or "its backward formula"  # the node's name, as the graph shows it
     if not operands:
         return ["say", f"computed by {what}"]
     parts = ["say", f"computed by {what} from "]
@@ -717,7 +718,7 @@ def _scalar_log(r, args):
 
 
 def _isfinite(r, args):
-    return ["ind", ["say", r.tree(args[0]), " is finite"]]
+    return ["ind", ["cmp", "<", ["abs", r.tree(args[0])], ["n", "∞"]]]
 
 
 def _xlogy(r, args):
@@ -846,6 +847,8 @@ def to_text(tree, names=None, out="out"):
             return grouped(t[1], 10) + "^" + grouped(t[2], 10)
         if tag == "T":
             return grouped(t[1], 10) + "ᵀ"
+        if tag == "abs":
+            return f"|{render(t[1])}|"
         if tag == "sqrt":
             return f"√({render(t[1])})"
         if tag == "f":

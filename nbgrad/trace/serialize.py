@@ -237,10 +237,10 @@ class _ReadableFormulas:
             if name in node.saved_tensors or isinstance(kept, (np.ndarray, ArraySummary)):
                 continue
             constants[name] = kept.item() if isinstance(kept, np.generic) else kept
-        cache_key = (node.op_name, repr(sorted(constants.items(), key=lambda kv: kv[0])))
+        cache_key = (node.name, node.op_name, repr(sorted(constants.items(), key=lambda kv: kv[0])))
         key = self._keys.get(cache_key)
         if key is None:
-            trees = readable(node.formulas, _op_title(node.op_name), constants)
+            trees = readable(node.formulas, node.name, constants)
             text = json.dumps(trees, sort_keys=True)
             key = self._keys.get(text)
             if key is None:
@@ -250,7 +250,3 @@ class _ReadableFormulas:
             self._keys[cache_key] = key
         return key
 
-
-def _op_title(op_name):
-    """The op's name as a user calls it: ``mul_ into a view`` stays, ``sum_dim`` is ``sum``."""
-    return op_name

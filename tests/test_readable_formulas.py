@@ -97,7 +97,7 @@ def test_the_issue_examples():
     expand = readable(OPS["expand"].grads, "ExpandBackward0", {"self_sym_sizes": (3,)})
     assert to_text(expand["self"]) == "∂L/∂out summed to shape (3,)"
     relu = readable(OPS["relu"].grads, "ReluBackward0")
-    assert to_text(relu["self"]) == "[result > 0] · ∂L/∂out"
+    assert to_text(relu["self"]) == "𝟙[result > 0] · ∂L/∂out"
     addmv = readable(OPS["addmv"].grads, "AddmvBackward0", {"alpha": 1, "beta": 2})
     assert to_text(addmv["self"]) == "2 · ∂L/∂out"
     assert to_text(addmv["mat"]) == "∂L/∂out vecᵀ"

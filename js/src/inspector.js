@@ -4,10 +4,10 @@
 
 import { h } from "./dom.js";
 import { formatShape, isSummary } from "./format.js";
-import { localGradients } from "./formula.js";
+import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
 import { nameOf } from "./trace.js";
-import { renderValue } from "./values.js";
+import { renderSavedValue, renderValue } from "./values.js";
 
 function link(ctx, id, text) {
   if (!id) return h("span", { class: "none", text: text || "None" });
@@ -36,6 +36,47 @@ function codeLine(ctx, line) {
   const text = ctx.index.lines[String(line)];
   if (!text) return null;
   return h("div", { class: "code-line" }, h("span", { class: "line-no", text: `line ${line}` }), h("code", { text }));
+}
+
+/** One formula: typeset (MathML, for the eye) and as plain text (to copy; what a screen reader reads). */
+function formulaItem(ctx, node, g) {
+  const local = localDerivative(ctx.index, node, g);
+  const math = toMathML(g.lhs, g.tree, g.names, g.out);
+  math.setAttribute("aria-hidden", "true");
+  return h(
+    "li",
+    { class: "formula", "data-input": g.input },
+    h("div", { class: "scroll-x formula-math" }, math),
+    h("div", { class: "scroll-x formula-text" }, h("code", { class: "formula-plain", text: g.text })),
+    local
+      ? h(
+          "div",
+          { class: "formula-local" },
+          h("span", { class: "key", text: "local derivative " }),
+          h("code", { text: local.text }),
+          local.value !== null && local.value !== undefined && !isSummary(local.value) && !Array.isArray(local.value) ? h("span", { class: "formula-value" }, " = ", renderValue(local.value, "float32", ctx)) : null,
+        )
+      : null,
+  );
+}
+
+/** A custom autograd.Function's backward, as its author wrote it (read when it was recorded). */
+function backwardSource(ctx, node) {
+  const sources = (ctx.index.trace && ctx.index.trace.backward_sources) || {};
+  const source = sources[node.name];
+  if (!source) return null;
+  if (!source.text) return section("its backward", h("div", { class: "note", text: `${source.function}.backward: its source could not be read.` }));
+  const lines = source.text.split("\n");
+  const first = source.line || 1;
+  return section(
+    "its backward, as written",
+    h("div", { class: "note", text: `${source.function}.backward${source.file ? `, ${source.file.split("/").pop()} line ${first}` : ""}` }),
+    h(
+      "pre",
+      { class: "scroll-x backward-source", "data-role": "backward-source" },
+      lines.map((text, i) => h("span", { class: "source-line" }, h("span", { class: "line-no", text: String(first + i).padStart(4) }), h("code", { text: text || " " }))),
+    ),
+  );
 }
 
 function tensorSummaryLine(tensor) {
@@ -159,7 +200,7 @@ function savedList(ctx, node) {
           "tr",
           { "data-saved": name },
           h("th", { text: savedName(name) }),
-          h("td", null, tensor ? link(ctx, tensor.id, tensor.name) : null, tensor ? " = " : "", renderValue(value ?? null, tensor ? tensor.dtype : "float32", ctx)),
+          h("td", null, tensor ? link(ctx, tensor.id, tensor.name) : null, tensor ? " = " : "", tensor ? renderValue(value ?? null, tensor.dtype, ctx) : renderSavedValue(value ?? null, ctx)),
           h("td", { class: "freed" }, freed ? (node.freed_at < 0 || ctx.step > node.freed_at ? "freed" : `freed after step ${node.freed_at + 1}`) : ""),
         );
       }),
@@ -180,22 +221,16 @@ function functionPanel(ctx, node) {
     op && index.opsInside.has(op.id) ? row("its forward ran", ...index.opsInside.get(op.id).flatMap((id, i) => [i ? ", " : "", link(ctx, id, index.ops.get(id).op)])) : null,
     outputs.length ? row("grad_fn of", ...outputs.flatMap((id, i) => [i ? ", " : "", link(ctx, id)])) : null,
     section("saved for backward", savedList(ctx, node)),
+    backwardSource(ctx, node),
   ];
   if (gradients.some(Boolean)) {
     parts.push(
       section(
-        "local gradients",
+        "gradients it sends back",
         h(
           "ul",
           { class: "formulas", "data-role": "formulas" },
-          gradients.filter(Boolean).map((g) =>
-            h(
-              "li",
-              { class: `formula ${g.kind}` },
-              h("code", { text: g.text }),
-              g.value !== null && g.value !== undefined && !isSummary(g.value) && !Array.isArray(g.value) ? h("span", { class: "formula-value" }, " = ", renderValue(g.value, "float32", ctx)) : null,
-            ),
-          ),
+          gradients.filter(Boolean).map((g) => formulaItem(ctx, node, g)),
         ),
       ),
     );
@@ -264,4 +299,62 @@ export function renderInspector(panel, ctx, id) {
   } else parts = [h("div", { class: "note", text: `Nothing called ${id} in this trace.` })];
   panel.replaceChildren(...parts.filter(Boolean));
   panel.setAttribute("data-selected", id || "");
+  ensureResizeHandle(panel);
+}
+
+// --- a panel the user can widen ---------------------------------------------------------------
+
+const MIN_WIDTH = 220; // px; the graph keeps at least GRAPH_MIN (style.css caps the panel too)
+const GRAPH_MIN = 160;
+
+/** A handle on the inspector's left edge: drag it (or focus it and press ← →) to resize. */
+export function ensureResizeHandle(panel) {
+  const parent = panel.parentElement;
+  if (!parent) return null;
+  const before = panel.previousElementSibling;
+  if (before && before.classList.contains("inspector-resize")) return before;
+  const setWidth = (width) => {
+    const room = parent.getBoundingClientRect().width - GRAPH_MIN;
+    const clamped = Math.round(Math.max(MIN_WIDTH, room > MIN_WIDTH ? Math.min(width, room) : width));
+    panel.style.flexBasis = `${clamped}px`;
+    panel.style.width = `${clamped}px`;
+    handle.setAttribute("aria-valuenow", String(clamped));
+  };
+  const handle = h("div", {
+    class: "inspector-resize",
+    role: "separator",
+    tabindex: "0",
+    "aria-orientation": "vertical",
+    "aria-label": "inspector width",
+    title: "drag to widen the inspector; double-click for its first width",
+    "data-role": "inspector-resize",
+  });
+  handle.addEventListener("pointerdown", (event) => {
+    event.preventDefault();
+    handle.setPointerCapture?.(event.pointerId);
+    const right = panel.getBoundingClientRect().right;
+    const move = (e) => setWidth(right - e.clientX);
+    const up = () => {
+      handle.removeEventListener("pointermove", move);
+      handle.removeEventListener("pointerup", up);
+      handle.classList.remove("dragging");
+    };
+    handle.classList.add("dragging");
+    handle.addEventListener("pointermove", move);
+    handle.addEventListener("pointerup", up);
+  });
+  handle.addEventListener("keydown", (event) => {
+    const step = event.shiftKey ? 80 : 20;
+    const width = panel.getBoundingClientRect().width;
+    if (event.key === "ArrowLeft") setWidth(width + step);
+    else if (event.key === "ArrowRight") setWidth(width - step);
+    else return;
+    event.preventDefault();
+  });
+  handle.addEventListener("dblclick", () => {
+    panel.style.flexBasis = "";
+    panel.style.width = "";
+  });
+  parent.insertBefore(handle, panel);
+  return handle;
 }

@@ -23,7 +23,7 @@ that the widget typesets as MathML with the program's names, and also reads as p
     ["cmp", op, a, b]        a comparison (op one of < ≤ > ≥ = ≠)
     ["and", a, b] ["or", a, b] ["not", a]
     ["cases", [value, condition], ..., [value, null]]   a piecewise definition
-    ["ind", condition]       1 where the condition holds, else 0
+    ["ind", condition]       𝟙[condition]: 1 where the condition holds, else 0
     ["tuple", text]          a shape or other tuple of numbers: "(5, 3)"
     ["idx", a, text]         a indexed by text: a[:, 2]
     ["sum", a, text]         Σ over text of a
@@ -866,7 +866,7 @@ def to_text(tree, names=None, out="out"):
                 parts.append(f"{render(value)} when {render(condition)}" if condition else f"{render(value)} otherwise")
             return "{ " + "; ".join(parts) + " }"
         if tag == "ind":
-            return f"[{render(t[1])}]"
+            return f"𝟙[{render(t[1])}]"
         if tag == "idx":
             return f"{grouped(t[1], 10)}[{t[2]}]"
         if tag == "sum":

@@ -145,6 +145,16 @@ function stepList(ctx, node) {
   return stepIds.map((i) => {
     const step = index.steps[i];
     const current = ctx.step === i + 1;
+    if (step.predicted) {
+      const sendsTo = (node.next || []).filter(Boolean).map((edge) => link(ctx, edge[0], labelOfNode(index, edge[0])));
+      return h(
+        "div",
+        { class: `step predicted${current ? " current" : ""}`, "data-step": i + 1 },
+        h("div", { class: "step-title" }, h("a", { href: "#", class: "link", text: `step ${i + 1}`, onclick: (e) => (e.preventDefault(), ctx.goToStep(i + 1)) }), " of the backward pass that backward() would run"),
+        h("div", { class: "note", text: "No backward pass was recorded, so there are no gradient values: this is the order the engine follows, read from the graph." }),
+        sendsTo.length ? row("sends to", ...sendsTo.flatMap((l, k) => [k ? ", " : "", l])) : null,
+      );
+    }
     const sent = (node.next || []).map((edge, k) => {
       const grad = (step.grads_out || [])[k];
       const target = edge ? edge[0] : null;

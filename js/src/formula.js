@@ -97,7 +97,8 @@ export function localGradients(index, node) {
 // --- plain text ------------------------------------------------------------------------------
 
 const PRECEDENCE = { cases: 1, or: 2, and: 3, not: 4, cmp: 5, add: 6, sub: 6, mul: 7, mm: 7, div: 7, neg: 8, pow: 9, T: 10, idx: 10 };
-const precedenceOf = (tree) => PRECEDENCE[tree[0]] ?? 11;
+// ∂L/∂y is a fraction: raised to a power or transposed, it takes parentheses, (∂L/∂y)ᵀ
+const precedenceOf = (tree) => (tree[0] === "g" ? 9.5 : PRECEDENCE[tree[0]] ?? 11);
 
 function nameText(names, name) {
   return operand(names[name] ?? name);

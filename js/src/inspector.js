@@ -197,24 +197,23 @@ function savedList(ctx, node) {
   const freed = node.freed_at !== undefined && node.freed_at !== null;
   if (!entries.length && freed) return h("div", { class: "note", text: "Freed: a backward pass without retain_graph=True released them." });
   if (!entries.length) return h("div", { class: "note", text: "Nothing: its backward needs no saved values." });
+  // One entry per saved value: its PyTorch name, then its value, which wraps to a line of its
+  // own (the whole panel width) when it is wider than what is left beside the name.
+  const freedNote = freed ? (node.freed_at < 0 || ctx.step > node.freed_at ? "freed (a backward pass without retain_graph=True released them)" : `freed after step ${node.freed_at + 1}`) : null;
   return h(
-    "table",
+    "div",
     { class: "saved", "data-role": "saved" },
-    h(
-      "tbody",
-      null,
-      entries.map(([name, saved]) => {
-        const tensor = saved.tensor ? index.tensors.get(saved.tensor) : null;
-        const value = tensor ? tensor.value : saved.value;
-        return h(
-          "tr",
-          { "data-saved": name },
-          h("th", { text: savedName(name) }),
-          h("td", null, tensor ? link(ctx, tensor.id, tensor.name) : null, tensor ? " = " : "", tensor ? renderValue(value ?? null, tensor.dtype, ctx) : renderSavedValue(value ?? null, ctx)),
-          h("td", { class: "freed" }, freed ? (node.freed_at < 0 || ctx.step > node.freed_at ? "freed" : `freed after step ${node.freed_at + 1}`) : ""),
-        );
-      }),
-    ),
+    freedNote ? h("div", { class: "note saved-freed", text: freedNote }) : null,
+    entries.map(([name, saved]) => {
+      const tensor = saved.tensor ? index.tensors.get(saved.tensor) : null;
+      const value = tensor ? tensor.value : saved.value;
+      return h(
+        "div",
+        { class: "saved-entry", "data-saved": name },
+        h("span", { class: "saved-key", text: savedName(name) }),
+        h("span", { class: "saved-val" }, tensor ? link(ctx, tensor.id, tensor.name) : null, tensor ? " = " : "", tensor ? renderValue(value ?? null, tensor.dtype, ctx) : renderSavedValue(value ?? null, ctx)),
+      );
+    }),
   );
 }
 
@@ -310,6 +309,17 @@ export function renderInspector(panel, ctx, id) {
   panel.replaceChildren(...parts.filter(Boolean));
   panel.setAttribute("data-selected", id || "");
   ensureResizeHandle(panel);
+  markWideArrays(panel);
+}
+
+/** Above each array wider than the panel, a line that says it scrolls (scrollbars may be hidden). */
+export function markWideArrays(panel) {
+  for (const box of panel.querySelectorAll(".matrix-scroll")) {
+    const wide = box.scrollWidth > box.clientWidth + 1;
+    const hint = box.previousElementSibling && box.previousElementSibling.classList.contains("more-hint") ? box.previousElementSibling : null;
+    if (wide && !hint) box.before(h("div", { class: "more-hint", text: `${box.getAttribute("data-columns")} columns, scroll sideways →` }));
+    else if (!wide && hint) hint.remove();
+  }
 }
 
 // --- a panel the user can widen ---------------------------------------------------------------
@@ -329,6 +339,7 @@ export function ensureResizeHandle(panel) {
     panel.style.flexBasis = `${clamped}px`;
     panel.style.width = `${clamped}px`;
     handle.setAttribute("aria-valuenow", String(clamped));
+    markWideArrays(panel);
   };
   const handle = h("div", {
     class: "inspector-resize",

@@ -821,9 +821,9 @@ def to_text(tree, names=None, out="out"):
     the name of the node's output (the gradient arriving is ∂L/∂out)."""
     names = names or {}
 
-    def grouped(t, level):
+    def grouped(t, level):  # ∂L/∂y is a fraction: (∂L/∂y)ᵀ
         text = render(t)
-        return f"({text})" if _PRECEDENCE.get(t[0], 11) < level else text
+        return f"({text})" if _PRECEDENCE.get(t[0], 9.5 if t[0] == "g" else 11) < level else text
 
     def render(t):
         tag = t[0]

@@ -108,7 +108,7 @@ MEASURE = """
     const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
     if (tops.size > 1) problems.push(`the number ${text} is split over ${tops.size} lines`);
   }
-  for (const el of panel.querySelectorAll(".formula-plain, .formula-math math")) {
+  for (const el of panel.querySelectorAll(".formula-plain, .formula-math")) {
     const text = el.textContent;
     const words = new Set(text.match(/[A-Za-z_][A-Za-z0-9_]*/g) || []);
     for (const bad of ["if", "else"]) if (words.has(bad)) problems.push(`a formula says "${bad}": ${text}`);

@@ -192,7 +192,7 @@ function partial(nameNode) {
   return m("mfrac", null, m("mrow", null, mi("∂"), mi("L")), m("mrow", null, mi("∂"), nameNode));
 }
 
-/** The whole formula "∂L/∂x = ..." as a <math> element. */
+/** The whole formula "∂L/∂x = ..." as MathML: a <span> of <math> pieces (see the end). */
 export function toMathML(lhs, tree, names = {}, out = "out") {
   const grouped = (t, level) => (precedenceOf(t) < level ? paren(render(t)) : render(t));
   const render = (t) => {
@@ -213,6 +213,8 @@ export function toMathML(lhs, tree, names = {}, out = "out") {
         return m("mrow", null, grouped(t[1], p), mo(t[0] === "add" ? "+" : "−"), grouped(t[2], p + 1));
       }
       case "div":
+        // a fraction of fractions (∂L/∂y over 5) shrinks to unreadable: written with a slash
+        if (/\["(g|div)"/.test(JSON.stringify(t.slice(1)))) return m("mrow", null, grouped(t[1], 7), mo("/"), grouped(t[2], 8));
         return m("mfrac", null, render(t[1]), render(t[2]));
       case "mul":
         return m("mrow", null, t.slice(1).flatMap((f, i) => (i ? [mo("·"), grouped(f, 7)] : [grouped(f, 7)])));
@@ -260,7 +262,18 @@ export function toMathML(lhs, tree, names = {}, out = "out") {
         return mtext("?");
     }
   };
-  return m("math", { display: "block" }, m("mrow", null, render(lhs), mo("="), render(tree)));
+  // The formula as a row of <math> pieces, cut between the top-level factors or terms, so that a
+  // narrow panel wraps it between them (browsers do not break MathML lines) instead of clipping.
+  const pieces = [[render(lhs), mo("=")]];
+  const top = tree[0];
+  if (top === "mul") tree.slice(1).forEach((f, i, all) => pieces.push([grouped(f, 7), i < all.length - 1 ? mo("·") : null]));
+  else if (top === "add" || top === "sub") pieces.push([grouped(tree[1], 6), mo(top === "add" ? "+" : "−")], [grouped(tree[2], 7)]);
+  else if (top === "mm") pieces.push([grouped(tree[1], 7)], [grouped(tree[2], 8)]);
+  else pieces.push([render(tree)]);
+  const box = document.createElement("span");
+  box.className = "formula-pieces";
+  for (const piece of pieces) box.append(m("math", { displaystyle: "true" }, m("mrow", null, piece))); // fractions full size
+  return box;
 }
 
 // --- the local derivative, where the formula is one ----------------------------------------

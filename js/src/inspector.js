@@ -42,7 +42,7 @@ function codeLine(ctx, line) {
 function formulaItem(ctx, node, g) {
   const local = localDerivative(ctx.index, node, g);
   const math = toMathML(g.lhs, g.tree, g.names, g.out);
-  math.setAttribute("aria-hidden", "true");
+  math.setAttribute("aria-hidden", "true"); // the plain text below is what a screen reader reads
   return h(
     "li",
     { class: "formula", "data-input": g.input },

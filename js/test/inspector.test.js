@@ -57,7 +57,8 @@ describe("formulas", () => {
     expect(toText(["div", ["add", ["v", "a"], ["n", "1"]], ["v", "b"]])).toBe("(a + 1) / b");
     expect(toText(["say", ["g"], " summed to shape ", ["tuple", "(3,)"]])).toBe("∂L/∂out summed to shape (3,)");
     const math = toMathML(["lhs", "model(x) - target"], pow, names, "loss");
-    expect(math.namespaceURI).toBe("http://www.w3.org/1998/Math/MathML");
+    expect(math.querySelector("math").namespaceURI).toBe("http://www.w3.org/1998/Math/MathML");
+    expect(math.querySelectorAll("math")).toHaveLength(4); // ∂L/∂(…) =, 2 ·, (…) ·, ∂L/∂loss: it wraps between them
     expect(math.querySelectorAll("mfrac")).toHaveLength(2); // ∂L/∂(...) on both sides
     expect(math.querySelector("mn").textContent).toBe("2");
     expect(math.textContent).toContain("model(x) - target");
@@ -129,7 +130,7 @@ describe("the inspector", () => {
     const formulas = panel.querySelector('[data-role="formulas"]');
     expect(formulas.textContent).toContain("de/dc = d = 4.");
     expect(formulas.querySelector(".formula-plain").textContent).toBe("∂L/∂c = d · ∂L/∂e");
-    expect(formulas.querySelector("math").getAttribute("aria-hidden")).toBe("true");
+    expect(formulas.querySelector(".formula-pieces").getAttribute("aria-hidden")).toBe("true");
     const step = panel.querySelector(".step");
     expect(step.textContent).toContain("grad in1.");
     expect(step.querySelector(".sent").textContent).toContain("4. → AddBackward0");

@@ -98,7 +98,7 @@ MEASURE = """
     if (r.width && r.right > box.right + 1)
       problems.push(`${el.tagName.toLowerCase()}.${el.getAttribute("class") || ""} runs ${Math.round(r.right - box.right)} px past the panel: ${(el.textContent || "").slice(0, 60)}`);
   }
-  const number = /^[-−]?(\\d+\\.?\\d*|\\.\\d+)(e[-+]?\\d+)?$|^(nan|inf|-inf)$|^\\(.*\\)$/;
+  const number = /^[-−]?(\\d+\\.?\\d*|\\.\\d+)(e[-+]?\\d+)?$|^(nan|inf|-inf)$/;
   const walker = document.createTreeWalker(panel, NodeFilter.SHOW_TEXT);
   while (walker.nextNode()) {
     const text = walker.currentNode.textContent.trim();
@@ -155,8 +155,12 @@ def _click(page, node_id):
 
 def _load_full_arrays(page):
     """Press every "load full array" button of the panel (save_html has the arrays inline)."""
-    for button in page.locator('[data-role="inspector"] button.load-full').all():
-        button.click()
+    pressed = page.evaluate(
+        """() => { const buttons = [...document.querySelectorAll('[data-role="inspector"] button.load-full')];
+                   buttons.forEach((b) => b.click()); return buttons.length; }"""
+    )
+    if pressed:
+        page.wait_for_function("() => !document.querySelector('[data-role=\"inspector\"] .load-status.loading')")
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])

@@ -60,6 +60,13 @@ function formulaItem(ctx, node, g) {
   );
 }
 
+/** "x.py line 12", or "a notebook cell, line 7" (IPython compiles cells into temporary files). */
+function whereDefined(file, line) {
+  if (!file) return `line ${line}`;
+  if (/ipykernel_\d+|<ipython-input-/.test(file)) return `a notebook cell, line ${line}`;
+  return `${file.split(/[\\/]/).pop()} line ${line}`;
+}
+
 /** A custom autograd.Function's backward, as its author wrote it (read when it was recorded). */
 function backwardSource(ctx, node) {
   const sources = (ctx.index.trace && ctx.index.trace.backward_sources) || {};
@@ -70,7 +77,7 @@ function backwardSource(ctx, node) {
   const first = source.line || 1;
   return section(
     "its backward, as written",
-    h("div", { class: "note", text: `${source.function}.backward${source.file ? `, ${source.file.split("/").pop()} line ${first}` : ""}` }),
+    h("div", { class: "note", text: `${source.function}.backward, ${whereDefined(source.file, first)}` }),
     h(
       "pre",
       { class: "scroll-x backward-source", "data-role": "backward-source" },

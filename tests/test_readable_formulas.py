@@ -103,6 +103,23 @@ def test_the_issue_examples():
     assert to_text(addmv["mat"]) == "∂L/∂out vecᵀ"
 
 
+def test_norms():
+    spec = OPS["linalg_vector_norm"]
+    two = readable(spec.grads, spec.node, {"ord": 2.0, "dim": None, "keepdim": False})["self"]
+    assert to_text(two, {"self": "u", "result": "n"}) == "{ u · ∂L/∂out / n when n ≠ 0; 0 otherwise }"
+    one = readable(spec.grads, spec.node, {"ord": 1.0, "dim": None, "keepdim": False})["self"]
+    assert to_text(one, {"self": "u"}) == "sgn(u) · ∂L/∂out"
+    # a reduction over one dim that dropped it: no exact rewrite here, described in words
+    dropped = readable(spec.grads, spec.node, {"ord": 2.0, "dim": (1,), "keepdim": False})["self"]
+    assert to_text(dropped).startswith("computed by LinalgVectorNormBackward0")
+    x, g = np.array([[3.0, 4.0], [0.0, 0.0]]), np.array([[2.0], [5.0]])
+    norm = np.sqrt((x * x).sum(axis=1, keepdims=True))
+    kept = readable(spec.grads, spec.node, {"ord": 2.0, "dim": (1,), "keepdim": True})["self"]
+    expected = ARRAY_NAMESPACE["norm_backward"](g, x, 2.0, norm, (1,), True)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(_evaluate(kept, {"grad": g, "self": x, "result": norm}), expected)
+
+
 def test_a_formula_without_a_rewrite_is_described_in_words():
     tree = formula_tree("layer_norm_input_grad(grad, input, normalized_shape, result1, result2, weight, eps)",
                         "NativeLayerNormBackward0", {"normalized_shape": (3,), "eps": 1e-5})

@@ -138,8 +138,8 @@ export function toText(tree, names = {}, out = "out") {
         return `|${render(t[1])}|`;
       case "sqrt":
         return `√(${render(t[1])})`;
-      case "f":
-        return `${t[1]}(${t.slice(2).map(render).join(", ")})`;
+      case "f": // exp(x), exp(c - d): a compound name is not parenthesised twice
+        return `${t[1]}(${t.slice(2).map((a) => (a[0] === "v" ? names[a[1]] ?? a[1] : render(a))).join(", ")})`;
       case "cmp":
         return `${grouped(t[2], 6)} ${t[1]} ${grouped(t[3], 6)}`;
       case "and":
@@ -230,8 +230,10 @@ export function toMathML(lhs, tree, names = {}, out = "out") {
         return m("mrow", null, mo("|"), render(t[1]), mo("|"));
       case "sqrt":
         return m("msqrt", null, render(t[1]));
-      case "f":
-        return m("mrow", null, mi(t[1]), mo("\u2061"), mo("("), t.slice(2).flatMap((a, i) => (i ? [mo(","), render(a)] : [render(a)])), mo(")"));
+      case "f": {
+        const arg = (a) => (a[0] === "v" ? m("mi", { mathvariant: "normal" }, names[a[1]] ?? a[1]) : render(a));
+        return m("mrow", null, mi(t[1]), mo("\u2061"), mo("("), t.slice(2).flatMap((a, i) => (i ? [mo(","), arg(a)] : [arg(a)])), mo(")"));
+      }
       case "cmp":
         return m("mrow", null, grouped(t[2], 6), mo(t[1]), grouped(t[3], 6));
       case "and":

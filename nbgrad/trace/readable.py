@@ -588,11 +588,15 @@ def _restore_reduced(r, args):
         return None
     if dims is None or dims == ():
         return grad  # a full reduction: broadcasting puts every dim back
-    return ["say", grad, f" with reduced dim{'s' if isinstance(dims, tuple) and len(dims) > 1 else ''} {_plain_text(dims)} put back as size 1"]
+    if isinstance(dims, tuple) and len(dims) == 1:
+        dims = dims[0]
+    several = isinstance(dims, tuple)
+    return ["say", grad, f" with reduced dim{'s' if several else ''} {_plain_text(dims)} put back as size 1"]
 
 
 def _sum_dim(r, args):
-    dim = r.text_of(args[1])
+    dim = r.value(args[1])
+    dim = r.text_of(args[1]) if not (isinstance(dim, tuple) and len(dim) == 1) else str(dim[0])
     return ["sum", r.tree(args[0]), f"dim {dim}"]
 
 
@@ -762,6 +766,20 @@ def _mse_loss_backward(r, args):
     return None
 
 
+def _norm_backward(r, args):
+    """The 1- and 2-norms (a full reduction, or one that kept its dims): sgn(x) · g and
+    x · g / ‖x‖ (0 where the norm is 0, PyTorch's subgradient)."""
+    ord_, dim, keepdim = r.value(args[2]), r.value(args[4]), r.value(args[5])
+    if dim is _UNKNOWN or keepdim is _UNKNOWN or (dim not in (None, ()) and keepdim is not True):
+        return None
+    grad, x, norm = r.tree(args[0]), r.tree(args[1]), r.tree(args[3])
+    if ord_ == 1:
+        return _product(["f", "sgn", x], grad)
+    if ord_ == 2:
+        return _cases([(["div", _product(x, grad), norm], ["cmp", "≠", norm, ["n", "0"]]), (["n", "0"], None)])
+    return None
+
+
 def _channel_sum(r, args):
     return ["sum", r.tree(args[0]), "every dim but 1"]
 
@@ -807,6 +825,7 @@ _REWRITES = {
     "rounded_divide": _rounded_divide,
     "mse_loss_backward": _mse_loss_backward,
     "channel_sum": _channel_sum,
+    "norm_backward": _norm_backward,
 }
 
 

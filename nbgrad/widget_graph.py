@@ -10,8 +10,8 @@ the tensor (``saved self of MulBackward0``).
 
 import numpy as np
 
-from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace import NodeRecord, Policy, TensorRecord, Trace
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.values import keep_plain, snapshot
 
 MAX_NODES = 20_000

@@ -70,16 +70,24 @@ def test_no_program_text_or_helper_name_reaches_the_screen(constants):
             program = words & PROGRAM_WORDS
             symbols = [s for s in PROGRAM_SYMBOLS if s in text]
             if leaked or program or symbols:
-                problems.append(f"{name}/{input_name}: {text!r} ({sorted(leaked | program)} {symbols})")
+                problems.append(
+                    f"{name}/{input_name}: {text!r} ({sorted(leaked | program)} {symbols})"
+                )
     assert not problems, "\n".join(problems)
 
 
 def test_the_issue_examples():
     pow_spec = OPS["pow"]
     tree = readable(pow_spec.grads, pow_spec.node, {"exponent": 2})["self"]
-    assert to_text(tree, {"self": "(model(x) − target)"}, "loss") == "2 · (model(x) − target) · ∂L/∂loss"
+    assert (
+        to_text(tree, {"self": "(model(x) − target)"}, "loss")
+        == "2 · (model(x) − target) · ∂L/∂loss"
+    )
     assert to_text(readable(pow_spec.grads, pow_spec.node, {"exponent": 0})["self"]) == "0"
-    assert to_text(readable(pow_spec.grads, pow_spec.node, {"exponent": 3})["self"]) == "3 · self^2 · ∂L/∂out"
+    assert (
+        to_text(readable(pow_spec.grads, pow_spec.node, {"exponent": 3})["self"])
+        == "3 · self^2 · ∂L/∂out"
+    )
     sub = readable(OPS["sub"].grads, "SubBackward0", {"alpha": 1})
     assert [to_text(sub["self"]), to_text(sub["other"])] == ["∂L/∂out", "−∂L/∂out"]
     assert to_text(readable(OPS["t"].grads, "TBackward0")["self"]) == "(∂L/∂out)ᵀ"
@@ -88,10 +96,14 @@ def test_the_issue_examples():
     assert to_text(addmm["mat2"], {"mat1": "x"}, "y") == "xᵀ ∂L/∂y"
     scaled = readable(OPS["addmm_scaled"].grads, "AddmmBackward0", {"alpha": 1, "beta": 1})
     assert to_text(scaled["mat1"]) == "∂L/∂out mat2ᵀ"
-    mean = readable(OPS["mean"].grads, "MeanBackward0", {"self_sym_numel": 15, "self_sym_sizes": (5, 3)})
+    mean = readable(
+        OPS["mean"].grads, "MeanBackward0", {"self_sym_numel": 15, "self_sym_sizes": (5, 3)}
+    )
     assert to_text(mean["self"]) == "(∂L/∂out / 15) broadcast to shape (5, 3)"
     mean_dim = readable(
-        OPS["mean_dim"].grads, "MeanBackward1", {"dim": (1,), "keepdim": False, "self_sym_sizes": (5, 3), "self_sym_numel": 15}
+        OPS["mean_dim"].grads,
+        "MeanBackward1",
+        {"dim": (1,), "keepdim": False, "self_sym_sizes": (5, 3), "self_sym_numel": 15},
     )
     assert to_text(mean_dim["self"]).endswith(" / 3")
     expand = readable(OPS["expand"].grads, "ExpandBackward0", {"self_sym_sizes": (3,)})
@@ -106,7 +118,9 @@ def test_the_issue_examples():
 def test_norms():
     spec = OPS["linalg_vector_norm"]
     two = readable(spec.grads, spec.node, {"ord": 2.0, "dim": None, "keepdim": False})["self"]
-    assert to_text(two, {"self": "u", "result": "n"}) == "{ u · ∂L/∂out / n when n ≠ 0; 0 otherwise }"
+    assert (
+        to_text(two, {"self": "u", "result": "n"}) == "{ u · ∂L/∂out / n when n ≠ 0; 0 otherwise }"
+    )
     one = readable(spec.grads, spec.node, {"ord": 1.0, "dim": None, "keepdim": False})["self"]
     assert to_text(one, {"self": "u"}) == "sgn(u) · ∂L/∂out"
     # a reduction over one dim that dropped it: no exact rewrite here, described in words
@@ -117,24 +131,39 @@ def test_norms():
     kept = readable(spec.grads, spec.node, {"ord": 2.0, "dim": (1,), "keepdim": True})["self"]
     expected = ARRAY_NAMESPACE["norm_backward"](g, x, 2.0, norm, (1,), True)
     with np.errstate(all="ignore"):
-        np.testing.assert_allclose(_evaluate(kept, {"grad": g, "self": x, "result": norm}), expected)
+        np.testing.assert_allclose(
+            _evaluate(kept, {"grad": g, "self": x, "result": norm}), expected
+        )
 
 
 def test_a_formula_without_a_rewrite_is_described_in_words():
-    tree = formula_tree("layer_norm_input_grad(grad, input, normalized_shape, result1, result2, weight, eps)",
-                        "NativeLayerNormBackward0", {"normalized_shape": (3,), "eps": 1e-5})
-    assert to_text(tree) == "computed by NativeLayerNormBackward0 from ∂L/∂out, input, result1, result2, weight"
+    tree = formula_tree(
+        "layer_norm_input_grad(grad, input, normalized_shape, result1, result2, weight, eps)",
+        "NativeLayerNormBackward0",
+        {"normalized_shape": (3,), "eps": 1e-5},
+    )
+    assert (
+        to_text(tree)
+        == "computed by NativeLayerNormBackward0 from ∂L/∂out, input, result1, result2, weight"
+    )
 
 
 # --- the rewrites are exact: evaluate the tree and the table's text on the same numbers --------
 
 _FUNCTIONS = {
-    "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sinh": np.sinh,
-    "cosh": np.cosh, "σ": lambda x: 1 / (1 + np.exp(-x)), "sgn": np.sign,
+    "exp": np.exp,
+    "log": np.log,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "σ": lambda x: 1 / (1 + np.exp(-x)),
+    "sgn": np.sign,
 }
 
 
-class _NotNumeric(Exception):
+class _NotNumericError(Exception):
     pass
 
 
@@ -145,7 +174,7 @@ def _evaluate(tree, values):
         return values["grad"]
     if tag == "v":
         if tree[1] not in values:
-            raise _NotNumeric
+            raise _NotNumericError
         return values[tree[1]]
     if tag == "n":
         return {"π": np.pi, "∞": np.inf}.get(tree[1]) or float(tree[1])
@@ -171,7 +200,14 @@ def _evaluate(tree, values):
     if tag == "f" and tree[1] in _FUNCTIONS:
         return _FUNCTIONS[tree[1]](*[ev(a) for a in tree[2:]])
     if tag == "cmp":
-        ops = {"<": np.less, "≤": np.less_equal, ">": np.greater, "≥": np.greater_equal, "=": np.equal, "≠": np.not_equal}
+        ops = {
+            "<": np.less,
+            "≤": np.less_equal,
+            ">": np.greater,
+            "≥": np.greater_equal,
+            "=": np.equal,
+            "≠": np.not_equal,
+        }
         return ops[tree[1]](ev(tree[2]), ev(tree[3]))
     if tag == "and":
         return np.logical_and(ev(tree[1]), ev(tree[2]))
@@ -186,13 +222,23 @@ def _evaluate(tree, values):
         return ev(tree[1]).T
     if tag == "mm":
         return ev(tree[1]) @ ev(tree[2])
-    raise _NotNumeric
+    raise _NotNumericError
 
 
 def test_rewrites_compute_what_the_table_computes():
     rng = np.random.default_rng(0)
-    scalars = {"alpha": 1.5, "beta": 0.5, "exponent": 3.0, "negative_slope": 0.01, "threshold": 0.7,
-               "min_val": -0.5, "max_val": 0.9, "lambd": 0.5, "scale": 1.2, "input_scale": 0.8}
+    scalars = {
+        "alpha": 1.5,
+        "beta": 0.5,
+        "exponent": 3.0,
+        "negative_slope": 0.01,
+        "threshold": 0.7,
+        "min_val": -0.5,
+        "max_val": 0.9,
+        "lambd": 0.5,
+        "scale": 1.2,
+        "input_scale": 0.8,
+    }
     checked = 0
     for name, spec in OPS.items():
         for input_name, text in spec.grads.items():
@@ -212,11 +258,15 @@ def test_rewrites_compute_what_the_table_computes():
             try:
                 with np.errstate(all="ignore"):
                     shown = _evaluate(tree, {**values, **constants})
-            except _NotNumeric:
+            except _NotNumericError:
                 continue
             with np.errstate(all="ignore"):
-                expected = eval(text, {"__builtins__": {}}, {**ARRAY_NAMESPACE, **values, **constants})
-            np.testing.assert_allclose(shown, expected, rtol=1e-6, err_msg=f"{name}/{input_name}: {to_text(tree)}")
+                expected = eval(
+                    text, {"__builtins__": {}}, {**ARRAY_NAMESPACE, **values, **constants}
+                )
+            np.testing.assert_allclose(
+                shown, expected, rtol=1e-6, err_msg=f"{name}/{input_name}: {to_text(tree)}"
+            )
             checked += 1
     assert checked > 120, checked
 
@@ -243,5 +293,7 @@ def test_the_trace_carries_resolved_formulas_and_custom_backward_source():
     pow_trees = data["readable"][by_name["PowBackward0"]["readable"]]
     assert to_text(pow_trees["self"]) == "2 · self · ∂L/∂out"
     source = data["backward_sources"]["SquareBackward"]
-    assert "the line a learner wrote" in source["text"] and source["text"].startswith("@staticmethod")
+    assert "the line a learner wrote" in source["text"] and source["text"].startswith(
+        "@staticmethod"
+    )
     assert source["line"] > 0 and source["function"].endswith("Square")

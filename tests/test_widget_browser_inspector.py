@@ -96,7 +96,11 @@ MEASURE = """
     if (up !== panel) continue; // inside a box of its own that scrolls sideways
     const r = el.getBoundingClientRect();
     if (r.width && r.right > box.right + 1)
-      problems.push(`${el.tagName.toLowerCase()}.${el.getAttribute("class") || ""} runs ${Math.round(r.right - box.right)} px past the panel: ${(el.textContent || "").slice(0, 60)}`);
+      problems.push(
+        `${el.tagName.toLowerCase()}.${el.getAttribute("class") || ""} runs ` +
+          `${Math.round(r.right - box.right)} px past the panel: ` +
+          (el.textContent || "").slice(0, 60),
+      );
   }
   const number = /^[-−]?(\\d+\\.?\\d*|\\.\\d+)(e[-+]?\\d+)?$|^(nan|inf|-inf)$/;
   const walker = document.createTreeWalker(panel, NodeFilter.SHOW_TEXT);
@@ -105,15 +109,18 @@ MEASURE = """
     if (!text || !number.test(text)) continue;
     const range = document.createRange();
     range.selectNodeContents(walker.currentNode);
-    const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+    const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+    const tops = new Set(rects.map((r) => Math.round(r.top)));
     if (tops.size > 1) problems.push(`the number ${text} is split over ${tops.size} lines`);
   }
   for (const el of panel.querySelectorAll(".formula-plain, .formula-math")) {
     const text = el.textContent;
     const words = new Set(text.match(/[A-Za-z_][A-Za-z0-9_]*/g) || []);
-    for (const bad of ["if", "else"]) if (words.has(bad)) problems.push(`a formula says "${bad}": ${text}`);
+    for (const bad of ["if", "else"])
+      if (words.has(bad)) problems.push(`a formula says "${bad}": ${text}`);
     if (text.includes("==")) problems.push(`a formula says "==": ${text}`);
-    for (const word of words) if (programWords.includes(word)) problems.push(`a formula shows the helper ${word}: ${text}`);
+    for (const word of words)
+      if (programWords.includes(word)) problems.push(`a formula shows the helper ${word}: ${text}`);
   }
   return problems;
 }
@@ -132,7 +139,8 @@ def _helper_words():
 def _nodes_to_click(page):
     """Ids of the drawn nodes: all of a small graph, else a few of each label."""
     nodes = page.eval_on_selector_all(
-        "[data-node-id]", "els => els.map(e => [e.getAttribute('data-node-id'), e.getAttribute('data-label') || ''])"
+        "[data-node-id]",
+        "els => els.map(e => [e.getAttribute('data-node-id'), e.getAttribute('data-label') || ''])",
     )
     if len(nodes) <= SMALL_GRAPH:
         return [node_id for node_id, _ in nodes]
@@ -156,11 +164,14 @@ def _click(page, node_id):
 def _load_full_arrays(page):
     """Press every "load full array" button of the panel (save_html has the arrays inline)."""
     pressed = page.evaluate(
-        """() => { const buttons = [...document.querySelectorAll('[data-role="inspector"] button.load-full')];
+        """() => { const panel = document.querySelector('[data-role="inspector"]');
+                   const buttons = [...panel.querySelectorAll('button.load-full')];
                    buttons.forEach((b) => b.click()); return buttons.length; }"""
     )
     if pressed:
-        page.wait_for_function("() => !document.querySelector('[data-role=\"inspector\"] .load-status.loading')")
+        page.wait_for_function(
+            "() => !document.querySelector('[data-role=\"inspector\"] .load-status.loading')"
+        )
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])
@@ -190,7 +201,11 @@ def test_every_tutorial_inspector_reads_whole(browser, tutorial_pages, stem, vie
                     problems += [f"{stem} widget {number} {view} {node_id}: {p}" for p in found]
                     has_formula = page.locator('[data-role="inspector"] .formula-math').count()
                     if view == "backward" and has_formula and not shot_taken:
-                        page.screenshot(path=str(ARTIFACTS / f"inspector-{stem}-{number:02d}-{width}x{height}.png"))
+                        page.screenshot(
+                            path=str(
+                                ARTIFACTS / f"inspector-{stem}-{number:02d}-{width}x{height}.png"
+                            )
+                        )
                         shot_taken = True
         assert not errors, errors
     finally:
@@ -211,7 +226,8 @@ def test_the_issue_examples_in_notebook_1(browser, tutorial_pages):  # noqa: F81
             page.click('[data-view="backward"]')
             for label in ("AddmmBackward0", "PowBackward0", "TBackward0", "SubBackward0"):
                 ids = page.eval_on_selector_all(
-                    f'[data-label^="{label}"]', "els => els.map(e => e.getAttribute('data-node-id'))"
+                    f'[data-label^="{label}"]',
+                    "els => els.map(e => e.getAttribute('data-node-id'))",
                 )
                 if ids and label not in texts:
                     _click(page, ids[0])
@@ -221,13 +237,21 @@ def test_the_issue_examples_in_notebook_1(browser, tutorial_pages):  # noqa: F81
                         mat1 = panel.locator('[data-saved="mat1"] .matrix-scroll')
                         assert mat1.count() == 1
                         # the whole matrix is in a box that scrolls to its last column
-                        whole = mat1.evaluate("el => [el.scrollWidth, el.clientWidth, el.querySelectorAll('td').length]")
+                        whole = mat1.evaluate(
+                            "el => [el.scrollWidth, el.clientWidth, el.querySelectorAll('td').length]"  # noqa: E501
+                        )
                         mat1.evaluate("el => { el.scrollLeft = el.scrollWidth; }")
                         last = panel.locator('[data-saved="mat1"] tr').first.locator("td").last
                         assert last.is_visible()
                         box, cell = mat1.bounding_box(), last.bounding_box()
-                        assert cell["x"] + cell["width"] <= box["x"] + box["width"] + 1, (whole, box, cell)
-                        page.screenshot(path=str(ARTIFACTS / "inspector-addmm-mat1-scrolled-1024x768.png"))
+                        assert cell["x"] + cell["width"] <= box["x"] + box["width"] + 1, (
+                            whole,
+                            box,
+                            cell,
+                        )
+                        page.screenshot(
+                            path=str(ARTIFACTS / "inspector-addmm-mat1-scrolled-1024x768.png")
+                        )
         assert re.search(r"_saved_mat1_sym_sizes\s*\(\d+, \d+\)", texts["AddmmBackward0"])
         assert "5. 3." not in texts["AddmmBackward0"]
         assert re.search(r"∂L/∂\S.* = 2 · \(.*\) · ∂L/∂", texts["PowBackward0"])

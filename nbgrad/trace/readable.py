@@ -5,9 +5,10 @@ The op table (``nbgrad/ops/derivatives.py``) writes each input's gradient as Pyt
 ``0 * grad if exponent == 0 else grad * exponent * power(self, exponent - 1)``. That text runs;
 it does not read as math. ``readable(...)`` parses it with ``ast`` and, knowing what this node
 saved (``exponent`` is 2), rewrites it exactly: constants put in, conditions decided, trivial
-factors dropped (``* 1``, ``** 1``, ``0 * grad`` is 0), helper calls turned into math (``matrix_t(W)``
-is Wᵀ, ``sum_to(g, s)`` is "g summed to shape s"). What has no exact rewrite is described in words
-("computed by the backward of layer_norm from ..."), never shown as the helper's name.
+factors dropped (``* 1``, ``** 1``, ``0 * grad`` is 0), helper calls turned into math
+(``matrix_t(W)`` is Wᵀ, ``sum_to(g, s)`` is "g summed to shape s"). What has no exact rewrite
+is described in words ("computed by NativeLayerNormBackward0 from ∂L/∂out, input, ..."), never
+shown as the helper's name.
 
 The result is a small tree of JSON lists (the trace's ``readable`` table, docs/trace-schema.md)
 that the widget typesets as MathML with the program's names, and also reads as plain text:
@@ -31,7 +32,6 @@ that the widget typesets as MathML with the program's names, and also reads as p
 """
 
 import ast
-import math
 
 # Functions whose names are math notation, not nbgrad vocabulary: name in the table -> shown.
 MATH_FUNCTIONS = {
@@ -90,7 +90,8 @@ _UNKNOWN = _Unknown()
 
 def readable(grads, op_name="", constants=None):
     """``{input: tree}`` for a table entry's ``grads`` ({input: formula text}) of the node
-    named ``op_name`` (``MulBackward0``: what a formula with no exact rewrite is described by), resolved
+    named ``op_name`` (``MulBackward0``: what a formula with no exact rewrite is described by),
+    resolved
     against ``constants`` (the node's saved values that are not tensors: numbers, tuples,
     strings, None)."""
     constants = dict(constants or {})
@@ -106,11 +107,11 @@ def formula_tree(text, op_name="", constants=None):
     resolver = _Resolver(op_name, dict(constants or {}))
     try:
         return resolver.tree(expression)
-    except _NoRewrite:
+    except _NoRewriteError:
         return _described(op_name, resolver.operands(expression))
 
 
-class _NoRewrite(Exception):
+class _NoRewriteError(Exception):
     """This formula has no exact rewrite: describe it in words instead."""
 
 
@@ -154,7 +155,12 @@ def _plain_text(value):
     if value is None:
         return "none"
     if isinstance(value, slice):
-        return ":".join("" if v is None else str(v) for v in (value.start, value.stop, value.step)).rstrip(":") or ":"
+        return (
+            ":".join(
+                "" if v is None else str(v) for v in (value.start, value.stop, value.step)
+            ).rstrip(":")
+            or ":"
+        )
     return str(value)
 
 
@@ -265,18 +271,18 @@ class _Resolver:
         value = self.value(node)
         if value is not _UNKNOWN and not isinstance(value, str) and _is_plain(value):
             if value is None:
-                raise _NoRewrite
+                raise _NoRewriteError
             return _value_tree(value)
         method = getattr(self, f"_{type(node).__name__}", None)
         if method is None:
-            raise _NoRewrite
+            raise _NoRewriteError
         return method(node)
 
     def _Name(self, node):
         if node.id == "grad":
             return ["g"]
         if _is_known_helper(node.id):
-            raise _NoRewrite
+            raise _NoRewriteError
         return ["v", node.id]
 
     def _Subscript(self, node):
@@ -290,16 +296,16 @@ class _Resolver:
         if key is _UNKNOWN:
             if isinstance(node.slice, ast.Name):
                 return ["idx", base, node.slice.id]
-            raise _NoRewrite
+            raise _NoRewriteError
         keys = key if isinstance(key, tuple) else (key,)
         if not all(isinstance(k, (int, slice)) for k in keys):
-            raise _NoRewrite
+            raise _NoRewriteError
         return ["idx", base, ", ".join(_plain_text(k) for k in keys)]
 
     def _Attribute(self, node):
         if node.attr == "shape":
             return ["say", "the shape of ", self.tree(node.value)]
-        raise _NoRewrite
+        raise _NoRewriteError
 
     def _UnaryOp(self, node):
         operand = self.tree(node.operand)
@@ -309,7 +315,7 @@ class _Resolver:
             return operand
         if isinstance(node.op, ast.Not):
             return ["not", operand]
-        raise _NoRewrite
+        raise _NoRewriteError
 
     def _BinOp(self, node):
         left, right = self.tree(node.left), self.tree(node.right)
@@ -346,12 +352,17 @@ class _Resolver:
             return ["and", left, right]
         if isinstance(op, ast.BitOr):
             return ["or", left, right]
-        raise _NoRewrite
+        raise _NoRewriteError
 
     def _Compare(self, node):
         if len(node.ops) != 1:
-            raise _NoRewrite
-        return ["cmp", _COMPARE[type(node.ops[0])], self.tree(node.left), self.tree(node.comparators[0])]
+            raise _NoRewriteError
+        return [
+            "cmp",
+            _COMPARE[type(node.ops[0])],
+            self.tree(node.left),
+            self.tree(node.comparators[0]),
+        ]
 
     def _BoolOp(self, node):
         parts = [self.tree(v) for v in node.values]
@@ -365,7 +376,9 @@ class _Resolver:
         test = self.value(node.test)
         if test is not _UNKNOWN:
             return self.tree(node.body if test else node.orelse)
-        return _cases([(self.tree(node.body), self.tree(node.test)), (self.tree(node.orelse), None)])
+        return _cases(
+            [(self.tree(node.body), self.tree(node.test)), (self.tree(node.orelse), None)]
+        )
 
     def _Tuple(self, node):
         value = self.value(node)
@@ -383,7 +396,7 @@ class _Resolver:
 
     def _Call(self, node):
         if not isinstance(node.func, ast.Name) or node.keywords:
-            raise _NoRewrite
+            raise _NoRewriteError
         name = node.func.id
         rewrite = _REWRITES.get(name)
         if rewrite is not None:
@@ -392,7 +405,7 @@ class _Resolver:
                 return out
         if name in MATH_FUNCTIONS:
             return ["f", MATH_FUNCTIONS[name], *[self.tree(a) for a in node.args]]
-        raise _NoRewrite
+        raise _NoRewriteError
 
     # helpers of the rewrites
     def shape(self, node):
@@ -404,7 +417,7 @@ class _Resolver:
     def text_of(self, node):
         value = self.value(node)
         if value is _UNKNOWN:
-            raise _NoRewrite
+            raise _NoRewriteError
         return _plain_text(value)
 
 
@@ -527,7 +540,9 @@ def _product(left, right):
         if f[0] in ("cmp", "and", "or", "not"):
             f = ["ind", f]  # a condition as a factor: 1 where it holds, else 0
         cleaned.append(f)
-    numbers = [f for f in cleaned if f[0] == "n" or (f[0] == "div" and f[1][0] == "n" and f[2][0] in "ns")]
+    numbers = [
+        f for f in cleaned if f[0] == "n" or (f[0] == "div" and f[1][0] == "n" and f[2][0] in "ns")
+    ]
     grads = [f for f in cleaned if f[0] == "g"]
     others = [f for f in cleaned if f not in numbers and f not in grads]
     ordered = numbers + others + grads
@@ -591,7 +606,11 @@ def _restore_reduced(r, args):
     if isinstance(dims, tuple) and len(dims) == 1:
         dims = dims[0]
     several = isinstance(dims, tuple)
-    return ["say", grad, f" with reduced dim{'s' if several else ''} {_plain_text(dims)} put back as size 1"]
+    return [
+        "say",
+        grad,
+        f" with reduced dim{'s' if several else ''} {_plain_text(dims)} put back as size 1",
+    ]
 
 
 def _sum_dim(r, args):
@@ -656,7 +675,10 @@ def _evenly_distribute(r, args):
     grad, x, result = (r.tree(a) for a in args[:3])
     return _cases(
         [
-            (["div", grad, ["say", "the count of ", ["cmp", "=", x, result]]], ["cmp", "=", x, result]),
+            (
+                ["div", grad, ["say", "the count of ", ["cmp", "=", x, result]]],
+                ["cmp", "=", x, result],
+            ),
             (["n", "0"], None),
         ]
     )
@@ -710,7 +732,11 @@ def _split_along(r, args):
 
 
 def _unstack(r, args):
-    return ["say", r.tree(args[0]), f" split along dim {r.text_of(args[1])} into {r.text_of(args[2])} slices"]
+    return [
+        "say",
+        r.tree(args[0]),
+        f" split along dim {r.text_of(args[1])} into {r.text_of(args[2])} slices",
+    ]
 
 
 def _astype(r, args):
@@ -776,7 +802,9 @@ def _norm_backward(r, args):
     if ord_ == 1:
         return _product(["f", "sgn", x], grad)
     if ord_ == 2:
-        return _cases([(["div", _product(x, grad), norm], ["cmp", "≠", norm, ["n", "0"]]), (["n", "0"], None)])
+        return _cases(
+            [(["div", _product(x, grad), norm], ["cmp", "≠", norm, ["n", "0"]]), (["n", "0"], None)]
+        )
     return None
 
 
@@ -831,8 +859,22 @@ _REWRITES = {
 
 # --- plain text (what the widget writes beside the MathML, and what the tests read) -------------
 
-_PRECEDENCE = {"cases": 1, "or": 2, "and": 3, "not": 4, "cmp": 5, "add": 6, "sub": 6, "mul": 7,
-               "mm": 7, "div": 7, "neg": 8, "pow": 9, "T": 10, "idx": 10}
+_PRECEDENCE = {
+    "cases": 1,
+    "or": 2,
+    "and": 3,
+    "not": 4,
+    "cmp": 5,
+    "add": 6,
+    "sub": 6,
+    "mul": 7,
+    "mm": 7,
+    "div": 7,
+    "neg": 8,
+    "pow": 9,
+    "T": 10,
+    "idx": 10,
+}
 
 
 def to_text(tree, names=None, out="out"):
@@ -882,7 +924,11 @@ def to_text(tree, names=None, out="out"):
         if tag == "cases":
             parts = []
             for value, condition in t[1:]:
-                parts.append(f"{render(value)} when {render(condition)}" if condition else f"{render(value)} otherwise")
+                parts.append(
+                    f"{render(value)} when {render(condition)}"
+                    if condition
+                    else f"{render(value)} otherwise"
+                )
             return "{ " + "; ".join(parts) + " }"
         if tag == "ind":
             return f"𝟙[{render(t[1])}]"
@@ -919,7 +965,12 @@ def backward_source(forward_cls):
 
     backward = inspect.getattr_static(forward_cls, "backward", None)
     backward = getattr(backward, "__func__", backward)
-    entry = {"function": getattr(forward_cls, "__qualname__", forward_cls.__name__), "file": None, "line": None, "text": None}
+    entry = {
+        "function": getattr(forward_cls, "__qualname__", forward_cls.__name__),
+        "file": None,
+        "line": None,
+        "text": None,
+    }
     try:
         lines, first = inspect.getsourcelines(backward)
         entry["file"] = inspect.getsourcefile(backward)

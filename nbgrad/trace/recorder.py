@@ -26,11 +26,11 @@ import numpy as np
 
 import nbgrad.autograd
 import nbgrad.ops
-from nbgrad.trace.readable import note_backward_source
 from nbgrad.autograd import engine, function, grad_mode, observe, views
 from nbgrad.autograd.node import FREED, AccumulateGrad, PackedSavedTensor, SavedTensor, TableNode
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace.modules import find_hook_home
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import (  # the limits too: nbgrad.trace.api and magic import them
     DEFAULT_MAX_NODES,  # noqa: F401
     DEFAULT_MAX_PASSES,  # noqa: F401

@@ -249,4 +249,3 @@ class _ReadableFormulas:
                 self._keys[text] = key
             self._keys[cache_key] = key
         return key
-

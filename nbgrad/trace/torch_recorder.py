@@ -42,8 +42,8 @@ import torch
 import torch.nn.modules.module
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace import torch_bridge
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import BaseRecorder, single_grad_received
 from nbgrad.trace.torch_bridge import (
     array_of,

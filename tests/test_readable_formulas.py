@@ -297,3 +297,40 @@ def test_the_trace_carries_resolved_formulas_and_custom_backward_source():
         "@staticmethod"
     )
     assert source["line"] > 0 and source["function"].endswith("Square")
+
+
+@pytest.mark.parametrize("engine", ["nbgrad", "torch"])
+def test_custom_backward_source_on_both_engines(engine):
+    """The recorder of each engine, and the reader of a graph after the fact, keep the source of
+    a custom Function's backward (tests/square_function.py)."""
+    import sys
+
+    from nbgrad.trace.recorder import Recorder
+    from nbgrad.trace.source import source_for
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from square_function import square_function
+
+    if engine == "torch":
+        T = pytest.importorskip("torch")
+        from nbgrad.trace.torch_bridge import trace_of_torch_tensor as read_graph
+        from nbgrad.trace.torch_recorder import TorchRecorder as recorder_class
+    else:
+        T = nbgrad
+        from nbgrad.widget_graph import trace_of_tensor as read_graph
+
+        recorder_class = Recorder
+    Square = square_function(T)
+    recorder = recorder_class(source_for(__file__), base_frame=sys._getframe(), source_kind="file")
+    recorder.start()
+    x = T.tensor([1.0, 3.0], requires_grad=True)
+    y = Square.apply(x)
+    y.sum().backward()
+    recorded = recorder.finish([{"x": x, "y": y}]).to_dict()
+    read = read_graph(Square.apply(x), {"x": x}).to_dict()
+    for data in (recorded, read):
+        source = data["backward_sources"]["SquareBackward"]
+        assert source["function"].endswith("Square")
+        assert source["file"].endswith("square_function.py")
+        assert source["text"].splitlines()[:2] == ["@staticmethod", "def backward(ctx, grad):"]
+        assert source["text"].splitlines()[-1] == "    return grad * 2 * x"

@@ -314,7 +314,9 @@ def test_custom_backward_source_on_both_engines(engine):
     if engine == "torch":
         T = pytest.importorskip("torch")
         from nbgrad.trace.torch_bridge import trace_of_torch_tensor as read_graph
-        from nbgrad.trace.torch_recorder import TorchRecorder as recorder_class
+        from nbgrad.trace.torch_recorder import TorchRecorder
+
+        recorder_class = TorchRecorder
     else:
         T = nbgrad
         from nbgrad.widget_graph import trace_of_tensor as read_graph

@@ -115,6 +115,22 @@ def test_the_issue_examples():
     assert to_text(addmv["mat"]) == "∂L/∂out vecᵀ"
 
 
+def test_cat_and_stack_give_each_input_its_piece():
+    sizes = {"dim": 0, "tensors_sym_sizes": [(3,), (2,)]}  # as a node keeps it: a list
+    assert readable(OPS["cat"].grads, "CatBackward0", sizes)["tensors"] == [
+        "pieces",
+        ["g"],
+        0,
+        [3, 2],
+    ]
+    # PyTorch's CatBackward0 saves only its dim: the widget reads the sizes off the inputs
+    cat = readable(OPS["cat"].grads, "CatBackward0", {"dim": 1})["tensors"]
+    assert cat == ["pieces", ["g"], 1, "inputs"]
+    sizes = {"dim": 1, "tensors_sym_sizes": ((4,), (4,))}
+    stack = readable(OPS["stack"].grads, "StackBackward0", sizes)
+    assert stack["tensors"] == ["pieces", ["g"], 1, None, 2]
+
+
 def test_norms():
     spec = OPS["linalg_vector_norm"]
     two = readable(spec.grads, spec.node, {"ord": 2.0, "dim": None, "keepdim": False})["self"]

@@ -83,15 +83,45 @@ export function localGradients(index, node) {
   const trees = node.readable && table[node.readable] ? table[node.readable] : null;
   const names = formulaNames(index, node);
   const out = outputName(index, node);
+  const seen = {}; // how many edges of each input came before: cat's input k gets piece k
   return edgeInputs(index, node).map((edge) => {
     if (!edge || (entry.grads || {})[edge.input] === undefined) return null;
+    const k = (seen[edge.input] = (seen[edge.input] ?? -1) + 1);
     let operandName = names[edge.input] ?? edge.input;
     if (typeof edge.operand === "string" && index.tensors.has(edge.operand)) operandName = index.tensors.get(edge.operand).name;
     // a trace without the readable table (written by an older nbgrad): say what runs, in words
-    const tree = trees && trees[edge.input] ? trees[edge.input] : ["say", `computed by ${node.name}`];
+    let tree = trees && trees[edge.input] ? trees[edge.input] : ["say", `computed by ${node.name}`];
+    if (tree[0] === "pieces") tree = pieceOf(tree, k, inputLengths(index, node, edge.input, tree[2]));
     const lhs = ["lhs", operandName];
     return { input: edge.input, operandName, tree, lhs, text: `${toText(lhs, names, out)} = ${toText(tree, names, out)}`, names, out };
   });
+}
+
+/** The lengths along `dim` of the tensors a node's list input (cat's `tensors`) received. */
+function inputLengths(index, node, input, dim) {
+  const op = node.op ? index.ops.get(node.op) : null;
+  if (!op) return null;
+  const lengths = [];
+  edgeInputs(index, node).forEach((edge) => {
+    if (!edge || edge.input !== input) return;
+    const tensor = typeof edge.operand === "string" ? index.tensors.get(edge.operand) : null;
+    lengths.push(tensor && tensor.shape ? tensor.shape[dim] ?? null : null);
+  });
+  return lengths.every((n) => Number.isInteger(n)) ? lengths : null;
+}
+
+/** Piece k of cat's or stack's gradient: ∂L/∂y[3:5] (dim 0), ∂L/∂y[:, 2] (dim 1 of a stack). */
+export function pieceOf(tree, k, inputs = null) {
+  const [, grad, dim] = tree;
+  const lengths = tree[3] === "inputs" ? inputs : tree[3];
+  if (tree[3] === "inputs" && !lengths) return ["say", grad, ` cut along dim ${dim}, piece ${k}`];
+  let where;
+  if (lengths === null || lengths === undefined) where = String(k);
+  else {
+    const start = lengths.slice(0, k).reduce((a, b) => a + b, 0);
+    where = `${start}:${start + (lengths[k] ?? 0)}`;
+  }
+  return ["idx", grad, [...Array(Math.max(0, dim)).fill(":"), where].join(", ")];
 }
 
 // --- plain text ------------------------------------------------------------------------------
@@ -157,6 +187,8 @@ export function toText(tree, names = {}, out = "out") {
         return `Σ_{${t[2]}} ${grouped(t[1], 7)}`;
       case "say":
         return t.slice(1).map((p) => (typeof p === "string" ? p : grouped(p, 8))).join("");
+      case "pieces":
+        return `${grouped(t[1], 10)} cut along dim ${t[2]}`;
       default:
         return "?";
     }
@@ -260,6 +292,8 @@ export function toMathML(lhs, tree, names = {}, out = "out") {
         return m("mrow", null, m("munder", null, mo("Σ"), mtext(t[2])), grouped(t[1], 7));
       case "say":
         return m("mrow", null, t.slice(1).map((p) => (typeof p === "string" ? mtext(p) : grouped(p, 8))));
+      case "pieces":
+        return m("mrow", null, grouped(t[1], 10), mtext(` cut along dim ${t[2]}`));
       default:
         return mtext("?");
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { localDerivative, localFactor, localGradients, toMathML, toText } from "../src/formula.js";
+import { localDerivative, localFactor, localGradients, pieceOf, toMathML, toText } from "../src/formula.js";
 import { renderInspector } from "../src/inspector.js";
 import { indexTrace } from "../src/trace.js";
 import { cellColour, pythonLiteral, renderSavedValue, renderValue } from "../src/values.js";
@@ -67,6 +67,14 @@ describe("formulas", () => {
     const cases = toMathML(["lhs", "x"], relu, { result: "h" }, "h");
     expect(cases.querySelectorAll("mtr")).toHaveLength(2);
     expect(cases.textContent).toContain("otherwise");
+  });
+
+  it("gives each input of cat or stack its own piece of the gradient", () => {
+    expect(toText(pieceOf(["pieces", ["g"], 0, [3, 2]], 0), {}, "y")).toBe("(∂L/∂y)[0:3]");
+    expect(toText(pieceOf(["pieces", ["g"], 0, [3, 2]], 1), {}, "y")).toBe("(∂L/∂y)[3:5]");
+    expect(toText(pieceOf(["pieces", ["g"], 1, null, 2], 1), {}, "y")).toBe("(∂L/∂y)[:, 1]");
+    expect(toText(pieceOf(["pieces", ["g"], 0, "inputs"], 1, [2, 3]), {}, "y")).toBe("(∂L/∂y)[2:5]");
+    expect(toText(pieceOf(["pieces", ["g"], 0, "inputs"], 1, null), {}, "y")).toBe("∂L/∂y cut along dim 0, piece 1");
   });
 
   it("says in words what runs when a trace has no readable table", () => {

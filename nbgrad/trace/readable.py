@@ -28,6 +28,8 @@ that the widget typesets as MathML with the program's names, and also reads as p
     ["tuple", text]          a shape or other tuple of numbers: "(5, 3)"
     ["idx", a, text]         a indexed by text: a[:, 2]
     ["sum", a, text]         Σ over text of a
+    ["pieces", a, dim, lengths, count]  cat's and stack's backward: input k gets piece k of a
+                             along dim (lengths of the pieces; None for stack: one slice each)
     ["say", part, ...]       words (strings) and math (trees) in a row
 """
 
@@ -173,6 +175,11 @@ def _is_plain(value):
     return False
 
 
+def _tuples(value):
+    """Lists as tuples, all the way down (a node may keep its saved sizes as either)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
+
+
 def _value_tree(value):
     if isinstance(value, (bool, int, float)):
         return _number(value)
@@ -184,7 +191,7 @@ def _value_tree(value):
 class _Resolver:
     def __init__(self, op_name, constants):
         self.op_name = op_name
-        self.constants = {k: v for k, v in constants.items() if _is_plain(v)}
+        self.constants = {k: _tuples(v) for k, v in constants.items() if _is_plain(v)}
 
     # --- values known before backward runs -------------------------------------------------
 
@@ -728,15 +735,22 @@ def _index_backward(r, args):
 
 
 def _split_along(r, args):
-    return ["say", r.tree(args[0]), f" split along dim {r.text_of(args[1])} into the inputs' sizes"]
+    """cat's backward: input k gets piece k of the gradient (the widget picks it per input)."""
+    dim, sizes = r.value(args[1]), r.value(args[2])
+    if not isinstance(dim, int):
+        return None
+    if isinstance(sizes, tuple) and all(isinstance(s, tuple) for s in sizes):
+        return ["pieces", r.tree(args[0]), dim, [s[dim] for s in sizes]]
+    # PyTorch's CatBackward0 saves only its dim: the widget reads the sizes off the inputs
+    return ["pieces", r.tree(args[0]), dim, "inputs"]
 
 
 def _unstack(r, args):
-    return [
-        "say",
-        r.tree(args[0]),
-        f" split along dim {r.text_of(args[1])} into {r.text_of(args[2])} slices",
-    ]
+    dim, count = r.value(args[1]), r.value(args[2])
+    if isinstance(dim, int) and isinstance(count, int):
+        return ["pieces", r.tree(args[0]), dim, None, count]  # input k gets the slice at index k
+    what = f" split along dim {r.text_of(args[1])} into {r.text_of(args[2])} slices"
+    return ["say", r.tree(args[0]), what]
 
 
 def _astype(r, args):
@@ -936,6 +950,10 @@ def to_text(tree, names=None, out="out"):
             return f"{grouped(t[1], 10)}[{t[2]}]"
         if tag == "sum":
             return f"Σ_{{{t[2]}}} {grouped(t[1], 7)}"
+        if tag == "pieces":  # one formula for every input of cat or stack: piece k for input k
+            what = {None: "slices", "inputs": "the inputs' sizes"}.get(str(t[3]) if t[3] else t[3])
+            what = what or f"pieces of lengths {t[3]}"
+            return f"{grouped(t[1], 10)} cut into {what} along dim {t[2]}"
         if tag == "say":
             return "".join(p if isinstance(p, str) else grouped(p, 8) for p in t[1:])
         raise ValueError(f"unknown formula tree tag {tag!r}")

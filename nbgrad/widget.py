@@ -95,7 +95,10 @@ class GraphWidget(anywidget.AnyWidget):
 
     @traitlets.validate("step")
     def _valid_step(self, proposal):
-        return max(0, min(int(proposal["value"]), len(self._data.get("steps", []))))
+        # a trace without a backward pass: the widget steps through the order backward()
+        # would follow (js/src/predicted.js), at most one step per node
+        steps = len(self._data.get("steps", [])) or len(self._data.get("nodes", []))
+        return max(0, min(int(proposal["value"]), steps))
 
     @traitlets.validate("height")
     def _valid_height(self, proposal):

@@ -4,10 +4,10 @@
 
 import { h } from "./dom.js";
 import { formatShape, isSummary } from "./format.js";
-import { localGradients } from "./formula.js";
+import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
 import { nameOf } from "./trace.js";
-import { renderValue } from "./values.js";
+import { renderSavedValue, renderValue } from "./values.js";
 
 function link(ctx, id, text) {
   if (!id) return h("span", { class: "none", text: text || "None" });
@@ -36,6 +36,54 @@ function codeLine(ctx, line) {
   const text = ctx.index.lines[String(line)];
   if (!text) return null;
   return h("div", { class: "code-line" }, h("span", { class: "line-no", text: `line ${line}` }), h("code", { text }));
+}
+
+/** One formula: typeset (MathML, for the eye) and as plain text (to copy; what a screen reader reads). */
+function formulaItem(ctx, node, g) {
+  const local = localDerivative(ctx.index, node, g);
+  const math = toMathML(g.lhs, g.tree, g.names, g.out);
+  math.setAttribute("aria-hidden", "true"); // the plain text below is what a screen reader reads
+  return h(
+    "li",
+    { class: "formula", "data-input": g.input },
+    h("div", { class: "scroll-x formula-math" }, math),
+    h("div", { class: "scroll-x formula-text" }, h("code", { class: "formula-plain", text: g.text })),
+    local
+      ? h(
+          "div",
+          { class: "formula-local" },
+          h("span", { class: "key", text: "local derivative " }),
+          h("code", { text: local.text }),
+          local.value !== null && local.value !== undefined && !isSummary(local.value) && !Array.isArray(local.value) ? h("span", { class: "formula-value" }, " = ", renderValue(local.value, "float32", ctx)) : null,
+        )
+      : null,
+  );
+}
+
+/** "x.py line 12", or "a notebook cell, line 7" (IPython compiles cells into temporary files). */
+function whereDefined(file, line) {
+  if (!file) return `line ${line}`;
+  if (/ipykernel_\d+|<ipython-input-/.test(file)) return `a notebook cell, line ${line}`;
+  return `${file.split(/[\\/]/).pop()} line ${line}`;
+}
+
+/** A custom autograd.Function's backward, as its author wrote it (read when it was recorded). */
+function backwardSource(ctx, node) {
+  const sources = (ctx.index.trace && ctx.index.trace.backward_sources) || {};
+  const source = sources[node.name];
+  if (!source) return null;
+  if (!source.text) return section("its backward", h("div", { class: "note", text: `${source.function}.backward: its source could not be read.` }));
+  const lines = source.text.split("\n");
+  const first = source.line || 1;
+  return section(
+    "its backward, as written",
+    h("div", { class: "note", text: `${source.function}.backward, ${whereDefined(source.file, first)}` }),
+    h(
+      "pre",
+      { class: "scroll-x backward-source", "data-role": "backward-source" },
+      lines.map((text, i) => h("span", { class: "source-line" }, h("span", { class: "line-no", text: String(first + i).padStart(4) }), h("code", { text: text || " " }))),
+    ),
+  );
 }
 
 function tensorSummaryLine(tensor) {
@@ -104,6 +152,16 @@ function stepList(ctx, node) {
   return stepIds.map((i) => {
     const step = index.steps[i];
     const current = ctx.step === i + 1;
+    if (step.predicted) {
+      const sendsTo = (node.next || []).filter(Boolean).map((edge) => link(ctx, edge[0], labelOfNode(index, edge[0])));
+      return h(
+        "div",
+        { class: `step predicted${current ? " current" : ""}`, "data-step": i + 1 },
+        h("div", { class: "step-title" }, h("a", { href: "#", class: "link", text: `step ${i + 1}`, onclick: (e) => (e.preventDefault(), ctx.goToStep(i + 1)) }), " of the backward pass that backward() would run"),
+        h("div", { class: "note", text: "No backward pass was recorded, so there are no gradient values: this is the order the engine follows, read from the graph." }),
+        sendsTo.length ? row("sends to", ...sendsTo.flatMap((l, k) => [k ? ", " : "", l])) : null,
+      );
+    }
     const sent = (node.next || []).map((edge, k) => {
       const grad = (step.grads_out || [])[k];
       const target = edge ? edge[0] : null;
@@ -146,24 +204,23 @@ function savedList(ctx, node) {
   const freed = node.freed_at !== undefined && node.freed_at !== null;
   if (!entries.length && freed) return h("div", { class: "note", text: "Freed: a backward pass without retain_graph=True released them." });
   if (!entries.length) return h("div", { class: "note", text: "Nothing: its backward needs no saved values." });
+  // One entry per saved value: its PyTorch name, then its value, which wraps to a line of its
+  // own (the whole panel width) when it is wider than what is left beside the name.
+  const freedNote = freed ? (node.freed_at < 0 || ctx.step > node.freed_at ? "freed (a backward pass without retain_graph=True released them)" : `freed after step ${node.freed_at + 1}`) : null;
   return h(
-    "table",
+    "div",
     { class: "saved", "data-role": "saved" },
-    h(
-      "tbody",
-      null,
-      entries.map(([name, saved]) => {
-        const tensor = saved.tensor ? index.tensors.get(saved.tensor) : null;
-        const value = tensor ? tensor.value : saved.value;
-        return h(
-          "tr",
-          { "data-saved": name },
-          h("th", { text: savedName(name) }),
-          h("td", null, tensor ? link(ctx, tensor.id, tensor.name) : null, tensor ? " = " : "", renderValue(value ?? null, tensor ? tensor.dtype : "float32", ctx)),
-          h("td", { class: "freed" }, freed ? (node.freed_at < 0 || ctx.step > node.freed_at ? "freed" : `freed after step ${node.freed_at + 1}`) : ""),
-        );
-      }),
-    ),
+    freedNote ? h("div", { class: "note saved-freed", text: freedNote }) : null,
+    entries.map(([name, saved]) => {
+      const tensor = saved.tensor ? index.tensors.get(saved.tensor) : null;
+      const value = tensor ? tensor.value : saved.value;
+      return h(
+        "div",
+        { class: "saved-entry", "data-saved": name },
+        h("span", { class: "saved-key", text: savedName(name) }),
+        h("span", { class: "saved-val" }, tensor ? link(ctx, tensor.id, tensor.name) : null, tensor ? " = " : "", tensor ? renderValue(value ?? null, tensor.dtype, ctx) : renderSavedValue(value ?? null, ctx)),
+      );
+    }),
   );
 }
 
@@ -180,22 +237,16 @@ function functionPanel(ctx, node) {
     op && index.opsInside.has(op.id) ? row("its forward ran", ...index.opsInside.get(op.id).flatMap((id, i) => [i ? ", " : "", link(ctx, id, index.ops.get(id).op)])) : null,
     outputs.length ? row("grad_fn of", ...outputs.flatMap((id, i) => [i ? ", " : "", link(ctx, id)])) : null,
     section("saved for backward", savedList(ctx, node)),
+    backwardSource(ctx, node),
   ];
   if (gradients.some(Boolean)) {
     parts.push(
       section(
-        "local gradients",
+        "gradients it sends back",
         h(
           "ul",
           { class: "formulas", "data-role": "formulas" },
-          gradients.filter(Boolean).map((g) =>
-            h(
-              "li",
-              { class: `formula ${g.kind}` },
-              h("code", { text: g.text }),
-              g.value !== null && g.value !== undefined && !isSummary(g.value) && !Array.isArray(g.value) ? h("span", { class: "formula-value" }, " = ", renderValue(g.value, "float32", ctx)) : null,
-            ),
-          ),
+          gradients.filter(Boolean).map((g) => formulaItem(ctx, node, g)),
         ),
       ),
     );
@@ -264,4 +315,74 @@ export function renderInspector(panel, ctx, id) {
   } else parts = [h("div", { class: "note", text: `Nothing called ${id} in this trace.` })];
   panel.replaceChildren(...parts.filter(Boolean));
   panel.setAttribute("data-selected", id || "");
+  ensureResizeHandle(panel);
+  markWideArrays(panel);
+}
+
+/** Above each array wider than the panel, a line that says it scrolls (scrollbars may be hidden). */
+export function markWideArrays(panel) {
+  for (const box of panel.querySelectorAll(".matrix-scroll")) {
+    const wide = box.scrollWidth > box.clientWidth + 1;
+    const hint = box.previousElementSibling && box.previousElementSibling.classList.contains("more-hint") ? box.previousElementSibling : null;
+    if (wide && !hint) box.before(h("div", { class: "more-hint", text: `${box.getAttribute("data-columns")} columns, scroll sideways →` }));
+    else if (!wide && hint) hint.remove();
+  }
+}
+
+// --- a panel the user can widen ---------------------------------------------------------------
+
+const MIN_WIDTH = 220; // px; the graph keeps at least GRAPH_MIN (style.css caps the panel too)
+const GRAPH_MIN = 160;
+
+/** A handle on the inspector's left edge: drag it (or focus it and press ← →) to resize. */
+export function ensureResizeHandle(panel) {
+  const parent = panel.parentElement;
+  if (!parent) return null;
+  const before = panel.previousElementSibling;
+  if (before && before.classList.contains("inspector-resize")) return before;
+  const setWidth = (width) => {
+    const room = parent.getBoundingClientRect().width - GRAPH_MIN;
+    const clamped = Math.round(Math.max(MIN_WIDTH, room > MIN_WIDTH ? Math.min(width, room) : width));
+    panel.style.flexBasis = `${clamped}px`;
+    panel.style.width = `${clamped}px`;
+    handle.setAttribute("aria-valuenow", String(clamped));
+    markWideArrays(panel);
+  };
+  const handle = h("div", {
+    class: "inspector-resize",
+    role: "separator",
+    tabindex: "0",
+    "aria-orientation": "vertical",
+    "aria-label": "inspector width",
+    title: "drag to widen the inspector; double-click for its first width",
+    "data-role": "inspector-resize",
+  });
+  handle.addEventListener("pointerdown", (event) => {
+    event.preventDefault();
+    handle.setPointerCapture?.(event.pointerId);
+    const right = panel.getBoundingClientRect().right;
+    const move = (e) => setWidth(right - e.clientX);
+    const up = () => {
+      handle.removeEventListener("pointermove", move);
+      handle.removeEventListener("pointerup", up);
+      handle.classList.remove("dragging");
+    };
+    handle.classList.add("dragging");
+    handle.addEventListener("pointermove", move);
+    handle.addEventListener("pointerup", up);
+  });
+  handle.addEventListener("keydown", (event) => {
+    const step = event.shiftKey ? 80 : 20;
+    const width = panel.getBoundingClientRect().width;
+    if (event.key === "ArrowLeft") setWidth(width + step);
+    else if (event.key === "ArrowRight") setWidth(width - step);
+    else return;
+    event.preventDefault();
+  });
+  handle.addEventListener("dblclick", () => {
+    panel.style.flexBasis = "";
+    panel.style.width = "";
+  });
+  parent.insertBefore(handle, panel);
+  return handle;
 }

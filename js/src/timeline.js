@@ -12,12 +12,13 @@ export function clampStep(step, count) {
 export function stepLabel(index, step) {
   const count = index.steps.length;
   if (!count) return "no backward pass was recorded";
-  if (step === 0) return `before backward (${count} steps)`;
+  if (step === 0) return index.steps[0].predicted ? `no backward recorded: step through the ${count} steps backward() would run` : `before backward (${count} steps)`;
   const record = index.steps[step - 1];
   const node = index.nodes.get(record.node);
   let name = node ? node.name : record.node;
   if (node && node.variable && index.tensors.has(node.variable)) name += ` (${index.tensors.get(node.variable).name})`;
   const passes = index.passes.length > 1 ? `, pass ${record.pass + 1}` : "";
+  if (record.predicted) return `step ${step} of ${count}: ${name} (the order backward() would follow; none was recorded)`;
   return `step ${step} of ${count}: ${name}${passes}`;
 }
 

@@ -1,6 +1,8 @@
 // An index over the trace JSON (docs/trace-schema.md): records by id, and the links between
 // them that the views and the inspector follow.
 
+import { predictedSteps } from "./predicted.js";
+
 export function indexTrace(trace) {
   const t = trace || {};
   const index = {
@@ -8,7 +10,8 @@ export function indexTrace(trace) {
     tensors: new Map(),
     ops: new Map(),
     nodes: new Map(),
-    steps: t.steps || [],
+    // no backward recorded: the order backward() would follow, marked predicted (predicted.js)
+    steps: t.steps && t.steps.length ? t.steps : predictedSteps(t),
     passes: t.passes || [],
     formulas: t.formulas || {},
     modules: t.modules || {},

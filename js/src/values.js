@@ -30,8 +30,14 @@ function maxAbsOf(values) {
   return m;
 }
 
+// A matrix in its own horizontal scroll box: wide arrays scroll inside the panel instead of
+// clipping at its edge or widening it; each number is one cell that never wraps (style.css).
 function matrixTable(rows, dtype, maxAbs) {
+  const columns = Math.max(...rows.map((row) => (Array.isArray(row) ? row.length : 1)));
   return h(
+    "div",
+    { class: "scroll-x matrix-scroll", "data-columns": columns },
+    h(
     "table",
     { class: "matrix" },
     h(
@@ -47,7 +53,38 @@ function matrixTable(rows, dtype, maxAbs) {
         ),
       ),
     ),
+    ),
   );
+}
+
+function isIntegerLike(v) {
+  return v === null || typeof v === "boolean" || typeof v === "string" || (typeof v === "number" && Number.isInteger(v));
+}
+
+/** A saved value that is not a tensor (a size, a dim, a flag), as Python writes it: (5, 3), 15, True. */
+export function pythonLiteral(value) {
+  if (value === null || value === undefined) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  if (typeof value === "number") return Number.isInteger(value) ? String(value) : formatNumber(value, "float64");
+  if (typeof value === "string") return NON_FINITE.has(value) ? formatNumber(value, "float64") : value;
+  if (Array.isArray(value)) {
+    const items = value.map(pythonLiteral);
+    return `(${items.join(", ")}${items.length === 1 ? "," : ""})`;
+  }
+  if (value && "slice" in value) return `slice(${value.slice.map((v) => (v === null ? "None" : v)).join(", ")})`;
+  return JSON.stringify(value);
+}
+
+/** Whether a saved non-tensor value reads as a Python literal (sizes, strides, dims, flags). */
+export function isPlainSaved(value) {
+  if (Array.isArray(value)) return flat(value).every(isIntegerLike);
+  return typeof value !== "object" || value === null;
+}
+
+/** A saved value that is not a tensor: a literal when it is one, else an array. */
+export function renderSavedValue(value, options = {}) {
+  if (isPlainSaved(value)) return h("code", { class: "literal", "data-literal": "", text: pythonLiteral(value) });
+  return renderValue(value, "float32", options);
 }
 
 /** A small array (nested lists) or a number. */
@@ -131,8 +168,13 @@ function renderFetched(reply, dtype) {
   const count = flat(data).length;
   const note = h("div", { class: "note", text: `${formatShape(reply.shape)} ${reply.dtype || dtype}, ${count} values` });
   if (count <= MAX_CELLS) return h("div", null, note, renderArray(data, reply.dtype || dtype));
-  const text = h("pre", { class: "full-array", text: JSON.stringify(data) });
-  return h("div", null, note, text);
+  // Too many cells for a table: one line of text per row, numbers padded to one width, in a box
+  // that scrolls both ways (a number is never split across lines).
+  const rows = shapeOf(data).length === 2 ? data : [flat(data)];
+  const cells = rows.map((row) => row.map((v) => formatNumber(v, reply.dtype || dtype)));
+  const width = Math.max(...cells.flat().map((c) => c.length));
+  const text = cells.map((row) => row.map((c) => c.padStart(width)).join("  ")).join("\n");
+  return h("div", null, note, h("pre", { class: "full-array", "data-rows": rows.length, text }));
 }
 
 /** Any value of the trace JSON. */

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
-import { localFactor, localGradients, substitute } from "../src/formula.js";
+import { localDerivative, localFactor, localGradients, pieceOf, toMathML, toText } from "../src/formula.js";
 import { renderInspector } from "../src/inspector.js";
 import { indexTrace } from "../src/trace.js";
-import { cellColour, renderValue } from "../src/values.js";
+import { cellColour, pythonLiteral, renderSavedValue, renderValue } from "../src/values.js";
 import { simpleTrace } from "./fixtures.js";
 
 function inspect(trace, id, extra = {}) {
@@ -14,34 +14,72 @@ function inspect(trace, id, extra = {}) {
   return { panel, selected };
 }
 
+/** The fixture with the readable table the kernel writes (nbgrad/trace/readable.py). */
+function withReadable(trace) {
+  trace.readable = {
+    r0: { self: ["g"], other: ["g"] },
+    r1: { self: ["mul", ["v", "other"], ["g"]], other: ["mul", ["v", "self"], ["g"]] },
+  };
+  trace.nodes[0].readable = "r0";
+  trace.nodes[3].readable = "r1";
+  return trace;
+}
+
 describe("formulas", () => {
   it("reads a product formula as a local derivative", () => {
-    expect(localFactor("grad * other")).toBe("other");
-    expect(localFactor("grad")).toBe("1");
-    expect(localFactor("-grad")).toBe("-1");
-    expect(localFactor("grad / other")).toBe("1 / other");
-    expect(localFactor("-grad * sin(self)")).toBe("-sin(self)");
-    expect(localFactor("expand(grad, self_sym_sizes)")).toBeNull();
+    expect(localFactor(["g"])).toEqual(["n", "1"]);
+    expect(localFactor(["neg", ["g"]])).toEqual(["n", "-1"]);
+    expect(localFactor(["mul", ["v", "other"], ["g"]])).toEqual(["v", "other"]);
+    expect(localFactor(["div", ["g"], ["v", "other"]])).toEqual(["div", ["n", "1"], ["v", "other"]]);
+    expect(localFactor(["mm", ["g"], ["T", ["v", "mat2"]]])).toBeNull();
+    expect(localFactor(["say", ["g"], " summed to shape ", ["tuple", "(3,)"]])).toBeNull();
   });
 
-  it("puts the program's names in", () => {
-    expect(substitute("grad * other + self_x", { other: "d", grad: "g" })).toBe("g * d + self_x");
-    const index = indexTrace(simpleTrace());
+  it("puts the program's names in, the incoming gradient last", () => {
+    const index = indexTrace(withReadable(simpleTrace()));
     const [dc, dd] = localGradients(index, index.nodes.get("n3"));
-    expect(dc).toMatchObject({ text: "de/dc = d", kind: "local", value: 4 });
-    expect(dd).toMatchObject({ text: "de/dd = c", kind: "local", value: 5 });
-    const [da] = localGradients(index, index.nodes.get("n0"));
-    expect(da.text).toBe("dc/da = 1");
+    expect(dc.text).toBe("∂L/∂c = d · ∂L/∂e");
+    expect(dd.text).toBe("∂L/∂d = c · ∂L/∂e");
+    expect(localDerivative(index, index.nodes.get("n3"), dc)).toEqual({ text: "de/dc = d", value: 4 });
+    const [da, db] = localGradients(index, index.nodes.get("n0"));
+    expect(da.text).toBe("∂L/∂a = ∂L/∂c");
+    expect(localDerivative(index, index.nodes.get("n0"), db)).toEqual({ text: "dc/db = 1", value: null });
   });
 
-  it("shows other formulas as the vector-Jacobian product", () => {
-    const trace = simpleTrace();
-    trace.formulas.sum = { node: "SumBackward0", inputs: ["self"], saves: ["self_sym_sizes"], grads: { self: "expand(grad, self_sym_sizes)" } };
-    trace.ops.push({ id: "o2", op: "sum", inputs: ["t4"], outputs: ["t5"], node: "n5" });
-    trace.tensors.push({ id: "t5", name: "loss", role: "output", shape: [], dtype: "float32", value: 20 });
-    trace.nodes.push({ id: "n5", name: "SumBackward0", op: "o2", formula: "sum", next: [["n3", 0]], saved: { self_sym_sizes: { value: [] } } });
-    const index = indexTrace(trace);
-    expect(localGradients(index, index.nodes.get("n5"))[0].text).toBe("∂L/∂e = expand(∂L/∂loss, [])");
+  it("writes every kind of tree as text and as MathML", () => {
+    const names = { self: "model(x) - target", mat2: "W" };
+    const pow = ["mul", ["n", "2"], ["v", "self"], ["g"]];
+    expect(toText(pow, names, "loss")).toBe("2 · (model(x) - target) · ∂L/∂loss");
+    const relu = ["cases", [["g"], ["cmp", ">", ["v", "result"], ["n", "0"]]], [["n", "0"], null]];
+    expect(toText(relu, { result: "h" }, "h")).toBe("{ ∂L/∂h when h > 0; 0 otherwise }");
+    expect(toText(["mm", ["g"], ["T", ["v", "mat2"]]], names, "y")).toBe("∂L/∂y Wᵀ");
+    expect(toText(["neg", ["mul", ["v", "a"], ["g"]]])).toBe("−a · ∂L/∂out");
+    expect(toText(["div", ["add", ["v", "a"], ["n", "1"]], ["v", "b"]])).toBe("(a + 1) / b");
+    expect(toText(["say", ["g"], " summed to shape ", ["tuple", "(3,)"]])).toBe("∂L/∂out summed to shape (3,)");
+    const math = toMathML(["lhs", "model(x) - target"], pow, names, "loss");
+    expect(math.querySelector("math").namespaceURI).toBe("http://www.w3.org/1998/Math/MathML");
+    expect(math.querySelectorAll("math")).toHaveLength(4); // ∂L/∂(…) =, 2 ·, (…) ·, ∂L/∂loss: it wraps between them
+    expect(math.querySelectorAll("mfrac")).toHaveLength(2); // ∂L/∂(...) on both sides
+    expect(math.querySelector("mn").textContent).toBe("2");
+    expect(math.textContent).toContain("model(x) - target");
+    const t = toMathML(["lhs", "x"], ["mm", ["g"], ["T", ["v", "mat2"]]], names, "y");
+    expect(t.querySelector("msup").textContent).toBe("WT");
+    const cases = toMathML(["lhs", "x"], relu, { result: "h" }, "h");
+    expect(cases.querySelectorAll("mtr")).toHaveLength(2);
+    expect(cases.textContent).toContain("otherwise");
+  });
+
+  it("gives each input of cat or stack its own piece of the gradient", () => {
+    expect(toText(pieceOf(["pieces", ["g"], 0, [3, 2]], 0), {}, "y")).toBe("(∂L/∂y)[0:3]");
+    expect(toText(pieceOf(["pieces", ["g"], 0, [3, 2]], 1), {}, "y")).toBe("(∂L/∂y)[3:5]");
+    expect(toText(pieceOf(["pieces", ["g"], 1, null, 2], 1), {}, "y")).toBe("(∂L/∂y)[:, 1]");
+    expect(toText(pieceOf(["pieces", ["g"], 0, "inputs"], 1, [2, 3]), {}, "y")).toBe("(∂L/∂y)[2:5]");
+    expect(toText(pieceOf(["pieces", ["g"], 0, "inputs"], 1, null), {}, "y")).toBe("∂L/∂y cut along dim 0, piece 1");
+  });
+
+  it("says in words what runs when a trace has no readable table", () => {
+    const index = indexTrace(simpleTrace());
+    expect(localGradients(index, index.nodes.get("n3"))[0].text).toBe("∂L/∂c = computed by MulBackward0");
   });
 });
 
@@ -90,14 +128,17 @@ describe("values", () => {
 
 describe("the inspector", () => {
   it("shows a Function node's saved buffers, formulas and gradients", () => {
-    const { panel } = inspect(simpleTrace(), "n3");
+    const { panel } = inspect(withReadable(simpleTrace()), "n3");
     expect(panel.querySelector(".title").textContent).toBe("MulBackward0");
     const saved = panel.querySelector('[data-role="saved"]');
     expect(saved.querySelector('[data-saved="self"]').textContent).toContain("_saved_self");
     expect(saved.querySelector('[data-saved="self"]').textContent).toContain("c = 5.");
     expect(saved.querySelector('[data-saved="other"]').textContent).toContain("d = 4.");
     expect(saved.textContent).toContain("freed after step 1");
-    expect(panel.querySelector('[data-role="formulas"]').textContent).toContain("de/dc = d = 4.");
+    const formulas = panel.querySelector('[data-role="formulas"]');
+    expect(formulas.textContent).toContain("de/dc = d = 4.");
+    expect(formulas.querySelector(".formula-plain").textContent).toBe("∂L/∂c = d · ∂L/∂e");
+    expect(formulas.querySelector(".formula-pieces").getAttribute("aria-hidden")).toBe("true");
     const step = panel.querySelector(".step");
     expect(step.textContent).toContain("grad in1.");
     expect(step.querySelector(".sent").textContent).toContain("4. → AddBackward0");
@@ -151,5 +192,58 @@ describe("the inspector", () => {
   it("has a hint when nothing is selected", () => {
     const { panel } = inspect(simpleTrace(), null);
     expect(panel.textContent).toContain("Click a node");
+  });
+});
+
+describe("readable values and the panel (branch readable)", () => {
+  it("writes sizes, dims and flags as Python does, not as a float matrix", () => {
+    expect(pythonLiteral([5, 3])).toBe("(5, 3)");
+    expect(pythonLiteral([7])).toBe("(7,)");
+    expect(pythonLiteral([[2, 3], [4, 3]])).toBe("((2, 3), (4, 3))");
+    expect(pythonLiteral(15)).toBe("15");
+    expect(pythonLiteral(true)).toBe("True");
+    expect(pythonLiteral(null)).toBe("None");
+    expect(renderSavedValue([5, 3]).textContent).toBe("(5, 3)");
+    expect(renderSavedValue([5, 3]).querySelector("td")).toBeNull();
+    expect(renderSavedValue([0.5, 1.5]).querySelectorAll("td")).toHaveLength(2); // an array of floats stays an array
+    const trace = simpleTrace();
+    trace.nodes[3].saved.self_sym_sizes = { value: [5, 3] };
+    trace.nodes[3].saved.self_sym_numel = { value: 15 };
+    const { panel } = inspect(trace, "n3");
+    expect(panel.querySelector('[data-saved="self_sym_sizes"]').textContent).toContain("_saved_self_sym_sizes(5, 3)");
+    expect(panel.querySelector('[data-saved="self_sym_numel"]').textContent).toContain("15");
+    expect(panel.querySelector('[data-saved="self_sym_numel"]').textContent).not.toContain("15.");
+  });
+
+  it("puts a wide matrix in its own scroll box", () => {
+    const wide = renderValue([Array.from({ length: 40 }, (_, i) => i / 7)], "float32");
+    expect(wide.classList.contains("scroll-x")).toBe(true);
+    expect(wide.querySelectorAll("td")).toHaveLength(40);
+  });
+
+  it("shows a custom Function's backward source, as text", () => {
+    const trace = simpleTrace();
+    trace.nodes[3] = { ...trace.nodes[3], name: "SquareBackward", formula: undefined };
+    trace.backward_sources = { SquareBackward: { function: "Square", file: "/tmp/x.py", line: 12, text: "@staticmethod\ndef backward(ctx, g):\n    return 2 * g  # <b>" } };
+    const { panel } = inspect(trace, "n3");
+    const source = panel.querySelector('[data-role="backward-source"]');
+    expect(source.querySelectorAll(".source-line")).toHaveLength(3);
+    expect(source.textContent).toContain("  13def backward(ctx, g):");
+    expect(source.querySelector("b")).toBeNull();
+    expect(panel.textContent).toContain("Square.backward, x.py line 12");
+  });
+
+  it("adds one resize handle beside the panel, which the arrow keys move", () => {
+    const main = document.createElement("div");
+    const panel = document.createElement("aside");
+    main.append(panel);
+    const ctx = { index: indexTrace(simpleTrace()), step: 0, select: () => {}, goToStep: () => {}, expand: () => {} };
+    renderInspector(panel, ctx, "n3");
+    renderInspector(panel, ctx, "t0");
+    const handles = main.querySelectorAll('[data-role="inspector-resize"]');
+    expect(handles).toHaveLength(1);
+    expect(handles[0].getAttribute("role")).toBe("separator");
+    handles[0].dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowLeft", bubbles: true }));
+    expect(panel.style.flexBasis).toMatch(/px$/);
   });
 });

@@ -14,6 +14,7 @@ tensors found (the caller's variable names, else the node that holds them, numbe
 when repeated).
 """
 
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.trace import NodeRecord, TensorRecord, Trace
 from nbgrad.trace.values import (
     DEFAULT_MAX_ELEMENTS,
@@ -274,6 +275,7 @@ class GraphReader:
         self.nodes[id(node)] = record
         self.keep.append(node)
         self.trace.nodes.append(record)
+        note_backward_source(self.trace, node)
         variable = getattr(node, "variable", None)
         if isinstance(variable, self.view.tensor_type):
             record.variable = self.tensor(variable, "leaf")

@@ -31,6 +31,7 @@ from nbgrad.autograd.node import AccumulateGrad, TableNode
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace.graph_reader import formula_entry
 from nbgrad.trace.modules import find_hook_home
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import (  # the limits too: nbgrad.trace.api and magic import them
     DEFAULT_MAX_NODES,  # noqa: F401
     DEFAULT_MAX_PASSES,  # noqa: F401
@@ -366,6 +367,7 @@ class Recorder(BaseRecorder):
         self.trace.nodes.append(record)
         self._nodes[id(node)] = (weakref.ref(node), record)
         record.op = op
+        note_backward_source(self.trace, node)
         if type(node) is AccumulateGrad:
             record.variable = self._record_of(node.variable)
             self._leaf_of_accumulator[record] = weakref.ref(node.variable)

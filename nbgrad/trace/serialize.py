@@ -5,8 +5,11 @@ no cycles and each tensor's value is written once; gradients in the backward log
 where they travelled.
 """
 
+import json
+
 import numpy as np
 
+from nbgrad.trace.readable import readable
 from nbgrad.trace.values import ArraySummary, plain_json, value_json
 
 
@@ -66,6 +69,7 @@ def trace_json(trace, version):
         )
 
     nodes = []
+    readable_table = _ReadableFormulas()
     for node in trace.nodes:
         saved = {}
         for name, kept in node.saved.items():
@@ -88,6 +92,7 @@ def trace_json(trace, version):
         }
         if node.variable is not None:
             entry["variable"] = node.variable.id
+        entry["readable"] = readable_table.key_for(node)
         nodes.append(_without_defaults(entry))
 
     passes = [
@@ -152,6 +157,8 @@ def trace_json(trace, version):
         },
         "modules": dict(trace.modules),
         "formulas": trace.formulas,
+        "readable": readable_table.table,
+        "backward_sources": dict(getattr(trace, "backward_sources", {})),
         "tensors": tensors,
         "ops": ops,
         "nodes": nodes,
@@ -175,6 +182,7 @@ _DEFAULTS = {
     "in_backward": None,
     "function": None,
     "formula": None,
+    "readable": None,
     "freed_at": None,
     "observed": True,
     "freed": False,
@@ -209,4 +217,35 @@ class _BufferIds:
             key = f"b{len(self._trace._buffers)}"
             self._trace._buffers[key] = value
             self._ids[id(value)] = key
+        return key
+
+
+class _ReadableFormulas:
+    """The trace's ``readable`` table: each node's formulas resolved against what it saved
+    (nbgrad/trace/readable.py), written once per distinct result: the nodes of a loop or of
+    every layer share one entry."""
+
+    def __init__(self):
+        self.table = {}
+        self._keys = {}
+
+    def key_for(self, node):
+        if not node.op_name or not node.formulas:
+            return None
+        constants = {}
+        for name, kept in node.saved.items():
+            if name in node.saved_tensors or isinstance(kept, (np.ndarray, ArraySummary)):
+                continue
+            constants[name] = kept.item() if isinstance(kept, np.generic) else kept
+        cache_key = (node.name, node.op_name, repr(sorted(constants.items(), key=lambda kv: kv[0])))
+        key = self._keys.get(cache_key)
+        if key is None:
+            trees = readable(node.formulas, node.name, constants)
+            text = json.dumps(trees, sort_keys=True)
+            key = self._keys.get(text)
+            if key is None:
+                key = f"r{len(self.table)}"
+                self.table[key] = trees
+                self._keys[text] = key
+            self._keys[cache_key] = key
         return key

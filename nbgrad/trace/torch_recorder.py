@@ -44,6 +44,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from nbgrad.trace import torch_bridge
 from nbgrad.trace.graph_reader import note_formula
+from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import BaseRecorder, single_grad_received
 from nbgrad.trace.torch_bridge import (
     array_of,
@@ -546,6 +547,7 @@ class TorchRecorder(BaseRecorder):
         self.trace.nodes.append(record)
         self._nodes[id(node)] = (node, record)
         record.op = op
+        note_backward_source(self.trace, node)
         variable = getattr(node, "variable", None)
         if isinstance(variable, torch.Tensor):
             record.variable = self._record_of(variable)

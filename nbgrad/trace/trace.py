@@ -344,6 +344,8 @@ class Trace:
         self.modules = {}
         self.source_lines = {}
         self.formulas = {}
+        # custom autograd.Function node name -> its backward's source (readable.backward_source)
+        self.backward_sources = {}
         self.truncated = None
         self.error = None
         self.complete = False

@@ -44,7 +44,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
         if low > high:
             raise RuntimeError(
                 "torch.histogramdd: min should not exceed max, but got min "
-                f"{range[0]} max {range[1]} for dimension 0"
+                f"{low:g} max {high:g} for dimension 0"  # C++ prints 1.0 as 1
             )
         if low == high:  # one value: PyTorch widens the range by 0.5 on each side
             low, high = low - 0.5, high + 0.5

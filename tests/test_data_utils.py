@@ -246,6 +246,16 @@ def test_random_sampler_with_replacement_and_num_samples(torch):
     )
 
 
+def test_random_sampler_with_replacement_draws_lazily():
+    """makemore's endless loader asks for 10**10 samples and takes a few batches."""
+    import itertools
+
+    endless = RandomSampler(list(range(5)), replacement=True, num_samples=int(1e10))
+    first = list(itertools.islice(iter(endless), 70))
+    assert len(first) == 70 and set(first) <= set(range(5))
+    assert len(endless) == 10**10
+
+
 def test_subset_random_sampler_draws_each_index_once():
     indices = [3, 8, 9, 20]
     drawn = [list(SubsetRandomSampler(indices)) for _ in range(6)]

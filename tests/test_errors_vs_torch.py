@@ -527,6 +527,7 @@ CASES = {
     """,
     "index assignment out of bounds": "T.ones(2, 3)[[0, 5]] = 1.",
     "index assignment out of bounds in dim 1": "T.ones(2, 3)[:, [0, 3]] = 1.",
+    "index tensors that do not broadcast": "T.ones(5, 4)[T.arange(3), T.arange(2)]",
     "assignment of a string": "T.ones(2, 3)[0] = 'a'",
     "in-place clamp_ with a bound that does not broadcast": (
         "T.ones(2, 3).clamp_(min=T.ones(3, 1))"

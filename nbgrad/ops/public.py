@@ -18,6 +18,9 @@ aliases: ``mul`` is also ``multiply``). ``nbgrad/__init__.py`` exports ``exports
 ``methods.install()`` binds ``METHODS``; nothing else lists them.
 """
 
+import functools
+import inspect
+
 from nbgrad.ops.out import with_out
 
 FUNCTIONS = {}  # name -> function, exported as nbgrad.<name> (and as nbgrad.ops.functions.<name>)
@@ -34,15 +37,46 @@ def names(flag, own_name):
     return (flag,) if isinstance(flag, str) else tuple(flag)
 
 
+# PyTorch's argument parser also takes NumPy's names for two arguments: ``axis`` for ``dim`` and
+# ``keepdims`` for ``keepdim`` (``x.sum(1, keepdims=True)``, as in Karpathy's makemore lectures).
+NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+
+
+def taking_numpy_names(function):
+    """``function``, also taking ``axis=`` / ``keepdims=`` where it has ``dim`` / ``keepdim``."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return function
+    aliases = {alias: name for alias, name in NUMPY_NAMES.items() if name in parameters}
+    if not aliases:
+        return function
+
+    @functools.wraps(function)
+    def with_numpy_names(*args, **kwargs):
+        for alias, name in aliases.items():
+            if alias in kwargs:
+                if name in kwargs:  # both names: PyTorch refuses the alias
+                    raise TypeError(
+                        f"{function.__name__}() got an unexpected keyword argument '{alias}'"
+                    )
+                kwargs[name] = kwargs.pop(alias)
+        return function(*args, **kwargs)
+
+    return with_numpy_names
+
+
 def declare(function, own_name, *, as_function=False, as_method=False, out=False):
     """Record ``function`` under the names its flags give (``own_name`` for ``True``)."""
+    given = function
+    function = taking_numpy_names(function)
     for name in names(as_function, own_name):
         _add(FUNCTIONS, name, function)
         if out:
             TAKES_OUT.add(name)
     for name in names(as_method, own_name):
         _add(METHODS, name, function)
-    return function
+    return given
 
 
 def _add(registry, name, function):

@@ -17,6 +17,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     einsum,
     elementwise,
     folding,
+    histogram,
     indexing,
     inplace,
     linalg,

@@ -151,6 +151,17 @@ def _check_advanced(result, advanced):
                 f"index {bad.flat[0]} is out of bounds for dimension {ordinal} with size {size}"
             )
         dim, ordinal = dim + 1, ordinal + 1
+    # Integer index tensors must broadcast together (masks are left to NumPy's check).
+    arrays = [index for index in advanced if not isinstance(index, slice)]
+    if all(index.dtype != bool for index in arrays):
+        try:
+            np.broadcast_shapes(*(index.shape for index in arrays))
+        except ValueError:
+            shapes = ", ".join(f"[{_listed(index.shape)}]" for index in arrays)
+            raise IndexError(
+                "shape mismatch: indexing tensors could not be broadcast together with shapes "
+                + shapes
+            ) from None
 
 
 def _writes_through_view(tensor, key):

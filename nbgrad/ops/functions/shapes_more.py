@@ -57,7 +57,12 @@ def _flip_dims(input, dims):  # noqa: A002
 
 
 @public(function=True, method=True)
-def flip(input, *dims):  # noqa: A002
+def flip(input, *dims, **by_name):  # noqa: A002
+    if by_name:  # flip(x, dims=[0]), as PyTorch's signature names it
+        for name in by_name:
+            if name != "dims" or dims:
+                raise TypeError(f"flip() got an unexpected keyword argument '{name}'")
+        dims = (by_name["dims"],)
     if len(dims) == 1 and not isinstance(dims[0], int):
         dims = tuple(dims[0])
     return run_op(OPS["flip"], (input,), (_flip_dims(input, dims),))

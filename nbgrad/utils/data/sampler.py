@@ -59,7 +59,12 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         rng = creation.rng_of(self.generator)
         if self.replacement:
-            yield from rng.integers(0, n, self.num_samples).tolist()
+            # Drawn 32 at a time, as PyTorch draws them: a sampler of 10**10 samples (makemore's
+            # endless loader) must not make them all at once.
+            left = self.num_samples
+            while left > 0:
+                yield from rng.integers(0, n, min(32, left)).tolist()
+                left -= 32
             return
         full_passes, rest = divmod(self.num_samples, n)
         for _ in range(full_passes):

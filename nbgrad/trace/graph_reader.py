@@ -7,7 +7,7 @@ public API: ``grad_fn``, ``next_functions``, the ``_saved_*`` attributes,
 backward log (nothing was watching), but it draws the same widget.
 
 What differs between the engines (how to get a tensor's values, what identifies its memory, which
-objects are tensors) is an ``EngineView``: ``NBGRAD_VIEW`` below, ``torch_bridge.TORCH_VIEW``.
+objects are tensors) is an ``EngineView``: ``nbgrad_view()`` below, ``torch_bridge.TORCH_VIEW``.
 Everything else is written once here, and shared with the recorders: the formula entry of a
 node (``formula_of``, ``note_formula``), what a node saved (``describe_saved``), the naming of
 tensors found (the caller's variable names, else the node that holds them, numbered ``#2``
@@ -336,7 +336,7 @@ def _unique_names(trace):
 # --- nbgrad's engine -------------------------------------------------------------------------
 
 
-def _nbgrad_view():
+def nbgrad_view():
     import nbgrad
     from nbgrad.autograd import function, node
 
@@ -359,4 +359,4 @@ def _nbgrad_view():
 
 def trace_of_tensor(tensor, names=None, max_elements=DEFAULT_MAX_ELEMENTS):
     """A Trace of the graph behind an nbgrad tensor (see ``read_graph``)."""
-    return read_graph(tensor, _nbgrad_view(), names, max_elements)
+    return read_graph(tensor, nbgrad_view(), names, max_elements)

@@ -782,3 +782,42 @@ def test_numpy_with_force_shares_memory_also_when_grad_is_required(torch):
         array[0] = 5.0
         assert x.tolist() == [5.0, 1.0]
         assert x.stride() == (1,) and T.ones(2, 3).t().stride() == (1, 3)
+
+
+CONVERSIONS_SCRIPT = """
+import warnings
+import {engine} as T
+warnings.simplefilter("always")
+t = T.tensor(2.5, requires_grad=True) * 1
+seen = []
+def run(label, fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    seen.append((label, [str(w.message).split(" (Triggered internally")[0] for w in caught]))
+with T.no_grad():
+    run("float under no_grad", lambda: float(t))
+run("int", lambda: int(t))
+run("item", lambda: t.item())
+run("format", lambda: f"{{t:.2f}}")
+run("float", lambda: float(t))
+run("float again", lambda: float(t))
+run("percent", lambda: "%f" % t)
+print(repr(seen))
+"""
+
+
+def test_converting_a_tensor_that_requires_grad_to_a_number_warns_once_as_pytorch(torch):
+    """PyTorch warns once per process (TORCH_WARN_ONCE), and only with grad mode on and for the
+    conversions that go through ``__float__``: each engine in a fresh process."""
+    import subprocess
+    import sys
+
+    def seen(engine):
+        script = CONVERSIONS_SCRIPT.format(engine=engine)
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        )
+        return done.stdout
+
+    assert seen("nbgrad") == seen("torch")

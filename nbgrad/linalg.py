@@ -23,6 +23,7 @@ from nbgrad.ops.functions.linalg_decompositions import (
     svd,
     svdvals,
 )
+from nbgrad.ops.functions.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
 from nbgrad.ops.functions.linalg_more import cross, matrix_norm, norm
 
 __all__ = [
@@ -36,6 +37,10 @@ __all__ = [
     "eigvalsh",
     "inv",
     "inv_ex",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
     "matrix_exp",
     "matrix_norm",
     "norm",

@@ -1335,6 +1335,105 @@ case(
 )
 
 
+# --- linear algebra, more: the LU family, legacy solvers (branch linalg2) ---------------------
+# Well-conditioned matrices (see well_conditioned above), square, tall and wide; the deprecated
+# triangular_solve and cholesky under their warnings.
+
+
+def _diagonal_heavy(*shape):
+    """Like well_conditioned, for m x n too: pivots stay put under finite differences."""
+    return normal(*shape) * 0.3 + 2.0 * np.eye(*shape[-2:])
+
+
+def _lu_product(a):
+    p, lower, upper = torch.linalg.lu(a)
+    return lower @ upper
+
+
+def _deprecated(fn):
+    def run(*args):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args)
+
+    return run
+
+
+case("linalg_lu_factor", lambda a: torch.linalg.lu_factor(a).LU, well_conditioned(3, 3))
+case("linalg_lu_factor-tall", lambda a: torch.linalg.lu_factor(a).LU, _diagonal_heavy(4, 3))
+case("linalg_lu_factor-wide", lambda a: torch.linalg.lu_factor_ex(a).LU, _diagonal_heavy(2, 4))
+case("linalg_lu", lambda a: tuple(torch.linalg.lu(a)[1:]), well_conditioned(2, 3, 3))
+case("linalg_lu-tall", _lu_product, _diagonal_heavy(4, 3))
+case("linalg_lu-wide", _lu_product, _diagonal_heavy(3, 5))
+case(
+    "lu_unpack",
+    lambda a: tuple(torch.lu_unpack(a, torch.tensor([2, 3, 3], dtype=torch.int32))[1:]),
+    normal(3, 3),
+)
+case(
+    "lu_unpack-tall",
+    lambda a: tuple(torch.lu_unpack(a, torch.tensor([3, 2], dtype=torch.int32))[1:]),
+    normal(4, 2),
+)
+case(
+    "lu_unpack-wide",
+    lambda a: tuple(torch.lu_unpack(a, torch.tensor([2, 2], dtype=torch.int32))[1:]),
+    normal(2, 4),
+)
+case(
+    "linalg_lu_solve",
+    lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b),
+    well_conditioned(3, 3),
+    normal(3, 2),
+)
+case(
+    "linalg_lu_solve-adjoint-batched",
+    lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True),
+    well_conditioned(2, 3, 3),
+    normal(3, 2),
+)
+case(
+    "linalg_lu_solve-right",
+    lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, left=False),
+    well_conditioned(3, 3),
+    normal(2, 3),
+)
+case(
+    "linalg_lu_solve-right-adjoint",
+    lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, left=False, adjoint=True),
+    well_conditioned(3, 3),
+    normal(2, 3),
+)
+case(
+    "lu_solve-packed",
+    lambda lu, b: torch.linalg.lu_solve(lu, torch.tensor([3, 2, 3], dtype=torch.int32), b),
+    well_conditioned(3, 3),
+    normal(3, 2),
+)
+case(
+    "triangular_solve",
+    _deprecated(lambda b, a: tuple(torch.triangular_solve(b, a))),
+    normal(3, 2),
+    well_conditioned(3, 3),
+)
+case(
+    "triangular_solve-lower-transpose-unit",
+    _deprecated(
+        lambda b, a: tuple(
+            torch.triangular_solve(b, a, upper=False, transpose=True, unitriangular=True)
+        )
+    ),
+    normal(2, 3, 2),
+    normal(3, 3),
+)
+case("cholesky-legacy", _deprecated(lambda x: torch.cholesky(_spd(x))), normal(3, 3))
+case(
+    "cholesky-legacy-upper",
+    _deprecated(lambda x: torch.cholesky(_spd(x), upper=True)),
+    normal(2, 3, 3),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

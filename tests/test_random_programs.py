@@ -628,6 +628,32 @@ UNARY_LINALG = [
 ]
 UNARY += UNARY_LINALG
 
+# The LU family (branch linalg2), on the same well-conditioned matrices.
+UNARY_LINALG2 = [
+    (
+        "T.linalg.lu_factor(gram({})).LU",
+        lambda T, x: T.linalg.lu_factor(_gram(T, x)).LU,
+        _small_matrix,
+    ),
+    ("T.linalg.lu(gram({})).U", lambda T, x: T.linalg.lu(_gram(T, x)).U, _small_matrix),
+    (
+        "(lambda P, L, U: L @ U)(*T.linalg.lu(gram({})))",
+        lambda T, x: (lambda P, L, U: L @ U)(*T.linalg.lu(_gram(T, x))),
+        _small_matrix,
+    ),
+    (
+        "T.linalg.lu_solve(*T.linalg.lu_factor(gram({0})), {0})",
+        lambda T, x: T.linalg.lu_solve(*T.linalg.lu_factor(_gram(T, x)), x),
+        _small_matrix,
+    ),
+    (
+        "T.lu_unpack(*T.linalg.lu_factor(gram({}))).L",
+        lambda T, x: T.lu_unpack(*T.linalg.lu_factor(_gram(T, x))).L,
+        _small_matrix,
+    ),
+]
+UNARY += UNARY_LINALG2
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")

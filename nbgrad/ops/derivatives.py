@@ -1502,3 +1502,44 @@ op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward
    extra_outputs=("logsumexp", "output"),
    saves=("attn_mask", "dropout_p", "is_causal", "key", "logsumexp", "output", "query", "scale",
           "value"), joint=True)
+
+
+# --- linear algebra, more: the LU family, legacy solvers (branch linalg2) -----------------------
+# P of linalg.lu and lu_unpack is not differentiable: PyTorch numbers only L and U as the node's
+# outputs (0 and 1), so P is an attr here (computed by the function from the pivots), saved and
+# returned but never an output of the node. Pivots are int32 attrs, without an edge.
+
+from nbgrad.ops import formula_linalg_lu  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(formula_linalg_lu.ARRAY_NAMESPACE)
+
+op("linalg_lu_factor_ex", "LinalgLuFactorExBackward0", ("A",),
+   {"A": "lu_factor_ex_backward(grad, LU, pivots)"},
+   lambda A, pivot: formula_linalg_lu.lu_factor(A), attrs=("pivot",), output_names=("LU",),
+   extra_outputs=("pivots", "info"), saves=("LU", "pivot", "pivots"))
+op("linalg_lu", "LinalgLuBackward0", ("A",), {"A": "linalg_lu_backward(grad, P, L, U)"},
+   lambda A, pivot, P: list(formula_linalg_lu.lu(A)[1:]), attrs=("pivot", "P"),
+   output_names=("L", "U"), saves=("L", "P", "U", "pivot"), multi_output=True)
+op("lu_unpack", "LuUnpackBackward0", ("LU_data",),
+   {"LU_data": "lu_unpack_backward(grad, LU_data_sym_argsize_minus_2, "
+               "LU_data_sym_argsize_minus_1)"},
+   lambda LU_data, unpack_data, rows, columns: formula_linalg_lu.lu_unpack(LU_data, unpack_data),
+   attrs=("unpack_data", "LU_data_sym_argsize_minus_2", "LU_data_sym_argsize_minus_1"),
+   output_names=("L", "U"),
+   saves=("LU_data_sym_argsize_minus_1", "LU_data_sym_argsize_minus_2"), multi_output=True)
+op("linalg_lu_solve", "LinalgLuSolveBackward0", ("LU", "B"),
+   {"LU": "lu_solve_LU_backward(grad, LU, pivots, result, left, adjoint)",
+    "B": "lu_solve_B_backward(grad, LU, pivots, left, adjoint)"},
+   lambda LU, B, pivots, left, adjoint: formula_linalg_lu.lu_solve(LU, pivots, B, left, adjoint),
+   attrs=("pivots", "left", "adjoint"), saves=("LU", "adjoint", "left", "pivots", "result"))
+# The legacy torch.triangular_solve returns a copy of A too, whose gradient goes to A whole.
+op("triangular_solve", "TriangularSolveBackward0", ("self", "A"),
+   {"self": "triangular_solve_backward(grad, A, solution, upper, transpose, unitriangular, "
+            "False)",
+    "A": "triangular_solve_backward(grad, A, solution, upper, transpose, unitriangular, True)"},
+   formula_linalg_lu.triangular_solve, attrs=("upper", "transpose", "unitriangular"),
+   output_names=("solution", "cloned_coefficient"),
+   saves=("A", "self", "solution", "transpose", "unitriangular", "upper"), multi_output=True,
+   joint=True)
+op("cholesky", "CholeskyBackward0", ("self",), {"self": "cholesky_backward(grad, result, upper)"},
+   formula_linalg_lu.cholesky, attrs=("upper",), saves=("result", "upper"))

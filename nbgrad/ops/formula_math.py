@@ -520,6 +520,7 @@ def tensor_namespace():
         **more_elementwise_tensor_namespace(),
         **_layer_tensor_namespace(),
         **formula_linalg.tensor_namespace(),
+        **_linalg_lu_tensor_namespace(),
         **_misc_tensor_namespace(),
     }
 
@@ -591,6 +592,12 @@ def _misc_tensor_namespace():
     from nbgrad.ops import misc_kernels
 
     return misc_kernels.tensor_namespace()
+
+
+def _linalg_lu_tensor_namespace():
+    from nbgrad.ops import formula_linalg_lu
+
+    return formula_linalg_lu.tensor_namespace()
 
 
 def _layer_tensor_namespace():

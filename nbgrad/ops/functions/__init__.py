@@ -21,6 +21,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     inplace,
     linalg,
     linalg_decompositions,
+    linalg_lu,
     linalg_more,
     more_elementwise,
     reductions,

@@ -1,0 +1,304 @@
+"""The LU family, the legacy solvers (triangular_solve, cholesky), and the distance and bilinear
+ops against PyTorch: graph (node names, edges), values, strides, saved values, gradients,
+second derivatives, errors and warnings."""
+
+import warnings
+
+import numpy as np
+import pytest
+from graph_compare import saved_names, structure, to_numpy
+
+import nbgrad
+
+
+def inputs(T):
+    rng = np.random.default_rng(12)
+    spd = rng.standard_normal((3, 3))
+    values = {
+        "A": rng.standard_normal((3, 3)) * 0.3 + 2 * np.eye(3),
+        "Ab": rng.standard_normal((2, 3, 3)) * 0.3 + 2 * np.eye(3),
+        "B": rng.standard_normal((3, 2)),
+        "Bb": rng.standard_normal((2, 3, 2)),
+        "R": rng.standard_normal((4, 3)),  # tall
+        "W": rng.standard_normal((3, 5)),  # wide
+        "S": spd @ spd.T + 3 * np.eye(3),
+        "X1": rng.standard_normal((2, 3)),
+        "X2": rng.standard_normal((4, 3)),
+        "Xb": rng.standard_normal((2, 2, 3)),
+        "Y": rng.standard_normal((27, 3)),  # more than 25 rows: cdist takes the mm path
+        "V": rng.standard_normal((2, 4)),
+        "Wb": rng.standard_normal((5, 3, 4)),
+        "b5": rng.standard_normal(5),
+    }
+    return {k: T.tensor(v, dtype=T.float64, requires_grad=True) for k, v in values.items()}
+
+
+def _quiet(expression, T, values):
+    with warnings.catch_warnings():  # the deprecation warnings are compared apart
+        warnings.simplefilter("ignore")
+        return eval(expression, {"T": T, **values})  # noqa: S307 - our own test table
+
+
+EXPRESSIONS = [
+    "T.linalg.lu_factor(A).LU",
+    "T.linalg.lu_factor(Ab).LU",
+    "T.linalg.lu_factor(R).LU",
+    "T.linalg.lu_factor(W).LU",
+    "T.linalg.lu_factor_ex(A).LU * 2",
+    "T.lu(A)[0]",
+    "T.lu(Ab, get_infos=True).LU",
+    "A.lu()[0]",
+    "T.linalg.lu(A).L",
+    "T.linalg.lu(A).U",
+    "(lambda P, L, U: L @ U)(*T.linalg.lu(R))",
+    "(lambda P, L, U: L @ U)(*T.linalg.lu(W))",
+    "(lambda P, L, U: P @ L @ U)(*T.linalg.lu(Ab))",
+    "T.lu_unpack(*T.linalg.lu_factor(A)).L",
+    "(lambda P, L, U: L @ U)(*T.lu_unpack(*T.linalg.lu_factor(R)))",
+    "(lambda P, L, U: L @ U)(*T.lu_unpack(*T.linalg.lu_factor(W)))",
+    "T.lu_unpack(*T.linalg.lu_factor(A), unpack_pivots=False).U",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(A), B)",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(A), Bb)",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(Ab), B)",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(A), B, adjoint=True)",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(A), B.mT, left=False)",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(A), B.mT, left=False, adjoint=True)",
+    "T.lu_solve(B, *T.lu(A))",
+    "B.lu_solve(*T.lu(A))",
+    "T.triangular_solve(B, A).solution",
+    "T.triangular_solve(B, A).cloned_coefficient",
+    "(lambda x, c: x.sum() * c)(*T.triangular_solve(B, A, upper=False, transpose=True))",
+    "T.triangular_solve(Bb, A, unitriangular=True).solution",
+    "B.triangular_solve(Ab, transpose=True).solution",
+    "T.cholesky(S)",
+    "T.cholesky(S, upper=True)",
+    "S.cholesky()",
+]
+
+NODES = {
+    "LinalgLuFactorExBackward0",
+    "LinalgLuBackward0",
+    "LuUnpackBackward0",
+    "LinalgLuSolveBackward0",
+    "TriangularSolveBackward0",
+    "CholeskyBackward0",
+}
+
+
+def _nodes(fn, seen=None):
+    seen = [] if seen is None else seen
+    if fn is not None and fn not in seen:
+        seen.append(fn)
+        for child, _ in fn.next_functions:
+            _nodes(child, seen)
+    return seen
+
+
+def _compare_saved(mine, real, torch):
+    assert saved_names(real) <= saved_names(mine), type(real).__name__
+    for name in saved_names(real):
+        a, b = getattr(mine, name), getattr(real, name)
+        if isinstance(b, torch.Tensor):
+            a, b = to_numpy(a), to_numpy(b)
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12, err_msg=name)
+            assert a.dtype == b.dtype, name
+        elif type(real).__name__ in NODES:
+            assert a == b, name
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_graph_values_saved_and_grads_match_pytorch(torch, expression):
+    ours_in, theirs_in = inputs(nbgrad), inputs(torch)
+    ours = _quiet(expression, nbgrad, ours_in)
+    theirs = _quiet(expression, torch, theirs_in)
+
+    assert structure(ours.grad_fn) == structure(theirs.grad_fn)
+    assert ours.shape == tuple(theirs.shape)
+    np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), rtol=1e-10, atol=1e-12)
+    assert ours.stride() == theirs.stride()
+    for mine, real in zip(_nodes(ours.grad_fn), _nodes(theirs.grad_fn)):
+        _compare_saved(mine, real, torch)
+
+    seed = np.random.default_rng(3).standard_normal(tuple(theirs.shape))
+    ours.backward(nbgrad.tensor(seed))
+    theirs.backward(torch.tensor(seed))
+    for name in ours_in:
+        mine, real = ours_in[name].grad, theirs_in[name].grad
+        assert (mine is None) == (real is None), name
+        if real is not None:
+            np.testing.assert_allclose(to_numpy(mine), to_numpy(real), rtol=1e-8, atol=1e-10)
+
+
+def test_every_output_matches_pytorch(torch):
+    """All outputs of the functions returning several: values, dtypes, strides, requires_grad,
+    and which node output each is (P of lu is not one: L and U are outputs 0 and 1)."""
+    calls = [
+        "T.linalg.lu_factor_ex(Ab)",
+        "T.linalg.lu_factor(R)",
+        "T.linalg.lu(W)",
+        "T.linalg.lu(Ab)",
+        "T.lu_unpack(*T.linalg.lu_factor(R))",
+        "T.lu_unpack(*T.linalg.lu_factor(A), unpack_data=False)",
+        "T.lu(A, get_infos=True)",
+        "T.triangular_solve(Bb, A)",
+    ]
+    for call in calls:
+        ours = _quiet(call, nbgrad, inputs(nbgrad))
+        theirs = _quiet(call, torch, inputs(torch))
+        assert len(ours) == len(theirs), call
+        for mine, real in zip(ours, theirs):
+            np.testing.assert_allclose(to_numpy(mine), to_numpy(real), rtol=1e-10, atol=1e-12)
+            assert str(mine.dtype) == str(real.dtype), call
+            assert mine.shape == tuple(real.shape), call
+            assert mine.requires_grad == real.requires_grad, call
+            if real.requires_grad:
+                assert mine.output_nr == real.output_nr, call
+            if real.numel():
+                assert mine.stride() == real.stride(), call
+        assert getattr(type(ours), "_fields", None) == tuple(
+            getattr(type(theirs), "_fields", None) or _fields_of(theirs)
+        ), call
+
+
+def _fields_of(structseq):
+    """The field names of a torch.return_types structseq."""
+    names = [n for n in dir(type(structseq)) if not n.startswith("_") and n not in (
+        "count", "index", "n_fields", "n_sequence_fields", "n_unnamed_fields")]  # fmt: skip
+    return sorted(names, key=lambda n: [getattr(structseq, n) is v for v in structseq].index(True))
+
+
+SECOND = [
+    "T.linalg.lu_factor(A).LU",
+    "T.linalg.lu_factor(R).LU",
+    "T.linalg.lu_factor(W).LU",
+    "(lambda P, L, U: L * U.sum())(*T.linalg.lu(A))",
+    "(lambda P, L, U: L @ U)(*T.linalg.lu(R))",
+    "(lambda P, L, U: L @ U)(*T.linalg.lu(W))",
+    "(lambda P, L, U: L @ U)(*T.lu_unpack(*T.linalg.lu_factor(A)))",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(A), B)",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(A), B.mT, left=False, adjoint=True)",
+    "(lambda x, c: x * c.sum())(*T.triangular_solve(B, A))",
+    "T.triangular_solve(B, A, upper=False, transpose=True, unitriangular=True).solution",
+    "T.cholesky(S)",
+]
+
+
+@pytest.mark.parametrize("expression", SECOND)
+def test_second_derivatives_match_pytorch(torch, expression):
+    results = []
+    for T in (nbgrad, torch):
+        values = inputs(T)
+        out = _quiet(expression, T, values)
+        leaves = [v for k, v in values.items() if k in expression.split("(", 1)[1]]
+        seed = T.tensor(np.random.default_rng(5).standard_normal(tuple(out.shape)))
+        grads = T.autograd.grad(out, leaves, seed, create_graph=True)
+        total = sum((g * g).sum() for g in grads)
+        results.append([to_numpy(g) for g in T.autograd.grad(total, leaves)])
+    for mine, real in zip(*results):
+        np.testing.assert_allclose(mine, real, rtol=1e-7, atol=1e-9)
+
+
+ERRORS = [
+    "T.linalg.lu_factor(T.tensor([[1.0, 2.0], [2.0, 4.0]]))",
+    "T.linalg.lu_factor(T.stack([T.eye(2), T.zeros(2, 2)]))",
+    "T.linalg.lu_factor(T.ones(2, 3))",
+    "T.linalg.lu_factor(T.ones(3))",
+    "T.linalg.lu_factor(T.eye(2), pivot=False)",
+    "T.linalg.lu_factor_ex(T.zeros(2, 2), check_errors=True)",
+    "T.linalg.lu_factor_ex(T.ones(3))",
+    "T.linalg.lu(T.ones(3))",
+    "T.linalg.lu(T.eye(2), pivot=False)",
+    "T.lu_unpack(T.ones(3), T.ones(3, dtype=T.int32))",
+    "T.lu_unpack(T.eye(3), T.tensor([1, 2, 3]))",
+    "T.lu_unpack(T.eye(3), T.tensor([1, 2, 4], dtype=T.int32))",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(T.eye(3)), T.ones(2, 3))",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(T.eye(3)), T.ones(2, 2), left=False)",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(T.eye(3)), T.ones(3))",
+    "T.linalg.lu_solve(*T.linalg.lu_factor(T.eye(3)), T.ones(3, 2, dtype=T.float64))",
+    "T.linalg.lu_solve(*T.linalg.lu_factor_ex(T.ones(3, 4))[:2], T.ones(3, 2))",
+    "T.linalg.lu_solve(T.ones(3), T.ones(3, dtype=T.int32), T.ones(3, 2))",
+    "T.linalg.lu_solve(T.eye(3), T.ones(3), T.ones(3, 2))",
+    "T.linalg.lu_solve(T.eye(3), T.ones(2, dtype=T.int32), T.ones(3, 2))",
+    "T.triangular_solve(T.ones(3, 2), T.ones(2, 2))",
+    "T.triangular_solve(T.ones(3), T.ones(3, 3))",
+    "T.triangular_solve(T.ones(3, 2), T.ones(3))",
+    "T.triangular_solve(T.ones(3, 2), T.ones(3, 3, dtype=T.float64))",
+    "T.triangular_solve(T.ones(3, 2), T.ones(2, 3))",
+    "T.cholesky(T.tensor([[1.0, 2.0], [2.0, 1.0]]))",
+    "T.cholesky(T.stack([T.eye(2), T.tensor([[1.0, 2.0], [2.0, 1.0]])]))",
+    "T.cholesky(T.ones(2, 3))",
+    "T.cholesky(T.ones(3))",
+]
+
+
+@pytest.mark.parametrize("expression", ERRORS)
+def test_errors_match_pytorch(torch, expression):
+    caught = []
+    for T in (nbgrad, torch):
+        with pytest.raises(Exception) as info:
+            _quiet(expression, T, {})
+        caught.append(info.value)
+    ours, theirs = caught
+    assert str(ours) == str(theirs)
+    assert isinstance(ours, RuntimeError) == isinstance(theirs, RuntimeError)
+    assert isinstance(ours, nbgrad.linalg.LinAlgError) == isinstance(
+        theirs, torch.linalg.LinAlgError
+    )
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "T.linalg.lu_factor(T.ones(2, 2, dtype=T.int64))",
+        "T.linalg.lu(T.ones(2, 2, dtype=T.float16))",
+        "T.cholesky(T.ones(2, 2, dtype=T.int64))",
+        "T.triangular_solve(T.ones(3, 2, dtype=T.int64), T.ones(3, 3, dtype=T.int64))",
+    ],
+)
+def test_dtype_errors_match_pytorch(torch, expression):
+    messages = []
+    for T in (nbgrad, torch):
+        with pytest.raises(NotImplementedError) as info:
+            _quiet(expression, T, {})
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_singular_factors_give_pytorch_infs_and_nans(torch):
+    for T in (nbgrad, torch):
+        result = T.linalg.lu_factor_ex(T.zeros(2, 2))
+        assert result.info.item() == 1 and result.pivots.tolist() == [1, 2]
+    results = []
+    for T in (nbgrad, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            solution = T.triangular_solve(T.ones(3, 2), T.zeros(3, 3)).solution
+        singular = T.eye(3) - T.diag(T.tensor([0.0, 1.0, 0.0]))
+        right = T.linalg.solve_triangular(singular, T.ones(2, 3), upper=False, left=False)
+        results.append([to_numpy(solution), to_numpy(right)])
+    for mine, real in zip(*results):
+        np.testing.assert_array_equal(mine, real)
+
+
+def test_deprecation_warnings_match_pytorch(torch):
+    """torch.triangular_solve and torch.cholesky warn once per process (TORCH_WARN_ONCE), with
+    PyTorch's message less its "(Triggered internally at ...)" suffix."""
+    from nbgrad.ops.functions import linalg_lu
+
+    linalg_lu._legacy_warned.clear()
+    for call in ("T.triangular_solve(T.ones(2, 1), T.eye(2))", "T.cholesky(T.eye(2))"):
+        messages = []
+        for T in (nbgrad, torch):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                eval(call, {"T": T})  # noqa: S307
+            messages.append([(str(w.message), w.category, w.filename) for w in caught])
+        ours, theirs = messages
+        if theirs:  # PyTorch warns only the first time in a process
+            assert len(ours) == len(theirs) == 1
+            assert theirs[0][0].startswith(ours[0][0] + " (Triggered internally at ")
+            assert ours[0][1:] == theirs[0][1:] == (UserWarning, __file__)
+        with warnings.catch_warnings(record=True) as again:
+            warnings.simplefilter("always")
+            eval(call, {"T": nbgrad})  # noqa: S307
+        assert not again

@@ -1434,6 +1434,43 @@ case(
 )
 
 
+# --- distances and bilinear (branch linalg2) ---------------------------------------------------
+# PyTorch does not differentiate cdist's and pdist's backwards (second=False; that a second
+# derivative raises is checked against PyTorch in test_linalg_more_vs_torch.py). Distinct rows:
+# no distance is 0, and no difference is 0 for p < 1 or ties for p = inf.
+
+for _p in (0, 1, 2, 3, 0.5, 1.5, float("inf")):
+    case(
+        f"cdist-p{_p}",
+        lambda a, b, p=_p: torch.cdist(a, b, p=p),
+        distinct(2, 3),
+        normal(4, 3),
+        second=False,
+    )
+    case(f"pdist-p{_p}", lambda a, p=_p: F.pdist(a, p), distinct(4, 3), second=False)
+case(
+    "cdist-batched",
+    lambda a, b: torch.cdist(a, b, p=1),
+    normal(2, 2, 3),
+    normal(4, 3),
+    second=False,
+)
+case(
+    "cdist-mm",
+    lambda a, b: torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+    normal(2, 3),
+    normal(4, 3),
+)
+case(
+    "cdist-mm-batched",
+    lambda a, b: torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+    normal(2, 2, 3),
+    normal(3, 3),
+)
+case("bilinear", F.bilinear, normal(2, 3), normal(2, 4), normal(5, 3, 4), normal(5))
+case("bilinear-batched", F.bilinear, normal(2, 2, 3), normal(2, 2, 4), normal(5, 3, 4))
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

@@ -2,6 +2,7 @@
 ops against PyTorch: graph (node names, edges), values, strides, saved values, gradients,
 second derivatives, errors and warnings."""
 
+import re
 import warnings
 
 import numpy as np
@@ -31,6 +32,11 @@ def inputs(T):
         "b5": rng.standard_normal(5),
     }
     return {k: T.tensor(v, dtype=T.float64, requires_grad=True) for k, v in values.items()}
+
+
+def _leaves_in(expression, values):
+    names = set(re.findall(r"\b\w+\b", expression))
+    return [v for k, v in values.items() if k in names]
 
 
 def _quiet(expression, T, values):
@@ -73,6 +79,35 @@ EXPRESSIONS = [
     "T.cholesky(S)",
     "T.cholesky(S, upper=True)",
     "S.cholesky()",
+    # distances: p = 0, 1, 2, inf and others; the matrix-product path of p = 2
+    "T.cdist(X1, X2)",
+    "T.cdist(X1, X2, p=0)",
+    "T.cdist(X1, X2, p=1)",
+    "T.cdist(X1, X2, p=0.5)",
+    "T.cdist(X1, X2, p=1.5)",
+    "T.cdist(X1, X2, p=3)",
+    "T.cdist(X1, X2, p=float('inf'))",
+    "T.cdist(Xb, X2, p=1)",
+    "T.cdist(X1, X2, compute_mode='donot_use_mm_for_euclid_dist')",
+    "T.cdist(X1, X2, compute_mode='use_mm_for_euclid_dist')",
+    "T.cdist(Xb, X2, compute_mode='use_mm_for_euclid_dist')",
+    "T.cdist(Xb, Xb[:1], compute_mode='use_mm_for_euclid_dist')",
+    "T.cdist(X1, Y)",
+    "T.cdist(Y, X2, p=1)",
+    "T.pdist(X2)",
+    "T.nn.functional.pdist(X2, 1)",
+    "T.nn.functional.pdist(X2, 0)",
+    "T.nn.functional.pdist(X2, 0.5)",
+    "T.nn.functional.pdist(X2, 3)",
+    "T.nn.functional.pdist(X2, float('inf'))",
+    "T.pdist(X2.mT.mT * 1)",
+    "T.pdist(R.mT)",
+    # bilinear: _trilinear between two reshapes
+    "T.nn.functional.bilinear(X1, V, Wb, b5)",
+    "T.nn.functional.bilinear(X1, V, Wb)",
+    "T.bilinear(Xb, T.stack([V, V]), Wb, b5)",
+    "T.nn.functional.bilinear(X1[0], V[0], Wb)",
+    "T._trilinear(X1, Wb, V, [1, 3], [0], [1, 2], [2, 3])",
 ]
 
 NODES = {
@@ -82,6 +117,10 @@ NODES = {
     "LinalgLuSolveBackward0",
     "TriangularSolveBackward0",
     "CholeskyBackward0",
+    "CdistBackward0",
+    "PdistBackward0",
+    "EuclideanDistBackward0",
+    "TrilinearBackward0",
 }
 
 
@@ -180,6 +219,9 @@ SECOND = [
     "(lambda x, c: x * c.sum())(*T.triangular_solve(B, A))",
     "T.triangular_solve(B, A, upper=False, transpose=True, unitriangular=True).solution",
     "T.cholesky(S)",
+    "T.cdist(X1, Y)",
+    "T.cdist(Xb, X2, compute_mode='use_mm_for_euclid_dist')",
+    "T.nn.functional.bilinear(X1, V, Wb, b5) ** 2",
 ]
 
 
@@ -189,7 +231,7 @@ def test_second_derivatives_match_pytorch(torch, expression):
     for T in (nbgrad, torch):
         values = inputs(T)
         out = _quiet(expression, T, values)
-        leaves = [v for k, v in values.items() if k in expression.split("(", 1)[1]]
+        leaves = _leaves_in(expression, values)
         seed = T.tensor(np.random.default_rng(5).standard_normal(tuple(out.shape)))
         grads = T.autograd.grad(out, leaves, seed, create_graph=True)
         total = sum((g * g).sum() for g in grads)
@@ -228,6 +270,25 @@ ERRORS = [
     "T.cholesky(T.stack([T.eye(2), T.tensor([[1.0, 2.0], [2.0, 1.0]])]))",
     "T.cholesky(T.ones(2, 3))",
     "T.cholesky(T.ones(3))",
+    "T.cdist(T.ones(3), T.ones(2, 3))",
+    "T.cdist(T.ones(2, 3), T.ones(3))",
+    "T.cdist(T.ones(2, 3), T.ones(2, 4))",
+    "T.cdist(T.ones(2, 3, dtype=T.int64), T.ones(2, 3, dtype=T.int64))",
+    "T.cdist(T.ones(2, 3), T.ones(2, 3, dtype=T.int32))",
+    "T.cdist(T.ones(2, 3), T.ones(2, 3), p=-1)",
+    "T.cdist(T.ones(2, 3), T.ones(2, 3), compute_mode='x')",
+    "T.cdist(T.ones(2, 3), T.ones(2, 3, dtype=T.float64))",
+    "T.cdist(T.ones(30, 3), T.ones(2, 3, dtype=T.float64))",
+    "T.cdist(T.ones(2, 2, 3), T.ones(3, 2, 3))",
+    "T.nn.functional.pdist(T.ones(3))",
+    "T.nn.functional.pdist(T.ones(3, 2, dtype=T.int64))",
+    "T.nn.functional.pdist(T.ones(3, 2), p=-1)",
+    "T.nn.functional.bilinear(T.ones(2, 3), T.ones(3, 4), T.ones(5, 3, 4))",
+    "T.nn.functional.bilinear(T.ones(2, 3), T.ones(2, 4), T.ones(5, 3, 3))",
+    "T.nn.functional.bilinear(T.ones(2, 3), T.ones(2, 4), T.ones(5, 3, 4), T.ones(4))",
+    "T.nn.functional.bilinear(T.ones(2, 3), T.ones(2, 4), T.ones(3, 4))",
+    "T.nn.functional.bilinear(T.ones(2, 3), T.ones(4), T.ones(5, 3, 4))",
+    "T.nn.functional.bilinear(T.ones(2, 3), T.ones(2, 4, dtype=T.float64), T.ones(5, 3, 4))",
 ]
 
 
@@ -302,3 +363,61 @@ def test_deprecation_warnings_match_pytorch(torch):
             warnings.simplefilter("always")
             eval(call, {"T": nbgrad})  # noqa: S307
         assert not again
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "T.cdist(X1, X2)",
+        "T.cdist(X1, X2, p=1)",
+        "T.cdist(Xb, X2, p=float('inf'))",
+        "T.pdist(X2)",
+        "T.nn.functional.pdist(X2, 0.5)",
+    ],
+)
+def test_second_derivatives_of_distances_raise_as_in_pytorch(torch, expression):
+    """PyTorch does not implement the derivatives of _cdist_backward and _pdist_backward: the
+    gradient made with create_graph has their node, and differentiating it raises."""
+    caught = []
+    for T in (nbgrad, torch):
+        values = inputs(T)
+        out = _quiet(expression, T, values)
+        leaves = _leaves_in(expression, values)
+        grads = T.autograd.grad(out.sum(), leaves, create_graph=True)
+        caught.append([structure(g.grad_fn) for g in grads])
+        with pytest.raises(NotImplementedError) as info:
+            T.autograd.grad(sum((g * g).sum() for g in grads), leaves)
+        caught[-1].append(str(info.value))
+    assert caught[0] == caught[1]
+
+
+def test_distances_of_empty_inputs_match_pytorch(torch):
+    for call in ("T.cdist(T.ones(0, 3), T.ones(2, 3))", "T.cdist(T.ones(2, 0), T.ones(3, 0))",
+                 "T.pdist(T.ones(1, 2))", "T.pdist(T.ones(3, 0))"):  # fmt: skip
+        ours, theirs = (eval(call, {"T": T}) for T in (nbgrad, torch))  # noqa: S307
+        assert ours.shape == tuple(theirs.shape), call
+        np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+
+
+def test_bilinear_module_matches_pytorch(torch):
+    ours = nbgrad.nn.Bilinear(3, 4, 5, dtype=nbgrad.float64)
+    theirs = torch.nn.Bilinear(3, 4, 5, dtype=torch.float64)
+    assert repr(ours) == repr(theirs)
+    bound = 1 / np.sqrt(3)
+    for p in (ours.weight, ours.bias):
+        assert np.all(np.abs(to_numpy(p)) <= bound)
+    ours.load_state_dict(theirs.state_dict())
+    x1, x2 = np.random.default_rng(4).standard_normal((2, 2, 7))
+    results = []
+    for module, T in ((ours, nbgrad), (theirs, torch)):
+        y = module(T.tensor(x1[:, :3]), T.tensor(x2[:, :4]))
+        y.sum().backward()
+        results.append([to_numpy(y), to_numpy(module.weight.grad), to_numpy(module.bias.grad)])
+        results[-1].append(structure(y.grad_fn))
+    for mine, real in zip(*results):
+        if isinstance(real, np.ndarray):
+            np.testing.assert_allclose(mine, real, rtol=1e-10, atol=1e-12)
+        else:
+            assert mine == real
+    no_bias = nbgrad.nn.Bilinear(3, 4, 5, bias=False)
+    assert no_bias.bias is None and "bias=False" in repr(no_bias)

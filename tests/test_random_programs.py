@@ -654,6 +654,21 @@ UNARY_LINALG2 = [
 ]
 UNARY += UNARY_LINALG2
 
+# Distances between rows and a bilinear form of the operand with itself (branch linalg2).
+UNARY_DISTANCES = [
+    ("T.cdist({0}, {0})", lambda T, x: T.cdist(x, x), lambda a: a.ndim >= 2),
+    ("T.cdist({0}, {0}, p=1)", lambda T, x: T.cdist(x, x, p=1), lambda a: a.ndim >= 2),
+    ("T.pdist({})", lambda T, x: T.pdist(x), lambda a: a.ndim == 2),
+    (
+        "F.bilinear({0}, {0}, ones(2, n, n))",
+        lambda T, x: T.nn.functional.bilinear(
+            x, x, T.ones(2, x.shape[-1], x.shape[-1], dtype=x.dtype)
+        ),
+        lambda a: a.ndim >= 1,
+    ),
+]
+UNARY += UNARY_DISTANCES
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")

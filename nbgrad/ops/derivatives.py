@@ -1543,3 +1543,39 @@ op("triangular_solve", "TriangularSolveBackward0", ("self", "A"),
    joint=True)
 op("cholesky", "CholeskyBackward0", ("self",), {"self": "cholesky_backward(grad, result, upper)"},
    formula_linalg_lu.cholesky, attrs=("upper",), saves=("result", "upper"))
+
+
+# --- distances and _trilinear (branch linalg2) ---------------------------------------------------
+# cdist's and pdist's backwards are ops whose own derivatives PyTorch leaves not implemented: a
+# second derivative raises when it reaches them. cdist with p = 2 over more than 25 rows (or
+# compute_mode="use_mm_for_euclid_dist") runs _euclidean_dist instead (ops/functions/distances.py).
+
+from nbgrad.ops import distance_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(distance_kernels.ARRAY_FUNCTIONS)
+
+op("cdist", "CdistBackward0", ("x1", "x2"),
+   {"x1": "cdist_backward(grad, x1, x2, p, result)",
+    "x2": "cdist_backward(contiguous_mT(grad), x2, x1, p, contiguous_mT(result))"},
+   lambda x1, x2, p, compute_mode: distance_kernels.cdist(x1, x2, p),
+   attrs=("p", "compute_mode"), saves=("p", "result", "x1", "x2"))
+op("cdist_backward", "CdistBackwardBackward0", ("grad", "x1", "x2", "cdist"),
+   {name: "not_implemented('_cdist_backward')" for name in ("grad", "x1", "x2", "cdist")},
+   distance_kernels.cdist_backward, attrs=("p",))
+op("pdist", "PdistBackward0", ("self",), {"self": "pdist_backward(grad, self, p, result)"},
+   distance_kernels.pdist, attrs=("p",), saves=("p", "result", "self"))
+op("pdist_backward", "PdistBackwardBackward0", ("grad", "self", "pdist"),
+   {name: "not_implemented('_pdist_backward')" for name in ("grad", "self", "pdist")},
+   distance_kernels.pdist_backward, attrs=("p",))
+op("euclidean_dist", "EuclideanDistBackward0", ("x1", "x2"),
+   {"x1": "euclidean_dist_backward(grad, x1, x2, result, False)",
+    "x2": "euclidean_dist_backward(grad, x1, x2, result, True)"},
+   distance_kernels.euclidean_dist, saves=("result", "x1", "x2"))
+# Each input's gradient is _trilinear again, of the gradient and the two other inputs.
+op("trilinear", "TrilinearBackward0", ("i1", "i2", "i3"),
+   {"i1": "trilinear(grad, i2, i3, sumdim, expand2, expand3, expand1)",
+    "i2": "trilinear(i1, grad, i3, expand1, sumdim, expand3, expand2)",
+    "i3": "trilinear(i1, i2, grad, expand1, expand2, sumdim, expand3)"},
+   distance_kernels.trilinear,
+   attrs=("expand1", "expand2", "expand3", "sumdim", "unroll_dim"),
+   saves=("expand1", "expand2", "expand3", "i1", "i2", "i3", "sumdim"))

@@ -521,6 +521,7 @@ def tensor_namespace():
         **_layer_tensor_namespace(),
         **formula_linalg.tensor_namespace(),
         **_linalg_lu_tensor_namespace(),
+        **_distance_tensor_namespace(),
         **_misc_tensor_namespace(),
     }
 
@@ -598,6 +599,12 @@ def _linalg_lu_tensor_namespace():
     from nbgrad.ops import formula_linalg_lu
 
     return formula_linalg_lu.tensor_namespace()
+
+
+def _distance_tensor_namespace():
+    from nbgrad.ops import distance_kernels
+
+    return distance_kernels.tensor_namespace()
 
 
 def _layer_tensor_namespace():

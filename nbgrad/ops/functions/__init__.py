@@ -14,6 +14,7 @@ from nbgrad.ops import public
 from nbgrad.ops.functions import (  # importing each module declares its functions
     arithmetic,
     comparison,
+    distances,
     einsum,
     elementwise,
     folding,

@@ -4,6 +4,7 @@ inverses, solvers and decompositions (det, slogdet, inv, solve, cholesky, qr, ei
 matrix_exp, cond, solve_triangular)."""
 
 from nbgrad.ops.functions import vector_norm
+from nbgrad.ops.functions.linalg_composites import matrix_power, matrix_rank, multi_dot, vecdot
 from nbgrad.ops.functions.linalg_decompositions import (
     LinAlgError,
     cholesky,
@@ -43,6 +44,9 @@ __all__ = [
     "lu_solve",
     "matrix_exp",
     "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
     "norm",
     "pinv",
     "qr",
@@ -51,5 +55,6 @@ __all__ = [
     "solve_triangular",
     "svd",
     "svdvals",
+    "vecdot",
     "vector_norm",
 ]

@@ -1471,6 +1471,28 @@ case("bilinear", F.bilinear, normal(2, 3), normal(2, 4), normal(5, 3, 4), normal
 case("bilinear-batched", F.bilinear, normal(2, 2, 3), normal(2, 2, 4), normal(5, 3, 4))
 
 
+# --- matrix_power, vecdot, multi_dot (branch linalg2): compositions of clone, copy_, inv, mm --
+for _n in (0, 1, 2, 3, 5, -1, -2):
+    case(
+        f"matrix_power-{_n}",
+        lambda a, n=_n: torch.linalg.matrix_power(a, n),
+        well_conditioned(3, 3),
+    )
+case("matrix_power-batched", lambda a: a.matrix_power(4), well_conditioned(2, 2, 2) * 0.5)
+case("vecdot", torch.linalg.vecdot, normal(2, 3), normal(3))
+case("vecdot-vectors", torch.linalg.vecdot, normal(3), normal(3))
+case("vecdot-dim", lambda x, y: torch.linalg.vecdot(x, y, dim=0), normal(2, 3), normal(2, 1))
+case("multi_dot", lambda *ts: torch.linalg.multi_dot(ts), normal(3), normal(3, 4), normal(4))
+case(
+    "multi_dot-4",
+    lambda *ts: torch.linalg.multi_dot(ts),
+    normal(5, 2),
+    normal(2, 4),
+    normal(4, 3),
+    normal(3, 1),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

@@ -108,6 +108,22 @@ EXPRESSIONS = [
     "T.bilinear(Xb, T.stack([V, V]), Wb, b5)",
     "T.nn.functional.bilinear(X1[0], V[0], Wb)",
     "T._trilinear(X1, Wb, V, [1, 3], [0], [1, 2], [2, 3])",
+    # composites: matrix_power, vecdot, multi_dot
+    "T.linalg.matrix_power(A, 0)",
+    "T.linalg.matrix_power(A.mT, 1)",
+    "T.linalg.matrix_power(A, 2)",
+    "T.linalg.matrix_power(Ab, 3)",
+    "T.linalg.matrix_power(A, 6)",
+    "T.linalg.matrix_power(A, -1)",
+    "T.matrix_power(A, -3)",
+    "A.matrix_power(7)",
+    "T.linalg.vecdot(X1, X2[0])",
+    "T.linalg.vecdot(X1[0], X2[0])",
+    "T.linalg.vecdot(Xb, X1, dim=-2)",
+    "T.linalg.multi_dot([X1, A])",
+    "T.linalg.multi_dot([X2[0], A, X1.mT])",
+    "T.linalg.multi_dot([X2, A, W, W.mT, X2[0]])",
+    "T.linalg.multi_dot([B[:, 0], A, A])",
 ]
 
 NODES = {
@@ -289,6 +305,19 @@ ERRORS = [
     "T.nn.functional.bilinear(T.ones(2, 3), T.ones(2, 4), T.ones(3, 4))",
     "T.nn.functional.bilinear(T.ones(2, 3), T.ones(4), T.ones(5, 3, 4))",
     "T.nn.functional.bilinear(T.ones(2, 3), T.ones(2, 4, dtype=T.float64), T.ones(5, 3, 4))",
+    "T.linalg.matrix_power(T.ones(2, 3), 2)",
+    "T.linalg.matrix_power(T.ones(3), 2)",
+    "T.linalg.matrix_power(T.ones(2, 2, dtype=T.int64), -1)",
+    "T.linalg.vecdot(T.ones(3), T.ones(3, dtype=T.float64))",
+    "T.linalg.vecdot(T.ones(3, dtype=T.int64), T.ones(3, dtype=T.int64))",
+    "T.linalg.multi_dot([T.ones(3)])",
+    "T.linalg.multi_dot([T.ones(2, 3, 1), T.ones(3)])",
+    "T.linalg.multi_dot([T.ones(2, 3), T.ones(3, 2, 1)])",
+    "T.linalg.multi_dot([T.ones(2, 3), T.ones(4, 2)])",
+    "T.linalg.multi_dot([T.ones(2, 3), T.ones(3, 2, 1), T.ones(2)])",
+    "T.linalg.multi_dot([T.ones(2, 3), T.ones(3, 2, dtype=T.float64)])",
+    "T.linalg.matrix_rank(T.ones(3))",
+    "T.linalg.matrix_rank(T.ones(3, 3, dtype=T.int64))",
 ]
 
 
@@ -421,3 +450,25 @@ def test_bilinear_module_matches_pytorch(torch):
             assert mine == real
     no_bias = nbgrad.nn.Bilinear(3, 4, 5, bias=False)
     assert no_bias.bias is None and "bias=False" in repr(no_bias)
+
+
+def test_matrix_rank_matches_pytorch(torch):
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((2, 4, 3)) @ np.diag([1.0, 1e-9, 1.0]) @ rng.standard_normal((3, 3))
+    calls = [
+        "T.linalg.matrix_rank(A)",
+        "T.linalg.matrix_rank(A, atol=0.5)",
+        "T.linalg.matrix_rank(A, rtol=1e-6)",
+        "T.linalg.matrix_rank(A, atol=1e-3, rtol=0.5)",
+        "T.linalg.matrix_rank(A, 1e-6)",
+        "T.linalg.matrix_rank(A @ A.mT, hermitian=True)",
+        "T.linalg.matrix_rank(A.float())",
+        "T.linalg.matrix_rank(T.ones(0, 3))",
+    ]
+    for call in calls:
+        results = []
+        for T in (nbgrad, torch):
+            A = T.tensor(a, requires_grad=True)
+            rank = eval(call, {"T": T, "A": A})  # noqa: S307
+            results.append((rank.tolist(), str(rank.dtype), rank.requires_grad, rank.grad_fn))
+        assert results[0] == results[1], call

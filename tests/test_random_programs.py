@@ -669,6 +669,32 @@ UNARY_DISTANCES = [
 ]
 UNARY += UNARY_DISTANCES
 
+# matrix_power, vecdot and multi_dot (PyTorch composes them of clone, inv, mm, mul, sum).
+UNARY_LINALG_COMPOSITES = [
+    (
+        "T.linalg.matrix_power(gram({}), 3)",
+        lambda T, x: T.linalg.matrix_power(_gram(T, x), 3),
+        _small_matrix,
+    ),
+    (
+        "T.linalg.matrix_power(gram({}), -2)",
+        lambda T, x: T.linalg.matrix_power(_gram(T, x), -2),
+        _small_matrix,
+    ),
+    (
+        "{}.matrix_power(1)",
+        lambda T, x: x.matrix_power(1),
+        lambda a: a.ndim >= 2 and a.shape[-1] == a.shape[-2],
+    ),
+    ("T.linalg.vecdot({0}, {0})", lambda T, x: T.linalg.vecdot(x, x), lambda a: a.ndim >= 1),
+    (
+        "T.linalg.multi_dot([{0}, {0}.mT, {0}])",
+        lambda T, x: T.linalg.multi_dot([x, x.mT, x]),
+        lambda a: a.ndim == 2,
+    ),
+]
+UNARY += UNARY_LINALG_COMPOSITES
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")

@@ -21,6 +21,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     indexing,
     inplace,
     linalg,
+    linalg_composites,
     linalg_decompositions,
     linalg_lu,
     linalg_more,

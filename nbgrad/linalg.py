@@ -24,7 +24,13 @@ from nbgrad.ops.functions.linalg_decompositions import (
     svd,
     svdvals,
 )
-from nbgrad.ops.functions.linalg_lu import lu, lu_factor, lu_factor_ex, lu_solve
+from nbgrad.ops.functions.linalg_lu import (
+    householder_product,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+)
 from nbgrad.ops.functions.linalg_more import cross, matrix_norm, norm
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "det",
     "eigh",
     "eigvalsh",
+    "householder_product",
     "inv",
     "inv_ex",
     "lu",

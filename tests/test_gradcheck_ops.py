@@ -1493,6 +1493,38 @@ case(
 )
 
 
+# --- Householder reflectors (branch linalg2): geqrf's packing of a QR factorization -------------
+_reflectors, _scales = np.linalg.qr(normal(2, 4, 3), mode="raw")
+_packed = np.swapaxes(_reflectors, -1, -2)
+case("householder_product", torch.linalg.householder_product, _packed, _scales)
+case("householder_product-fewer", lambda a, t: torch.orgqr(a, t[..., :2]), _packed[0], _scales[0])
+case("ormqr", torch.ormqr, _packed[0], _scales[0], normal(4, 2))
+case(
+    "ormqr-transpose",
+    lambda a, t, c: torch.ormqr(a, t, c, transpose=True),
+    _packed,
+    _scales,
+    normal(2, 4, 2),
+)
+case(
+    "ormqr-right",
+    lambda a, t, c: torch.ormqr(a, t, c, left=False),
+    _packed[1],
+    _scales[1],
+    normal(2, 4),
+)
+case(
+    "ormqr-right-transpose",
+    lambda a, t, c: torch.ormqr(a, t, c, left=False, transpose=True),
+    _packed[1],
+    _scales[1],
+    normal(2, 4),
+)
+# geqrf has no derivative (PyTorch raises, as test_linalg_more_vs_torch.py checks); this case
+# only runs its entry, for test_every_table_entry_is_exercised.
+case("geqrf", lambda a: torch.geqrf(torch.tensor(_packed[0])).a * a, normal(4, 3))
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

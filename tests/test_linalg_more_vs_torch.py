@@ -31,6 +31,9 @@ def inputs(T):
         "Wb": rng.standard_normal((5, 3, 4)),
         "b5": rng.standard_normal(5),
     }
+    # Householder reflectors and their scales, as geqrf packs them (NumPy's LAPACK geqrf)
+    reflectors, scales = np.linalg.qr(rng.standard_normal((2, 4, 3)), mode="raw")
+    values["H"], values["tau"] = np.swapaxes(reflectors, -1, -2), scales
     return {k: T.tensor(v, dtype=T.float64, requires_grad=True) for k, v in values.items()}
 
 
@@ -124,6 +127,15 @@ EXPRESSIONS = [
     "T.linalg.multi_dot([X2[0], A, X1.mT])",
     "T.linalg.multi_dot([X2, A, W, W.mT, X2[0]])",
     "T.linalg.multi_dot([B[:, 0], A, A])",
+    # Householder reflectors
+    "T.linalg.householder_product(H, tau)",
+    "T.linalg.householder_product(H[0], tau[0, :2])",
+    "T.orgqr(H[1, :, :2], tau[1, :2])",
+    "H.orgqr(tau)",
+    "T.ormqr(H[0], tau[0], X2)",
+    "T.ormqr(H, tau, T.stack([X2, X2]), transpose=True)",
+    "T.ormqr(H[0], tau[0], X2.mT, left=False)",
+    "H[1].ormqr(tau[1], R.mT, left=False, transpose=True)",
 ]
 
 NODES = {
@@ -137,6 +149,8 @@ NODES = {
     "PdistBackward0",
     "EuclideanDistBackward0",
     "TrilinearBackward0",
+    "LinalgHouseholderProductBackward0",
+    "OrmqrBackward0",
 }
 
 
@@ -196,6 +210,8 @@ def test_every_output_matches_pytorch(torch):
         "T.lu_unpack(*T.linalg.lu_factor(A), unpack_data=False)",
         "T.lu(A, get_infos=True)",
         "T.triangular_solve(Bb, A)",
+        "T.geqrf(R)",
+        "T.geqrf(Ab)",
     ]
     for call in calls:
         ours = _quiet(call, nbgrad, inputs(nbgrad))
@@ -238,6 +254,8 @@ SECOND = [
     "T.cdist(X1, Y)",
     "T.cdist(Xb, X2, compute_mode='use_mm_for_euclid_dist')",
     "T.nn.functional.bilinear(X1, V, Wb, b5) ** 2",
+    "T.linalg.householder_product(H, tau)",
+    "T.ormqr(H[0], tau[0], X2.mT, left=False, transpose=True)",
 ]
 
 
@@ -318,6 +336,18 @@ ERRORS = [
     "T.linalg.multi_dot([T.ones(2, 3), T.ones(3, 2, dtype=T.float64)])",
     "T.linalg.matrix_rank(T.ones(3))",
     "T.linalg.matrix_rank(T.ones(3, 3, dtype=T.int64))",
+    "T.geqrf(T.ones(3))",
+    "T.linalg.householder_product(T.ones(3, 4), T.ones(2))",
+    "T.linalg.householder_product(T.ones(4, 3), T.ones(4))",
+    "T.linalg.householder_product(T.ones(3), T.ones(1))",
+    "T.linalg.householder_product(T.ones(4, 3), T.ones(2, dtype=T.float64))",
+    "T.linalg.householder_product(T.ones(2, 4, 3), T.ones(3, 2))",
+    "T.ormqr(T.ones(4, 3), T.ones(3), T.ones(3, 2))",
+    "T.ormqr(T.ones(4, 3), T.ones(5), T.ones(4, 2))",
+    "T.ormqr(T.ones(4, 3), T.ones(3), T.ones(2, 3), left=False)",
+    "T.ormqr(T.ones(3), T.ones(3), T.ones(3, 2))",
+    "T.ormqr(T.ones(2, 4, 3), T.ones(2, 3), T.ones(4, 2))",
+    "T.geqrf(T.ones(4, 3, requires_grad=True)).tau.sum().backward()",
 ]
 
 
@@ -343,6 +373,7 @@ def test_errors_match_pytorch(torch, expression):
         "T.linalg.lu(T.ones(2, 2, dtype=T.float16))",
         "T.cholesky(T.ones(2, 2, dtype=T.int64))",
         "T.triangular_solve(T.ones(3, 2, dtype=T.int64), T.ones(3, 3, dtype=T.int64))",
+        "T.geqrf(T.ones(2, 2, dtype=T.int64))",
     ],
 )
 def test_dtype_errors_match_pytorch(torch, expression):

@@ -695,6 +695,22 @@ UNARY_LINALG_COMPOSITES = [
 ]
 UNARY += UNARY_LINALG_COMPOSITES
 
+# Householder reflectors: the operand as packed reflectors (m >= n), scales made from it.
+_TALL = lambda a: a.ndim >= 2 and a.shape[-2] >= a.shape[-1]  # noqa: E731
+UNARY_HOUSEHOLDER = [
+    (
+        "T.linalg.householder_product({0}, {0}[..., 0, :].tanh())",
+        lambda T, x: T.linalg.householder_product(x, x[..., 0, :].tanh()),
+        _TALL,
+    ),
+    (
+        "T.ormqr({0}, {0}[..., 0, :].tanh(), {0})",
+        lambda T, x: T.ormqr(x, x[..., 0, :].tanh(), x),
+        _TALL,
+    ),
+]
+UNARY += UNARY_HOUSEHOLDER
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")

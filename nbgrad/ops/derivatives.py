@@ -1579,3 +1579,24 @@ op("trilinear", "TrilinearBackward0", ("i1", "i2", "i3"),
    distance_kernels.trilinear,
    attrs=("expand1", "expand2", "expand3", "sumdim", "unroll_dim"),
    saves=("expand1", "expand2", "expand3", "i1", "i2", "i3", "sumdim"))
+
+
+# --- Householder reflectors: geqrf, householder_product, ormqr (branch linalg2) -----------------
+# geqrf's two outputs (a, tau) are both outputs of its node, whose backward PyTorch does not
+# implement: it raises when reached.
+
+from nbgrad.ops import formula_linalg_householder  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(formula_linalg_householder.ARRAY_NAMESPACE)
+
+op("geqrf", "GeqrfBackward0", ("self",), {"self": "not_implemented('geqrf')"},
+   formula_linalg_householder.geqrf, output_names=("a", "tau"), multi_output=True)
+op("linalg_householder_product", "LinalgHouseholderProductBackward0", ("input", "tau"),
+   {"input": "householder_product_backward(grad, input, tau, True)",
+    "tau": "householder_product_backward(grad, input, tau, False)"},
+   formula_linalg_householder.householder_product, saves=("input", "result", "tau"), joint=True)
+op("ormqr", "OrmqrBackward0", ("self", "input2", "input3"),
+   {name: f"ormqr_backward(grad, self, input2, input3, left, transpose, {name!r})"
+    for name in ("self", "input2", "input3")},
+   formula_linalg_householder.ormqr, attrs=("left", "transpose"),
+   saves=("input2", "input3", "left", "result", "self", "transpose"), joint=True)

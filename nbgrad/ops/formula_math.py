@@ -522,6 +522,7 @@ def tensor_namespace():
         **formula_linalg.tensor_namespace(),
         **_linalg_lu_tensor_namespace(),
         **_distance_tensor_namespace(),
+        **_householder_tensor_namespace(),
         **_misc_tensor_namespace(),
     }
 
@@ -605,6 +606,12 @@ def _distance_tensor_namespace():
     from nbgrad.ops import distance_kernels
 
     return distance_kernels.tensor_namespace()
+
+
+def _householder_tensor_namespace():
+    from nbgrad.ops import formula_linalg_householder
+
+    return formula_linalg_householder.tensor_namespace()
 
 
 def _layer_tensor_namespace():

@@ -248,3 +248,79 @@ def cholesky_legacy(input, upper=False):  # noqa: A002
             f"{minor} is not positive-definite)."
         )
     return run_op(OPS["cholesky"], (input,), (upper,))
+
+
+# --- Householder reflectors (table entries under "Householder reflectors") ----------------------
+
+GeqrfResult = namedtuple("geqrf", ("a", "tau"))
+
+
+@public(function=True, method=True)
+def geqrf(input):  # noqa: A002
+    """``torch.geqrf``: LAPACK's packed QR (reflectors below the diagonal, R on and above it)
+    and the reflectors' scales; its backward raises, as PyTorch's."""
+    if input.dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    _check_kernel_dtype(input, "geqrf_cpu")
+    a, tau = run_op(OPS["geqrf"], (input,))
+    return GeqrfResult(a, tau)
+
+
+def _check_reflectors(name, input, tau):  # noqa: A002
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if tuple(tau.shape[:-1]) != tuple(input.shape[:-2]):
+        raise RuntimeError(
+            f"{name}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+            f"{list(tau.shape[:-1])}"
+        )
+    if tau._dtype is not input._dtype:
+        raise RuntimeError(
+            f"{name}: tau dtype {_type_name(tau)} does not match input dtype {_type_name(input)}"
+        )
+
+
+def householder_product(A, tau):  # noqa: N803
+    """``torch.linalg.householder_product`` (``torch.orgqr``): the first n columns of the product
+    of the Householder reflectors packed in A (m x n, m >= n) and tau."""
+    name = "torch.linalg.householder_product"
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if A.shape[-2] < A.shape[-1]:
+        raise RuntimeError(
+            f"{name}: input.shape[-2] must be greater than or equal to input.shape[-1]"
+        )
+    if A.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(
+            f"{name}: input.shape[-1] must be greater than or equal to tau.shape[-1]"
+        )
+    _check_reflectors(name, A, tau)
+    return run_op(OPS["linalg_householder_product"], (A, tau))
+
+
+@public(function=True, method=True)
+def orgqr(input, tau):  # noqa: A002
+    return householder_product(input, tau)
+
+
+@public(function=True, method=True)
+def ormqr(input, tau, other, left=True, transpose=False):  # noqa: A002
+    """``torch.ormqr``: Q @ other (Q^T with ``transpose``; other @ Q with ``left=False``), Q the
+    product of the reflectors packed by geqrf in ``input`` and ``tau``."""
+    name = "torch.ormqr"
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if other.dim() != input.dim():
+        raise RuntimeError(
+            f"{name}: Expected other to have the same number of dimensions as input, but got "
+            f"other.ndim equal to {other.dim()} and input.ndim is equal to {input.dim()}"
+        )
+    side, which = (-2, "other.shape[-2]") if left else (-1, "other.shape[-1]")
+    if other.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"{name}: {which} must be equal to input.shape[-2]")
+    if tau.shape[-1] > min(other.shape[side], input.shape[-1]):
+        raise RuntimeError(
+            f"{name}: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1])"
+        )
+    _check_reflectors(name, input, tau)
+    return run_op(OPS["ormqr"], (input, tau, other), (left, transpose))

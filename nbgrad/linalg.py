@@ -24,6 +24,7 @@ from nbgrad.ops.functions.linalg_decompositions import (
     svd,
     svdvals,
 )
+from nbgrad.ops.functions.linalg_lstsq import lstsq
 from nbgrad.ops.functions.linalg_lu import (
     householder_product,
     lu,
@@ -45,6 +46,7 @@ __all__ = [
     "householder_product",
     "inv",
     "inv_ex",
+    "lstsq",
     "lu",
     "lu_factor",
     "lu_factor_ex",

@@ -1520,6 +1520,23 @@ case(
     _scales[1],
     normal(2, 4),
 )
+# --- least squares (branch linalg2) ---------------------------------------------------------------
+case("lstsq", lambda a, b: torch.linalg.lstsq(a, b).solution, _diagonal_heavy(4, 3), normal(4, 2))
+case(
+    "lstsq-wide",
+    lambda a, b: torch.linalg.lstsq(a, b).solution,
+    _diagonal_heavy(2, 3),
+    normal(2, 2),
+)
+case(
+    "lstsq-vector", lambda a, b: torch.linalg.lstsq(a, b).solution, _diagonal_heavy(4, 3), normal(4)
+)
+case(
+    "lstsq-residuals",
+    lambda a, b: tuple(torch.linalg.lstsq(a, b, driver="gelsd")[:2]),
+    _diagonal_heavy(2, 4, 3),
+    normal(2, 4, 2),
+)
 # geqrf has no derivative (PyTorch raises, as test_linalg_more_vs_torch.py checks); this case
 # only runs its entry, for test_every_table_entry_is_exercised.
 case("geqrf", lambda a: torch.geqrf(torch.tensor(_packed[0])).a * a, normal(4, 3))

@@ -136,6 +136,14 @@ EXPRESSIONS = [
     "T.ormqr(H, tau, T.stack([X2, X2]), transpose=True)",
     "T.ormqr(H[0], tau[0], X2.mT, left=False)",
     "H[1].ormqr(tau[1], R.mT, left=False, transpose=True)",
+    # least squares
+    "T.linalg.lstsq(R, X2[:, :2]).solution",
+    "T.linalg.lstsq(R, X2[:, :2], driver='gelsd').residuals",
+    "(lambda x, r, *_: x.sum() * r)(*T.linalg.lstsq(R, X2[:, :2], driver='gels'))",
+    "T.linalg.lstsq(W, B, driver='gelss').solution",
+    "T.linalg.lstsq(R, X2[:, 0]).solution",
+    "T.linalg.lstsq(R, X2[:, 0], driver='gelsd').residuals",
+    "T.linalg.lstsq(Ab, Bb, rcond=1e-3).solution",
 ]
 
 NODES = {
@@ -151,6 +159,7 @@ NODES = {
     "TrilinearBackward0",
     "LinalgHouseholderProductBackward0",
     "OrmqrBackward0",
+    "LinalgLstsqBackward0",
 }
 
 
@@ -212,6 +221,12 @@ def test_every_output_matches_pytorch(torch):
         "T.triangular_solve(Bb, A)",
         "T.geqrf(R)",
         "T.geqrf(Ab)",
+        "T.linalg.lstsq(R, X2)",
+        "T.linalg.lstsq(R, X2, driver='gels')",
+        "T.linalg.lstsq(R, X2, driver='gelsd')",
+        "T.linalg.lstsq(R, X2, driver='gelss')",
+        "T.linalg.lstsq(W, B, driver='gelsd')",
+        "T.linalg.lstsq(Ab, Bb[..., 0], driver='gelss')",
     ]
     for call in calls:
         ours = _quiet(call, nbgrad, inputs(nbgrad))
@@ -256,6 +271,9 @@ SECOND = [
     "T.nn.functional.bilinear(X1, V, Wb, b5) ** 2",
     "T.linalg.householder_product(H, tau)",
     "T.ormqr(H[0], tau[0], X2.mT, left=False, transpose=True)",
+    "T.linalg.lstsq(R, X2[:, :2]).solution",
+    "(lambda x, r, *_: x * r)(*T.linalg.lstsq(R, X2[:, :2], driver='gelsd'))",
+    "T.linalg.lstsq(W, B).solution",
 ]
 
 
@@ -348,6 +366,13 @@ ERRORS = [
     "T.ormqr(T.ones(3), T.ones(3), T.ones(3, 2))",
     "T.ormqr(T.ones(2, 4, 3), T.ones(2, 3), T.ones(4, 2))",
     "T.geqrf(T.ones(4, 3, requires_grad=True)).tau.sum().backward()",
+    "T.linalg.lstsq(T.ones(3), T.ones(3))",
+    "T.linalg.lstsq(T.ones(4, 3), T.ones(3, 2))",
+    "T.linalg.lstsq(T.ones(4, 3), T.ones(4, 2), driver='x')",
+    "T.linalg.lstsq(T.ones(4, 3), T.ones(4, 2, dtype=T.float64))",
+    "T.linalg.lstsq(T.ones(4, 3, dtype=T.int64), T.ones(4, 2, dtype=T.int64))",
+    "T.linalg.lstsq(T.ones(4, 3), T.ones(2, 4, 2))",
+    "T.linalg.lstsq(T.tensor([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]]), T.ones(3, 1), driver='gels')",
 ]
 
 

@@ -710,6 +710,13 @@ UNARY_HOUSEHOLDER = [
     ),
 ]
 UNARY += UNARY_HOUSEHOLDER
+UNARY += [
+    (
+        "T.linalg.lstsq(gram({0}), {0}).solution",
+        lambda T, x: T.linalg.lstsq(_gram(T, x), x).solution,
+        _small_matrix,
+    ),
+]
 
 
 def unary(p):

@@ -1600,3 +1600,19 @@ op("ormqr", "OrmqrBackward0", ("self", "input2", "input3"),
     for name in ("self", "input2", "input3")},
    formula_linalg_householder.ormqr, attrs=("left", "transpose"),
    saves=("input2", "input3", "left", "result", "self", "transpose"), joint=True)
+
+
+# --- least squares: linalg.lstsq (branch linalg2) -----------------------------------------------
+# Two differentiable outputs (solution, residuals); rank and singular values are returned by the
+# function and have no edge. rcond and driver only choose the forward; the vector case is an attr.
+
+from nbgrad.ops import formula_linalg_lstsq  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(formula_linalg_lstsq.ARRAY_NAMESPACE)
+
+op("linalg_lstsq", "LinalgLstsqBackward0", ("self", "b"),
+   {"self": "lstsq_backward(grad, self, b, solution, False)",
+    "b": "lstsq_backward(grad, self, b, solution, True)"},
+   formula_linalg_lstsq.lstsq, attrs=("rcond", "driver", "vector"),
+   output_names=("solution", "residuals"), saves=("b", "self", "solution"), multi_output=True,
+   joint=True)

@@ -523,6 +523,7 @@ def tensor_namespace():
         **_linalg_lu_tensor_namespace(),
         **_distance_tensor_namespace(),
         **_householder_tensor_namespace(),
+        **_lstsq_tensor_namespace(),
         **_misc_tensor_namespace(),
     }
 
@@ -612,6 +613,12 @@ def _householder_tensor_namespace():
     from nbgrad.ops import formula_linalg_householder
 
     return formula_linalg_householder.tensor_namespace()
+
+
+def _lstsq_tensor_namespace():
+    from nbgrad.ops import formula_linalg_lstsq
+
+    return formula_linalg_lstsq.tensor_namespace()
 
 
 def _layer_tensor_namespace():

@@ -23,6 +23,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     linalg,
     linalg_composites,
     linalg_decompositions,
+    linalg_lstsq,
     linalg_lu,
     linalg_more,
     more_elementwise,

@@ -4,6 +4,7 @@ inverses, solvers and decompositions (det, slogdet, inv, solve, cholesky, qr, ei
 matrix_exp, cond, solve_triangular)."""
 
 from nbgrad.ops.functions import vector_norm
+from nbgrad.ops.functions.linalg_composites import matrix_power, matrix_rank, multi_dot, vecdot
 from nbgrad.ops.functions.linalg_decompositions import (
     LinAlgError,
     cholesky,
@@ -23,6 +24,14 @@ from nbgrad.ops.functions.linalg_decompositions import (
     svd,
     svdvals,
 )
+from nbgrad.ops.functions.linalg_lstsq import lstsq
+from nbgrad.ops.functions.linalg_lu import (
+    householder_product,
+    lu,
+    lu_factor,
+    lu_factor_ex,
+    lu_solve,
+)
 from nbgrad.ops.functions.linalg_more import cross, matrix_norm, norm
 
 __all__ = [
@@ -34,10 +43,19 @@ __all__ = [
     "det",
     "eigh",
     "eigvalsh",
+    "householder_product",
     "inv",
     "inv_ex",
+    "lstsq",
+    "lu",
+    "lu_factor",
+    "lu_factor_ex",
+    "lu_solve",
     "matrix_exp",
     "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "multi_dot",
     "norm",
     "pinv",
     "qr",
@@ -46,5 +64,6 @@ __all__ = [
     "solve_triangular",
     "svd",
     "svdvals",
+    "vecdot",
     "vector_norm",
 ]

@@ -1335,6 +1335,213 @@ case(
 )
 
 
+# --- linear algebra, more: the LU family, legacy solvers (branch linalg2) ---------------------
+# Well-conditioned matrices (see well_conditioned above), square, tall and wide; the deprecated
+# triangular_solve and cholesky under their warnings.
+
+
+def _diagonal_heavy(*shape):
+    """Like well_conditioned, for m x n too: pivots stay put under finite differences."""
+    return normal(*shape) * 0.3 + 2.0 * np.eye(*shape[-2:])
+
+
+def _lu_product(a):
+    p, lower, upper = torch.linalg.lu(a)
+    return lower @ upper
+
+
+def _deprecated(fn):
+    def run(*args):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*args)
+
+    return run
+
+
+case("linalg_lu_factor", lambda a: torch.linalg.lu_factor(a).LU, well_conditioned(3, 3))
+case("linalg_lu_factor-tall", lambda a: torch.linalg.lu_factor(a).LU, _diagonal_heavy(4, 3))
+case("linalg_lu_factor-wide", lambda a: torch.linalg.lu_factor_ex(a).LU, _diagonal_heavy(2, 4))
+case("linalg_lu", lambda a: tuple(torch.linalg.lu(a)[1:]), well_conditioned(2, 3, 3))
+case("linalg_lu-tall", _lu_product, _diagonal_heavy(4, 3))
+case("linalg_lu-wide", _lu_product, _diagonal_heavy(3, 5))
+case(
+    "lu_unpack",
+    lambda a: tuple(torch.lu_unpack(a, torch.tensor([2, 3, 3], dtype=torch.int32))[1:]),
+    normal(3, 3),
+)
+case(
+    "lu_unpack-tall",
+    lambda a: tuple(torch.lu_unpack(a, torch.tensor([3, 2], dtype=torch.int32))[1:]),
+    normal(4, 2),
+)
+case(
+    "lu_unpack-wide",
+    lambda a: tuple(torch.lu_unpack(a, torch.tensor([2, 2], dtype=torch.int32))[1:]),
+    normal(2, 4),
+)
+case(
+    "linalg_lu_solve",
+    lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b),
+    well_conditioned(3, 3),
+    normal(3, 2),
+)
+case(
+    "linalg_lu_solve-adjoint-batched",
+    lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True),
+    well_conditioned(2, 3, 3),
+    normal(3, 2),
+)
+case(
+    "linalg_lu_solve-right",
+    lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, left=False),
+    well_conditioned(3, 3),
+    normal(2, 3),
+)
+case(
+    "linalg_lu_solve-right-adjoint",
+    lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, left=False, adjoint=True),
+    well_conditioned(3, 3),
+    normal(2, 3),
+)
+case(
+    "lu_solve-packed",
+    lambda lu, b: torch.linalg.lu_solve(lu, torch.tensor([3, 2, 3], dtype=torch.int32), b),
+    well_conditioned(3, 3),
+    normal(3, 2),
+)
+case(
+    "triangular_solve",
+    _deprecated(lambda b, a: tuple(torch.triangular_solve(b, a))),
+    normal(3, 2),
+    well_conditioned(3, 3),
+)
+case(
+    "triangular_solve-lower-transpose-unit",
+    _deprecated(
+        lambda b, a: tuple(
+            torch.triangular_solve(b, a, upper=False, transpose=True, unitriangular=True)
+        )
+    ),
+    normal(2, 3, 2),
+    normal(3, 3),
+)
+case("cholesky-legacy", _deprecated(lambda x: torch.cholesky(_spd(x))), normal(3, 3))
+case(
+    "cholesky-legacy-upper",
+    _deprecated(lambda x: torch.cholesky(_spd(x), upper=True)),
+    normal(2, 3, 3),
+)
+
+
+# --- distances and bilinear (branch linalg2) ---------------------------------------------------
+# PyTorch does not differentiate cdist's and pdist's backwards (second=False; that a second
+# derivative raises is checked against PyTorch in test_linalg_more_vs_torch.py). Distinct rows:
+# no distance is 0, and no difference is 0 for p < 1 or ties for p = inf.
+
+for _p in (0, 1, 2, 3, 0.5, 1.5, float("inf")):
+    case(
+        f"cdist-p{_p}",
+        lambda a, b, p=_p: torch.cdist(a, b, p=p),
+        distinct(2, 3),
+        normal(4, 3),
+        second=False,
+    )
+    case(f"pdist-p{_p}", lambda a, p=_p: F.pdist(a, p), distinct(4, 3), second=False)
+case(
+    "cdist-batched",
+    lambda a, b: torch.cdist(a, b, p=1),
+    normal(2, 2, 3),
+    normal(4, 3),
+    second=False,
+)
+case(
+    "cdist-mm",
+    lambda a, b: torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+    normal(2, 3),
+    normal(4, 3),
+)
+case(
+    "cdist-mm-batched",
+    lambda a, b: torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+    normal(2, 2, 3),
+    normal(3, 3),
+)
+case("bilinear", F.bilinear, normal(2, 3), normal(2, 4), normal(5, 3, 4), normal(5))
+case("bilinear-batched", F.bilinear, normal(2, 2, 3), normal(2, 2, 4), normal(5, 3, 4))
+
+
+# --- matrix_power, vecdot, multi_dot (branch linalg2): compositions of clone, copy_, inv, mm --
+for _n in (0, 1, 2, 3, 5, -1, -2):
+    case(
+        f"matrix_power-{_n}",
+        lambda a, n=_n: torch.linalg.matrix_power(a, n),
+        well_conditioned(3, 3),
+    )
+case("matrix_power-batched", lambda a: a.matrix_power(4), well_conditioned(2, 2, 2) * 0.5)
+case("vecdot", torch.linalg.vecdot, normal(2, 3), normal(3))
+case("vecdot-vectors", torch.linalg.vecdot, normal(3), normal(3))
+case("vecdot-dim", lambda x, y: torch.linalg.vecdot(x, y, dim=0), normal(2, 3), normal(2, 1))
+case("multi_dot", lambda *ts: torch.linalg.multi_dot(ts), normal(3), normal(3, 4), normal(4))
+case(
+    "multi_dot-4",
+    lambda *ts: torch.linalg.multi_dot(ts),
+    normal(5, 2),
+    normal(2, 4),
+    normal(4, 3),
+    normal(3, 1),
+)
+
+
+# --- Householder reflectors (branch linalg2): geqrf's packing of a QR factorization -------------
+_reflectors, _scales = np.linalg.qr(normal(2, 4, 3), mode="raw")
+_packed = np.swapaxes(_reflectors, -1, -2)
+case("householder_product", torch.linalg.householder_product, _packed, _scales)
+case("householder_product-fewer", lambda a, t: torch.orgqr(a, t[..., :2]), _packed[0], _scales[0])
+case("ormqr", torch.ormqr, _packed[0], _scales[0], normal(4, 2))
+case(
+    "ormqr-transpose",
+    lambda a, t, c: torch.ormqr(a, t, c, transpose=True),
+    _packed,
+    _scales,
+    normal(2, 4, 2),
+)
+case(
+    "ormqr-right",
+    lambda a, t, c: torch.ormqr(a, t, c, left=False),
+    _packed[1],
+    _scales[1],
+    normal(2, 4),
+)
+case(
+    "ormqr-right-transpose",
+    lambda a, t, c: torch.ormqr(a, t, c, left=False, transpose=True),
+    _packed[1],
+    _scales[1],
+    normal(2, 4),
+)
+# --- least squares (branch linalg2) ---------------------------------------------------------------
+case("lstsq", lambda a, b: torch.linalg.lstsq(a, b).solution, _diagonal_heavy(4, 3), normal(4, 2))
+case(
+    "lstsq-wide",
+    lambda a, b: torch.linalg.lstsq(a, b).solution,
+    _diagonal_heavy(2, 3),
+    normal(2, 2),
+)
+case(
+    "lstsq-vector", lambda a, b: torch.linalg.lstsq(a, b).solution, _diagonal_heavy(4, 3), normal(4)
+)
+case(
+    "lstsq-residuals",
+    lambda a, b: tuple(torch.linalg.lstsq(a, b, driver="gelsd")[:2]),
+    _diagonal_heavy(2, 4, 3),
+    normal(2, 4, 2),
+)
+# geqrf has no derivative (PyTorch raises, as test_linalg_more_vs_torch.py checks); this case
+# only runs its entry, for test_every_table_entry_is_exercised.
+case("geqrf", lambda a: torch.geqrf(torch.tensor(_packed[0])).a * a, normal(4, 3))
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

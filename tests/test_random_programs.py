@@ -628,6 +628,96 @@ UNARY_LINALG = [
 ]
 UNARY += UNARY_LINALG
 
+# The LU family (branch linalg2), on the same well-conditioned matrices.
+UNARY_LINALG2 = [
+    (
+        "T.linalg.lu_factor(gram({})).LU",
+        lambda T, x: T.linalg.lu_factor(_gram(T, x)).LU,
+        _small_matrix,
+    ),
+    ("T.linalg.lu(gram({})).U", lambda T, x: T.linalg.lu(_gram(T, x)).U, _small_matrix),
+    (
+        "(lambda P, L, U: L @ U)(*T.linalg.lu(gram({})))",
+        lambda T, x: (lambda P, L, U: L @ U)(*T.linalg.lu(_gram(T, x))),
+        _small_matrix,
+    ),
+    (
+        "T.linalg.lu_solve(*T.linalg.lu_factor(gram({0})), {0})",
+        lambda T, x: T.linalg.lu_solve(*T.linalg.lu_factor(_gram(T, x)), x),
+        _small_matrix,
+    ),
+    (
+        "T.lu_unpack(*T.linalg.lu_factor(gram({}))).L",
+        lambda T, x: T.lu_unpack(*T.linalg.lu_factor(_gram(T, x))).L,
+        _small_matrix,
+    ),
+]
+UNARY += UNARY_LINALG2
+
+# Distances between rows and a bilinear form of the operand with itself (branch linalg2).
+UNARY_DISTANCES = [
+    ("T.cdist({0}, {0})", lambda T, x: T.cdist(x, x), lambda a: a.ndim >= 2),
+    ("T.cdist({0}, {0}, p=1)", lambda T, x: T.cdist(x, x, p=1), lambda a: a.ndim >= 2),
+    ("T.pdist({})", lambda T, x: T.pdist(x), lambda a: a.ndim == 2),
+    (
+        "F.bilinear({0}, {0}, ones(2, n, n))",
+        lambda T, x: T.nn.functional.bilinear(
+            x, x, T.ones(2, x.shape[-1], x.shape[-1], dtype=x.dtype)
+        ),
+        lambda a: a.ndim >= 1,
+    ),
+]
+UNARY += UNARY_DISTANCES
+
+# matrix_power, vecdot and multi_dot (PyTorch composes them of clone, inv, mm, mul, sum).
+UNARY_LINALG_COMPOSITES = [
+    (
+        "T.linalg.matrix_power(gram({}), 3)",
+        lambda T, x: T.linalg.matrix_power(_gram(T, x), 3),
+        _small_matrix,
+    ),
+    (
+        "T.linalg.matrix_power(gram({}), -2)",
+        lambda T, x: T.linalg.matrix_power(_gram(T, x), -2),
+        _small_matrix,
+    ),
+    (
+        "{}.matrix_power(1)",
+        lambda T, x: x.matrix_power(1),
+        lambda a: a.ndim >= 2 and a.shape[-1] == a.shape[-2],
+    ),
+    ("T.linalg.vecdot({0}, {0})", lambda T, x: T.linalg.vecdot(x, x), lambda a: a.ndim >= 1),
+    (
+        "T.linalg.multi_dot([{0}, {0}.mT, {0}])",
+        lambda T, x: T.linalg.multi_dot([x, x.mT, x]),
+        lambda a: a.ndim == 2,
+    ),
+]
+UNARY += UNARY_LINALG_COMPOSITES
+
+# Householder reflectors: the operand as packed reflectors (m >= n), scales made from it.
+_TALL = lambda a: a.ndim >= 2 and a.shape[-2] >= a.shape[-1]  # noqa: E731
+UNARY_HOUSEHOLDER = [
+    (
+        "T.linalg.householder_product({0}, {0}[..., 0, :].tanh())",
+        lambda T, x: T.linalg.householder_product(x, x[..., 0, :].tanh()),
+        _TALL,
+    ),
+    (
+        "T.ormqr({0}, {0}[..., 0, :].tanh(), {0})",
+        lambda T, x: T.ormqr(x, x[..., 0, :].tanh(), x),
+        _TALL,
+    ),
+]
+UNARY += UNARY_HOUSEHOLDER
+UNARY += [
+    (
+        "T.linalg.lstsq(gram({0}), {0}).solution",
+        lambda T, x: T.linalg.lstsq(_gram(T, x), x).solution,
+        _small_matrix,
+    ),
+]
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")

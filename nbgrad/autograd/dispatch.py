@@ -99,7 +99,11 @@ def run_op(spec, inputs, attrs=()):
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     if spec.name in ELEMENTWISE and out.ndim > 1:
-        out = _laid_out_like(out, arrays)
+        # where's condition (an attr here) is the first of TensorIterator's operands in PyTorch
+        if spec.name == "where" and attrs[0].shape == out.shape:
+            out = _laid_out_like(out, (attrs[0], *arrays))
+        else:
+            out = _laid_out_like(out, arrays)
 
     result = _make(out)
     # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.

@@ -1871,3 +1871,5 @@ from nbgrad.nn.functional_norm import (  # noqa: E402, F401
 
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle
+# --- distances and bilinear (ops/functions/distances.py) ---------------------------------------
+from nbgrad.ops.functions.distances import bilinear, pdist  # noqa: E402, F401

@@ -1664,3 +1664,117 @@ op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward
    extra_outputs=("logsumexp", "output"),
    saves=("attn_mask", "dropout_p", "is_causal", "key", "logsumexp", "output", "query", "scale",
           "value"), joint=True)
+
+
+# --- linear algebra, more: the LU family, legacy solvers (branch linalg2) -----------------------
+# P of linalg.lu and lu_unpack is not differentiable: PyTorch numbers only L and U as the node's
+# outputs (0 and 1), so P is an attr here (computed by the function from the pivots), saved and
+# returned but never an output of the node. Pivots are int32 attrs, without an edge.
+
+from nbgrad.ops import formula_linalg_lu  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(formula_linalg_lu.ARRAY_NAMESPACE)
+
+op("linalg_lu_factor_ex", "LinalgLuFactorExBackward0", ("A",),
+   {"A": "lu_factor_ex_backward(grad, LU, pivots)"},
+   lambda A, pivot: formula_linalg_lu.lu_factor(A), attrs=("pivot",), output_names=("LU",),
+   extra_outputs=("pivots", "info"), saves=("LU", "pivot", "pivots"))
+op("linalg_lu", "LinalgLuBackward0", ("A",), {"A": "linalg_lu_backward(grad, P, L, U)"},
+   lambda A, pivot, P: list(formula_linalg_lu.lu(A)[1:]), attrs=("pivot", "P"),
+   output_names=("L", "U"), saves=("L", "P", "U", "pivot"), multi_output=True)
+op("lu_unpack", "LuUnpackBackward0", ("LU_data",),
+   {"LU_data": "lu_unpack_backward(grad, LU_data_sym_argsize_minus_2, "
+               "LU_data_sym_argsize_minus_1)"},
+   lambda LU_data, unpack_data, rows, columns: formula_linalg_lu.lu_unpack(LU_data, unpack_data),
+   attrs=("unpack_data", "LU_data_sym_argsize_minus_2", "LU_data_sym_argsize_minus_1"),
+   output_names=("L", "U"),
+   saves=("LU_data_sym_argsize_minus_1", "LU_data_sym_argsize_minus_2"), multi_output=True)
+op("linalg_lu_solve", "LinalgLuSolveBackward0", ("LU", "B"),
+   {"LU": "lu_solve_LU_backward(grad, LU, pivots, result, left, adjoint)",
+    "B": "lu_solve_B_backward(grad, LU, pivots, left, adjoint)"},
+   lambda LU, B, pivots, left, adjoint: formula_linalg_lu.lu_solve(LU, pivots, B, left, adjoint),
+   attrs=("pivots", "left", "adjoint"), saves=("LU", "adjoint", "left", "pivots", "result"))
+# The legacy torch.triangular_solve returns a copy of A too, whose gradient goes to A whole.
+op("triangular_solve", "TriangularSolveBackward0", ("self", "A"),
+   {"self": "triangular_solve_backward(grad, A, solution, upper, transpose, unitriangular, "
+            "False)",
+    "A": "triangular_solve_backward(grad, A, solution, upper, transpose, unitriangular, True)"},
+   formula_linalg_lu.triangular_solve, attrs=("upper", "transpose", "unitriangular"),
+   output_names=("solution", "cloned_coefficient"),
+   saves=("A", "self", "solution", "transpose", "unitriangular", "upper"), multi_output=True,
+   joint=True)
+op("cholesky", "CholeskyBackward0", ("self",), {"self": "cholesky_backward(grad, result, upper)"},
+   formula_linalg_lu.cholesky, attrs=("upper",), saves=("result", "upper"))
+
+
+# --- distances and _trilinear (branch linalg2) ---------------------------------------------------
+# cdist's and pdist's backwards are ops whose own derivatives PyTorch leaves not implemented: a
+# second derivative raises when it reaches them. cdist with p = 2 over more than 25 rows (or
+# compute_mode="use_mm_for_euclid_dist") runs _euclidean_dist instead (ops/functions/distances.py).
+
+from nbgrad.ops import distance_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(distance_kernels.ARRAY_FUNCTIONS)
+
+op("cdist", "CdistBackward0", ("x1", "x2"),
+   {"x1": "cdist_backward(grad, x1, x2, p, result)",
+    "x2": "cdist_backward(contiguous_mT(grad), x2, x1, p, contiguous_mT(result))"},
+   lambda x1, x2, p, compute_mode: distance_kernels.cdist(x1, x2, p),
+   attrs=("p", "compute_mode"), saves=("p", "result", "x1", "x2"))
+op("cdist_backward", "CdistBackwardBackward0", ("grad", "x1", "x2", "cdist"),
+   {name: "not_implemented('_cdist_backward')" for name in ("grad", "x1", "x2", "cdist")},
+   distance_kernels.cdist_backward, attrs=("p",))
+op("pdist", "PdistBackward0", ("self",), {"self": "pdist_backward(grad, self, p, result)"},
+   distance_kernels.pdist, attrs=("p",), saves=("p", "result", "self"))
+op("pdist_backward", "PdistBackwardBackward0", ("grad", "self", "pdist"),
+   {name: "not_implemented('_pdist_backward')" for name in ("grad", "self", "pdist")},
+   distance_kernels.pdist_backward, attrs=("p",))
+op("euclidean_dist", "EuclideanDistBackward0", ("x1", "x2"),
+   {"x1": "euclidean_dist_backward(grad, x1, x2, result, False)",
+    "x2": "euclidean_dist_backward(grad, x1, x2, result, True)"},
+   distance_kernels.euclidean_dist, saves=("result", "x1", "x2"))
+# Each input's gradient is _trilinear again, of the gradient and the two other inputs.
+op("trilinear", "TrilinearBackward0", ("i1", "i2", "i3"),
+   {"i1": "trilinear(grad, i2, i3, sumdim, expand2, expand3, expand1)",
+    "i2": "trilinear(i1, grad, i3, expand1, sumdim, expand3, expand2)",
+    "i3": "trilinear(i1, i2, grad, expand1, expand2, sumdim, expand3)"},
+   distance_kernels.trilinear,
+   attrs=("expand1", "expand2", "expand3", "sumdim", "unroll_dim"),
+   saves=("expand1", "expand2", "expand3", "i1", "i2", "i3", "sumdim"))
+
+
+# --- Householder reflectors: geqrf, householder_product, ormqr (branch linalg2) -----------------
+# geqrf's two outputs (a, tau) are both outputs of its node, whose backward PyTorch does not
+# implement: it raises when reached.
+
+from nbgrad.ops import formula_linalg_householder  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(formula_linalg_householder.ARRAY_NAMESPACE)
+
+op("geqrf", "GeqrfBackward0", ("self",), {"self": "not_implemented('geqrf')"},
+   formula_linalg_householder.geqrf, output_names=("a", "tau"), multi_output=True)
+op("linalg_householder_product", "LinalgHouseholderProductBackward0", ("input", "tau"),
+   {"input": "householder_product_backward(grad, input, tau, True)",
+    "tau": "householder_product_backward(grad, input, tau, False)"},
+   formula_linalg_householder.householder_product, saves=("input", "result", "tau"), joint=True)
+op("ormqr", "OrmqrBackward0", ("self", "input2", "input3"),
+   {name: f"ormqr_backward(grad, self, input2, input3, left, transpose, {name!r})"
+    for name in ("self", "input2", "input3")},
+   formula_linalg_householder.ormqr, attrs=("left", "transpose"),
+   saves=("input2", "input3", "left", "result", "self", "transpose"), joint=True)
+
+
+# --- least squares: linalg.lstsq (branch linalg2) -----------------------------------------------
+# Two differentiable outputs (solution, residuals); rank and singular values are returned by the
+# function and have no edge. rcond and driver only choose the forward; the vector case is an attr.
+
+from nbgrad.ops import formula_linalg_lstsq  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(formula_linalg_lstsq.ARRAY_NAMESPACE)
+
+op("linalg_lstsq", "LinalgLstsqBackward0", ("self", "b"),
+   {"self": "lstsq_backward(grad, self, b, solution, False)",
+    "b": "lstsq_backward(grad, self, b, solution, True)"},
+   formula_linalg_lstsq.lstsq, attrs=("rcond", "driver", "vector"),
+   output_names=("solution", "residuals"), saves=("b", "self", "solution"), multi_output=True,
+   joint=True)

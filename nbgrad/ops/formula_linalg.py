@@ -149,19 +149,13 @@ def cholesky_solve(b, factor, upper):
     return column_major(np.linalg.solve(np.swapaxes(lower, -1, -2), y))
 
 
-def triangle(a, upper, unitriangular):
-    """The triangle of A a triangular solver reads, with ones on the diagonal if unitriangular."""
-    t = np.triu(a) if upper else np.tril(a)
-    if unitriangular:
-        t = t - t * np.eye(a.shape[-1], dtype=a.dtype) + np.eye(a.shape[-1], dtype=a.dtype)
-    return t
-
-
 def solve_triangular(a, b, upper, left, unitriangular):
-    t = triangle(a, upper, unitriangular)
+    # by substitution: a zero on the diagonal gives inf and nan, as LAPACK's trtrs does
+    from nbgrad.ops.formula_linalg_lu import substitute
+
     if left:
-        return column_major(np.linalg.solve(t, b))
-    x_t = np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2))
+        return column_major(substitute(a, b, lower=not upper, unit=unitriangular))
+    x_t = substitute(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), upper, unitriangular)
     return column_major(np.swapaxes(x_t, -1, -2))
 
 

@@ -520,6 +520,10 @@ def tensor_namespace():
         **more_elementwise_tensor_namespace(),
         **_layer_tensor_namespace(),
         **formula_linalg.tensor_namespace(),
+        **_linalg_lu_tensor_namespace(),
+        **_distance_tensor_namespace(),
+        **_householder_tensor_namespace(),
+        **_lstsq_tensor_namespace(),
         **_misc_tensor_namespace(),
         **_backward_function_namespace(),
     }
@@ -616,6 +620,30 @@ def _misc_tensor_namespace():
     from nbgrad.ops import misc_kernels
 
     return misc_kernels.tensor_namespace()
+
+
+def _linalg_lu_tensor_namespace():
+    from nbgrad.ops import formula_linalg_lu
+
+    return formula_linalg_lu.tensor_namespace()
+
+
+def _distance_tensor_namespace():
+    from nbgrad.ops import distance_kernels
+
+    return distance_kernels.tensor_namespace()
+
+
+def _householder_tensor_namespace():
+    from nbgrad.ops import formula_linalg_householder
+
+    return formula_linalg_householder.tensor_namespace()
+
+
+def _lstsq_tensor_namespace():
+    from nbgrad.ops import formula_linalg_lstsq
+
+    return formula_linalg_lstsq.tensor_namespace()
 
 
 def _layer_tensor_namespace():

@@ -14,6 +14,7 @@ from nbgrad.ops import public
 from nbgrad.ops.functions import (  # importing each module declares its functions
     arithmetic,
     comparison,
+    distances,
     einsum,
     elementwise,
     folding,
@@ -21,7 +22,10 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     indexing,
     inplace,
     linalg,
+    linalg_composites,
     linalg_decompositions,
+    linalg_lstsq,
+    linalg_lu,
     linalg_more,
     more_elementwise,
     reductions,

@@ -1335,6 +1335,18 @@ case(
 )
 
 
+# --- packed sequences, 3-d convolution, unpooling, channel shuffle, more upsampling --------------
+case(
+    "pack_padded_sequence",
+    lambda x: torch.nn.utils.rnn.pack_padded_sequence(x, [3, 3, 1]).data,
+    normal(3, 3, 2),
+)
+case(
+    "pack_padded_sequence-batch_first",
+    lambda x: torch.nn.utils.rnn.pack_padded_sequence(x, [2, 3], True, False).data,
+    normal(2, 3, 2),
+)
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

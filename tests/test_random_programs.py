@@ -629,6 +629,31 @@ UNARY_LINALG = [
 UNARY += UNARY_LINALG
 
 
+# Layers of issue 14's last pieces on the operand read as (steps, batch, ...): packed sequences.
+def _lengths(a):
+    """Lengths for a (T, B, ...) operand, longest first: T, T - 1, ..., at least 1."""
+    return [max(a.shape[0] - i, 1) for i in range(a.shape[1])]
+
+
+def _pack(T, x):
+    return T.nn.utils.rnn.pack_padded_sequence(x, _lengths(x))
+
+
+UNARY_NN14 = [
+    (
+        "pack_padded_sequence({}, lengths).data",
+        lambda T, x: _pack(T, x).data,
+        lambda a: a.ndim >= 2 and a.size > 0,
+    ),
+    (
+        "pad_packed_sequence(pack_padded_sequence({}, lengths))[0]",
+        lambda T, x: T.nn.utils.rnn.pad_packed_sequence(_pack(T, x), batch_first=True)[0],
+        lambda a: a.ndim >= 2 and a.size > 0,
+    ),
+]
+UNARY += UNARY_NN14
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))

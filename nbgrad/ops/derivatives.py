@@ -1502,3 +1502,19 @@ op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward
    extra_outputs=("logsumexp", "output"),
    saves=("attn_mask", "dropout_p", "is_causal", "key", "logsumexp", "output", "query", "scale",
           "value"), joint=True)
+
+
+# --- packed sequences, 3-d convolution, unpooling, channel shuffle, more upsampling (nn14) --------
+# Kernels and the formulas' helpers in layer_kernels_more (its Tensor namespace joins
+# formula_math's).
+
+from nbgrad.ops import layer_kernels_more  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(layer_kernels_more.ARRAY_FUNCTIONS)
+
+# nn.utils.rnn.pack_padded_sequence: the lengths (sorted longest first) are an attr; result1 is
+# batch_sizes, how many sequences run at each step (PyTorch shows it as _saved_result1).
+op("pack_padded_sequence", "PackPaddedSequenceBackward0", ("input",),
+   {"input": "pack_padded_sequence_backward(grad, input_sym_sizes, result1, batch_first)"},
+   layer_kernels_more.pack_padded_sequence, attrs=("lengths", "batch_first"),
+   extra_outputs=("result1",), saves=("batch_first", "input_sym_sizes", "result1"))

@@ -23,6 +23,7 @@ from nbgrad.nn import functional as F
 from nbgrad.nn import init
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.parameter import Parameter
+from nbgrad.nn.utils.rnn import PackedSequence
 from nbgrad.ops import creation
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
@@ -72,6 +73,32 @@ def gru_cell(input, hidden, params, pre_computed=False):
     input_gate = ops.sigmoid(hgates[1] + igates[1])
     new_gate = ops.tanh(igates[2] + hgates[2] * reset_gate)
     return (hidden - new_gate) * input_gate + new_gate
+
+
+def _hidden_narrow(hidden, start, length):
+    """Rows [start, start + length) of a hidden state, or of both of an LSTM's (h, c)."""
+    if isinstance(hidden, tuple):
+        return tuple(ops.narrow(h, 0, start, length) for h in hidden)
+    return ops.narrow(hidden, 0, start, length)
+
+
+def _hidden_cat(hiddens):
+    if isinstance(hiddens[0], tuple):
+        return tuple(ops.cat(list(parts), 0) for parts in zip(*hiddens))
+    return ops.cat(list(hiddens), 0)
+
+
+def _hidden_output(hidden):
+    return hidden[0] if isinstance(hidden, tuple) else hidden
+
+
+def _permute_hidden(hidden, permutation):
+    """PyTorch's permute_hidden: the batch (dim 1) reordered, for a packed batch that was sorted."""
+    if permutation is None:
+        return hidden
+    if isinstance(hidden, tuple):
+        return tuple(ops.index_select(h, 1, permutation) for h in hidden)
+    return ops.index_select(hidden, 1, permutation)
 
 
 # --- cell modules -----------------------------------------------------------------------------
@@ -353,6 +380,77 @@ class RNNBase(Module):
             outputs[t] = hidden[0] if isinstance(hidden, tuple) else hidden
         return ops.stack(outputs, 0), hidden
 
+    # --- packed input (ATen's PackedLayer, ReversedPackedLayer) --------------------------------
+
+    def _run_packed_direction(self, data, batch_sizes, hidden, params, reverse):
+        """One direction over packed ``data``: step t takes the next batch_sizes[t] rows. Going
+        forward, the states of sequences that have ended are sliced off the hidden state
+        (SliceBackward0) and kept; going backward, they join it as their sequences start
+        (CatBackward0). Returns (the steps' outputs concatenated, the final states)."""
+        projected = F.linear(data, params[0], params[2])
+        outputs = []
+        if not reverse:
+            offset, last, ended = 0, batch_sizes[0], []
+            for size in batch_sizes:
+                step = ops.narrow(projected, 0, offset, size)
+                offset += size
+                if size < last:
+                    ended.append(_hidden_narrow(hidden, size, last - size))
+                    hidden = _hidden_narrow(hidden, 0, size)
+                last = size
+                hidden = self._cell(step, hidden, params)
+                outputs.append(_hidden_output(hidden))
+            ended.append(hidden)
+            return ops.cat(outputs, 0), _hidden_cat(ended[::-1])
+        offset, last = data.shape[0], batch_sizes[-1]
+        initial, hidden = hidden, _hidden_narrow(hidden, 0, last)
+        for size in reversed(batch_sizes):
+            if size > last:
+                hidden = _hidden_cat([hidden, _hidden_narrow(initial, last, size - last)])
+            step = ops.narrow(projected, 0, offset - size, size)
+            offset -= size
+            last = size
+            hidden = self._cell(step, hidden, params)
+            outputs.append(_hidden_output(hidden))
+        return ops.cat(outputs[::-1], 0), hidden
+
+    def _run_packed(self, data, batch_sizes, hiddens):
+        """Every layer over packed data (ATen's packed layer stack): returns (data, finals)."""
+        directions = 2 if self.bidirectional else 1
+        sizes = [int(n) for n in batch_sizes._data]
+        finals = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                out, final = self._run_packed_direction(
+                    data,
+                    sizes,
+                    hiddens[layer * directions + direction],
+                    self._layer_params(layer, direction),
+                    direction == 1,
+                )
+                outputs.append(out)
+                finals.append(final)
+            data = outputs[0] if directions == 1 else ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                data = F.dropout(data, self.dropout, True)
+        return data, finals
+
+    def _check_packed(self, data, batch_sizes):
+        """PyTorch's check_input for packed data (2-d rows) and the expected hidden shape."""
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                f"{data.shape[-1]}"
+            )
+
+    def _packed_hidden_shape(self, batch_sizes, size=None):
+        directions = 2 if self.bidirectional else 1
+        batch = int(batch_sizes._data[0])
+        return (self.num_layers * directions, batch, size or self.hidden_size)
+
     def _check_forward(self, input):
         name = type(self).__name__
         if input.dim() not in (2, 3):
@@ -426,6 +524,18 @@ class RNN(RNNBase):
         return rnn_cell(input, hidden, params, self.nonlinearity, pre_computed=True)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            data, batch_sizes, sorted_indices, unsorted_indices = input
+            if hx is None:
+                hx = creation.zeros(*self._packed_hidden_shape(batch_sizes), dtype=data.dtype)
+            else:
+                hx = _permute_hidden(hx, sorted_indices)
+            self._check_packed(data, batch_sizes)
+            self._check_hidden(hx, self._packed_hidden_shape(batch_sizes))
+            data, finals = self._run_packed(data, batch_sizes, _unbind(hx, 0))
+            h_n = ops.stack(finals, 0)
+            packed = PackedSequence(data, batch_sizes, sorted_indices, unsorted_indices)
+            return packed, _permute_hidden(h_n, unsorted_indices)
         self._check_forward(input)
         batched = input.dim() == 3
         if not batched:
@@ -476,6 +586,20 @@ class LSTM(RNNBase):
         return lstm_cell(input, hidden, params, pre_computed=True)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            # PyTorch checks nothing here: a wrong size fails inside the layers.
+            data, batch_sizes, sorted_indices, unsorted_indices = input
+            if hx is None:
+                zeros = creation.zeros(*self._packed_hidden_shape(batch_sizes), dtype=data.dtype)
+                hx = (zeros, zeros)
+            else:
+                hx = _permute_hidden(tuple(hx), sorted_indices)
+            pairs = list(zip(_unbind(hx[0], 0), _unbind(hx[1], 0)))
+            data, finals = self._run_packed(data, batch_sizes, pairs)
+            h_n = ops.stack([h for h, _ in finals], 0)
+            c_n = ops.stack([c for _, c in finals], 0)
+            packed = PackedSequence(data, batch_sizes, sorted_indices, unsorted_indices)
+            return packed, _permute_hidden((h_n, c_n), unsorted_indices)
         self._check_forward(input)
         batched = input.dim() == 3
         if not batched:

@@ -72,7 +72,11 @@ def _layer_case(layer, lengths, *args, hidden=False, pack_options=None, **kwargs
             directions = 2 if kwargs.get("bidirectional") else 1
             layers = args[0] if args else 1
             shape = (layers * directions, len(lengths), 4)
-            state = (m.input(*shape), m.input(*shape)) if layer == "LSTM" else m.input(*shape)
+            if layer == "LSTM":
+                h_shape = (*shape[:2], kwargs.get("proj_size") or 4)
+                state = (m.input(*h_shape), m.input(*shape))
+            else:
+                state = m.input(*shape)
             out, final = module(p, state)
         else:
             out, final = module(p)
@@ -129,6 +133,14 @@ CASES = {
         "LSTM", [2, 3, 1, 3], hidden=True, pack_options={"enforce_sorted": False}
     ),
     "lstm two layers bidirectional": _layer_case("LSTM", [3, 3, 2, 1], 2, bidirectional=True),
+    "lstm proj bidirectional unsorted hidden": _layer_case(
+        "LSTM",
+        [2, 3, 3],
+        bidirectional=True,
+        proj_size=2,
+        hidden=True,
+        pack_options={"enforce_sorted": False},
+    ),
     "lstm no bias two layers": _layer_case("LSTM", [4, 1], 2, bias=False),
 }
 

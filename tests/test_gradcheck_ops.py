@@ -1346,6 +1346,23 @@ case(
     lambda x: torch.nn.utils.rnn.pack_padded_sequence(x, [2, 3], True, False).data,
     normal(2, 3, 2),
 )
+case("channel_shuffle", lambda x: torch.channel_shuffle(x, 2), normal(2, 4, 3))
+case(
+    "max_unpool2d",
+    lambda x: F.max_unpool2d(x, torch.tensor([[[[0, 3], [9, 14]]]]), 2, output_size=(4, 4)),
+    normal(1, 1, 2, 2),
+)
+case(
+    "max_unpool3d",
+    lambda x: F.max_unpool3d(x, torch.tensor([[[[[0, 7]]]]]), (1, 2, 2), output_size=(1, 2, 4)),
+    normal(1, 1, 1, 1, 2),
+)
+case(
+    "max_unpool1d-unbatched",
+    lambda x: F.max_unpool1d(x, torch.tensor([[1, 2, 5]]), 2, stride=2),
+    normal(1, 3),
+)
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -650,6 +650,18 @@ UNARY_NN14 = [
         lambda T, x: T.nn.utils.rnn.pad_packed_sequence(_pack(T, x), batch_first=True)[0],
         lambda a: a.ndim >= 2 and a.size > 0,
     ),
+    (
+        "T.channel_shuffle({}, 2)",
+        lambda T, x: T.channel_shuffle(x, 2),
+        lambda a: a.ndim >= 3 and a.shape[1] % 2 == 0 and a.size > 0,
+    ),
+    (
+        "F.max_unpool1d(*F.max_pool1d({}, 2, return_indices=True), 2)",
+        lambda T, x: T.nn.functional.max_unpool1d(
+            *T.nn.functional.max_pool1d(x, 2, return_indices=True), 2
+        ),
+        lambda a: a.ndim == 3 and a.shape[-1] >= 2 and a.size > 0,
+    ),
 ]
 UNARY += UNARY_NN14
 

@@ -100,4 +100,5 @@ from nbgrad.nn.modules.normalization_more import (
     LocalResponseNorm,
     RMSNorm,
 )
+from nbgrad.nn.modules.unpooling import ChannelShuffle, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from nbgrad.nn.parameter import Parameter

@@ -1871,3 +1871,11 @@ from nbgrad.nn.functional_norm import (  # noqa: E402, F401
 
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle
+
+# --- max unpooling, channel shuffle (their own module) ------------------------------------------
+from nbgrad.nn.functional_layers_more import (  # noqa: E402, F401
+    channel_shuffle,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)

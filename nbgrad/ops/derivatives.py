@@ -1518,3 +1518,16 @@ op("pack_padded_sequence", "PackPaddedSequenceBackward0", ("input",),
    {"input": "pack_padded_sequence_backward(grad, input_sym_sizes, result1, batch_first)"},
    layer_kernels_more.pack_padded_sequence, attrs=("lengths", "batch_first"),
    extra_outputs=("result1",), saves=("batch_first", "input_sym_sizes", "result1"))
+op("channel_shuffle", "ChannelShuffleBackward0", ("self",),
+   {"self": "channel_shuffle(grad, grad.shape[1] // groups)"},
+   layer_kernels_more.channel_shuffle, attrs=("groups",), saves=("groups",))
+# The indices are an attr (no edge; shown as _saved_indices); the output size is not saved.
+op("max_unpool2d", "MaxUnpool2DBackward0", ("self",),
+   {"self": "max_pool_double_backward(grad, indices, 2)"},
+   lambda self, indices, output_size: layer_kernels_more.max_unpool(self, indices, output_size),
+   attrs=("indices", "output_size"), saves=("indices",))
+op("max_unpool3d", "MaxUnpool3DBackward0", ("self",),
+   {"self": "max_pool_double_backward(grad, indices, 3)"},
+   lambda self, indices, output_size, stride, padding: layer_kernels_more.max_unpool(
+       self, indices, output_size),
+   attrs=("indices", "output_size", "stride", "padding"), saves=("indices",))

@@ -46,8 +46,41 @@ def pack_padded_sequence_backward(grad, input_sizes, batch_sizes, batch_first):
     return np.swapaxes(out, 0, 1) if batch_first else out
 
 
+# --- channel shuffle, max unpooling -----------------------------------------------------------
+
+
+def channel_shuffle(x, groups):
+    """(N, C, *): the channels, read as a (groups, C / groups) grid, transposed."""
+    n, c = x.shape[:2]
+    grid = x.reshape(n, groups, c // groups, *x.shape[2:])
+    return np.ascontiguousarray(np.swapaxes(grid, 1, 2)).reshape(x.shape)
+
+
+def max_unpool(x, indices, output_size):
+    """Each value of (N, C, *in) written at its flat index into a zero (N, C, *output_size):
+    the inverse placement of a max pooling's indices (a later duplicate index overwrites an
+    earlier one, as PyTorch's CPU kernel does)."""
+    lead = x.shape[: -len(output_size)] if x.ndim > len(output_size) else ()
+    volume = int(np.prod(output_size, dtype=np.int64))
+    planes = int(np.prod(lead, dtype=np.int64))
+    out = np.zeros((planes, volume), dtype=x.dtype)
+    rows = np.repeat(np.arange(planes), indices.size // max(planes, 1))
+    out[rows, indices.reshape(-1)] = x.reshape(-1)
+    return out.reshape(*lead, *output_size)
+
+
+def max_pool_double_backward(grad, indices, dims):
+    """The gradient of max unpooling: each input position reads the gradient at its index."""
+    lead = indices.shape[: indices.ndim - dims]
+    flat = np.ascontiguousarray(grad).reshape(*lead, -1)
+    picked = np.take_along_axis(flat, _array(indices).reshape(*lead, -1), axis=-1)
+    return picked.reshape(indices.shape)
+
+
 ARRAY_FUNCTIONS = {
     "pack_padded_sequence_backward": pack_padded_sequence_backward,
+    "channel_shuffle": channel_shuffle,
+    "max_pool_double_backward": max_pool_double_backward,
 }
 
 
@@ -68,6 +101,20 @@ def tensor_namespace():
             offset += size
         return out.transpose(0, 1) if batch_first else out
 
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops import creation
+    from nbgrad.ops.derivatives import OPS
+
+    def max_pool_double_backward_tensor(grad, indices, dims):
+        # ATen's: the gradient viewed flat per plane, gathered at the indices, viewed back.
+        indices = _array(indices)
+        lead = indices.shape[: indices.ndim - dims]
+        flat_indices = creation.tensor(indices.reshape(*lead, -1))
+        picked = grad.contiguous().view(*lead, -1).gather(-1, flat_indices)
+        return picked.view(*indices.shape)
+
     return {
         "pack_padded_sequence_backward": pack_padded_sequence_backward_tensor,
+        "channel_shuffle": lambda g, groups: run_op(OPS["channel_shuffle"], (g,), (groups,)),
+        "max_pool_double_backward": max_pool_double_backward_tensor,
     }

@@ -77,3 +77,4 @@ from nbgrad.nn.modules.pooling_extra import (
 )
 from nbgrad.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from nbgrad.nn.modules.sparse import Embedding
+from nbgrad.nn.modules.unpooling import ChannelShuffle, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d

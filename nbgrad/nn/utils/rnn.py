@@ -190,10 +190,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
         max_length = total_length
     data = sequence.data
     batch = int(batch_sizes[0])
-    with grad_mode.no_grad():
-        padded = creation.full(
-            (max_length, batch, *data.shape[1:]), padding_value, dtype=data.dtype
-        )
+    padded = _filled((max_length, batch, *data.shape[1:]), padding_value, data.dtype)
     # ATen copies each run of steps with the same batch size at once: rows of data viewed as
     # (steps, batch, *) into padded[first step:, :batch].
     offset, start = 0, 0
@@ -247,6 +244,15 @@ def unpack_sequence(packed_sequences):
     return unpad_sequence(padded, lengths, batch_first=True)
 
 
+def _filled(shape, value, dtype):
+    """ATen's ``at::full`` inside these functions: an empty tensor filled in place, so its
+    version is 1 before anything is copied in (PyTorch's padded results show it)."""
+    with grad_mode.no_grad():
+        out = creation.full(shape, value, dtype=dtype)
+    out._version_counter.value += 1
+    return out
+
+
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Stack sequences of different lengths (L_i, *) into (T, B, *) (or (B, T, *)), padded."""
     if padding_side not in ("left", "right"):
@@ -263,8 +269,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         if batch_first
         else (longest, len(sequences), *trailing)
     )
-    with grad_mode.no_grad():
-        out = creation.full(shape, padding_value, dtype=sequences[0].dtype)
+    out = _filled(shape, padding_value, sequences[0].dtype)
     for i, sequence in enumerate(sequences):
         length = sequence.shape[0]
         start = longest - length if padding_side == "left" else 0

@@ -19,6 +19,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     folding,
     indexing,
     inplace,
+    layers_more,
     linalg,
     linalg_decompositions,
     linalg_more,

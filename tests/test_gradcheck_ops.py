@@ -1358,6 +1358,13 @@ case(
     normal(1, 1, 1, 1, 2),
 )
 case(
+    "convolution3d",
+    lambda x, w, b: F.conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 0, 1), groups=2),
+    normal(1, 2, 2, 3, 2),
+    normal(2, 1, 2, 2, 1),
+    normal(2),
+)
+case(
     "max_unpool1d-unbatched",
     lambda x: F.max_unpool1d(x, torch.tensor([[1, 2, 5]]), 2, stride=2),
     normal(1, 3),

@@ -164,3 +164,92 @@ def test_errors_match_pytorch(torch, name):
         ERRORS[name](nbgrad)
     assert type(ours.value) is type(theirs.value)
     assert str(ours.value) == str(theirs.value)
+
+
+CONV3D = {
+    "plain": (
+        lambda T, x, w, b: T.nn.functional.conv3d(x, w, b),
+        [(2, 2, 3, 4, 3), (3, 2, 2, 2, 2), (3,)],
+    ),
+    "stride padding dilation groups": (
+        lambda T, x, w: T.nn.functional.conv3d(
+            x, w, stride=(1, 2, 1), padding=(1, 0, 2), dilation=(1, 1, 2), groups=2
+        ),
+        [(1, 4, 3, 5, 4), (4, 2, 2, 3, 2)],
+    ),
+    "padding same": (
+        lambda T, x, w: T.nn.functional.conv3d(x, w, padding="same"),
+        [(1, 2, 3, 3, 3), (2, 2, 3, 1, 3)],
+    ),
+    "padding valid": (
+        lambda T, x, w: T.nn.functional.conv3d(x, w, padding="valid"),
+        [(1, 2, 3, 3, 3), (2, 2, 2, 1, 2)],
+    ),
+    "unbatched": (
+        lambda T, x, w: T.nn.functional.conv3d(x, w, padding=1),
+        [(2, 2, 3, 2), (1, 2, 2, 2, 2)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CONV3D)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_conv3d(torch, name, dtype):
+    build, shapes = CONV3D[name]
+    run_both(torch, build, shapes, dtype=dtype)
+
+
+def test_conv3d_double_backward_values(torch):
+    """The gradient made with create_graph=True differentiates to PyTorch's values (its graph
+    is nbgrad's slices and einsums, not ConvolutionBackwardBackward0: README)."""
+    rng = np.random.default_rng(3)
+    values = [rng.standard_normal(s) for s in [(1, 2, 3, 3, 4), (2, 1, 2, 2, 2), (1, 2, 2, 1, 3)]]
+    results = []
+    for T in (nbgrad, torch):
+        x, w, g = (T.tensor(v, requires_grad=True) for v in values)
+        y = T.nn.functional.conv3d(x, w, stride=(1, 2, 2), padding=(0, 0, 1), groups=2)
+        gx, gw = T.autograd.grad(y, (x, w), g, create_graph=True)
+        ((gx * gx).sum() + (gw**3).sum()).backward()
+        results.append([t.detach().numpy() for t in (gx, gw, x.grad, w.grad, g.grad)])
+    for mine, real in zip(*results):
+        np.testing.assert_allclose(mine, real, rtol=1e-10, atol=1e-12)
+
+
+def test_conv3d_module(torch):
+    def build(T, x):
+        T.manual_seed(0)
+        conv = T.nn.Conv3d(2, 4, (2, 3, 1), stride=2, padding=1, bias=True).double()
+        if T is nbgrad:
+            conv.load_state_dict(torch_conv.state_dict())
+        return conv(x)
+
+    torch.manual_seed(0)
+    torch_conv = torch.nn.Conv3d(2, 4, (2, 3, 1), stride=2, padding=1, bias=True).double()
+    run_both(torch, build, [(1, 2, 4, 4, 3)])
+    for args, kwargs in [((2, 4, 3), {"padding": 1, "bias": False}), ((2, 6, 2), {"groups": 2})]:
+        assert repr(nbgrad.nn.Conv3d(*args, **kwargs)) == repr(torch.nn.Conv3d(*args, **kwargs))
+        ours, theirs = nbgrad.nn.Conv3d(*args, **kwargs), torch.nn.Conv3d(*args, **kwargs)
+        assert [(n, tuple(p.shape)) for n, p in ours.named_parameters()] == [
+            (n, tuple(p.shape)) for n, p in theirs.named_parameters()
+        ]
+
+
+CONV3D_ERRORS = {
+    "conv3d 3-d input": lambda T: T.nn.functional.conv3d(T.zeros(2, 3, 3), T.zeros(1, 2, 1, 1, 1)),
+    "conv3d channels": lambda T: T.nn.functional.conv3d(
+        T.zeros(1, 3, 3, 3, 3), T.zeros(1, 2, 1, 1, 1)
+    ),
+    "conv3d kernel too large": lambda T: T.nn.functional.conv3d(
+        T.zeros(1, 2, 3, 3, 3), T.zeros(1, 2, 4, 1, 1)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CONV3D_ERRORS)
+def test_conv3d_errors_match_pytorch(torch, name):
+    with pytest.raises(Exception) as theirs:
+        CONV3D_ERRORS[name](torch)
+    with pytest.raises(Exception) as ours:
+        CONV3D_ERRORS[name](nbgrad)
+    assert type(ours.value) is type(theirs.value)
+    assert str(ours.value) == str(theirs.value)

@@ -662,6 +662,11 @@ UNARY_NN14 = [
         ),
         lambda a: a.ndim == 3 and a.shape[-1] >= 2 and a.size > 0,
     ),
+    (
+        "F.conv3d({}[None], weight 2x1x2x1x1 of 0.5)",
+        lambda T, x: T.nn.functional.conv3d(x[None], T.full((2, 1, 2, 1, 1), 0.5, dtype=x.dtype)),
+        lambda a: a.ndim == 3 and a.shape[0] >= 2 and a.size > 0,
+    ),
 ]
 UNARY += UNARY_NN14
 

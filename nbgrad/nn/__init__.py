@@ -76,6 +76,7 @@ from nbgrad.nn.modules.activation_more import (
     Tanhshrink,
     Threshold,
 )
+from nbgrad.nn.modules.conv import Conv3d
 from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from nbgrad.nn.modules.loss_more import (
     CosineEmbeddingLoss,

@@ -232,7 +232,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, spatial_dims, 
         groups,
         (0,) if bias is None else tuple(bias.shape),  # what PyTorch shows without a bias
     )
-    out = run_op(OPS["convolution"], (input, weight, bias), attrs)
+    spec = OPS["convolution3d"] if spatial_dims == 3 else OPS["convolution"]
+    out = run_op(spec, (input, weight, bias), attrs)
     return ops.squeeze(out, 0) if unbatched else out
 
 
@@ -242,6 +243,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
 def _legacy_name(tensor):

@@ -1531,3 +1531,14 @@ op("max_unpool3d", "MaxUnpool3DBackward0", ("self",),
    lambda self, indices, output_size, stride, padding: layer_kernels_more.max_unpool(
        self, indices, output_size),
    attrs=("indices", "output_size", "stride", "padding"), saves=("indices",))
+# F.conv3d: ATen's convolution with three spatial dims (the same node as conv1d/conv2d).
+op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"),
+   {"input": "conv_nd_input_grad(grad, input.shape, weight, stride, padding, dilation, groups)",
+    "weight": "conv_nd_weight_grad(grad, input, weight.shape, stride, padding, dilation, "
+              "groups)",
+    "bias": "channel_sum(grad)"},
+   layer_kernels_more.convolution3d,
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
+          "bias_sym_sizes_opt"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
+          "stride", "transposed", "weight"))

@@ -77,7 +77,151 @@ def max_pool_double_backward(grad, indices, dims):
     return picked.reshape(indices.shape)
 
 
+# --- 3-d convolution --------------------------------------------------------------------------
+# Written for any number of spatial dims, and once for NumPy arrays and nbgrad Tensors alike: the
+# forward and both gradients are sums over the kernel's offsets, each a strided slice of the
+# (padded) input times that offset's weights (an einsum over channels within a group).
+
+_SPATIAL_LETTERS = "defhijklm"
+
+
+def _offsets(kernel_size):
+    return list(np.ndindex(*kernel_size))
+
+
+def _window(offset, stride, dilation, out_size):
+    """The slices of the padded input that kernel offset ``offset`` multiplies, over the output."""
+    return tuple(
+        slice(k * d, k * d + s * (o - 1) + 1, s)
+        for k, s, d, o in zip(offset, stride, dilation, out_size)
+    )
+
+
+def _grouped(x, groups):
+    """(N, C, *) as (N, groups, C / groups, *)."""
+    return x.reshape(x.shape[0], groups, x.shape[1] // groups, *x.shape[2:])
+
+
+def _spatial(n):
+    return _SPATIAL_LETTERS[:n]
+
+
+def _pads(padding):
+    return [(0, 0), (0, 0)] + [(p, p) for p in padding]
+
+
+def _per_dim(values, dims):
+    """PyTorch may give one value for every dim (``padding="valid"`` saves ``(0,)``)."""
+    values = tuple(values)
+    return values * dims if len(values) == 1 else values
+
+
+def conv_nd(x, weight, bias, stride, padding, dilation, groups, backend):
+    """out[n, o, *y] = sum over c, k of weight[o, c, *k] * padded[n, c, *(y * s + k * d)]."""
+    dims = x.ndim - 2
+    stride, padding, dilation = (_per_dim(v, dims) for v in (stride, padding, dilation))
+    out_size = [
+        (size + 2 * p - d * (k - 1) - 1) // s + 1
+        for size, k, s, p, d in zip(x.shape[2:], weight.shape[2:], stride, padding, dilation)
+    ]
+    padded = backend.pad(x, padding)
+    grouped_weight = _grouped_weight(weight, groups)
+    letters = _spatial(dims)
+    out = None
+    for offset in _offsets(weight.shape[2:]):
+        window = padded[(slice(None), slice(None), *_window(offset, stride, dilation, out_size))]
+        term = backend.einsum(
+            f"ngc{letters},goc->ngo{letters}",
+            _grouped(window, groups),
+            grouped_weight[(Ellipsis, *offset)],
+        )
+        out = term if out is None else out + term
+    out = out.reshape(x.shape[0], weight.shape[0], *out_size)
+    if bias is not None:
+        out = out + bias.reshape(weight.shape[0], *([1] * dims))
+    return out
+
+
+def _grouped_weight(weight, groups):
+    """(OC, C / groups, *k) as (groups, OC / groups, C / groups, *k)."""
+    return weight.reshape(groups, weight.shape[0] // groups, *weight.shape[1:])
+
+
+def conv_nd_input_grad(grad, input_shape, weight, stride, padding, dilation, groups, backend):
+    """Each offset's share of the output gradient, times its weights, added back onto the
+    slice of the padded input it came from; the padding cut off."""
+    dims = len(input_shape) - 2
+    stride, padding, dilation = (_per_dim(v, dims) for v in (stride, padding, dilation))
+    out_size = grad.shape[2:]
+    padded_shape = [s + 2 * p for s, p in zip(input_shape[2:], padding)]
+    grouped_weight = _grouped_weight(weight, groups)
+    grouped_grad = _grouped(grad, groups)
+    letters = _spatial(dims)
+    padded = backend.zeros(grad, (input_shape[0], input_shape[1], *padded_shape))
+    for offset in _offsets(weight.shape[2:]):
+        term = backend.einsum(
+            f"ngo{letters},goc->ngc{letters}", grouped_grad, grouped_weight[(Ellipsis, *offset)]
+        )
+        window = (slice(None), slice(None), *_window(offset, stride, dilation, out_size))
+        padded = backend.add_at(padded, window, term.reshape(input_shape[0], input_shape[1],
+                                                             *out_size))  # fmt: skip
+    return padded[
+        (slice(None), slice(None), *(slice(p, p + s) for p, s in zip(padding, input_shape[2:])))
+    ]
+
+
+def conv_nd_weight_grad(grad, x, weight_shape, stride, padding, dilation, groups, backend):
+    """Each offset's weights: the output gradient times the slice of the padded input it saw,
+    summed over the batch and the output positions."""
+    dims = x.ndim - 2
+    stride, padding, dilation = (_per_dim(v, dims) for v in (stride, padding, dilation))
+    out_size = grad.shape[2:]
+    padded = backend.pad(x, padding)
+    grouped_grad = _grouped(grad, groups)
+    letters = _spatial(dims)
+    pieces = []
+    for offset in _offsets(weight_shape[2:]):
+        window = padded[(slice(None), slice(None), *_window(offset, stride, dilation, out_size))]
+        pieces.append(
+            backend.einsum(
+                f"ngo{letters},ngc{letters}->goc", grouped_grad, _grouped(window, groups)
+            )  # fmt: skip
+        )
+    stacked = backend.stack(pieces, -1)  # (groups, OC / groups, C / groups, prod(k))
+    return stacked.reshape(*weight_shape)
+
+
+class _ArrayBackend:
+    einsum = staticmethod(lambda spec, a, b: np.einsum(spec, a, b, optimize=True))
+    stack = staticmethod(np.stack)
+
+    @staticmethod
+    def pad(x, padding):
+        return np.pad(x, _pads(padding)) if any(padding) else x
+
+    @staticmethod
+    def zeros(like, shape):
+        return np.zeros(shape, dtype=like.dtype)
+
+    @staticmethod
+    def add_at(target, window, values):
+        target[window] += values
+        return target
+
+
+def convolution3d(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                  bias_sym_sizes_opt):  # fmt: skip
+    out = conv_nd(x, weight, bias, stride, padding, dilation, groups, _ArrayBackend)
+    return out.astype(x.dtype, copy=False)
+
+
 ARRAY_FUNCTIONS = {
+    "conv_nd_input_grad": lambda grad, shape, weight, stride, padding, dilation, groups: (
+        conv_nd_input_grad(grad, shape, weight, stride, padding, dilation, groups, _ArrayBackend)
+    ),
+    "conv_nd_weight_grad": lambda grad, x, shape, stride, padding, dilation, groups: (
+        conv_nd_weight_grad(grad, x, shape, stride, padding, dilation, groups, _ArrayBackend)
+    ),
     "pack_padded_sequence_backward": pack_padded_sequence_backward,
     "channel_shuffle": channel_shuffle,
     "max_pool_double_backward": max_pool_double_backward,
@@ -113,7 +257,39 @@ def tensor_namespace():
         picked = grad.contiguous().view(*lead, -1).gather(-1, flat_indices)
         return picked.view(*indices.shape)
 
+    import nbgrad as nb
+
+    class TensorBackend:
+        einsum = staticmethod(nb.einsum)
+        stack = staticmethod(nb.stack)
+
+        @staticmethod
+        def pad(x, padding):
+            if not any(padding):
+                return x
+            flat = [p for size in reversed(padding) for p in (size, size)]
+            return nb.nn.functional.pad(x, flat)
+
+        @staticmethod
+        def zeros(like, shape):
+            return like.new_zeros(shape)
+
+        @staticmethod
+        def add_at(target, window, values):
+            target[window] = target[window] + values
+            return target
+
+    def conv_nd_input_grad_tensor(grad, shape, weight, stride, padding, dilation, groups):
+        return conv_nd_input_grad(
+            grad, shape, weight, stride, padding, dilation, groups, TensorBackend
+        )
+
+    def conv_nd_weight_grad_tensor(grad, x, shape, stride, padding, dilation, groups):
+        return conv_nd_weight_grad(grad, x, shape, stride, padding, dilation, groups, TensorBackend)
+
     return {
+        "conv_nd_input_grad": conv_nd_input_grad_tensor,
+        "conv_nd_weight_grad": conv_nd_weight_grad_tensor,
         "pack_padded_sequence_backward": pack_padded_sequence_backward_tensor,
         "channel_shuffle": lambda g, groups: run_op(OPS["channel_shuffle"], (g,), (groups,)),
         "max_pool_double_backward": max_pool_double_backward_tensor,

@@ -1364,6 +1364,13 @@ case(
     normal(2, 1, 2, 2, 1),
     normal(2),
 )
+case("upsample_trilinear3d", lambda x: F.interpolate(x, scale_factor=2, mode="trilinear"),
+     normal(1, 1, 2, 2, 3))  # fmt: skip
+case("upsample_nearest3d", lambda x: F.interpolate(x, size=(3, 2, 4)), normal(1, 1, 2, 2, 3))
+case("upsample_nearest_exact3d", lambda x: F.interpolate(x, size=(3, 2, 4), mode="nearest-exact"),
+     normal(1, 1, 2, 2, 3))  # fmt: skip
+case("upsample_bicubic2d", lambda x: F.interpolate(x, size=(5, 3), mode="bicubic"),
+     normal(1, 2, 3, 4))  # fmt: skip
 case(
     "max_unpool1d-unbatched",
     lambda x: F.max_unpool1d(x, torch.tensor([[1, 2, 5]]), 2, stride=2),

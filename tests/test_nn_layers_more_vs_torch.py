@@ -253,3 +253,58 @@ def test_conv3d_errors_match_pytorch(torch, name):
         CONV3D_ERRORS[name](nbgrad)
     assert type(ours.value) is type(theirs.value)
     assert str(ours.value) == str(theirs.value)
+
+
+def _interpolate(**options):
+    return lambda T, x: T.nn.functional.interpolate(x, **options)
+
+
+INTERPOLATE = {
+    "trilinear": (_interpolate(scale_factor=2, mode="trilinear"), (1, 2, 2, 3, 2)),
+    "trilinear corners size": (
+        _interpolate(size=(3, 5, 2), mode="trilinear", align_corners=True),
+        (2, 1, 2, 3, 4),
+    ),
+    "trilinear down recompute": (
+        _interpolate(scale_factor=(0.5, 0.7, 1.3), mode="trilinear", recompute_scale_factor=True),
+        (1, 1, 4, 5, 3),
+    ),
+    "nearest 3d": (_interpolate(scale_factor=(2, 1.5, 0.5), mode="nearest"), (1, 2, 2, 3, 4)),
+    "nearest-exact 3d": (_interpolate(size=(3, 5, 2), mode="nearest-exact"), (1, 1, 2, 3, 4)),
+    "bicubic": (_interpolate(scale_factor=2, mode="bicubic"), (1, 2, 3, 4)),
+    "bicubic corners down": (
+        _interpolate(size=(2, 5), mode="bicubic", align_corners=True),
+        (2, 1, 5, 3),
+    ),
+    "bicubic scale 1.7": (_interpolate(scale_factor=1.7, mode="bicubic"), (1, 1, 4, 3)),
+    "area 1d": (_interpolate(scale_factor=0.5, mode="area"), (1, 2, 6)),
+    "area 2d size": (_interpolate(size=(2, 3), mode="area"), (1, 2, 5, 7)),
+    "area 3d": (_interpolate(scale_factor=(0.5, 1, 0.7), mode="area"), (1, 1, 4, 3, 5)),
+    "upsample module trilinear": (
+        lambda T, x: T.nn.Upsample(scale_factor=2, mode="trilinear")(x),
+        (1, 1, 2, 2, 2),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", INTERPOLATE)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_interpolate(torch, name, dtype):
+    build, shape = INTERPOLATE[name]
+    run_both(torch, build, [shape], dtype=dtype)
+
+
+@pytest.mark.parametrize("name", ["trilinear corners size", "bicubic corners down"])
+def test_interpolate_double_backward_values(torch, name):
+    build, shape = INTERPOLATE[name]
+    value = np.random.default_rng(4).standard_normal(shape)
+    results = []
+    for T in (nbgrad, torch):
+        x = T.tensor(value, requires_grad=True)
+        y = build(T, x)
+        g = T.ones_like(y, requires_grad=True)
+        (gx,) = T.autograd.grad(y, x, g, create_graph=True)
+        (gx * gx).sum().backward()
+        results.append([gx.detach().numpy(), g.grad.numpy()])
+    for mine, real in zip(*results):
+        np.testing.assert_allclose(mine, real, rtol=1e-10, atol=1e-12)

@@ -667,6 +667,16 @@ UNARY_NN14 = [
         lambda T, x: T.nn.functional.conv3d(x[None], T.full((2, 1, 2, 1, 1), 0.5, dtype=x.dtype)),
         lambda a: a.ndim == 3 and a.shape[0] >= 2 and a.size > 0,
     ),
+    (
+        "F.interpolate({}[None], scale_factor=2, mode='bicubic')",
+        lambda T, x: T.nn.functional.interpolate(x[None], scale_factor=2, mode="bicubic"),
+        lambda a: a.ndim == 3 and a.size > 0,
+    ),
+    (
+        "F.interpolate({}[None, None], size=(3, 2, 4), mode='trilinear')",
+        lambda T, x: T.nn.functional.interpolate(x[None, None], (3, 2, 4), mode="trilinear"),
+        lambda a: a.ndim == 3 and a.size > 0,
+    ),
 ]
 UNARY += UNARY_NN14
 

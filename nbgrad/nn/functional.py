@@ -759,6 +759,10 @@ _UPSAMPLE_OPS = {
     ("nearest-exact", 2): "upsample_nearest_exact2d",
     ("linear", 1): "upsample_linear1d",
     ("bilinear", 2): "upsample_bilinear2d",
+    ("nearest", 3): "upsample_nearest3d",
+    ("nearest-exact", 3): "upsample_nearest_exact3d",
+    ("trilinear", 3): "upsample_trilinear3d",
+    ("bicubic", 2): "upsample_bicubic2d",
 }
 
 
@@ -816,12 +820,18 @@ def interpolate(
         align_corners = False
     if antialias:
         raise NotImplementedError("nbgrad's interpolate has no antialias")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True  # PyTorch's: area needs an output size
     if recompute_scale_factor and scale_factors is not None:
         output_size = [
             math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dims)
         ]
         scale_factors = None
     key = (mode, dims)
+    if mode == "area" and input.dim() in (3, 4, 5):
+        # PyTorch's area mode is adaptive average pooling to the output size.
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dims - 1]
+        return pool(input, output_size)
     if key not in _UPSAMPLE_OPS:
         if mode in ("linear", "bilinear", "trilinear", "bicubic") and input.dim() in (3, 4, 5):
             needed = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}[mode]
@@ -840,7 +850,9 @@ def interpolate(
             math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dims)
         ]
     scales = tuple(scale_factors) if scale_factors is not None else (None,) * dims
-    corners = (bool(align_corners),) if mode in ("linear", "bilinear") else ()
+    corners = (
+        (bool(align_corners),) if mode in ("linear", "bilinear", "trilinear", "bicubic") else ()
+    )
     attrs = (tuple(output_size), *corners, *scales, tuple(input.shape))
     return run_op(OPS[_UPSAMPLE_OPS[key]], (input,), attrs)
 

@@ -1542,3 +1542,20 @@ op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"),
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
           "stride", "transposed", "weight"))
+# F.interpolate's 3-d modes and bicubic, as the entries of the section above ("recurrent layers,
+# pooling, transposed convolution"): separable interpolation matrices, one entry per node.
+for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
+        ("upsample_nearest3d", "UpsampleNearest3DBackward0", "nearest", 3, False),
+        ("upsample_nearest_exact3d", "UpsampleNearestExact3DBackward0", "nearest-exact", 3, False),
+        ("upsample_trilinear3d", "UpsampleTrilinear3DBackward0", "trilinear", 3, True),
+        ("upsample_bicubic2d", "UpsampleBicubic2DBackward0", "bicubic", 2, True)):
+    _up_scales = ("scales_h", "scales_w") if _up_dims == 2 else ("scales_d", "scales_h", "scales_w")
+    _up_corner_attrs = ("align_corners",) if _up_corners else ()
+    _up_corner_arg = "align_corners" if _up_corners else "False"
+    op(_up_name, _up_node, ("self",),
+       {"self": "upsample_backward(grad, self_sym_sizes, output_size, "
+                f"({', '.join(_up_scales)},), {_up_mode!r}, {_up_corner_arg})"},
+       lambda self, output_size, *rest, m=_up_mode, n=_up_dims, c=_up_corners:
+       layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
+       attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
+       saves=(*_up_corner_attrs, "output_size", *_up_scales, "self_sym_sizes"))

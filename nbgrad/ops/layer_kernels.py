@@ -219,6 +219,8 @@ def _scale(in_size, out_size, scale, align_corners, dtype):
 def interpolation_matrix(in_size, out_size, scale, mode, align_corners, dtype):
     matrix = np.zeros((out_size, in_size), dtype)
     out_index = np.arange(out_size)
+    if mode == "bicubic":
+        return _bicubic_matrix(matrix, in_size, out_size, scale, align_corners, dtype)
     if mode in ("nearest", "nearest-exact"):
         ratio = _scale(in_size, out_size, scale, False, dtype)
         offset = ratio.dtype.type(0.5) if mode == "nearest-exact" else ratio.dtype.type(0)
@@ -237,6 +239,35 @@ def interpolation_matrix(in_size, out_size, scale, mode, align_corners, dtype):
     weight_low = real(1) - weight_high
     np.add.at(matrix, (out_index, low), weight_low.astype(dtype))
     np.add.at(matrix, (out_index, high), weight_high.astype(dtype))
+    return matrix
+
+
+CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution constant
+
+
+def _cubic_near(x):
+    """Keys' cubic kernel for |x| <= 1."""
+    return ((CUBIC_A + 2) * x - (CUBIC_A + 3)) * x * x + 1
+
+
+def _cubic_far(x):
+    """Keys' cubic kernel for 1 < |x| < 2."""
+    return ((CUBIC_A * x - 5 * CUBIC_A) * x + 8 * CUBIC_A) * x - 4 * CUBIC_A
+
+
+def _bicubic_matrix(matrix, in_size, out_size, scale, align_corners, dtype):
+    """Four taps per output, at floor(source) - 1 .. + 2 clamped into the input (PyTorch's
+    upsample_bicubic2d: its source index is not clamped at 0, unlike linear's)."""
+    ratio = _scale(in_size, out_size, scale, align_corners, dtype)
+    real = ratio.dtype.type
+    out_index = np.arange(out_size).astype(ratio.dtype)
+    source = ratio * out_index if align_corners else ratio * (out_index + real(0.5)) - real(0.5)
+    start = np.floor(source).astype(np.int64)
+    t = (source - start).astype(ratio.dtype)
+    weights = (_cubic_far(t + 1), _cubic_near(t), _cubic_near(1 - t), _cubic_far(2 - t))
+    rows = np.arange(out_size)
+    for k, weight in enumerate(weights):
+        np.add.at(matrix, (rows, np.clip(start - 1 + k, 0, in_size - 1)), weight.astype(dtype))
     return matrix
 
 

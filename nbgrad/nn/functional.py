@@ -775,8 +775,9 @@ def interpolate(
     recompute_scale_factor=None,
     antialias=False,
 ):
-    """Resize the spatial dims (1 or 2 of them) to ``size`` or by ``scale_factor``: modes
-    ``nearest``, ``nearest-exact``, ``linear`` (3-d input) and ``bilinear`` (4-d input)."""
+    """Resize the spatial dims (1, 2 or 3 of them) to ``size`` or by ``scale_factor``: modes
+    ``nearest``, ``nearest-exact``, ``linear`` (3-d input), ``bilinear`` and ``bicubic`` (4-d),
+    ``trilinear`` (5-d), and ``area`` (adaptive average pooling, as PyTorch's)."""
     dims = input.dim() - 2
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")

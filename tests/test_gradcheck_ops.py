@@ -1372,6 +1372,13 @@ case("upsample_nearest_exact3d", lambda x: F.interpolate(x, size=(3, 2, 4), mode
 case("upsample_bicubic2d", lambda x: F.interpolate(x, size=(5, 3), mode="bicubic"),
      normal(1, 2, 3, 4))  # fmt: skip
 case(
+    "convolution_transposed3d",
+    lambda x, w, b: F.conv_transpose3d(x, w, b, stride=(2, 1, 1), padding=(0, 1, 0), groups=2),
+    normal(1, 2, 2, 2, 1),
+    normal(2, 1, 2, 2, 2),
+    normal(2),
+)
+case(
     "max_unpool1d-unbatched",
     lambda x: F.max_unpool1d(x, torch.tensor([[1, 2, 5]]), 2, stride=2),
     normal(1, 3),

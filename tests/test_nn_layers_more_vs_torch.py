@@ -308,3 +308,74 @@ def test_interpolate_double_backward_values(torch, name):
         results.append([gx.detach().numpy(), g.grad.numpy()])
     for mine, real in zip(*results):
         np.testing.assert_allclose(mine, real, rtol=1e-10, atol=1e-12)
+
+
+CONV_TRANSPOSE3D = {
+    "plain": (
+        lambda T, x, w, b: T.nn.functional.conv_transpose3d(x, w, b),
+        [(2, 2, 2, 3, 2), (2, 3, 2, 2, 2), (3,)],
+    ),
+    "stride padding output padding groups dilation": (
+        lambda T, x, w: T.nn.functional.conv_transpose3d(
+            x,
+            w,
+            stride=2,
+            padding=(0, 1, 1),
+            output_padding=(1, 0, 1),
+            groups=2,
+            dilation=(1, 2, 1),
+        ),
+        [(1, 4, 2, 3, 2), (4, 3, 2, 2, 3)],
+    ),  # fmt: skip
+    "unbatched": (
+        lambda T, x, w: T.nn.functional.conv_transpose3d(x, w, stride=(1, 2, 1)),
+        [(2, 2, 2, 2), (2, 1, 1, 2, 2)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CONV_TRANSPOSE3D)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_conv_transpose3d(torch, name, dtype):
+    build, shapes = CONV_TRANSPOSE3D[name]
+    run_both(torch, build, shapes, dtype=dtype)
+
+
+def test_conv_transpose3d_double_backward_values(torch):
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal(s) for s in [(1, 2, 2, 2, 3), (2, 2, 2, 1, 2)]]
+    results = []
+    for T in (nbgrad, torch):
+        x, w = (T.tensor(v, requires_grad=True) for v in values)
+        y = T.nn.functional.conv_transpose3d(x, w, stride=2, padding=(0, 0, 1), output_padding=1)
+        g = T.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)), requires_grad=True)
+        gx, gw = T.autograd.grad(y, (x, w), g, create_graph=True)
+        ((gx * gx).sum() + (gw**3).sum()).backward()
+        results.append([t.detach().numpy() for t in (gx, gw, x.grad, w.grad, g.grad)])
+    for mine, real in zip(*results):
+        np.testing.assert_allclose(mine, real, rtol=1e-10, atol=1e-12)
+
+
+def test_conv_transpose3d_module(torch):
+    torch.manual_seed(0)
+    torch_conv = torch.nn.ConvTranspose3d(2, 4, (2, 3, 1), stride=2, padding=1).double()
+
+    def build(T, x):
+        conv = T.nn.ConvTranspose3d(2, 4, (2, 3, 1), stride=2, padding=1).double()
+        conv.load_state_dict(torch_conv.state_dict())
+        return conv(x, output_size=(5, 6, 3))
+
+    run_both(torch, build, [(1, 2, 3, 3, 3)])
+    args, kwargs = (2, 4, 3), {"stride": 2, "output_padding": 1, "bias": False}
+    assert repr(nbgrad.nn.ConvTranspose3d(*args, **kwargs)) == repr(
+        torch.nn.ConvTranspose3d(*args, **kwargs)
+    )
+    with pytest.raises(RuntimeError) as theirs:
+        torch.nn.functional.conv_transpose3d(
+            torch.zeros(1, 4, 2, 2, 2), torch.zeros(4, 3, 2, 2, 2), output_padding=1
+        )
+    with pytest.raises(RuntimeError) as ours:
+        nbgrad.nn.functional.conv_transpose3d(
+            nbgrad.zeros(1, 4, 2, 2, 2), nbgrad.zeros(4, 3, 2, 2, 2), output_padding=1
+        )
+    assert str(ours.value) == str(theirs.value)

@@ -677,6 +677,13 @@ UNARY_NN14 = [
         lambda T, x: T.nn.functional.interpolate(x[None, None], (3, 2, 4), mode="trilinear"),
         lambda a: a.ndim == 3 and a.size > 0,
     ),
+    (
+        "F.conv_transpose3d({}[None], weight 1x2x2x1x2 of 0.5, stride=2)",
+        lambda T, x: T.nn.functional.conv_transpose3d(
+            x[None], T.full((1, 2, 2, 1, 2), 0.5, dtype=x.dtype), stride=2
+        ),
+        lambda a: a.ndim == 3 and a.size > 0,
+    ),
 ]
 UNARY += UNARY_NN14
 

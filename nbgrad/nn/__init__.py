@@ -77,6 +77,7 @@ from nbgrad.nn.modules.activation_more import (
     Threshold,
 )
 from nbgrad.nn.modules.conv import Conv3d
+from nbgrad.nn.modules.conv_transpose import ConvTranspose3d
 from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from nbgrad.nn.modules.loss_more import (
     CosineEmbeddingLoss,

@@ -293,7 +293,7 @@ def _conv_transpose(
             f"{_shape_text(bias.shape)} instead"
         )
     if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
-        labels = ("height", "width") if spatial_dims == 2 else ("",)
+        labels = {2: ("height", "width"), 3: ("depth", "height", "width")}.get(spatial_dims, ("",))
         parts = [
             *(f"output_padding_{w}: {v}" for w, v in zip(labels, output_padding)),
             *(f"stride_{w}: {v}" for w, v in zip(labels, stride)),
@@ -330,7 +330,8 @@ def _conv_transpose(
         groups,
         (0,) if bias is None else tuple(bias.shape),
     )
-    out = run_op(OPS["convolution_transposed"], (input, weight, bias), attrs)
+    spec = OPS["convolution_transposed3d" if spatial_dims == 3 else "convolution_transposed"]
+    out = run_op(spec, (input, weight, bias), attrs)
     return ops.squeeze(out, 0) if unbatched else out
 
 
@@ -350,6 +351,15 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(
         input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
         "conv_transpose2d",
+    )  # fmt: skip
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):  # fmt: skip
+    """The transpose (gradient) of conv3d, as ``conv_transpose1d`` in three dims."""
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+        "conv_transpose3d",
     )  # fmt: skip
 
 

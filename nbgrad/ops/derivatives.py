@@ -1559,3 +1559,16 @@ for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
        layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
        attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
        saves=(*_up_corner_attrs, "output_size", *_up_scales, "self_sym_sizes"))
+# F.conv_transpose3d: ATen's convolution with transposed=True (ConvolutionBackward0); its input
+# gradient is the convolution it transposes, its weight gradient that convolution's with the
+# roles of input and gradient exchanged.
+op("convolution_transposed3d", "ConvolutionBackward0", ("input", "weight", "bias"),
+   {"input": "conv_nd(grad, weight, stride, padding, dilation, groups)",
+    "weight": "conv_nd_weight_grad(input, grad, weight.shape, stride, padding, dilation, "
+              "groups)",
+    "bias": "channel_sum(grad)"},
+   layer_kernels_more.convolution_transposed3d,
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
+          "bias_sym_sizes_opt"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
+          "stride", "transposed", "weight"))

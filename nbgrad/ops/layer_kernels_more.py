@@ -215,7 +215,40 @@ def convolution3d(x, weight, bias, stride, padding, dilation, transposed, output
     return out.astype(x.dtype, copy=False)
 
 
+def transposed_output_size(in_sizes, kernel_size, stride, padding, dilation, output_padding):
+    return [
+        (i - 1) * s - 2 * p + d * (k - 1) + op + 1
+        for i, k, s, p, d, op in zip(
+            in_sizes, kernel_size, stride, padding, dilation, output_padding
+        )
+    ]
+
+
+def convolution_transposed3d(x, weight, bias, stride, padding, dilation, transposed,
+                             output_padding, groups, bias_sym_sizes_opt):  # fmt: skip
+    """A transposed convolution is the input gradient of the convolution it transposes: each
+    input element spreads, times the kernel, over a window of the output."""
+    dims = x.ndim - 2
+    stride, padding, dilation, output_padding = (
+        _per_dim(v, dims) for v in (stride, padding, dilation, output_padding)
+    )
+    out_channels = weight.shape[1] * groups
+    sizes = transposed_output_size(
+        x.shape[2:], weight.shape[2:], stride, padding, dilation, output_padding
+    )
+    out = conv_nd_input_grad(
+        x, (x.shape[0], out_channels, *sizes), weight, stride, padding, dilation, groups,
+        _ArrayBackend,
+    )  # fmt: skip
+    if bias is not None:
+        out = out + bias.reshape(out_channels, *([1] * dims))
+    return np.ascontiguousarray(out).astype(x.dtype, copy=False)
+
+
 ARRAY_FUNCTIONS = {
+    "conv_nd": lambda x, weight, stride, padding, dilation, groups: conv_nd(
+        x, weight, None, stride, padding, dilation, groups, _ArrayBackend
+    ),
     "conv_nd_input_grad": lambda grad, shape, weight, stride, padding, dilation, groups: (
         conv_nd_input_grad(grad, shape, weight, stride, padding, dilation, groups, _ArrayBackend)
     ),
@@ -288,6 +321,9 @@ def tensor_namespace():
         return conv_nd_weight_grad(grad, x, shape, stride, padding, dilation, groups, TensorBackend)
 
     return {
+        "conv_nd": lambda x, weight, stride, padding, dilation, groups: conv_nd(
+            x, weight, None, stride, padding, dilation, groups, TensorBackend
+        ),
         "conv_nd_input_grad": conv_nd_input_grad_tensor,
         "conv_nd_weight_grad": conv_nd_weight_grad_tensor,
         "pack_padded_sequence_backward": pack_padded_sequence_backward_tensor,

@@ -22,7 +22,7 @@ from nbgrad.nn.modules.activation_more import (
 )
 from nbgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
 from nbgrad.nn.modules.conv import Conv1d, Conv2d, Conv3d
-from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from nbgrad.nn.modules.dropout import Dropout
 from nbgrad.nn.modules.flatten import Flatten, Unflatten
 from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold

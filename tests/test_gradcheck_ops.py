@@ -1379,6 +1379,16 @@ case(
     normal(2),
 )
 case(
+    "_upsample_bilinear2d_aa",
+    lambda x: F.interpolate(x, size=(2, 5), mode="bilinear", antialias=True),
+    normal(1, 1, 5, 3),
+)
+case(
+    "_upsample_bicubic2d_aa",
+    lambda x: F.interpolate(x, scale_factor=0.6, mode="bicubic", antialias=True),
+    normal(1, 1, 5, 4),
+)
+case(
     "max_unpool1d-unbatched",
     lambda x: F.max_unpool1d(x, torch.tensor([[1, 2, 5]]), 2, stride=2),
     normal(1, 3),

@@ -150,6 +150,9 @@ ERRORS = {
     "unpool empty": lambda T: T.nn.functional.max_unpool2d(
         T.zeros(1, 1, 0, 2), T.zeros(1, 1, 0, 2, dtype=T.int64), 2
     ),
+    "antialias of linear": lambda T: T.nn.functional.interpolate(
+        T.zeros(1, 1, 4), scale_factor=0.5, mode="linear", antialias=True
+    ),
     "shuffle 2-d": lambda T: T.nn.functional.channel_shuffle(T.zeros(2, 4), 2),
     "shuffle groups": lambda T: T.nn.functional.channel_shuffle(T.zeros(1, 4, 2), 3),
     "shuffle no groups": lambda T: T.nn.functional.channel_shuffle(T.zeros(1, 4, 2), 0),
@@ -280,6 +283,18 @@ INTERPOLATE = {
     "area 1d": (_interpolate(scale_factor=0.5, mode="area"), (1, 2, 6)),
     "area 2d size": (_interpolate(size=(2, 3), mode="area"), (1, 2, 5, 7)),
     "area 3d": (_interpolate(scale_factor=(0.5, 1, 0.7), mode="area"), (1, 1, 4, 3, 5)),
+    "bilinear antialias down": (
+        _interpolate(scale_factor=0.4, mode="bilinear", antialias=True),
+        (1, 2, 9, 7),
+    ),
+    "bicubic antialias corners": (
+        _interpolate(size=(4, 9), mode="bicubic", antialias=True, align_corners=True),
+        (2, 1, 9, 7),
+    ),
+    "bicubic antialias mixed": (
+        _interpolate(scale_factor=(0.5, 1.3), mode="bicubic", antialias=True),
+        (1, 1, 8, 5),
+    ),
     "upsample module trilinear": (
         lambda T, x: T.nn.Upsample(scale_factor=2, mode="trilinear")(x),
         (1, 1, 2, 2, 2),
@@ -294,7 +309,9 @@ def test_interpolate(torch, name, dtype):
     run_both(torch, build, [shape], dtype=dtype)
 
 
-@pytest.mark.parametrize("name", ["trilinear corners size", "bicubic corners down"])
+@pytest.mark.parametrize(
+    "name", ["trilinear corners size", "bicubic corners down", "bicubic antialias mixed"]
+)
 def test_interpolate_double_backward_values(torch, name):
     build, shape = INTERPOLATE[name]
     value = np.random.default_rng(4).standard_normal(shape)

@@ -829,8 +829,13 @@ def interpolate(
             )
     elif align_corners is None:
         align_corners = False
-    if antialias:
-        raise NotImplementedError("nbgrad's interpolate has no antialias")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+            "requires a 4-D tensor as input"
+        )
+    if antialias and mode == "lanczos":
+        raise NotImplementedError("nbgrad's interpolate has no lanczos mode")
     if mode == "area" and output_size is None:
         recompute_scale_factor = True  # PyTorch's: area needs an output size
     if recompute_scale_factor and scale_factors is not None:
@@ -865,6 +870,8 @@ def interpolate(
         (bool(align_corners),) if mode in ("linear", "bilinear", "trilinear", "bicubic") else ()
     )
     attrs = (tuple(output_size), *corners, *scales, tuple(input.shape))
+    if antialias:
+        return run_op(OPS[f"_upsample_{mode}2d_aa"], (input,), attrs)
     return run_op(OPS[_UPSAMPLE_OPS[key]], (input,), attrs)
 
 

@@ -1572,3 +1572,14 @@ op("convolution_transposed3d", "ConvolutionBackward0", ("input", "weight", "bias
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
           "stride", "transposed", "weight"))
+# F.interpolate(..., antialias=True): PIL-style filters stretched when shrinking.
+for _up_name, _up_node, _up_mode in (
+        ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0", "bilinear-aa"),
+        ("_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0", "bicubic-aa")):
+    op(_up_name, _up_node, ("self",),
+       {"self": "upsample_backward(grad, self_sym_sizes, output_size, (scales_h, scales_w), "
+                f"{_up_mode!r}, align_corners)"},
+       lambda self, output_size, align_corners, scales_h, scales_w, self_sym_sizes, m=_up_mode:
+       layer_kernels.upsample(self, output_size, (scales_h, scales_w), m, align_corners),
+       attrs=("output_size", "align_corners", "scales_h", "scales_w", "self_sym_sizes"),
+       saves=("align_corners", "output_size", "scales_h", "scales_w", "self_sym_sizes"))

@@ -1542,6 +1542,66 @@ case(
 case("geqrf", lambda a: torch.geqrf(torch.tensor(_packed[0])).a * a, normal(4, 3))
 
 
+# --- packed sequences, 3-d convolution, unpooling, channel shuffle, more upsampling --------------
+case(
+    "pack_padded_sequence",
+    lambda x: torch.nn.utils.rnn.pack_padded_sequence(x, [3, 3, 1]).data,
+    normal(3, 3, 2),
+)
+case(
+    "pack_padded_sequence-batch_first",
+    lambda x: torch.nn.utils.rnn.pack_padded_sequence(x, [2, 3], True, False).data,
+    normal(2, 3, 2),
+)
+case("channel_shuffle", lambda x: torch.channel_shuffle(x, 2), normal(2, 4, 3))
+case(
+    "max_unpool2d",
+    lambda x: F.max_unpool2d(x, torch.tensor([[[[0, 3], [9, 14]]]]), 2, output_size=(4, 4)),
+    normal(1, 1, 2, 2),
+)
+case(
+    "max_unpool3d",
+    lambda x: F.max_unpool3d(x, torch.tensor([[[[[0, 7]]]]]), (1, 2, 2), output_size=(1, 2, 4)),
+    normal(1, 1, 1, 1, 2),
+)
+case(
+    "convolution3d",
+    lambda x, w, b: F.conv3d(x, w, b, stride=(1, 2, 1), padding=(1, 0, 1), groups=2),
+    normal(1, 2, 2, 3, 2),
+    normal(2, 1, 2, 2, 1),
+    normal(2),
+)
+case("upsample_trilinear3d", lambda x: F.interpolate(x, scale_factor=2, mode="trilinear"),
+     normal(1, 1, 2, 2, 3))  # fmt: skip
+case("upsample_nearest3d", lambda x: F.interpolate(x, size=(3, 2, 4)), normal(1, 1, 2, 2, 3))
+case("upsample_nearest_exact3d", lambda x: F.interpolate(x, size=(3, 2, 4), mode="nearest-exact"),
+     normal(1, 1, 2, 2, 3))  # fmt: skip
+case("upsample_bicubic2d", lambda x: F.interpolate(x, size=(5, 3), mode="bicubic"),
+     normal(1, 2, 3, 4))  # fmt: skip
+case(
+    "convolution_transposed3d",
+    lambda x, w, b: F.conv_transpose3d(x, w, b, stride=(2, 1, 1), padding=(0, 1, 0), groups=2),
+    normal(1, 2, 2, 2, 1),
+    normal(2, 1, 2, 2, 2),
+    normal(2),
+)
+case(
+    "_upsample_bilinear2d_aa",
+    lambda x: F.interpolate(x, size=(2, 5), mode="bilinear", antialias=True),
+    normal(1, 1, 5, 3),
+)
+case(
+    "_upsample_bicubic2d_aa",
+    lambda x: F.interpolate(x, scale_factor=0.6, mode="bicubic", antialias=True),
+    normal(1, 1, 5, 4),
+)
+case(
+    "max_unpool1d-unbatched",
+    lambda x: F.max_unpool1d(x, torch.tensor([[1, 2, 5]]), 2, stride=2),
+    normal(1, 3),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

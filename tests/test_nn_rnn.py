@@ -2,6 +2,8 @@
 through load_state_dict), the same outputs, gradients and graph, node for node (float64, where
 PyTorch's CPU LSTM records its decomposition; float32 values too)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from graph_compare import structure, to_numpy
@@ -25,7 +27,7 @@ def _cell(layer, *args, shape, hidden=None, **kwargs):
     return case
 
 
-def _seq(layer, *args, shape, hidden=None, evaluate=False, **kwargs):
+def _seq(layer, *args, shape, hidden=None, evaluate=False, cell=None, **kwargs):
     def case(T, m):
         module = m.module(getattr(T.nn, layer)(*args, **kwargs))
         if evaluate:
@@ -34,7 +36,7 @@ def _seq(layer, *args, shape, hidden=None, evaluate=False, **kwargs):
         if hidden is None:
             out = module(x)
         elif layer == "LSTM":
-            out = module(x, (m.input(*hidden), m.input(*hidden)))
+            out = module(x, (m.input(*hidden), m.input(*(cell or hidden))))
         else:
             out = module(x, m.input(*hidden))
         output, state = out
@@ -76,6 +78,20 @@ CASES = {
         "GRU", 4, 5, bidirectional=True, batch_first=True, shape=(3, 6, 4)
     ),
     "gru unbatched": _seq("GRU", 4, 5, shape=(6, 4)),
+    "gru unbatched batch first": _seq("GRU", 4, 5, batch_first=True, shape=(6, 4)),
+    "rnn unbatched batch first hidden": _seq(
+        "RNN", 4, 5, batch_first=True, shape=(6, 4), hidden=(1, 5)
+    ),
+    "lstm proj": _seq("LSTM", 4, 5, proj_size=3, shape=(6, 3, 4)),
+    "lstm proj two layers bidirectional": _seq(
+        "LSTM", 4, 5, 2, bidirectional=True, proj_size=2, shape=(4, 3, 4)
+    ),
+    "lstm proj hidden": _seq(
+        "LSTM", 4, 5, proj_size=2, shape=(4, 3, 4), hidden=(1, 3, 2), cell=(1, 3, 5)
+    ),
+    "lstm proj unbatched no bias batch first": _seq(
+        "LSTM", 4, 5, bias=False, batch_first=True, proj_size=4, shape=(6, 4)
+    ),
     "lstm classifier": lambda T, m: m.module(T.nn.Linear(5, 2))(
         m.module(T.nn.LSTM(4, 5, batch_first=True))(m.input(3, 6, 4))[0][:, -1]
     ),
@@ -175,6 +191,16 @@ ERRORS = {
     "cell hidden size": lambda T: T.nn.RNNCell(4, 5)(T.randn(3, 4), T.randn(3, 6)),
     "lstm cell tensor hx": lambda T: T.nn.LSTMCell(4, 5)(T.randn(3, 4), T.randn(3, 5)),
     "nonlinearity": lambda T: T.nn.RNN(4, 5, nonlinearity="gelu"),
+    "proj size negative": lambda T: T.nn.LSTM(4, 5, proj_size=-1),
+    "proj size too large": lambda T: T.nn.LSTM(4, 5, proj_size=5),
+    "proj size of a gru": lambda T: T.nn.GRU(4, 5, proj_size=2),
+    "proj size of an rnn": lambda T: T.nn.RNN(4, 5, proj_size=2),
+    "proj hidden size": lambda T: T.nn.LSTM(4, 5, proj_size=3)(
+        T.randn(2, 3, 4), (T.randn(1, 3, 5), T.randn(1, 3, 5))
+    ),
+    "proj cell size": lambda T: T.nn.LSTM(4, 5, proj_size=3)(
+        T.randn(2, 3, 4), (T.randn(1, 3, 3), T.randn(1, 3, 3))
+    ),
     "dropout": lambda T: T.nn.RNN(4, 5, dropout=1.5),
 }
 
@@ -219,6 +245,7 @@ GRADCHECK = {
     ),
     "lstm two layers": lambda: module_case(nbgrad.nn.LSTM(3, 2, 2), normal(4, 2, 3)),
     "gru batch first": lambda: module_case(nbgrad.nn.GRU(3, 2, batch_first=True), normal(2, 4, 3)),
+    "lstm proj": lambda: module_case(nbgrad.nn.LSTM(3, 3, 2, proj_size=2), normal(4, 2, 3)),
 }
 
 
@@ -252,7 +279,9 @@ def test_gradcheck(name):
     assert gradcheck(_flat(fn), inputs, eps=1e-6, atol=1e-6, rtol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["rnn cell", "lstm cell", "gru cell", "lstm two layers"])
+@pytest.mark.parametrize(
+    "name", ["rnn cell", "lstm cell", "gru cell", "lstm two layers", "lstm proj"]
+)
 def test_gradgradcheck(name):
     fn, inputs = _case(name)
     assert gradgradcheck(_flat(fn), inputs, eps=1e-6, atol=1e-5, rtol=1e-3)
@@ -276,3 +305,37 @@ def test_pad_sequence_matches_pytorch(torch, options):
     np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
     for mine, real in zip(our_grads, their_grads):
         np.testing.assert_array_equal(to_numpy(mine), to_numpy(real))
+
+
+def test_lstm_with_projections_parameters_and_repr_as_pytorch(torch):
+    for T in (nbgrad, torch):
+        T.manual_seed(0)
+    ours = nbgrad.nn.LSTM(4, 6, 2, bidirectional=True, proj_size=3)
+    theirs = torch.nn.LSTM(4, 6, 2, bidirectional=True, proj_size=3)
+    assert {n: tuple(p.shape) for n, p in ours.named_parameters()} == {
+        n: tuple(p.shape) for n, p in theirs.named_parameters()
+    }
+    assert [[tuple(p.shape) for p in w] for w in ours.all_weights] == [
+        [tuple(p.shape) for p in w] for w in theirs.all_weights
+    ]
+    assert repr(ours) == repr(theirs)
+    ours.load_state_dict(theirs.state_dict())
+
+
+def test_float32_lstm_with_projections_warns_once_as_pytorch():
+    """PyTorch's message (checked on 2.13; it comes once per process, so it cannot be asked for
+    again here), without its "(Triggered internally ...)" suffix."""
+    from nbgrad.nn.modules import rnn
+
+    rnn._projection_warned.clear()
+    lstm = nbgrad.nn.LSTM(2, 4, proj_size=3)
+    with pytest.warns(UserWarning) as caught:
+        lstm(nbgrad.randn(3, 1, 2))
+    assert [str(w.message) for w in caught] == [
+        "LSTM with projections is not supported with oneDNN. Using default implementation."
+    ]
+    assert caught[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lstm(nbgrad.randn(3, 1, 2))
+        lstm.double()(nbgrad.randn(3, 1, 2, dtype=nbgrad.float64))

@@ -719,6 +719,65 @@ UNARY += [
 ]
 
 
+# Layers of issue 14's last pieces on the operand read as (steps, batch, ...): packed sequences.
+def _lengths(a):
+    """Lengths for a (T, B, ...) operand, longest first: T, T - 1, ..., at least 1."""
+    return [max(a.shape[0] - i, 1) for i in range(a.shape[1])]
+
+
+def _pack(T, x):
+    return T.nn.utils.rnn.pack_padded_sequence(x, _lengths(x))
+
+
+UNARY_NN14 = [
+    (
+        "pack_padded_sequence({}, lengths).data",
+        lambda T, x: _pack(T, x).data,
+        lambda a: a.ndim >= 2 and a.size > 0,
+    ),
+    (
+        "pad_packed_sequence(pack_padded_sequence({}, lengths))[0]",
+        lambda T, x: T.nn.utils.rnn.pad_packed_sequence(_pack(T, x), batch_first=True)[0],
+        lambda a: a.ndim >= 2 and a.size > 0,
+    ),
+    (
+        "T.channel_shuffle({}, 2)",
+        lambda T, x: T.channel_shuffle(x, 2),
+        lambda a: a.ndim >= 3 and a.shape[1] % 2 == 0 and a.size > 0,
+    ),
+    (
+        "F.max_unpool1d(*F.max_pool1d({}, 2, return_indices=True), 2)",
+        lambda T, x: T.nn.functional.max_unpool1d(
+            *T.nn.functional.max_pool1d(x, 2, return_indices=True), 2
+        ),
+        lambda a: a.ndim == 3 and a.shape[-1] >= 2 and a.size > 0,
+    ),
+    (
+        "F.conv3d({}[None], weight 2x1x2x1x1 of 0.5)",
+        lambda T, x: T.nn.functional.conv3d(x[None], T.full((2, 1, 2, 1, 1), 0.5, dtype=x.dtype)),
+        lambda a: a.ndim == 3 and a.shape[0] >= 2 and a.size > 0,
+    ),
+    (
+        "F.interpolate({}[None], scale_factor=2, mode='bicubic')",
+        lambda T, x: T.nn.functional.interpolate(x[None], scale_factor=2, mode="bicubic"),
+        lambda a: a.ndim == 3 and a.size > 0,
+    ),
+    (
+        "F.interpolate({}[None, None], size=(3, 2, 4), mode='trilinear')",
+        lambda T, x: T.nn.functional.interpolate(x[None, None], (3, 2, 4), mode="trilinear"),
+        lambda a: a.ndim == 3 and a.size > 0,
+    ),
+    (
+        "F.conv_transpose3d({}[None], weight 1x2x2x1x2 of 0.5, stride=2)",
+        lambda T, x: T.nn.functional.conv_transpose3d(
+            x[None], T.full((1, 2, 2, 1, 2), 0.5, dtype=x.dtype), stride=2
+        ),
+        lambda a: a.ndim == 3 and a.size > 0,
+    ),
+]
+UNARY += UNARY_NN14
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))

@@ -77,6 +77,8 @@ from nbgrad.nn.modules.activation_more import (
     Threshold,
 )
 from nbgrad.nn.modules.bilinear import Bilinear
+from nbgrad.nn.modules.conv import Conv3d
+from nbgrad.nn.modules.conv_transpose import ConvTranspose3d
 from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from nbgrad.nn.modules.loss_more import (
     CosineEmbeddingLoss,
@@ -101,4 +103,5 @@ from nbgrad.nn.modules.normalization_more import (
     LocalResponseNorm,
     RMSNorm,
 )
+from nbgrad.nn.modules.unpooling import ChannelShuffle, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from nbgrad.nn.parameter import Parameter

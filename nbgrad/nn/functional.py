@@ -232,7 +232,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, spatial_dims, 
         groups,
         (0,) if bias is None else tuple(bias.shape),  # what PyTorch shows without a bias
     )
-    out = run_op(OPS["convolution"], (input, weight, bias), attrs)
+    spec = OPS["convolution3d"] if spatial_dims == 3 else OPS["convolution"]
+    out = run_op(spec, (input, weight, bias), attrs)
     return ops.squeeze(out, 0) if unbatched else out
 
 
@@ -242,6 +243,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
 
 
 def _legacy_name(tensor):
@@ -288,7 +293,7 @@ def _conv_transpose(
             f"{_shape_text(bias.shape)} instead"
         )
     if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
-        labels = ("height", "width") if spatial_dims == 2 else ("",)
+        labels = {2: ("height", "width"), 3: ("depth", "height", "width")}.get(spatial_dims, ("",))
         parts = [
             *(f"output_padding_{w}: {v}" for w, v in zip(labels, output_padding)),
             *(f"stride_{w}: {v}" for w, v in zip(labels, stride)),
@@ -325,7 +330,8 @@ def _conv_transpose(
         groups,
         (0,) if bias is None else tuple(bias.shape),
     )
-    out = run_op(OPS["convolution_transposed"], (input, weight, bias), attrs)
+    spec = OPS["convolution_transposed3d" if spatial_dims == 3 else "convolution_transposed"]
+    out = run_op(spec, (input, weight, bias), attrs)
     return ops.squeeze(out, 0) if unbatched else out
 
 
@@ -345,6 +351,15 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(
         input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
         "conv_transpose2d",
+    )  # fmt: skip
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):  # fmt: skip
+    """The transpose (gradient) of conv3d, as ``conv_transpose1d`` in three dims."""
+    return _conv_transpose(
+        input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+        "conv_transpose3d",
     )  # fmt: skip
 
 
@@ -754,6 +769,10 @@ _UPSAMPLE_OPS = {
     ("nearest-exact", 2): "upsample_nearest_exact2d",
     ("linear", 1): "upsample_linear1d",
     ("bilinear", 2): "upsample_bilinear2d",
+    ("nearest", 3): "upsample_nearest3d",
+    ("nearest-exact", 3): "upsample_nearest_exact3d",
+    ("trilinear", 3): "upsample_trilinear3d",
+    ("bicubic", 2): "upsample_bicubic2d",
 }
 
 
@@ -766,8 +785,9 @@ def interpolate(
     recompute_scale_factor=None,
     antialias=False,
 ):
-    """Resize the spatial dims (1 or 2 of them) to ``size`` or by ``scale_factor``: modes
-    ``nearest``, ``nearest-exact``, ``linear`` (3-d input) and ``bilinear`` (4-d input)."""
+    """Resize the spatial dims (1, 2 or 3 of them) to ``size`` or by ``scale_factor``: modes
+    ``nearest``, ``nearest-exact``, ``linear`` (3-d input), ``bilinear`` and ``bicubic`` (4-d),
+    ``trilinear`` (5-d), and ``area`` (adaptive average pooling, as PyTorch's)."""
     dims = input.dim() - 2
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
@@ -809,14 +829,25 @@ def interpolate(
             )
     elif align_corners is None:
         align_corners = False
-    if antialias:
-        raise NotImplementedError("nbgrad's interpolate has no antialias")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
+            "requires a 4-D tensor as input"
+        )
+    if antialias and mode == "lanczos":
+        raise NotImplementedError("nbgrad's interpolate has no lanczos mode")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True  # PyTorch's: area needs an output size
     if recompute_scale_factor and scale_factors is not None:
         output_size = [
             math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dims)
         ]
         scale_factors = None
     key = (mode, dims)
+    if mode == "area" and input.dim() in (3, 4, 5):
+        # PyTorch's area mode is adaptive average pooling to the output size.
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dims - 1]
+        return pool(input, output_size)
     if key not in _UPSAMPLE_OPS:
         if mode in ("linear", "bilinear", "trilinear", "bicubic") and input.dim() in (3, 4, 5):
             needed = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}[mode]
@@ -835,8 +866,12 @@ def interpolate(
             math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dims)
         ]
     scales = tuple(scale_factors) if scale_factors is not None else (None,) * dims
-    corners = (bool(align_corners),) if mode in ("linear", "bilinear") else ()
+    corners = (
+        (bool(align_corners),) if mode in ("linear", "bilinear", "trilinear", "bicubic") else ()
+    )
     attrs = (tuple(output_size), *corners, *scales, tuple(input.shape))
+    if antialias:
+        return run_op(OPS[f"_upsample_{mode}2d_aa"], (input,), attrs)
     return run_op(OPS[_UPSAMPLE_OPS[key]], (input,), attrs)
 
 
@@ -1872,4 +1907,11 @@ from nbgrad.nn.functional_norm import (  # noqa: E402, F401
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle
 # --- distances and bilinear (ops/functions/distances.py) ---------------------------------------
+# --- max unpooling, channel shuffle (their own module) ------------------------------------------
+from nbgrad.nn.functional_layers_more import (  # noqa: E402, F401
+    channel_shuffle,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
 from nbgrad.ops.functions.distances import bilinear, pdist  # noqa: E402, F401

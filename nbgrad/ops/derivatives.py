@@ -1778,3 +1778,83 @@ op("linalg_lstsq", "LinalgLstsqBackward0", ("self", "b"),
    formula_linalg_lstsq.lstsq, attrs=("rcond", "driver", "vector"),
    output_names=("solution", "residuals"), saves=("b", "self", "solution"), multi_output=True,
    joint=True)
+
+# --- packed sequences, 3-d convolution, unpooling, channel shuffle, more upsampling (nn14) --------
+# Kernels and the formulas' helpers in layer_kernels_more (its Tensor namespace joins
+# formula_math's).
+
+from nbgrad.ops import layer_kernels_more  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(layer_kernels_more.ARRAY_FUNCTIONS)
+
+# nn.utils.rnn.pack_padded_sequence: the lengths (sorted longest first) are an attr; result1 is
+# batch_sizes, how many sequences run at each step (PyTorch shows it as _saved_result1).
+op("pack_padded_sequence", "PackPaddedSequenceBackward0", ("input",),
+   {"input": "pack_padded_sequence_backward(grad, input_sym_sizes, result1, batch_first)"},
+   layer_kernels_more.pack_padded_sequence, attrs=("lengths", "batch_first"),
+   extra_outputs=("result1",), saves=("batch_first", "input_sym_sizes", "result1"))
+op("channel_shuffle", "ChannelShuffleBackward0", ("self",),
+   {"self": "channel_shuffle(grad, grad.shape[1] // groups)"},
+   layer_kernels_more.channel_shuffle, attrs=("groups",), saves=("groups",))
+# The indices are an attr (no edge; shown as _saved_indices); the output size is not saved.
+op("max_unpool2d", "MaxUnpool2DBackward0", ("self",),
+   {"self": "max_pool_double_backward(grad, indices, 2)"},
+   lambda self, indices, output_size: layer_kernels_more.max_unpool(self, indices, output_size),
+   attrs=("indices", "output_size"), saves=("indices",))
+op("max_unpool3d", "MaxUnpool3DBackward0", ("self",),
+   {"self": "max_pool_double_backward(grad, indices, 3)"},
+   lambda self, indices, output_size, stride, padding: layer_kernels_more.max_unpool(
+       self, indices, output_size),
+   attrs=("indices", "output_size", "stride", "padding"), saves=("indices",))
+# F.conv3d: ATen's convolution with three spatial dims (the same node as conv1d/conv2d).
+op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"),
+   {"input": "conv_nd_input_grad(grad, input.shape, weight, stride, padding, dilation, groups)",
+    "weight": "conv_nd_weight_grad(grad, input, weight.shape, stride, padding, dilation, "
+              "groups)",
+    "bias": "channel_sum(grad)"},
+   layer_kernels_more.convolution3d,
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
+          "bias_sym_sizes_opt"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
+          "stride", "transposed", "weight"))
+# F.interpolate's 3-d modes and bicubic, as the entries of the section above ("recurrent layers,
+# pooling, transposed convolution"): separable interpolation matrices, one entry per node.
+for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
+        ("upsample_nearest3d", "UpsampleNearest3DBackward0", "nearest", 3, False),
+        ("upsample_nearest_exact3d", "UpsampleNearestExact3DBackward0", "nearest-exact", 3, False),
+        ("upsample_trilinear3d", "UpsampleTrilinear3DBackward0", "trilinear", 3, True),
+        ("upsample_bicubic2d", "UpsampleBicubic2DBackward0", "bicubic", 2, True)):
+    _up_scales = ("scales_h", "scales_w") if _up_dims == 2 else ("scales_d", "scales_h", "scales_w")
+    _up_corner_attrs = ("align_corners",) if _up_corners else ()
+    _up_corner_arg = "align_corners" if _up_corners else "False"
+    op(_up_name, _up_node, ("self",),
+       {"self": "upsample_backward(grad, self_sym_sizes, output_size, "
+                f"({', '.join(_up_scales)},), {_up_mode!r}, {_up_corner_arg})"},
+       lambda self, output_size, *rest, m=_up_mode, n=_up_dims, c=_up_corners:
+       layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
+       attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
+       saves=(*_up_corner_attrs, "output_size", *_up_scales, "self_sym_sizes"))
+# F.conv_transpose3d: ATen's convolution with transposed=True (ConvolutionBackward0); its input
+# gradient is the convolution it transposes, its weight gradient that convolution's with the
+# roles of input and gradient exchanged.
+op("convolution_transposed3d", "ConvolutionBackward0", ("input", "weight", "bias"),
+   {"input": "conv_nd(grad, weight, stride, padding, dilation, groups)",
+    "weight": "conv_nd_weight_grad(input, grad, weight.shape, stride, padding, dilation, "
+              "groups)",
+    "bias": "channel_sum(grad)"},
+   layer_kernels_more.convolution_transposed3d,
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
+          "bias_sym_sizes_opt"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
+          "stride", "transposed", "weight"))
+# F.interpolate(..., antialias=True): PIL-style filters stretched when shrinking.
+for _up_name, _up_node, _up_mode in (
+        ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0", "bilinear-aa"),
+        ("_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0", "bicubic-aa")):
+    op(_up_name, _up_node, ("self",),
+       {"self": "upsample_backward(grad, self_sym_sizes, output_size, (scales_h, scales_w), "
+                f"{_up_mode!r}, align_corners)"},
+       lambda self, output_size, align_corners, scales_h, scales_w, self_sym_sizes, m=_up_mode:
+       layer_kernels.upsample(self, output_size, (scales_h, scales_w), m, align_corners),
+       attrs=("output_size", "align_corners", "scales_h", "scales_w", "self_sym_sizes"),
+       saves=("align_corners", "output_size", "scales_h", "scales_w", "self_sym_sizes"))

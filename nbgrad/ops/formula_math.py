@@ -525,6 +525,7 @@ def tensor_namespace():
         **_householder_tensor_namespace(),
         **_lstsq_tensor_namespace(),
         **_misc_tensor_namespace(),
+        **_more_layer_tensor_namespace(),
         **_backward_function_namespace(),
     }
 
@@ -644,6 +645,12 @@ def _lstsq_tensor_namespace():
     from nbgrad.ops import formula_linalg_lstsq
 
     return formula_linalg_lstsq.tensor_namespace()
+
+
+def _more_layer_tensor_namespace():
+    from nbgrad.ops import layer_kernels_more
+
+    return layer_kernels_more.tensor_namespace()
 
 
 def _layer_tensor_namespace():

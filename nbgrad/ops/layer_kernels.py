@@ -219,6 +219,10 @@ def _scale(in_size, out_size, scale, align_corners, dtype):
 def interpolation_matrix(in_size, out_size, scale, mode, align_corners, dtype):
     matrix = np.zeros((out_size, in_size), dtype)
     out_index = np.arange(out_size)
+    if mode == "bicubic":
+        return _bicubic_matrix(matrix, in_size, out_size, scale, align_corners, dtype)
+    if mode in ("bilinear-aa", "bicubic-aa"):
+        return _antialias_matrix(matrix, in_size, out_size, scale, mode, align_corners, dtype)
     if mode in ("nearest", "nearest-exact"):
         ratio = _scale(in_size, out_size, scale, False, dtype)
         offset = ratio.dtype.type(0.5) if mode == "nearest-exact" else ratio.dtype.type(0)
@@ -237,6 +241,68 @@ def interpolation_matrix(in_size, out_size, scale, mode, align_corners, dtype):
     weight_low = real(1) - weight_high
     np.add.at(matrix, (out_index, low), weight_low.astype(dtype))
     np.add.at(matrix, (out_index, high), weight_high.astype(dtype))
+    return matrix
+
+
+CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution constant
+
+
+def _cubic_near(x):
+    """Keys' cubic kernel for |x| <= 1."""
+    return ((CUBIC_A + 2) * x - (CUBIC_A + 3)) * x * x + 1
+
+
+def _cubic_far(x):
+    """Keys' cubic kernel for 1 < |x| < 2."""
+    return ((CUBIC_A * x - 5 * CUBIC_A) * x + 8 * CUBIC_A) * x - 4 * CUBIC_A
+
+
+def _bicubic_matrix(matrix, in_size, out_size, scale, align_corners, dtype):
+    """Four taps per output, at floor(source) - 1 .. + 2 clamped into the input (PyTorch's
+    upsample_bicubic2d: its source index is not clamped at 0, unlike linear's)."""
+    ratio = _scale(in_size, out_size, scale, align_corners, dtype)
+    real = ratio.dtype.type
+    out_index = np.arange(out_size).astype(ratio.dtype)
+    source = ratio * out_index if align_corners else ratio * (out_index + real(0.5)) - real(0.5)
+    start = np.floor(source).astype(np.int64)
+    t = (source - start).astype(ratio.dtype)
+    weights = (_cubic_far(t + 1), _cubic_near(t), _cubic_near(1 - t), _cubic_far(2 - t))
+    rows = np.arange(out_size)
+    for k, weight in enumerate(weights):
+        np.add.at(matrix, (rows, np.clip(start - 1 + k, 0, in_size - 1)), weight.astype(dtype))
+    return matrix
+
+
+def _triangle(x):
+    x = np.abs(x)
+    return np.where(x < 1, 1 - x, 0)
+
+
+def _cubic_aa(x):
+    """The cubic filter of PyTorch's antialiased bicubic (a = -0.5, as PIL's)."""
+    a = -0.5
+    x = np.abs(x)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = (((x - 5) * x + 8) * x - 4) * a
+    return np.where(x < 1, near, np.where(x < 2, far, 0))
+
+
+def _antialias_matrix(matrix, in_size, out_size, scale, mode, align_corners, dtype):
+    """PyTorch's antialiased interpolation (as PIL's resize): when shrinking, each output
+    averages the inputs under its filter stretched by the scale, weights normalised to 1."""
+    ratio = _scale(in_size, out_size, scale, align_corners, dtype)
+    real = ratio.dtype.type
+    taps, kernel = (2, _triangle) if mode == "bilinear-aa" else (4, _cubic_aa)
+    support = real(taps * 0.5) * ratio if ratio >= 1 else real(taps * 0.5)
+    inverse = real(1) / ratio if ratio >= 1 else real(1)
+    for i in range(out_size):
+        center = ratio * (real(i) + real(0.5))
+        low = max(int(center - support + real(0.5)), 0)
+        high = min(int(center + support + real(0.5)), in_size)
+        columns = np.arange(low, high)
+        weights = kernel((columns - center + real(0.5)).astype(ratio.dtype) * inverse)
+        total = weights.sum()
+        matrix[i, low:high] = weights / total if total != 0 else weights
     return matrix
 
 

@@ -21,8 +21,8 @@ from nbgrad.nn.modules.activation_more import (
     Threshold,
 )
 from nbgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
-from nbgrad.nn.modules.conv import Conv1d, Conv2d
-from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d
+from nbgrad.nn.modules.conv import Conv1d, Conv2d, Conv3d
+from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from nbgrad.nn.modules.dropout import Dropout
 from nbgrad.nn.modules.flatten import Flatten, Unflatten
 from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold
@@ -77,3 +77,4 @@ from nbgrad.nn.modules.pooling_extra import (
 )
 from nbgrad.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from nbgrad.nn.modules.sparse import Embedding
+from nbgrad.nn.modules.unpooling import ChannelShuffle, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d

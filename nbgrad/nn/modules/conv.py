@@ -82,7 +82,7 @@ class _ConvNd(Module):
         reset_uniform(self.weight, self.bias)
 
     def _conv_forward(self, input, weight, bias):
-        conv = F.conv1d if self.spatial_dims == 1 else F.conv2d
+        conv = (F.conv1d, F.conv2d, F.conv3d)[self.spatial_dims - 1]
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
@@ -120,3 +120,9 @@ class Conv2d(_ConvNd):
     ConvolutionBackward0, as in PyTorch."""
 
     spatial_dims = 2
+
+
+class Conv3d(_ConvNd):
+    """A 3-d convolution over (N, C, D, H, W) or (C, D, H, W) inputs (ConvolutionBackward0)."""
+
+    spatial_dims = 3

@@ -1,6 +1,6 @@
-"""ConvTranspose1d and ConvTranspose2d: ``F.conv_transpose1d``/``2d`` with a weight of shape
-(in_channels, out_channels / groups, *kernel_size), initialised as PyTorch's (kaiming uniform,
-whose fan-in is then ``out_channels / groups * kernel size``)."""
+"""ConvTranspose1d, ConvTranspose2d and ConvTranspose3d: ``F.conv_transpose1d``/``2d``/``3d``
+with a weight of shape (in_channels, out_channels / groups, *kernel_size), initialised as
+PyTorch's (kaiming uniform, whose fan-in is then ``out_channels / groups * kernel size``)."""
 
 from nbgrad.autograd.tensor import Size
 from nbgrad.nn import functional as F
@@ -64,7 +64,7 @@ class _ConvTransposeNd(Module):
         output_padding = self.output_padding
         if output_size is not None:
             output_padding = self._output_padding(input, output_size)
-        conv = F.conv_transpose1d if self.spatial_dims == 1 else F.conv_transpose2d
+        conv = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self.spatial_dims - 1]
         return conv(
             input,
             self.weight,
@@ -132,3 +132,9 @@ class ConvTranspose2d(_ConvTransposeNd):
     ConvolutionBackward0 with ``_saved_transposed=True``, as in PyTorch."""
 
     spatial_dims = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """The transpose of Conv3d (ConvolutionBackward0 with transposed=True)."""
+
+    spatial_dims = 3

@@ -15,14 +15,18 @@ float64 (and for RNN and GRU in every dtype). Values and gradients agree.
 
 import math
 import numbers
+import os
+import sys
 import warnings
 
+from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.nn import functional as F
 from nbgrad.nn import init
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.parameter import Parameter
+from nbgrad.nn.utils.rnn import PackedSequence
 from nbgrad.ops import creation
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
@@ -54,13 +58,17 @@ def rnn_cell(input, hidden, params, nonlinearity, pre_computed=False):
 
 
 def lstm_cell(input, hidden, params, pre_computed=False):
+    """``params`` is (w_ih, w_hh, b_ih, b_hh), and w_hr after them for an LSTM with proj_size:
+    the hidden state is then projected, ``h W_hr^T`` (MmBackward0)."""
     hx, cx = hidden
-    gates = _gates(input, hx, *params, pre_computed)
+    gates = _gates(input, hx, *params[:4], pre_computed)
     ingate, forgetgate, cellgate, outgate = _unsafe_chunk(gates, 4, 1)
     ingate, forgetgate = ops.sigmoid(ingate), ops.sigmoid(forgetgate)
     cellgate, outgate = ops.tanh(cellgate), ops.sigmoid(outgate)
     cy = forgetgate * cx + ingate * cellgate
     hy = outgate * ops.tanh(cy)
+    if len(params) > 4:
+        hy = ops.matmul(hy, params[4].t())
     return hy, cy
 
 
@@ -72,6 +80,52 @@ def gru_cell(input, hidden, params, pre_computed=False):
     input_gate = ops.sigmoid(hgates[1] + igates[1])
     new_gate = ops.tanh(igates[2] + hgates[2] * reset_gate)
     return (hidden - new_gate) * input_gate + new_gate
+
+
+def _hidden_narrow(hidden, start, length):
+    """Rows [start, start + length) of a hidden state, or of both of an LSTM's (h, c)."""
+    if isinstance(hidden, tuple):
+        return tuple(ops.narrow(h, 0, start, length) for h in hidden)
+    return ops.narrow(hidden, 0, start, length)
+
+
+def _hidden_cat(hiddens):
+    if isinstance(hiddens[0], tuple):
+        return tuple(ops.cat(list(parts), 0) for parts in zip(*hiddens))
+    return ops.cat(list(hiddens), 0)
+
+
+def _hidden_output(hidden):
+    return hidden[0] if isinstance(hidden, tuple) else hidden
+
+
+def _permute_hidden(hidden, permutation):
+    """PyTorch's permute_hidden: the batch (dim 1) reordered, for a packed batch that was sorted."""
+    if permutation is None:
+        return hidden
+    if isinstance(hidden, tuple):
+        return tuple(ops.index_select(h, 1, permutation) for h in hidden)
+    return ops.index_select(hidden, 1, permutation)
+
+
+_projection_warned = []
+
+
+def _warn_projection_once():
+    """PyTorch's float32 LSTM with proj_size cannot run oneDNN's kernel, and says so once per
+    process (from C++: the warning points at the caller's line)."""
+    if _projection_warned:
+        return
+    _projection_warned.append(True)
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    frame, level = sys._getframe(0), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(
+        "LSTM with projections is not supported with oneDNN. Using default implementation.",
+        UserWarning,
+        stacklevel=level,
+    )
 
 
 # --- cell modules -----------------------------------------------------------------------------
@@ -273,24 +327,33 @@ class RNNBase(Module):
             raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
-        if proj_size != 0:
-            raise NotImplementedError("nbgrad's LSTM has no proj_size yet")
+        if proj_size < 0:
+            raise ValueError(
+                "proj_size should be a positive integer or zero to disable projections"
+            )
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
         gates = self._gate_count * hidden_size
         directions = 2 if bidirectional else 1
+        # With proj_size, an LSTM's hidden state (what the next step and layer read) is
+        # projected from hidden_size to proj_size by weight_hr.
+        state_size = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
         for layer in range(num_layers):
             for direction in range(directions):
-                layer_input = input_size if layer == 0 else hidden_size * directions
+                layer_input = input_size if layer == 0 else state_size * directions
                 suffix = "_reverse" if direction == 1 else ""
                 shapes = [
                     (f"weight_ih_l{layer}{suffix}", (gates, layer_input)),
-                    (f"weight_hh_l{layer}{suffix}", (gates, hidden_size)),
+                    (f"weight_hh_l{layer}{suffix}", (gates, state_size)),
                 ]
                 if bias:
                     shapes += [
                         (f"bias_ih_l{layer}{suffix}", (gates,)),
                         (f"bias_hh_l{layer}{suffix}", (gates,)),
                     ]
+                if proj_size > 0:
+                    shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
                 for name, shape in shapes:
                     setattr(self, name, Parameter(creation.empty(*shape, dtype=dtype)))
                     self._flat_weights_names.append(name)
@@ -310,7 +373,7 @@ class RNNBase(Module):
 
     @property
     def all_weights(self):
-        per_direction = 4 if self.bias else 2
+        per_direction = (4 if self.bias else 2) + (1 if self.proj_size > 0 else 0)
         weights = self._flat_weights
         return [weights[i : i + per_direction] for i in range(0, len(weights), per_direction)]
 
@@ -336,8 +399,11 @@ class RNNBase(Module):
         suffix = "_reverse" if direction == 1 else ""
         names = (f"weight_ih_l{layer}", f"weight_hh_l{layer}", f"bias_ih_l{layer}",
                  f"bias_hh_l{layer}")  # fmt: skip
-        return tuple(getattr(self, n + suffix, None) if self.bias or "weight" in n else None
-                     for n in names)  # fmt: skip
+        params = tuple(getattr(self, n + suffix, None) if self.bias or "weight" in n else None
+                       for n in names)  # fmt: skip
+        if self.proj_size > 0:
+            params += (getattr(self, f"weight_hr_l{layer}{suffix}"),)
+        return params
 
     def _cell(self, input, hidden, params):
         raise NotImplementedError
@@ -352,6 +418,77 @@ class RNNBase(Module):
             hidden = self._cell(steps[t], hidden, params)
             outputs[t] = hidden[0] if isinstance(hidden, tuple) else hidden
         return ops.stack(outputs, 0), hidden
+
+    # --- packed input (ATen's PackedLayer, ReversedPackedLayer) --------------------------------
+
+    def _run_packed_direction(self, data, batch_sizes, hidden, params, reverse):
+        """One direction over packed ``data``: step t takes the next batch_sizes[t] rows. Going
+        forward, the states of sequences that have ended are sliced off the hidden state
+        (SliceBackward0) and kept; going backward, they join it as their sequences start
+        (CatBackward0). Returns (the steps' outputs concatenated, the final states)."""
+        projected = F.linear(data, params[0], params[2])
+        outputs = []
+        if not reverse:
+            offset, last, ended = 0, batch_sizes[0], []
+            for size in batch_sizes:
+                step = ops.narrow(projected, 0, offset, size)
+                offset += size
+                if size < last:
+                    ended.append(_hidden_narrow(hidden, size, last - size))
+                    hidden = _hidden_narrow(hidden, 0, size)
+                last = size
+                hidden = self._cell(step, hidden, params)
+                outputs.append(_hidden_output(hidden))
+            ended.append(hidden)
+            return ops.cat(outputs, 0), _hidden_cat(ended[::-1])
+        offset, last = data.shape[0], batch_sizes[-1]
+        initial, hidden = hidden, _hidden_narrow(hidden, 0, last)
+        for size in reversed(batch_sizes):
+            if size > last:
+                hidden = _hidden_cat([hidden, _hidden_narrow(initial, last, size - last)])
+            step = ops.narrow(projected, 0, offset - size, size)
+            offset -= size
+            last = size
+            hidden = self._cell(step, hidden, params)
+            outputs.append(_hidden_output(hidden))
+        return ops.cat(outputs[::-1], 0), hidden
+
+    def _run_packed(self, data, batch_sizes, hiddens):
+        """Every layer over packed data (ATen's packed layer stack): returns (data, finals)."""
+        directions = 2 if self.bidirectional else 1
+        sizes = [int(n) for n in batch_sizes._data]
+        finals = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                out, final = self._run_packed_direction(
+                    data,
+                    sizes,
+                    hiddens[layer * directions + direction],
+                    self._layer_params(layer, direction),
+                    direction == 1,
+                )
+                outputs.append(out)
+                finals.append(final)
+            data = outputs[0] if directions == 1 else ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                data = F.dropout(data, self.dropout, True)
+        return data, finals
+
+    def _check_packed(self, data, batch_sizes):
+        """PyTorch's check_input for packed data (2-d rows) and the expected hidden shape."""
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(
+                f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                f"{data.shape[-1]}"
+            )
+
+    def _packed_hidden_shape(self, batch_sizes, size=None):
+        directions = 2 if self.bidirectional else 1
+        batch = int(batch_sizes._data[0])
+        return (self.num_layers * directions, batch, size or self.hidden_size)
 
     def _check_forward(self, input):
         name = type(self).__name__
@@ -396,10 +533,10 @@ class RNNBase(Module):
                 input = run_op(OPS["transpose_inplace"], (input,), (0, 1))
         return input, finals
 
-    def _initial(self, input, hx, batched):
+    def _initial(self, input, hx, batched, size=None):
         directions = 2 if self.bidirectional else 1
         batch = input.shape[0 if self.batch_first else 1] if batched else 1
-        shape = (self.num_layers * directions, batch, self.hidden_size)
+        shape = (self.num_layers * directions, batch, size or self.hidden_size)
         if hx is None:
             return creation.zeros(*shape, dtype=input.dtype), shape
         return hx, shape
@@ -410,6 +547,8 @@ class RNN(RNNBase):
     layer. Returns ``(output, h_n)``."""
 
     def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         nonlinearity = kwargs.pop("nonlinearity", "tanh")
         if len(args) > 3:
             nonlinearity = args[3]
@@ -426,10 +565,23 @@ class RNN(RNNBase):
         return rnn_cell(input, hidden, params, self.nonlinearity, pre_computed=True)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            data, batch_sizes, sorted_indices, unsorted_indices = input
+            if hx is None:
+                hx = creation.zeros(*self._packed_hidden_shape(batch_sizes), dtype=data.dtype)
+            else:
+                hx = _permute_hidden(hx, sorted_indices)
+            self._check_packed(data, batch_sizes)
+            self._check_hidden(hx, self._packed_hidden_shape(batch_sizes))
+            data, finals = self._run_packed(data, batch_sizes, _unbind(hx, 0))
+            h_n = ops.stack(finals, 0)
+            packed = PackedSequence(data, batch_sizes, sorted_indices, unsorted_indices)
+            return packed, _permute_hidden(h_n, unsorted_indices)
         self._check_forward(input)
         batched = input.dim() == 3
         if not batched:
-            input = ops.unsqueeze(input, 1)
+            # PyTorch adds the batch dim where batch_first says it is.
+            input = ops.unsqueeze(input, 0 if self.batch_first else 1)
             if hx is not None:
                 if hx.dim() != 2:
                     raise RuntimeError(
@@ -446,7 +598,7 @@ class RNN(RNNBase):
         output, finals = self._run(input, _unbind(hx, 0))
         h_n = ops.stack(finals, 0)
         if not batched:
-            return ops.squeeze(output, 1), ops.squeeze(h_n, 1)
+            return ops.squeeze(output, 0 if self.batch_first else 1), ops.squeeze(h_n, 1)
         return output, h_n
 
 
@@ -456,6 +608,8 @@ class GRU(RNN):
     _gate_count = 3
 
     def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if "nonlinearity" in kwargs:
             raise ValueError("The nonlinearity argument is not supported by GRU.")
         RNNBase.__init__(self, "GRU", *args, **kwargs)
@@ -476,10 +630,29 @@ class LSTM(RNNBase):
         return lstm_cell(input, hidden, params, pre_computed=True)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            # PyTorch checks nothing here: a wrong size fails inside the layers.
+            data, batch_sizes, sorted_indices, unsorted_indices = input
+            if hx is None:
+                hx = (
+                    creation.zeros(
+                        *self._packed_hidden_shape(batch_sizes, self.proj_size), dtype=data.dtype
+                    ),
+                    creation.zeros(*self._packed_hidden_shape(batch_sizes), dtype=data.dtype),
+                )
+            else:
+                hx = _permute_hidden(tuple(hx), sorted_indices)
+            pairs = list(zip(_unbind(hx[0], 0), _unbind(hx[1], 0)))
+            data, finals = self._run_packed(data, batch_sizes, pairs)
+            h_n = ops.stack([h for h, _ in finals], 0)
+            c_n = ops.stack([c for _, c in finals], 0)
+            packed = PackedSequence(data, batch_sizes, sorted_indices, unsorted_indices)
+            return packed, _permute_hidden((h_n, c_n), unsorted_indices)
         self._check_forward(input)
         batched = input.dim() == 3
         if not batched:
-            input = ops.unsqueeze(input, 1)
+            # PyTorch adds the batch dim where batch_first says it is.
+            input = ops.unsqueeze(input, 0 if self.batch_first else 1)
         if hx is not None:
             if isinstance(hx, Tensor) or len(hx) != 2:
                 raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
@@ -494,16 +667,25 @@ class LSTM(RNNBase):
             if not batched:
                 hx = (ops.unsqueeze(hx[0], 1), ops.unsqueeze(hx[1], 1))
             h0, c0 = hx
-            shape = self._initial(input, h0, True)[1]
-            self._check_hidden(h0, shape)
-            self._check_hidden(c0, shape, "Expected hidden[1] size {}, got {}")
+            self._check_hidden(
+                h0, self._initial(input, h0, True, self.proj_size)[1],
+                "Expected hidden[0] size {}, got {}",
+            )  # fmt: skip
+            self._check_hidden(
+                c0, self._initial(input, c0, True)[1], "Expected hidden[1] size {}, got {}"
+            )
         else:
-            h0, shape = self._initial(input, None, True)
-            c0 = h0
+            h0 = self._initial(input, None, True, self.proj_size)[0]
+            c0 = self._initial(input, None, True)[0]
+        if self.proj_size > 0 and input.dtype == dtypes.float32:
+            _warn_projection_once()
         pairs = list(zip(_unbind(h0, 0), _unbind(c0, 0)))
         output, finals = self._run(input, pairs)
         h_n = ops.stack([h for h, _ in finals], 0)
         c_n = ops.stack([c for _, c in finals], 0)
         if not batched:
-            return ops.squeeze(output, 1), (ops.squeeze(h_n, 1), ops.squeeze(c_n, 1))
+            return ops.squeeze(output, 0 if self.batch_first else 1), (
+                ops.squeeze(h_n, 1),
+                ops.squeeze(c_n, 1),
+            )
         return output, (h_n, c_n)

@@ -21,6 +21,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     histogram,
     indexing,
     inplace,
+    layers_more,
     linalg,
     linalg_composites,
     linalg_decompositions,

@@ -1334,6 +1334,61 @@ case(
     normal(1, 2, 4, 2),
 )
 
+# nn functions, more (nbgrad/ops/nn_extra_kernels.py). Margins kept away from their kinks.
+_TARGETS = torch.tensor([1, 0, 3])
+for _p, _w in ((1, None), (2, torch.tensor([0.5, 1.0, 2.0, 1.5], dtype=torch.float64))):
+    for _red in ("mean", "sum", "none"):
+        case(
+            f"multi_margin_loss-p{_p}-{_red}{'-weight' if _w is not None else ''}",
+            lambda x, p=_p, w=_w, red=_red: F.multi_margin_loss(
+                x, _TARGETS, p=p, margin=0.5, weight=w, reduction=red
+            ),
+            distinct(3, 4) / 4,
+        )
+for _red in ("mean", "none"):
+    case(
+        f"multilabel_margin_loss-{_red}",
+        lambda x, red=_red: F.multilabel_margin_loss(
+            x, torch.tensor([[1, 2, -1, 0], [3, 3, -1, 0], [-1, 0, 0, 0]]), reduction=red
+        ),
+        distinct(3, 4) / 4,
+    )
+case(
+    "multilabel_margin_loss-1d",
+    lambda x: F.multilabel_margin_loss(x, torch.tensor([2, 0, -1, 1])),
+    distinct(4) / 2,
+)
+case("rrelu-eval", lambda x: F.rrelu(x), away(2, 3))
+case("rrelu_-eval", clone_of(lambda x: F.rrelu(x, inplace=True)), away(2, 3))
+case(
+    "rrelu-training",
+    lambda x: torch.rrelu(x, training=True, generator=torch.Generator().manual_seed(1)),
+    away(2, 3),
+)
+case(
+    "rrelu_-training",
+    clone_of(lambda x: torch.rrelu_(x, training=True, generator=torch.Generator().manual_seed(1))),
+    away(2, 3),
+)
+case(
+    "_weight_norm-dim0", lambda v, g: torch._weight_norm(v, g, 0), normal(3, 2, 2), normal(3, 1, 1)
+)
+case("_weight_norm-last", lambda v, g: torch._weight_norm(v, g, 1), normal(2, 3), normal(3))
+case(
+    "conv_tbc",
+    lambda x, w, b: torch.conv_tbc(x, w, b, 1),
+    normal(4, 2, 3),
+    normal(2, 3, 2),
+    normal(2),
+)
+case(
+    "_weight_norm-middle",
+    lambda v, g: torch._weight_norm(v, g, 1),
+    normal(2, 3, 2),
+    normal(1, 3, 1),
+)
+case("_weight_norm-all", lambda v, g: torch._weight_norm(v, g, -1), normal(2, 3), normal())
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -629,6 +629,48 @@ UNARY_LINALG = [
 UNARY += UNARY_LINALG
 
 
+# nn functions, more: margin losses against class 0, conv_tbc, weight norm (not rrelu: in eval
+# PyTorch saves an uninitialised noise buffer, which no comparison can match).
+def _margins_away(a):
+    """2-d and not empty (PyTorch returns garbage for an empty batch), and every margin
+    1 - x[i, 0] + x[i, j] (j > 0) away from the loss's kink at 0."""
+    return (
+        a.ndim == 2
+        and a.shape[0] > 0
+        and a.shape[1] > 1
+        and np.all(np.abs(1 - a[:, :1] + a[:, 1:]) > 1e-4)
+    )
+
+
+UNARY_NN_EXTRA = [
+    (
+        "F.multi_margin_loss({0}, T.zeros({0}.shape[0], dtype=T.long))",
+        lambda T, x: T.nn.functional.multi_margin_loss(x, T.zeros(x.shape[0], dtype=T.long)),
+        _margins_away,
+    ),
+    (
+        "F.multilabel_margin_loss({0}, T.zeros_like({0}, dtype=T.long), reduction='none')",
+        lambda T, x: T.nn.functional.multilabel_margin_loss(
+            x, T.zeros_like(x, dtype=T.long), reduction="none"
+        ),
+        _margins_away,
+    ),
+    (
+        "T.conv_tbc({0}, T.ones(2, {0}.shape[2], 3), T.ones(3), 1)",
+        lambda T, x: T.conv_tbc(
+            x, T.ones(2, x.shape[2], 3, dtype=x.dtype), T.ones(3, dtype=x.dtype), 1
+        ),
+        lambda a: a.ndim == 3,
+    ),
+    (
+        "T._weight_norm({0}, {0}.sum(-1, keepdim=True), 0)",
+        lambda T, x: T._weight_norm(x, x.sum(-1, keepdim=True), 0),
+        lambda a: a.ndim == 2 and np.all(np.linalg.norm(a, axis=1) > 0.1),
+    ),
+]
+UNARY += UNARY_NN_EXTRA
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))

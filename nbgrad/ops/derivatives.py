@@ -1502,3 +1502,49 @@ op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward
    extra_outputs=("logsumexp", "output"),
    saves=("attn_mask", "dropout_p", "is_causal", "key", "logsumexp", "output", "query", "scale",
           "value"), joint=True)
+# --- nn functions, more (margin losses, rrelu, weight norm, conv_tbc) ---------------------------
+# Kernels and formula helpers in nn_extra_kernels (each helper written once for NumPy and for
+# differentiable Tensors). Targets, noise and indices never get a gradient: attrs, as above.
+
+from nbgrad.ops import nn_extra_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(nn_extra_kernels.ARRAY_FUNCTIONS)
+
+op("multi_margin_loss", "MultiMarginLossBackward0", ("self",),
+   {"self": "multi_margin_loss_backward(grad, self, target, p, margin, weight, reduction)"},
+   nn_extra_kernels.multi_margin_loss, attrs=("target", "p", "margin", "weight", "reduction"),
+   saves=("margin", "p", "reduction", "self", "target", "weight"))
+op("multilabel_margin_loss_forward", "MultilabelMarginLossBackward0", ("self",),
+   {"self": "multilabel_margin_loss_backward(grad, self, target, reduction, is_target)"},
+   nn_extra_kernels.multilabel_margin_loss, attrs=("target", "reduction"),
+   extra_outputs=("is_target",), saves=("is_target", "reduction", "self", "target"))
+# rrelu in training multiplies each non-positive element by a random slope, kept in ``noise``
+# (an attr the forward fills); in eval it is leaky_relu with the mean slope. In place, the input
+# is overwritten and the result is saved instead (another node, as for leaky_relu_).
+op("rrelu_with_noise", "RreluWithNoiseBackward0", ("self",),
+   {"self": "rrelu_backward(grad, self, noise, lower, upper, training)"},
+   nn_extra_kernels.rrelu_with_noise,
+   attrs=("noise", "lower", "upper", "training", "generator"),
+   saves=("lower", "noise", "self", "training", "upper"))
+op("rrelu_with_noise_inplace", "RreluWithNoiseBackward1", ("self",),
+   {"self": "rrelu_backward(grad, result, noise, lower, upper, training)"},
+   nn_extra_kernels.rrelu_with_noise,
+   attrs=("noise", "lower", "upper", "training", "generator"),
+   saves=("lower", "noise", "result", "training", "upper"))
+# torch._weight_norm along dim 0 or the last dim: w = g * v / ||v||; result1 is the norms.
+op("_weight_norm_interface", "WeightNormInterfaceBackward0", ("v", "g"),
+   {"v": "weight_norm_backward(grad, v, g, result1, dim, 0)",
+    "g": "weight_norm_backward(grad, v, g, result1, dim, 1)"},
+   nn_extra_kernels.weight_norm, attrs=("dim",), extra_outputs=("result1",),
+   saves=("dim", "g", "result1", "v"), joint=True, promote=True)
+op("conv_tbc", "ConvTbcBackward0", ("self", "weight", "bias"),
+   {"self": "conv_tbc_backward(grad, self, weight, bias, pad, 0)",
+    "weight": "conv_tbc_backward(grad, self, weight, bias, pad, 1)",
+    "bias": "conv_tbc_backward(grad, self, weight, bias, pad, 2)"},
+   nn_extra_kernels.conv_tbc, attrs=("pad",), saves=("bias", "pad", "self", "weight"),
+   joint=True)
+# ATen's at::norm(x, p) over every element (norm.Scalar), which weight norm over every dim runs.
+op("norm_scalar", "NormBackward0", ("self",),
+   {"self": "norm_backward(grad, self, p, result, None, False)"},
+   lambda self, p: nn_kernels.vector_norm(self, p, None, False), attrs=("p",),
+   saves=("p", "result", "self"), floating=True)

@@ -521,6 +521,7 @@ def tensor_namespace():
         **_layer_tensor_namespace(),
         **formula_linalg.tensor_namespace(),
         **_misc_tensor_namespace(),
+        **nb.ops.nn_extra_kernels.tensor_namespace(),  # imported by derivatives.py
     }
 
 

@@ -1,0 +1,127 @@
+"""nn.functional, more: the multi-class margin losses and rrelu (PyTorch's checks and messages,
+then one table entry each; ``nbgrad/ops/nn_extra_kernels.py`` has the kernels)."""
+
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_op
+from nbgrad.autograd.tensor import Tensor
+from nbgrad.ops import functions as ops
+from nbgrad.ops.derivatives import OPS
+
+
+def _reduction(reduction, size_average, reduce):
+    from nbgrad.nn.functional import _reduction
+
+    return _reduction(reduction, size_average, reduce)
+
+
+def _sizes(shape):
+    return str(list(shape))
+
+
+def _check_margin_input(input, kernel):
+    shape = input.shape
+    ndim = len(shape)
+    if not ((ndim == 2 and shape[1] != 0) or (ndim == 1 and shape[0] != 0) or ndim == 0):
+        raise RuntimeError(
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+            f"{_sizes(shape)}"
+        )
+    if not input.is_floating_point():
+        raise NotImplementedError(
+            f"\"{kernel}\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input._dtype]}'"
+        )
+
+
+def _check_long(tensor, name="target"):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"expected Tensor as argument {name}, got {type(tensor).__name__}")
+    if tensor._dtype is not dtypes.int64:
+        raise RuntimeError(
+            f"expected scalar type Long but found {dtypes.SCALAR_TYPE_NAMES[tensor._dtype]}"
+        )
+
+
+def multi_margin_loss(
+    input,
+    target,
+    p=1,
+    margin=1.0,
+    weight=None,
+    size_average=None,
+    reduce=None,
+    reduction="mean",
+):
+    """For each sample, the mean over the other classes of max(0, margin - x[y] + x[j]) ** p,
+    times the target class's weight."""
+    reduction = _reduction(reduction, size_average, reduce)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    shape = tuple(input.shape)
+    _check_margin_input(input, "multi_margin_loss_cpu_kernel")
+    samples, classes = (shape[0], shape[1]) if len(shape) == 2 else (1, shape[0] if shape else 1)
+    _check_long(target)
+    if target.dim() > 1 or target.numel() != samples:
+        raise RuntimeError(
+            "multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+            f"input samples (batch size). Expected target size [{samples}], but got "
+            f"{_sizes(target.shape)}. Input has shape {_sizes(shape)}."
+        )
+    if weight is not None:
+        if weight.numel() != classes:
+            raise RuntimeError(
+                f"inconsistent weight size, expected {classes} but got {_sizes(weight.shape)}"
+            )
+        if weight._dtype is not input._dtype:
+            raise RuntimeError(
+                f"expected scalar type {dtypes.SCALAR_TYPE_NAMES[input._dtype]} but found "
+                f"{dtypes.SCALAR_TYPE_NAMES[weight._dtype]}"
+            )
+    labels = target._data
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        raise RuntimeError("target out of range")
+    attrs = (labels, int(p), float(margin), None if weight is None else weight._data, reduction)
+    return run_op(OPS["multi_margin_loss"], (input,), attrs)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """For each sample, over its listed classes k (the target's entries before the first -1)
+    and its unlisted classes j, the sum of max(0, 1 - x[k] + x[j]), over the number of classes."""
+    reduction = _reduction(reduction, size_average, reduce)
+    shape = tuple(input.shape)
+    ndim = len(shape)
+    if not ((ndim == 2 and shape[1] != 0) or (ndim == 1 and shape[0] != 0) or ndim == 0):
+        raise RuntimeError(
+            "Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+            f"{_sizes(shape)}"
+        )
+    _check_long(target)
+    one_sample = ndim <= 1 and target.dim() <= 1 and target.numel() == max(input.numel(), 1)
+    if not (one_sample or (ndim == 2 and tuple(target.shape) == shape)):
+        raise RuntimeError(
+            f"inconsistent target size: {_sizes(target.shape)} for input of size: {_sizes(shape)}"
+        )
+    if not input.is_floating_point():
+        raise NotImplementedError(
+            '"multilabel_margin_loss_forward_out_frame" not implemented for '
+            f"'{dtypes.SCALAR_TYPE_NAMES[input._dtype]}'"
+        )
+    classes = shape[-1] if shape else 1
+    labels = target._data
+    if labels.size and (labels.min() < -1 or labels.max() >= classes):
+        raise RuntimeError("argument #2 'target' is out of range")
+    return run_op(OPS["multilabel_margin_loss_forward"], (input,), (labels, reduction))[0]
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    if inplace:
+        return ops.rrelu_(input, lower, upper, training)
+    return ops.rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return ops.rrelu_(input, lower, upper, training)
+
+
+conv_tbc = ops.conv_tbc

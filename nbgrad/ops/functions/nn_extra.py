@@ -1,0 +1,98 @@
+"""``torch.rrelu``, ``torch.conv_tbc`` and ``torch._weight_norm``: PyTorch's argument checks, then
+one table entry each (``nn.functional`` and ``nn.utils`` call these)."""
+
+import numpy as np
+
+from nbgrad import dtypes, random
+from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions.arithmetic import div, mul
+from nbgrad.ops.public import public
+
+
+def _type_name(tensor):
+    return dtypes.SCALAR_TYPE_NAMES[tensor._dtype]
+
+
+def _rrelu_arguments(input, lower, upper, kernel):
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input)}'")
+    # The noise is written by a training forward only; in eval PyTorch leaves it uninitialised,
+    # nbgrad zeros.
+    return np.zeros(input.shape, input._dtype.numpy)
+
+
+def _generator(generator):
+    return random.rng_of(generator)
+
+
+@public(function=True)
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):  # noqa: A002
+    """Randomized leaky ReLU: in training each non-positive element gets a slope drawn from
+    U(lower, upper); in eval the slope is their mean."""
+    noise = _rrelu_arguments(input, lower, upper, "rrelu_with_noise_out_cpu")
+    attrs = (noise, float(lower), float(upper), bool(training), _generator(generator))
+    return run_op(OPS["rrelu_with_noise"], (input,), attrs)
+
+
+@public(function=True)
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):  # noqa: A002
+    noise = _rrelu_arguments(input, lower, upper, "rrelu_with_noise_out_cpu")
+    attrs = (noise, float(lower), float(upper), bool(training), _generator(generator))
+    return run_inplace(OPS["rrelu_with_noise_inplace"], input, (), attrs)
+
+
+@public(function=True)
+def conv_tbc(input, weight, bias, pad=0):  # noqa: A002
+    """A 1-d convolution over a (time, batch, channels) input; weight is (kernel, in, out)."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError(
+            "Weight tensor must have 3 dims: kernel_width, in_channels, out_channels."
+        )
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    return run_op(OPS["conv_tbc"], (input, weight, bias), (int(pad),))
+
+
+@public(function=True)
+def _weight_norm_interface(v, g, dim=0):
+    return run_op(OPS["_weight_norm_interface"], (v, g), (dim,))
+
+
+@public(function=True)
+def _weight_norm(v, g, dim=0):
+    """``g * v / ||v||``, the norm taken over every dim but ``dim``. Along the first or the last
+    dim PyTorch runs its fused kernel (one WeightNormInterfaceBackward0), as nbgrad does."""
+    ndim = v.dim()
+    if dim != -1:
+        _wrap_dim(dim, max(ndim, 1))  # PyTorch's IndexError for a dim out of range
+    if dim == 0 or dim == ndim - 1:
+        return _weight_norm_interface(v, g, dim)[0]
+    return mul(v, div(g, norm_except_dim(v, 2, dim)))
+
+
+@public(function=True)
+def norm_except_dim(v, pow=2, dim=0):  # noqa: A002
+    """The ``pow``-norm of each slice of ``v`` along ``dim`` (of all of it for dim -1), shaped to
+    broadcast against ``v``: ATen's own steps, so the graph shows its nodes."""
+    if dim == -1:
+        return run_op(OPS["norm_scalar"], (v,), (pow,))
+    ndim = v.dim()
+    output_size = tuple(s if i == dim else 1 for i, s in enumerate(v.shape))
+    if dim == 0:
+        flat = v.contiguous().view((v.shape[0], -1))
+        return run_op(OPS["norm_dim"], (flat,), (pow, (1,), False)).view(output_size)
+    if dim == ndim - 1:
+        flat = v.contiguous().view((-1, v.shape[ndim - 1]))
+        return run_op(OPS["norm_dim"], (flat,), (pow, (0,), False)).view(output_size)
+    moved = v.transpose(0, dim)
+    return norm_except_dim(moved, pow, 0).transpose(0, dim)

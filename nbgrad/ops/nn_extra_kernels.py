@@ -1,0 +1,294 @@
+"""Kernels of derivatives.py's "nn functions, more" section (margin losses, rrelu, weight norm,
+conv_tbc, affine_grid, embedding_bag), and the functions their formulas call.
+
+Each backward helper is written once over a small backend: ``_Arrays`` (NumPy, for a plain
+``backward()``) or ``_Tensors`` (nbgrad's differentiable operations, for ``create_graph=True``),
+so that a gradient through these layers can be differentiated again. What never gets a gradient
+(targets, masks, indices, noise) stays a NumPy array in both.
+"""
+
+import functools
+
+import numpy as np
+
+REDUCTION_NONE, REDUCTION_MEAN, REDUCTION_SUM = 0, 1, 2
+
+
+class _Arrays:
+    @staticmethod
+    def const(array, like):
+        return np.asarray(array, dtype=like.dtype)
+
+    where = staticmethod(np.where)
+    gather1 = staticmethod(lambda a, index: np.take_along_axis(a, index, 1))
+    sum = staticmethod(lambda a, dim, keepdim=False: a.sum(axis=dim, keepdims=keepdim))
+    mT = staticmethod(lambda a: np.swapaxes(a, -1, -2))  # noqa: N815
+    stack = staticmethod(lambda pieces: np.stack(pieces))
+    zeros = staticmethod(lambda shape, like: np.zeros(shape, like.dtype))
+    cat = staticmethod(lambda pieces, dim=0: np.concatenate(pieces, axis=dim))
+
+
+class _Tensors:
+    @staticmethod
+    def const(array, like):
+        import nbgrad
+
+        return nbgrad.tensor(np.asarray(array, dtype=like.dtype.numpy))
+
+    @staticmethod
+    def where(mask, a, b):
+        import nbgrad
+
+        return nbgrad.where(nbgrad.tensor(np.asarray(mask)), a, b)
+
+    @staticmethod
+    def gather1(a, index):
+        import nbgrad
+
+        return a.gather(1, nbgrad.tensor(np.asarray(index, dtype=np.int64)))
+
+    sum = staticmethod(lambda a, dim, keepdim=False: a.sum(dim, keepdim=keepdim))
+    mT = staticmethod(lambda a: a.transpose(-1, -2))  # noqa: N815
+
+    @staticmethod
+    def stack(pieces):
+        import nbgrad
+
+        return nbgrad.stack(pieces)
+
+    @staticmethod
+    def zeros(shape, like):
+        return like.new_zeros(tuple(shape))
+
+    @staticmethod
+    def cat(pieces, dim=0):
+        import nbgrad
+
+        return nbgrad.cat(pieces, dim)
+
+
+def _per_sample(B, grad, n, reduction, like):  # noqa: N803 - B is the backend
+    """The gradient of each sample's loss, shaped (n, 1), from the gradient of the reduced loss."""
+    if reduction == REDUCTION_NONE:
+        return grad.reshape(n, 1)
+    scale = 1.0 / n if reduction == REDUCTION_MEAN else 1.0
+    return grad.reshape(1, 1) * B.const(np.full((n, 1), scale), like)
+
+
+def _reduce(losses, reduction, dtype):
+    if reduction == REDUCTION_MEAN:
+        return np.asarray(losses.sum() / losses.size, dtype)
+    if reduction == REDUCTION_SUM:
+        return np.asarray(losses.sum(), dtype)
+    return losses.astype(dtype, copy=False)
+
+
+# --- multi_margin_loss ---------------------------------------------------------------------------
+# Each sample's loss: sum over classes j other than its target y of
+# weight[y] * max(0, margin - x[y] + x[j]) ** p, divided by the number of classes.
+
+
+def _margins(xs, target, margin):
+    """(n, C) margins ``margin - x[y] + x[j]``, and where each is active (positive, j != y)."""
+    rows = np.arange(xs.shape[0])
+    z = margin - xs[rows, target][:, None] + xs
+    active = z > 0
+    active[rows, target] = False
+    return z, active
+
+
+def multi_margin_loss(x, target, p, margin, weight, reduction):
+    xs = x.reshape(-1, x.shape[-1] if x.ndim else 1)
+    shape, target = target.shape, target.reshape(-1)
+    z, active = _margins(xs, target, margin)
+    h = np.where(active, z if p == 1 else z * z, 0)
+    if weight is not None:
+        h = h * weight[target][:, None]
+    losses = (h.sum(axis=1) / xs.shape[1]).reshape(shape)  # "none": shaped as the target
+    return _reduce(losses, reduction, x.dtype)
+
+
+def multi_margin_loss_backward(B, grad, x, target, p, margin, weight, reduction):  # noqa: N803
+    n, c = x.shape if x.ndim == 2 else (1, x.shape[0] if x.ndim else 1)
+    xs = x.reshape(n, c)
+    target = np.asarray(target).reshape(-1)
+    _, active = _margins(np.asarray(getattr(x, "_data", x)).reshape(n, c), target, margin)
+    scale = np.full((n, 1), 1.0 / c)
+    if weight is not None:
+        scale = scale * np.asarray(weight)[target][:, None]
+    scale = B.const(scale, xs) * _per_sample(B, grad, n, reduction, xs)
+    if p == 1:
+        d = B.where(active, scale, B.zeros((n, c), xs))
+    else:
+        z = xs - B.gather1(xs, target[:, None]) + margin
+        d = B.where(active, 2 * z * scale, B.zeros((n, c), xs))
+    onehot = np.zeros((n, c), bool)
+    onehot[np.arange(n), target] = True
+    out = d - B.where(onehot, B.sum(d, 1, True), B.zeros((n, c), xs))
+    return out.reshape(x.shape)
+
+
+# --- multilabel_margin_loss ----------------------------------------------------------------------
+# A sample's target lists its classes, ended by the first -1. Its loss: sum over listed classes k
+# (a class listed twice counts twice) and unlisted classes j of max(0, 1 - x[k] + x[j]), divided
+# by the number of classes. ``is_target`` marks the listed classes.
+
+
+def _listed(target, c):
+    """(n, C) how many times each class is listed, and the (n, C) is_target mask."""
+    t = target.reshape(-1, c)
+    counts = np.zeros(t.shape, np.int64)
+    for i, row in enumerate(t):
+        ends = np.flatnonzero(row < 0)
+        listed = row[: ends[0]] if ends.size else row
+        np.add.at(counts[i], listed, 1)
+    return counts, counts > 0
+
+
+def _pair_mask(target, c):
+    """(n, C, C): how many times the pair (listed k, unlisted j) counts."""
+    counts, is_target = _listed(target, c)
+    return counts[:, :, None] * ~is_target[:, None, :]
+
+
+def multilabel_margin_loss(x, target, reduction):
+    c = x.shape[-1] if x.ndim else 1
+    xs = x.reshape(-1, c)
+    counts, is_target = _listed(target, c)
+    pairs = counts[:, :, None] * ~is_target[:, None, :]
+    z = 1 - xs[:, :, None] + xs[:, None, :]
+    losses = (np.where(z > 0, z, 0) * pairs).sum(axis=(1, 2)) / c
+    if x.ndim < 2:
+        losses = losses.reshape(())
+    return _reduce(losses, reduction, x.dtype), is_target.reshape(target.shape).astype(x.dtype)
+
+
+def multilabel_margin_loss_backward(B, grad, x, target, reduction, is_target):  # noqa: N803
+    c = x.shape[-1] if x.ndim else 1
+    n = x.shape[0] if x.ndim == 2 else 1
+    data = np.asarray(getattr(x, "_data", x)).reshape(n, c)
+    pairs = _pair_mask(np.asarray(target), c)
+    active = (1 - data[:, :, None] + data[:, None, :] > 0) * pairs / c
+    if reduction == REDUCTION_NONE:
+        g = grad.reshape(n, 1)
+    else:
+        g = _per_sample(B, grad, n, reduction, grad)
+    weights = B.const(active, grad)  # (n, k, j)
+    towards_j = B.sum(weights, 1) * g  # d loss / d x[j]
+    from_k = B.sum(weights, 2) * g  # minus d loss / d x[k]
+    return (towards_j - from_k).reshape(x.shape)
+
+
+# --- rrelu ----------------------------------------------------------------------------------------
+
+
+def rrelu_with_noise(x, noise, lower, upper, training, generator):
+    """Training: each non-positive element times a slope drawn from U(lower, upper), which
+    ``noise`` keeps (1 where the element is positive); otherwise the mean slope, and ``noise``
+    is not written."""
+    if training:
+        slopes = generator.uniform(lower, upper, x.shape)
+        noise[...] = np.where(x <= 0, slopes, 1).astype(noise.dtype)
+        return (x * noise).astype(x.dtype, copy=False)
+    slope = (lower + upper) / 2
+    return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
+
+
+def rrelu_backward(B, grad, x, noise, lower, upper, training):  # noqa: N803
+    if training:
+        return grad * B.const(noise, grad)
+    data = np.asarray(getattr(x, "_data", x))
+    return B.where(data > 0, grad, grad * ((lower + upper) / 2))
+
+
+# --- weight norm ---------------------------------------------------------------------------------
+# w = g * v / ||v||, the norm over every dim but ``dim`` (0 or the last), ``norms`` shaped as g.
+
+
+def _keep_shape(v, dim):
+    return tuple(s if i == dim else 1 for i, s in enumerate(v.shape))
+
+
+def _except(v, dim):
+    return tuple(i for i in range(v.ndim) if i != dim)
+
+
+def weight_norm(v, g, dim):
+    dim %= max(v.ndim, 1)
+    norms = np.sqrt((v * v).sum(axis=_except(v, dim), keepdims=True))
+    w = v * (g.reshape(_keep_shape(v, dim)) / norms)
+    return w.astype(v.dtype, copy=False), norms.reshape(g.shape).astype(g.dtype, copy=False)
+
+
+def weight_norm_backward(B, grad, v, g, norms, dim, which):  # noqa: N803
+    """The gradient for ``v`` (which 0) or ``g`` (which 1). The norms are recomputed from v,
+    so that their own dependence on v is differentiated too."""
+    dim %= max(v.ndim, 1)
+    keep = _keep_shape(v, dim)
+    axes = _except(v, dim)
+    norm = B.sum(v * v, axes, True) ** 0.5
+    projection = B.sum(grad * v, axes, True)  # <grad, v> per slice
+    if which == 1:
+        return (projection / norm).reshape(tuple(g.shape))
+    gk = g.reshape(keep)
+    return gk / norm * (grad - v * (projection / (norm * norm)))
+
+
+# --- conv_tbc: a 1-d convolution over (time, batch, channel) inputs ------------------------------
+# out[t] = bias + sum over k of x_padded[t + k] @ weight[k], weight (kernel, in, out).
+
+
+def _pad_time(B, x, before, after):  # noqa: N803
+    pieces = []
+    if before:
+        pieces.append(B.zeros((before, *x.shape[1:]), x))
+    pieces.append(x)
+    if after:
+        pieces.append(B.zeros((after, *x.shape[1:]), x))
+    return B.cat(pieces) if len(pieces) > 1 else x
+
+
+def conv_tbc(x, weight, bias, pad):
+    xp = _pad_time(_Arrays, x, pad, pad)
+    kernel = weight.shape[0]
+    steps = xp.shape[0] - kernel + 1
+    out = np.broadcast_to(bias, (steps, x.shape[1], weight.shape[2])).copy()
+    for k in range(kernel):
+        out += xp[k : k + steps] @ weight[k]
+    return out
+
+
+def conv_tbc_backward(B, grad, x, weight, bias, pad, which):  # noqa: N803
+    kernel = weight.shape[0]
+    steps = grad.shape[0]
+    if which == 2:
+        return B.sum(grad, (0, 1))
+    if which == 0:
+        length = x.shape[0] + 2 * pad
+        total = None
+        for k in range(kernel):
+            part = _pad_time(B, grad @ B.mT(weight[k]), k, length - k - steps)
+            total = part if total is None else total + part
+        return total[pad : pad + x.shape[0]]
+    xp = _pad_time(B, x, pad, pad)
+    flat_grad = grad.reshape(-1, grad.shape[2])
+    return B.stack(
+        [B.mT(xp[k : k + steps].reshape(-1, x.shape[2])) @ flat_grad for k in range(kernel)]
+    )
+
+
+# --- the formula namespaces ----------------------------------------------------------------------
+
+_HELPERS = {
+    "multi_margin_loss_backward": multi_margin_loss_backward,
+    "multilabel_margin_loss_backward": multilabel_margin_loss_backward,
+    "rrelu_backward": rrelu_backward,
+    "weight_norm_backward": weight_norm_backward,
+    "conv_tbc_backward": conv_tbc_backward,
+}
+
+ARRAY_FUNCTIONS = {name: functools.partial(f, _Arrays) for name, f in _HELPERS.items()}
+
+
+def tensor_namespace():
+    return {name: functools.partial(f, _Tensors) for name, f in _HELPERS.items()}

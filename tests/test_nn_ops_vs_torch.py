@@ -1,0 +1,354 @@
+"""The nn functions of nbgrad/ops/nn_extra_kernels.py against PyTorch: the margin losses, rrelu,
+conv_tbc, weight norm, clip_grad; graphs (node names, edges, saved values), results, gradients,
+errors, and the modules around them."""
+
+import numpy as np
+import pytest
+from graph_compare import to_numpy
+from test_misc_ops_vs_torch import _same_value, assert_same_graph, run_both
+
+import nbgrad
+
+
+def _f(T):
+    return T.nn.functional
+
+
+TARGET_ROWS = [[1, 0, -1, 2, 3], [4, -1, 0, 0, 0], [-1, 0, 0, 0, 0]]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize(
+    "shape, target",
+    [((3, 5), [1, 0, 4]), ((5,), 2), ((5,), [2]), ((), 0), ((), [0])],
+)
+def test_multi_margin_loss(torch, reduction, shape, target):
+    run_both(
+        torch,
+        lambda T, x: _f(T).multi_margin_loss(x, T.tensor(target), reduction=reduction),
+        [shape],
+    )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_multi_margin_loss_p2_weight_margin(torch, reduction, dtype):
+    run_both(
+        torch,
+        lambda T, x: _f(T).multi_margin_loss(
+            x,
+            T.tensor([1, 0, 4]),
+            p=2,
+            margin=0.7,
+            weight=T.tensor([0.5, 1, 2, 3, 0.1], dtype=getattr(T, dtype)),
+            reduction=reduction,
+        ),
+        [(3, 5)],
+        dtype=dtype,
+    )
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize(
+    "shape, target",
+    [((3, 5), TARGET_ROWS), ((5,), [2, 2, -1, 0, 1]), ((5,), [0, 1, 2, 3, 4]), ((), [0])],
+)
+def test_multilabel_margin_loss(torch, reduction, shape, target):
+    run_both(
+        torch,
+        lambda T, x: _f(T).multilabel_margin_loss(x, T.tensor(target), reduction=reduction),
+        [shape],
+    )
+
+
+def test_margin_loss_modules(torch):
+    for build in (
+        lambda T: T.nn.MultiMarginLoss(),
+        lambda T: T.nn.MultiMarginLoss(p=2, margin=0.3, weight=T.ones(5, dtype=T.float64) * 2),
+        lambda T: T.nn.MultiMarginLoss(reduction="sum"),
+    ):
+        mine, real = build(nbgrad), build(torch)
+        assert repr(mine) == repr(real)
+        assert [n for n, _ in mine.named_buffers()] == [n for n, _ in real.named_buffers()]
+        run_both(torch, lambda T, x, build=build: build(T)(x, T.tensor([1, 0, 4])), [(3, 5)])
+    assert repr(nbgrad.nn.MultiLabelMarginLoss()) == repr(torch.nn.MultiLabelMarginLoss())
+    run_both(
+        torch,
+        lambda T, x: T.nn.MultiLabelMarginLoss(reduction="none")(x, T.tensor(TARGET_ROWS)),
+        [(3, 5)],
+    )
+
+
+def _error(build, T):
+    try:
+        build(T)
+    except Exception as error:  # noqa: BLE001 - compared with PyTorch's
+        return type(error).__name__, str(error)
+    return None
+
+
+ERRORS = {
+    "multi_margin p": lambda T: _f(T).multi_margin_loss(T.randn(3, 5), T.tensor([1, 2, 3]), p=3),
+    "multi_margin target range": lambda T: _f(T).multi_margin_loss(
+        T.randn(3, 5), T.tensor([1, 2, 5])
+    ),
+    "multi_margin negative target": lambda T: _f(T).multi_margin_loss(
+        T.randn(3, 5), T.tensor([1, -1, 0])
+    ),
+    "multi_margin target size": lambda T: _f(T).multi_margin_loss(T.randn(3, 5), T.tensor([1, 2])),
+    "multi_margin target dtype": lambda T: _f(T).multi_margin_loss(
+        T.randn(3, 5), T.tensor([1.0, 2, 3])
+    ),
+    "multi_margin weight size": lambda T: _f(T).multi_margin_loss(
+        T.randn(3, 5), T.tensor([1, 2, 3]), weight=T.ones(4)
+    ),
+    "multi_margin weight 2-d": lambda T: _f(T).multi_margin_loss(
+        T.randn(3, 5), T.tensor([1, 2, 3]), weight=T.ones(1, 5)
+    ),
+    "multi_margin weight dtype": lambda T: _f(T).multi_margin_loss(
+        T.randn(3, 5), T.tensor([1, 2, 3]), weight=T.ones(5, dtype=T.float64)
+    ),
+    "multi_margin 3-d": lambda T: _f(T).multi_margin_loss(T.randn(2, 3, 4), T.tensor([1, 2])),
+    "multi_margin no classes": lambda T: _f(T).multi_margin_loss(T.randn(2, 0), T.tensor([0, 0])),
+    "multi_margin int": lambda T: _f(T).multi_margin_loss(
+        T.ones(3, 5, dtype=T.int32), T.tensor([1, 2, 3])
+    ),
+    "multi_margin reduction": lambda T: _f(T).multi_margin_loss(
+        T.randn(3, 5), T.tensor([1, 2, 3]), reduction="foo"
+    ),
+    "MultiMarginLoss p": lambda T: T.nn.MultiMarginLoss(p=3),
+    "MultiMarginLoss weight": lambda T: T.nn.MultiMarginLoss(weight=T.ones(2, 2)),
+    "multilabel target size": lambda T: _f(T).multilabel_margin_loss(
+        T.randn(3, 5), T.tensor([[2, 1, -1, 0, 0]] * 2)
+    ),
+    "multilabel target range": lambda T: _f(T).multilabel_margin_loss(
+        T.randn(3, 5), T.tensor([[2, 1, 5, 0, 0]] * 3)
+    ),
+    "multilabel target -2": lambda T: _f(T).multilabel_margin_loss(
+        T.randn(3, 5), T.tensor([[2, 1, -2, 0, 0]] * 3)
+    ),
+    "multilabel target dtype": lambda T: _f(T).multilabel_margin_loss(T.randn(3, 5), T.ones(3, 5)),
+    "multilabel 1-d with 2-d target": lambda T: _f(T).multilabel_margin_loss(
+        T.randn(5), T.tensor([[1, 2, -1, 0, 0]])
+    ),
+    "multilabel 3-d": lambda T: _f(T).multilabel_margin_loss(T.randn(2, 3, 4), T.tensor([1, 2])),
+    "multilabel int": lambda T: _f(T).multilabel_margin_loss(
+        T.ones(3, 5, dtype=T.int32), T.tensor([[1, 2, 3, -1, 0]] * 3)
+    ),
+    "rrelu bounds": lambda T: _f(T).rrelu(T.randn(3), 0.5, 0.2, training=True),
+    "rrelu int": lambda T: _f(T).rrelu(T.ones(3, dtype=T.int32), training=True),
+    "conv_tbc input dims": lambda T: T.conv_tbc(T.randn(5, 3), T.randn(2, 3, 4), T.randn(4)),
+    "conv_tbc weight dims": lambda T: T.conv_tbc(T.randn(5, 2, 3), T.randn(3, 4), T.randn(4)),
+    "conv_tbc bias dims": lambda T: T.conv_tbc(T.randn(5, 2, 3), T.randn(2, 3, 4), T.randn(1, 4)),
+    "conv_tbc channels": lambda T: T.conv_tbc(T.randn(5, 2, 3), T.randn(2, 2, 4), T.randn(4)),
+    "conv_tbc bias size": lambda T: T.conv_tbc(T.randn(5, 2, 3), T.randn(2, 3, 4), T.randn(3)),
+    "_weight_norm dim": lambda T: T._weight_norm(T.randn(2, 3), T.randn(2, 1), 5),
+    "remove_weight_norm missing": lambda T: T.nn.utils.remove_weight_norm(T.nn.Linear(2, 2)),
+    "clip_grad_norm_ nonfinite": lambda T: _clip_nonfinite(T),
+}
+
+
+def _clip_nonfinite(T):
+    w = T.tensor([1.0, 2.0], requires_grad=True)
+    w.grad = T.tensor([float("inf"), 1.0])
+    T.nn.utils.clip_grad_norm_([w], 1.0, error_if_nonfinite=True)
+
+
+@pytest.mark.parametrize("name", list(ERRORS))
+def test_errors(torch, name):
+    real = _error(ERRORS[name], torch)
+    assert real is not None, f"{name}: PyTorch raises nothing"
+    assert _error(ERRORS[name], nbgrad) == real
+
+
+# --- rrelu ----------------------------------------------------------------------------------------
+
+
+def _graph_without_noise(mine, real, torch, skip=("_saved_noise",)):
+    """Node names, edges and every saved value but the noise, which PyTorch leaves
+    uninitialised in eval mode (nbgrad: zeros) and draws from its own generator in training."""
+    assert mine.name() == real.name()
+    names = sorted(a for a in dir(real) if a.startswith("_saved_") and not a.endswith("_raw"))
+    assert sorted(a for a in dir(mine) if a.startswith("_saved_")) == names
+    for name in names:
+        if name not in skip:
+            _same_value(getattr(mine, name), getattr(real, name), torch, name)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_rrelu_in_eval_is_leaky_relu_with_the_mean_slope(torch, inplace):
+    values = np.random.default_rng(0).standard_normal((3, 4))
+    results = []
+    for T in (nbgrad, torch):
+        x = T.tensor(values, requires_grad=True)
+        y = _f(T).rrelu(x * 1, 0.1, 0.3, training=False, inplace=inplace)
+        y.backward(T.ones_like(y) * 2, retain_graph=True)
+        results.append((y, x.grad))
+    (mine, mine_grad), (real, real_grad) = results
+    np.testing.assert_allclose(to_numpy(mine), to_numpy(real), rtol=1e-12)
+    np.testing.assert_allclose(to_numpy(mine_grad), to_numpy(real_grad), rtol=1e-12)
+    _graph_without_noise(mine.grad_fn, real.grad_fn, torch)
+    assert mine.grad_fn.next_functions[0][0].name() == real.grad_fn.next_functions[0][0].name()
+    assert mine.grad_fn._saved_noise.shape == (3, 4)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_rrelu_in_training_multiplies_by_the_saved_noise(torch, inplace):
+    values = np.array([[-1.0, 0.0, 2.0], [-3.0, 0.5, -0.25]])
+    x = nbgrad.tensor(values, requires_grad=True)
+    y = _f(nbgrad).rrelu(x * 1, 0.2, 0.4, training=True, inplace=inplace)
+    noise = y.grad_fn._saved_noise.numpy()
+    # As PyTorch's kernel: a slope in [lower, upper] where x <= 0, 1 elsewhere.
+    assert np.all(noise[values > 0] == 1)
+    assert np.all((noise[values <= 0] >= 0.2) & (noise[values <= 0] <= 0.4))
+    np.testing.assert_allclose(y.detach().numpy(), values * noise)
+    y.backward(nbgrad.ones_like(y) * 3, retain_graph=True)
+    np.testing.assert_allclose(x.grad.numpy(), 3 * noise)
+    # The same graph as PyTorch's (whose noise is its own).
+    t = torch.tensor(values, requires_grad=True)
+    real = torch.nn.functional.rrelu(t * 1, 0.2, 0.4, training=True, inplace=inplace)
+    # (In place, the saved result is made with the noise too.)
+    _graph_without_noise(y.grad_fn, real.grad_fn, torch, ("_saved_noise", "_saved_result"))
+
+
+def test_rrelu_module(torch):
+    for args in ((), (0.1, 0.3, True)):
+        assert repr(nbgrad.nn.RReLU(*args)) == repr(torch.nn.RReLU(*args))
+    module = nbgrad.nn.RReLU()
+    x = nbgrad.randn(4, 5, requires_grad=True)
+    assert module(x).grad_fn._saved_training is True
+    module.eval()
+    assert module(x).grad_fn._saved_training is False
+
+
+def test_rrelu_generator_repeats():
+    x = nbgrad.randn(20)
+    a = nbgrad.rrelu(x, training=True, generator=nbgrad.Generator().manual_seed(3))
+    b = nbgrad.rrelu(x, training=True, generator=nbgrad.Generator().manual_seed(3))
+    assert nbgrad.equal(a, b)
+
+
+# --- conv_tbc, weight norm ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2])
+def test_conv_tbc(torch, pad):
+    run_both(torch, lambda T, x, w, b: T.conv_tbc(x, w, b, pad), [(5, 2, 3), (3, 3, 4), (4,)])
+    run_both(
+        torch,
+        lambda T, x, w, b: _f(T).conv_tbc(x, w, b, pad),
+        [(4, 1, 2), (2, 2, 3), (3,)],
+        dtype="float32",
+    )
+
+
+@pytest.mark.parametrize(
+    "shapes, dim",
+    [
+        ([(4, 3), (4, 1)], 0),
+        ([(4, 3), (1, 3)], 1),
+        ([(2, 3, 4), (2, 1, 1)], 0),
+        ([(2, 3, 4), (1, 1, 4)], 2),
+        ([(2, 3, 4), (4,)], 2),
+        ([(2, 3, 4), (1, 3, 1)], 1),
+        ([(2, 3, 4), ()], -1),
+        ([(3,), (3,)], 0),
+    ],
+)
+def test_weight_norm_function(torch, shapes, dim):
+    run_both(torch, lambda T, v, g: T._weight_norm(v, g, dim), shapes)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_norm_except_dim(torch, dim):
+    run_both(torch, lambda T, v: T.norm_except_dim(v, 2, dim), [(2, 3, 4)])
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+def test_weight_norm_module(torch, dim):
+    real = torch.nn.Linear(3, 4).double()
+    mine = nbgrad.nn.Linear(3, 4).double()
+    mine.load_state_dict(real.state_dict())
+    with pytest.warns(FutureWarning, match="deprecated"):
+        nbgrad.nn.utils.weight_norm(mine, dim=dim)
+    with pytest.warns(FutureWarning):
+        torch.nn.utils.weight_norm(real, dim=dim)
+    assert sorted(n for n, _ in mine.named_parameters()) == sorted(
+        n for n, _ in real.named_parameters()
+    )
+    for name, p in real.named_parameters():
+        _same_value(dict(mine.named_parameters())[name], p, torch, name)
+    x = np.random.default_rng(1).standard_normal((2, 3))
+    out_mine = mine(nbgrad.tensor(x))
+    out_real = real(torch.tensor(x))
+    _same_value(out_mine, out_real, torch, "output")
+    assert_same_graph(out_mine.grad_fn, out_real.grad_fn, torch)
+    out_mine.sum().backward()
+    out_real.sum().backward()
+    for name, p in real.named_parameters():
+        _same_value(dict(mine.named_parameters())[name].grad, p.grad, torch, name)
+    nbgrad.nn.utils.remove_weight_norm(mine)
+    torch.nn.utils.remove_weight_norm(real)
+    assert sorted(n for n, _ in mine.named_parameters()) == ["bias", "weight"]
+    _same_value(mine.weight, real.weight, torch, "weight")
+
+
+def test_weight_norm_twice_raises(torch):
+    for T in (nbgrad, torch):
+        with pytest.warns(FutureWarning):
+            module = T.nn.utils.weight_norm(T.nn.Linear(2, 2))
+        # The deprecation warning comes first, as in PyTorch.
+        with (
+            pytest.raises(RuntimeError, match="Cannot register two weight_norm hooks"),
+            pytest.warns(FutureWarning),
+        ):
+            T.nn.utils.weight_norm(module)
+
+
+# --- clip_grad ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1, float("inf")])
+@pytest.mark.parametrize("max_norm", [0.5, 100.0])
+def test_clip_grad_norm(torch, norm_type, max_norm):
+    rng = np.random.default_rng(2)
+    grads = [rng.standard_normal((3, 2)), rng.standard_normal(4)]
+    results = []
+    for T in (nbgrad, torch):
+        params = [T.zeros(g.shape, dtype=T.float64, requires_grad=True) for g in grads]
+        for p, g in zip(params, grads):
+            p.grad = T.tensor(g)
+        params.append(T.zeros(2, requires_grad=True))  # no grad: skipped
+        total = T.nn.utils.clip_grad_norm_(params, max_norm, norm_type=norm_type)
+        results.append((total, [p.grad for p in params[:2]]))
+    (mine_total, mine_grads), (real_total, real_grads) = results
+    _same_value(mine_total, real_total, torch, "total norm")
+    for m, r in zip(mine_grads, real_grads):
+        _same_value(m, r, torch, "clipped grad")
+
+
+def test_clip_grad_norm_of_nothing_and_of_one_tensor(torch):
+    for T in (nbgrad, torch):
+        assert float(T.nn.utils.clip_grad_norm_([T.zeros(2, requires_grad=True)], 1.0)) == 0.0
+    mine = nbgrad.zeros(3, requires_grad=True)
+    mine.grad = nbgrad.tensor([3.0, 4.0, 0.0])
+    real = torch.zeros(3, requires_grad=True)
+    real.grad = torch.tensor([3.0, 4.0, 0.0])
+    _same_value(
+        nbgrad.nn.utils.clip_grad_norm_(mine, 1.0),
+        torch.nn.utils.clip_grad_norm_(real, 1.0),
+        torch,
+        "total",
+    )
+    _same_value(mine.grad, real.grad, torch, "grad")
+
+
+def test_clip_grad_value(torch):
+    grads = np.array([[-2.0, 0.1], [0.7, 3.0]])
+    clipped = []
+    for T in (nbgrad, torch):
+        p = T.zeros(2, 2, dtype=T.float64, requires_grad=True)
+        p.grad = T.tensor(grads)
+        T.nn.utils.clip_grad_value_(p, 0.5)
+        clipped.append(p.grad)
+    _same_value(clipped[0], clipped[1], torch, "grad")

@@ -1388,6 +1388,14 @@ case(
     normal(1, 3, 1),
 )
 case("_weight_norm-all", lambda v, g: torch._weight_norm(v, g, -1), normal(2, 3), normal())
+case(
+    "affine_grid-2d", lambda t: F.affine_grid(t, (2, 1, 3, 4), align_corners=False), normal(2, 2, 3)
+)
+case(
+    "affine_grid-3d",
+    lambda t: F.affine_grid(t, (1, 1, 2, 3, 2), align_corners=True),
+    normal(1, 3, 4),
+)
 
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))

@@ -2,6 +2,8 @@
 conv_tbc, weight norm, clip_grad; graphs (node names, edges, saved values), results, gradients,
 errors, and the modules around them."""
 
+import warnings
+
 import numpy as np
 import pytest
 from graph_compare import to_numpy
@@ -303,6 +305,47 @@ def test_weight_norm_twice_raises(torch):
             pytest.warns(FutureWarning),
         ):
             T.nn.utils.weight_norm(module)
+
+
+# --- affine_grid --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize(
+    "theta, size",
+    [((2, 2, 3), (2, 1, 4, 5)), ((2, 3, 4), (2, 1, 3, 4, 2)), ((1, 2, 3), [1, 3, 2, 3])],
+)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_affine_grid(torch, align_corners, theta, size, dtype):
+    run_both(
+        torch,
+        lambda T, t: _f(T).affine_grid(t, size, align_corners=align_corners),
+        [theta],
+        dtype=dtype,
+    )
+
+
+def _warnings_and_error(build, T):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        error = _error(build, T)
+    return [(w.category, str(w.message)) for w in caught], error
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda T: _f(T).affine_grid(T.zeros(2, 2, 3), (2, 1, 4, 5)),
+        lambda T: _f(T).affine_grid(T.zeros(2, 3, 3), (2, 1, 4, 5), align_corners=False),
+        lambda T: _f(T).affine_grid(T.zeros(2, 2, 3), [2, 1, 4], align_corners=False),
+        lambda T: _f(T).affine_grid(T.zeros(2, 3, 3), (2, 1, 3, 4, 2), align_corners=False),
+        lambda T: _f(T).affine_grid(T.zeros(2, 2, 3), T.Size([2, 1, 0, 4]), align_corners=False),
+        lambda T: _f(T).affine_grid(T.zeros(2, 2, 3, dtype=T.long), (2, 1, 4, 5), False),
+        lambda T: _f(T).affine_grid(T.zeros(2, 2, 3), (2, 1, 1, 5), align_corners=True),
+    ],
+)
+def test_affine_grid_warnings_and_errors(torch, build):
+    assert _warnings_and_error(build, nbgrad) == _warnings_and_error(build, torch)
 
 
 # --- clip_grad ----------------------------------------------------------------------------------

@@ -667,6 +667,14 @@ UNARY_NN_EXTRA = [
         lambda T, x: T._weight_norm(x, x.sum(-1, keepdim=True), 0),
         lambda a: a.ndim == 2 and np.all(np.linalg.norm(a, axis=1) > 0.1),
     ),
+    (
+        "F.affine_grid({0}[:1].reshape(-1)[:6].reshape(1, 2, 3), (1, 1, 2, 3), "
+        "align_corners=False)",
+        lambda T, x: T.nn.functional.affine_grid(
+            x[:1].reshape(-1)[:6].reshape(1, 2, 3), (1, 1, 2, 3), align_corners=False
+        ),
+        lambda a: a.ndim >= 1 and a[:1].size >= 6,
+    ),
 ]
 UNARY += UNARY_NN_EXTRA
 

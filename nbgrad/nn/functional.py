@@ -1872,6 +1872,7 @@ from nbgrad.nn.functional_norm import (  # noqa: E402, F401
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle
 from nbgrad.nn.functional_extra import (  # noqa: E402, F401
+    affine_grid,
     conv_tbc,
     multi_margin_loss,
     multilabel_margin_loss,

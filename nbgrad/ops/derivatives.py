@@ -1548,3 +1548,8 @@ op("norm_scalar", "NormBackward0", ("self",),
    {"self": "norm_backward(grad, self, p, result, None, False)"},
    lambda self, p: nn_kernels.vector_norm(self, p, None, False), attrs=("p",),
    saves=("p", "result", "self"), floating=True)
+# F.affine_grid: the grid is linear in theta; its backward, linear in grad, is the same helper.
+op("affine_grid_generator", "AffineGridGeneratorBackward0", ("theta",),
+   {"theta": "affine_grid_generator_backward(grad, size, align_corners)"},
+   nn_extra_kernels.affine_grid_generator, attrs=("size", "align_corners"),
+   saves=("align_corners", "size"))

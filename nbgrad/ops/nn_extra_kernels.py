@@ -277,6 +277,42 @@ def conv_tbc_backward(B, grad, x, weight, bias, pad, which):  # noqa: N803
     )
 
 
+# --- affine_grid: sampling positions in [-1, 1] moved by a batch of affine matrices ------------
+
+
+def _positions(steps, align_corners, dtype):
+    """ATen's linspace_from_neg_one: the centres of ``steps`` pixels (their edges span [-1, 1]
+    unless ``align_corners``, where the outer centres are -1 and 1)."""
+    if steps <= 1:
+        return np.zeros(max(steps, 0), dtype)
+    grid = np.linspace(-1, 1, steps, dtype=np.float64)
+    if not align_corners:
+        grid = grid * (steps - 1) / steps
+    return grid.astype(dtype)
+
+
+def _base_grid(size, align_corners, dtype):
+    """(D*H*W, k + 1): each output position's coordinates (x, y[, z]) then 1."""
+    spatial = tuple(size[2:])
+    axes = [_positions(n, align_corners, dtype) for n in reversed(spatial)]  # x first
+    mesh = np.meshgrid(*axes[::-1], indexing="ij")[::-1]  # each shaped as spatial
+    columns = [m.reshape(-1) for m in mesh] + [np.ones(int(np.prod(spatial)), dtype)]
+    return np.stack(columns, axis=1)
+
+
+def affine_grid_generator(theta, size, align_corners):
+    base = _base_grid(size, align_corners, theta.dtype)
+    grid = np.matmul(base, np.swapaxes(theta, 1, 2))  # (N, positions, k)
+    return grid.reshape(size[0], *size[2:], theta.shape[1])
+
+
+def affine_grid_generator_backward(B, grad, size, align_corners):  # noqa: N803
+    k = len(size) - 2
+    base = B.const(_base_grid(size, align_corners, np.float64), grad)
+    # grid[n, p, i] = sum_j base[p, j] theta[n, i, j], so d theta = grad^T @ base.
+    return B.mT(grad.reshape(size[0], -1, k)) @ base
+
+
 # --- the formula namespaces ----------------------------------------------------------------------
 
 _HELPERS = {
@@ -285,6 +321,7 @@ _HELPERS = {
     "rrelu_backward": rrelu_backward,
     "weight_norm_backward": weight_norm_backward,
     "conv_tbc_backward": conv_tbc_backward,
+    "affine_grid_generator_backward": affine_grid_generator_backward,
 }
 
 ARRAY_FUNCTIONS = {name: functools.partial(f, _Arrays) for name, f in _HELPERS.items()}

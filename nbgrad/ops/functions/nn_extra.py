@@ -96,3 +96,10 @@ def norm_except_dim(v, pow=2, dim=0):  # noqa: A002
         return run_op(OPS["norm_dim"], (flat,), (pow, (0,), False)).view(output_size)
     moved = v.transpose(0, dim)
     return norm_except_dim(moved, pow, 0).transpose(0, dim)
+
+
+@public(function=True)
+def affine_grid_generator(theta, size, align_corners):
+    return run_op(
+        OPS["affine_grid_generator"], (theta,), (tuple(int(s) for s in size), bool(align_corners))
+    )

@@ -675,6 +675,11 @@ UNARY_NN_EXTRA = [
         ),
         lambda a: a.ndim >= 1 and a[:1].size >= 6,
     ),
+    (
+        "F.embedding_bag(T.tensor([[0, 1], [1, 0]]), {}, mode='mean')",
+        lambda T, x: T.nn.functional.embedding_bag(T.tensor([[0, 1], [1, 0]]), x, mode="mean"),
+        lambda a: a.ndim == 2 and a.shape[0] >= 2,
+    ),
 ]
 UNARY += UNARY_NN_EXTRA
 

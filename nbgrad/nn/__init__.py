@@ -92,7 +92,12 @@ from nbgrad.nn.modules.loss_more import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
-from nbgrad.nn.modules.nn_extra import MultiLabelMarginLoss, MultiMarginLoss, RReLU
+from nbgrad.nn.modules.nn_extra import (
+    EmbeddingBag,
+    MultiLabelMarginLoss,
+    MultiMarginLoss,
+    RReLU,
+)
 from nbgrad.nn.modules.normalization_more import (
     GroupNorm,
     InstanceNorm1d,

@@ -1874,6 +1874,7 @@ pixel_unshuffle = ops.pixel_unshuffle
 from nbgrad.nn.functional_extra import (  # noqa: E402, F401
     affine_grid,
     conv_tbc,
+    embedding_bag,
     multi_margin_loss,
     multilabel_margin_loss,
     rrelu,

@@ -6,6 +6,7 @@ import warnings
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
+from nbgrad.ops import creation
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
 
@@ -171,3 +172,88 @@ def affine_grid(theta, size, align_corners=None):
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     return ops.affine_grid_generator(theta, size, align_corners)
+
+
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
+    """The sum, mean or max of each bag of embedding rows: bags are the rows of a 2-d ``input``,
+    or the stretches of a 1-d one that start at ``offsets``."""
+    from nbgrad.nn.functional import _check_indices, _embedding_renorm
+
+    if weight._dtype is dtypes.int64 and input.is_floating_point():
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. Usage "
+            "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+            "`embedding_bag(input, weight, ...)`.",
+            stacklevel=2,
+        )
+        weight, input = input, weight
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})"
+        )
+    if weight.dim() != 2:
+        raise ValueError(
+            f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}"
+        )
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a "
+                "mini-batch of fixed length sequences. However, found offsets of type "
+                f"{type(offsets)}"
+            )
+        offsets = creation.arange(0, input.numel(), input.shape[1], dtype=input.dtype)
+        include_last_offset = False
+        input = ops.reshape(input, (-1,))
+        if per_sample_weights is not None:
+            per_sample_weights = ops.reshape(per_sample_weights, (-1,))
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(
+            f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}"
+        )
+    modes = {"sum": 0, "mean": 1, "max": 2}
+    if mode not in modes:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    _check_indices(input, "embedding_bag")
+    if max_norm is not None:
+        _embedding_renorm(weight, input._data, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+            "GitHub."
+        )
+    return ops.embedding_bag(
+        weight,
+        input,
+        offsets,
+        scale_grad_by_freq,
+        modes[mode],
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )[0]

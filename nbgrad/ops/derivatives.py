@@ -1553,3 +1553,21 @@ op("affine_grid_generator", "AffineGridGeneratorBackward0", ("theta",),
    {"theta": "affine_grid_generator_backward(grad, size, align_corners)"},
    nn_extra_kernels.affine_grid_generator, attrs=("size", "align_corners"),
    saves=("align_corners", "size"))
+# F.embedding_bag (torch.embedding_bag runs _embedding_bag): indices and offsets are attrs; the
+# three extra outputs are what the backward reads (see nn_extra_kernels).
+op("_embedding_bag", "EmbeddingBagBackward0", ("weight", "per_sample_weights"),
+   {"weight": "embedding_bag_backward(grad, indices, offsets, result1, result2, result3, "
+              "weight_sym_argsize_0, scale_grad_by_freq, mode, sparse, per_sample_weights, "
+              "padding_idx)",
+    "per_sample_weights": "embedding_bag_per_sample_weights_backward(grad, weight, indices, "
+                          "offsets, result1, mode, padding_idx)"},
+   lambda weight, per_sample_weights, indices, offsets, scale_grad_by_freq, mode, sparse,
+   include_last_offset, padding_idx, weight_sym_argsize_0: nn_extra_kernels.embedding_bag(
+       weight, per_sample_weights, indices, offsets, scale_grad_by_freq, mode, sparse,
+       include_last_offset, padding_idx),
+   attrs=("indices", "offsets", "scale_grad_by_freq", "mode", "sparse", "include_last_offset",
+          "padding_idx", "weight_sym_argsize_0"),
+   extra_outputs=("result1", "result2", "result3"),
+   saves=("indices", "mode", "offsets", "padding_idx", "per_sample_weights", "result1",
+          "result2", "result3", "scale_grad_by_freq", "sparse", "weight",
+          "weight_sym_argsize_0"))

@@ -26,6 +26,13 @@ class _Arrays:
     stack = staticmethod(lambda pieces: np.stack(pieces))
     zeros = staticmethod(lambda shape, like: np.zeros(shape, like.dtype))
     cat = staticmethod(lambda pieces, dim=0: np.concatenate(pieces, axis=dim))
+    take = staticmethod(lambda a, key: a[key])
+
+    @staticmethod
+    def add_into_zeros(values, sizes, key):
+        out = np.zeros(tuple(sizes), values.dtype)
+        np.add.at(out, key, values)
+        return out
 
 
 class _Tensors:
@@ -65,6 +72,19 @@ class _Tensors:
         import nbgrad
 
         return nbgrad.cat(pieces, dim)
+
+    @staticmethod
+    def take(a, key):
+        import nbgrad
+
+        key = key if isinstance(key, tuple) else (key,)
+        return a[tuple(nbgrad.tensor(np.asarray(k, dtype=np.int64)) for k in key)]
+
+    @staticmethod
+    def add_into_zeros(values, sizes, key):
+        from nbgrad.ops.functions import index_put_into_zeros
+
+        return index_put_into_zeros(values, tuple(sizes), key)
 
 
 def _per_sample(B, grad, n, reduction, like):  # noqa: N803 - B is the backend
@@ -313,6 +333,126 @@ def affine_grid_generator_backward(B, grad, size, align_corners):  # noqa: N803
     return B.mT(grad.reshape(size[0], -1, k)) @ base
 
 
+# --- embedding_bag: sums, means or maxima of bags of embedding rows ------------------------------
+# Bag b holds the indices from offsets[b] up to the next bag's offset (the last bag: to the end;
+# with include_last_offset the last offset only closes the bags). Padding entries are skipped.
+# What ATen returns besides the output, and its backward reads: offset2bag (each index's bag),
+# bag_size (entries per bag, counted for mean and max; zeros for sum) and max_indices (for max:
+# which row gave each maximum; otherwise a copy of bag_size).
+
+MODE_SUM, MODE_MEAN, MODE_MAX = 0, 1, 2
+
+
+def embedding_bag(
+    weight,
+    per_sample_weights,
+    indices,
+    offsets,
+    scale_grad_by_freq,
+    mode,
+    sparse,
+    include_last_offset,
+    padding_idx,
+):
+    bags = len(offsets) - 1 if include_last_offset else len(offsets)
+    starts = np.asarray(offsets[:bags], np.int64)
+    offset2bag = (np.searchsorted(starts, np.arange(len(indices)), side="right") - 1).astype(
+        indices.dtype
+    )
+    kept = (indices != padding_idx) & (offset2bag >= 0)
+    counts = np.bincount(offset2bag[kept], minlength=bags)[:bags]
+    dim = weight.shape[1]
+    rows = weight[indices[kept]]
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights[kept][:, None]
+    if mode == MODE_MAX:
+        out = np.zeros((bags, dim), weight.dtype)
+        max_indices = np.zeros((bags, dim), indices.dtype)
+        for b in range(bags):
+            members = np.flatnonzero(kept & (offset2bag == b))
+            if members.size:
+                best = np.argmax(weight[indices[members]], axis=0)  # the first of equal maxima
+                max_indices[b] = indices[members][best]
+                out[b] = weight[max_indices[b], np.arange(dim)]
+        bag_size = counts.astype(indices.dtype)
+        return out, offset2bag, bag_size, max_indices
+    out = np.zeros((bags, dim), weight.dtype)
+    np.add.at(out, offset2bag[kept], rows)
+    if mode == MODE_MEAN:
+        out = out / np.maximum(counts, 1)[:, None].astype(weight.dtype)
+        bag_size = counts.astype(indices.dtype)
+        return out.astype(weight.dtype, copy=False), offset2bag, bag_size, bag_size.copy()
+    zeros = np.zeros(bags, indices.dtype)
+    if weight.dtype != np.float64 and padding_idx < 0:
+        # ATen's fast float32/float16 sum kernel returns offset2bag empty.
+        offset2bag = offset2bag[:0]
+    return out, offset2bag, zeros, zeros.copy()
+
+
+def _bags_of(indices, offsets, offset2bag, bags):
+    """Each index's bag: offset2bag, or (when ATen's fast kernel left it empty) from offsets."""
+    if offset2bag.size == indices.size:
+        return offset2bag
+    found = np.searchsorted(np.asarray(offsets), np.arange(indices.size), side="right") - 1
+    return np.minimum(found, bags - 1)
+
+
+def embedding_bag_backward(
+    B,
+    grad,
+    indices,
+    offsets,
+    offset2bag,
+    bag_size,
+    max_indices,  # noqa: N803
+    num_weights,
+    scale_grad_by_freq,
+    mode,
+    sparse,
+    per_sample_weights,
+    padding_idx,
+):
+    """The gradient for weight: each kept index's row gets its bag's gradient (divided by the
+    bag's size for mean, times its per-sample weight); for max, each maximum's row only."""
+    indices, offset2bag = np.asarray(indices), np.asarray(offset2bag)
+    dim = grad.shape[1]
+    if mode == MODE_MAX:
+        max_indices, bag_size = np.asarray(max_indices), np.asarray(bag_size)
+        bags = np.flatnonzero(bag_size > 0)
+        rows = max_indices[bags].reshape(-1)
+        cols = np.tile(np.arange(dim), len(bags))
+        values = B.take(grad, (np.repeat(bags, dim), cols))
+        return B.add_into_zeros(values, (num_weights, dim), (rows, cols))
+    offset2bag = _bags_of(indices, offsets, offset2bag, grad.shape[0])
+    kept = np.flatnonzero((indices != padding_idx) & (offset2bag >= 0))
+    scale = np.ones(len(kept))
+    if mode == MODE_MEAN:
+        scale = scale / np.asarray(bag_size)[offset2bag[kept]]
+    row_grads = B.take(grad, offset2bag[kept]) * B.const(scale[:, None], grad)
+    if per_sample_weights is not None:
+        row_grads = row_grads * B.take(per_sample_weights, kept).reshape(-1, 1)
+    return B.add_into_zeros(row_grads, (num_weights, dim), (indices[kept],))
+
+
+def embedding_bag_per_sample_weights_backward(
+    B,
+    grad,
+    weight,
+    indices,
+    offsets,
+    offset2bag,  # noqa: N803
+    mode,
+    padding_idx,
+):
+    """d out[bag] / d per_sample_weights[i] = weight[indices[i]]: its dot with the bag's grad."""
+    indices, offset2bag = np.asarray(indices), np.asarray(offset2bag)
+    offset2bag = _bags_of(indices, offsets, offset2bag, grad.shape[0])
+    kept = (indices != padding_idx) & (offset2bag >= 0)
+    bag_of = np.where(kept, offset2bag, 0)
+    products = (B.take(grad, bag_of) * B.take(weight, indices)).sum(1)
+    return B.where(kept, products, B.zeros(products.shape, products))
+
+
 # --- the formula namespaces ----------------------------------------------------------------------
 
 _HELPERS = {
@@ -322,6 +462,8 @@ _HELPERS = {
     "weight_norm_backward": weight_norm_backward,
     "conv_tbc_backward": conv_tbc_backward,
     "affine_grid_generator_backward": affine_grid_generator_backward,
+    "embedding_bag_backward": embedding_bag_backward,
+    "embedding_bag_per_sample_weights_backward": embedding_bag_per_sample_weights_backward,
 }
 
 ARRAY_FUNCTIONS = {name: functools.partial(f, _Arrays) for name, f in _HELPERS.items()}

@@ -51,7 +51,12 @@ from nbgrad.nn.modules.loss_more import (
     TripletMarginLoss,
 )
 from nbgrad.nn.modules.module import Module
-from nbgrad.nn.modules.nn_extra import MultiLabelMarginLoss, MultiMarginLoss, RReLU
+from nbgrad.nn.modules.nn_extra import (
+    EmbeddingBag,
+    MultiLabelMarginLoss,
+    MultiMarginLoss,
+    RReLU,
+)
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nbgrad.nn.modules.normalization_more import (
     GroupNorm,

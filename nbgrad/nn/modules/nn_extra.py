@@ -1,8 +1,12 @@
-"""Modules of the "nn functions, more": MultiMarginLoss, MultiLabelMarginLoss, RReLU."""
+"""Modules of the "nn functions, more": MultiMarginLoss, MultiLabelMarginLoss, RReLU,
+EmbeddingBag."""
 
 from nbgrad.nn import functional as F
+from nbgrad.nn import init
 from nbgrad.nn.modules.loss import _Loss, _WeightedLoss
 from nbgrad.nn.modules.module import Module
+from nbgrad.nn.parameter import Parameter
+from nbgrad.ops import creation
 
 
 class MultiMarginLoss(_WeightedLoss):
@@ -52,3 +56,83 @@ class RReLU(Module):
     def extra_repr(self):
         inplace = ", inplace=True" if self.inplace else ""
         return f"lower={self.lower}, upper={self.upper}{inplace}"
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embeddings, without making the embeddings themselves;
+    the rows start standard normal, the padding row (if any) at zero."""
+
+    def __init__(
+        self,
+        num_embeddings,
+        embedding_dim,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        mode="mean",
+        sparse=False,
+        _weight=None,
+        include_last_offset=False,
+        padding_idx=None,
+        device=None,
+        dtype=None,
+    ):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.max_norm = max_norm
+        self.norm_type = norm_type
+        self.scale_grad_by_freq = scale_grad_by_freq
+        if padding_idx is not None:
+            if padding_idx > 0 and padding_idx >= num_embeddings:
+                raise AssertionError("padding_idx must be within num_embeddings")
+            if padding_idx < 0:
+                if padding_idx < -num_embeddings:
+                    raise AssertionError("padding_idx must be within num_embeddings")
+                padding_idx = num_embeddings + padding_idx
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(creation.empty(num_embeddings, embedding_dim, dtype=dtype))
+            self.reset_parameters()
+        else:
+            if list(_weight.shape) != [num_embeddings, embedding_dim]:
+                raise AssertionError(
+                    "Shape of weight does not match num_embeddings and embedding_dim"
+                )
+            self.weight = Parameter(_weight)
+        self.mode = mode
+        self.sparse = sparse
+        self.include_last_offset = include_last_offset
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight._data[self.padding_idx] = 0
+
+    def forward(self, input, offsets=None, per_sample_weights=None):
+        return F.embedding_bag(
+            input,
+            self.weight,
+            offsets,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.mode,
+            self.sparse,
+            per_sample_weights,
+            self.include_last_offset,
+            self.padding_idx,
+        )
+
+    def extra_repr(self):
+        text = f"{self.num_embeddings!r}, {self.embedding_dim!r}"
+        if self.max_norm is not None:
+            text += f", max_norm={self.max_norm!r}"
+        if self.norm_type != 2:
+            text += f", norm_type={self.norm_type!r}"
+        if self.scale_grad_by_freq is not False:
+            text += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
+        text += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            text += f", padding_idx={self.padding_idx!r}"
+        return text

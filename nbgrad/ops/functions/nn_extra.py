@@ -103,3 +103,84 @@ def affine_grid_generator(theta, size, align_corners):
     return run_op(
         OPS["affine_grid_generator"], (theta,), (tuple(int(s) for s in size), bool(align_corners))
     )
+
+
+@public(function=True)
+def _embedding_bag(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=-1,
+):
+    if sparse:
+        raise NotImplementedError("embedding_bag: sparse gradients are not supported by nbgrad")
+    if scale_grad_by_freq:
+        # PyTorch 2.13's CPU backward does not divide each row by its own frequency (an index
+        # seen twice may keep its full gradient while one seen once is halved): not reproduced.
+        raise NotImplementedError("embedding_bag: nbgrad does not support scale_grad_by_freq")
+    rows = indices._data
+    num_weights = weight.shape[0]
+    outside = np.flatnonzero((rows < 0) | (rows >= num_weights))
+    if outside.size:
+        at = outside[0]
+        raise RuntimeError(
+            f"Index {at} of input takes value {rows[at]} which is not in the valid range "
+            f"[0, {num_weights})"
+        )
+    starts = offsets._data
+    if starts.size and starts[0] != 0:
+        raise RuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+            f"from position 0. However, got {starts[0]}\n[ torch.LongTensor{{}} ]"
+        )
+    if starts.size and starts[-1] > rows.size:
+        raise RuntimeError(
+            f"offsets[-1] can not be greater than input's length {rows.size} but got "
+            f"offsets[-1] of {starts[-1]}"
+        )
+    attrs = (
+        rows,
+        offsets._data,
+        bool(scale_grad_by_freq),
+        int(mode),
+        False,
+        bool(include_last_offset),
+        int(padding_idx),
+        num_weights,
+    )
+    return tuple(run_op(OPS["_embedding_bag"], (weight, per_sample_weights), attrs))
+
+
+@public(function=True)
+def embedding_bag(
+    weight,
+    indices,
+    offsets,
+    scale_grad_by_freq=False,
+    mode=0,
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
+    """Sums, means or maxima of bags of ``weight``'s rows (``_embedding_bag``'s four results)."""
+    if padding_idx is None:
+        padding_idx = -1
+    elif padding_idx < 0:
+        padding_idx += weight.shape[0]
+    return _embedding_bag(
+        weight,
+        indices,
+        offsets,
+        scale_grad_by_freq,
+        mode,
+        sparse,
+        per_sample_weights,
+        include_last_offset,
+        padding_idx,
+    )

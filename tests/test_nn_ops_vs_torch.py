@@ -180,6 +180,21 @@ ERRORS = {
         T.tensor([1, 2]), T.randn(4, 2), T.tensor([0, 3])
     ),
     "EmbeddingBag padding_idx": lambda T: T.nn.EmbeddingBag(4, 2, padding_idx=4),
+    "fractional pool height": lambda T: _f(T).fractional_max_pool2d(
+        T.randn(1, 1, 4, 4), 3, output_size=3, _random_samples=T.rand(1, 1, 2)
+    ),
+    "fractional pool width": lambda T: _f(T).fractional_max_pool2d(
+        T.randn(1, 1, 6, 4), 3, output_size=3, _random_samples=T.rand(1, 1, 2)
+    ),
+    "fractional pool time": lambda T: _f(T).fractional_max_pool3d(
+        T.randn(1, 1, 4, 4, 4), 2, output_size=4
+    ),
+    "fractional pool no size": lambda T: _f(T).fractional_max_pool2d(T.randn(1, 1, 4, 4), 2),
+    "FractionalMaxPool2d no size": lambda T: T.nn.FractionalMaxPool2d(2),
+    "FractionalMaxPool3d both": lambda T: T.nn.FractionalMaxPool3d(
+        2, output_size=2, output_ratio=0.5
+    ),
+    "FractionalMaxPool2d ratio": lambda T: T.nn.FractionalMaxPool2d(2, output_ratio=1.5),
     "_weight_norm dim": lambda T: T._weight_norm(T.randn(2, 3), T.randn(2, 1), 5),
     "remove_weight_norm missing": lambda T: T.nn.utils.remove_weight_norm(T.nn.Linear(2, 2)),
     "clip_grad_norm_ nonfinite": lambda T: _clip_nonfinite(T),
@@ -465,6 +480,57 @@ def test_embedding_bag_module(torch):
         # max_norm renormalises the looked-up rows in place, as PyTorch does.
         _same_value(mine.weight, real.weight, torch, "weight")
         assert_same_graph(out_mine.grad_fn, out_real.grad_fn, torch)
+
+
+# --- fractional max pooling ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(
+    "shape, kernel, output_size",
+    [
+        ((2, 3, 7, 6), 2, (4, 3)),
+        ((3, 7, 6), 2, (3, 4)),
+        ((2, 2, 5, 6), 3, (3, 3)),
+        ((1, 2, 5, 6, 7), (2, 2, 3), (3, 3, 3)),
+        ((2, 5, 6, 7), 2, (2, 3, 4)),
+    ],
+)
+def test_fractional_max_pool(torch, dtype, shape, kernel, output_size):
+    k = len(output_size)
+    batch = shape[0] if len(shape) == k + 2 else 1
+    samples = np.random.default_rng(5).random((batch, shape[-k - 1], k))
+    name = f"fractional_max_pool{k}d"
+
+    def build(T, x):
+        given = T.tensor(samples, dtype=getattr(T, dtype))
+        return getattr(_f(T), name)(
+            x, kernel, output_size=output_size, return_indices=True, _random_samples=given
+        )
+
+    run_both(torch, build, [shape], dtype=dtype)
+
+
+def test_fractional_max_pool_modules_and_random_samples(torch):
+    for k in (2, 3):
+        cls = f"FractionalMaxPool{k}d"
+        for kwargs in ({"output_size": 3}, {"output_ratio": 0.5}):
+            assert repr(getattr(nbgrad.nn, cls)(2, **kwargs)) == repr(
+                getattr(torch.nn, cls)(2, **kwargs)
+            )
+        shape = (2, 3, 8, 9) if k == 2 else (2, 3, 8, 9, 6)
+        mine = getattr(nbgrad.nn, cls)(2, output_ratio=0.5)(nbgrad.randn(*shape))
+        real = getattr(torch.nn, cls)(2, output_ratio=0.5)(torch.randn(*shape))
+        assert tuple(mine.shape) == tuple(real.shape)
+        # Drawn samples: the same for the same seed, and windows inside the input.
+        nbgrad.manual_seed(3)
+        x = nbgrad.randn(*shape, requires_grad=True)
+        nbgrad.manual_seed(4)
+        a = getattr(nbgrad.nn.functional, f"fractional_max_pool{k}d")(x, 2, output_size=3)
+        nbgrad.manual_seed(4)
+        b = getattr(nbgrad.nn.functional, f"fractional_max_pool{k}d")(x, 2, output_size=3)
+        assert nbgrad.equal(a, b)
+        assert a.grad_fn.name() == f"FractionalMaxPool{k}DBackward0"
 
 
 # --- clip_grad ----------------------------------------------------------------------------------

@@ -680,6 +680,17 @@ UNARY_NN_EXTRA = [
         lambda T, x: T.nn.functional.embedding_bag(T.tensor([[0, 1], [1, 0]]), x, mode="mean"),
         lambda a: a.ndim == 2 and a.shape[0] >= 2,
     ),
+    (
+        "F.fractional_max_pool2d({0}, (1, 2), output_size=({0}.shape[1], {0}.shape[2] - 1), "
+        "_random_samples=T.full((1, {0}.shape[0], 2), 0.4))",
+        lambda T, x: T.nn.functional.fractional_max_pool2d(
+            x,
+            (1, 2),
+            output_size=(x.shape[1], x.shape[2] - 1),
+            _random_samples=T.full((1, x.shape[0], 2), 0.4, dtype=x.dtype),
+        ),
+        lambda a: a.ndim == 3 and a.shape[2] >= 2 and a.size > 0 and np.all(np.isfinite(a)),
+    ),
 ]
 UNARY += UNARY_NN_EXTRA
 

@@ -257,3 +257,81 @@ def embedding_bag(
         include_last_offset,
         padding_idx,
     )[0]
+
+
+def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples, k):
+    name = f"fractional_max_pool{k}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    if output_size is None:
+        if k == 2 and isinstance(output_ratio, (tuple, list)) and len(output_ratio) > 2:
+            raise ValueError(
+                f"{name} requires output_ratio to either be a single Int or tuple of Ints."
+            )
+        ratios = (
+            tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * k
+        )
+        output_size = [int(input.shape[d - k] * ratios[d]) for d in range(k)]
+    if samples is None:
+        batch = 1 if input.dim() == k + 1 else input.shape[0]
+        samples = creation.rand(batch, input.shape[-k - 1], k, dtype=input.dtype)
+    kernel = tuple(kernel_size) if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * k
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * k
+    labels = ("height", "width") if k == 2 else ("time", "height", "width")
+    where = "fractional_max_pool2d()" if k == 2 else "fractional_max_pool3d_out()"
+    for d in range(k):
+        if sizes[d] + kernel[d] - 1 > input.shape[d - k]:
+            raise RuntimeError(
+                f"{where}: pool {labels[d]} {kernel[d]} too large relative to input "
+                f"{labels[d]} {input.shape[d - k]}"
+            )
+    attrs = (kernel, sizes, samples._data)
+    return run_op(OPS[name], (input,), attrs)
+
+
+def fractional_max_pool2d_with_indices(
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
+    _random_samples=None,
+):
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+
+
+def fractional_max_pool2d(
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
+    _random_samples=None,
+):
+    """Max pooling over windows at pseudo-random offsets, to an output size that need not
+    divide the input's (Graham, 2014); ``_random_samples`` (N, C, 2) fixes the offsets."""
+    result = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 2)
+    return tuple(result) if return_indices else result[0]
+
+
+def fractional_max_pool3d_with_indices(
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
+    _random_samples=None,
+):
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+
+
+def fractional_max_pool3d(
+    input,
+    kernel_size,
+    output_size=None,
+    output_ratio=None,
+    return_indices=False,
+    _random_samples=None,
+):
+    result = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3)
+    return tuple(result) if return_indices else result[0]

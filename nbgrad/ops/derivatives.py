@@ -1571,3 +1571,12 @@ op("_embedding_bag", "EmbeddingBagBackward0", ("weight", "per_sample_weights"),
    saves=("indices", "mode", "offsets", "padding_idx", "per_sample_weights", "result1",
           "result2", "result3", "scale_grad_by_freq", "sparse", "weight",
           "weight_sym_argsize_0"))
+# F.fractional_max_pool2d/3d: max pooling over windows at pseudo-random offsets (the random
+# samples are an attr); result1 holds each maximum's position in its plane.
+for _k in (2, 3):
+    op(f"fractional_max_pool{_k}d", f"FractionalMaxPool{_k}DBackward0", ("self",),
+       {"self": f"fractional_max_pool_backward(grad, self.shape, result1, {_k})"},
+       lambda self, kernel_size, output_size, random_samples: (
+           nn_extra_kernels.fractional_max_pool(self, kernel_size, output_size, random_samples)),
+       attrs=("kernel_size", "output_size", "random_samples"), extra_outputs=("result1",),
+       saves=("kernel_size", "output_size", "result1", "self"))

@@ -453,6 +453,74 @@ def embedding_bag_per_sample_weights_backward(
     return B.where(kept, products, B.zeros(products.shape, products))
 
 
+# --- fractional max pooling ---------------------------------------------------------------------
+# Each plane's windows start at pseudo-random offsets made from its random samples u in [0, 1):
+# start[i] = int((i + u) * alpha) - int(u * alpha), alpha = (input - pool) / (output - 1), the
+# last window ending at the input's end. ATen computes this in the input's dtype; so does this.
+# The samples of a plane are (u_w, u_h) in 2-d and (u_t, u_h, u_w) in 3-d.
+
+
+def _window_starts(sample, input_size, output_size, pool_size, dtype):
+    starts = np.zeros(output_size, np.int64)
+    if output_size > 1:
+        sample = dtype.type(sample)
+        alpha = dtype.type(input_size - pool_size) / dtype.type(output_size - 1)
+        for i in range(output_size - 1):
+            starts[i] = int(dtype.type(dtype.type(i) + sample) * alpha) - int(sample * alpha)
+    if output_size > 0:
+        starts[-1] = input_size - pool_size
+    return starts
+
+
+def fractional_max_pool(x, kernel_size, output_size, random_samples):
+    """(output, indices): each window's maximum (nan wins, the first of equal maxima) and its
+    position, flattened over the plane's spatial dims."""
+    k = len(kernel_size)
+    batched = x.ndim == k + 2
+    xs = x if batched else x[None]
+    samples = random_samples.reshape(random_samples.shape[0], -1, k)
+    spatial = xs.shape[2:]
+    out = np.zeros((*xs.shape[:2], *output_size), x.dtype)
+    indices = np.zeros(out.shape, np.int64)
+    # Sample order per dim: 2-d pools read (w, h), 3-d (t, h, w).
+    order = (1, 0) if k == 2 else (0, 1, 2)
+    flat_positions = np.arange(int(np.prod(spatial))).reshape(spatial)
+    for n in range(xs.shape[0]):
+        for c in range(xs.shape[1]):
+            starts = [
+                _window_starts(
+                    samples[n, c, order[d]], spatial[d], output_size[d], kernel_size[d], x.dtype
+                )
+                for d in range(k)
+            ]
+            plane = xs[n, c]
+            for out_pos in np.ndindex(*output_size):
+                window = tuple(
+                    slice(starts[d][out_pos[d]], starts[d][out_pos[d]] + kernel_size[d])
+                    for d in range(k)
+                )
+                values = plane[window].reshape(-1)
+                nans = np.flatnonzero(np.isnan(values))
+                best = nans[0] if nans.size else int(np.argmax(values))
+                out[(n, c, *out_pos)] = values[best]
+                indices[(n, c, *out_pos)] = flat_positions[window].reshape(-1)[best]
+    if not batched:
+        out, indices = out[0], indices[0]
+    return out, indices
+
+
+def fractional_max_pool_backward(B, grad, self_shape, indices, k):  # noqa: N803
+    """Each output's gradient added back where its maximum was."""
+    indices = np.asarray(indices)
+    planes = int(np.prod(self_shape[:-k], dtype=np.int64))
+    plane_size = int(np.prod(self_shape[-k:], dtype=np.int64))
+    offsets = (np.arange(planes) * plane_size).reshape(planes, 1)
+    flat = (indices.reshape(planes, -1) + offsets).reshape(-1)
+    return B.add_into_zeros(grad.reshape(-1), (planes * plane_size,), (flat,)).reshape(
+        tuple(self_shape)
+    )
+
+
 # --- the formula namespaces ----------------------------------------------------------------------
 
 _HELPERS = {
@@ -463,6 +531,7 @@ _HELPERS = {
     "conv_tbc_backward": conv_tbc_backward,
     "affine_grid_generator_backward": affine_grid_generator_backward,
     "embedding_bag_backward": embedding_bag_backward,
+    "fractional_max_pool_backward": fractional_max_pool_backward,
     "embedding_bag_per_sample_weights_backward": embedding_bag_per_sample_weights_backward,
 }
 

@@ -53,6 +53,8 @@ from nbgrad.nn.modules.loss_more import (
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.nn_extra import (
     EmbeddingBag,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     MultiLabelMarginLoss,
     MultiMarginLoss,
     RReLU,

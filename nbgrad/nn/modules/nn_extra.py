@@ -1,5 +1,5 @@
 """Modules of the "nn functions, more": MultiMarginLoss, MultiLabelMarginLoss, RReLU,
-EmbeddingBag."""
+EmbeddingBag, FractionalMaxPool2d and FractionalMaxPool3d."""
 
 from nbgrad.nn import functional as F
 from nbgrad.nn import init
@@ -136,3 +136,55 @@ class EmbeddingBag(Module):
         if self.padding_idx is not None:
             text += f", padding_idx={self.padding_idx!r}"
         return text
+
+
+class _FractionalMaxPoolNd(Module):
+    _dims = 2
+
+    def __init__(
+        self,
+        kernel_size,
+        output_size=None,
+        output_ratio=None,
+        return_indices=False,
+        _random_samples=None,
+    ):
+        super().__init__()
+        k = self._dims
+
+        def expand(value):
+            return tuple(value) if isinstance(value, (tuple, list)) else (value,) * k
+
+        self.kernel_size = expand(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = expand(output_size) if output_size is not None else None
+        self.output_ratio = expand(output_ratio) if output_ratio is not None else None
+        name = type(self).__name__
+        if output_size is None and output_ratio is None:
+            raise ValueError(
+                f"{name} requires specifying either an output size, or a pooling ratio"
+            )
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        pool = F.fractional_max_pool2d if self._dims == 2 else F.fractional_max_pool3d
+        return pool(
+            input,
+            self.kernel_size,
+            self.output_size,
+            self.output_ratio,
+            self.return_indices,
+            _random_samples=self._random_samples,
+        )
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _dims = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _dims = 3

@@ -1388,6 +1388,47 @@ case(
     normal(1, 3, 1),
 )
 case("_weight_norm-all", lambda v, g: torch._weight_norm(v, g, -1), normal(2, 3), normal())
+for _mode in ("sum", "mean", "max"):
+    case(
+        f"embedding_bag-{_mode}",
+        lambda w, mode=_mode: F.embedding_bag(
+            torch.tensor([1, 2, 4, 0, 4, 3]), w, torch.tensor([0, 2, 2]), mode=mode, padding_idx=0
+        ),
+        distinct(5, 3),
+    )
+case(
+    "embedding_bag-per_sample_weights",
+    lambda w, p: F.embedding_bag(
+        torch.tensor([[1, 2, 4], [0, 4, 3]]), w, mode="sum", per_sample_weights=p
+    ),
+    normal(5, 3),
+    normal(2, 3),
+)
+case(
+    "fractional_max_pool2d",
+    lambda x: F.fractional_max_pool2d(
+        x, 2, output_size=(3, 2), _random_samples=torch.tensor([[[0.3, 0.8], [0.6, 0.1]]])
+    ),
+    distinct(1, 2, 5, 4),
+)
+case(
+    "fractional_max_pool3d",
+    lambda x: F.fractional_max_pool3d(
+        x, 2, output_size=2, _random_samples=torch.tensor([[[0.3, 0.8, 0.5]]])
+    ),
+    distinct(1, 1, 4, 3, 4),
+)
+case(
+    "_masked_softmax",
+    lambda x: torch._masked_softmax(x, torch.tensor([[True, False, False], [False, False, True]])),
+    normal(2, 3),
+)
+# embedding_renorm_ has no backward (in PyTorch either): recorded, not reached.
+case(
+    "embedding_renorm_",
+    lambda x: x * 1 + 0 * torch.embedding_renorm_(x * 1, torch.tensor([0, 2]), 1.0, 2.0).detach(),
+    normal(3, 2),
+)
 case(
     "affine_grid-2d", lambda t: F.affine_grid(t, (2, 1, 3, 4), align_corners=False), normal(2, 2, 3)
 )

@@ -195,6 +195,9 @@ ERRORS = {
         2, output_size=2, output_ratio=0.5
     ),
     "FractionalMaxPool2d ratio": lambda T: T.nn.FractionalMaxPool2d(2, output_ratio=1.5),
+    "embedding_renorm_ of a leaf": lambda T: T.embedding_renorm_(
+        T.ones(3, 2, requires_grad=True), T.tensor([1]), 1.0, 2.0
+    ),
     "_weight_norm dim": lambda T: T._weight_norm(T.randn(2, 3), T.randn(2, 1), 5),
     "remove_weight_norm missing": lambda T: T.nn.utils.remove_weight_norm(T.nn.Linear(2, 2)),
     "clip_grad_norm_ nonfinite": lambda T: _clip_nonfinite(T),
@@ -531,6 +534,33 @@ def test_fractional_max_pool_modules_and_random_samples(torch):
         b = getattr(nbgrad.nn.functional, f"fractional_max_pool{k}d")(x, 2, output_size=3)
         assert nbgrad.equal(a, b)
         assert a.grad_fn.name() == f"FractionalMaxPool{k}DBackward0"
+
+
+# --- embedding_renorm_, _masked_softmax --------------------------------------------------------
+
+
+def test_embedding_renorm_(torch):
+    results = []
+    for T in (nbgrad, torch):
+        w = T.tensor(np.arange(15.0).reshape(5, 3) / 3, requires_grad=True)
+        v = w * 2
+        r = T.embedding_renorm_(v, T.tensor([1, 3, 3]), 1.0, 2.0)
+        assert r is v and v._version == 1
+        results.append((r, _error(lambda T, r=r: r.sum().backward(), T)))
+    (mine, mine_error), (real, real_error) = results
+    _same_value(mine, real, torch, "result")
+    assert_same_graph(mine.grad_fn, real.grad_fn, torch)
+    assert mine_error == real_error
+
+
+@pytest.mark.parametrize("dim", [2, -1, None])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_masked_softmax(torch, dim, dtype):
+    mask = np.random.default_rng(3).random((2, 3, 4)) < 0.4
+    mask[..., 0] = False  # no row masked out entirely (those are nan)
+    run_both(
+        torch, lambda T, x: T._masked_softmax(x, T.tensor(mask), dim), [(2, 3, 4)], dtype=dtype
+    )
 
 
 # --- clip_grad ----------------------------------------------------------------------------------

@@ -691,6 +691,11 @@ UNARY_NN_EXTRA = [
         ),
         lambda a: a.ndim == 3 and a.shape[2] >= 2 and a.size > 0 and np.all(np.isfinite(a)),
     ),
+    (
+        "T._masked_softmax({0}, {0} < {0}.amax(-1, keepdim=True) - 1)",
+        lambda T, x: T._masked_softmax(x, x.detach() < x.detach().amax(-1, keepdim=True) - 1),
+        lambda a: a.ndim >= 1 and a.size > 0 and np.all(np.abs(a) < 50),
+    ),
 ]
 UNARY += UNARY_NN_EXTRA
 

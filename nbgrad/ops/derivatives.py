@@ -1580,3 +1580,15 @@ for _k in (2, 3):
            nn_extra_kernels.fractional_max_pool(self, kernel_size, output_size, random_samples)),
        attrs=("kernel_size", "output_size", "random_samples"), extra_outputs=("result1",),
        saves=("kernel_size", "output_size", "result1", "self"))
+# torch.embedding_renorm_ (F.embedding's max_norm runs it under no_grad): in place, with a
+# backward PyTorch does not implement either.
+op("embedding_renorm", "EmbeddingRenormBackward0", ("self",),
+   {"self": "not_implemented('embedding_renorm')"},
+   lambda self, indices, max_norm, norm_type: nn_extra_kernels.embedding_renorm(
+       self, indices, max_norm, norm_type), attrs=("indices", "max_norm", "norm_type"))
+# torch._masked_softmax along the last dim with a mask of the input's shape (True: left out).
+op("_masked_softmax", "MaskedSoftmaxBackward0", ("self",),
+   {"self": "masked_softmax_backward(grad, result, mask, dim)"},
+   lambda self, mask, dim, mask_type: nn_extra_kernels.masked_softmax(
+       self, mask, self.ndim - 1 if dim is None else dim, mask_type),
+   attrs=("mask", "dim", "mask_type"), saves=("dim", "mask", "result"))

@@ -521,6 +521,37 @@ def fractional_max_pool_backward(B, grad, self_shape, indices, k):  # noqa: N803
     )
 
 
+# --- embedding_renorm_, _masked_softmax --------------------------------------------------------
+
+
+def embedding_renorm(weight, indices, max_norm, norm_type):
+    """The looked-up rows whose norm exceeds ``max_norm``, scaled down to it (ATen's formula,
+    with its 1e-7), the others as they were."""
+    out = weight.copy()
+    rows = np.unique(indices)
+    norms = np.linalg.norm(weight[rows], ord=norm_type, axis=1)
+    too_long = norms > max_norm
+    scale = (max_norm / (norms[too_long] + 1e-7)).astype(weight.dtype)
+    out[rows[too_long]] *= scale[:, None]
+    return out
+
+
+def masked_softmax(x, mask, dim, mask_type):
+    """Softmax along ``dim`` over the positions the mask leaves (True masks out: 0 there); a
+    row with every position masked is nan, as in ATen's CPU kernel."""
+    shifted = np.where(mask, -np.inf, x)
+    peak = shifted.max(axis=dim, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(shifted - peak)
+        return (e / e.sum(axis=dim, keepdims=True)).astype(x.dtype, copy=False)
+
+
+def masked_softmax_backward(B, grad, result, mask, dim):  # noqa: N803
+    d = result.ndim - 1 if dim is None else dim
+    out = result * (grad - B.sum(grad * result, d, True))
+    return B.where(np.asarray(mask), B.zeros(out.shape, out), out)
+
+
 # --- the formula namespaces ----------------------------------------------------------------------
 
 _HELPERS = {
@@ -532,6 +563,7 @@ _HELPERS = {
     "affine_grid_generator_backward": affine_grid_generator_backward,
     "embedding_bag_backward": embedding_bag_backward,
     "fractional_max_pool_backward": fractional_max_pool_backward,
+    "masked_softmax_backward": masked_softmax_backward,
     "embedding_bag_per_sample_weights_backward": embedding_bag_per_sample_weights_backward,
 }
 

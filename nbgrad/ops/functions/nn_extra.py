@@ -184,3 +184,23 @@ def embedding_bag(
         include_last_offset,
         padding_idx,
     )
+
+
+@public(function=True)
+def embedding_renorm_(input, indices, max_norm, norm_type):  # noqa: A002
+    """Scale down, in place, the rows of ``input`` looked up by ``indices`` whose
+    ``norm_type``-norm exceeds ``max_norm``."""
+    attrs = (indices._data, float(max_norm), float(norm_type))
+    return run_inplace(OPS["embedding_renorm"], input, (), attrs)
+
+
+@public(function=True)
+def _masked_softmax(input, mask, dim=None, mask_type=None):  # noqa: A002
+    """Softmax over the positions ``mask`` leaves (True masks a position out)."""
+    if tuple(mask.shape) != tuple(input.shape) or (
+        dim is not None and _wrap_dim(dim, max(input.dim(), 1)) != input.dim() - 1
+    ):
+        raise NotImplementedError(
+            "torch._masked_softmax: nbgrad takes a mask of the input's shape, along the last dim"
+        )
+    return run_op(OPS["_masked_softmax"], (input,), (mask._data.astype(bool), dim, mask_type))

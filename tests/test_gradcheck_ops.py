@@ -1388,6 +1388,25 @@ case(
     normal(1, 3, 1),
 )
 case("_weight_norm-all", lambda v, g: torch._weight_norm(v, g, -1), normal(2, 3), normal())
+case(
+    "_ctc_loss-tensor-lengths",
+    lambda x: torch._ctc_loss(
+        x.log_softmax(2), torch.tensor([[1, 2], [2, 0]]), torch.tensor([4, 3]), torch.tensor([2, 1])
+    )[0],
+    normal(4, 2, 3),
+)
+# ctc_loss's gradient is ATen's, the true one once it passes the log_softmax that made log_probs.
+for _zi, _targets, _lengths in (
+    (False, [[1, 2], [2, 0]], (2, 1)),
+    (True, [[1, 1], [2, 2]], (2, 2)),
+):
+    case(
+        f"ctc_loss-zero_infinity={_zi}",
+        lambda x, t=_targets, n=_lengths, zi=_zi: F.ctc_loss(
+            x.log_softmax(2), torch.tensor(t), (4, 3), n, reduction="sum", zero_infinity=zi
+        ),
+        normal(4, 2, 3),
+    )
 for _mode in ("sum", "mean", "max"):
     case(
         f"embedding_bag-{_mode}",

@@ -563,6 +563,97 @@ def test_masked_softmax(torch, dim, dtype):
     )
 
 
+# --- CTC loss -------------------------------------------------------------------------------------
+
+CTC_TARGETS = [
+    ([[1, 2], [3, 3]], (6, 5), (2, 2)),
+    ([1, 2, 3, 3, 1], [6, 4], [2, 3]),
+    ([[1, 1, 2], [2, 0, 0]], (6, 6), (3, 1)),
+    ([[1, 1, 1], [2, 2, 2]], (6, 2), (3, 3)),  # the second cannot be aligned: an infinite loss
+]
+
+
+@pytest.mark.parametrize("as_tensors", [False, True])
+def test_ctc_loss_function_overloads(torch, as_tensors):
+    def build(T, x):
+        lengths = (T.tensor([6, 5]), T.tensor([2, 2])) if as_tensors else ([6, 5], [2, 2])
+        loss, log_alpha = T._ctc_loss(x.log_softmax(2), T.tensor([[1, 2], [3, 3]]), *lengths)
+        node = loss.grad_fn
+        names = sorted(a for a in dir(node) if a.startswith("_saved_") and not a.endswith("_raw"))
+        saved = {n: getattr(node, n) for n in names if n != "_saved_result1"}
+        return loss, node.name(), saved, log_alpha.requires_grad
+
+    mine = build(nbgrad, nbgrad.tensor(np.ones((6, 2, 4)), requires_grad=True))
+    real = build(torch, torch.tensor(np.ones((6, 2, 4)), requires_grad=True))
+    _same_value(mine[0], real[0], torch, "loss")
+    assert mine[1] == real[1] == ("CtcLossBackward1" if as_tensors else "CtcLossBackward0")
+    assert sorted(mine[2]) == sorted(real[2])
+    for name in real[2]:
+        _same_value(mine[2][name], real[2][name], torch, name)
+    assert mine[3] == real[3]
+
+
+def _first_edge(node):
+    return next(n for n, _ in node.next_functions if n is not None)
+
+
+@pytest.mark.parametrize("zero_infinity", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("targets, input_lengths, target_lengths", CTC_TARGETS)
+@pytest.mark.parametrize("as_tensors", [False, True])
+def test_ctc_loss(
+    torch, zero_infinity, reduction, targets, input_lengths, target_lengths, as_tensors
+):
+    """Graph, saved values, loss and gradients as PyTorch's; log_alpha (_saved_result1) where
+    it is defined (PyTorch leaves the rest uninitialised)."""
+    x = np.random.default_rng(0).standard_normal((6, 2, 4))
+    runs = []
+    for T in (nbgrad, torch):
+        leaf = T.tensor(x, requires_grad=True)
+        lengths = (
+            (T.tensor(input_lengths), T.tensor(target_lengths))
+            if as_tensors
+            else (input_lengths, target_lengths)
+        )
+        loss = _f(T).ctc_loss(
+            leaf.log_softmax(2),
+            T.tensor(targets),
+            *lengths,
+            reduction=reduction,
+            zero_infinity=zero_infinity,
+        )
+        node = loss.grad_fn
+        while node.name() != "CtcLossBackward0":
+            node = _first_edge(node)
+        runs.append((leaf, loss, node))
+    (mine_leaf, mine, mine_node), (real_leaf, real, real_node) = runs
+    _same_value(mine, real, torch, "loss")
+    names = sorted(a for a in dir(real_node) if a.startswith("_saved_") and not a.endswith("_raw"))
+    assert sorted(a for a in dir(mine_node) if a.startswith("_saved_")) == names
+    for name in names:
+        if name != "_saved_result1":
+            _same_value(getattr(mine_node, name), getattr(real_node, name), torch, name)
+    for i, (frames, length) in enumerate(zip(input_lengths, target_lengths)):
+        valid = (i, slice(0, frames), slice(0, 2 * length + 1))
+        np.testing.assert_allclose(
+            mine_node._saved_result1.numpy()[valid], real_node._saved_result1.numpy()[valid]
+        )
+    # The reduction's nodes above it (WhereBackward0, DivBackward0, MeanBackward0, SumBackward0).
+    mine_chain, real_chain = [], []
+    for node, chain in ((mine.grad_fn, mine_chain), (real.grad_fn, real_chain)):
+        while node.name() != "CtcLossBackward0":
+            saved = sorted(
+                a for a in dir(node) if a.startswith("_saved_") and not a.endswith("_raw")
+            )
+            chain.append((node.name(), saved, [n is None for n, _ in node.next_functions]))
+            node = _first_edge(node)
+    assert mine_chain == real_chain
+    seed = np.ones(tuple(real.shape))
+    mine.backward(nbgrad.tensor(seed))
+    real.backward(torch.tensor(seed))
+    _same_value(mine_leaf.grad, real_leaf.grad, torch, "grad")
+
+
 # --- clip_grad ----------------------------------------------------------------------------------
 
 

@@ -696,6 +696,17 @@ UNARY_NN_EXTRA = [
         lambda T, x: T._masked_softmax(x, x.detach() < x.detach().amax(-1, keepdim=True) - 1),
         lambda a: a.ndim >= 1 and a.size > 0 and np.all(np.abs(a) < 50),
     ),
+    (
+        "F.ctc_loss({0}.log_softmax(2), T.ones({0}.shape[1], 1, dtype=T.long), "
+        "[{0}.shape[0]] * {0}.shape[1], [1] * {0}.shape[1])",
+        lambda T, x: T.nn.functional.ctc_loss(
+            x.log_softmax(2),
+            T.ones(x.shape[1], 1, dtype=T.long),
+            [x.shape[0]] * x.shape[1],
+            [1] * x.shape[1],
+        ),
+        lambda a: a.ndim == 3 and a.shape[2] >= 2 and a.size > 0 and np.all(np.abs(a) < 30),
+    ),
 ]
 UNARY += UNARY_NN_EXTRA
 

@@ -1874,6 +1874,7 @@ pixel_unshuffle = ops.pixel_unshuffle
 from nbgrad.nn.functional_extra import (  # noqa: E402, F401
     affine_grid,
     conv_tbc,
+    ctc_loss,
     embedding_bag,
     fractional_max_pool2d,
     fractional_max_pool2d_with_indices,

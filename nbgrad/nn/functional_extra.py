@@ -335,3 +335,29 @@ def fractional_max_pool3d(
 ):
     result = _fractional_max_pool(input, kernel_size, output_size, output_ratio, _random_samples, 3)
     return tuple(result) if return_indices else result[0]
+
+
+def ctc_loss(
+    log_probs,
+    targets,
+    input_lengths,
+    target_lengths,
+    blank=0,
+    reduction="mean",
+    zero_infinity=False,
+):
+    """The Connectionist Temporal Classification loss of (T, N, C) log-probabilities against
+    unaligned targets (padded (N, S) or concatenated)."""
+    from nbgrad.nn.functional import REDUCTIONS
+
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return ops.ctc_loss(
+        log_probs,
+        targets,
+        input_lengths,
+        target_lengths,
+        blank,
+        REDUCTIONS[reduction],
+        zero_infinity,
+    )

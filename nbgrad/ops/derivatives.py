@@ -1592,3 +1592,22 @@ op("_masked_softmax", "MaskedSoftmaxBackward0", ("self",),
    lambda self, mask, dim, mask_type: nn_extra_kernels.masked_softmax(
        self, mask, self.ndim - 1 if dim is None else dim, mask_type),
    attrs=("mask", "dim", "mask_type"), saves=("dim", "mask", "result"))
+# torch._ctc_loss (F.ctc_loss runs it, then its reduction as ordinary ops): result0 is each
+# sample's loss, result1 its log_alpha (see nn_extra_kernels).
+op("_ctc_loss", "CtcLossBackward0", ("log_probs",),
+   {"log_probs": "ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, "
+                 "result0, result1, blank, zero_infinity)"},
+   nn_extra_kernels.ctc_loss,
+   attrs=("targets", "input_lengths", "target_lengths", "blank", "zero_infinity"),
+   extra_outputs=("result1",),
+   saves=("blank", "input_lengths", "log_probs", "result0", "result1", "target_lengths",
+          "targets", "zero_infinity"))
+# The overload with tensor lengths (torch._ctc_loss called with them; F.ctc_loss converts them).
+op("_ctc_loss_tensor", "CtcLossBackward1", ("log_probs",),
+   {"log_probs": "ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, "
+                 "result0, result1, blank, zero_infinity)"},
+   nn_extra_kernels.ctc_loss,
+   attrs=("targets", "input_lengths", "target_lengths", "blank", "zero_infinity"),
+   extra_outputs=("result1",),
+   saves=("blank", "input_lengths", "log_probs", "result0", "result1", "target_lengths",
+          "targets", "zero_infinity"))

@@ -552,6 +552,159 @@ def masked_softmax_backward(B, grad, result, mask, dim):  # noqa: N803
     return B.where(np.asarray(mask), B.zeros(out.shape, out), out)
 
 
+# --- CTC loss -------------------------------------------------------------------------------------
+# Each sample's target l is extended with blanks, l' = (blank, l1, blank, l2, ..., blank), and
+# log_alpha[t, s] is the log-probability of all alignments of the first t + 1 frames that end at
+# l'[s]; the loss is minus the log of those ending at one of l's last two positions.
+
+
+def _ctc_targets(targets, target_lengths, n):
+    """Each sample's target, from a padded (N, S) or a concatenated 1-d targets tensor."""
+    if targets.ndim == 2:
+        return [targets[i, : target_lengths[i]] for i in range(n)]
+    starts = np.concatenate([[0], np.cumsum(target_lengths)[:-1]]).astype(np.int64)
+    return [targets[starts[i] : starts[i] + target_lengths[i]] for i in range(n)]
+
+
+def _extended(target, blank):
+    labels = np.full(2 * len(target) + 1, blank, np.int64)
+    labels[1::2] = target
+    # Where a path may skip the blank before position s: l'[s] is a label unlike l'[s - 2].
+    skip = np.zeros(len(labels), bool)
+    skip[2:] = (labels[2:] != blank) & (labels[2:] != labels[:-2])
+    return labels, skip
+
+
+def _logaddexp_many(*terms):
+    out = terms[0]
+    for term in terms[1:]:
+        out = np.logaddexp(out, term)
+    return out
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
+    """(neg_log_likelihood (N,), log_alpha (N, T, 2 * max target length + 1))."""
+    t_max, n = log_probs.shape[0], log_probs.shape[1]
+    width = 2 * (max(target_lengths) if len(target_lengths) else 0) + 1
+    log_alpha = np.full((n, t_max, width), -np.inf, log_probs.dtype)
+    nll = np.zeros(n, log_probs.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i, target in enumerate(_ctc_targets(targets, target_lengths, n)):
+            labels, skip = _extended(target, blank)
+            frames = input_lengths[i]
+            lp = log_probs[:, i, :]
+            alpha = log_alpha[i, :, : len(labels)]
+            if frames > 0:
+                alpha[0, 0] = lp[0, blank]
+                if len(labels) > 1:
+                    alpha[0, 1] = lp[0, labels[1]]
+            for t in range(1, frames):
+                before = alpha[t - 1]
+                one_back = np.concatenate([[-np.inf], before[:-1]])
+                two_back = np.where(
+                    skip, np.concatenate([[-np.inf, -np.inf], before[:-2]]), -np.inf
+                )
+                alpha[t] = lp[t, labels] + _logaddexp_many(before, one_back, two_back)
+            last = alpha[frames - 1] if frames > 0 else np.full(len(labels), -np.inf)
+            total = last[-1] if len(labels) == 1 else np.logaddexp(last[-1], last[-2])
+            nll[i] = -total
+    return nll, log_alpha
+
+
+def _ctc_beta(lp, labels, skip, frames):
+    """log_beta[t, s]: the log-probability of the alignments of frames t.. that start at l'[s]
+    and end at one of l's last two positions (lp[t, l'[s]] included, as in alpha)."""
+    size = len(labels)
+    beta = np.full((frames, size), -np.inf, lp.dtype)
+    beta[frames - 1, size - 1] = lp[frames - 1, labels[size - 1]]
+    if size > 1:
+        beta[frames - 1, size - 2] = lp[frames - 1, labels[size - 2]]
+    # Skipping forward from s to s + 2 is allowed where l'[s + 2] may be reached by a skip.
+    skip_ahead = np.concatenate([skip[2:], [False, False]])
+    for t in range(frames - 2, -1, -1):
+        after = beta[t + 1]
+        one_on = np.concatenate([after[1:], [-np.inf]])
+        two_on = np.where(skip_ahead, np.concatenate([after[2:], [-np.inf, -np.inf]]), -np.inf)
+        beta[t] = lp[t, labels] + _logaddexp_many(after, one_on, two_on)
+    return beta
+
+
+def ctc_loss_backward_array(
+    grad, log_probs, targets, input_lengths, target_lengths, nll, log_alpha, blank, zero_infinity
+):
+    """ATen's gradient, in log space: exp(lp) - exp(log(sum over l'[s] = c of alpha * beta) +
+    nll - lp) for the frames inside the input length (zero after them, and for an infinite loss
+    with zero_infinity). It is the true gradient once it passes a log_softmax that made lp."""
+    t_max, n, classes = log_probs.shape
+    out = np.zeros(log_probs.shape, log_probs.dtype)
+    grad = np.broadcast_to(grad, (n,))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i, target in enumerate(_ctc_targets(targets, list(target_lengths), n)):
+            frames = input_lengths[i]
+            if frames == 0 or (zero_infinity and np.isinf(nll[i])):
+                continue
+            labels, skip = _extended(target, blank)
+            lp = log_probs[:frames, i, :]
+            both = log_alpha[i, :frames, : len(labels)] + _ctc_beta(lp, labels, skip, frames)
+            per_class = np.full((frames, classes), -np.inf, log_probs.dtype)
+            for s, c in enumerate(labels):
+                per_class[:, c] = np.logaddexp(per_class[:, c], both[:, s])
+            out[:frames, i] = (np.exp(lp) - np.exp(per_class + nll[i] - lp)) * grad[i]
+    return out
+
+
+def ctc_loss_backward_tensor(
+    grad, log_probs, targets, input_lengths, target_lengths, nll, log_alpha, blank, zero_infinity
+):
+    """The same gradient from differentiable operations, in probability space (alpha and beta
+    recomputed from log_probs, so that their dependence on them is differentiated too; long
+    sequences may underflow here where the plain backward, in log space, does not)."""
+    import nbgrad
+
+    t_max, n, classes = log_probs.shape
+    nll_values = np.asarray(getattr(nll, "_data", nll))
+    grad = grad.reshape(-1).expand((n,))
+    columns = []
+    for i, target in enumerate(_ctc_targets(np.asarray(targets), list(target_lengths), n)):
+        frames = input_lengths[i]
+        if frames == 0 or (zero_infinity and np.isinf(nll_values[i])):
+            columns.append(log_probs.new_zeros((t_max, classes)))
+            continue
+        labels, skip = _extended(target, blank)
+        size = len(labels)
+        p = log_probs[:frames, i, :].exp()
+        emit = p[:, nbgrad.tensor(labels)]  # (frames, size): p[t, l'[s]]
+        skip_mask = nbgrad.tensor(skip.astype(np.float64)).to(p.dtype)
+        start = np.zeros(size)
+        start[: min(size, 2)] = 1
+        alphas = [emit[0] * nbgrad.tensor(start).to(p.dtype)]
+        for t in range(1, frames):
+            before = alphas[-1]
+            one_back = nbgrad.cat([before.new_zeros(1), before[:-1]])
+            two_back = nbgrad.cat([before.new_zeros(2), before[:-2]])[:size] * skip_mask
+            alphas.append(emit[t] * (before + one_back + two_back))
+        end = np.zeros(size)
+        end[-min(size, 2) :] = 1
+        skip_ahead = nbgrad.tensor(np.concatenate([skip[2:], [False, False]]).astype(np.float64))
+        skip_ahead = skip_ahead.to(p.dtype)
+        betas = [emit[frames - 1] * nbgrad.tensor(end).to(p.dtype)]
+        for t in range(frames - 2, -1, -1):
+            after = betas[-1]
+            one_on = nbgrad.cat([after[1:], after.new_zeros(1)])
+            two_on = nbgrad.cat([after[2:], after.new_zeros(2)])[:size] * skip_ahead
+            betas.append(emit[t] * (after + one_on + two_on))
+        alpha, beta = nbgrad.stack(alphas), nbgrad.stack(betas[::-1])
+        likelihood = (alpha[frames - 1] * nbgrad.tensor(end).to(p.dtype)).sum()
+        onehot = np.zeros((size, classes))
+        onehot[np.arange(size), labels] = 1
+        per_class = (alpha * beta).matmul(nbgrad.tensor(onehot).to(p.dtype))  # (frames, C)
+        g = p - per_class / (likelihood * p)
+        if frames < t_max:
+            g = nbgrad.cat([g, g.new_zeros((t_max - frames, classes))])
+        columns.append(g * grad[i])
+    return nbgrad.stack(columns, 1)
+
+
 # --- the formula namespaces ----------------------------------------------------------------------
 
 _HELPERS = {
@@ -568,7 +721,11 @@ _HELPERS = {
 }
 
 ARRAY_FUNCTIONS = {name: functools.partial(f, _Arrays) for name, f in _HELPERS.items()}
+ARRAY_FUNCTIONS["ctc_loss_backward"] = ctc_loss_backward_array
 
 
 def tensor_namespace():
-    return {name: functools.partial(f, _Tensors) for name, f in _HELPERS.items()}
+    return {
+        **{name: functools.partial(f, _Tensors) for name, f in _HELPERS.items()},
+        "ctc_loss_backward": ctc_loss_backward_tensor,
+    }

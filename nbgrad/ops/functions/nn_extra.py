@@ -5,9 +5,10 @@ import numpy as np
 
 from nbgrad import dtypes, random
 from nbgrad.autograd.dispatch import run_inplace, run_op
-from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.autograd.tensor import Tensor, _wrap_dim
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions.arithmetic import div, mul
+from nbgrad.ops.functions.arithmetic import div, mul, where
+from nbgrad.ops.functions.reductions import mean, sum  # noqa: A004
 from nbgrad.ops.public import public
 
 
@@ -204,3 +205,44 @@ def _masked_softmax(input, mask, dim=None, mask_type=None):  # noqa: A002
             "torch._masked_softmax: nbgrad takes a mask of the input's shape, along the last dim"
         )
     return run_op(OPS["_masked_softmax"], (input,), (mask._data.astype(bool), dim, mask_type))
+
+
+def _lengths(lengths):
+    if isinstance(lengths, Tensor):
+        return tuple(int(v) for v in lengths._data.reshape(-1))
+    return tuple(int(v) for v in lengths)
+
+
+@public(function=True)
+def _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+    """(each sample's negative log-likelihood, its log_alpha) of the CTC loss."""
+    if log_probs.dim() != 3:
+        raise NotImplementedError("ctc_loss: nbgrad takes batched (T, N, C) log_probs only")
+    if isinstance(input_lengths, Tensor) and isinstance(target_lengths, Tensor):
+        # The Tensor overload: the lengths are kept (and shown) as tensors.
+        lengths = (input_lengths._data.reshape(-1), target_lengths._data.reshape(-1))
+        spec = OPS["_ctc_loss_tensor"]
+    else:
+        lengths = (_lengths(input_lengths), _lengths(target_lengths))
+        spec = OPS["_ctc_loss"]
+    attrs = (targets._data, *lengths, int(blank), bool(zero_infinity))
+    return tuple(run_op(spec, (log_probs,), attrs))
+
+
+@public(function=True)
+def ctc_loss(
+    log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False
+):
+    """The CTC loss, then ATen's reduction: zero_infinity's where, a mean of the losses each
+    divided by its target's length, or a sum."""
+    # ATen's ctc_loss turns tensor lengths into lists first (CtcLossBackward0 either way).
+    input_lengths, target_lengths = _lengths(input_lengths), _lengths(target_lengths)
+    losses, _ = _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+    if zero_infinity:
+        losses = where(losses == float("inf"), losses.new_zeros(()), losses)
+    if reduction == 1:
+        lengths = Tensor._make(np.asarray(_lengths(target_lengths), losses._dtype.numpy))
+        return mean(div(losses, lengths.clamp_min(1)))
+    if reduction == 2:
+        return sum(losses)
+    return losses

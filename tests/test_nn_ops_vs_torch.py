@@ -593,6 +593,18 @@ def test_ctc_loss_function_overloads(torch, as_tensors):
     assert mine[3] == real[3]
 
 
+def test_ctc_loss_module(torch):
+    for kwargs in ({}, {"blank": 3, "reduction": "sum", "zero_infinity": True}):
+        assert repr(nbgrad.nn.CTCLoss(**kwargs)) == repr(torch.nn.CTCLoss(**kwargs))
+        run_both(
+            torch,
+            lambda T, x, kwargs=kwargs: T.nn.CTCLoss(**kwargs)(
+                x.log_softmax(2), T.tensor([[1, 2], [2, 1]]), (5, 5), (2, 2)
+            ),
+            [(5, 2, 4)],
+        )
+
+
 def _first_edge(node):
     return next(n for n, _ in node.next_functions if n is not None)
 

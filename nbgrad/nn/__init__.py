@@ -93,6 +93,7 @@ from nbgrad.nn.modules.loss_more import (
     TripletMarginLoss,
 )
 from nbgrad.nn.modules.nn_extra import (
+    CTCLoss,
     EmbeddingBag,
     FractionalMaxPool2d,
     FractionalMaxPool3d,

@@ -52,6 +52,7 @@ from nbgrad.nn.modules.loss_more import (
 )
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.modules.nn_extra import (
+    CTCLoss,
     EmbeddingBag,
     FractionalMaxPool2d,
     FractionalMaxPool3d,

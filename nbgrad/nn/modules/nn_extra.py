@@ -1,4 +1,4 @@
-"""Modules of the "nn functions, more": MultiMarginLoss, MultiLabelMarginLoss, RReLU,
+"""Modules of the "nn functions, more": MultiMarginLoss, MultiLabelMarginLoss, CTCLoss, RReLU,
 EmbeddingBag, FractionalMaxPool2d and FractionalMaxPool3d."""
 
 from nbgrad.nn import functional as F
@@ -38,6 +38,26 @@ class MultiMarginLoss(_WeightedLoss):
 class MultiLabelMarginLoss(_Loss):
     def forward(self, input, target):
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The Connectionist Temporal Classification loss (see ``F.ctc_loss``)."""
+
+    def __init__(self, blank=0, reduction="mean", zero_infinity=False):
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(
+            log_probs,
+            targets,
+            input_lengths,
+            target_lengths,
+            self.blank,
+            self.reduction,
+            self.zero_infinity,
+        )
 
 
 class RReLU(Module):

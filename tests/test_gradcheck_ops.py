@@ -1334,6 +1334,129 @@ case(
     normal(1, 2, 4, 2),
 )
 
+# nn functions, more (nbgrad/ops/nn_extra_kernels.py). Margins kept away from their kinks.
+_TARGETS = torch.tensor([1, 0, 3])
+for _p, _w in ((1, None), (2, torch.tensor([0.5, 1.0, 2.0, 1.5], dtype=torch.float64))):
+    for _red in ("mean", "sum", "none"):
+        case(
+            f"multi_margin_loss-p{_p}-{_red}{'-weight' if _w is not None else ''}",
+            lambda x, p=_p, w=_w, red=_red: F.multi_margin_loss(
+                x, _TARGETS, p=p, margin=0.5, weight=w, reduction=red
+            ),
+            distinct(3, 4) / 4,
+        )
+for _red in ("mean", "none"):
+    case(
+        f"multilabel_margin_loss-{_red}",
+        lambda x, red=_red: F.multilabel_margin_loss(
+            x, torch.tensor([[1, 2, -1, 0], [3, 3, -1, 0], [-1, 0, 0, 0]]), reduction=red
+        ),
+        distinct(3, 4) / 4,
+    )
+case(
+    "multilabel_margin_loss-1d",
+    lambda x: F.multilabel_margin_loss(x, torch.tensor([2, 0, -1, 1])),
+    distinct(4) / 2,
+)
+case("rrelu-eval", lambda x: F.rrelu(x), away(2, 3))
+case("rrelu_-eval", clone_of(lambda x: F.rrelu(x, inplace=True)), away(2, 3))
+case(
+    "rrelu-training",
+    lambda x: torch.rrelu(x, training=True, generator=torch.Generator().manual_seed(1)),
+    away(2, 3),
+)
+case(
+    "rrelu_-training",
+    clone_of(lambda x: torch.rrelu_(x, training=True, generator=torch.Generator().manual_seed(1))),
+    away(2, 3),
+)
+case(
+    "_weight_norm-dim0", lambda v, g: torch._weight_norm(v, g, 0), normal(3, 2, 2), normal(3, 1, 1)
+)
+case("_weight_norm-last", lambda v, g: torch._weight_norm(v, g, 1), normal(2, 3), normal(3))
+case(
+    "conv_tbc",
+    lambda x, w, b: torch.conv_tbc(x, w, b, 1),
+    normal(4, 2, 3),
+    normal(2, 3, 2),
+    normal(2),
+)
+case(
+    "_weight_norm-middle",
+    lambda v, g: torch._weight_norm(v, g, 1),
+    normal(2, 3, 2),
+    normal(1, 3, 1),
+)
+case("_weight_norm-all", lambda v, g: torch._weight_norm(v, g, -1), normal(2, 3), normal())
+case(
+    "_ctc_loss-tensor-lengths",
+    lambda x: torch._ctc_loss(
+        x.log_softmax(2), torch.tensor([[1, 2], [2, 0]]), torch.tensor([4, 3]), torch.tensor([2, 1])
+    )[0],
+    normal(4, 2, 3),
+)
+# ctc_loss's gradient is ATen's, the true one once it passes the log_softmax that made log_probs.
+for _zi, _targets, _lengths in (
+    (False, [[1, 2], [2, 0]], (2, 1)),
+    (True, [[1, 1], [2, 2]], (2, 2)),
+):
+    case(
+        f"ctc_loss-zero_infinity={_zi}",
+        lambda x, t=_targets, n=_lengths, zi=_zi: F.ctc_loss(
+            x.log_softmax(2), torch.tensor(t), (4, 3), n, reduction="sum", zero_infinity=zi
+        ),
+        normal(4, 2, 3),
+    )
+for _mode in ("sum", "mean", "max"):
+    case(
+        f"embedding_bag-{_mode}",
+        lambda w, mode=_mode: F.embedding_bag(
+            torch.tensor([1, 2, 4, 0, 4, 3]), w, torch.tensor([0, 2, 2]), mode=mode, padding_idx=0
+        ),
+        distinct(5, 3),
+    )
+case(
+    "embedding_bag-per_sample_weights",
+    lambda w, p: F.embedding_bag(
+        torch.tensor([[1, 2, 4], [0, 4, 3]]), w, mode="sum", per_sample_weights=p
+    ),
+    normal(5, 3),
+    normal(2, 3),
+)
+case(
+    "fractional_max_pool2d",
+    lambda x: F.fractional_max_pool2d(
+        x, 2, output_size=(3, 2), _random_samples=torch.tensor([[[0.3, 0.8], [0.6, 0.1]]])
+    ),
+    distinct(1, 2, 5, 4),
+)
+case(
+    "fractional_max_pool3d",
+    lambda x: F.fractional_max_pool3d(
+        x, 2, output_size=2, _random_samples=torch.tensor([[[0.3, 0.8, 0.5]]])
+    ),
+    distinct(1, 1, 4, 3, 4),
+)
+case(
+    "_masked_softmax",
+    lambda x: torch._masked_softmax(x, torch.tensor([[True, False, False], [False, False, True]])),
+    normal(2, 3),
+)
+# embedding_renorm_ has no backward (in PyTorch either): recorded, not reached.
+case(
+    "embedding_renorm_",
+    lambda x: x * 1 + 0 * torch.embedding_renorm_(x * 1, torch.tensor([0, 2]), 1.0, 2.0).detach(),
+    normal(3, 2),
+)
+case(
+    "affine_grid-2d", lambda t: F.affine_grid(t, (2, 1, 3, 4), align_corners=False), normal(2, 2, 3)
+)
+case(
+    "affine_grid-3d",
+    lambda t: F.affine_grid(t, (1, 1, 2, 3, 2), align_corners=True),
+    normal(1, 3, 4),
+)
+
 
 # --- linear algebra, more: the LU family, legacy solvers (branch linalg2) ---------------------
 # Well-conditioned matrices (see well_conditioned above), square, tall and wide; the deprecated

@@ -778,6 +778,88 @@ UNARY_NN14 = [
 UNARY += UNARY_NN14
 
 
+# nn functions, more: margin losses against class 0, conv_tbc, weight norm (not rrelu: in eval
+# PyTorch saves an uninitialised noise buffer, which no comparison can match).
+def _margins_away(a):
+    """2-d and not empty (PyTorch returns garbage for an empty batch), and every margin
+    1 - x[i, 0] + x[i, j] (j > 0) away from the loss's kink at 0."""
+    return (
+        a.ndim == 2
+        and a.shape[0] > 0
+        and a.shape[1] > 1
+        and np.all(np.abs(1 - a[:, :1] + a[:, 1:]) > 1e-4)
+    )
+
+
+UNARY_NN_EXTRA = [
+    (
+        "F.multi_margin_loss({0}, T.zeros({0}.shape[0], dtype=T.long))",
+        lambda T, x: T.nn.functional.multi_margin_loss(x, T.zeros(x.shape[0], dtype=T.long)),
+        _margins_away,
+    ),
+    (
+        "F.multilabel_margin_loss({0}, T.zeros_like({0}, dtype=T.long), reduction='none')",
+        lambda T, x: T.nn.functional.multilabel_margin_loss(
+            x, T.zeros_like(x, dtype=T.long), reduction="none"
+        ),
+        _margins_away,
+    ),
+    (
+        "T.conv_tbc({0}, T.ones(2, {0}.shape[2], 3), T.ones(3), 1)",
+        lambda T, x: T.conv_tbc(
+            x, T.ones(2, x.shape[2], 3, dtype=x.dtype), T.ones(3, dtype=x.dtype), 1
+        ),
+        lambda a: a.ndim == 3,
+    ),
+    (
+        "T._weight_norm({0}, {0}.sum(-1, keepdim=True), 0)",
+        lambda T, x: T._weight_norm(x, x.sum(-1, keepdim=True), 0),
+        lambda a: a.ndim == 2 and np.all(np.linalg.norm(a, axis=1) > 0.1),
+    ),
+    (
+        "F.affine_grid({0}[:1].reshape(-1)[:6].reshape(1, 2, 3), (1, 1, 2, 3), "
+        "align_corners=False)",
+        lambda T, x: T.nn.functional.affine_grid(
+            x[:1].reshape(-1)[:6].reshape(1, 2, 3), (1, 1, 2, 3), align_corners=False
+        ),
+        lambda a: a.ndim >= 1 and a[:1].size >= 6,
+    ),
+    (
+        "F.embedding_bag(T.tensor([[0, 1], [1, 0]]), {}, mode='mean')",
+        lambda T, x: T.nn.functional.embedding_bag(T.tensor([[0, 1], [1, 0]]), x, mode="mean"),
+        lambda a: a.ndim == 2 and a.shape[0] >= 2,
+    ),
+    (
+        "F.fractional_max_pool2d({0}, (1, 2), output_size=({0}.shape[1], {0}.shape[2] - 1), "
+        "_random_samples=T.full((1, {0}.shape[0], 2), 0.4))",
+        lambda T, x: T.nn.functional.fractional_max_pool2d(
+            x,
+            (1, 2),
+            output_size=(x.shape[1], x.shape[2] - 1),
+            _random_samples=T.full((1, x.shape[0], 2), 0.4, dtype=x.dtype),
+        ),
+        lambda a: a.ndim == 3 and a.shape[2] >= 2 and a.size > 0 and np.all(np.isfinite(a)),
+    ),
+    (
+        "T._masked_softmax({0}, {0} < {0}.amax(-1, keepdim=True) - 1)",
+        lambda T, x: T._masked_softmax(x, x.detach() < x.detach().amax(-1, keepdim=True) - 1),
+        lambda a: a.ndim >= 1 and a.size > 0 and np.all(np.abs(a) < 50),
+    ),
+    (
+        "F.ctc_loss({0}.log_softmax(2), T.ones({0}.shape[1], 1, dtype=T.long), "
+        "[{0}.shape[0]] * {0}.shape[1], [1] * {0}.shape[1])",
+        lambda T, x: T.nn.functional.ctc_loss(
+            x.log_softmax(2),
+            T.ones(x.shape[1], 1, dtype=T.long),
+            [x.shape[0]] * x.shape[1],
+            [1] * x.shape[1],
+        ),
+        lambda a: a.ndim == 3 and a.shape[2] >= 2 and a.size > 0 and np.all(np.abs(a) < 30),
+    ),
+]
+UNARY += UNARY_NN_EXTRA
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))

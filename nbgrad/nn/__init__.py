@@ -95,6 +95,15 @@ from nbgrad.nn.modules.loss_more import (
     SoftMarginLoss,
     TripletMarginLoss,
 )
+from nbgrad.nn.modules.nn_extra import (
+    CTCLoss,
+    EmbeddingBag,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
+    MultiLabelMarginLoss,
+    MultiMarginLoss,
+    RReLU,
+)
 from nbgrad.nn.modules.normalization_more import (
     GroupNorm,
     InstanceNorm1d,

@@ -1906,8 +1906,21 @@ from nbgrad.nn.functional_norm import (  # noqa: E402, F401
 
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle
-# --- distances and bilinear (ops/functions/distances.py) ---------------------------------------
-# --- max unpooling, channel shuffle (their own module) ------------------------------------------
+# --- max unpooling, channel shuffle (their own module); distances and bilinear -------------------
+from nbgrad.nn.functional_extra import (  # noqa: E402, F401
+    affine_grid,
+    conv_tbc,
+    ctc_loss,
+    embedding_bag,
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    rrelu,
+    rrelu_,
+)
 from nbgrad.nn.functional_layers_more import (  # noqa: E402, F401
     channel_shuffle,
     max_unpool1d,

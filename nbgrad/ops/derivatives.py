@@ -1858,3 +1858,113 @@ for _up_name, _up_node, _up_mode in (
        layer_kernels.upsample(self, output_size, (scales_h, scales_w), m, align_corners),
        attrs=("output_size", "align_corners", "scales_h", "scales_w", "self_sym_sizes"),
        saves=("align_corners", "output_size", "scales_h", "scales_w", "self_sym_sizes"))
+
+# --- nn functions, more (margin losses, rrelu, weight norm, conv_tbc) ---------------------------
+# Kernels and formula helpers in nn_extra_kernels (each helper written once for NumPy and for
+# differentiable Tensors). Targets, noise and indices never get a gradient: attrs, as above.
+
+from nbgrad.ops import nn_extra_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(nn_extra_kernels.ARRAY_FUNCTIONS)
+
+op("multi_margin_loss", "MultiMarginLossBackward0", ("self",),
+   {"self": "multi_margin_loss_backward(grad, self, target, p, margin, weight, reduction)"},
+   nn_extra_kernels.multi_margin_loss, attrs=("target", "p", "margin", "weight", "reduction"),
+   saves=("margin", "p", "reduction", "self", "target", "weight"))
+op("multilabel_margin_loss_forward", "MultilabelMarginLossBackward0", ("self",),
+   {"self": "multilabel_margin_loss_backward(grad, self, target, reduction, is_target)"},
+   nn_extra_kernels.multilabel_margin_loss, attrs=("target", "reduction"),
+   extra_outputs=("is_target",), saves=("is_target", "reduction", "self", "target"))
+# rrelu in training multiplies each non-positive element by a random slope, kept in ``noise``
+# (an attr the forward fills); in eval it is leaky_relu with the mean slope. In place, the input
+# is overwritten and the result is saved instead (another node, as for leaky_relu_).
+op("rrelu_with_noise", "RreluWithNoiseBackward0", ("self",),
+   {"self": "rrelu_backward(grad, self, noise, lower, upper, training)"},
+   nn_extra_kernels.rrelu_with_noise,
+   attrs=("noise", "lower", "upper", "training", "generator"),
+   saves=("lower", "noise", "self", "training", "upper"))
+op("rrelu_with_noise_inplace", "RreluWithNoiseBackward1", ("self",),
+   {"self": "rrelu_backward(grad, result, noise, lower, upper, training)"},
+   nn_extra_kernels.rrelu_with_noise,
+   attrs=("noise", "lower", "upper", "training", "generator"),
+   saves=("lower", "noise", "result", "training", "upper"))
+# torch._weight_norm along dim 0 or the last dim: w = g * v / ||v||; result1 is the norms.
+op("_weight_norm_interface", "WeightNormInterfaceBackward0", ("v", "g"),
+   {"v": "weight_norm_backward(grad, v, g, result1, dim, 0)",
+    "g": "weight_norm_backward(grad, v, g, result1, dim, 1)"},
+   nn_extra_kernels.weight_norm, attrs=("dim",), extra_outputs=("result1",),
+   saves=("dim", "g", "result1", "v"), joint=True, promote=True)
+op("conv_tbc", "ConvTbcBackward0", ("self", "weight", "bias"),
+   {"self": "conv_tbc_backward(grad, self, weight, bias, pad, 0)",
+    "weight": "conv_tbc_backward(grad, self, weight, bias, pad, 1)",
+    "bias": "conv_tbc_backward(grad, self, weight, bias, pad, 2)"},
+   nn_extra_kernels.conv_tbc, attrs=("pad",), saves=("bias", "pad", "self", "weight"),
+   joint=True)
+# ATen's at::norm(x, p) over every element (norm.Scalar), which weight norm over every dim runs.
+op("norm_scalar", "NormBackward0", ("self",),
+   {"self": "norm_backward(grad, self, p, result, None, False)"},
+   lambda self, p: nn_kernels.vector_norm(self, p, None, False), attrs=("p",),
+   saves=("p", "result", "self"), floating=True)
+# F.affine_grid: the grid is linear in theta; its backward, linear in grad, is the same helper.
+op("affine_grid_generator", "AffineGridGeneratorBackward0", ("theta",),
+   {"theta": "affine_grid_generator_backward(grad, size, align_corners)"},
+   nn_extra_kernels.affine_grid_generator, attrs=("size", "align_corners"),
+   saves=("align_corners", "size"))
+# F.embedding_bag (torch.embedding_bag runs _embedding_bag): indices and offsets are attrs; the
+# three extra outputs are what the backward reads (see nn_extra_kernels).
+op("_embedding_bag", "EmbeddingBagBackward0", ("weight", "per_sample_weights"),
+   {"weight": "embedding_bag_backward(grad, indices, offsets, result1, result2, result3, "
+              "weight_sym_argsize_0, scale_grad_by_freq, mode, sparse, per_sample_weights, "
+              "padding_idx)",
+    "per_sample_weights": "embedding_bag_per_sample_weights_backward(grad, weight, indices, "
+                          "offsets, result1, mode, padding_idx)"},
+   lambda weight, per_sample_weights, indices, offsets, scale_grad_by_freq, mode, sparse,
+   include_last_offset, padding_idx, weight_sym_argsize_0: nn_extra_kernels.embedding_bag(
+       weight, per_sample_weights, indices, offsets, scale_grad_by_freq, mode, sparse,
+       include_last_offset, padding_idx),
+   attrs=("indices", "offsets", "scale_grad_by_freq", "mode", "sparse", "include_last_offset",
+          "padding_idx", "weight_sym_argsize_0"),
+   extra_outputs=("result1", "result2", "result3"),
+   saves=("indices", "mode", "offsets", "padding_idx", "per_sample_weights", "result1",
+          "result2", "result3", "scale_grad_by_freq", "sparse", "weight",
+          "weight_sym_argsize_0"))
+# F.fractional_max_pool2d/3d: max pooling over windows at pseudo-random offsets (the random
+# samples are an attr); result1 holds each maximum's position in its plane.
+for _k in (2, 3):
+    op(f"fractional_max_pool{_k}d", f"FractionalMaxPool{_k}DBackward0", ("self",),
+       {"self": f"fractional_max_pool_backward(grad, self.shape, result1, {_k})"},
+       lambda self, kernel_size, output_size, random_samples: (
+           nn_extra_kernels.fractional_max_pool(self, kernel_size, output_size, random_samples)),
+       attrs=("kernel_size", "output_size", "random_samples"), extra_outputs=("result1",),
+       saves=("kernel_size", "output_size", "result1", "self"))
+# torch.embedding_renorm_ (F.embedding's max_norm runs it under no_grad): in place, with a
+# backward PyTorch does not implement either.
+op("embedding_renorm", "EmbeddingRenormBackward0", ("self",),
+   {"self": "not_implemented('embedding_renorm')"},
+   lambda self, indices, max_norm, norm_type: nn_extra_kernels.embedding_renorm(
+       self, indices, max_norm, norm_type), attrs=("indices", "max_norm", "norm_type"))
+# torch._masked_softmax along the last dim with a mask of the input's shape (True: left out).
+op("_masked_softmax", "MaskedSoftmaxBackward0", ("self",),
+   {"self": "masked_softmax_backward(grad, result, mask, dim)"},
+   lambda self, mask, dim, mask_type: nn_extra_kernels.masked_softmax(
+       self, mask, self.ndim - 1 if dim is None else dim, mask_type),
+   attrs=("mask", "dim", "mask_type"), saves=("dim", "mask", "result"))
+# torch._ctc_loss (F.ctc_loss runs it, then its reduction as ordinary ops): result0 is each
+# sample's loss, result1 its log_alpha (see nn_extra_kernels).
+op("_ctc_loss", "CtcLossBackward0", ("log_probs",),
+   {"log_probs": "ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, "
+                 "result0, result1, blank, zero_infinity)"},
+   nn_extra_kernels.ctc_loss,
+   attrs=("targets", "input_lengths", "target_lengths", "blank", "zero_infinity"),
+   extra_outputs=("result1",),
+   saves=("blank", "input_lengths", "log_probs", "result0", "result1", "target_lengths",
+          "targets", "zero_infinity"))
+# The overload with tensor lengths (torch._ctc_loss called with them; F.ctc_loss converts them).
+op("_ctc_loss_tensor", "CtcLossBackward1", ("log_probs",),
+   {"log_probs": "ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, "
+                 "result0, result1, blank, zero_infinity)"},
+   nn_extra_kernels.ctc_loss,
+   attrs=("targets", "input_lengths", "target_lengths", "blank", "zero_infinity"),
+   extra_outputs=("result1",),
+   saves=("blank", "input_lengths", "log_probs", "result0", "result1", "target_lengths",
+          "targets", "zero_infinity"))

@@ -525,6 +525,7 @@ def tensor_namespace():
         **_householder_tensor_namespace(),
         **_lstsq_tensor_namespace(),
         **_misc_tensor_namespace(),
+        **nb.ops.nn_extra_kernels.tensor_namespace(),  # imported by derivatives.py
         **_more_layer_tensor_namespace(),
         **_backward_function_namespace(),
     }

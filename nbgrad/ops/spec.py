@@ -173,7 +173,8 @@ class OpSpec:
         """Where a saved name's value comes from: ("input", i), ("result", 0), ("attr", j), ..."""
         if saved in self.inputs:
             return ("input", self.inputs.index(saved))
-        if saved == "result" or (saved == "result0" and self.multi_output):
+        # result0: the first output, as PyTorch names it where an op has several (_ctc_loss).
+        if saved == "result" or (saved == "result0" and (self.multi_output or self.extra_outputs)):
             return ("result", 0)
         if saved in self.output_names:
             return ("result", self.output_names.index(saved))

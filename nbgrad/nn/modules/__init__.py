@@ -51,6 +51,15 @@ from nbgrad.nn.modules.loss_more import (
     TripletMarginLoss,
 )
 from nbgrad.nn.modules.module import Module
+from nbgrad.nn.modules.nn_extra import (
+    CTCLoss,
+    EmbeddingBag,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
+    MultiLabelMarginLoss,
+    MultiMarginLoss,
+    RReLU,
+)
 from nbgrad.nn.modules.normalization import BatchNorm1d, BatchNorm2d, LayerNorm
 from nbgrad.nn.modules.normalization_more import (
     GroupNorm,

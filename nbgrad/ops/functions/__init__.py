@@ -29,6 +29,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     linalg_lu,
     linalg_more,
     more_elementwise,
+    nn_extra,
     reductions,
     reductions_more,
     sampling,

@@ -78,6 +78,15 @@ def set_default_dtype(d):
     _default_float = d
 
 
+def name_of(value):
+    """PyTorch's short name of a dtype as its messages write it (Float, Double, Long): of an
+    nbgrad dtype, a NumPy dtype, or a tensor."""
+    value = getattr(value, "_dtype", value)  # a Tensor: its dtype
+    if not isinstance(value, dtype):
+        value = from_numpy_dtype(value)
+    return SCALAR_TYPE_NAMES[value]
+
+
 def from_numpy_dtype(np_dtype):
     """The nbgrad dtype for a NumPy dtype; float64 arrays stay float64, as torch.from_numpy does."""
     try:

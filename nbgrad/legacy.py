@@ -24,7 +24,7 @@ _SIGNATURES = (
 )
 
 
-def _type_name(value):
+def _argument_type_name(value):
     if isinstance(value, Size):
         return "torch.Size"
     if isinstance(value, dtypes.dtype):
@@ -36,14 +36,15 @@ def _parsed_name(value):
     """How PyTorch's argument parser describes a value it could not match: lists with the
     types of their elements (``list of [int]``)."""
     if isinstance(value, (list, tuple)):
-        names = dict.fromkeys(_type_name(v) for v in value)
-        return f"{_type_name(value)} of [{', '.join(names)}]"
-    return _type_name(value)
+        names = dict.fromkeys(_argument_type_name(v) for v in value)
+        return f"{_argument_type_name(value)} of [{', '.join(names)}]"
+    return _argument_type_name(value)
 
 
 def _bad_keywords(args, kwargs):
     got = ", ".join(
-        [_type_name(a) for a in args] + [f"{k}={_type_name(v)}" for k, v in kwargs.items()]
+        [_argument_type_name(a) for a in args]
+        + [f"{k}={_argument_type_name(v)}" for k, v in kwargs.items()]
     )
     wrong = ", ".join(k for k in kwargs if k != "device")
     return TypeError(
@@ -89,7 +90,7 @@ def new(dtype, args, kwargs, any_tensor=False):
         return Tensor._make(np.array(creation._plain(data), dtype=dtype.numpy))
     if all(_is_int(a) for a in args):
         return creation.empty(*args, dtype=dtype)
-    got = ", ".join(_type_name(a) for a in args)
+    got = ", ".join(_argument_type_name(a) for a in args)
     raise TypeError(
         f"new() received an invalid combination of arguments - got ({got}), but expected one "
         f"of:\n{_SIGNATURES[0]}      didn't match because some of the arguments have invalid "

@@ -13,7 +13,7 @@ DEFAULT_PROTOCOL = 2  # PyTorch's
 # What a file of tensors, parameters and state dicts refers to: how nbgrad rebuilds a tensor or
 # a parameter from its array, how NumPy rebuilds the array, and the containers.
 _SAFE_GLOBALS = {
-    ("nbgrad.ops.creation", "_rebuild"),
+    ("nbgrad.ops.creation", "rebuild_tensor"),
     ("nbgrad.nn.parameter", "_rebuild_parameter"),
     ("numpy", "ndarray"),
     ("numpy", "dtype"),

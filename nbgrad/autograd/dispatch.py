@@ -254,8 +254,8 @@ def run_inplace(spec, target, others=(), attrs=()):
             # NumPy computes sqrt of an int64 in float64; PyTorch's result type is the default
             result_type = dtypes.get_default_dtype().numpy
         raise RuntimeError(
-            f"result type {_type_name(result_type)} can't be cast to the desired output type "
-            f"{_type_name(target._data.dtype)}"
+            f"result type {dtypes.name_of(result_type)} can't be cast to the desired output type "
+            f"{dtypes.name_of(target._data.dtype)}"
         )
 
     snapshot = None
@@ -500,17 +500,3 @@ def result_dtype(operands):
                 result = dtypes.promote_types(result, d)
             return result
     raise AssertionError("unreachable")
-
-
-def _type_name(np_dtype):
-    return {
-        "float32": "Float",
-        "float64": "Double",
-        "int64": "Long",
-        "int32": "Int",
-        "bool": "Bool",
-        "float16": "Half",
-        "uint8": "Byte",
-        "int8": "Char",
-        "int16": "Short",
-    }[np.dtype(np_dtype).name]

@@ -146,7 +146,7 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+        return self._data.shape[wrap_dim(dim, self._data.ndim)]
 
     def dim(self):
         return self._data.ndim
@@ -190,7 +190,7 @@ class Tensor:
     def stride(self, dim=None):
         """Steps in elements between neighbours along each dim, as PyTorch counts them."""
         strides = strides_of(self._data, self._base is None)
-        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+        return strides if dim is None else strides[wrap_dim(dim, self._data.ndim)]
 
     def item(self):
         if self._data.size != 1:
@@ -450,9 +450,9 @@ class Tensor:
         return False
 
     def __reduce_ex__(self, protocol):
-        from nbgrad.ops.creation import _rebuild
+        from nbgrad.ops.creation import rebuild_tensor
 
-        return (_rebuild, (self._data, self._requires_grad))
+        return (rebuild_tensor, (self._data, self._requires_grad))
 
 
 def _refresh_view(tensor):
@@ -461,7 +461,7 @@ def _refresh_view(tensor):
     return refresh(tensor)
 
 
-def _wrap_dim(dim, ndim):
+def wrap_dim(dim, ndim):
     size = max(ndim, 1)
     if not -size <= dim < size:
         raise IndexError(

@@ -18,7 +18,7 @@ from nbgrad import dtypes
 from nbgrad.autograd import grad_mode
 from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.node import save
-from nbgrad.autograd.tensor import Size, Tensor, _wrap_dim
+from nbgrad.autograd.tensor import Size, Tensor, wrap_dim
 from nbgrad.ops import creation, layer_kernels, nn_kernels
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
@@ -44,11 +44,6 @@ def _tuple(value, n, name="argument"):
 
 def _shape_text(shape):
     return f"[{', '.join(str(s) for s in shape)}]"
-
-
-def _type_name(tensor):
-    """PyTorch's short dtype name: Float, Double, Long."""
-    return dtypes.SCALAR_TYPE_NAMES[tensor._dtype]
 
 
 def _c_type_name(tensor):
@@ -114,8 +109,8 @@ def linear(input, weight, bias=None):
         )
     if input._dtype is not weight._dtype and bias is not None:
         raise RuntimeError(
-            f"mat1 and mat2 must have the same dtype, but got {_type_name(input)} and "
-            f"{_type_name(weight)}"
+            f"mat1 and mat2 must have the same dtype, but got {dtypes.name_of(input)} and "
+            f"{dtypes.name_of(weight)}"
         )
     if input._dtype is not weight._dtype:
         raise RuntimeError(
@@ -187,7 +182,7 @@ def _check_conv(input, weight, bias, padding, dilation, groups, spatial_dims, na
         )
     if input._dtype is not weight._dtype:
         raise RuntimeError(
-            f"expected scalar type {_type_name(input)} but found {_type_name(weight)}"
+            f"expected scalar type {dtypes.name_of(input)} but found {dtypes.name_of(weight)}"
         )
     if weight.shape[0] % groups:
         raise RuntimeError(
@@ -934,7 +929,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if not input.is_floating_point():
         raise RuntimeError(
-            f"result type Float can't be cast to the desired output type {_type_name(input)}"
+            f"result type Float can't be cast to the desired output type {dtypes.name_of(input)}"
         )
     dtype = input._dtype.numpy
     if p == 1:
@@ -1023,7 +1018,7 @@ def one_hot(tensor, num_classes=-1):
 
 def _check_floating(input, kernel):
     if not input.is_floating_point():
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtypes.name_of(input)}'")
 
 
 def relu(input, inplace=False):
@@ -1176,7 +1171,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = _reduction(reduction, size_average, reduce)
     input, target = _broadcast_pair(input, target, "mse_loss")
     if not input.is_floating_point() and not target.is_floating_point():
-        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{_type_name(input)}'")
+        raise NotImplementedError(f"\"mse_cpu\" not implemented for '{dtypes.name_of(input)}'")
     if weight is not None:
         losses = weight * (input - target) ** 2
         return _apply_reduction(losses, reduction)
@@ -1213,7 +1208,7 @@ def _check_class_targets(target, classes, ignore_index):
     """Class indices must be Long (or Byte) and name a class, unless they are ``ignore_index``."""
     if target._dtype not in (dtypes.int64, dtypes.uint8):
         raise RuntimeError(
-            f"expected target dtype to be Long or Byte, but got {_type_name(target)}"
+            f"expected target dtype to be Long or Byte, but got {dtypes.name_of(target)}"
         )
     labels = target._data.reshape(-1)
     if labels.size == 0:
@@ -1317,7 +1312,7 @@ def cross_entropy(
         if not target.is_floating_point():
             raise RuntimeError(
                 "Expected floating point type for target with class probabilities, got "
-                f"{_type_name(target)}"
+                f"{dtypes.name_of(target)}"
             )
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
@@ -1397,7 +1392,9 @@ def binary_cross_entropy(
             f"({input.shape!r}) is deprecated. Please ensure they have the same size."
         )
     if target._dtype is not input._dtype:
-        raise RuntimeError(f"Found dtype {_type_name(target)} but expected {_type_name(input)}")
+        raise RuntimeError(
+            f"Found dtype {dtypes.name_of(target)} but expected {dtypes.name_of(input)}"
+        )
     data = input._data
     if data.size and ((data < 0) | (data > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
@@ -1415,7 +1412,9 @@ def binary_cross_entropy_with_logits(
             f"Target size ({target.shape!r}) must be the same as input size ({input.shape!r})"
         )
     if not target.is_floating_point():
-        raise RuntimeError(f"Found dtype {_type_name(target)} but expected {_type_name(input)}")
+        raise RuntimeError(
+            f"Found dtype {dtypes.name_of(target)} but expected {dtypes.name_of(input)}"
+        )
     attrs = (_as_array(weight), _as_array(pos_weight), reduction)
     return run_op(OPS["binary_cross_entropy_with_logits"], (input, target), attrs)
 
@@ -1432,7 +1431,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         raise ops._broadcast_error(x1, x2) from None
     if x1.shape != x2.shape:  # PyTorch's expand_outplace: both expanded, or neither
         x1, x2 = ops.expand(x1, shape), ops.expand(x2, shape)
-    _wrap_dim(dim, len(shape))  # checked, but saved as given, as PyTorch saves it
+    wrap_dim(dim, len(shape))  # checked, but saved as given, as PyTorch saves it
     norms = []
     for x in (x1, x2):
         norm = ops.clone(run_op(OPS["linalg_vector_norm"], (x,), (2, (dim,), True)))
@@ -1534,7 +1533,7 @@ def softshrink(input, lambd=0.5):
     if lambd < 0:
         raise RuntimeError(
             f"lambda must be in range [0, {_largest(input)}] for input dtype "
-            f"{_type_name(input)}, but found {lambd:g}"
+            f"{dtypes.name_of(input)}, but found {lambd:g}"
         )
     return run_op(OPS["softshrink"], (input,), (lambd,))
 
@@ -1570,7 +1569,7 @@ def _expanded_pair(input, target):
 
 def _check_floating_pair(input, target, kernel):
     if not input.is_floating_point() and not target.is_floating_point():
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtypes.name_of(input)}'")
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -1612,7 +1611,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     if not input.is_floating_point():
         raise RuntimeError(
             f"result type {dtypes.SCALAR_TYPE_NAMES[dtypes.get_default_dtype()]} can't be cast "
-            f"to the desired output type {_type_name(input)}"
+            f"to the desired output type {dtypes.name_of(input)}"
         )
     target = np.broadcast_to(target._data, input.shape).astype(input._dtype.numpy)
     return run_op(OPS["soft_margin_loss"], (input,), (target, reduction))
@@ -1846,7 +1845,7 @@ def glu(input, dim=-1):
     """The first half of ``input`` along ``dim`` times the sigmoid of the second."""
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    wrapped = _wrap_dim(dim, input.dim())
+    wrapped = wrap_dim(dim, input.dim())
     if input.shape[wrapped] % 2:
         raise RuntimeError(
             f"Halving dimension must be even, but dimension {wrapped} is size "
@@ -1860,7 +1859,8 @@ def prelu(input, weight):
     """max(0, x) + weight * min(0, x), with one weight per channel (dim 1) or one for all."""
     if input._dtype is not weight._dtype:
         raise RuntimeError(
-            f"prelu: Type promoting not supported. Got {_type_name(input)} and {_type_name(weight)}"
+            "prelu: Type promoting not supported. "
+            f"Got {dtypes.name_of(input)} and {dtypes.name_of(weight)}"
         )
     count = weight.numel()
     if count != 1:

@@ -327,7 +327,7 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False): 
     )
 
 
-def _rebuild(data, requires_grad):
+def rebuild_tensor(data, requires_grad):
     t = _make(data)
     t._requires_grad = requires_grad
     return t

@@ -12,6 +12,7 @@ shows the same text.
 
 import numpy as np
 
+from nbgrad import dtypes
 from nbgrad.generated import compile_registered
 from nbgrad.ops import formula_math, formula_more, nn_kernels
 from nbgrad.ops.formula_math import reduce_keeping
@@ -1330,9 +1331,7 @@ op("addcdiv", "AddcdivBackward0", ("self", "tensor1", "tensor2"),
 
 def _frac(x):
     if not np.issubdtype(x.dtype, np.floating):
-        from nbgrad.autograd.dispatch import _type_name
-
-        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{_type_name(x.dtype)}'")
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{dtypes.name_of(x.dtype)}'")
     return x - np.trunc(x)
 
 

@@ -5,8 +5,8 @@ import functools
 
 import numpy as np
 
+from nbgrad import dtypes
 from nbgrad.autograd import grad_mode
-from nbgrad.autograd.dispatch import _type_name
 from nbgrad.autograd.tensor import Tensor
 
 
@@ -25,8 +25,8 @@ def with_out(function):
         result = function(*args, **kwargs)
         if not np.can_cast(result._data.dtype, out._data.dtype, casting="same_kind"):
             raise RuntimeError(
-                f"result type {_type_name(result._data.dtype)} can't be cast to the desired "
-                f"output type {_type_name(out._data.dtype)}"
+                f"result type {dtypes.name_of(result._data.dtype)} can't be cast to the desired "
+                f"output type {dtypes.name_of(out._data.dtype)}"
             )
         if out._data.shape == result._data.shape:
             np.copyto(out._data, result._data, casting="unsafe")

@@ -99,9 +99,9 @@ class Optimizer:
                 if set_to_none:
                     param.grad = None
                 else:
-                    from nbgrad.nn.modules.module import _zero_grad_in_place
+                    from nbgrad.nn.modules.module import zero_grad_in_place
 
-                    _zero_grad_in_place(param)
+                    zero_grad_in_place(param)
 
     def step(self, closure=None):
         raise NotImplementedError

@@ -314,7 +314,7 @@ class Module:
             if set_to_none:
                 param.grad = None
             else:
-                _zero_grad_in_place(param)
+                zero_grad_in_place(param)
 
     # --- dtype ------------------------------------------------------------------------------
 
@@ -562,7 +562,7 @@ def _call_with_global_hooks(module, args, kwargs):
         raise
 
 
-def _zero_grad_in_place(param):
+def zero_grad_in_place(param):
     grad = param.grad
     if grad.grad_fn is not None:
         grad.detach_()

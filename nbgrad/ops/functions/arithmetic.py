@@ -7,7 +7,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import result_dtype, run_op
-from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import (
     _binary,
@@ -271,7 +271,7 @@ def masked_fill(input, mask, value):  # noqa: A002
 def softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
-    _wrap_dim(dim, input.dim())  # checked, but saved as given (-1 stays -1), as PyTorch does
+    wrap_dim(dim, input.dim())  # checked, but saved as given (-1 stays -1), as PyTorch does
     return _fresh(run_op(OPS["softmax"], (input,), (dim,)))
 
 
@@ -279,5 +279,5 @@ def softmax(input, dim, dtype=None):  # noqa: A002
 def log_softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     return _fresh(run_op(OPS["log_softmax"], (input,), (dim,)))

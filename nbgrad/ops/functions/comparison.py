@@ -6,7 +6,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import result_dtype, run_op
 from nbgrad.autograd.node import not_implemented_history
-from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _array, _broadcast_error, _make, _operand
 from nbgrad.ops.functions.reductions import _check_reduced_sizes
@@ -174,7 +174,7 @@ def _arg_extreme(function, input, dim, keepdim):  # noqa: A002
             np.asarray(index, dtype=np.int64).reshape((1,) * input.dim() if keepdim else ())
         )
     _check_reduced_sizes(input, name, (dim,))
-    return _make(function(input._data, axis=_wrap_dim(dim, input.dim()), keepdims=keepdim))
+    return _make(function(input._data, axis=wrap_dim(dim, input.dim()), keepdims=keepdim))
 
 
 @public(function=True, method=True)

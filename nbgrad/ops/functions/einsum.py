@@ -9,7 +9,7 @@ graph, its saved values and its results are PyTorch's.
 
 import string
 
-from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops.functions.arithmetic import mul
 from nbgrad.ops.functions.linalg import bmm, dot, mm
 from nbgrad.ops.functions.reductions import sum as _sum
@@ -362,8 +362,8 @@ def _tensordot(input1, input2, dims1, dims2):
     if input1._dtype is not input2._dtype:
         raise RuntimeError("both inputs should have same dtype")
     # Permuted by the dims as given (PermuteBackward0 saves -1 as -1), compared wrapped.
-    wrapped1 = [_wrap_dim(d, input1.dim()) for d in dims1]
-    wrapped2 = [_wrap_dim(d, input2.dim()) for d in dims2]
+    wrapped1 = [wrap_dim(d, input1.dim()) for d in dims1]
+    wrapped2 = [wrap_dim(d, input2.dim()) for d in dims2]
     csize = 1
     t1, t2 = input1, input2
     for d1, d2 in zip(dims1, dims2):

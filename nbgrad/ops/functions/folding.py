@@ -5,7 +5,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.public import public
 
@@ -13,7 +13,7 @@ from nbgrad.ops.public import public
 @public(method=True)
 def unfold(input, dimension, size, step):  # noqa: A002
     ndim = input.dim()
-    dim = _wrap_dim(dimension, max(ndim, 1))
+    dim = wrap_dim(dimension, max(ndim, 1))
     length = input.shape[dim] if ndim else 1
     if size > length:
         raise RuntimeError(

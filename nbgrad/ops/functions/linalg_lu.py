@@ -29,14 +29,10 @@ LUWithInfoResult = namedtuple("_lu_with_info", ("LU", "pivots", "info"))
 TriangularSolveResult = namedtuple("triangular_solve", ("solution", "cloned_coefficient"))
 
 
-def _type_name(t):
-    return dtypes.LEGACY_TYPE_NAMES[t._dtype][:-6]
-
-
 def _check_kernel_dtype(t, kernel):
     """ATen's LAPACK kernels take float32 and float64 only (NotImplementedError otherwise)."""
     if t._dtype not in (dtypes.float32, dtypes.float64):
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(t)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtypes.name_of(t)}'")
 
 
 def _check_at_least_2d(t, name):
@@ -134,7 +130,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):  # noqa: N803
     if LU._dtype is not B._dtype:
         raise RuntimeError(
             "linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
-            f"{_type_name(LU)} and B of type {_type_name(B)} instead"
+            f"{dtypes.name_of(LU)} and B of type {dtypes.name_of(B)} instead"
         )
     m, n = LU.shape[-2:]
     if m != n:
@@ -209,8 +205,8 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
             )
     if input._dtype is not A._dtype:
         raise RuntimeError(
-            f"Expected b and A to have the same dtype, but found b of type {_type_name(input)} "
-            f"and A of type {_type_name(A)} instead."
+            f"Expected b and A to have the same dtype, but found b of type {dtypes.name_of(input)} "
+            f"and A of type {dtypes.name_of(A)} instead."
         )
     m, n = A.shape[-2:]
     if m != n:
@@ -276,7 +272,8 @@ def _check_reflectors(name, input, tau):  # noqa: A002
         )
     if tau._dtype is not input._dtype:
         raise RuntimeError(
-            f"{name}: tau dtype {_type_name(tau)} does not match input dtype {_type_name(input)}"
+            f"{name}: tau dtype {dtypes.name_of(tau)} does not match input dtype "
+            f"{dtypes.name_of(input)}"
         )
 
 

@@ -5,7 +5,7 @@ import warnings
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _broadcast_error
 from nbgrad.ops.functions.reductions import vector_norm
@@ -18,7 +18,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):  # noqa: A002, N803
         raise RuntimeError(
             "linalg.matrix_norm: The input tensor A must have at least 2 dimensions."
         )
-    dims = tuple(_wrap_dim(d, A.dim()) for d in dim)
+    dims = tuple(wrap_dim(d, A.dim()) for d in dim)
     if ord in (2, -2, "nuc"):
         from nbgrad.ops.functions.linalg_decompositions import singular_value_norm
 
@@ -63,7 +63,7 @@ def cross(input, other, *, dim=-1):  # noqa: A002
     """``torch.linalg.cross``: the cross product of 3-vectors along ``dim``."""
     if input.dim() != other.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    wrapped = _wrap_dim(dim, input.dim())
+    wrapped = wrap_dim(dim, input.dim())
     for t in (input, other):
         if t._data.shape[wrapped] != 3:
             raise RuntimeError(

@@ -5,22 +5,18 @@ import numpy as np
 
 from nbgrad import dtypes, random
 from nbgrad.autograd.dispatch import run_inplace, run_op
-from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions.arithmetic import div, mul, where
 from nbgrad.ops.functions.reductions import mean, sum  # noqa: A004
 from nbgrad.ops.public import public
 
 
-def _type_name(tensor):
-    return dtypes.SCALAR_TYPE_NAMES[tensor._dtype]
-
-
 def _rrelu_arguments(input, lower, upper, kernel):
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not input.is_floating_point():
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_type_name(input)}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtypes.name_of(input)}'")
     # The noise is written by a training forward only; in eval PyTorch leaves it uninitialised,
     # nbgrad zeros.
     return np.zeros(input.shape, input._dtype.numpy)
@@ -75,7 +71,7 @@ def _weight_norm(v, g, dim=0):
     dim PyTorch runs its fused kernel (one WeightNormInterfaceBackward0), as nbgrad does."""
     ndim = v.dim()
     if dim != -1:
-        _wrap_dim(dim, max(ndim, 1))  # PyTorch's IndexError for a dim out of range
+        wrap_dim(dim, max(ndim, 1))  # PyTorch's IndexError for a dim out of range
     if dim == 0 or dim == ndim - 1:
         return _weight_norm_interface(v, g, dim)[0]
     return mul(v, div(g, norm_except_dim(v, 2, dim)))
@@ -199,7 +195,7 @@ def embedding_renorm_(input, indices, max_norm, norm_type):  # noqa: A002
 def _masked_softmax(input, mask, dim=None, mask_type=None):  # noqa: A002
     """Softmax over the positions ``mask`` leaves (True masks a position out)."""
     if tuple(mask.shape) != tuple(input.shape) or (
-        dim is not None and _wrap_dim(dim, max(input.dim(), 1)) != input.dim() - 1
+        dim is not None and wrap_dim(dim, max(input.dim(), 1)) != input.dim() - 1
     ):
         raise NotImplementedError(
             "torch._masked_softmax: nbgrad takes a mask of the input's shape, along the last dim"

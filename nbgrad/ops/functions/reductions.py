@@ -4,7 +4,7 @@ import collections
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _fresh
 from nbgrad.ops.functions.arithmetic import maximum, minimum
@@ -16,7 +16,7 @@ def _dims(dim, ndim):
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     seen = set()
     for d in dims:
-        wrapped = _wrap_dim(d, ndim)
+        wrapped = wrap_dim(d, ndim)
         if wrapped in seen:
             raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
         seen.add(wrapped)
@@ -62,7 +62,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002
         _check_not_empty(input, "max")
         return run_op(OPS["max"], (input,))
     _check_reduced_sizes(input, "max", (dim,))
-    values, indices = run_op(OPS["max_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
+    values, indices = run_op(OPS["max_dim"], (input,), (wrap_dim(dim, input.dim()), keepdim))
     return MaxResult(_fresh(values), _fresh(indices))
 
 
@@ -74,7 +74,7 @@ def min(input, dim=None, keepdim=False):  # noqa: A001, A002
         _check_not_empty(input, "min")
         return run_op(OPS["min"], (input,))
     _check_reduced_sizes(input, "min", (dim,))
-    values, indices = run_op(OPS["min_dim"], (input,), (_wrap_dim(dim, input.dim()), keepdim))
+    values, indices = run_op(OPS["min_dim"], (input,), (wrap_dim(dim, input.dim()), keepdim))
     return MinResult(_fresh(values), _fresh(indices))
 
 
@@ -94,7 +94,7 @@ def _check_reduced_sizes(input, name, dims, wrapped=True):  # noqa: A002
     if not dims:
         _check_not_empty(input, name)
     for d in dims:
-        wrapped_dim = _wrap_dim(d, input.dim())
+        wrapped_dim = wrap_dim(d, input.dim())
         if input._data.shape[wrapped_dim] == 0:
             shown = wrapped_dim if wrapped else d
             raise IndexError(f"{name}(): Expected reduction dim {shown} to have non-zero size.")

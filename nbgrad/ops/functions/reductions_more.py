@@ -8,7 +8,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops import formula_more
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _fresh
@@ -80,7 +80,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
             f"prod() received an invalid combination of arguments - got (dim={type(dim).__name__})"
             ", but expected (int dim, bool keepdim = False, *, torch.dtype dtype = None)"
         )
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     return _fresh(run_op(OPS["prod_dim"], (input,), (dim, keepdim)))
 
 
@@ -94,19 +94,19 @@ def _scan_dtype(input, dtype):  # noqa: A002
 
 @public(function=True, method=True, out=True)
 def cumsum(input, dim, *, dtype=None):  # noqa: A002
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     return run_op(OPS["cumsum"], (input,), (dim, _scan_dtype(input, dtype)))
 
 
 @public(function=True, method=True, out=True)
 def cumprod(input, dim, *, dtype=None):  # noqa: A002
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     return run_op(OPS["cumprod"], (input,), (dim, _scan_dtype(input, dtype)))
 
 
 @public(function=True, method=True, out=True)
 def logcumsumexp(input, dim):  # noqa: A002
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     if not input._dtype.is_floating_point:
         name = dtypes.LEGACY_TYPE_NAMES[input._dtype][:-6]
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{name}'")
@@ -119,13 +119,13 @@ CumminResult = collections.namedtuple("cummin", ["values", "indices"])
 
 @public(function=True, method=True)
 def cummax(input, dim):  # noqa: A002
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     return CummaxResult(*run_op(OPS["cummax"], (input,), (dim,)))
 
 
 @public(function=True, method=True)
 def cummin(input, dim):  # noqa: A002
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     return CumminResult(*run_op(OPS["cummin"], (input,), (dim,)))
 
 

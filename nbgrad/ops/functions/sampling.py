@@ -9,7 +9,8 @@ through ``run_inplace``, so they refuse a leaf that requires grad and bump the v
 
 import numpy as np
 
-from nbgrad.autograd.dispatch import _type_name, run_inplace, run_op
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.node import not_implemented_history
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS as _OPS
@@ -166,7 +167,7 @@ op("log_normal", "LogNormalBackward0", ("self",), _ZERO,
 
 
 def _type(tensor):
-    return _type_name(tensor._data.dtype)
+    return dtypes.name_of(tensor._data.dtype)
 
 
 def _floating_kernel(tensor, kernel):

@@ -3,14 +3,14 @@ and their in-place methods (``x.scatter_(...)``), as PyTorch records them."""
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_inplace, run_op
-from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _listed, _number
 from nbgrad.ops.public import public
 
 
 def _scatter_args(name, input, dim, index, src):  # noqa: A002
-    dim_ = _wrap_dim(dim, input.dim())
+    dim_ = wrap_dim(dim, input.dim())
     if index._dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
     if index.dim() != input.dim() and index.numel():
@@ -82,7 +82,7 @@ def scatter_add_(input, dim, index, src):  # noqa: A002
 
 def _index_args(name, input, dim, index, source=None):  # noqa: A002
     """PyTorch's checks of index_add / index_fill / index_copy, each with its own messages."""
-    wrapped = _wrap_dim(dim, input.dim())
+    wrapped = wrap_dim(dim, input.dim())
     if index.dim() > 1:
         if name == "index_add":
             raise IndexError(

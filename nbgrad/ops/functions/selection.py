@@ -8,7 +8,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions.reductions import _check_not_empty
 from nbgrad.ops.functions.shapes import expand, gather, reshape
@@ -25,7 +25,7 @@ ModeResult = collections.namedtuple("mode", ["values", "indices"])
 def sort(input, dim=-1, descending=False, *, stable=None):  # noqa: A002
     if isinstance(dim, bool):  # torch.sort(x, stable=..., dim=..., descending=...) only
         raise TypeError("sort(): argument 'dim' must be int, not bool")
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     entry = "sort" if stable is None else "sort_stable"
     return SortResult(*run_op(OPS[entry], (input,), (dim, descending)))
 
@@ -45,7 +45,7 @@ def argsort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
 
 @public(function=True, method=True)
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     size = input._data.shape[dim] if input.dim() else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
@@ -54,7 +54,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
 
 @public(function=True, method=True)
 def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
-    wrapped = _wrap_dim(dim, input.dim())
+    wrapped = wrap_dim(dim, input.dim())
     size = input._data.shape[wrapped] if input.dim() else 1
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {wrapped}")
@@ -65,7 +65,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
 def median(input, dim=None, keepdim=False):  # noqa: A002
     if dim is None:
         return run_op(OPS["median"], (input,))
-    wrapped = _wrap_dim(dim, input.dim())
+    wrapped = wrap_dim(dim, input.dim())
     if input.dim() and input._data.shape[wrapped] == 0:
         raise IndexError(f"median(): Expected reduction dim {wrapped} to have non-zero size.")
     return MedianResult(*run_op(OPS["median_dim"], (input,), (dim, keepdim)))
@@ -73,14 +73,14 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
 
 @public(function=True, method=True)
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     if input._data.size == 0:
         _check_not_empty(input, "mode")
     return ModeResult(*run_op(OPS["mode"], (input,), (dim, keepdim)))
 
 
 def _diagonal_dims(ndim, dim1, dim2):
-    wrapped1, wrapped2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
+    wrapped1, wrapped2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
     if wrapped1 == wrapped2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return wrapped1, wrapped2
@@ -142,7 +142,7 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
             f"dimensions, but got {input.dim()} dimensions for input, and {indices.dim()} "
             "dimensions for indices"
         )
-    dim = _wrap_dim(dim, input.dim())
+    dim = wrap_dim(dim, input.dim())
     input_sizes = list(input._data.shape)
     index_sizes = list(indices._data.shape)
     input_sizes[dim] = index_sizes[dim] = 1

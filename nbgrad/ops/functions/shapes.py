@@ -6,7 +6,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.tensor import _wrap_dim
+from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops import formula_math
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _fresh, _listed
@@ -93,10 +93,10 @@ def reshape(input, *shape):  # noqa: A002
 @public(function=True, method=True)
 def flatten(input, start_dim=0, end_dim=-1):  # noqa: A002
     if input.dim() == 0:
-        _wrap_dim(start_dim, 0)  # a 0-d tensor takes dims 0 and -1, as in PyTorch
-        _wrap_dim(end_dim, 0)
+        wrap_dim(start_dim, 0)  # a 0-d tensor takes dims 0 and -1, as in PyTorch
+        wrap_dim(end_dim, 0)
         return reshape(input, (1,))
-    start, end = _wrap_dim(start_dim, input.dim()), _wrap_dim(end_dim, input.dim())
+    start, end = wrap_dim(start_dim, input.dim()), wrap_dim(end_dim, input.dim())
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if start == end:
@@ -116,7 +116,7 @@ def t(input):  # noqa: A002
 @public(function=True, method=("transpose", "swapaxes"))
 def transpose(input, dim0, dim1):  # noqa: A002
     n = input.dim()
-    _wrap_dim(dim0, n), _wrap_dim(dim1, n)  # checked, but saved as given, as PyTorch does
+    wrap_dim(dim0, n), wrap_dim(dim1, n)  # checked, but saved as given, as PyTorch does
     return run_op(OPS["transpose"], (input,), (dim0, dim1))
 
 
@@ -132,14 +132,14 @@ def permute(input, *dims):  # noqa: A002
             f"length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to "
             f"len(dims) = {len(dims)}"
         )
-    if len({_wrap_dim(d, n) for d in dims}) != n:
+    if len({wrap_dim(d, n) for d in dims}) != n:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     return run_op(OPS["permute"], (input,), (dims,))  # saved as given, as PyTorch saves them
 
 
 @public(function=True, method=True)
 def unsqueeze(input, dim):  # noqa: A002
-    return run_op(OPS["unsqueeze"], (input,), (_wrap_dim(dim, input.dim() + 1),))
+    return run_op(OPS["unsqueeze"], (input,), (wrap_dim(dim, input.dim() + 1),))
 
 
 @public(function=True, method=True)
@@ -148,10 +148,10 @@ def squeeze(input, dim=None):  # noqa: A002
         return run_op(OPS["squeeze"], (input,))
     if isinstance(dim, (tuple, list)):
         dims = tuple(
-            d for d in (_wrap_dim(d, input.dim()) for d in dim) if input._data.shape[d] == 1
+            d for d in (wrap_dim(d, input.dim()) for d in dim) if input._data.shape[d] == 1
         )
         return run_op(OPS["squeeze_dims"], (input,), (dims,))
-    return run_op(OPS["squeeze_dim"], (input,), (_wrap_dim(dim, input.dim()),))
+    return run_op(OPS["squeeze_dim"], (input,), (wrap_dim(dim, input.dim()),))
 
 
 @public(function=True, method=True)
@@ -217,7 +217,7 @@ def cat(tensors, dim=0):
         if t.dim() == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     first = tensors[0]
-    dim = _wrap_dim(dim, first.dim())
+    dim = wrap_dim(dim, first.dim())
     for i, t in enumerate(tensors[1:], 1):
         if t.dim() != first.dim():
             raise RuntimeError(
@@ -244,14 +244,14 @@ def stack(tensors, dim=0):
                 f"[{', '.join(map(str, tensors[0]._data.shape))}] at entry 0 and "
                 f"[{', '.join(map(str, t._data.shape))}] at entry {i}"
             )
-    return _fresh(run_op(OPS["stack"], (tensors,), (_wrap_dim(dim, tensors[0].dim() + 1),)))
+    return _fresh(run_op(OPS["stack"], (tensors,), (wrap_dim(dim, tensors[0].dim() + 1),)))
 
 
 @public(function=True, method=True)
 def narrow(input, dim, start, length):  # noqa: A002
     if input.dim() == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    dim = _wrap_dim(dim, input.dim())
+    dim = wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
     if not -size <= start <= size:
         raise IndexError(
@@ -297,7 +297,7 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
 def select(input, dim, index):  # noqa: A002
     if input.dim() == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    dim = _wrap_dim(dim, input.dim())
+    dim = wrap_dim(dim, input.dim())
     size = input._data.shape[dim]
     if not -size <= index < size:
         raise IndexError(
@@ -309,7 +309,7 @@ def select(input, dim, index):  # noqa: A002
 
 @public(function=True, method=True)
 def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
-    dim = _wrap_dim(dim, input.dim())
+    dim = wrap_dim(dim, input.dim())
     if index._dtype not in (dtypes.int32, dtypes.int64):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if index.dim() != input.dim():

@@ -9,7 +9,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.tensor import Tensor, _wrap_dim
+from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _fresh, _shapes_error
 from nbgrad.ops.functions.arithmetic import mul
@@ -42,14 +42,14 @@ def roll(input, shifts, dims=None):  # noqa: A002
     for d in dims:
         if input.dim() == 0:
             raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
-        _wrap_dim(d, input.dim())
+        wrap_dim(d, input.dim())
     return run_op(OPS["roll"], (input,), (shifts, dims))
 
 
 def _flip_dims(input, dims):  # noqa: A002
     seen = set()
     for d in dims:
-        wrapped = _wrap_dim(d, input.dim())
+        wrapped = wrap_dim(d, input.dim())
         if wrapped in seen:
             raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
         seen.add(wrapped)
@@ -129,7 +129,7 @@ def triu(input, diagonal=0):  # noqa: A002
 
 @public(function=True, method=True, out=True)
 def index_select(input, dim, index):  # noqa: A002
-    _wrap_dim(dim, input.dim())
+    wrap_dim(dim, input.dim())
     if index._dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if index.dim() > 1:
@@ -168,8 +168,8 @@ def movedim(input, source, destination):  # noqa: A002
             f"movedim: Invalid source or destination dims: source ({list(source)} dims) should "
             f"contain the same number of dims as destination ({list(destination)} dims)"
         )
-    source = [_wrap_dim(d, n) for d in source]
-    destination = [_wrap_dim(d, n) for d in destination]
+    source = [wrap_dim(d, n) for d in source]
+    destination = [wrap_dim(d, n) for d in destination]
     if n == 0:  # a 0-d tensor: dims 0 and -1 name itself, and PyTorch gives an alias
         return run_op(OPS["alias"], (input,))
     order = [None] * n
@@ -190,9 +190,9 @@ def unflatten(input, dim, sizes):  # noqa: A002
     if input.dim() == 0:  # PyTorch's message goes on with its C++ stack trace
         raise RuntimeError(
             "unflatten got an unexpected error:\nDimension specified as "
-            f"{_wrap_dim(dim, 0)} but tensor has no dimensions"
+            f"{wrap_dim(dim, 0)} but tensor has no dimensions"
         )
-    dim = _wrap_dim(dim, input.dim())
+    dim = wrap_dim(dim, input.dim())
     shape = input._data.shape
     sizes = tuple(sizes)
     if -1 not in sizes and int(np.prod(sizes)) != shape[dim]:
@@ -262,7 +262,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
 def _check_splittable(input, dim, name="split"):  # noqa: A002
     if input.dim() == 0:
         raise RuntimeError(f"{name} expects at least a 1-dimensional tensor")
-    return _wrap_dim(dim, input.dim())
+    return wrap_dim(dim, input.dim())
 
 
 @public(function=True, method=True)
@@ -305,8 +305,8 @@ def chunk(input, chunks, dim=0):  # noqa: A002
 @public(function=True, method=True)
 def unbind(input, dim=0):  # noqa: A002
     if input.dim() == 0:  # dims 0 and -1 pass the range check, then name dim 0
-        raise IndexError(f"Dimension specified as {_wrap_dim(dim, 0)} but tensor has no dimensions")
-    _wrap_dim(dim, input.dim())
+        raise IndexError(f"Dimension specified as {wrap_dim(dim, 0)} but tensor has no dimensions")
+    wrap_dim(dim, input.dim())
     return run_op(OPS["unbind"], (input,), (dim,))
 
 
@@ -408,7 +408,7 @@ def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
     if input.dim() < 2:
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
-    d0, d1 = (_wrap_dim(d, input.dim()) for d in dims)
+    d0, d1 = (wrap_dim(d, input.dim()) for d in dims)
     if d0 == d1:
         raise RuntimeError(
             f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}"
@@ -427,7 +427,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
         return _tensor(index_select_positions(input._data, input._data.size))
     if dim is None:
         input, dim = (input if input.dim() == 1 else reshape(input, (-1,))), 0
-    wrapped = _wrap_dim(dim, input.dim())
+    wrapped = wrap_dim(dim, input.dim())
     if isinstance(repeats, Tensor):
         size = input._data.shape[wrapped] if input.dim() else 1
         if repeats.numel() not in (1, size):

@@ -1502,3 +1502,91 @@ op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward
    extra_outputs=("logsumexp", "output"),
    saves=("attn_mask", "dropout_p", "is_causal", "key", "logsumexp", "output", "query", "scale",
           "value"), joint=True)
+
+
+# --- special functions (branch special: lgamma, digamma, polygamma, Bessel, zeta, igamma, ...) --
+# Forwards in float64 from special_kernels (NumPy only: series, recurrences, asymptotic
+# expansions), cast back to the input's dtype. torch.special.* names: ops/functions/special.py.
+
+from nbgrad.ops import special_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(special_kernels.ARRAY_FUNCTIONS)
+
+
+def _special(kernel):
+    """A kernel run in float64, its result cast back to its (first) input's dtype."""
+    def forward(self, *rest):
+        return kernel(self, *rest).astype(np.result_type(self, *rest), copy=False)
+    return forward
+
+
+op("lgamma", "LgammaBackward0", ("self",), {"self": "grad * digamma(self)"},
+   _special(special_kernels.lgamma), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace="method", out=True)
+op("digamma", "DigammaBackward0", ("self",), {"self": "grad * polygamma(1, self)"},
+   _special(special_kernels.digamma), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace="method", out=True)
+op("polygamma", "PolygammaBackward0", ("self",), {"self": "grad * polygamma(n + 1, self)"},
+   lambda self, n: special_kernels.polygamma(n, self).astype(self.dtype, copy=False),
+   attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)
+op("polygamma_inplace", "PolygammaBackward1", ("self",),
+   {"self": "grad * polygamma(n + 1, self)"},
+   lambda self, n: special_kernels.polygamma(n, self).astype(self.dtype, copy=False),
+   attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)
+op("mvlgamma", "MvlgammaBackward0", ("self",), {"self": "mvlgamma_backward(grad, self, p)"},
+   lambda self, p: special_kernels.mvlgamma(self, p).astype(self.dtype, copy=False),
+   attrs=("p",), saves=("p", "self"), floating=True, same_shape=True)
+op("i0", "I0Backward0", ("self",), {"self": "grad * special_i1(self)"},
+   _special(special_kernels.i0), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("special_i0e", "SpecialI0EBackward0", ("self",),
+   {"self": "grad * (special_i1e(self) - sign(self) * result)"},
+   _special(special_kernels.i0e), saves=("result", "self"), floating=True, same_shape=True)
+op("special_i1", "SpecialI1Backward0", ("self",), {"self": "i1_backward(grad, self, result)"},
+   _special(special_kernels.i1), saves=("result", "self"), floating=True, same_shape=True)
+op("special_i1e", "SpecialI1EBackward0", ("self",), {"self": "i1e_backward(grad, self, result)"},
+   _special(special_kernels.i1e), saves=("result", "self"), floating=True, same_shape=True)
+op("special_entr", "SpecialEntrBackward0", ("self",), {"self": "grad * -(1 + log(self))"},
+   _special(special_kernels.entr), saves=("self",), floating=True, same_shape=True)
+op("special_ndtri", "SpecialNdtriBackward0", ("self",),
+   {"self": "grad * 2.5066282746310002 * exp(result * result / 2)"},  # sqrt(2 pi)
+   _special(special_kernels.ndtri), saves=("result",), floating=True, same_shape=True)
+op("special_log_ndtr", "SpecialLogNdtrBackward0", ("self",),
+   {"self": "grad / 2.5066282746310002 * exp(-(result + self ** 2 / 2))"},
+   _special(special_kernels.log_ndtr), saves=("result", "self"), floating=True, same_shape=True)
+op("special_erfcx", "SpecialErfcxBackward0", ("self",),
+   {"self": "(2.0 * self * result - 1.1283791670955126) * grad"},  # 2 / sqrt(pi)
+   _special(special_kernels.erfcx), saves=("result", "self"), floating=True, same_shape=True)
+op("special_xlog1py", "SpecialXlog1PyBackward0", ("self", "other"),
+   {"self": "masked_zero(xlog1py(grad, other), (self == 0) & (other <= -1))",
+    "other": "grad * self / (other + 1)"},
+   _special(special_kernels.xlog1py), saves=("other", "self"), promote=True, floating=True)
+op("special_xlog1py_scalar_self", "SpecialXlog1PyBackward1", ("other",),
+   {"other": "grad * self / (other + 1)"},
+   lambda other, self: special_kernels.xlog1py(self, other).astype(other.dtype, copy=False),
+   attrs=("self",), saves=("other", "self"), floating=True)
+op("special_xlog1py_scalar_other", "SpecialXlog1PyBackward2", ("self",),
+   {"self": "masked_zero(xlog1py(grad, other), (self == 0) & (other <= -1))"},
+   lambda self, other: special_kernels.xlog1py(self, other).astype(self.dtype, copy=False),
+   attrs=("other",), saves=("other", "self"), floating=True)
+# Only the derivative in x is known in closed form: PyTorch's formulas for a (igamma's self,
+# zeta's self) raise when backward reaches them.
+op("igamma", "IgammaBackward0", ("self", "other"),
+   {"self": "not_implemented('igamma: input')",
+    "other": "grad * exp((self - 1) * log(other) - other - lgamma(self))"},
+   _special(special_kernels.igamma), saves=("other", "self"), promote=True, floating=True)
+op("igammac", "IgammacBackward0", ("self", "other"),
+   {"self": "not_implemented('igammac: input')",
+    "other": "-grad * exp((self - 1) * log(other) - other - lgamma(self))"},
+   _special(special_kernels.igammac), saves=("other", "self"), promote=True, floating=True)
+op("special_zeta", "SpecialZetaBackward0", ("self", "other"),
+   {"self": "not_implemented('zeta')", "other": "grad * -self * special_zeta(self + 1.0, other)"},
+   _special(special_kernels.zeta), saves=("other", "self"), promote=True, floating=True)
+op("special_zeta_scalar_self", "SpecialZetaBackward1", ("other",),
+   {"other": "grad * -self * special_zeta(self + 1.0, other)"},
+   lambda other, self: special_kernels.zeta(self, other).astype(other.dtype, copy=False),
+   attrs=("self",), saves=("other", "self"), floating=True)
+op("special_zeta_scalar_other", "SpecialZetaBackward2", ("self",),
+   {"self": "not_implemented('zeta')"},
+   lambda self, other: special_kernels.zeta(self, other).astype(self.dtype, copy=False),
+   attrs=("other",), floating=True)

@@ -521,6 +521,7 @@ def tensor_namespace():
         **_layer_tensor_namespace(),
         **formula_linalg.tensor_namespace(),
         **_misc_tensor_namespace(),
+        **_special_tensor_namespace(),
     }
 
 
@@ -591,6 +592,12 @@ def _misc_tensor_namespace():
     from nbgrad.ops import misc_kernels
 
     return misc_kernels.tensor_namespace()
+
+
+def _special_tensor_namespace():
+    from nbgrad.ops import special_kernels
+
+    return special_kernels.tensor_namespace()
 
 
 def _layer_tensor_namespace():

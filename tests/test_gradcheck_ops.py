@@ -1334,6 +1334,41 @@ case(
     normal(1, 2, 4, 2),
 )
 
+# --- special functions (branch special) ---
+S = torch.special
+GAMMA_ARGS = RNG.uniform(0.6, 3.0, (2, 3))  # away from the poles of digamma and polygamma
+case("lgamma", torch.lgamma, GAMMA_ARGS)
+case("lgamma-negative", torch.lgamma, -GAMMA_ARGS + 0.05 * (GAMMA_ARGS % 1 < 0.5))
+case("lgamma_", clone_of(lambda c: c.lgamma_()), GAMMA_ARGS)
+case("digamma", torch.digamma, GAMMA_ARGS)
+case("digamma-negative", lambda x: x.digamma(), np.array([-0.4, -1.3, -2.6]))
+case("polygamma-1", lambda x: torch.polygamma(1, x), GAMMA_ARGS)
+case("polygamma-3", lambda x: x.polygamma(3), GAMMA_ARGS)
+case("polygamma_", clone_of(lambda c: c.polygamma_(2)), GAMMA_ARGS)
+case("mvlgamma", lambda x: torch.mvlgamma(x, 3), GAMMA_ARGS + 1.5)
+case("mvlgamma_", clone_of(lambda c: c.mvlgamma_(2)), GAMMA_ARGS + 1)
+case("i0", torch.i0, normal(2, 3) * 3)
+case("i0_", clone_of(lambda c: c.i0_()), normal(2, 3))
+case("special.i0e", S.i0e, away(2, 3) * 3)
+case("special.i1", S.i1, normal(2, 3) * 3)
+case("special.i1-at-0", S.i1, np.array([0.0, 0.3]), second=False)
+case("special.i1e", S.i1e, away(2, 3) * 3)
+case("special.entr", S.entr, positive(2, 3))
+case("special.ndtri", S.ndtri, RNG.uniform(0.05, 0.95, (2, 3)))
+case("special.log_ndtr", S.log_ndtr, normal(2, 3) * 4)
+case("special.erfcx", S.erfcx, RNG.uniform(-1.5, 3.0, (2, 3)))
+case("special.xlog1py", S.xlog1py, normal(2, 3), positive(2, 3))
+case("special.xlog1py-number-self", lambda y: S.xlog1py(2.5, y), positive(2, 3))
+case("special.xlog1py-number-other", lambda x: S.xlog1py(x, 0.5), normal(2, 3))
+case("igamma", lambda x: torch.igamma(torch.tensor(GAMMA_ARGS), x), positive(2, 3))
+case("igamma_", lambda x: torch.tensor(GAMMA_ARGS).igamma_(x), positive(2, 3))
+case("igammac", lambda x: torch.igammac(torch.tensor(GAMMA_ARGS), x), positive(2, 3))
+case("special.zeta", lambda q: S.zeta(torch.tensor(GAMMA_ARGS + 1.5), q), positive(2, 3))
+case("special.zeta-number-self", lambda q: S.zeta(3.0, q), positive(2, 3))
+# zeta's derivative in s is not implemented (PyTorch's neither): the entry runs on a constant
+case("special.zeta-number-other", lambda q: q * S.zeta(torch.tensor(GAMMA_ARGS + 1), 2.0),
+     positive(2, 3))
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -629,6 +629,27 @@ UNARY_LINALG = [
 UNARY += UNARY_LINALG
 
 
+# Special functions (lgamma, digamma, polygamma, Bessel, torch.special), inside their domains.
+def _within(low, high):
+    return lambda a: np.all(a > low) and np.all(a < high)
+
+
+UNARY_SPECIAL = [
+    ("{}.lgamma()", lambda T, x: x.lgamma(), _within(0.1, 30)),
+    ("T.digamma({})", lambda T, x: T.digamma(x), _within(0.2, 30)),
+    ("T.polygamma(2, {})", lambda T, x: T.polygamma(2, x), _within(0.3, 30)),
+    ("T.mvlgamma({}, 2)", lambda T, x: T.mvlgamma(x, 2), _within(0.8, 30)),
+    ("T.i0({})", lambda T, x: T.i0(x), _within(-20, 20)),
+    ("T.special.i1e({})", lambda T, x: T.special.i1e(x), _within(-20, 20)),
+    ("T.special.entr({})", lambda T, x: T.special.entr(x), _within(0.05, 1e3)),
+    ("T.special.ndtri({})", lambda T, x: T.special.ndtri(x), _within(0.05, 0.95)),
+    ("T.special.log_ndtr({})", lambda T, x: T.special.log_ndtr(x), _within(-20, 20)),
+    ("T.special.erfcx({})", lambda T, x: T.special.erfcx(x), _within(-3, 20)),
+    ("T.special.xlog1py({0}, {0})", lambda T, x: T.special.xlog1py(x, x), _within(-0.8, 1e3)),
+    ("T.special.zeta(3.0, {})", lambda T, x: T.special.zeta(3.0, x), _within(0.2, 30)),
+]
+UNARY += UNARY_SPECIAL
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))

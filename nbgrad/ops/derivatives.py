@@ -72,7 +72,7 @@ op("pow", "PowBackward0", ("self",),
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
-   np.power, saves=("exponent", "result", "self"), promote=True)
+   np.power, saves=("self", "exponent", "result"), promote=True)  # the order PyTorch checks their versions in
 op("rpow", "PowBackward2", ("exponent",),
    {"exponent": "grad * result * scalar_log(self) if self != 0 else "
                 "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},
@@ -1537,13 +1537,14 @@ op("mvlgamma", "MvlgammaBackward0", ("self",), {"self": "mvlgamma_backward(grad,
    lambda self, p: special_kernels.mvlgamma(self, p).astype(self.dtype, copy=False),
    attrs=("p",), saves=("p", "self"), floating=True, same_shape=True)
 op("i0", "I0Backward0", ("self",), {"self": "grad * special_i1(self)"},
-   _special(special_kernels.i0), saves=("self",), floating=True, same_shape=True,
+   lambda self: special_kernels.i0(self, self.dtype).astype(self.dtype), saves=("self",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
 op("special_i0e", "SpecialI0EBackward0", ("self",),
    {"self": "grad * (special_i1e(self) - sign(self) * result)"},
    _special(special_kernels.i0e), saves=("result", "self"), floating=True, same_shape=True)
 op("special_i1", "SpecialI1Backward0", ("self",), {"self": "i1_backward(grad, self, result)"},
-   _special(special_kernels.i1), saves=("result", "self"), floating=True, same_shape=True)
+   lambda self: special_kernels.i1(self, self.dtype).astype(self.dtype),
+   saves=("result", "self"), floating=True, same_shape=True)
 op("special_i1e", "SpecialI1EBackward0", ("self",), {"self": "i1e_backward(grad, self, result)"},
    _special(special_kernels.i1e), saves=("result", "self"), floating=True, same_shape=True)
 op("special_entr", "SpecialEntrBackward0", ("self",), {"self": "grad * -(1 + log(self))"},

@@ -308,7 +308,10 @@ def _bessel_series(x, order):
     return total
 
 
-def _bessel(x, order, scaled):
+def _bessel(x, order, scaled, dtype=np.float64):
+    """I_order(x), or exp(-|x|) I_order(x) when ``scaled``. Unscaled, the value overflows where
+    exp(|x|) overflows in ``dtype`` (PyTorch computes exp(|x|) times the scaled value)."""
+    overflow_at = math.log(np.finfo(dtype).max)
     x = _f64(x)
     out = np.full(x.shape, np.nan)
     a = np.abs(x)
@@ -324,22 +327,23 @@ def _bessel(x, order, scaled):
         else:
             # exp(|x|) times the scaled value: inf once exp(|x|) overflows, as in PyTorch
             values = np.exp(af) * _bessel_scaled(af, order)
+            values = np.where(af > overflow_at, np.inf, values)
             values = np.where(np.isinf(af), np.nan, values)  # PyTorch's I0(inf) is nan
     sign = np.sign(x[far]) if order == 1 else 1.0
     out[far] = values * sign
     return out
 
 
-def i0(x):
-    return _bessel(x, 0, False)
+def i0(x, dtype=np.float64):
+    return _bessel(x, 0, False, dtype)
 
 
 def i0e(x):
     return _bessel(x, 0, True)
 
 
-def i1(x):
-    return _bessel(x, 1, False)
+def i1(x, dtype=np.float64):
+    return _bessel(x, 1, False, dtype)
 
 
 def i1e(x):

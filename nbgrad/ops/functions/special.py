@@ -3,7 +3,8 @@
 ``nbgrad/special.py`` exports. ``lgamma``, ``digamma`` and ``i0`` are made from their table
 entries' flags (``ops/public.py``)."""
 
-from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import _type_name, run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _binary, _check_tensor, _number
@@ -65,25 +66,38 @@ def _check_both_tensors(name, input, other):  # noqa: A002
             )
 
 
+def _check_floating(name, input, other):  # noqa: A002
+    """PyTorch's igamma kernels exist for floating dtypes only: integer tensors are not promoted."""
+    common = dtypes.promote_types(input.dtype, other.dtype)
+    if not common.is_floating_point:
+        raise NotImplementedError(
+            f"\"{name}_cpu\" not implemented for '{_type_name(common.numpy)}'"
+        )
+
+
 @public(function=True, method=True, out=True)
 def igamma(input, other):  # noqa: A002
     _check_both_tensors("igamma", input, other)
+    _check_floating("igamma", input, other)
     return _binary(OPS["igamma"], input, other)
 
 
 @public(function=True, method=True, out=True)
 def igammac(input, other):  # noqa: A002
     _check_both_tensors("igammac", input, other)
+    _check_floating("igammac", input, other)
     return _binary(OPS["igammac"], input, other)
 
 
 @public(method=True)
 def igamma_(self, other):
+    _check_floating("igamma", self, other)
     return run_inplace(OPS["igamma"], self, (_inplace_operand(self, other),))
 
 
 @public(method=True)
 def igammac_(self, other):
+    _check_floating("igammac", self, other)
     return run_inplace(OPS["igammac"], self, (_inplace_operand(self, other),))
 
 
@@ -103,7 +117,7 @@ def _with_scalar_overloads(name, entry):
             return run_op(OPS[entry + "_scalar_other"], (input,), (_number(other),))
         raise TypeError(
             f"{entry}() received an invalid combination of arguments - got "
-            f"({_type_name(input)}, {_type_name(other)}), but expected one of:\n"
+            f"({_argument_type(input)}, {_argument_type(other)}), but expected one of:\n"
             " * (Tensor input, Tensor other, *, Tensor out = None)\n"
             " * (Number self, Tensor other, *, Tensor out = None)\n"
             " * (Tensor input, Number other, *, Tensor out = None)\n"
@@ -117,7 +131,7 @@ def _is_number(value):
     return isinstance(value, (int, float))
 
 
-def _type_name(value):
+def _argument_type(value):
     return "Tensor" if isinstance(value, Tensor) else type(value).__name__
 
 

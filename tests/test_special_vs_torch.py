@@ -1,0 +1,240 @@
+"""Special functions (lgamma, digamma, polygamma, mvlgamma, i0, igamma, torch.special.*) against
+PyTorch: values over wide ranges and at edge values (poles, zeros, infinities, nan) in float32 and
+float64, graphs with their saved values, first and second gradients, in-place and ``out=``
+variants, dtypes, and errors."""
+
+import math
+
+import numpy as np
+import pytest
+from graph_compare import to_numpy
+from test_misc_ops_vs_torch import assert_same_graph
+
+import nbgrad
+
+RNG = np.random.default_rng(11)
+EDGES = [-math.inf, -3.0, -2.5, -1.0, -0.0, 0.0, 1e-300, 1e-30, 0.5, 1.0, 2.0, 50.0, 800.0,
+         math.inf, math.nan]  # fmt: skip
+WIDE = np.concatenate([
+    RNG.uniform(-50, 50, 400), RNG.uniform(-5, 5, 400), 10 ** RNG.uniform(-10, 10, 200),
+    -(10 ** RNG.uniform(-10, 3, 100)), EDGES,
+])  # fmt: skip
+UNIT = np.concatenate([
+    RNG.uniform(0, 1, 400), 10 ** RNG.uniform(-300, 0, 200), 1 - 10 ** RNG.uniform(-16, 0, 100),
+    [0.0, 1.0, -0.1, 1.1, math.nan, 0.5, 0.25, 0.75, math.inf, -math.inf],
+])  # fmt: skip
+POSITIVE = np.concatenate([10 ** RNG.uniform(-3, 2.5, 600), [0.0, 1.0, math.inf, math.nan, -1.0]])
+POSITIVE_2 = np.concatenate([10 ** RNG.uniform(-3, 2.5, 600), [1.0, 0.0, 1.0, 1.0, 1.0]])
+
+# name -> (function of (T, *tensors), inputs, float64 rtol). PyTorch's float64 trigamma and
+# incomplete gamma functions are accurate to about 1e-9 only (nbgrad's agree with mpmath to
+# about 1e-15): those compare at 1e-8.
+UNARY = {
+    "lgamma": (lambda T, x: T.lgamma(x), WIDE, 1e-12),
+    "digamma": (lambda T, x: T.digamma(x), WIDE, 1e-12),
+    "special.psi": (lambda T, x: T.special.psi(x), WIDE, 1e-12),
+    "polygamma-0": (lambda T, x: T.polygamma(0, x), WIDE, 1e-12),
+    "polygamma-1": (lambda T, x: T.polygamma(1, x), WIDE, 1e-8),
+    "polygamma-2": (lambda T, x: T.polygamma(2, x), WIDE, 1e-12),
+    "polygamma-5": (lambda T, x: x.polygamma(5), WIDE, 1e-12),
+    "mvlgamma": (lambda T, x: T.mvlgamma(x.abs() + 2, 3), WIDE, 1e-12),
+    "special.multigammaln": (lambda T, x: T.special.multigammaln(x.abs() + 1, 2), WIDE, 1e-12),
+    "special.gammaln": (lambda T, x: T.special.gammaln(x), WIDE, 1e-12),
+    "i0": (lambda T, x: T.i0(x), np.concatenate([WIDE, RNG.uniform(-720, 720, 200)]), 1e-13),
+    "special.i0": (lambda T, x: T.special.i0(x), WIDE, 1e-13),
+    "special.i0e": (lambda T, x: T.special.i0e(x), WIDE, 1e-13),
+    "special.i1": (lambda T, x: T.special.i1(x), np.concatenate([WIDE, RNG.uniform(-720, 720, 200)]), 1e-13),
+    "special.i1e": (lambda T, x: T.special.i1e(x), WIDE, 1e-13),
+    "special.entr": (lambda T, x: T.special.entr(x), WIDE, 1e-14),
+    "special.erfcx": (lambda T, x: T.special.erfcx(x), WIDE, 1e-12),
+    "special.log_ndtr": (lambda T, x: T.special.log_ndtr(x), WIDE, 1e-12),
+    "special.ndtri": (lambda T, x: T.special.ndtri(x), UNIT, 1e-13),
+}  # fmt: skip
+BINARY = {
+    "igamma": (lambda T, a, x: T.igamma(a, x), POSITIVE, POSITIVE_2, 1e-8),
+    "igammac": (lambda T, a, x: T.igammac(a, x), POSITIVE, POSITIVE_2, 1e-8),
+    "special.gammainc": (lambda T, a, x: T.special.gammainc(x, a), POSITIVE, POSITIVE_2, 1e-8),
+    "special.zeta": (
+        lambda T, s, q: T.special.zeta(s, q),
+        np.concatenate([1 + 10 ** RNG.uniform(-5, 2, 600), [1.0, 0.5, math.inf, math.nan, 2, 3]]),
+        np.concatenate([RNG.uniform(-20, 50, 600), [2.0, 2.0, 2.0, 2.0, -3.0, -2.5]]),
+        1e-12,
+    ),
+    "special.xlog1py": (
+        lambda T, x, y: T.special.xlog1py(x, y),
+        WIDE,
+        np.abs(WIDE[::-1]) - 1.5,
+        1e-14,
+    ),
+}
+
+
+def _assert_close(ours, theirs, rtol, atol, what):
+    ours, theirs = to_numpy(ours), to_numpy(theirs)
+    assert ours.dtype == theirs.dtype, what
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs), err_msg=what)
+    infinite = np.isinf(theirs)
+    np.testing.assert_array_equal(ours[infinite], theirs[infinite], err_msg=what)
+    finite = np.isfinite(theirs)
+    np.testing.assert_allclose(ours[finite], theirs[finite], rtol=rtol, atol=atol, err_msg=what)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_values_match_pytorch(torch, name, dtype):
+    fn, data, rtol = UNARY[name]
+    if dtype == "float32":
+        # Near a pole at a negative integer the value is as uncertain as float32's own rounding
+        # makes it (PyTorch works in float32 there, nbgrad in float64): compare away from them.
+        with np.errstate(invalid="ignore"):
+            data = data[~((data < 0) & (np.abs(data - np.round(data)) < 1e-2))]
+    data = data.astype(dtype)
+    # float32: PyTorch computes in float32, nbgrad in float64 and rounds once
+    rtol, atol = (rtol, 1e-14) if dtype == "float64" else (2e-4, 1e-6)
+    ours = fn(nbgrad, nbgrad.tensor(data))
+    theirs = fn(torch, torch.tensor(data))
+    if dtype == "float32" and name in ("lgamma", "special.gammaln", "mvlgamma"):
+        atol = 1e-5  # float32 lgamma near its zeros at 1 and 2
+    _assert_close(ours, theirs, rtol, atol, name)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_values_match_pytorch(torch, name, dtype):
+    fn, a, b, rtol = BINARY[name]
+    a, b = a.astype(dtype), b.astype(dtype)
+    rtol, atol = (rtol, 1e-14) if dtype == "float64" else (2e-4, 1e-6)
+    ours = fn(nbgrad, nbgrad.tensor(a), nbgrad.tensor(b))
+    theirs = fn(torch, torch.tensor(a), torch.tensor(b))
+    _assert_close(ours, theirs, rtol, atol, name)
+
+
+def test_edge_values_match_pytorch_exactly_where_special(torch):
+    """Poles, zeros, infinities and nan: the same inf, -inf, 0 and nan as PyTorch."""
+    edges = np.array(EDGES)
+    for name, (fn, _, _) in UNARY.items():
+        if name == "special.ndtri":
+            continue
+        ours = to_numpy(fn(nbgrad, nbgrad.tensor(edges)))
+        theirs = to_numpy(fn(torch, torch.tensor(edges)))
+        special = ~np.isfinite(theirs) | (theirs == 0)
+        np.testing.assert_array_equal(ours[special], theirs[special], err_msg=name)
+
+
+# --- graphs, saved values, gradients --------------------------------------------------------------
+
+GRAPHS = [
+    ("lgamma", lambda T, x: T.lgamma(x * 2 + 0.3)),
+    ("lgamma-method", lambda T, x: (x - 0.4).lgamma()),
+    ("lgamma_", lambda T, x: (x * 1).lgamma_()),
+    ("digamma", lambda T, x: T.digamma(x + 0.3)),
+    ("digamma_", lambda T, x: (x + 0.3).digamma_()),
+    ("polygamma", lambda T, x: T.polygamma(2, x + 0.3)),
+    ("polygamma-method", lambda T, x: (x - 0.3).polygamma(3)),
+    ("polygamma_", lambda T, x: (x + 0.3).polygamma_(2)),
+    ("mvlgamma", lambda T, x: T.mvlgamma(x + 2, 3)),
+    ("mvlgamma_", lambda T, x: (x + 2).mvlgamma_(2)),
+    ("i0", lambda T, x: T.i0(x * 3)),
+    ("i0_", lambda T, x: (x * 3).i0_()),
+    ("special.i0e", lambda T, x: T.special.i0e(x * 3 - 1)),
+    ("special.i1", lambda T, x: T.special.i1(x * 3 - 1)),
+    ("special.i1e", lambda T, x: T.special.i1e(x * 3 - 1)),
+    ("special.entr", lambda T, x: T.special.entr(x)),
+    ("special.ndtri", lambda T, x: T.special.ndtri(x / 4)),
+    ("special.log_ndtr", lambda T, x: T.special.log_ndtr(x * 4 - 3)),
+    ("special.erfcx", lambda T, x: T.special.erfcx(x - 1)),
+    ("special.xlog1py", lambda T, x: T.special.xlog1py(x - 1, x * 2)),
+    ("special.xlog1py-number-self", lambda T, x: T.special.xlog1py(2.5, x)),
+    ("special.xlog1py-number-other", lambda T, x: T.special.xlog1py(x, 0.5)),
+    ("igamma", lambda T, x: T.igamma(x.detach() + 1, x * 2)),
+    ("igammac", lambda T, x: T.igammac(x.detach() + 1, x * 2)),
+    ("igamma_", lambda T, x: (x.detach() + 1).igamma_(x)),
+    ("special.gammaincc", lambda T, x: T.special.gammaincc(x.detach() + 1, x)),
+    ("special.zeta", lambda T, x: T.special.zeta(x.detach() + 2, x)),
+    ("special.zeta-number-self", lambda T, x: T.special.zeta(3.0, x)),
+    ("special.zeta-number-other", lambda T, x: x * T.special.zeta(x.detach() + 2, 2.0)),
+    ("special.psi", lambda T, x: T.special.psi(x)),
+    ("special.multigammaln", lambda T, x: T.special.multigammaln(x + 1, 2)),
+]
+
+
+@pytest.mark.parametrize("name, build", GRAPHS, ids=[g[0] for g in GRAPHS])
+def test_graphs_and_gradients_match_pytorch(torch, name, build):
+    data = np.array([[0.3, 0.7, 1.4], [0.2, 0.9, 1.1]])
+    x_ours = nbgrad.tensor(data, requires_grad=True, dtype=nbgrad.float64)
+    x_theirs = torch.tensor(data, requires_grad=True, dtype=torch.float64)
+    ours, theirs = build(nbgrad, x_ours), build(torch, x_theirs)
+    rtol = 1e-8  # PyTorch's trigamma (digamma's derivative) is accurate to about 1e-9
+    _assert_close(ours, theirs, 1e-12, 1e-14, name)
+    assert_same_graph(ours.grad_fn, theirs.grad_fn, torch)
+    assert ours._version == theirs._version
+    seed = np.random.default_rng(3).standard_normal(data.shape)
+    (g_ours,) = nbgrad.autograd.grad(ours, x_ours, nbgrad.tensor(seed), create_graph=True)
+    (g_theirs,) = torch.autograd.grad(theirs, x_theirs, torch.tensor(seed), create_graph=True)
+    _assert_close(g_ours, g_theirs, rtol, 1e-12, name + " grad")
+    if g_theirs.requires_grad:
+        (gg_ours,) = nbgrad.autograd.grad(g_ours.sum(), x_ours)
+        (gg_theirs,) = torch.autograd.grad(g_theirs.sum(), x_theirs)
+        _assert_close(gg_ours, gg_theirs, rtol, 1e-12, name + " second grad")
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda T, x: T.igamma(x, x.detach()), "the derivative for 'igamma: input' is not implemented."),
+        (lambda T, x: T.igammac(x, x.detach()), "the derivative for 'igammac: input' is not implemented."),
+        (lambda T, x: T.special.zeta(x + 2, x.detach()), "the derivative for 'zeta' is not implemented."),
+        (lambda T, x: T.special.zeta(x + 2, 2.0), "the derivative for 'zeta' is not implemented."),
+    ],
+)  # fmt: skip
+def test_derivatives_pytorch_does_not_implement_raise_at_backward(torch, build, message):
+    for T in (nbgrad, torch):
+        x = T.tensor([0.5, 1.5], dtype=T.float64, requires_grad=True)
+        y = build(T, x)
+        with pytest.raises(NotImplementedError, match=message):
+            y.sum().backward()
+
+
+def test_in_place_out_and_dtypes_match_pytorch(torch):
+    for T_name in ("lgamma", "digamma", "i0", "igamma", "igammac", "polygamma", "mvlgamma"):
+        assert hasattr(nbgrad.Tensor, T_name + "_") == hasattr(torch.Tensor, T_name + "_")
+        assert hasattr(nbgrad, T_name + "_") == hasattr(torch, T_name + "_"), T_name
+    ints = [1, 2, 3]
+    for fn in (lambda T, x: T.lgamma(x), lambda T, x: T.polygamma(1, x),
+               lambda T, x: T.special.i1e(x), lambda T, x: T.special.zeta(x, 2),
+               lambda T, x: T.special.xlog1py(x, x), lambda T, x: T.igamma(x, x * 1.0)):  # fmt: skip
+        ours, theirs = fn(nbgrad, nbgrad.tensor(ints)), fn(torch, torch.tensor(ints))
+        _assert_close(ours, theirs, 1e-6, 1e-7, "int input")
+    data = np.array([0.3, 1.7, 4.0])
+    for name, call in [
+        ("lgamma", lambda T, x, out: T.lgamma(x, out=out)),
+        ("special.ndtri", lambda T, x, out: T.special.ndtri(x / 5, out=out)),
+        ("special.zeta", lambda T, x, out: T.special.zeta(x + 1, 2.0, out=out)),
+        ("special.gammaincc", lambda T, x, out: T.special.gammaincc(x, x, out=out)),
+        ("polygamma", lambda T, x, out: T.polygamma(2, x, out=out)),
+    ]:
+        ours_out, theirs_out = nbgrad.empty(3, dtype=nbgrad.float64), torch.empty(3, dtype=torch.float64)
+        assert call(nbgrad, nbgrad.tensor(data), ours_out) is ours_out
+        call(torch, torch.tensor(data), theirs_out)
+        _assert_close(ours_out, theirs_out, 1e-12, 1e-14, name)
+        assert ours_out._version == theirs_out._version
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda T: T.polygamma(-1, T.tensor([0.5])),
+        lambda T: T.polygamma(1.5, T.tensor([0.5])),
+        lambda T: T.mvlgamma(T.tensor([3.0]), 0),
+        lambda T: T.special.zeta(2, 3),
+        lambda T: T.special.xlog1py(2.0, 3.0),
+        lambda T: T.igamma(T.tensor([1, 2]), T.tensor([1, 2])),
+        lambda T: T.tensor([1, 2]).igammac_(T.tensor([1, 2])),
+    ],
+)
+def test_errors_match_pytorch(torch, call):
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        call(nbgrad)
+    assert str(ours.value) == str(theirs.value)

@@ -1369,6 +1369,23 @@ case("special.zeta-number-self", lambda q: S.zeta(3.0, q), positive(2, 3))
 case("special.zeta-number-other", lambda q: q * S.zeta(torch.tensor(GAMMA_ARGS + 1), 2.0),
      positive(2, 3))
 
+# --- element-wise, more (branch special) ---
+case("fmax", torch.fmax, distinct(2, 3), distinct(2, 3) + 0.1)
+case("fmax-nan", lambda x: x.fmax(torch.tensor([1.0, float("nan"), 1.0])), normal(2, 3))
+case("fmin", torch.fmin, distinct(2, 3), distinct(3) + 0.1)
+case("nextafter", torch.nextafter, normal(2, 3), normal(2, 3))
+case("nextafter_", clone_of(lambda c, y: c.nextafter_(y)), normal(2, 3), normal(3))
+# (non-negative: for a negative integer exponent PyTorch's gradient is 0, see the entry)
+case("ldexp-int", lambda x: torch.ldexp(x, torch.tensor([[1, 2, 0], [3, 0, 1]])), normal(2, 3))
+case("ldexp-float", torch.ldexp, normal(2, 3), normal(2, 3))
+case("ldexp_", clone_of(lambda c, y: c.ldexp_(y)), normal(2, 3), normal(3))
+case("frexp", lambda x: torch.frexp(x).mantissa, away(2, 3) * 3)
+case("angle", torch.angle, away(2, 3))
+case("rsub-tensor", lambda x, y: torch.rsub(x, y, alpha=2), normal(2, 3), normal(3))
+case("div-rounding-None", lambda x, y: torch.div(x, y, rounding_mode=None), normal(2, 3), away(3))
+case("div_-floor", clone_of(lambda c, y: c.div_(y, rounding_mode="floor") * y), normal(2, 3) + 0.5,
+     np.array([0.7, 1.3, 2.1]))
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

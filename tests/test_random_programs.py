@@ -484,6 +484,21 @@ BINARY_MORE.append(
 )
 
 
+# fmax, fmin, nextafter, ldexp, rsub (branch special)
+BINARY_FLOAT_PARTS = [
+    ("T.fmax({}, {})", lambda T, x, y: T.fmax(x, y), _broadcastable),
+    ("{}.fmin({})", lambda T, x, y: x.fmin(y), _broadcastable),
+    ("T.nextafter({}, {})", lambda T, x, y: T.nextafter(x, y), _broadcastable),
+    ("T.ldexp({}, {})", lambda T, x, y: T.ldexp(x, y), _fits_small),
+    ("T.rsub({}, {}, alpha=2)", lambda T, x, y: T.rsub(x, y, alpha=2), _broadcastable),
+    (
+        "T.div({}, {}, rounding_mode=None)",
+        lambda T, x, y: T.div(x, y, rounding_mode=None),
+        _fits_away,
+    ),
+]
+BINARY_MORE += BINARY_FLOAT_PARTS
+
 def binary_more(p):
     text, fn, fits = p.choice(BINARY_MORE, "binary more")
     a, b = p.pick_pair("operands", fits)
@@ -647,6 +662,8 @@ UNARY_SPECIAL = [
     ("T.special.erfcx({})", lambda T, x: T.special.erfcx(x), _within(-3, 20)),
     ("T.special.xlog1py({0}, {0})", lambda T, x: T.special.xlog1py(x, x), _within(-0.8, 1e3)),
     ("T.special.zeta(3.0, {})", lambda T, x: T.special.zeta(3.0, x), _within(0.2, 30)),
+    ("T.angle({})", lambda T, x: T.angle(x), lambda a: np.all(a != 0)),
+    ("{}.frexp().mantissa", lambda T, x: x.frexp().mantissa, None),
 ]
 UNARY += UNARY_SPECIAL
 

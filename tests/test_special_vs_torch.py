@@ -238,3 +238,68 @@ def test_errors_match_pytorch(torch, call):
     with pytest.raises(type(theirs.value)) as ours:
         call(nbgrad)
     assert str(ours.value) == str(theirs.value)
+
+
+# --- fmax, fmin, nextafter, ldexp, frexp, angle, rsub, div(rounding_mode=None) ---------------------
+
+FLOAT_PARTS = [
+    ("fmax", lambda T, x: T.fmax(x, x.flip(0) * T.tensor([1.0, float("nan"), 2.0]))),
+    ("fmax-method-broadcast", lambda T, x: x.fmax(x[0] * 0.9)),
+    ("fmin", lambda T, x: T.fmin(x * T.tensor([float("nan"), 1.0, 1.0]), x.flip(1))),
+    ("nextafter", lambda T, x: T.nextafter(x, x.flip(0))),
+    ("nextafter-equal", lambda T, x: T.nextafter(x, x * 1)),
+    ("nextafter_", lambda T, x: (x * 1).nextafter_(x[0].detach() + 1)),
+    ("ldexp-int", lambda T, x: T.ldexp(x, T.tensor([1, -2, 3]))),
+    ("ldexp-float", lambda T, x: T.ldexp(x, x.flip(0))),
+    ("ldexp_", lambda T, x: (x * 1).ldexp_(T.tensor([1, -2, 3]))),
+    ("frexp", lambda T, x: T.frexp(x * 7 - 3).mantissa),
+    ("frexp-method", lambda T, x: (x * 7 - 3).frexp()[0]),
+    ("angle", lambda T, x: T.angle(x - 0.5)),
+    ("rsub", lambda T, x: T.rsub(x, x.flip(0))),
+    ("rsub-alpha", lambda T, x: T.rsub(x, x[0], alpha=2)),
+    ("div-rounding-None", lambda T, x: T.div(x, x.flip(0), rounding_mode=None)),
+    ("div-number-rounding-None", lambda T, x: x.div(2, rounding_mode=None)),
+    ("div-number-floor", lambda T, x: T.div(x, 0.3, rounding_mode="floor")),
+    ("div_-floor", lambda T, x: (x * 1).div_(0.3, rounding_mode="floor")),
+    ("div_-rounding-None", lambda T, x: (x * 1).div_(x.flip(0), rounding_mode=None)),
+]
+
+
+@pytest.mark.parametrize("name, build", FLOAT_PARTS, ids=[g[0] for g in FLOAT_PARTS])
+def test_float_parts_match_pytorch(torch, name, build):
+    test_graphs_and_gradients_match_pytorch(torch, name, build)
+
+
+def test_float_parts_values_dtypes_and_errors_match_pytorch(torch):
+    data = np.array([-np.inf, -3.5, -0.0, 0.0, 1e-310, 0.75, 3.0, np.inf, np.nan])
+    other = np.array([np.nan, 2.0, 0.0, -0.0, 0.0, 0.75, np.inf, 1.0, 2.0])
+    for fn in (lambda T, a, b: T.fmax(a, b), lambda T, a, b: T.fmin(a, b),
+               lambda T, a, b: T.nextafter(a, b), lambda T, a, b: T.angle(a),
+               lambda T, a, b: T.frexp(a)[0], lambda T, a, b: T.frexp(a)[1],
+               lambda T, a, b: T.ldexp(a, T.tensor([1, 2, 3, -1, 4, 0, 2, 1, 1]))):  # fmt: skip
+        for dtype in ("float64", "float32"):
+            ours = fn(nbgrad, nbgrad.tensor(data.astype(dtype)), nbgrad.tensor(other.astype(dtype)))
+            theirs = fn(torch, torch.tensor(data.astype(dtype)), torch.tensor(other.astype(dtype)))
+            assert str(ours.dtype) == str(theirs.dtype)
+            np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+    ints = ([1, 2, 3], [3, 2, 1])
+    for fn in (lambda T, a, b: T.fmax(a, b), lambda T, a, b: T.fmin(a, b * 1.5),
+               lambda T, a, b: T.ldexp(a, b), lambda T, a, b: T.angle(a - 2)):  # fmt: skip
+        ours = fn(nbgrad, *(nbgrad.tensor(v) for v in ints))
+        theirs = fn(torch, *(torch.tensor(v) for v in ints))
+        assert str(ours.dtype) == str(theirs.dtype)
+        np.testing.assert_array_equal(to_numpy(ours), to_numpy(theirs))
+    assert hasattr(nbgrad, "ldexp_") and not hasattr(nbgrad, "nextafter_")
+    assert not hasattr(nbgrad.Tensor, "fmax_") and not hasattr(nbgrad.Tensor, "angle_")
+    for call in (lambda T: T.nextafter(T.tensor([1, 2]), T.tensor([2, 1])),
+                 lambda T: T.frexp(T.tensor([1, 2])),
+                 lambda T: T.div(T.tensor([1.0]), 2, rounding_mode="round")):  # fmt: skip
+        with pytest.raises(Exception) as theirs:
+            call(torch)
+        with pytest.raises(type(theirs.value), match=None) as ours:
+            call(nbgrad)
+        assert str(ours.value) == str(theirs.value)
+    out_ours, out_theirs = nbgrad.empty(3), torch.empty(3)
+    nbgrad.fmax(nbgrad.tensor([1.0, 2.0, 3.0]), nbgrad.tensor([2.0, 1.0, 3.0]), out=out_ours)
+    torch.fmax(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2.0, 1.0, 3.0]), out=out_theirs)
+    assert out_ours.tolist() == out_theirs.tolist()

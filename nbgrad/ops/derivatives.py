@@ -48,8 +48,11 @@ op("div", "DivBackward0", ("self", "other"),
    {"self": "grad / other", "other": "-grad * self / (other * other)"},
    np.true_divide, saves=("other", "self"), promote=True, floating=True)
 op("div_rounded", "DivBackward2", ("self", "other"),
-   # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them.
-   {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
+   # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them. An
+   # explicit rounding_mode=None is this node too, dividing truly.
+   {"self": "grad / other if rounding_mode is None else zeros_like(grad / other)",
+    "other": "-grad * self / (other * other) if rounding_mode is None else "
+             "zeros_like(grad * self / other)"},
    lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
    attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
 # remainder and fmod: the result moves with self at slope 1; a tensor divisor moves it at
@@ -72,7 +75,8 @@ op("pow", "PowBackward0", ("self",),
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
-   np.power, saves=("self", "exponent", "result"), promote=True)  # the order PyTorch checks their versions in
+   # saved in the order PyTorch checks their versions in at backward
+   np.power, saves=("self", "exponent", "result"), promote=True)
 op("rpow", "PowBackward2", ("exponent",),
    {"exponent": "grad * result * scalar_log(self) if self != 0 else "
                 "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},
@@ -191,6 +195,12 @@ op("log_softmax", "LogSoftmaxBackward0", ("self",),
 
 def _rounded_divide(a, b, rounding_mode):
     quotient = np.true_divide(a, b)
+    if rounding_mode is None:  # true division: integers give the default float dtype
+        from nbgrad import dtypes
+
+        kind = np.result_type(a, b)
+        return quotient.astype(kind if kind.kind == "f" else dtypes.get_default_dtype().numpy,
+                               copy=False)
     rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
     return rounded.astype(np.result_type(a, b), copy=False)
 
@@ -1591,3 +1601,35 @@ op("special_zeta_scalar_other", "SpecialZetaBackward2", ("self",),
    {"self": "not_implemented('zeta')"},
    lambda self, other: special_kernels.zeta(self, other).astype(self.dtype, copy=False),
    attrs=("other",), floating=True)
+
+
+# --- element-wise, more (branch special: fmax, fmin, nextafter, ldexp, frexp, angle, rsub) ------
+
+op("fmax", "FmaxBackward0", ("self", "other"),
+   {"self": "masked_zero(grad, ~((self >= other) | isnan(other)))",
+    "other": "masked_zero(grad, (self >= other) | isnan(other))"},
+   np.fmax, saves=("other", "self"), promote=True)
+op("fmin", "FminBackward0", ("self", "other"),
+   {"self": "masked_zero(grad, ~((self <= other) | isnan(other)))",
+    "other": "masked_zero(grad, (self <= other) | isnan(other))"},
+   np.fmin, saves=("other", "self"), promote=True)
+op("nextafter", "NextafterBackward0", ("self", "other"),
+   {"self": "masked_zero(grad, self == other)", "other": "zeros_like(grad)"},
+   np.nextafter, saves=("other", "self"), promote=True)
+# x * 2 ** other; ``other`` may be an integer tensor (no gradient) or a float one. PyTorch's
+# formula computes 2 ** other in other's dtype: an integer power, 0 for a negative exponent.
+op("ldexp", "LdexpBackward0", ("self", "other"),
+   {"self": "grad * power_of_two(other)", "other": "grad * result * 0.6931471805599453"},
+   lambda self, other: self * np.exp2(other).astype(self.dtype, copy=False),
+   saves=("other", "result"), promote=True, floating=True)
+op("frexp", "FrexpBackward0", ("self",), {"self": "grad / exp2(exponent)"},
+   np.frexp, extra_outputs=("exponent",), saves=("exponent",))
+# A real number's angle is 0 or pi: flat, so its gradient is zero.
+op("angle", "AngleBackward0", ("self",), {"self": "angle_backward(grad, self)"},
+   lambda self: np.where(np.isnan(self), self, np.where(self < 0, np.pi, 0.0)).astype(
+       self.dtype, copy=False),
+   saves=("self",), floating=True, same_shape=True, function=True, method=True, out=True)
+op("rsub_tensor", "RsubBackward0", ("self", "other"),
+   {"self": "-grad * alpha", "other": "grad"},
+   lambda self, other, alpha: other - alpha * self, attrs=("alpha",), saves=("alpha",),
+   promote=True)

@@ -461,6 +461,14 @@ def _mvlgamma_backward(grad, self, p):
     return grad * mvlgamma_digamma_sum(self, p).astype(self.dtype)
 
 
+def _power_of_two(other):
+    """2 ** other in other's dtype, as PyTorch's ``pow(2, other)``: an integer power (0 for a
+    negative exponent) when other is an integer tensor."""
+    if other.dtype.kind in "iu":
+        return np.where(other < 0, 0, np.exp2(np.maximum(other, 0))).astype(other.dtype)
+    return np.exp2(other)
+
+
 ARRAY_FUNCTIONS = {
     "lgamma": _like(lgamma),
     "digamma": _like(digamma),
@@ -472,6 +480,10 @@ ARRAY_FUNCTIONS = {
     "i1_backward": _i1_backward,
     "i1e_backward": _i1e_backward,
     "mvlgamma_backward": _mvlgamma_backward,
+    "isnan": np.isnan,
+    "exp2": np.exp2,
+    "angle_backward": lambda grad, self: np.zeros_like(grad),  # real input: a flat function
+    "power_of_two": lambda other: _power_of_two(np.asarray(other)),
 }
 
 
@@ -503,4 +515,11 @@ def tensor_namespace():
         "i1_backward": i1_backward,
         "i1e_backward": i1e_backward,
         "mvlgamma_backward": mvlgamma_backward,
+        "isnan": nb.isnan,
+        # (frexp's saved exponent reaches the formula as an array)
+        "exp2": lambda v: nb.exp2(v if isinstance(v, nb.Tensor) else nb.as_tensor(v)),
+        "angle_backward": lambda grad, self: nb.zeros_like(grad),
+        "power_of_two": lambda other: (
+            nb.as_tensor(_power_of_two(other.numpy())) if not other.is_floating_point()
+            else nb.exp2(other)),
     }

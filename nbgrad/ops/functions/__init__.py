@@ -30,6 +30,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     selection,
     shapes,
     shapes_more,
+    float_parts,
     special,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them

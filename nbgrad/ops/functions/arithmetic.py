@@ -65,10 +65,11 @@ def _promoted(input, *others):  # noqa: A002
 
 @public(function=True)
 def rsub(input, other, *, alpha=1):  # noqa: A002
-    """``other - alpha * input`` for a Python number ``other``: PyTorch's RsubBackward1."""
+    """``other - alpha * input``: RsubBackward0 for a tensor ``other``, RsubBackward1 for a
+    number."""
     _check_sub(other, input)
     if isinstance(other, Tensor):
-        return sub(other, input, alpha=alpha)
+        return _binary(OPS["rsub_tensor"], input, other, (alpha,))
     other = _operand(other)
     return run_op(OPS["rsub"], (_promoted(input, other),), (other, alpha))
 
@@ -78,16 +79,24 @@ def mul(input, other):  # noqa: A002
     return _binary(OPS["mul"], input, other)
 
 
+_NOT_GIVEN = object()  # div's rounding_mode when the caller gave none
+
+
 @public(function=("div", "divide"), method=("div", "divide"), out=True)
-def div(input, other, *, rounding_mode=None):  # noqa: A002
+def div(input, other, *, rounding_mode=_NOT_GIVEN):  # noqa: A002
+    if rounding_mode is _NOT_GIVEN:
+        return _binary(OPS["div"], input, other)
+    # An explicit rounding_mode, even None, is ATen's div.Tensor_mode: DivBackward2.
+    _check_rounding_mode(rounding_mode)
+    return _binary(OPS["div_rounded"], input, other, (rounding_mode,))
+
+
+def _check_rounding_mode(rounding_mode):
     if rounding_mode not in (None, "trunc", "floor"):
         raise RuntimeError(
             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
             f"'{rounding_mode}'"
         )
-    if rounding_mode is not None:
-        return _binary(OPS["div_rounded"], input, other, (rounding_mode,))
-    return _binary(OPS["div"], input, other)
 
 
 def rdiv(input, other):  # noqa: A002

@@ -1386,6 +1386,20 @@ case("div-rounding-None", lambda x, y: torch.div(x, y, rounding_mode=None), norm
 case("div_-floor", clone_of(lambda c, y: c.div_(y, rounding_mode="floor") * y), normal(2, 3) + 0.5,
      np.array([0.7, 1.3, 2.1]))
 
+# --- in place: comparisons, squeeze_, unsqueeze_, t_; fill (branch special) ---
+for _cmp in ("eq", "ne", "lt", "le", "gt", "ge"):
+    case(f"{_cmp}_", clone_of(lambda c, cmp=_cmp: getattr(c, cmp + "_")(0.3) * c), normal(2, 3))
+    case(f"{_cmp}_-tensor", lambda x, y, cmp=_cmp: getattr(x * 1, cmp + "_")(y) + x * y,
+         normal(2, 3), normal(3))
+case("squeeze_", lambda x: (x * 1).unsqueeze(0).squeeze_() * x, normal(2, 3))
+case("squeeze_-dim", lambda x: (x * 2).squeeze_(1), normal(2, 1, 3))
+case("squeeze_-dims", lambda x: (x * 2).squeeze_((0, 2)), normal(1, 3, 1))
+case("squeeze-dims", lambda x: x.squeeze((0, -1)), normal(1, 3, 1))
+case("unsqueeze_", lambda x: (x * 2).unsqueeze_(-1), normal(2, 3))
+case("t_", lambda x: (x * 2).t_(), normal(2, 3))
+case("fill", lambda x: torch.fill(x, 2.0) * x, normal(2, 3))
+case("fill-tensor", lambda x, v: torch.fill(x, v.sum()) * x, normal(2, 3), normal(2))
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

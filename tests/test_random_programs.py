@@ -664,6 +664,13 @@ UNARY_SPECIAL = [
     ("T.special.zeta(3.0, {})", lambda T, x: T.special.zeta(3.0, x), _within(0.2, 30)),
     ("T.angle({})", lambda T, x: T.angle(x), lambda a: np.all(a != 0)),
     ("{}.frexp().mantissa", lambda T, x: x.frexp().mantissa, None),
+    ("({0} * 1).lt_(0.3) * {0}", lambda T, x: (x * 1).lt_(0.3) * x, lambda a: _away(a, 0.3)),
+    ("({} * 1).ne_(0.5)", lambda T, x: (x * 1).ne_(0.5), None),
+    ("({} * 1).unsqueeze_(-1)", lambda T, x: (x * 1).unsqueeze_(-1), None),
+    ("({} * 1).unsqueeze(0).squeeze_(0)", lambda T, x: (x * 1).unsqueeze(0).squeeze_(0), None),
+    ("{}.unsqueeze(-1).squeeze((0, -1))", lambda T, x: x.unsqueeze(-1).squeeze((0, -1)), None),
+    ("({} * 1).t_()", lambda T, x: (x * 1).t_(), lambda a: a.ndim <= 2),
+    ("T.fill({}, 1.5)", lambda T, x: T.fill(x, 1.5), None),
 ]
 UNARY += UNARY_SPECIAL
 

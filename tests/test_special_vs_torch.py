@@ -168,7 +168,7 @@ def test_graphs_and_gradients_match_pytorch(torch, name, build):
     _assert_close(ours, theirs, 1e-12, 1e-14, name)
     assert_same_graph(ours.grad_fn, theirs.grad_fn, torch)
     assert ours._version == theirs._version
-    seed = np.random.default_rng(3).standard_normal(data.shape)
+    seed = np.random.default_rng(3).standard_normal(tuple(theirs.shape))
     (g_ours,) = nbgrad.autograd.grad(ours, x_ours, nbgrad.tensor(seed), create_graph=True)
     (g_theirs,) = torch.autograd.grad(theirs, x_theirs, torch.tensor(seed), create_graph=True)
     _assert_close(g_ours, g_theirs, rtol, 1e-12, name + " grad")
@@ -303,3 +303,51 @@ def test_float_parts_values_dtypes_and_errors_match_pytorch(torch):
     nbgrad.fmax(nbgrad.tensor([1.0, 2.0, 3.0]), nbgrad.tensor([2.0, 1.0, 3.0]), out=out_ours)
     torch.fmax(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2.0, 1.0, 3.0]), out=out_theirs)
     assert out_ours.tolist() == out_theirs.tolist()
+
+
+# --- in place: comparisons, squeeze_, unsqueeze_, t_; torch.fill ----------------------------------
+
+IN_PLACE_MORE = [
+    *[(f"{c}_", lambda T, x, c=c: getattr(x * 1, c + "_")(0.8) * x)
+      for c in ("eq", "ne", "lt", "le", "gt", "ge")],
+    *[(f"{c}_-tensor", lambda T, x, c=c: getattr(x * 1, c + "_")(x[0]) * x)
+      for c in ("eq", "ne", "lt", "le", "gt", "ge")],
+    ("greater_equal_", lambda T, x: (x * 1).greater_equal_(x.flip(0)) + x),
+    ("not_equal_", lambda T, x: (x * 1).not_equal_(0.7) + x),
+    ("squeeze_", lambda T, x: (x * 1).unsqueeze(0).squeeze_()),
+    ("squeeze_-dim", lambda T, x: (x * 1).unsqueeze(1).squeeze_(1)),
+    ("squeeze_-negative-dim", lambda T, x: (x * 1).unsqueeze(-1).squeeze_(-1)),
+    ("squeeze-negative-dim", lambda T, x: x.unsqueeze(-1).squeeze(-1)),
+    ("squeeze-0d", lambda T, x: x[0, 0].squeeze(0).squeeze((-1,)) * x),
+    ("squeeze_-dims", lambda T, x: (x * 1).unsqueeze(0).unsqueeze(-1).squeeze_((0, -1))),
+    ("squeeze_-not-a-view", lambda T, x: (x.unsqueeze(1) * 2).squeeze_()),
+    ("squeeze-dims", lambda T, x: x.unsqueeze(0).unsqueeze(2).squeeze((0, 2))),
+    ("unsqueeze_", lambda T, x: (x * 1).unsqueeze_(1)),
+    ("t_", lambda T, x: (x * 1).t_()),
+    ("t_-of-a-view", lambda T, x: (x * 1)[0:2].t_()),
+    ("fill", lambda T, x: T.fill(x, 2.5)),
+    ("fill-tensor", lambda T, x: T.fill(x, x[0, 1])),
+]
+
+
+@pytest.mark.parametrize("name, build", IN_PLACE_MORE, ids=[g[0] for g in IN_PLACE_MORE])
+def test_in_place_more_match_pytorch(torch, name, build):
+    test_graphs_and_gradients_match_pytorch(torch, name, build)
+
+
+def test_in_place_reshapes_keep_the_tensor_and_its_errors(torch):
+    for T in (nbgrad, torch):
+        y = T.tensor([[1.0, 2.0]]) * 1
+        assert y.squeeze_() is y and tuple(y.shape) == (2,)
+    for call in (
+        lambda T: T.tensor([[1.0, 2.0]], requires_grad=True).squeeze_(),
+        lambda T: T.tensor([1.0, 2.0], requires_grad=True).unsqueeze_(0),
+        lambda T: T.zeros(2, 2, 2).t_(),
+        lambda T: T.fill(T.zeros(2), T.ones(2)),
+        lambda T: T.tensor([1.0], requires_grad=True).eq_(1.0),
+    ):
+        with pytest.raises(Exception) as theirs:
+            call(torch)
+        with pytest.raises(type(theirs.value)) as ours:
+            call(nbgrad)
+        assert str(ours.value) == str(theirs.value)

@@ -453,7 +453,7 @@ op("index_put", "IndexPutBackward0", ("self", "values"),
    lambda self, values, indices, accumulate: _assign(self, indices, values),
    attrs=("indices", "accumulate"), saves=("accumulate", "indices"))
 op("fill_whole", "FillBackward3", ("self", "value"),
-   {"self": "zeros_like(grad)", "value": "grad.sum()"},
+   {"self": "zeros_like(grad)", "value": "grad"},  # summed to value's 0-d shape
    lambda self, value: np.full_like(self, value))
 op("copy", "CopyBackwards", ("self", "src"), {"self": "zeros_like(grad)", "src": "grad"},
    lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype))
@@ -1633,3 +1633,50 @@ op("rsub_tensor", "RsubBackward0", ("self", "other"),
    {"self": "-grad * alpha", "other": "grad"},
    lambda self, other, alpha: other - alpha * self, attrs=("alpha",), saves=("alpha",),
    promote=True)
+
+
+# --- in place: comparisons, squeeze_, unsqueeze_, t_; fill (branch special) ----------------------
+# x.eq_(y) writes 1 or 0 into x in x's dtype: a step, so zero gradients; a tensor ``other`` has an
+# edge of its own (EqBackward1, ...).
+
+for _name, _compare in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                        ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)):
+    _title = _name.capitalize()
+    op(f"{_name}_inplace", f"{_title}Backward0", ("self",), {"self": "zeros_like(grad)"},
+       lambda self, other, compare=_compare: compare(self, other).astype(self.dtype),
+       attrs=("other",))
+    op(f"{_name}_inplace_tensor", f"{_title}Backward1", ("self", "other"),
+       {"self": "zeros_like(grad)", "other": "zeros_like(grad)"},
+       lambda self, other, compare=_compare: compare(self, other).astype(self.dtype))
+# In-place reshapes: the tensor itself takes the new shape (ops/functions/inplace_views.py);
+# these entries make its new node.
+op("squeeze_inplace", "SqueezeBackward3", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   np.squeeze, saves=("self_sym_sizes",))
+op("squeeze_dim_inplace", "SqueezeBackward4", ("self",),
+   {"self": "reshape(grad, self_sym_sizes)"},
+   lambda self, dim: np.squeeze(self, dim) if self.ndim and self.shape[dim] == 1 else self[...],
+   attrs=("dim",), saves=("dim", "self_sym_sizes"))
+op("squeeze_dims_inplace", "SqueezeBackward5", ("self",),
+   {"self": "reshape(grad, self_sym_sizes)"},
+   lambda self, dim: _squeeze_given(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"))
+# squeeze with a tuple of dims (squeeze.dims); "squeeze_dims" above is matmul's squeeze_(dim)
+op("squeeze_dims_tuple", "SqueezeBackward2", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   lambda self, dim: _squeeze_given(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"),
+   view=True)
+
+
+def _squeeze_given(array, dims):
+    """Squeeze the dims given (negative ones counted from the end) that have size 1; PyTorch
+    saves the dims as given."""
+    dims = {d % array.ndim for d in dims} if array.ndim else set()
+    return np.squeeze(array, tuple(d for d in sorted(dims) if array.shape[d] == 1))
+op("unsqueeze_inplace", "UnsqueezeBackward1", ("self",), {"self": "squeeze(grad, dim)"},
+   np.expand_dims, attrs=("dim",), saves=("dim",))
+op("t_inplace", "TBackward1", ("self",), {"self": "matrix_t(grad) if grad.ndim == 2 else grad"},
+   lambda self: self.T)
+# torch.fill(x, value): a new tensor of x's shape and dtype; a tensor value gets the gradient's sum
+op("fill_out_of_place", "FillBackward0", ("self",), {"self": "zeros_like(grad)"},
+   lambda self, value: np.full_like(self, value), attrs=("value",))
+op("fill_out_of_place_tensor", "FillBackward1", ("self", "value"),
+   {"self": "zeros_like(grad)", "value": "grad"},  # summed to value's 0-d shape
+   lambda self, value: np.full_like(self, value))

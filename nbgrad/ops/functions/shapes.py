@@ -139,7 +139,8 @@ def permute(input, *dims):  # noqa: A002
 
 @public(function=True, method=True)
 def unsqueeze(input, dim):  # noqa: A002
-    return run_op(OPS["unsqueeze"], (input,), (_wrap_dim(dim, input.dim() + 1),))
+    _wrap_dim(dim, input.dim() + 1)  # checked, saved as given, as PyTorch does
+    return run_op(OPS["unsqueeze"], (input,), (dim,))
 
 
 @public(function=True, method=True)
@@ -147,11 +148,11 @@ def squeeze(input, dim=None):  # noqa: A002
     if dim is None:
         return run_op(OPS["squeeze"], (input,))
     if isinstance(dim, (tuple, list)):
-        dims = tuple(
-            d for d in (_wrap_dim(d, input.dim()) for d in dim) if input._data.shape[d] == 1
-        )
-        return run_op(OPS["squeeze_dims"], (input,), (dims,))
-    return run_op(OPS["squeeze_dim"], (input,), (_wrap_dim(dim, input.dim()),))
+        for d in dim:
+            _wrap_dim(d, input.dim())  # checked, saved as given (PyTorch's SqueezeBackward2)
+        return run_op(OPS["squeeze_dims_tuple"], (input,), (tuple(dim),))
+    _wrap_dim(dim, input.dim())  # checked, saved as given, as PyTorch does
+    return run_op(OPS["squeeze_dim"], (input,), (dim,))
 
 
 @public(function=True, method=True)

@@ -1400,6 +1400,16 @@ case("t_", lambda x: (x * 2).t_(), normal(2, 3))
 case("fill", lambda x: torch.fill(x, 2.0) * x, normal(2, 3))
 case("fill-tensor", lambda x, v: torch.fill(x, v.sum()) * x, normal(2, 3), normal(2))
 
+# --- reductions, more: nansum, nanmedian, aminmax (branch special) ---
+AT_1 = torch.tensor([[False, True, False], [False, False, False]])
+case("nansum", lambda x: torch.nansum(x.masked_fill(AT_1, float("nan"))), normal(2, 3))
+case("nansum-dim", lambda x: x.nansum((0,), keepdim=True), normal(2, 3))
+case("nansum-dim-1", lambda x: torch.nansum(x, 1, dtype=torch.float64), normal(2, 3))
+case("nanmedian", lambda x: torch.nanmedian(x), distinct(2, 3))
+case("nanmedian-dim", lambda x: x.nanmedian(1).values, distinct(2, 3))
+case("aminmax", lambda x: torch.aminmax(x), distinct(2, 3))
+case("aminmax-dim", lambda x: x.aminmax(dim=0, keepdim=True), distinct(2, 3))
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

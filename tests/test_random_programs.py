@@ -645,6 +645,10 @@ UNARY += UNARY_LINALG
 
 
 # Special functions (lgamma, digamma, polygamma, Bessel, torch.special), inside their domains.
+def _unique_values(a):
+    return np.unique(a).size == a.size
+
+
 def _within(low, high):
     return lambda a: np.all(a > low) and np.all(a < high)
 
@@ -671,6 +675,13 @@ UNARY_SPECIAL = [
     ("{}.unsqueeze(-1).squeeze((0, -1))", lambda T, x: x.unsqueeze(-1).squeeze((0, -1)), None),
     ("({} * 1).t_()", lambda T, x: (x * 1).t_(), lambda a: a.ndim <= 2),
     ("T.fill({}, 1.5)", lambda T, x: T.fill(x, 1.5), None),
+    ("T.nansum({})", lambda T, x: T.nansum(x), None),
+    ("{}.nansum(-1, keepdim=True)", lambda T, x: x.nansum(-1, keepdim=True), lambda a: a.ndim),
+    ("T.nanmedian({})", lambda T, x: T.nanmedian(x), _unique_values),
+    ("{}.nanmedian(0).values", lambda T, x: x.nanmedian(0).values, _unique_values),
+    ("T.aminmax({}).max", lambda T, x: T.aminmax(x).max, _unique_values),
+    ("sum(T.aminmax({}, dim=-1))", lambda T, x: sum(T.aminmax(x, dim=-1)),
+     lambda a: a.ndim and _unique_values(a)),
 ]
 UNARY += UNARY_SPECIAL
 

@@ -1680,3 +1680,52 @@ op("fill_out_of_place", "FillBackward0", ("self",), {"self": "zeros_like(grad)"}
 op("fill_out_of_place_tensor", "FillBackward1", ("self", "value"),
    {"self": "zeros_like(grad)", "value": "grad"},  # summed to value's 0-d shape
    lambda self, value: np.full_like(self, value))
+
+
+# --- reductions, more (branch special: nansum, nanmedian, aminmax) ------------------------------
+
+op("nansum", "NansumBackward0", ("self",), {"self": "nansum_backward(grad, self, dim, keepdim)"},
+   lambda self, dim, keepdim, dtype: np.nansum(
+       self, axis=None if dim is None else _axis(self, dim), keepdims=keepdim,
+       dtype=dtype).astype(dtype or self.dtype, copy=False),
+   attrs=("dim", "keepdim", "dtype"), saves=("dim", "keepdim", "self"))
+op("nanmedian", "NanmedianBackward0", ("self",), {"self": "evenly_distribute(grad, self, result)"},
+   lambda self: _lower_nanmedian(self), saves=("result", "self"))
+op("nanmedian_dim", "NanmedianBackward1", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _nanmedian_dim(self, dim, keepdim), attrs=("dim", "keepdim"),
+   extra_outputs=("indices",), saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+# Both outputs are differentiable: ties share each output's gradient, as amax's and amin's.
+op("aminmax", "AminmaxBackward0", ("self",),
+   {"self": "(zeros_like(self) if grad[0] is None else"
+            " amax_backward(grad[0], self, min, aminmax_dims(dim), keepdim))"
+            " + (0 if grad[1] is None else"
+            " amax_backward(grad[1], self, max, aminmax_dims(dim), keepdim))"},
+   lambda self, dim, keepdim: [
+       self.min(axis=None if dim is None else dim, keepdims=keepdim),
+       self.max(axis=None if dim is None else dim, keepdims=keepdim)],
+   attrs=("dim", "keepdim"), output_names=("min", "max"),
+   saves=("dim", "keepdim", "max", "min", "self"), multi_output=True)
+
+
+def _lower_nanmedian(x):
+    values = x.reshape(-1)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return np.asarray(np.nan, x.dtype)
+    return np.asarray(np.sort(values)[(values.size - 1) // 2])
+
+
+def _nanmedian_dim(x, dim, keepdim):
+    """The lower median of the non-nan values along ``dim`` (nan where there are none), and
+    where it was: NumPy's stable sort puts nan last, so position (count - 1) // 2 is it."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    order = np.argsort(x, axis=dim, kind="stable")
+    count = np.sum(~np.isnan(x), axis=dim, keepdims=True)
+    position = np.maximum(count - 1, 0) // 2
+    indices = np.take_along_axis(order, position, axis=dim)
+    values = np.take_along_axis(x, indices, axis=dim)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values.copy(), indices.astype(np.int64)

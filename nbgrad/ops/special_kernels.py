@@ -461,6 +461,14 @@ def _mvlgamma_backward(grad, self, p):
     return grad * mvlgamma_digamma_sum(self, p).astype(self.dtype)
 
 
+def _nansum_backward(grad, self, dim, keepdim):
+    """nansum's gradient: the incoming gradient spread over the reduced dims, 0 at nan."""
+    if not keepdim and dim is not None and self.ndim:
+        grad = np.expand_dims(grad, tuple(d % self.ndim for d in dim))
+    spread = np.broadcast_to(grad, self.shape)
+    return np.where(np.isnan(self), 0, spread).astype(grad.dtype, copy=False)
+
+
 def _power_of_two(other):
     """2 ** other in other's dtype, as PyTorch's ``pow(2, other)``: an integer power (0 for a
     negative exponent) when other is an integer tensor."""
@@ -484,6 +492,8 @@ ARRAY_FUNCTIONS = {
     "exp2": np.exp2,
     "angle_backward": lambda grad, self: np.zeros_like(grad),  # real input: a flat function
     "power_of_two": lambda other: _power_of_two(np.asarray(other)),
+    "nansum_backward": lambda grad, self, dim, keepdim: _nansum_backward(grad, self, dim, keepdim),
+    "aminmax_dims": lambda dim: () if dim is None else (dim,),
 }
 
 
@@ -500,6 +510,12 @@ def tensor_namespace():
         zero = self == 0
         safe = nb.where(zero, 1.0, self)
         return grad * nb.where(zero, 0.5, nb.special.i0e(self) - result * (self.sign() + 1 / safe))
+
+    def nansum_backward(grad, self, dim, keepdim):
+        if not keepdim and dim is not None and self.dim():
+            for d in sorted(d % self.dim() for d in dim):
+                grad = grad.unsqueeze(d)
+        return grad.expand(tuple(self.shape)).masked_fill(self.isnan(), 0.0)
 
     def mvlgamma_backward(grad, self, p):
         return grad * sum(nb.digamma(self - j / 2) for j in range(p))
@@ -519,6 +535,8 @@ def tensor_namespace():
         # (frexp's saved exponent reaches the formula as an array)
         "exp2": lambda v: nb.exp2(v if isinstance(v, nb.Tensor) else nb.as_tensor(v)),
         "angle_backward": lambda grad, self: nb.zeros_like(grad),
+        "nansum_backward": nansum_backward,
+        "aminmax_dims": lambda dim: () if dim is None else (dim,),
         "power_of_two": lambda other: (
             nb.as_tensor(_power_of_two(other.numpy())) if not other.is_floating_point()
             else nb.exp2(other)),

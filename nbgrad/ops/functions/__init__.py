@@ -32,6 +32,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     shapes_more,
     float_parts,
     inplace_views,
+    reductions_special,
     special,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them

@@ -682,6 +682,16 @@ UNARY_SPECIAL = [
     ("T.aminmax({}).max", lambda T, x: T.aminmax(x).max, _unique_values),
     ("sum(T.aminmax({}, dim=-1))", lambda T, x: sum(T.aminmax(x, dim=-1)),
      lambda a: a.ndim and _unique_values(a)),
+    ("T.slice_scatter({0}, {0}[:1] * 2)", lambda T, x: T.slice_scatter(x, x[:1] * 2),
+     lambda a: a.ndim),
+    ("{0}.select_scatter({0}[0], 0, -1)", lambda T, x: x.select_scatter(x[0], 0, -1),
+     lambda a: a.ndim),
+    ("T.diagonal_scatter({0}, {0}.diagonal() ** 2)",
+     lambda T, x: T.diagonal_scatter(x, x.diagonal() ** 2), lambda a: a.ndim >= 2),
+    ("{}.narrow_copy(0, 0, 1)", lambda T, x: x.narrow_copy(0, 0, 1), lambda a: a.ndim),
+    ("T.unsafe_split_with_sizes({}, [1, 1])[1]",
+     lambda T, x: T.unsafe_split_with_sizes(x, [1, 1])[1], lambda a: a.ndim and len(a) == 2),
+    ("T._safe_softmax({}, -1)", lambda T, x: T._safe_softmax(x, -1), lambda a: a.ndim),
 ]
 UNARY += UNARY_SPECIAL
 

@@ -398,3 +398,63 @@ def test_reductions_more_values_and_errors_match_pytorch(torch):
         with pytest.raises(type(theirs.value)) as ours:
             call(nbgrad)
         assert str(ours.value) == str(theirs.value)
+
+
+# --- slice_scatter, select_scatter, diagonal_scatter, narrow_copy, unsafe_split_with_sizes ---------
+
+SCATTER_VIEWS = [
+    ("slice_scatter", lambda T, x: T.slice_scatter(x, x[:, :2] * 2, 1, 0, 2)),
+    ("slice_scatter-step", lambda T, x: x.slice_scatter(x[:, ::2].flip(0), -1, None, None, 2)),
+    ("slice_scatter-negative", lambda T, x: T.slice_scatter(x, x[:, -1:] * 3, 1, -1)),
+    ("select_scatter", lambda T, x: T.select_scatter(x, x[0] * 2, 0, 1)),
+    ("select_scatter-negative", lambda T, x: x.select_scatter(x[:, 1] ** 2, -1, -2)),
+    ("diagonal_scatter", lambda T, x: T.diagonal_scatter(x, x[0, :2] * 2)),
+    ("diagonal_scatter-offset", lambda T, x: x.diagonal_scatter(x[:, 0] * 2, 1)),
+    ("diagonal_scatter-negative", lambda T, x: T.diagonal_scatter(x.t(), x[0, :2], -1)),
+    ("narrow_copy", lambda T, x: x.narrow_copy(1, 1, 2)),
+    ("narrow_copy-function", lambda T, x: T.narrow_copy(x, 0, 1, 1) * 2),
+    ("unsafe_split_with_sizes", lambda T, x: T.unsafe_split_with_sizes(x, [1, 2], 1)[1]),
+    ("unsafe_split_with_sizes-both", lambda T, x: sum(p.sum() for p in x.unsafe_split_with_sizes([1, 1]))),
+    ("_safe_softmax", lambda T, x: T._safe_softmax(x, 1)),
+    ("_safe_softmax-masked", lambda T, x: T._safe_softmax(x.masked_fill(T.tensor([[True] * 3, [False, True, False]]), float("-inf")), -1)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, build", SCATTER_VIEWS, ids=[g[0] for g in SCATTER_VIEWS])
+def test_scatter_views_match_pytorch(torch, name, build):
+    test_graphs_and_gradients_match_pytorch(torch, name, build)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda T: T.slice_scatter(T.zeros(2, 3), T.zeros(2, 1), 1, 0, 2),
+        lambda T: T.select_scatter(T.zeros(2, 3), T.zeros(2), 0, 1),
+        lambda T: T.select_scatter(T.zeros(2, 3), T.zeros(3), 0, 5),
+        lambda T: T.diagonal_scatter(T.zeros(2, 3), T.zeros(3)),
+        lambda T: T.unsafe_split_with_sizes(T.zeros(2, 3), [1, 1], 1),
+        lambda T: T.zeros(2, 3).narrow_copy(1, 2, 2),
+    ],
+)
+def test_scatter_views_errors_match_pytorch(torch, call):
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        call(nbgrad)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_narrow_copy_saves_a_negative_start_as_given(torch):
+    """PyTorch's backward of narrow_copy with a negative start fails (its formula slices from
+    start to start + length, an empty range); nbgrad's gives the gradient (README, differences)."""
+    results = []
+    for T in (nbgrad, torch):
+        x = T.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+        y = x.narrow_copy(1, -2, 2)
+        results.append((y.tolist(), y.grad_fn._saved_start))
+    assert results[0] == (results[1][0], results[1][1] - 2**64)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        y.sum().backward()
+    x = nbgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    x.narrow_copy(1, -2, 2).sum().backward()
+    assert x.grad.tolist() == [[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]

@@ -1729,3 +1729,50 @@ def _nanmedian_dim(x, dim, keepdim):
     if not keepdim:
         values, indices = values.squeeze(dim), indices.squeeze(dim)
     return values.copy(), indices.astype(np.int64)
+
+
+# --- scatters into a view's place, copies of views (branch special) -----------------------------
+# torch.slice_scatter(x, src, ...) is x with the slice x[...] replaced by src: gradient to src
+# from that slice, to x from everywhere else. ``slice_key`` / ``select_key`` index both arrays
+# and Tensors; the scatters are their own formulas' helpers (so double backward works).
+
+op("slice_scatter", "SliceScatterBackward0", ("self", "src"),
+   {"self": "slice_scatter(grad, zeros_like(grad[slice_key(grad.ndim, dim, start, end, step)]),"
+            " dim, start, end, step)",
+    "src": "grad[slice_key(grad.ndim, dim, start, end, step)]"},
+   lambda self, src, dim, start, end, step: special_kernels.scatter_into(
+       self, src, special_kernels.slice_key(self.ndim, dim, start, end, step)),
+   attrs=("dim", "start", "end", "step"), saves=("dim", "end", "start", "step"), promote=True)
+op("select_scatter", "SelectScatterBackward0", ("self", "src"),
+   {"self": "select_scatter(grad, zeros_like(grad[select_key(grad.ndim, dim, index)]), dim,"
+            " index)",
+    "src": "grad[select_key(grad.ndim, dim, index)]"},
+   lambda self, src, dim, index: special_kernels.scatter_into(
+       self, src, special_kernels.select_key(self.ndim, dim, index)),
+   attrs=("dim", "index"), saves=("dim", "index"), promote=True)
+op("diagonal_scatter", "DiagonalScatterBackward0", ("self", "src"),
+   {"self": "diagonal_scatter(grad, zeros_like(grad.diagonal(offset, dim1, dim2)), offset, dim1,"
+            " dim2)",
+    "src": "grad.diagonal(offset, dim1, dim2)"},
+   lambda self, src, offset, dim1, dim2: special_kernels.diagonal_scatter(
+       self, src, offset, dim1, dim2),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"), promote=True)
+op("narrow_copy", "NarrowCopyBackward0", ("self",),
+   # (start is saved as given: a negative one counts from the end)
+   {"self": "slice_backward(grad, self_sym_sizes, dim, start % self_sym_sizes[dim],"
+            " start % self_sym_sizes[dim] + length, 1)"},
+   lambda self, dim, start, length: self[special_kernels.slice_key(
+       self.ndim, dim, start % self.shape[dim], start % self.shape[dim] + length, 1)].copy(),
+   attrs=("dim", "start", "length"), saves=("dim", "length", "self_sym_sizes", "start"))
+op("unsafe_split_with_sizes", "UnsafeSplitWithSizesBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes, split_sizes)"},
+   lambda self, split_sizes, dim: [
+       np.ascontiguousarray(piece)
+       for piece in np.split(self, np.cumsum(split_sizes)[:-1].tolist(), axis=dim)],
+   attrs=("split_sizes", "dim"), saves=("dim", "self_sym_sizes", "split_sizes"),
+   multi_output=True)
+# softmax that gives 0 (not nan) on a row that is all -inf (attention masks)
+op("safe_softmax", "SafeSoftmaxBackward0", ("self",),
+   {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
+   lambda self, dim: np.nan_to_num(_softmax(self, dim), nan=0.0) if self.size else self.copy(),
+   attrs=("dim",), saves=("dim", "result"), floating=True, same_shape=True)

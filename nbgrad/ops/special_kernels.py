@@ -461,6 +461,32 @@ def _mvlgamma_backward(grad, self, p):
     return grad * mvlgamma_digamma_sum(self, p).astype(self.dtype)
 
 
+def slice_key(ndim, dim, start, end, step):
+    """The index of ``x.slice(dim, start, end, step)``, for arrays and Tensors alike."""
+    return (slice(None),) * (dim % ndim) + (slice(start, end, step),)
+
+
+def select_key(ndim, dim, index):
+    return (slice(None),) * (dim % ndim) + (index,)
+
+
+def scatter_into(self, src, key):
+    out = self.copy()
+    out[key] = src
+    return out
+
+
+def diagonal_scatter(self, src, offset, dim1, dim2):
+    """``self`` with its diagonal (as ``self.diagonal(offset, dim1, dim2)`` lays it out: the
+    diagonal last) replaced by ``src``."""
+    out = self.copy()
+    moved = np.moveaxis(out, (dim1, dim2), (-2, -1))  # a view of out
+    n = np.diagonal(moved, offset, -2, -1).shape[-1]
+    rows = np.arange(n) + max(-offset, 0)
+    moved[..., rows, rows + offset] = src
+    return out
+
+
 def _nansum_backward(grad, self, dim, keepdim):
     """nansum's gradient: the incoming gradient spread over the reduced dims, 0 at nan."""
     if not keepdim and dim is not None and self.ndim:
@@ -494,6 +520,13 @@ ARRAY_FUNCTIONS = {
     "power_of_two": lambda other: _power_of_two(np.asarray(other)),
     "nansum_backward": lambda grad, self, dim, keepdim: _nansum_backward(grad, self, dim, keepdim),
     "aminmax_dims": lambda dim: () if dim is None else (dim,),
+    "slice_key": slice_key,
+    "select_key": select_key,
+    "slice_scatter": lambda grad, src, dim, start, end, step: scatter_into(
+        grad, src, slice_key(grad.ndim, dim, start, end, step)),
+    "select_scatter": lambda grad, src, dim, index: scatter_into(
+        grad, src, select_key(grad.ndim, dim, index)),
+    "diagonal_scatter": diagonal_scatter,
 }
 
 
@@ -537,6 +570,11 @@ def tensor_namespace():
         "angle_backward": lambda grad, self: nb.zeros_like(grad),
         "nansum_backward": nansum_backward,
         "aminmax_dims": lambda dim: () if dim is None else (dim,),
+        "slice_key": slice_key,
+        "select_key": select_key,
+        "slice_scatter": nb.slice_scatter,
+        "select_scatter": nb.select_scatter,
+        "diagonal_scatter": nb.diagonal_scatter,
         "power_of_two": lambda other: (
             nb.as_tensor(_power_of_two(other.numpy())) if not other.is_floating_point()
             else nb.exp2(other)),

@@ -33,6 +33,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     float_parts,
     inplace_views,
     reductions_special,
+    scatter_views,
     special,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them

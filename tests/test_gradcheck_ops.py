@@ -1420,6 +1420,17 @@ case("narrow_copy", lambda x: x.narrow_copy(1, -3, 2), normal(2, 4))
 case("unsafe_split_with_sizes", lambda x: torch.unsafe_split_with_sizes(x, [1, 3], 1), normal(2, 4))
 case("_safe_softmax", lambda x: torch._safe_softmax(x, 1), normal(2, 3))
 
+# --- index_fill with a tensor value, put (branch special) ---
+case("index_fill-tensor", lambda x, v: x.index_fill(1, torch.tensor([0, 2, 0]), v.sum()),
+     normal(2, 3), normal(2))
+case("index_fill_-tensor", clone_of(lambda c, v: c.index_fill_(0, torch.tensor([1]), v.sum())),
+     normal(2, 3), normal(1))
+case("put", lambda x, s: torch.put(x, torch.tensor([[0, -1], [3, 2]]), s), normal(2, 3),
+     normal(2, 2))
+case("put-accumulate", lambda x, s: x.put(torch.tensor([0, 4, 0]), s, accumulate=True),
+     normal(2, 3), normal(3))
+case("put_", clone_of(lambda c, s: c.put_(torch.tensor([1, 5]), s)), normal(2, 3), normal(2))
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -692,6 +692,11 @@ UNARY_SPECIAL = [
     ("T.unsafe_split_with_sizes({}, [1, 1])[1]",
      lambda T, x: T.unsafe_split_with_sizes(x, [1, 1])[1], lambda a: a.ndim and len(a) == 2),
     ("T._safe_softmax({}, -1)", lambda T, x: T._safe_softmax(x, -1), lambda a: a.ndim),
+    ("{0}.index_fill(0, T.tensor([0]), {0}.sum())",
+     lambda T, x: x.index_fill(0, T.tensor([0]), x.sum()), lambda a: a.ndim),
+    ("T.put({0}, T.tensor([0, -1]), {0}.reshape(-1)[:2] * 2, True)",
+     lambda T, x: T.put(x, T.tensor([0, -1]), x.reshape(-1)[:2] * 2, True),
+     lambda a: a.size >= 2),
 ]
 UNARY += UNARY_SPECIAL
 

@@ -458,3 +458,36 @@ def test_narrow_copy_saves_a_negative_start_as_given(torch):
     x = nbgrad.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
     x.narrow_copy(1, -2, 2).sum().backward()
     assert x.grad.tolist() == [[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]
+
+
+# --- index_fill with a tensor value, put --------------------------------------------------------
+
+INDEX_MORE = [
+    ("index_fill-tensor", lambda T, x: x.index_fill(1, T.tensor([0, 2, 0]), x[0, 1] * 2)),
+    ("index_fill-constant-tensor", lambda T, x: T.index_fill(x, 0, T.tensor([1]), T.tensor(2.0))),
+    ("index_fill_-tensor", lambda T, x: (x * 1).index_fill_(1, T.tensor([1]), x[1, 2])),
+    ("put", lambda T, x: T.put(x, T.tensor([0, -1]), x[0, 1:] * 3)),
+    ("put-accumulate", lambda T, x: x.put(T.tensor([[0, 4], [0, 1]]), x.flip(0)[:, :2], True)),
+    ("put_", lambda T, x: (x * 1).put_(T.tensor([5, 2]), x[1, :2] ** 2)),
+]
+
+
+@pytest.mark.parametrize("name, build", INDEX_MORE, ids=[g[0] for g in INDEX_MORE])
+def test_index_more_match_pytorch(torch, name, build):
+    test_graphs_and_gradients_match_pytorch(torch, name, build)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda T: T.put(T.zeros(2, 3), T.tensor([7]), T.tensor([1.0])),
+        lambda T: T.put(T.zeros(2, 3), T.tensor([1, 2]), T.tensor([1.0])),
+        lambda T: T.zeros(2, 3).index_fill(1, T.tensor([0]), T.tensor([1.0, 2.0])),
+    ],
+)
+def test_index_more_errors_match_pytorch(torch, call):
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    with pytest.raises(type(theirs.value)) as ours:
+        call(nbgrad)
+    assert str(ours.value) == str(theirs.value)

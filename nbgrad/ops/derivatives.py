@@ -1776,3 +1776,16 @@ op("safe_softmax", "SafeSoftmaxBackward0", ("self",),
    {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
    lambda self, dim: np.nan_to_num(_softmax(self, dim), nan=0.0) if self.size else self.copy(),
    attrs=("dim",), saves=("dim", "result"), floating=True, same_shape=True)
+# index_fill with a 0-d tensor value (ATen's int_Tensor overload): the value gets the sum of the
+# gradient over the filled places, each counted once.
+op("index_fill_tensor", "IndexFillBackward1", ("self", "value"),
+   {"self": "index_zero(grad, dim, index)", "value": "index_filled_sum(grad, dim, index)"},
+   lambda self, value, dim, index: formula_more.index_put(self, dim, index, value.astype(
+       self.dtype)),
+   attrs=("dim", "index"), saves=("dim", "index"))
+# x.put(index, source): source's values written at flat positions of x (added with accumulate).
+op("put", "PutBackward0", ("self", "source"),
+   {"self": "grad if accumulate else put_zero(grad, index)",
+    "source": "reshape(take_flat(grad, index), source.shape)"},
+   lambda self, source, index, accumulate: special_kernels.put(self, index, source, accumulate),
+   attrs=("index", "accumulate"), saves=("accumulate", "index", "source"), promote=True)

@@ -487,6 +487,17 @@ def diagonal_scatter(self, src, offset, dim1, dim2):
     return out
 
 
+def put(self, index, source, accumulate):
+    """``self`` with ``source`` written (or added) at the flat positions ``index``."""
+    out = self.copy()
+    flat = out.reshape(-1)  # a view: out is contiguous
+    if accumulate:
+        np.add.at(flat, index.reshape(-1), source.reshape(-1))
+    else:
+        flat[index.reshape(-1)] = source.reshape(-1)
+    return out
+
+
 def _nansum_backward(grad, self, dim, keepdim):
     """nansum's gradient: the incoming gradient spread over the reduced dims, 0 at nan."""
     if not keepdim and dim is not None and self.ndim:
@@ -527,6 +538,11 @@ ARRAY_FUNCTIONS = {
     "select_scatter": lambda grad, src, dim, index: scatter_into(
         grad, src, select_key(grad.ndim, dim, index)),
     "diagonal_scatter": diagonal_scatter,
+    "put_zero": lambda grad, index: put(grad, np.asarray(index), np.zeros(np.size(index),
+                                                                          grad.dtype), False),
+    "take_flat": lambda grad, index: grad.reshape(-1)[np.asarray(index).reshape(-1)],
+    "index_filled_sum": lambda grad, dim, index: np.take(
+        grad, np.unique(np.asarray(index)), axis=dim).sum(),
 }
 
 
@@ -575,6 +591,11 @@ def tensor_namespace():
         "slice_scatter": nb.slice_scatter,
         "select_scatter": nb.select_scatter,
         "diagonal_scatter": nb.diagonal_scatter,
+        "put_zero": lambda grad, index: grad.put(
+            nb.as_tensor(np.asarray(index)), nb.zeros(np.size(index), dtype=grad.dtype)),
+        "take_flat": lambda grad, index: grad.take(nb.as_tensor(np.asarray(index))).reshape(-1),
+        "index_filled_sum": lambda grad, dim, index: grad.index_select(
+            dim, nb.tensor(np.unique(np.asarray(index)))).sum(),
         "power_of_two": lambda other: (
             nb.as_tensor(_power_of_two(other.numpy())) if not other.is_floating_point()
             else nb.exp2(other)),

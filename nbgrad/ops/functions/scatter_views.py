@@ -72,3 +72,38 @@ def _safe_softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
     return run_op(OPS["safe_softmax"], (input,), (dim,))
+
+
+def _put_args(input, index, source, name="put_"):  # noqa: A002
+    from nbgrad.autograd.tensor import Tensor
+
+    if not isinstance(index, Tensor) or index.dtype.is_floating_point:
+        raise IndexError("put_(): Expected a long tensor for index, but got "
+                         f"{getattr(index, 'dtype', type(index).__name__)}")
+    if index.numel() != source.numel():
+        raise IndexError(
+            "put_(): Expected source and index to have the same number of elements, but got "
+            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}"
+        )
+    numel = input.numel()
+    flat = index._data.reshape(-1)
+    bad = flat[(flat >= numel) | (flat < -numel)]
+    if bad.size:
+        raise IndexError(
+            f"out of range: tried to access index {int(bad[0])} on a tensor of {numel} elements."
+        )
+    return index._data  # saved as given: NumPy counts negative ones from the end too
+
+
+@public(function=True, method=True)
+def put(input, index, source, accumulate=False):  # noqa: A002
+    positions = _put_args(input, index, source)
+    return run_op(OPS["put"], (input, source), (positions, accumulate))
+
+
+@public(method=True)
+def put_(input, index, source, accumulate=False):  # noqa: A002
+    from nbgrad.autograd.dispatch import run_inplace
+
+    positions = _put_args(input, index, source)
+    return run_inplace(OPS["put"], input, (source,), (positions, accumulate))

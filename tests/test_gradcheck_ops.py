@@ -1411,7 +1411,8 @@ case("aminmax", lambda x: torch.aminmax(x), distinct(2, 3))
 case("aminmax-dim", lambda x: x.aminmax(dim=0, keepdim=True), distinct(2, 3))
 
 # --- scatters into a view's place, copies of views (branch special) ---
-case("slice_scatter", lambda x, s: torch.slice_scatter(x, s, 1, 0, 3, 2), normal(2, 4), normal(2, 2))
+case("slice_scatter", lambda x, s: torch.slice_scatter(x, s, 1, 0, 3, 2), normal(2, 4),
+     normal(2, 2))
 case("select_scatter", lambda x, s: x.select_scatter(s, 0, -1), normal(2, 3), normal(3))
 case("diagonal_scatter", lambda x, s: torch.diagonal_scatter(x, s, 1), normal(3, 4), normal(3))
 case("diagonal_scatter-dims", lambda x, s: x.diagonal_scatter(s, -1, 2, 0), normal(3, 2, 4),

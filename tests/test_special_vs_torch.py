@@ -23,6 +23,7 @@ UNIT = np.concatenate([
     RNG.uniform(0, 1, 400), 10 ** RNG.uniform(-300, 0, 200), 1 - 10 ** RNG.uniform(-16, 0, 100),
     [0.0, 1.0, -0.1, 1.1, math.nan, 0.5, 0.25, 0.75, math.inf, -math.inf],
 ])  # fmt: skip
+PAST_OVERFLOW = np.concatenate([WIDE, RNG.uniform(-720, 720, 200)])  # I0, I1 overflow at 713
 POSITIVE = np.concatenate([10 ** RNG.uniform(-3, 2.5, 600), [0.0, 1.0, math.inf, math.nan, -1.0]])
 POSITIVE_2 = np.concatenate([10 ** RNG.uniform(-3, 2.5, 600), [1.0, 0.0, 1.0, 1.0, 1.0]])
 
@@ -40,10 +41,10 @@ UNARY = {
     "mvlgamma": (lambda T, x: T.mvlgamma(x.abs() + 2, 3), WIDE, 1e-12),
     "special.multigammaln": (lambda T, x: T.special.multigammaln(x.abs() + 1, 2), WIDE, 1e-12),
     "special.gammaln": (lambda T, x: T.special.gammaln(x), WIDE, 1e-12),
-    "i0": (lambda T, x: T.i0(x), np.concatenate([WIDE, RNG.uniform(-720, 720, 200)]), 1e-13),
+    "i0": (lambda T, x: T.i0(x), PAST_OVERFLOW, 1e-13),
     "special.i0": (lambda T, x: T.special.i0(x), WIDE, 1e-13),
     "special.i0e": (lambda T, x: T.special.i0e(x), WIDE, 1e-13),
-    "special.i1": (lambda T, x: T.special.i1(x), np.concatenate([WIDE, RNG.uniform(-720, 720, 200)]), 1e-13),
+    "special.i1": (lambda T, x: T.special.i1(x), PAST_OVERFLOW, 1e-13),
     "special.i1e": (lambda T, x: T.special.i1e(x), WIDE, 1e-13),
     "special.entr": (lambda T, x: T.special.entr(x), WIDE, 1e-14),
     "special.erfcx": (lambda T, x: T.special.erfcx(x), WIDE, 1e-12),
@@ -181,9 +182,9 @@ def test_graphs_and_gradients_match_pytorch(torch, name, build):
 @pytest.mark.parametrize(
     "build, message",
     [
-        (lambda T, x: T.igamma(x, x.detach()), "the derivative for 'igamma: input' is not implemented."),
-        (lambda T, x: T.igammac(x, x.detach()), "the derivative for 'igammac: input' is not implemented."),
-        (lambda T, x: T.special.zeta(x + 2, x.detach()), "the derivative for 'zeta' is not implemented."),
+        (lambda T, x: T.igamma(x, x.detach()), "for 'igamma: input' is not implemented."),
+        (lambda T, x: T.igammac(x, x.detach()), "for 'igammac: input' is not implemented."),
+        (lambda T, x: T.special.zeta(x + 2, x.detach()), "for 'zeta' is not implemented."),
         (lambda T, x: T.special.zeta(x + 2, 2.0), "the derivative for 'zeta' is not implemented."),
     ],
 )  # fmt: skip
@@ -202,7 +203,8 @@ def test_in_place_out_and_dtypes_match_pytorch(torch):
     ints = [1, 2, 3]
     for fn in (lambda T, x: T.lgamma(x), lambda T, x: T.polygamma(1, x),
                lambda T, x: T.special.i1e(x), lambda T, x: T.special.zeta(x, 2),
-               lambda T, x: T.special.xlog1py(x, x), lambda T, x: T.igamma(x, x * 1.0)):  # fmt: skip
+               lambda T, x: T.special.xlog1py(x, x),
+               lambda T, x: T.igamma(x, x * 1.0)):  # fmt: skip
         ours, theirs = fn(nbgrad, nbgrad.tensor(ints)), fn(torch, torch.tensor(ints))
         _assert_close(ours, theirs, 1e-6, 1e-7, "int input")
     data = np.array([0.3, 1.7, 4.0])
@@ -213,7 +215,10 @@ def test_in_place_out_and_dtypes_match_pytorch(torch):
         ("special.gammaincc", lambda T, x, out: T.special.gammaincc(x, x, out=out)),
         ("polygamma", lambda T, x, out: T.polygamma(2, x, out=out)),
     ]:
-        ours_out, theirs_out = nbgrad.empty(3, dtype=nbgrad.float64), torch.empty(3, dtype=torch.float64)
+        ours_out, theirs_out = (
+            nbgrad.empty(3, dtype=nbgrad.float64),
+            torch.empty(3, dtype=torch.float64),
+        )
         assert call(nbgrad, nbgrad.tensor(data), ours_out) is ours_out
         call(torch, torch.tensor(data), theirs_out)
         _assert_close(ours_out, theirs_out, 1e-12, 1e-14, name)
@@ -240,7 +245,7 @@ def test_errors_match_pytorch(torch, call):
     assert str(ours.value) == str(theirs.value)
 
 
-# --- fmax, fmin, nextafter, ldexp, frexp, angle, rsub, div(rounding_mode=None) ---------------------
+# --- fmax, fmin, nextafter, ldexp, frexp, angle, rsub, div(rounding_mode=None) --------------------
 
 FLOAT_PARTS = [
     ("fmax", lambda T, x: T.fmax(x, x.flip(0) * T.tensor([1.0, float("nan"), 2.0]))),
@@ -308,10 +313,14 @@ def test_float_parts_values_dtypes_and_errors_match_pytorch(torch):
 # --- in place: comparisons, squeeze_, unsqueeze_, t_; torch.fill ----------------------------------
 
 IN_PLACE_MORE = [
-    *[(f"{c}_", lambda T, x, c=c: getattr(x * 1, c + "_")(0.8) * x)
-      for c in ("eq", "ne", "lt", "le", "gt", "ge")],
-    *[(f"{c}_-tensor", lambda T, x, c=c: getattr(x * 1, c + "_")(x[0]) * x)
-      for c in ("eq", "ne", "lt", "le", "gt", "ge")],
+    *[
+        (f"{c}_", lambda T, x, c=c: getattr(x * 1, c + "_")(0.8) * x)
+        for c in ("eq", "ne", "lt", "le", "gt", "ge")
+    ],
+    *[
+        (f"{c}_-tensor", lambda T, x, c=c: getattr(x * 1, c + "_")(x[0]) * x)
+        for c in ("eq", "ne", "lt", "le", "gt", "ge")
+    ],
     ("greater_equal_", lambda T, x: (x * 1).greater_equal_(x.flip(0)) + x),
     ("not_equal_", lambda T, x: (x * 1).not_equal_(0.7) + x),
     ("squeeze_", lambda T, x: (x * 1).unsqueeze(0).squeeze_()),
@@ -353,7 +362,7 @@ def test_in_place_reshapes_keep_the_tensor_and_its_errors(torch):
         assert str(ours.value) == str(theirs.value)
 
 
-# --- nansum, nanmedian, aminmax ---------------------------------------------------------------------
+# --- nansum, nanmedian, aminmax -------------------------------------------------------------------
 
 NAN_MASK = [[False, True, False], [False, False, False]]
 REDUCTIONS_MORE = [
@@ -376,7 +385,9 @@ def test_reductions_more_match_pytorch(torch, name, build):
 
 
 def test_reductions_more_values_and_errors_match_pytorch(torch):
-    data = np.array([[np.nan, 2.0, 1.0, 2.0], [np.nan, np.nan, np.nan, np.nan], [3.0, 1.0, 1.0, 0.5]])
+    data = np.array(
+        [[np.nan, 2.0, 1.0, 2.0], [np.nan, np.nan, np.nan, np.nan], [3.0, 1.0, 1.0, 0.5]]
+    )
     for fn in (lambda T, x: T.nanmedian(x), lambda T, x: T.nanmedian(x, 1),
                lambda T, x: T.nanmedian(x, 0), lambda T, x: T.nansum(x, 1),
                lambda T, x: T.aminmax(x[2]), lambda T, x: T.nansum(x.long() * 0 + 2)):  # fmt: skip
@@ -400,7 +411,7 @@ def test_reductions_more_values_and_errors_match_pytorch(torch):
         assert str(ours.value) == str(theirs.value)
 
 
-# --- slice_scatter, select_scatter, diagonal_scatter, narrow_copy, unsafe_split_with_sizes ---------
+# --- slice_scatter, select_scatter, diagonal_scatter, narrow_copy, unsafe_split_with_sizes --------
 
 SCATTER_VIEWS = [
     ("slice_scatter", lambda T, x: T.slice_scatter(x, x[:, :2] * 2, 1, 0, 2)),
@@ -414,9 +425,12 @@ SCATTER_VIEWS = [
     ("narrow_copy", lambda T, x: x.narrow_copy(1, 1, 2)),
     ("narrow_copy-function", lambda T, x: T.narrow_copy(x, 0, 1, 1) * 2),
     ("unsafe_split_with_sizes", lambda T, x: T.unsafe_split_with_sizes(x, [1, 2], 1)[1]),
-    ("unsafe_split_with_sizes-both", lambda T, x: sum(p.sum() for p in x.unsafe_split_with_sizes([1, 1]))),
+    ("unsafe_split_with_sizes-both",
+     lambda T, x: sum(p.sum() for p in x.unsafe_split_with_sizes([1, 1]))),
     ("_safe_softmax", lambda T, x: T._safe_softmax(x, 1)),
-    ("_safe_softmax-masked", lambda T, x: T._safe_softmax(x.masked_fill(T.tensor([[True] * 3, [False, True, False]]), float("-inf")), -1)),
+    ("_safe_softmax-masked",
+     lambda T, x: T._safe_softmax(
+         x.masked_fill(T.tensor([[True] * 3, [False, True, False]]), float("-inf")), -1)),
 ]  # fmt: skip
 
 
@@ -460,7 +474,7 @@ def test_narrow_copy_saves_a_negative_start_as_given(torch):
     assert x.grad.tolist() == [[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]
 
 
-# --- index_fill with a tensor value, put --------------------------------------------------------
+# --- index_fill with a tensor value, put ----------------------------------------------------------
 
 INDEX_MORE = [
     ("index_fill-tensor", lambda T, x: x.index_fill(1, T.tensor([0, 2, 0]), x[0, 1] * 2)),

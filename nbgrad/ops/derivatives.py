@@ -1547,7 +1547,8 @@ op("mvlgamma", "MvlgammaBackward0", ("self",), {"self": "mvlgamma_backward(grad,
    lambda self, p: special_kernels.mvlgamma(self, p).astype(self.dtype, copy=False),
    attrs=("p",), saves=("p", "self"), floating=True, same_shape=True)
 op("i0", "I0Backward0", ("self",), {"self": "grad * special_i1(self)"},
-   lambda self: special_kernels.i0(self, self.dtype).astype(self.dtype), saves=("self",), floating=True, same_shape=True,
+   lambda self: special_kernels.i0(self, self.dtype).astype(self.dtype), saves=("self",),
+   floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
 op("special_i0e", "SpecialI0EBackward0", ("self",),
    {"self": "grad * (special_i1e(self) - sign(self) * result)"},

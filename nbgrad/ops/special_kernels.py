@@ -18,8 +18,19 @@ TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 # Bernoulli numbers B_2, B_4, ..., B_26 (exact fractions written as floats).
 BERNOULLI_EVEN = (
-    1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
-    -174611 / 330, 854513 / 138, -236364091 / 2730, 8553103 / 6,
+    1 / 6,
+    -1 / 30,
+    1 / 42,
+    -1 / 30,
+    5 / 66,
+    -691 / 2730,
+    7 / 6,
+    -3617 / 510,
+    43867 / 798,
+    -174611 / 330,
+    854513 / 138,
+    -236364091 / 2730,
+    8553103 / 6,
 )
 
 
@@ -437,10 +448,11 @@ def _upper_fraction(a, x):
 
 def _like(kernel):
     """A kernel whose result keeps its first input's dtype (float32 stays float32)."""
+
     def function(x, *rest):
         x = np.asarray(x)
-        return kernel(x, *rest).astype(x.dtype if x.dtype.kind == "f" else np.float64,
-                                       copy=False)
+        return kernel(x, *rest).astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
+
     return function
 
 
@@ -534,15 +546,19 @@ ARRAY_FUNCTIONS = {
     "slice_key": slice_key,
     "select_key": select_key,
     "slice_scatter": lambda grad, src, dim, start, end, step: scatter_into(
-        grad, src, slice_key(grad.ndim, dim, start, end, step)),
+        grad, src, slice_key(grad.ndim, dim, start, end, step)
+    ),
     "select_scatter": lambda grad, src, dim, index: scatter_into(
-        grad, src, select_key(grad.ndim, dim, index)),
+        grad, src, select_key(grad.ndim, dim, index)
+    ),
     "diagonal_scatter": diagonal_scatter,
-    "put_zero": lambda grad, index: put(grad, np.asarray(index), np.zeros(np.size(index),
-                                                                          grad.dtype), False),
+    "put_zero": lambda grad, index: put(
+        grad, np.asarray(index), np.zeros(np.size(index), grad.dtype), False
+    ),
     "take_flat": lambda grad, index: grad.reshape(-1)[np.asarray(index).reshape(-1)],
     "index_filled_sum": lambda grad, dim, index: np.take(
-        grad, np.unique(np.asarray(index)), axis=dim).sum(),
+        grad, np.unique(np.asarray(index)), axis=dim
+    ).sum(),
 }
 
 
@@ -592,11 +608,15 @@ def tensor_namespace():
         "select_scatter": nb.select_scatter,
         "diagonal_scatter": nb.diagonal_scatter,
         "put_zero": lambda grad, index: grad.put(
-            nb.as_tensor(np.asarray(index)), nb.zeros(np.size(index), dtype=grad.dtype)),
+            nb.as_tensor(np.asarray(index)), nb.zeros(np.size(index), dtype=grad.dtype)
+        ),
         "take_flat": lambda grad, index: grad.take(nb.as_tensor(np.asarray(index))).reshape(-1),
         "index_filled_sum": lambda grad, dim, index: grad.index_select(
-            dim, nb.tensor(np.unique(np.asarray(index)))).sum(),
+            dim, nb.tensor(np.unique(np.asarray(index)))
+        ).sum(),
         "power_of_two": lambda other: (
-            nb.as_tensor(_power_of_two(other.numpy())) if not other.is_floating_point()
-            else nb.exp2(other)),
+            nb.as_tensor(_power_of_two(other.numpy()))
+            if not other.is_floating_point()
+            else nb.exp2(other)
+        ),
     }

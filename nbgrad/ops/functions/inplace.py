@@ -8,7 +8,12 @@ from nbgrad.autograd.dispatch import run_inplace
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _broadcast_error, _listed, _number, _operand
-from nbgrad.ops.functions.arithmetic import _NOT_GIVEN, _bool_array, _check_rounding_mode, _check_sub
+from nbgrad.ops.functions.arithmetic import (
+    _NOT_GIVEN,
+    _bool_array,
+    _check_rounding_mode,
+    _check_sub,
+)
 from nbgrad.ops.public import public
 
 

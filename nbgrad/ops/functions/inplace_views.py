@@ -13,7 +13,9 @@ from nbgrad.ops.public import public
 def _comparison_in_place(name):
     def method(self, other):
         if isinstance(other, Tensor):
-            return run_inplace(OPS[f"{name}_inplace_tensor"], self, (_inplace_operand(self, other),))
+            return run_inplace(
+                OPS[f"{name}_inplace_tensor"], self, (_inplace_operand(self, other),)
+            )
         return run_inplace(OPS[f"{name}_inplace"], self, (), (_number(other),))
 
     method.__name__ = method.__qualname__ = f"{name}_"
@@ -66,7 +68,9 @@ def unsqueeze_(input, dim):  # noqa: A002
 @public(method=True)
 def t_(input):  # noqa: A002
     if input.dim() > 2:
-        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {input.dim()}D")
+        raise RuntimeError(
+            f"t_() expects a tensor with <= 2 dimensions, but self is {input.dim()}D"
+        )
     return _reshape_in_place(input, OPS["t_inplace"])
 
 

@@ -78,8 +78,10 @@ def _put_args(input, index, source, name="put_"):  # noqa: A002
     from nbgrad.autograd.tensor import Tensor
 
     if not isinstance(index, Tensor) or index.dtype.is_floating_point:
-        raise IndexError("put_(): Expected a long tensor for index, but got "
-                         f"{getattr(index, 'dtype', type(index).__name__)}")
+        raise IndexError(
+            "put_(): Expected a long tensor for index, but got "
+            f"{getattr(index, 'dtype', type(index).__name__)}"
+        )
     if index.numel() != source.numel():
         raise IndexError(
             "put_(): Expected source and index to have the same number of elements, but got "

@@ -354,6 +354,8 @@ def test_in_place_reshapes_keep_the_tensor_and_its_errors(torch):
         lambda T: T.zeros(2, 2, 2).t_(),
         lambda T: T.fill(T.zeros(2), T.ones(2)),
         lambda T: T.tensor([1.0], requires_grad=True).eq_(1.0),
+        lambda T: T.zeros(3).squeeze((0, -1)),
+        lambda T: T.zeros(1, 3).squeeze_((1, -1)),
     ):
         with pytest.raises(Exception) as theirs:
             call(torch)

@@ -75,8 +75,9 @@ op("pow", "PowBackward0", ("self",),
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
-   # saved in the order PyTorch checks their versions in at backward
-   np.power, saves=("self", "exponent", "result"), promote=True)
+   # saved in PyTorch's order (inputs, then the result): it packs them and checks their
+   # versions at backward in that order
+   np.power, saves=("exponent", "self", "result"), promote=True)
 op("rpow", "PowBackward2", ("exponent",),
    {"exponent": "grad * result * scalar_log(self) if self != 0 else "
                 "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},

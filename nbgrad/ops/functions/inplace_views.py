@@ -52,8 +52,9 @@ def squeeze_(input, dim=None):  # noqa: A002
     if dim is None:
         return _reshape_in_place(input, OPS["squeeze_inplace"])
     if isinstance(dim, (tuple, list)):
-        for d in dim:
-            _wrap_dim(d, input.dim())  # checked, saved as given
+        from nbgrad.ops.functions.shapes import _check_dims_once
+
+        _check_dims_once(dim, input.dim())  # then saved as given
         return _reshape_in_place(input, OPS["squeeze_dims_inplace"], (tuple(dim),))
     _wrap_dim(dim, input.dim())  # checked, saved as given
     return _reshape_in_place(input, OPS["squeeze_dim_inplace"], (dim,))

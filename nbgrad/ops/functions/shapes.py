@@ -143,13 +143,21 @@ def unsqueeze(input, dim):  # noqa: A002
     return run_op(OPS["unsqueeze"], (input,), (dim,))
 
 
+def _check_dims_once(dims, ndim):
+    seen = set()
+    for d in dims:
+        wrapped = _wrap_dim(d, ndim)
+        if wrapped in seen:
+            raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
+        seen.add(wrapped)
+
+
 @public(function=True, method=True)
 def squeeze(input, dim=None):  # noqa: A002
     if dim is None:
         return run_op(OPS["squeeze"], (input,))
     if isinstance(dim, (tuple, list)):
-        for d in dim:
-            _wrap_dim(d, input.dim())  # checked, saved as given (PyTorch's SqueezeBackward2)
+        _check_dims_once(dim, input.dim())  # then saved as given (PyTorch's SqueezeBackward2)
         return run_op(OPS["squeeze_dims_tuple"], (input,), (tuple(dim),))
     _wrap_dim(dim, input.dim())  # checked, saved as given, as PyTorch does
     return run_op(OPS["squeeze_dim"], (input,), (dim,))

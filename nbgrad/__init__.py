@@ -159,6 +159,7 @@ from nbgrad import (  # noqa: E402
     nn,
     optim,
     profiler,
+    special,
     utils,
 )
 from nbgrad.serialization import load, save  # noqa: E402

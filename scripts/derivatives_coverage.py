@@ -182,6 +182,16 @@ NOT_APPLICABLE = [
         r"_fused_rms_norm$",
         "fused kernel for CUDA, MPS and XPU; on the CPU rms_norm records pow, mean, rsqrt, mul",
     ),
+    (
+        r"div\.Scalar_mode$",
+        "Python's torch.div(x, 2, rounding_mode=...) wraps the number into a 0-dim tensor, so"
+        " PyTorch records DivBackward2 (div.Tensor_mode); only C++ reaches DivBackward3",
+    ),
+    (
+        r"norm\.(Scalar|ScalarOpt_dtype|ScalarOpt_dim_dtype)$",
+        "Python's torch.norm and Tensor.norm call linalg.vector_norm"
+        " (LinalgVectorNormBackward0), with dtype= too; only C++ callers reach these overloads",
+    ),
     # PyTorch's own machinery
     (
         r"_foreach_",

@@ -484,6 +484,22 @@ BINARY_MORE.append(
 )
 
 
+# fmax, fmin, nextafter, ldexp, rsub (branch special)
+BINARY_FLOAT_PARTS = [
+    ("T.fmax({}, {})", lambda T, x, y: T.fmax(x, y), _broadcastable),
+    ("{}.fmin({})", lambda T, x, y: x.fmin(y), _broadcastable),
+    ("T.nextafter({}, {})", lambda T, x, y: T.nextafter(x, y), _broadcastable),
+    ("T.ldexp({}, {})", lambda T, x, y: T.ldexp(x, y), _fits_small),
+    ("T.rsub({}, {}, alpha=2)", lambda T, x, y: T.rsub(x, y, alpha=2), _broadcastable),
+    (
+        "T.div({}, {}, rounding_mode=None)",
+        lambda T, x, y: T.div(x, y, rounding_mode=None),
+        _fits_away,
+    ),
+]
+BINARY_MORE += BINARY_FLOAT_PARTS
+
+
 def binary_more(p):
     text, fn, fits = p.choice(BINARY_MORE, "binary more")
     a, b = p.pick_pair("operands", fits)
@@ -858,6 +874,83 @@ UNARY_NN_EXTRA = [
     ),
 ]
 UNARY += UNARY_NN_EXTRA
+
+
+# Special functions (lgamma, digamma, polygamma, Bessel, torch.special), inside their domains.
+def _unique_values(a):
+    return np.unique(a).size == a.size
+
+
+def _within(low, high):
+    return lambda a: np.all(a > low) and np.all(a < high)
+
+
+UNARY_SPECIAL = [
+    ("{}.lgamma()", lambda T, x: x.lgamma(), _within(0.1, 30)),
+    ("T.digamma({})", lambda T, x: T.digamma(x), _within(0.2, 30)),
+    ("T.polygamma(2, {})", lambda T, x: T.polygamma(2, x), _within(0.3, 30)),
+    ("T.mvlgamma({}, 2)", lambda T, x: T.mvlgamma(x, 2), _within(0.8, 30)),
+    ("T.i0({})", lambda T, x: T.i0(x), _within(-20, 20)),
+    ("T.special.i1e({})", lambda T, x: T.special.i1e(x), _within(-20, 20)),
+    ("T.special.entr({})", lambda T, x: T.special.entr(x), _within(0.05, 1e3)),
+    ("T.special.ndtri({})", lambda T, x: T.special.ndtri(x), _within(0.05, 0.95)),
+    ("T.special.log_ndtr({})", lambda T, x: T.special.log_ndtr(x), _within(-20, 20)),
+    ("T.special.erfcx({})", lambda T, x: T.special.erfcx(x), _within(-3, 20)),
+    ("T.special.xlog1py({0}, {0})", lambda T, x: T.special.xlog1py(x, x), _within(-0.8, 1e3)),
+    ("T.special.zeta(3.0, {})", lambda T, x: T.special.zeta(3.0, x), _within(0.2, 30)),
+    ("T.angle({})", lambda T, x: T.angle(x), lambda a: np.all(a != 0)),
+    ("{}.frexp().mantissa", lambda T, x: x.frexp().mantissa, None),
+    ("({0} * 1).lt_(0.3) * {0}", lambda T, x: (x * 1).lt_(0.3) * x, lambda a: _away(a, 0.3)),
+    ("({} * 1).ne_(0.5)", lambda T, x: (x * 1).ne_(0.5), None),
+    ("({} * 1).unsqueeze_(-1)", lambda T, x: (x * 1).unsqueeze_(-1), None),
+    ("({} * 1).unsqueeze(0).squeeze_(0)", lambda T, x: (x * 1).unsqueeze(0).squeeze_(0), None),
+    ("{}.unsqueeze(-1).squeeze((0, -1))", lambda T, x: x.unsqueeze(-1).squeeze((0, -1)), None),
+    ("({} * 1).t_()", lambda T, x: (x * 1).t_(), lambda a: a.ndim <= 2),
+    ("T.fill({}, 1.5)", lambda T, x: T.fill(x, 1.5), None),
+    ("T.nansum({})", lambda T, x: T.nansum(x), None),
+    ("{}.nansum(-1, keepdim=True)", lambda T, x: x.nansum(-1, keepdim=True), lambda a: a.ndim),
+    ("T.nanmedian({})", lambda T, x: T.nanmedian(x), _unique_values),
+    ("{}.nanmedian(0).values", lambda T, x: x.nanmedian(0).values, _unique_values),
+    ("T.aminmax({}).max", lambda T, x: T.aminmax(x).max, _unique_values),
+    (
+        "sum(T.aminmax({}, dim=-1))",
+        lambda T, x: sum(T.aminmax(x, dim=-1)),
+        lambda a: a.ndim and _unique_values(a),
+    ),
+    (
+        "T.slice_scatter({0}, {0}[:1] * 2)",
+        lambda T, x: T.slice_scatter(x, x[:1] * 2),
+        lambda a: a.ndim,
+    ),
+    (
+        "{0}.select_scatter({0}[0], 0, -1)",
+        lambda T, x: x.select_scatter(x[0], 0, -1),
+        lambda a: a.ndim,
+    ),
+    (
+        "T.diagonal_scatter({0}, {0}.diagonal() ** 2)",
+        lambda T, x: T.diagonal_scatter(x, x.diagonal() ** 2),
+        lambda a: a.ndim >= 2,
+    ),
+    ("{}.narrow_copy(0, 0, 1)", lambda T, x: x.narrow_copy(0, 0, 1), lambda a: a.ndim),
+    (
+        "T.unsafe_split_with_sizes({}, [1, 1])[1]",
+        lambda T, x: T.unsafe_split_with_sizes(x, [1, 1])[1],
+        lambda a: a.ndim and len(a) == 2,
+    ),
+    ("T._safe_softmax({}, -1)", lambda T, x: T._safe_softmax(x, -1), lambda a: a.ndim),
+    (
+        "{0}.index_fill(0, T.tensor([0]), {0}.sum())",
+        lambda T, x: x.index_fill(0, T.tensor([0]), x.sum()),
+        lambda a: a.ndim,
+    ),
+    (
+        "T.put({0}, T.tensor([0, -1]), {0}.reshape(-1)[:2] * 2, True)",
+        lambda T, x: T.put(x, T.tensor([0, -1]), x.reshape(-1)[:2] * 2, True),
+        lambda a: a.size >= 2,
+    ),
+]
+UNARY += UNARY_SPECIAL
 
 
 def unary(p):

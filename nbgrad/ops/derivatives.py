@@ -50,8 +50,11 @@ op("div", "DivBackward0", ("self", "other"),
    {"self": "grad / other", "other": "-grad * self / (other * other)"},
    np.true_divide, saves=("other", "self"), promote=True, floating=True)
 op("div_rounded", "DivBackward2", ("self", "other"),
-   # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them.
-   {"self": "zeros_like(grad / other)", "other": "zeros_like(grad * self / other)"},
+   # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them. An
+   # explicit rounding_mode=None is this node too, dividing truly.
+   {"self": "grad / other if rounding_mode is None else zeros_like(grad / other)",
+    "other": "-grad * self / (other * other) if rounding_mode is None else "
+             "zeros_like(grad * self / other)"},
    lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
    attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
 # remainder and fmod: the result moves with self at slope 1; a tensor divisor moves it at
@@ -74,7 +77,9 @@ op("pow", "PowBackward0", ("self",),
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
-   np.power, saves=("exponent", "result", "self"), promote=True)
+   # saved in PyTorch's order (inputs, then the result): it packs them and checks their
+   # versions at backward in that order
+   np.power, saves=("exponent", "self", "result"), promote=True)
 op("rpow", "PowBackward2", ("exponent",),
    {"exponent": "grad * result * scalar_log(self) if self != 0 else "
                 "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},
@@ -311,6 +316,12 @@ op("log_softmax", "LogSoftmaxBackward0", ("self",),
 
 def _rounded_divide(a, b, rounding_mode):
     quotient = np.true_divide(a, b)
+    if rounding_mode is None:  # true division: integers give the default float dtype
+        from nbgrad import dtypes
+
+        kind = np.result_type(a, b)
+        return quotient.astype(kind if kind.kind == "f" else dtypes.get_default_dtype().numpy,
+                               copy=False)
     rounded = np.floor(quotient) if rounding_mode == "floor" else np.trunc(quotient)
     return rounded.astype(np.result_type(a, b), copy=False)
 
@@ -563,7 +574,7 @@ op("index_put", "IndexPutBackward0", ("self", "values"),
    lambda self, values, indices, accumulate: _assign(self, indices, values),
    attrs=("indices", "accumulate"), saves=("accumulate", "indices"))
 op("fill_whole", "FillBackward3", ("self", "value"),
-   {"self": "zeros_like(grad)", "value": "grad.sum()"},
+   {"self": "zeros_like(grad)", "value": "grad"},  # summed to value's 0-d shape
    lambda self, value: np.full_like(self, value))
 op("copy", "CopyBackwards", ("self", "src"), {"self": "zeros_like(grad)", "src": "grad"},
    lambda self, src: np.broadcast_to(src, self.shape).astype(self.dtype))
@@ -1967,3 +1978,280 @@ op("_ctc_loss_tensor", "CtcLossBackward1", ("log_probs",),
    extra_outputs=("result1",),
    saves=("blank", "input_lengths", "log_probs", "result0", "result1", "target_lengths",
           "targets", "zero_infinity"))
+
+# --- special functions (branch special: lgamma, digamma, polygamma, Bessel, zeta, igamma, ...) --
+# Forwards in float64 from special_kernels (NumPy only: series, recurrences, asymptotic
+# expansions), cast back to the input's dtype. torch.special.* names: ops/functions/special.py.
+
+from nbgrad.ops import special_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(special_kernels.ARRAY_FUNCTIONS)
+
+
+def _special(kernel):
+    """A kernel run in float64, its result cast back to its (first) input's dtype."""
+    def forward(self, *rest):
+        return kernel(self, *rest).astype(np.result_type(self, *rest), copy=False)
+    return forward
+
+
+op("lgamma", "LgammaBackward0", ("self",), {"self": "grad * digamma(self)"},
+   _special(special_kernels.lgamma), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace="method", out=True)
+op("digamma", "DigammaBackward0", ("self",), {"self": "grad * polygamma(1, self)"},
+   _special(special_kernels.digamma), saves=("self",), floating=True, same_shape=True,
+   function=True, method=True, inplace="method", out=True)
+op("polygamma", "PolygammaBackward0", ("self",), {"self": "grad * polygamma(n + 1, self)"},
+   lambda self, n: special_kernels.polygamma(n, self).astype(self.dtype, copy=False),
+   attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)
+op("polygamma_inplace", "PolygammaBackward1", ("self",),
+   {"self": "grad * polygamma(n + 1, self)"},
+   lambda self, n: special_kernels.polygamma(n, self).astype(self.dtype, copy=False),
+   attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)
+op("mvlgamma", "MvlgammaBackward0", ("self",), {"self": "mvlgamma_backward(grad, self, p)"},
+   lambda self, p: special_kernels.mvlgamma(self, p).astype(self.dtype, copy=False),
+   attrs=("p",), saves=("p", "self"), floating=True, same_shape=True)
+op("i0", "I0Backward0", ("self",), {"self": "grad * special_i1(self)"},
+   lambda self: special_kernels.i0(self, self.dtype).astype(self.dtype), saves=("self",),
+   floating=True, same_shape=True,
+   function=True, method=True, inplace=True, out=True)
+op("special_i0e", "SpecialI0EBackward0", ("self",),
+   {"self": "grad * (special_i1e(self) - sign(self) * result)"},
+   _special(special_kernels.i0e), saves=("result", "self"), floating=True, same_shape=True)
+op("special_i1", "SpecialI1Backward0", ("self",), {"self": "i1_backward(grad, self, result)"},
+   lambda self: special_kernels.i1(self, self.dtype).astype(self.dtype),
+   saves=("result", "self"), floating=True, same_shape=True)
+op("special_i1e", "SpecialI1EBackward0", ("self",), {"self": "i1e_backward(grad, self, result)"},
+   _special(special_kernels.i1e), saves=("result", "self"), floating=True, same_shape=True)
+op("special_entr", "SpecialEntrBackward0", ("self",), {"self": "grad * -(1 + log(self))"},
+   _special(special_kernels.entr), saves=("self",), floating=True, same_shape=True)
+op("special_ndtri", "SpecialNdtriBackward0", ("self",),
+   {"self": "grad * 2.5066282746310002 * exp(result * result / 2)"},  # sqrt(2 pi)
+   _special(special_kernels.ndtri), saves=("result",), floating=True, same_shape=True)
+op("special_log_ndtr", "SpecialLogNdtrBackward0", ("self",),
+   {"self": "grad / 2.5066282746310002 * exp(-(result + self ** 2 / 2))"},
+   _special(special_kernels.log_ndtr), saves=("result", "self"), floating=True, same_shape=True)
+op("special_erfcx", "SpecialErfcxBackward0", ("self",),
+   {"self": "(2.0 * self * result - 1.1283791670955126) * grad"},  # 2 / sqrt(pi)
+   _special(special_kernels.erfcx), saves=("result", "self"), floating=True, same_shape=True)
+op("special_xlog1py", "SpecialXlog1PyBackward0", ("self", "other"),
+   {"self": "masked_zero(xlog1py(grad, other), (self == 0) & (other <= -1))",
+    "other": "grad * self / (other + 1)"},
+   _special(special_kernels.xlog1py), saves=("other", "self"), promote=True, floating=True)
+op("special_xlog1py_scalar_self", "SpecialXlog1PyBackward1", ("other",),
+   {"other": "grad * self / (other + 1)"},
+   lambda other, self: special_kernels.xlog1py(self, other).astype(other.dtype, copy=False),
+   attrs=("self",), saves=("other", "self"), floating=True)
+op("special_xlog1py_scalar_other", "SpecialXlog1PyBackward2", ("self",),
+   {"self": "masked_zero(xlog1py(grad, other), (self == 0) & (other <= -1))"},
+   lambda self, other: special_kernels.xlog1py(self, other).astype(self.dtype, copy=False),
+   attrs=("other",), saves=("other", "self"), floating=True)
+# Only the derivative in x is known in closed form: PyTorch's formulas for a (igamma's self,
+# zeta's self) raise when backward reaches them.
+op("igamma", "IgammaBackward0", ("self", "other"),
+   {"self": "not_implemented('igamma: input')",
+    "other": "grad * exp((self - 1) * log(other) - other - lgamma(self))"},
+   _special(special_kernels.igamma), saves=("other", "self"), promote=True, floating=True)
+op("igammac", "IgammacBackward0", ("self", "other"),
+   {"self": "not_implemented('igammac: input')",
+    "other": "-grad * exp((self - 1) * log(other) - other - lgamma(self))"},
+   _special(special_kernels.igammac), saves=("other", "self"), promote=True, floating=True)
+op("special_zeta", "SpecialZetaBackward0", ("self", "other"),
+   {"self": "not_implemented('zeta')", "other": "grad * -self * special_zeta(self + 1.0, other)"},
+   _special(special_kernels.zeta), saves=("other", "self"), promote=True, floating=True)
+op("special_zeta_scalar_self", "SpecialZetaBackward1", ("other",),
+   {"other": "grad * -self * special_zeta(self + 1.0, other)"},
+   lambda other, self: special_kernels.zeta(self, other).astype(other.dtype, copy=False),
+   attrs=("self",), saves=("other", "self"), floating=True)
+op("special_zeta_scalar_other", "SpecialZetaBackward2", ("self",),
+   {"self": "not_implemented('zeta')"},
+   lambda self, other: special_kernels.zeta(self, other).astype(self.dtype, copy=False),
+   attrs=("other",), floating=True)
+
+
+# --- element-wise, more (branch special: fmax, fmin, nextafter, ldexp, frexp, angle, rsub) ------
+
+op("fmax", "FmaxBackward0", ("self", "other"),
+   {"self": "masked_zero(grad, ~((self >= other) | isnan(other)))",
+    "other": "masked_zero(grad, (self >= other) | isnan(other))"},
+   np.fmax, saves=("other", "self"), promote=True)
+op("fmin", "FminBackward0", ("self", "other"),
+   {"self": "masked_zero(grad, ~((self <= other) | isnan(other)))",
+    "other": "masked_zero(grad, (self <= other) | isnan(other))"},
+   np.fmin, saves=("other", "self"), promote=True)
+op("nextafter", "NextafterBackward0", ("self", "other"),
+   {"self": "masked_zero(grad, self == other)", "other": "zeros_like(grad)"},
+   np.nextafter, saves=("other", "self"), promote=True)
+# x * 2 ** other; ``other`` may be an integer tensor (no gradient) or a float one. PyTorch's
+# formula computes 2 ** other in other's dtype: an integer power, 0 for a negative exponent.
+op("ldexp", "LdexpBackward0", ("self", "other"),
+   {"self": "grad * power_of_two(other)", "other": "grad * result * 0.6931471805599453"},
+   lambda self, other: self * np.exp2(other).astype(self.dtype, copy=False),
+   saves=("other", "result"), promote=True, floating=True)
+op("frexp", "FrexpBackward0", ("self",), {"self": "grad / exp2(exponent)"},
+   np.frexp, extra_outputs=("exponent",), saves=("exponent",))
+# A real number's angle is 0 or pi: flat, so its gradient is zero.
+op("angle", "AngleBackward0", ("self",), {"self": "angle_backward(grad, self)"},
+   lambda self: np.where(np.isnan(self), self, np.where(self < 0, np.pi, 0.0)).astype(
+       self.dtype, copy=False),
+   saves=("self",), floating=True, same_shape=True, function=True, method=True, out=True)
+op("rsub_tensor", "RsubBackward0", ("self", "other"),
+   {"self": "-grad * alpha", "other": "grad"},
+   lambda self, other, alpha: other - alpha * self, attrs=("alpha",), saves=("alpha",),
+   promote=True)
+
+
+# --- in place: comparisons, squeeze_, unsqueeze_, t_; fill (branch special) ----------------------
+# x.eq_(y) writes 1 or 0 into x in x's dtype: a step, so zero gradients; a tensor ``other`` has an
+# edge of its own (EqBackward1, ...).
+
+for _name, _compare in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                        ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)):
+    _title = _name.capitalize()
+    op(f"{_name}_inplace", f"{_title}Backward0", ("self",), {"self": "zeros_like(grad)"},
+       lambda self, other, compare=_compare: compare(self, other).astype(self.dtype),
+       attrs=("other",))
+    op(f"{_name}_inplace_tensor", f"{_title}Backward1", ("self", "other"),
+       {"self": "zeros_like(grad)", "other": "zeros_like(grad)"},
+       lambda self, other, compare=_compare: compare(self, other).astype(self.dtype))
+# In-place reshapes: the tensor itself takes the new shape (ops/functions/inplace_views.py);
+# these entries make its new node.
+op("squeeze_inplace", "SqueezeBackward3", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   np.squeeze, saves=("self_sym_sizes",))
+op("squeeze_dim_inplace", "SqueezeBackward4", ("self",),
+   {"self": "reshape(grad, self_sym_sizes)"},
+   lambda self, dim: np.squeeze(self, dim) if self.ndim and self.shape[dim] == 1 else self[...],
+   attrs=("dim",), saves=("dim", "self_sym_sizes"))
+op("squeeze_dims_inplace", "SqueezeBackward5", ("self",),
+   {"self": "reshape(grad, self_sym_sizes)"},
+   lambda self, dim: _squeeze_given(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"))
+# squeeze with a tuple of dims (squeeze.dims); "squeeze_dims" above is matmul's squeeze_(dim)
+op("squeeze_dims_tuple", "SqueezeBackward2", ("self",), {"self": "reshape(grad, self_sym_sizes)"},
+   lambda self, dim: _squeeze_given(self, dim), attrs=("dim",), saves=("dim", "self_sym_sizes"),
+   view=True)
+
+
+def _squeeze_given(array, dims):
+    """Squeeze the dims given (negative ones counted from the end) that have size 1; PyTorch
+    saves the dims as given."""
+    dims = {d % array.ndim for d in dims} if array.ndim else set()
+    return np.squeeze(array, tuple(d for d in sorted(dims) if array.shape[d] == 1))
+op("unsqueeze_inplace", "UnsqueezeBackward1", ("self",), {"self": "squeeze(grad, dim)"},
+   np.expand_dims, attrs=("dim",), saves=("dim",))
+op("t_inplace", "TBackward1", ("self",), {"self": "matrix_t(grad) if grad.ndim == 2 else grad"},
+   lambda self: self.T)
+# torch.fill(x, value): a new tensor of x's shape and dtype; a tensor value gets the gradient's sum
+op("fill_out_of_place", "FillBackward0", ("self",), {"self": "zeros_like(grad)"},
+   lambda self, value: np.full_like(self, value), attrs=("value",))
+op("fill_out_of_place_tensor", "FillBackward1", ("self", "value"),
+   {"self": "zeros_like(grad)", "value": "grad"},  # summed to value's 0-d shape
+   lambda self, value: np.full_like(self, value))
+
+
+# --- reductions, more (branch special: nansum, nanmedian, aminmax) ------------------------------
+
+op("nansum", "NansumBackward0", ("self",), {"self": "nansum_backward(grad, self, dim, keepdim)"},
+   lambda self, dim, keepdim, dtype: np.nansum(
+       self, axis=None if dim is None else _axis(self, dim), keepdims=keepdim,
+       dtype=dtype).astype(dtype or self.dtype, copy=False),
+   attrs=("dim", "keepdim", "dtype"), saves=("dim", "keepdim", "self"))
+op("nanmedian", "NanmedianBackward0", ("self",), {"self": "evenly_distribute(grad, self, result)"},
+   lambda self: _lower_nanmedian(self), saves=("result", "self"))
+op("nanmedian_dim", "NanmedianBackward1", ("self",),
+   {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
+   lambda self, dim, keepdim: _nanmedian_dim(self, dim, keepdim), attrs=("dim", "keepdim"),
+   extra_outputs=("indices",), saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+# Both outputs are differentiable: ties share each output's gradient, as amax's and amin's.
+op("aminmax", "AminmaxBackward0", ("self",),
+   {"self": "(zeros_like(self) if grad[0] is None else"
+            " amax_backward(grad[0], self, min, aminmax_dims(dim), keepdim))"
+            " + (0 if grad[1] is None else"
+            " amax_backward(grad[1], self, max, aminmax_dims(dim), keepdim))"},
+   lambda self, dim, keepdim: [
+       self.min(axis=None if dim is None else dim, keepdims=keepdim),
+       self.max(axis=None if dim is None else dim, keepdims=keepdim)],
+   attrs=("dim", "keepdim"), output_names=("min", "max"),
+   saves=("dim", "keepdim", "max", "min", "self"), multi_output=True)
+
+
+def _lower_nanmedian(x):
+    values = x.reshape(-1)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return np.asarray(np.nan, x.dtype)
+    return np.asarray(np.sort(values)[(values.size - 1) // 2])
+
+
+def _nanmedian_dim(x, dim, keepdim):
+    """The lower median of the non-nan values along ``dim`` (nan where there are none), and
+    where it was: NumPy's stable sort puts nan last, so position (count - 1) // 2 is it."""
+    if x.ndim == 0:
+        return x.copy(), np.zeros((), np.int64)
+    order = np.argsort(x, axis=dim, kind="stable")
+    count = np.sum(~np.isnan(x), axis=dim, keepdims=True)
+    position = np.maximum(count - 1, 0) // 2
+    indices = np.take_along_axis(order, position, axis=dim)
+    values = np.take_along_axis(x, indices, axis=dim)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values.copy(), indices.astype(np.int64)
+
+
+# --- scatters into a view's place, copies of views (branch special) -----------------------------
+# torch.slice_scatter(x, src, ...) is x with the slice x[...] replaced by src: gradient to src
+# from that slice, to x from everywhere else. ``slice_key`` / ``select_key`` index both arrays
+# and Tensors; the scatters are their own formulas' helpers (so double backward works).
+
+op("slice_scatter", "SliceScatterBackward0", ("self", "src"),
+   {"self": "slice_scatter(grad, zeros_like(grad[slice_key(grad.ndim, dim, start, end, step)]),"
+            " dim, start, end, step)",
+    "src": "grad[slice_key(grad.ndim, dim, start, end, step)]"},
+   lambda self, src, dim, start, end, step: special_kernels.scatter_into(
+       self, src, special_kernels.slice_key(self.ndim, dim, start, end, step)),
+   attrs=("dim", "start", "end", "step"), saves=("dim", "end", "start", "step"), promote=True)
+op("select_scatter", "SelectScatterBackward0", ("self", "src"),
+   {"self": "select_scatter(grad, zeros_like(grad[select_key(grad.ndim, dim, index)]), dim,"
+            " index)",
+    "src": "grad[select_key(grad.ndim, dim, index)]"},
+   lambda self, src, dim, index: special_kernels.scatter_into(
+       self, src, special_kernels.select_key(self.ndim, dim, index)),
+   attrs=("dim", "index"), saves=("dim", "index"), promote=True)
+op("diagonal_scatter", "DiagonalScatterBackward0", ("self", "src"),
+   {"self": "diagonal_scatter(grad, zeros_like(grad.diagonal(offset, dim1, dim2)), offset, dim1,"
+            " dim2)",
+    "src": "grad.diagonal(offset, dim1, dim2)"},
+   lambda self, src, offset, dim1, dim2: special_kernels.diagonal_scatter(
+       self, src, offset, dim1, dim2),
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"), promote=True)
+op("narrow_copy", "NarrowCopyBackward0", ("self",),
+   # (start is saved as given: a negative one counts from the end)
+   {"self": "slice_backward(grad, self_sym_sizes, dim, start % self_sym_sizes[dim],"
+            " start % self_sym_sizes[dim] + length, 1)"},
+   lambda self, dim, start, length: self[special_kernels.slice_key(
+       self.ndim, dim, start % self.shape[dim], start % self.shape[dim] + length, 1)].copy(),
+   attrs=("dim", "start", "length"), saves=("dim", "length", "self_sym_sizes", "start"))
+op("unsafe_split_with_sizes", "UnsafeSplitWithSizesBackward0", ("self",),
+   {"self": "cat_pieces(grad, dim, self_sym_sizes, split_sizes)"},
+   lambda self, split_sizes, dim: [
+       np.ascontiguousarray(piece)
+       for piece in np.split(self, np.cumsum(split_sizes)[:-1].tolist(), axis=dim)],
+   attrs=("split_sizes", "dim"), saves=("dim", "self_sym_sizes", "split_sizes"),
+   multi_output=True)
+# softmax that gives 0 (not nan) on a row that is all -inf (attention masks)
+op("safe_softmax", "SafeSoftmaxBackward0", ("self",),
+   {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
+   lambda self, dim: np.nan_to_num(_softmax(self, dim), nan=0.0) if self.size else self.copy(),
+   attrs=("dim",), saves=("dim", "result"), floating=True, same_shape=True)
+# index_fill with a 0-d tensor value (ATen's int_Tensor overload): the value gets the sum of the
+# gradient over the filled places, each counted once.
+op("index_fill_tensor", "IndexFillBackward1", ("self", "value"),
+   {"self": "index_zero(grad, dim, index)", "value": "index_filled_sum(grad, dim, index)"},
+   lambda self, value, dim, index: formula_more.index_put(self, dim, index, value.astype(
+       self.dtype)),
+   attrs=("dim", "index"), saves=("dim", "index"))
+# x.put(index, source): source's values written at flat positions of x (added with accumulate).
+op("put", "PutBackward0", ("self", "source"),
+   {"self": "grad if accumulate else put_zero(grad, index)",
+    "source": "reshape(take_flat(grad, index), source.shape)"},
+   lambda self, source, index, accumulate: special_kernels.put(self, index, source, accumulate),
+   attrs=("index", "accumulate"), saves=("accumulate", "index", "source"), promote=True)

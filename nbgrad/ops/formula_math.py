@@ -527,6 +527,7 @@ def tensor_namespace():
         **_misc_tensor_namespace(),
         **nb.ops.nn_extra_kernels.tensor_namespace(),  # imported by derivatives.py
         **_more_layer_tensor_namespace(),
+        **_special_tensor_namespace(),
         **_backward_function_namespace(),
     }
 
@@ -652,6 +653,12 @@ def _more_layer_tensor_namespace():
     from nbgrad.ops import layer_kernels_more
 
     return layer_kernels_more.tensor_namespace()
+
+
+def _special_tensor_namespace():
+    from nbgrad.ops import special_kernels
+
+    return special_kernels.tensor_namespace()
 
 
 def _layer_tensor_namespace():

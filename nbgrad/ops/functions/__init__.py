@@ -17,10 +17,12 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     distances,
     einsum,
     elementwise,
+    float_parts,
     folding,
     histogram,
     indexing,
     inplace,
+    inplace_views,
     layers_more,
     linalg,
     linalg_composites,
@@ -32,11 +34,14 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     nn_extra,
     reductions,
     reductions_more,
+    reductions_special,
     sampling,
     scatter,
+    scatter_views,
     selection,
     shapes,
     shapes_more,
+    special,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them
 from nbgrad.ops.functions.reductions import vector_norm  # nbgrad.linalg.norm

@@ -57,7 +57,7 @@ def _shapes_error(shape_a, shape_b):
     return RuntimeError(f"shapes {list(shape_a)} and {list(shape_b)} cannot be broadcast together")
 
 
-def _fresh(result):
+def contiguous_result(result):
     """The result of an op that PyTorch writes into a new C-contiguous tensor, whatever the
     layout of its input (reductions over a dim, softmax, cat, masked_fill). NumPy may follow a
     transposed input instead, and the layout decides what view() and reshape() do next."""

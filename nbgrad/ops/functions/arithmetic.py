@@ -13,11 +13,11 @@ from nbgrad.ops.functions._common import (
     _binary,
     _broadcast_error,
     _check_tensor,
-    _fresh,
     _make,
     _number,
     _operand,
     _shapes_error,
+    contiguous_result,
     to_dtype,
 )
 from nbgrad.ops.public import public
@@ -65,10 +65,11 @@ def _promoted(input, *others):  # noqa: A002
 
 @public(function=True)
 def rsub(input, other, *, alpha=1):  # noqa: A002
-    """``other - alpha * input`` for a Python number ``other``: PyTorch's RsubBackward1."""
+    """``other - alpha * input``: RsubBackward0 for a tensor ``other``, RsubBackward1 for a
+    number."""
     _check_sub(other, input)
     if isinstance(other, Tensor):
-        return sub(other, input, alpha=alpha)
+        return _binary(OPS["rsub_tensor"], input, other, (alpha,))
     other = _operand(other)
     return run_op(OPS["rsub"], (_promoted(input, other),), (other, alpha))
 
@@ -78,16 +79,24 @@ def mul(input, other):  # noqa: A002
     return _binary(OPS["mul"], input, other)
 
 
+_NOT_GIVEN = object()  # div's rounding_mode when the caller gave none
+
+
 @public(function=("div", "divide"), method=("div", "divide"), out=True)
-def div(input, other, *, rounding_mode=None):  # noqa: A002
+def div(input, other, *, rounding_mode=_NOT_GIVEN):  # noqa: A002
+    if rounding_mode is _NOT_GIVEN:
+        return _binary(OPS["div"], input, other)
+    # An explicit rounding_mode, even None, is ATen's div.Tensor_mode: DivBackward2.
+    _check_rounding_mode(rounding_mode)
+    return _binary(OPS["div_rounded"], input, other, (rounding_mode,))
+
+
+def _check_rounding_mode(rounding_mode):
     if rounding_mode not in (None, "trunc", "floor"):
         raise RuntimeError(
             "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
             f"'{rounding_mode}'"
         )
-    if rounding_mode is not None:
-        return _binary(OPS["div_rounded"], input, other, (rounding_mode,))
-    return _binary(OPS["div"], input, other)
 
 
 def rdiv(input, other):  # noqa: A002
@@ -111,7 +120,7 @@ def pow(input, exponent):  # noqa: A001, A002
         base = _operand(input)
         exponent = _promoted(_check_tensor(exponent, "exponent"), base)
         _check_bool_pow(base, exponent)
-        return _fresh(run_op(OPS["rpow"], (exponent,), (base,)))
+        return contiguous_result(run_op(OPS["rpow"], (exponent,), (base,)))
     _check_bool_pow(input, exponent)
     if input._dtype is dtypes.bool and isinstance(exponent, bool):
         return _make(np.power(input._data, exponent).astype(bool))
@@ -263,8 +272,8 @@ def masked_fill(input, mask, value):  # noqa: A002
     _check_mask_shape(mask, input)
     if isinstance(value, Tensor) and value._requires_grad:
         # A fill value that requires grad gets the gradient of every place it filled.
-        return _fresh(run_op(OPS["masked_fill_tensor"], (input, value), (mask,)))
-    return _fresh(run_op(OPS["masked_fill"], (input,), (mask, _number(value))))
+        return contiguous_result(run_op(OPS["masked_fill_tensor"], (input, value), (mask,)))
+    return contiguous_result(run_op(OPS["masked_fill"], (input,), (mask, _number(value))))
 
 
 @public(function=True, method=True)
@@ -272,7 +281,7 @@ def softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
     wrap_dim(dim, input.dim())  # checked, but saved as given (-1 stays -1), as PyTorch does
-    return _fresh(run_op(OPS["softmax"], (input,), (dim,)))
+    return contiguous_result(run_op(OPS["softmax"], (input,), (dim,)))
 
 
 @public(function=True, method=True)
@@ -280,4 +289,4 @@ def log_softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
     wrap_dim(dim, input.dim())
-    return _fresh(run_op(OPS["log_softmax"], (input,), (dim,)))
+    return contiguous_result(run_op(OPS["log_softmax"], (input,), (dim,)))

@@ -8,7 +8,12 @@ from nbgrad.autograd.dispatch import run_inplace
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _broadcast_error, _listed, _number, _operand
-from nbgrad.ops.functions.arithmetic import _bool_array, _check_sub
+from nbgrad.ops.functions.arithmetic import (
+    _NOT_GIVEN,
+    _bool_array,
+    _check_rounding_mode,
+    _check_sub,
+)
 from nbgrad.ops.public import public
 
 
@@ -49,7 +54,12 @@ def mul_(input, other):  # noqa: A002
 
 
 @public(method=True)
-def div_(input, other):  # noqa: A002
+def div_(input, other, *, rounding_mode=_NOT_GIVEN):  # noqa: A002
+    if rounding_mode is not _NOT_GIVEN:  # even None: DivBackward2, as in div
+        _check_rounding_mode(rounding_mode)
+        return run_inplace(
+            OPS["div_rounded"], input, (_inplace_operand(input, other),), (rounding_mode,)
+        )
     return run_inplace(OPS["div"], input, (_inplace_operand(input, other),))
 
 

@@ -9,7 +9,13 @@ from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions._common import _binary, _broadcast_error, _fresh, _number, _shapes_error
+from nbgrad.ops.functions._common import (
+    _binary,
+    _broadcast_error,
+    _number,
+    _shapes_error,
+    contiguous_result,
+)
 from nbgrad.ops.functions.arithmetic import _tensors_only
 from nbgrad.ops.functions.inplace import _inplace_operand
 from nbgrad.ops.functions.reductions import _dims
@@ -63,7 +69,7 @@ def logsumexp(input, dim, keepdim=False):  # noqa: A002 - PyTorch's argument nam
             f"output with shape [] doesn't match the broadcast shape [{', '.join('1' * ndim)}]"
         )
     dims = _dims(dim, ndim)
-    return _fresh(run_op(OPS["logsumexp"], (input,), (dims, bool(keepdim))))
+    return contiguous_result(run_op(OPS["logsumexp"], (input,), (dims, bool(keepdim))))
 
 
 def _check_floating(input, kernel):  # noqa: A002

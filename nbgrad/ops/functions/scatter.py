@@ -147,9 +147,11 @@ def _index_fill(input, dim, index, value, inplace):  # noqa: A002
                 "index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value.dim()} dimension(s)."
             )
-        if value._requires_grad:
-            raise NotImplementedError("nbgrad's index_fill takes no value that requires grad")
-        value = value.item()
+        # a tensor value is its own input (IndexFillBackward1), whether or not it needs grad
+        array = _index_args("index_fill", input, dim, index)
+        if inplace:
+            return run_inplace(OPS["index_fill_tensor"], input, (value,), (dim, array))
+        return run_op(OPS["index_fill_tensor"], (input, value), (dim, array))
     array = _index_args("index_fill", input, dim, index)
     if inplace:
         return run_inplace(OPS["index_fill"], input, (), (dim, array, value))

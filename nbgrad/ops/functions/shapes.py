@@ -9,7 +9,7 @@ from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops import formula_math
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions._common import _fresh, _listed
+from nbgrad.ops.functions._common import _listed, contiguous_result
 from nbgrad.ops.functions.reductions import sum
 from nbgrad.ops.public import public
 
@@ -139,7 +139,17 @@ def permute(input, *dims):  # noqa: A002
 
 @public(function=True, method=True)
 def unsqueeze(input, dim):  # noqa: A002
-    return run_op(OPS["unsqueeze"], (input,), (wrap_dim(dim, input.dim() + 1),))
+    wrap_dim(dim, input.dim() + 1)  # checked, saved as given, as PyTorch does
+    return run_op(OPS["unsqueeze"], (input,), (dim,))
+
+
+def _check_dims_once(dims, ndim):
+    seen = set()
+    for d in dims:
+        wrapped = wrap_dim(d, ndim)
+        if wrapped in seen:
+            raise RuntimeError(f"dim {wrapped} appears multiple times in the list of dims")
+        seen.add(wrapped)
 
 
 @public(function=True, method=True)
@@ -147,11 +157,10 @@ def squeeze(input, dim=None):  # noqa: A002
     if dim is None:
         return run_op(OPS["squeeze"], (input,))
     if isinstance(dim, (tuple, list)):
-        dims = tuple(
-            d for d in (wrap_dim(d, input.dim()) for d in dim) if input._data.shape[d] == 1
-        )
-        return run_op(OPS["squeeze_dims"], (input,), (dims,))
-    return run_op(OPS["squeeze_dim"], (input,), (wrap_dim(dim, input.dim()),))
+        _check_dims_once(dim, input.dim())  # then saved as given (PyTorch's SqueezeBackward2)
+        return run_op(OPS["squeeze_dims_tuple"], (input,), (tuple(dim),))
+    wrap_dim(dim, input.dim())  # checked, saved as given, as PyTorch does
+    return run_op(OPS["squeeze_dim"], (input,), (dim,))
 
 
 @public(function=True, method=True)
@@ -229,7 +238,7 @@ def cat(tensors, dim=0):
                     f"Sizes of tensors must match except in dimension {dim}. Expected size {a} "
                     f"but got size {b} for tensor number {i} in the list."
                 )
-    return _fresh(run_op(OPS["cat"], (tensors,), (dim,)))
+    return contiguous_result(run_op(OPS["cat"], (tensors,), (dim,)))
 
 
 @public(function=True, out=True)
@@ -244,7 +253,9 @@ def stack(tensors, dim=0):
                 f"[{', '.join(map(str, tensors[0]._data.shape))}] at entry 0 and "
                 f"[{', '.join(map(str, t._data.shape))}] at entry {i}"
             )
-    return _fresh(run_op(OPS["stack"], (tensors,), (wrap_dim(dim, tensors[0].dim() + 1),)))
+    return contiguous_result(
+        run_op(OPS["stack"], (tensors,), (wrap_dim(dim, tensors[0].dim() + 1),))
+    )
 
 
 @public(function=True, method=True)

@@ -11,7 +11,7 @@ from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions._common import _fresh, _shapes_error
+from nbgrad.ops.functions._common import _shapes_error, contiguous_result
 from nbgrad.ops.functions.arithmetic import mul
 from nbgrad.ops.functions.shapes import (
     _infer_shape,
@@ -443,7 +443,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     shape = input._data.shape
     expanded_shape = (*shape[: wrapped + 1], count, *shape[wrapped + 1 :])
     expanded = expand(unsqueeze(input, wrapped + 1), expanded_shape)
-    copied = _fresh(run_op(OPS["clone"], (expanded,)))  # a C-contiguous copy, as PyTorch's
+    copied = contiguous_result(
+        run_op(OPS["clone"], (expanded,))
+    )  # a C-contiguous copy, as PyTorch's
     merged = (*shape[:wrapped], shape[wrapped] * count, *shape[wrapped + 1 :])
     return reshape(copied, merged)
 

@@ -192,6 +192,38 @@ def describe_saved(record, node, tensor_record_for, policy, view):
     return saved_a_tensor
 
 
+# --- walking a graph --------------------------------------------------------------------------
+
+CUT = object()  # what known_record says of a node left out (a limit): its edge reads (None, nr)
+
+
+def link_new_nodes(node, record, known_record, new_record):
+    """Give ``record`` (of ``node``) its edges, following ``next_functions`` down to every node
+    not yet recorded, iteratively (a graph can be deeper than Python's stack); the one walk of
+    both the recorders and the reader.
+
+    known_record(node)  its record, None when it is new, or CUT to leave it out
+    new_record(node)    a record for a node met below another
+    """
+    pending = [(node, record)]
+    while pending:
+        current, current_record = pending.pop()
+        edges = []
+        for child, nr in current.next_functions:
+            child_record = None if child is None else known_record(child)
+            if child_record is CUT:
+                child_record = child = None
+            if child is None:
+                edges.append((None, nr))
+                continue
+            if child_record is None:
+                child_record = new_record(child)
+                pending.append((child, child_record))
+            edges.append((child_record, nr))
+        current_record.next = tuple(edges)
+    return record
+
+
 # --- the graph behind a tensor ----------------------------------------------------------------
 
 
@@ -249,25 +281,13 @@ class GraphReader:
         record = self.nodes.get(id(node))
         if record is not None:
             return record
-        record = self._new_node(node)
-        pending = [(node, record)]
-        while pending:
-            current, current_record = pending.pop()
-            edges = []
-            for child, nr in current.next_functions:
-                if child is None:
-                    edges.append((None, nr))
-                    continue
-                child_record = self.nodes.get(id(child))
-                if child_record is None:
-                    if len(self.nodes) >= MAX_GRAPH_NODES:
-                        self.trace.truncated = f"the graph has more than {MAX_GRAPH_NODES} nodes"
-                        edges.append((None, nr))
-                        continue
-                    child_record = self._new_node(child)
-                    pending.append((child, child_record))
-                edges.append((child_record, nr))
-            current_record.next = tuple(edges)
+        return link_new_nodes(node, self._new_node(node), self._known_child, self._new_node)
+
+    def _known_child(self, node):
+        record = self.nodes.get(id(node))
+        if record is None and len(self.nodes) >= MAX_GRAPH_NODES:
+            self.trace.truncated = f"the graph has more than {MAX_GRAPH_NODES} nodes"
+            return CUT
         return record
 
     def _new_node(self, node):

@@ -25,6 +25,7 @@ and sets the class attributes ``trace_engine`` and ``tensor_type``.
 
 from nbgrad.trace import naming
 from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
+from nbgrad.trace.graph_reader import link_new_nodes
 from nbgrad.trace.modules import ScopeTracker
 from nbgrad.trace.trace import BackwardPass, BackwardStep, Trace
 from nbgrad.trace.values import Policy
@@ -240,21 +241,7 @@ class BaseRecorder:
         for every node below it that is new to the recording (iteratively: a graph can be
         deeper than Python's stack)."""
         record = self._new_node_record(node, op)
-        pending = [(node, record)]
-        while pending:
-            current, current_record = pending.pop()
-            edges = []
-            for child, nr in current.next_functions:
-                if child is None:
-                    edges.append((None, nr))
-                    continue
-                child_record = self._known_node_record(child)
-                if child_record is None:
-                    child_record = self._new_child_record(child)
-                    pending.append((child, child_record))
-                edges.append((child_record, nr))
-            current_record.next = tuple(edges)
-        return record
+        return link_new_nodes(node, record, self._known_node_record, self._new_child_record)
 
     def _new_child_record(self, node):
         """A record for a node first met below another (no op made it here)."""

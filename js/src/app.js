@@ -1,7 +1,7 @@
 // The widget's page: toolbar, graph, inspector and timeline, wired together. It knows nothing
 // of Jupyter: widget.js connects it to the anywidget model, standalone.js to a saved file.
 
-import { arrowDefs, drawGraph, fitTextsToBoxes } from "./draw.js";
+import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
 import { boundsOf, lossNodeId, neighbourhood } from "./focus.js";
@@ -21,7 +21,7 @@ import { createViewport } from "./viewport.js";
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
 const MIN_HEIGHT = 260;
-const TEXT_CHECK_LIMIT = 1500; // drawn nodes; above it, texts are not re-measured on the page
+const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
 const SCHEMA_VERSION = 1; // docs/trace-schema.md
 
@@ -96,6 +96,7 @@ export function createApp(el, options) {
   const page = h("div", { class: "nbgrad-widget" }, toolbar, banner, h("div", { class: "main" }, canvas, inspector), timelineHost, resizeHandle);
   el.replaceChildren(page);
   const viewport = createViewport(svg, root);
+  const scene = createScene(layers, arrowId);
   const minimap = createMinimap(stage, viewport);
   const cursor = createSearchCursor();
   setHeight(options.height);
@@ -147,10 +148,8 @@ export function createApp(el, options) {
     state.visible = visibleGraph(graph, collapsed, state.index.modules);
     const expanded = groupPaths(graph, state.index.modules).filter((p) => !collapsed.has(p) && ![...collapsed].some((c) => p.startsWith(`${c}.`)));
     state.laid = layout(state.visible, expanded);
-    state.drawn = drawGraph(layers, state.visible, state.laid, state.index.modules, arrowId);
-    // the browser's own check of the measured boxes; it lays out every text, so not for
-    // thousands of nodes (measureText sized those boxes already)
-    if (state.drawn.nodeEls.size <= TEXT_CHECK_LIMIT) fitTextsToBoxes(state.drawn.nodeEls.values());
+    scene.show(state.visible, state.laid, state.index.modules);
+    state.drawn = scene;
     minimap.update(state.laid);
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
     const hasGroups = groupPaths(graph, state.index.modules).length > 0;
@@ -167,7 +166,25 @@ export function createApp(el, options) {
       growToFit();
       fit();
     }
+    drawOnScreen();
   }
+
+  /** Put what is on screen in the DOM (all of a small drawing; draw.js's scene), and let the
+   * browser check the texts it has not checked yet (it lays out each one, so only what is on
+   * screen, never thousands: measureText sized the boxes already). */
+  function drawOnScreen() {
+    sceneFrame = null;
+    if (!state.laid) return;
+    scene.update(cullRect(viewport.visibleRect()));
+    const fresh = scene.takeUnchecked();
+    if (fresh.length <= TEXT_CHECK_LIMIT) fitTextsToBoxes(fresh);
+  }
+  // a pan or zoom draws what comes on screen, once per animation frame
+  let sceneFrame = null;
+  const nextFrame = globalThis.requestAnimationFrame ? (f) => globalThis.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  viewport.onChange(() => {
+    if (sceneFrame === null && scene.culled) sceneFrame = nextFrame(drawOnScreen);
+  });
 
   /** Without a height from the user, the widget grows (up to most of the window) when that lets
    * the whole graph be read: a tall chain of ops then opens whole instead of cropped. */
@@ -217,38 +234,49 @@ export function createApp(el, options) {
     fitNote.hidden = !state.fitNote;
   }
 
-  /** The drawn element standing for a record id in the current view (its group if folded). */
-  function drawnElement(id) {
+  /** The drawn node standing for a record id in the current view (its group if folded, its
+   * first copy if drawn once per use), or null. */
+  function drawnNodeId(id) {
+    if (!id || !state.drawn) return null;
+    if (id.startsWith(GROUP_PREFIX)) return scene.has(id) ? id : null;
     const drawnId = drawnIdFor(state.index, id, state.view);
-    if (!drawnId || !state.drawn) return null;
+    if (!drawnId) return null;
     const shown = state.visible.standIn.get(drawnId) || drawnId;
-    return state.drawn.nodeEls.get(shown) || null;
+    return scene.has(shown) ? shown : null;
   }
 
-  /** Selection and timeline classes. */
+  /** Every drawn node standing for a view id: each copy of a leaf drawn per use, else its
+   * stand-in (itself or its folded group). */
+  function drawnIdsOf(id) {
+    const copies = state.visible.copies.get(id);
+    if (copies && copies.length && scene.has(copies[0])) return copies;
+    return [state.visible.standIn.get(id) || id];
+  }
+
+  /** Selection, search and timeline classes, handed to the scene (which keeps them for the
+   * elements it draws later, on a pan). */
   function paint() {
     if (!state.drawn) return;
-    for (const el of page.querySelectorAll(".selected, .current, .done, .lit, .match, .match-current")) {
-      el.classList.remove("selected", "current", "done", "lit", "match", "match-current");
-      if (el.classList.contains("edge")) el.setAttribute("marker-end", `url(#${arrowId})`);
-    }
+    const nodes = new Map();
+    const edges = new Map();
+    const mark = (map, key, cls) => {
+      if (!map.has(key)) map.set(key, []);
+      if (!map.get(key).includes(cls)) map.get(key).push(cls);
+    };
     let highlight = stepHighlight(state.index, state.step);
     if (state.view === "forward") highlight = forwardHighlight(state.index, highlight);
-    const standIn = (id) => state.visible.standIn.get(id) || id;
-    for (const id of highlight.done) state.drawn.nodeEls.get(standIn(id))?.classList.add("done");
-    if (highlight.current) state.drawn.nodeEls.get(standIn(highlight.current))?.classList.add("current");
+    for (const id of highlight.done) for (const d of drawnIdsOf(id)) mark(nodes, d, "done");
+    if (highlight.current) for (const d of drawnIdsOf(highlight.current)) mark(nodes, d, "current");
     for (const [from, to] of highlight.edges) {
-      const edge = state.drawn.edgeEls.get(`${standIn(from)}>${standIn(to)}`);
-      if (!edge) continue;
-      edge.classList.add("lit");
-      edge.setAttribute("marker-end", `url(#${arrowId}-lit)`);
-      edge.parentNode.append(edge); // drawn last: on top of the others
+      // an edge to a leaf drawn per use reaches one of its copies (from the matching copy)
+      for (const a of drawnIdsOf(from)) for (const b of drawnIdsOf(to)) if (scene.hasEdge(`${a}>${b}`)) mark(edges, `${a}>${b}`, "lit");
     }
-    const selected = state.selected ? (state.selected.startsWith(GROUP_PREFIX) ? state.drawn.nodeEls.get(state.selected) : drawnElement(state.selected)) : null;
-    if (selected) selected.classList.add("selected");
-    for (const copy of state.visible.copies.get(state.selected) || []) state.drawn.nodeEls.get(copy)?.classList.add("selected");
-    for (const id of cursor.matches) state.drawn.nodeEls.get(standIn(id))?.classList.add("match");
-    if (cursor.current) state.drawn.nodeEls.get(standIn(cursor.current))?.classList.add("match-current");
+    const selected = drawnNodeId(state.selected);
+    if (selected) mark(nodes, selected, "selected");
+    for (const copy of state.visible.copies.get(state.selected) || []) mark(nodes, copy, "selected");
+    for (const id of cursor.matches) for (const d of drawnIdsOf(id)) mark(nodes, d, "match");
+    if (cursor.current) for (const d of drawnIdsOf(cursor.current)) mark(nodes, d, "match-current");
+    scene.decorate({ nodes, edges });
   }
 
   // --- search: every match highlighted, stepped through in reading order --------------------
@@ -291,9 +319,9 @@ export function createApp(el, options) {
     state.selected = id || null;
     renderInspector(inspector, ctx, state.selected);
     paint();
-    const el = state.selected ? drawnElement(state.selected) : null;
-    if (el && state.laid) {
-      const box = state.laid.positions.get(el.getAttribute("data-node-id"));
+    const drawnId = drawnNodeId(state.selected);
+    if (drawnId && state.laid) {
+      const box = state.laid.positions.get(drawnId);
       if (box) viewport.reveal(box.x, box.y);
     }
     if (fromUser && options.onSelect) options.onSelect(state.selected);

@@ -4,7 +4,7 @@
 import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
-import { boundsOf, lossNodeId, neighbourhood } from "./focus.js";
+import { boundsOf, lineage, lossNodeId, neighbourhood } from "./focus.js";
 import { GROUP_PREFIX, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
 import { renderInspector } from "./inspector.js";
 import { MIN_READABLE_SCALE, setLabelFont } from "./labels.js";
@@ -24,6 +24,10 @@ const MIN_HEIGHT = 260;
 const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
 const SCHEMA_VERSION = 1; // docs/trace-schema.md
+// "show the neighbourhood": a node's parents and children this many edges up and down, at most
+// this many nodes (drawn whole, every group open)
+const NEIGHBOURHOOD_HOPS = 8;
+const NEIGHBOURHOOD_LIMIT = 2000;
 
 let instances = 0;
 
@@ -47,6 +51,7 @@ export function createApp(el, options) {
     hideShapes: false,
     autoHeight: !(Number(options.height) > 0), // no height asked for: grow to show the graph
     fitNote: "",
+    neighbourhood: null, // { center, graph, collapsed }: only the part around a node is drawn
   };
 
   // --- the page ---------------------------------------------------------------------------
@@ -66,6 +71,16 @@ export function createApp(el, options) {
     " hide reshapes",
   );
   const status = h("span", { class: "status", "data-role": "status" });
+  const statusText = h("span", { class: "status-text" });
+  const neighbourhoodButton = h("button", {
+    type: "button",
+    class: "status-action",
+    "data-role": "neighbourhood",
+    text: "show the neighbourhood of the selected node",
+    title: `draw the selected node (else the loss) with its parents and children up to ${NEIGHBOURHOOD_HOPS} edges away, every group open`,
+    onclick: () => showNeighbourhood(state.selected),
+  });
+  const wholeButton = h("button", { type: "button", class: "status-action", "data-role": "whole-graph", text: "back to the whole graph", onclick: () => leaveNeighbourhood() });
   const toolbar = h(
     "div",
     { class: "toolbar" },
@@ -113,6 +128,7 @@ export function createApp(el, options) {
     select: (id) => select(id, true),
     goToStep: (k) => setStep(k, true),
     expand: (path) => toggleGroup(path, false),
+    groupNote: (path) => (viewGraph().groupNotes || {})[path] || null,
     fetchBuffer: options.fetchBuffer,
   };
 
@@ -124,8 +140,13 @@ export function createApp(el, options) {
     return state.graphs[state.view];
   }
 
-  /** The view as drawn before folding: with shape-only nodes hidden if asked. */
+  /** The view as drawn before folding: with shape-only nodes hidden if asked, and only the
+   * neighbourhood of a node if one is shown. */
   function shownGraph() {
+    return state.neighbourhood ? state.neighbourhood.graph : wholeGraph();
+  }
+
+  function wholeGraph() {
     const graph = viewGraph();
     if (!state.hideShapes) return graph;
     if (!graph.withoutShapes) graph.withoutShapes = withoutNodes(graph, shapeOnlyIds(graph));
@@ -133,6 +154,7 @@ export function createApp(el, options) {
   }
 
   function collapsedSet() {
+    if (state.neighbourhood) return state.neighbourhood.collapsed;
     if (!state.collapsed[state.view]) {
       const wanted = initialCollapsed(viewGraph(), state.index.modules, COLLAPSE_THRESHOLD);
       state.collapsed[state.view] = withinBudget(viewGraph(), state.index.modules, wanted, LAYOUT_BUDGET).collapsed;
@@ -150,13 +172,23 @@ export function createApp(el, options) {
     state.laid = layout(state.visible, expanded);
     scene.show(state.visible, state.laid, state.index.modules);
     state.drawn = scene;
+    // how many nodes the drawing has (only those on screen are in the DOM): tests, benchmarks
+    svg.setAttribute("data-drawn-nodes", String(state.visible.nodes.length));
     minimap.update(state.laid);
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
     const hasGroups = groupPaths(graph, state.index.modules).length > 0;
     for (const button of toolbar.querySelectorAll(".group-button")) button.hidden = !hasGroups;
     const shapes = shapeOnlyIds(viewGraph()).size;
     shapeLabel.hidden = shapes === 0;
-    status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}${state.hideShapes && shapes ? `, ${shapes} reshapes hidden` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes)` : ""}`;
+    if (state.neighbourhood) {
+      const { graph: part, centerLabel } = state.neighbourhood;
+      statusText.textContent = `showing ${part.nodes.length} of ${wholeGraph().nodes.length} nodes: ${centerLabel} and its parents and children up to ${NEIGHBOURHOOD_HOPS} edges away `;
+      status.replaceChildren(statusText, wholeButton);
+    } else {
+      statusText.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}${state.hideShapes && shapes ? `, ${shapes} reshapes hidden` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes) ` : ""}`;
+      // where the budget stops "expand all", the part around a node can still be drawn whole
+      status.replaceChildren(statusText, ...(state.overBudget ? [neighbourhoodButton] : []));
+    }
     legend.textContent = legendText(state.view);
     legend.title = legendText(state.view);
     runSearch(false);
@@ -216,7 +248,7 @@ export function createApp(el, options) {
     } else {
       const k = MIN_READABLE_SCALE;
       const { vw, vh } = viewport.size();
-      const loss = lossNodeId(state.index, state.view, state.visible);
+      const loss = state.neighbourhood && state.visible.nodes.some((n) => n.id === state.neighbourhood.center) ? state.neighbourhood.center : lossNodeId(state.index, state.view, state.visible);
       const lossBox = loss ? boundsOf([loss], positions) : null;
       let area = lossBox;
       for (let hops = 1; lossBox && hops <= MAX_FOCUS_HOPS; hops++) {
@@ -344,6 +376,7 @@ export function createApp(el, options) {
     if (view !== "forward" && view !== "backward") return;
     if (view === state.view && state.drawn) return;
     state.view = view;
+    state.neighbourhood = null;
     redraw();
     if (fromUser && options.onView) options.onView(view);
   }
@@ -361,7 +394,33 @@ export function createApp(el, options) {
     renderInspector(inspector, ctx, state.selected);
   }
 
+  /** Draw only the part of the view around a record id (else around the loss): its parents
+   * and children up to NEIGHBOURHOOD_HOPS edges away, every group open. What "expand all" offers
+   * when the whole view is over the layout budget. */
+  function showNeighbourhood(id) {
+    const whole = wholeGraph();
+    const ids = new Set(whole.nodes.map((n) => n.id));
+    let center = id && !id.startsWith(GROUP_PREFIX) ? drawnIdFor(state.index, id, state.view) : null;
+    // a leaf drawn once per use (fold.js) is there as its copies
+    if (center && !ids.has(center)) center = whole.nodes.find((n) => n.copyOf === center)?.id || null;
+    if (!center) center = lossNodeId(state.index, state.view, { nodes: whole.nodes, edges: whole.edges, standIn: new Map() });
+    if (!center) return;
+    const near = lineage(whole, center, NEIGHBOURHOOD_HOPS, NEIGHBOURHOOD_LIMIT);
+    const graph = { ...whole, nodes: whole.nodes.filter((n) => near.has(n.id)), edges: whole.edges.filter((e) => near.has(e.from) && near.has(e.to)) };
+    const centerLabel = whole.nodes.find((n) => n.id === center).label;
+    state.neighbourhood = { center, graph, collapsed: new Set(), centerLabel };
+    redraw();
+    select(id || originalId(center), true);
+  }
+
+  function leaveNeighbourhood() {
+    state.neighbourhood = null;
+    redraw();
+    select(state.selected, false);
+  }
+
   function setCollapsedAll(collapse) {
+    state.neighbourhood = null;
     const wanted = collapse ? new Set(groupPaths(viewGraph(), state.index.modules)) : new Set();
     const affordable = withinBudget(viewGraph(), state.index.modules, wanted, LAYOUT_BUDGET);
     state.collapsed[state.view] = affordable.collapsed;
@@ -401,6 +460,7 @@ export function createApp(el, options) {
   });
   shapeToggle.addEventListener("change", () => {
     state.hideShapes = shapeToggle.checked;
+    state.neighbourhood = null;
     state.collapsed = {}; // folding is decided again on what is drawn
     redraw();
   });
@@ -482,6 +542,7 @@ export function createApp(el, options) {
     }
     state.index = indexTrace(trace);
     state.graphs = {};
+    state.neighbourhood = null;
     state.collapsed = {};
     showBanner(state.index.trace);
     if (isEmpty(state.index)) {
@@ -532,6 +593,8 @@ export function createApp(el, options) {
       else paint();
       return { matches: cursor.matches.slice(), current: cursor.current, text: searchCount.textContent };
     },
+    showNeighbourhood: (id) => showNeighbourhood(id),
+    leaveNeighbourhood: () => leaveNeighbourhood(),
     setHideShapes(hide) {
       shapeToggle.checked = !!hide;
       shapeToggle.dispatchEvent(new Event("change"));

@@ -351,12 +351,27 @@ export function createApp(el, options) {
     state.selected = id || null;
     renderInspector(inspector, ctx, state.selected);
     paint();
-    const drawnId = drawnNodeId(state.selected);
-    if (drawnId && state.laid) {
-      const box = state.laid.positions.get(drawnId);
-      if (box) viewport.reveal(box.x, box.y);
-    }
+    revealSelected();
     if (fromUser && options.onSelect) options.onSelect(state.selected);
+  }
+
+  /** Bring the selected node on screen. A leaf drawn once per use is on screen if one of its
+   * copies is; else the view goes to the copy nearest to it. */
+  function revealSelected() {
+    const drawnId = drawnNodeId(state.selected);
+    if (!drawnId || !state.laid) return;
+    const viewId = state.selected.startsWith(GROUP_PREFIX) ? null : drawnIdFor(state.index, state.selected, state.view);
+    const copies = (viewId && state.visible.copies.get(viewId)) || [];
+    const boxes = (copies.length ? copies : [drawnId]).map((id) => state.laid.positions.get(id)).filter(Boolean);
+    if (!boxes.length) return;
+    const view = viewport.visibleRect();
+    const cx = view.x + view.width / 2;
+    const cy = view.y + view.height / 2;
+    const onScreen = (b) => b.x > view.x && b.x < view.x + view.width && b.y > view.y && b.y < view.y + view.height;
+    if (boxes.length > 1 && boxes.some(onScreen)) return;
+    let best = boxes[0];
+    for (const b of boxes) if (Math.hypot(b.x - cx, b.y - cy) < Math.hypot(best.x - cx, best.y - cy)) best = b;
+    viewport.reveal(best.x, best.y);
   }
 
   function setStep(k, fromUser) {

@@ -258,7 +258,10 @@ export function createApp(el, options) {
       }
       if (area) viewport.frame(area, k, lossBox, { width, height });
       else viewport.fit(width, height, k);
-      state.fitNote = `Showing the loss and what is near it: the whole graph would need ${Math.round(whole * 100)}% zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
+      // a 10,000-node graph needs well under 1%: say how far under, not "0%"
+      const percent = whole * 100 >= 1 ? `${Math.round(whole * 100)}%` : `${(whole * 100).toPrecision(1)}%`;
+      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : "the loss";
+      state.fitNote = `Showing ${what} and what is near it: the whole graph would need ${percent} zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
     }
     viewport.state.userMoved = false;
     fitNote.textContent = state.fitNote;

@@ -127,3 +127,103 @@ describe("a large graph in the widget", () => {
     expect(inDom().length).toBeLessThan(total / 4);
   });
 });
+
+/** h = relu(h @ w) `steps` times with one weight w, no modules: w's AccumulateGrad is drawn once
+ * per use and the steps fold into a loop (fold.js); a backward pass runs every node. */
+function sharedWeightTrace(steps) {
+  const t = (id, name, role) => ({ id, name, role, shape: [2], dtype: "float32", requires_grad: role !== "constant", value: [1, 2] });
+  const tensors = [t("x", "x", "constant"), t("w", "w", "leaf")];
+  const nodes = [{ id: "nw", name: "AccumulateGrad", next: [], saved: {}, variable: "w" }];
+  const ops = [];
+  let prev = null;
+  let input = "x";
+  for (let i = 0; i < steps; i++) {
+    for (const [op, name, nexts, inputs] of [
+      ["mm", "MmBackward0", [prev, "nw"], [input, "w"]],
+      ["relu", "ReluBackward0", null, null],
+    ]) {
+      const id = `${op}${i}`;
+      const next = nexts || [`n_mm${i}`];
+      nodes.push({ id: `n_${id}`, name, op: `o_${id}`, next: next.map((n) => (n ? [n, 0] : null)), saved: {} });
+      tensors.push({ ...t(`t_${id}`, `${op}${i}`, "intermediate"), grad_fn: `n_${id}`, op: `o_${id}` });
+      ops.push({ id: `o_${id}`, op, inputs: inputs || [`t_mm${i}`], outputs: [`t_${id}`], node: `n_${id}` });
+    }
+    prev = `n_relu${i}`;
+    input = `t_relu${i}`;
+  }
+  tensors[tensors.length - 1].role = "output";
+  const order = [...nodes].reverse();
+  return {
+    version: 1,
+    source: { kind: "cell", lines: {} },
+    status: { complete: true },
+    modules: {},
+    formulas: {},
+    tensors,
+    ops,
+    nodes,
+    passes: [{ index: 0, kind: "backward", roots: [[prev, 0]] }],
+    steps: order.map((n) => ({ pass: 0, node: n.id, grads_in: [1], grads_out: n.next.map(() => 1) })),
+    accumulations: [],
+  };
+}
+
+describe("folded loops, leaves drawn per use, and the neighbourhood", () => {
+  function mountShared() {
+    const el = document.createElement("div");
+    document.body.append(el);
+    const app = createApp(el, { trace: sharedWeightTrace(100), view: "backward" });
+    el.querySelector('[data-role="expand-all"]').click();
+    return { el, app };
+  }
+
+  it("lights every copy of a leaf drawn per use at its timeline step", () => {
+    const { el, app } = mountShared();
+    const copies = app.state.visible.copies.get("nw");
+    expect(copies.length).toBe(100);
+    expect(el.querySelectorAll('[data-node-id^="nw~"]')).toHaveLength(100); // 300 nodes: not culled
+    const step = app.state.index.steps.findIndex((s) => s.node === "nw") + 1;
+    app.setStep(step);
+    expect(el.querySelectorAll('[data-node-id^="nw~"].current')).toHaveLength(100);
+    // the step of a MmBackward0 lights its edge to its own copy of w
+    const mm = app.state.index.steps.findIndex((s) => s.node === "n_mm50") + 1;
+    app.setStep(mm);
+    const lit = [...el.querySelectorAll(".edge.lit")].map((e) => `${e.getAttribute("data-from")}>${e.getAttribute("data-to")}`);
+    expect(lit.some((key) => key.startsWith("n_mm50>nw~"))).toBe(true);
+  });
+
+  it("says what a folded loop is, not a module class", () => {
+    const { el, app } = mountShared();
+    const loop = Object.keys(app.state.index.modules).find((p) => /^loop\d+$/.test(p));
+    expect(loop).toBeDefined();
+    app.select(`group:${loop}`);
+    const text = el.querySelector('[data-role="inspector"]').textContent;
+    expect(text).toMatch(/repeated loop body, \d+ times/);
+    expect(text).not.toContain("class");
+    expect(text).not.toMatch(/loop ×/);
+    app.select(`group:${loop}.3`);
+    expect(el.querySelector('[data-role="inspector"]').textContent).toMatch(/repetition 4 of \d+ of a loop body/);
+  });
+
+  it("draws a node's parents and children alone when asked, and goes back", () => {
+    const { el, app } = mountShared();
+    const whole = app.state.visible.nodes.length;
+    app.showNeighbourhood("n_mm50");
+    const ids = app.state.visible.nodes.map((n) => n.id);
+    // 8 edges up and down the chain of steps (relu, mm alternate), and the copies of w they use
+    expect(ids).toContain("n_mm50");
+    expect(ids).toContain("n_mm54"); // 8 edges up
+    expect(ids).toContain("n_relu46"); // 8 edges down
+    expect(ids).not.toContain("n_mm55");
+    expect(ids).not.toContain("n_relu45");
+    expect(ids.filter((id) => id.startsWith("nw~")).length).toBeGreaterThan(0);
+    expect(ids.length).toBeLessThan(40);
+    const status = el.querySelector('[data-role="status"]').textContent;
+    expect(status).toContain(`showing ${ids.length} of`);
+    expect(status).toContain("MmBackward0 and its parents and children up to 8 edges away");
+    expect(el.querySelector('[data-node-id="n_mm50"]').classList.contains("selected")).toBe(true);
+    el.querySelector('[data-role="whole-graph"]').click();
+    expect(app.state.visible.nodes.length).toBe(whole);
+    expect(el.querySelector('[data-role="whole-graph"]')).toBeNull();
+  });
+});

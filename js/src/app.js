@@ -540,6 +540,7 @@ export function createApp(el, options) {
       else {
         minimap.update(state.laid); // its size follows the stage's
         if (!viewport.state.userMoved) fit();
+        drawOnScreen(); // a larger stage shows more of a culled drawing
       }
     });
     observer.observe(stage);

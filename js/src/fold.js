@@ -20,9 +20,9 @@ export const LOOP_PREFIX = "loop";
 export const CHAIN_PREFIX = "chain";
 export const PART_PREFIX = "part";
 export const PART_SIZE = 1000; // nodes in a band of ranks (what is left of a huge view)
-// Nodes a redraw may lay out and draw. Measured in chromium (js/README.md): layout and SVG take
-// about 2.9 s for 10,000 nodes on an idle 2-core machine, most of it the browser drawing the
-// SVG; above this a view stays (partly) folded.
+// Nodes a redraw may lay out. Only what is on screen is drawn (draw.js), so this bounds the
+// layout and the view's bookkeeping (js/README.md); above it a view stays (partly) folded and the
+// status line offers the selected node's neighbourhood instead.
 export const LAYOUT_BUDGET = 8000;
 
 /** The node a drawn id stands for: a copy's original, or the id itself. */

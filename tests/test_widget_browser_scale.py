@@ -7,6 +7,7 @@ bounds here are generous, to catch a frozen or crashed tab, not a slow one.
 Screenshots of the 1,000- and 10,000-node traces at 1024x768 and 1400x900 go to test-artifacts/.
 """
 
+import re
 import time
 
 import pytest
@@ -32,12 +33,13 @@ def _drawn(page):
 
 def _folded_groups(page):
     status = page.locator('[data-role="status"]').inner_text()
-    return int(status.split(" groups folded")[0].rsplit(" ", 1)[1]) if "groups folded" in status else 0
+    found = re.search(r"(\d+) groups? folded", status)
+    return int(found.group(1)) if found else 0
 
 
 _EXPANDED_JS = (
-    "() => !document.querySelector('[data-role=status]').textContent.includes('groups folded')"
-    " || document.querySelector('[data-role=status]').textContent.includes('stays folded')"
+    "() => { const text = document.querySelector('[data-role=status]').textContent;"
+    " return !/\\d+ groups? folded/.test(text) || text.includes('stays folded'); }"
 )
 
 

@@ -5,7 +5,7 @@ import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
 import { boundsOf, lineage, lossNodeId, neighbourhood } from "./focus.js";
-import { GROUP_PREFIX, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
+import { GROUP_PREFIX, collapsedAncestor, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
 import { renderInspector } from "./inspector.js";
 import { MIN_READABLE_SCALE, setLabelFont } from "./labels.js";
 import { layout } from "./layout.js";
@@ -168,7 +168,9 @@ export function createApp(el, options) {
     const graph = shownGraph();
     const collapsed = collapsedSet();
     state.visible = visibleGraph(graph, collapsed, state.index.modules);
-    const expanded = groupPaths(graph, state.index.modules).filter((p) => !collapsed.has(p) && ![...collapsed].some((c) => p.startsWith(`${c}.`)));
+    const paths = groupPaths(graph, state.index.modules);
+    // open: neither it nor a group around it is collapsed (linear in the paths' depth)
+    const expanded = paths.filter((p) => !collapsedAncestor(p, collapsed));
     state.laid = layout(state.visible, expanded);
     scene.show(state.visible, state.laid, state.index.modules);
     state.drawn = scene;
@@ -176,7 +178,7 @@ export function createApp(el, options) {
     svg.setAttribute("data-drawn-nodes", String(state.visible.nodes.length));
     minimap.update(state.laid);
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
-    const hasGroups = groupPaths(graph, state.index.modules).length > 0;
+    const hasGroups = paths.length > 0;
     for (const button of toolbar.querySelectorAll(".group-button")) button.hidden = !hasGroups;
     const shapes = shapeOnlyIds(viewGraph()).size;
     shapeLabel.hidden = shapes === 0;
@@ -185,7 +187,7 @@ export function createApp(el, options) {
       statusText.textContent = `showing ${part.nodes.length} of ${wholeGraph().nodes.length} nodes: ${centerLabel} and its parents and children up to ${NEIGHBOURHOOD_HOPS} edges away `;
       status.replaceChildren(statusText, wholeButton);
     } else {
-      statusText.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}${state.hideShapes && shapes ? `, ${shapes} reshapes hidden` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes) ` : ""}`;
+      statusText.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} ${folded === 1 ? "group" : "groups"} folded` : ""}${state.hideShapes && shapes ? `, ${shapes} reshapes hidden` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes) ` : ""}`;
       // where the budget stops "expand all", the part around a node can still be drawn whole
       status.replaceChildren(statusText, ...(state.overBudget ? [neighbourhoodButton] : []));
     }

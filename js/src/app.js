@@ -1,11 +1,11 @@
 // The widget's page: toolbar, graph, inspector and timeline, wired together. It knows nothing
 // of Jupyter: widget.js connects it to the anywidget model, standalone.js to a saved file.
 
-import { arrowDefs, drawGraph, fitTextsToBoxes } from "./draw.js";
+import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
-import { boundsOf, lossNodeId, neighbourhood } from "./focus.js";
-import { GROUP_PREFIX, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
+import { boundsOf, lineage, lossNodeId, neighbourhood } from "./focus.js";
+import { GROUP_PREFIX, collapsedAncestor, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
 import { renderInspector } from "./inspector.js";
 import { MIN_READABLE_SCALE, setLabelFont } from "./labels.js";
 import { layout } from "./layout.js";
@@ -21,9 +21,13 @@ import { createViewport } from "./viewport.js";
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
 const MIN_HEIGHT = 260;
-const TEXT_CHECK_LIMIT = 1500; // drawn nodes; above it, texts are not re-measured on the page
+const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
 const SCHEMA_VERSION = 1; // docs/trace-schema.md
+// "show the neighbourhood": a node's parents and children this many edges up and down, at most
+// this many nodes (drawn whole, every group open)
+const NEIGHBOURHOOD_HOPS = 8;
+const NEIGHBOURHOOD_LIMIT = 2000;
 
 let instances = 0;
 
@@ -47,6 +51,7 @@ export function createApp(el, options) {
     hideShapes: false,
     autoHeight: !(Number(options.height) > 0), // no height asked for: grow to show the graph
     fitNote: "",
+    neighbourhood: null, // { center, graph, collapsed }: only the part around a node is drawn
   };
 
   // --- the page ---------------------------------------------------------------------------
@@ -66,6 +71,16 @@ export function createApp(el, options) {
     " hide reshapes",
   );
   const status = h("span", { class: "status", "data-role": "status" });
+  const statusText = h("span", { class: "status-text" });
+  const neighbourhoodButton = h("button", {
+    type: "button",
+    class: "status-action",
+    "data-role": "neighbourhood",
+    text: "show the neighbourhood of the selected node",
+    title: `draw the selected node (else the loss) with its parents and children up to ${NEIGHBOURHOOD_HOPS} edges away, every group open`,
+    onclick: () => showNeighbourhood(state.selected),
+  });
+  const wholeButton = h("button", { type: "button", class: "status-action", "data-role": "whole-graph", text: "back to the whole graph", onclick: () => leaveNeighbourhood() });
   const toolbar = h(
     "div",
     { class: "toolbar" },
@@ -96,6 +111,7 @@ export function createApp(el, options) {
   const page = h("div", { class: "nbgrad-widget" }, toolbar, banner, h("div", { class: "main" }, canvas, inspector), timelineHost, resizeHandle);
   el.replaceChildren(page);
   const viewport = createViewport(svg, root);
+  const scene = createScene(layers, arrowId);
   const minimap = createMinimap(stage, viewport);
   const cursor = createSearchCursor();
   setHeight(options.height);
@@ -112,6 +128,7 @@ export function createApp(el, options) {
     select: (id) => select(id, true),
     goToStep: (k) => setStep(k, true),
     expand: (path) => toggleGroup(path, false),
+    groupNote: (path) => (viewGraph().groupNotes || {})[path] || null,
     fetchBuffer: options.fetchBuffer,
   };
 
@@ -123,8 +140,13 @@ export function createApp(el, options) {
     return state.graphs[state.view];
   }
 
-  /** The view as drawn before folding: with shape-only nodes hidden if asked. */
+  /** The view as drawn before folding: with shape-only nodes hidden if asked, and only the
+   * neighbourhood of a node if one is shown. */
   function shownGraph() {
+    return state.neighbourhood ? state.neighbourhood.graph : wholeGraph();
+  }
+
+  function wholeGraph() {
     const graph = viewGraph();
     if (!state.hideShapes) return graph;
     if (!graph.withoutShapes) graph.withoutShapes = withoutNodes(graph, shapeOnlyIds(graph));
@@ -132,6 +154,7 @@ export function createApp(el, options) {
   }
 
   function collapsedSet() {
+    if (state.neighbourhood) return state.neighbourhood.collapsed;
     if (!state.collapsed[state.view]) {
       const wanted = initialCollapsed(viewGraph(), state.index.modules, COLLAPSE_THRESHOLD);
       state.collapsed[state.view] = withinBudget(viewGraph(), state.index.modules, wanted, LAYOUT_BUDGET).collapsed;
@@ -145,19 +168,29 @@ export function createApp(el, options) {
     const graph = shownGraph();
     const collapsed = collapsedSet();
     state.visible = visibleGraph(graph, collapsed, state.index.modules);
-    const expanded = groupPaths(graph, state.index.modules).filter((p) => !collapsed.has(p) && ![...collapsed].some((c) => p.startsWith(`${c}.`)));
+    const paths = groupPaths(graph, state.index.modules);
+    // open: neither it nor a group around it is collapsed (linear in the paths' depth)
+    const expanded = paths.filter((p) => !collapsedAncestor(p, collapsed));
     state.laid = layout(state.visible, expanded);
-    state.drawn = drawGraph(layers, state.visible, state.laid, state.index.modules, arrowId);
-    // the browser's own check of the measured boxes; it lays out every text, so not for
-    // thousands of nodes (measureText sized those boxes already)
-    if (state.drawn.nodeEls.size <= TEXT_CHECK_LIMIT) fitTextsToBoxes(state.drawn.nodeEls.values());
+    scene.show(state.visible, state.laid, state.index.modules);
+    state.drawn = scene;
+    // how many nodes the drawing has (only those on screen are in the DOM): tests, benchmarks
+    svg.setAttribute("data-drawn-nodes", String(state.visible.nodes.length));
     minimap.update(state.laid);
     const folded = state.visible.nodes.filter((n) => n.kind === "group").length;
-    const hasGroups = groupPaths(graph, state.index.modules).length > 0;
+    const hasGroups = paths.length > 0;
     for (const button of toolbar.querySelectorAll(".group-button")) button.hidden = !hasGroups;
     const shapes = shapeOnlyIds(viewGraph()).size;
     shapeLabel.hidden = shapes === 0;
-    status.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} groups folded` : ""}${state.hideShapes && shapes ? `, ${shapes} reshapes hidden` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes)` : ""}`;
+    if (state.neighbourhood) {
+      const { graph: part, centerLabel } = state.neighbourhood;
+      statusText.textContent = `showing ${part.nodes.length} of ${wholeGraph().nodes.length} nodes: ${centerLabel} and its parents and children up to ${NEIGHBOURHOOD_HOPS} edges away `;
+      status.replaceChildren(statusText, wholeButton);
+    } else {
+      statusText.textContent = `${graph.nodes.length} nodes${folded ? `, ${folded} ${folded === 1 ? "group" : "groups"} folded` : ""}${state.hideShapes && shapes ? `, ${shapes} reshapes hidden` : ""}${state.overBudget ? ` (the rest stays folded: over ${LAYOUT_BUDGET} drawn nodes) ` : ""}`;
+      // where the budget stops "expand all", the part around a node can still be drawn whole
+      status.replaceChildren(statusText, ...(state.overBudget ? [neighbourhoodButton] : []));
+    }
     legend.textContent = legendText(state.view);
     legend.title = legendText(state.view);
     runSearch(false);
@@ -167,7 +200,25 @@ export function createApp(el, options) {
       growToFit();
       fit();
     }
+    drawOnScreen();
   }
+
+  /** Put what is on screen in the DOM (all of a small drawing; draw.js's scene), and let the
+   * browser check the texts it has not checked yet (it lays out each one, so only what is on
+   * screen, never thousands: measureText sized the boxes already). */
+  function drawOnScreen() {
+    sceneFrame = null;
+    if (!state.laid) return;
+    scene.update(cullRect(viewport.visibleRect()));
+    const fresh = scene.takeUnchecked();
+    if (fresh.length <= TEXT_CHECK_LIMIT) fitTextsToBoxes(fresh);
+  }
+  // a pan or zoom draws what comes on screen, once per animation frame
+  let sceneFrame = null;
+  const nextFrame = globalThis.requestAnimationFrame ? (f) => globalThis.requestAnimationFrame(f) : (f) => setTimeout(f, 16);
+  viewport.onChange(() => {
+    if (sceneFrame === null && scene.culled) sceneFrame = nextFrame(drawOnScreen);
+  });
 
   /** Without a height from the user, the widget grows (up to most of the window) when that lets
    * the whole graph be read: a tall chain of ops then opens whole instead of cropped. */
@@ -199,7 +250,7 @@ export function createApp(el, options) {
     } else {
       const k = MIN_READABLE_SCALE;
       const { vw, vh } = viewport.size();
-      const loss = lossNodeId(state.index, state.view, state.visible);
+      const loss = state.neighbourhood && state.visible.nodes.some((n) => n.id === state.neighbourhood.center) ? state.neighbourhood.center : lossNodeId(state.index, state.view, state.visible);
       const lossBox = loss ? boundsOf([loss], positions) : null;
       let area = lossBox;
       for (let hops = 1; lossBox && hops <= MAX_FOCUS_HOPS; hops++) {
@@ -209,7 +260,10 @@ export function createApp(el, options) {
       }
       if (area) viewport.frame(area, k, lossBox, { width, height });
       else viewport.fit(width, height, k);
-      state.fitNote = `Showing the loss and what is near it: the whole graph would need ${Math.round(whole * 100)}% zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
+      // a 10,000-node graph needs well under 1%: say how far under, not "0%"
+      const percent = whole * 100 >= 1 ? `${Math.round(whole * 100)}%` : `${(whole * 100).toPrecision(1)}%`;
+      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : "the loss";
+      state.fitNote = `Showing ${what} and what is near it: the whole graph would need ${percent} zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
     }
     viewport.state.userMoved = false;
     fitNote.textContent = state.fitNote;
@@ -217,38 +271,49 @@ export function createApp(el, options) {
     fitNote.hidden = !state.fitNote;
   }
 
-  /** The drawn element standing for a record id in the current view (its group if folded). */
-  function drawnElement(id) {
+  /** The drawn node standing for a record id in the current view (its group if folded, its
+   * first copy if drawn once per use), or null. */
+  function drawnNodeId(id) {
+    if (!id || !state.drawn) return null;
+    if (id.startsWith(GROUP_PREFIX)) return scene.has(id) ? id : null;
     const drawnId = drawnIdFor(state.index, id, state.view);
-    if (!drawnId || !state.drawn) return null;
+    if (!drawnId) return null;
     const shown = state.visible.standIn.get(drawnId) || drawnId;
-    return state.drawn.nodeEls.get(shown) || null;
+    return scene.has(shown) ? shown : null;
   }
 
-  /** Selection and timeline classes. */
+  /** Every drawn node standing for a view id: each copy of a leaf drawn per use, else its
+   * stand-in (itself or its folded group). */
+  function drawnIdsOf(id) {
+    const copies = state.visible.copies.get(id);
+    if (copies && copies.length && scene.has(copies[0])) return copies;
+    return [state.visible.standIn.get(id) || id];
+  }
+
+  /** Selection, search and timeline classes, handed to the scene (which keeps them for the
+   * elements it draws later, on a pan). */
   function paint() {
     if (!state.drawn) return;
-    for (const el of page.querySelectorAll(".selected, .current, .done, .lit, .match, .match-current")) {
-      el.classList.remove("selected", "current", "done", "lit", "match", "match-current");
-      if (el.classList.contains("edge")) el.setAttribute("marker-end", `url(#${arrowId})`);
-    }
+    const nodes = new Map();
+    const edges = new Map();
+    const mark = (map, key, cls) => {
+      if (!map.has(key)) map.set(key, []);
+      if (!map.get(key).includes(cls)) map.get(key).push(cls);
+    };
     let highlight = stepHighlight(state.index, state.step);
     if (state.view === "forward") highlight = forwardHighlight(state.index, highlight);
-    const standIn = (id) => state.visible.standIn.get(id) || id;
-    for (const id of highlight.done) state.drawn.nodeEls.get(standIn(id))?.classList.add("done");
-    if (highlight.current) state.drawn.nodeEls.get(standIn(highlight.current))?.classList.add("current");
+    for (const id of highlight.done) for (const d of drawnIdsOf(id)) mark(nodes, d, "done");
+    if (highlight.current) for (const d of drawnIdsOf(highlight.current)) mark(nodes, d, "current");
     for (const [from, to] of highlight.edges) {
-      const edge = state.drawn.edgeEls.get(`${standIn(from)}>${standIn(to)}`);
-      if (!edge) continue;
-      edge.classList.add("lit");
-      edge.setAttribute("marker-end", `url(#${arrowId}-lit)`);
-      edge.parentNode.append(edge); // drawn last: on top of the others
+      // an edge to a leaf drawn per use reaches one of its copies (from the matching copy)
+      for (const a of drawnIdsOf(from)) for (const b of drawnIdsOf(to)) if (scene.hasEdge(`${a}>${b}`)) mark(edges, `${a}>${b}`, "lit");
     }
-    const selected = state.selected ? (state.selected.startsWith(GROUP_PREFIX) ? state.drawn.nodeEls.get(state.selected) : drawnElement(state.selected)) : null;
-    if (selected) selected.classList.add("selected");
-    for (const copy of state.visible.copies.get(state.selected) || []) state.drawn.nodeEls.get(copy)?.classList.add("selected");
-    for (const id of cursor.matches) state.drawn.nodeEls.get(standIn(id))?.classList.add("match");
-    if (cursor.current) state.drawn.nodeEls.get(standIn(cursor.current))?.classList.add("match-current");
+    const selected = drawnNodeId(state.selected);
+    if (selected) mark(nodes, selected, "selected");
+    for (const copy of state.visible.copies.get(state.selected) || []) mark(nodes, copy, "selected");
+    for (const id of cursor.matches) for (const d of drawnIdsOf(id)) mark(nodes, d, "match");
+    if (cursor.current) for (const d of drawnIdsOf(cursor.current)) mark(nodes, d, "match-current");
+    scene.decorate({ nodes, edges });
   }
 
   // --- search: every match highlighted, stepped through in reading order --------------------
@@ -291,12 +356,27 @@ export function createApp(el, options) {
     state.selected = id || null;
     renderInspector(inspector, ctx, state.selected);
     paint();
-    const el = state.selected ? drawnElement(state.selected) : null;
-    if (el && state.laid) {
-      const box = state.laid.positions.get(el.getAttribute("data-node-id"));
-      if (box) viewport.reveal(box.x, box.y);
-    }
+    revealSelected();
     if (fromUser && options.onSelect) options.onSelect(state.selected);
+  }
+
+  /** Bring the selected node on screen. A leaf drawn once per use is on screen if one of its
+   * copies is; else the view goes to the copy nearest to it. */
+  function revealSelected() {
+    const drawnId = drawnNodeId(state.selected);
+    if (!drawnId || !state.laid) return;
+    const viewId = state.selected.startsWith(GROUP_PREFIX) ? null : drawnIdFor(state.index, state.selected, state.view);
+    const copies = (viewId && state.visible.copies.get(viewId)) || [];
+    const boxes = (copies.length ? copies : [drawnId]).map((id) => state.laid.positions.get(id)).filter(Boolean);
+    if (!boxes.length) return;
+    const view = viewport.visibleRect();
+    const cx = view.x + view.width / 2;
+    const cy = view.y + view.height / 2;
+    const onScreen = (b) => b.x > view.x && b.x < view.x + view.width && b.y > view.y && b.y < view.y + view.height;
+    if (boxes.length > 1 && boxes.some(onScreen)) return;
+    let best = boxes[0];
+    for (const b of boxes) if (Math.hypot(b.x - cx, b.y - cy) < Math.hypot(best.x - cx, best.y - cy)) best = b;
+    viewport.reveal(best.x, best.y);
   }
 
   function setStep(k, fromUser) {
@@ -316,6 +396,7 @@ export function createApp(el, options) {
     if (view !== "forward" && view !== "backward") return;
     if (view === state.view && state.drawn) return;
     state.view = view;
+    state.neighbourhood = null;
     redraw();
     if (fromUser && options.onView) options.onView(view);
   }
@@ -333,7 +414,33 @@ export function createApp(el, options) {
     renderInspector(inspector, ctx, state.selected);
   }
 
+  /** Draw only the part of the view around a record id (else around the loss): its parents
+   * and children up to NEIGHBOURHOOD_HOPS edges away, every group open. What "expand all" offers
+   * when the whole view is over the layout budget. */
+  function showNeighbourhood(id) {
+    const whole = wholeGraph();
+    const ids = new Set(whole.nodes.map((n) => n.id));
+    let center = id && !id.startsWith(GROUP_PREFIX) ? drawnIdFor(state.index, id, state.view) : null;
+    // a leaf drawn once per use (fold.js) is there as its copies
+    if (center && !ids.has(center)) center = whole.nodes.find((n) => n.copyOf === center)?.id || null;
+    if (!center) center = lossNodeId(state.index, state.view, { nodes: whole.nodes, edges: whole.edges, standIn: new Map() });
+    if (!center) return;
+    const near = lineage(whole, center, NEIGHBOURHOOD_HOPS, NEIGHBOURHOOD_LIMIT);
+    const graph = { ...whole, nodes: whole.nodes.filter((n) => near.has(n.id)), edges: whole.edges.filter((e) => near.has(e.from) && near.has(e.to)) };
+    const centerLabel = whole.nodes.find((n) => n.id === center).label;
+    state.neighbourhood = { center, graph, collapsed: new Set(), centerLabel };
+    redraw();
+    select(id || originalId(center), true);
+  }
+
+  function leaveNeighbourhood() {
+    state.neighbourhood = null;
+    redraw();
+    select(state.selected, false);
+  }
+
   function setCollapsedAll(collapse) {
+    state.neighbourhood = null;
     const wanted = collapse ? new Set(groupPaths(viewGraph(), state.index.modules)) : new Set();
     const affordable = withinBudget(viewGraph(), state.index.modules, wanted, LAYOUT_BUDGET);
     state.collapsed[state.view] = affordable.collapsed;
@@ -373,6 +480,7 @@ export function createApp(el, options) {
   });
   shapeToggle.addEventListener("change", () => {
     state.hideShapes = shapeToggle.checked;
+    state.neighbourhood = null;
     state.collapsed = {}; // folding is decided again on what is drawn
     redraw();
   });
@@ -434,6 +542,7 @@ export function createApp(el, options) {
       else {
         minimap.update(state.laid); // its size follows the stage's
         if (!viewport.state.userMoved) fit();
+        drawOnScreen(); // a larger stage shows more of a culled drawing
       }
     });
     observer.observe(stage);
@@ -454,6 +563,7 @@ export function createApp(el, options) {
     }
     state.index = indexTrace(trace);
     state.graphs = {};
+    state.neighbourhood = null;
     state.collapsed = {};
     showBanner(state.index.trace);
     if (isEmpty(state.index)) {
@@ -504,6 +614,8 @@ export function createApp(el, options) {
       else paint();
       return { matches: cursor.matches.slice(), current: cursor.current, text: searchCount.textContent };
     },
+    showNeighbourhood: (id) => showNeighbourhood(id),
+    leaveNeighbourhood: () => leaveNeighbourhood(),
     setHideShapes(hide) {
       shapeToggle.checked = !!hide;
       shapeToggle.dispatchEvent(new Event("change"));

@@ -85,46 +85,253 @@ export function fitTextsToBoxes(nodeEls) {
   }
 }
 
-/** Draw a laid-out graph into `layers` ({ groups, edges, nodes } <g> elements). */
-export function drawGraph(layers, graph, laid, modules, arrowId) {
-  for (const layer of Object.values(layers)) layer.replaceChildren();
-  for (const box of laid.groups) {
-    layers.groups.append(
-      s(
-        "g",
-        { class: "group-box", "data-group": box.path },
-        s("rect", { x: box.x, y: box.y, width: box.width, height: box.height, rx: 10 }),
-        s("title", { text: groupTitle(box.path, modules) }),
-        s("text", {
-          class: "group-title",
-          x: box.x + 8,
-          y: box.y + 13,
-          text: shortenToWidth(groupTitle(box.path, modules), box.width - 16, (t) => textWidth(t, GROUP_TITLE_FONT_PX)),
-        }),
-      ),
-    );
+// Above CULL_MIN_NODES drawn nodes only what is on screen (plus CULL_MARGIN screens on each
+// side) is in the DOM: the browser's style, layout and paint of an SVG grow with its elements
+// (10,000 nodes cost about 3 s in chromium, js/README.md), what is on screen does not.
+export const CULL_MIN_NODES = 400;
+export const CULL_MARGIN = 0.5; // of the screen's width and height, on each side
+// Zoomed out so far that more nodes than this would be in the DOM (their texts a pixel high),
+// the part on screen is drawn as an outline instead: one path for the boxes, one for the edges
+// and one for the marked nodes (selected, matches, the timeline's), whatever their number.
+export const MAX_DOM_NODES = 1500;
+
+/** Whether the rectangle { x0, y0, x1, y1 } meets `rect` ({ x, y, width, height }). */
+function meets(box, rect) {
+  return box.x1 >= rect.x && box.x0 <= rect.x + rect.width && box.y1 >= rect.y && box.y0 <= rect.y + rect.height;
+}
+
+/** The part of a drawing to keep in the DOM for the drawing rectangle `view` on screen: `view`
+ * grown by `margin` of its size on each side (so a small pan draws nothing new). */
+export function cullRect(view, margin = CULL_MARGIN) {
+  return { x: view.x - view.width * margin, y: view.y - view.height * margin, width: view.width * (1 + 2 * margin), height: view.height * (1 + 2 * margin) };
+}
+
+/** What of a laid-out drawing meets `rect`: { nodes, edges, groups } as arrays of ids, edge keys
+ * ("from>to") and group paths. Linear in the drawing, from the layout's coordinates alone (no
+ * DOM): a 10,000-node drawing takes well under a millisecond. */
+export function visibleParts(laid, rect) {
+  const nodes = [];
+  for (const [id, b] of laid.positions) {
+    if (meets({ x0: b.x - b.width / 2, y0: b.y - b.height / 2, x1: b.x + b.width / 2, y1: b.y + b.height / 2 }, rect)) nodes.push(id);
   }
-  const edgeEls = new Map();
+  const edges = [];
   for (const edge of laid.edges) {
-    const path = s("path", {
-      class: "edge",
-      d: edgePath(edge.points),
-      "data-from": edge.from,
-      "data-to": edge.to,
-      "marker-end": `url(#${arrowId})`,
-    });
-    edgeEls.set(`${edge.from}>${edge.to}`, path);
-    layers.edges.append(path);
+    if (!edge.box) edge.box = pointsBox(edge.points);
+    if (edge.box && meets(edge.box, rect)) edges.push(`${edge.from}>${edge.to}`);
   }
-  const nodeEls = new Map();
-  const fragment = document.createDocumentFragment();
-  for (const node of graph.nodes) {
-    const el = drawNode(node, laid.positions.get(node.id));
-    nodeEls.set(node.id, el);
-    fragment.append(el);
+  const groups = [];
+  for (const box of laid.groups) if (meets({ x0: box.x, y0: box.y, x1: box.x + box.width, y1: box.y + box.height }, rect)) groups.push(box.path);
+  return { nodes, edges, groups };
+}
+
+function pointsBox(points) {
+  if (!points || !points.length) return null;
+  const box = { x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity };
+  for (const p of points) {
+    box.x0 = Math.min(box.x0, p.x);
+    box.y0 = Math.min(box.y0, p.y);
+    box.x1 = Math.max(box.x1, p.x);
+    box.y1 = Math.max(box.y1, p.y);
   }
-  layers.nodes.append(fragment);
-  return { nodeEls, edgeEls };
+  return box;
+}
+
+function drawGroupBox(box, modules) {
+  return s(
+    "g",
+    { class: "group-box", "data-group": box.path },
+    s("rect", { x: box.x, y: box.y, width: box.width, height: box.height, rx: 10 }),
+    s("title", { text: groupTitle(box.path, modules) }),
+    s("text", {
+      class: "group-title",
+      x: box.x + 8,
+      y: box.y + 13,
+      text: shortenToWidth(groupTitle(box.path, modules), box.width - 16, (t) => textWidth(t, GROUP_TITLE_FONT_PX)),
+    }),
+  );
+}
+
+function drawEdge(edge, arrowId) {
+  return s("path", {
+    class: "edge",
+    d: edgePath(edge.points),
+    "data-from": edge.from,
+    "data-to": edge.to,
+    "marker-end": `url(#${arrowId})`,
+  });
+}
+
+/** The drawing in the SVG: `show(graph, laid, modules)` takes a new laid-out graph,
+ * `update(rect)` puts in the DOM what meets `rect` (everything, for a drawing of at most
+ * CULL_MIN_NODES nodes) and takes out what does not, and `decorate(classes)` sets the classes
+ * of selection, search and timeline ({ nodes: Map id -> [class], edges: Map "from>to" ->
+ * [class] }), kept for elements drawn later. Elements are made on first need and kept for the
+ * next pan. */
+export function createScene(layers, arrowId) {
+  let graph = null;
+  let laid = null;
+  let modules = {};
+  let nodeById = new Map();
+  let edgeByKey = new Map();
+  let groupByPath = new Map();
+  // made elements, and those in the DOM now
+  let made = { nodes: new Map(), edges: new Map(), groups: new Map() };
+  let shown = { nodes: new Set(), edges: new Set(), groups: new Set() };
+  let classes = { nodes: new Map(), edges: new Map() };
+  let applied = { nodes: new Map(), edges: new Map() }; // element -> classes it was given
+  let unchecked = []; // node elements whose texts the browser has not checked yet
+
+  function show(graph_, laid_, modules_) {
+    graph = graph_;
+    laid = laid_;
+    modules = modules_ || {};
+    nodeById = new Map(graph.nodes.map((n) => [n.id, n]));
+    edgeByKey = new Map(laid.edges.map((e) => [`${e.from}>${e.to}`, e]));
+    groupByPath = new Map(laid.groups.map((b) => [b.path, b]));
+    made = { nodes: new Map(), edges: new Map(), groups: new Map() };
+    shown = { nodes: new Set(), edges: new Set(), groups: new Set() };
+    applied = { nodes: new Map(), edges: new Map() };
+    unchecked = [];
+    outlineEls = null;
+    for (const layer of Object.values(layers)) layer.replaceChildren();
+  }
+
+  const culled = () => !!graph && graph.nodes.length > CULL_MIN_NODES;
+
+  function element(kind, key) {
+    let el = made[kind].get(key);
+    if (el) return el;
+    if (kind === "nodes") {
+      el = drawNode(nodeById.get(key), laid.positions.get(key));
+      unchecked.push(el);
+    } else if (kind === "edges") el = drawEdge(edgeByKey.get(key), arrowId);
+    else el = drawGroupBox(groupByPath.get(key), modules);
+    made[kind].set(key, el);
+    return el;
+  }
+
+  function paintElement(kind, key, el) {
+    if (kind === "groups") return;
+    const want = classes[kind].get(key) || null;
+    const had = applied[kind].get(el) || null;
+    if (want === had) return;
+    if (had) el.classList.remove(...had);
+    if (want) el.classList.add(...want);
+    if (kind === "edges") el.setAttribute("marker-end", `url(#${arrowId}${want && want.includes("lit") ? "-lit" : ""})`);
+    if (want) applied[kind].set(el, want);
+    else applied[kind].delete(el);
+  }
+
+  /** Put in the DOM what meets `rect` (drawing coordinates), take out the rest. Returns whether
+   * anything changed. */
+  let lastRect = null;
+  function update(rect) {
+    if (!graph) return false;
+    lastRect = rect;
+    const wanted = culled()
+      ? visibleParts(laid, rect)
+      : { nodes: graph.nodes.map((n) => n.id), edges: [...edgeByKey.keys()], groups: [...groupByPath.keys()] };
+    const outline = wanted.nodes.length > MAX_DOM_NODES;
+    if (outline) drawOutline(wanted);
+    else if (outlineEls) {
+      for (const el of outlineEls) el.remove();
+      outlineEls = null;
+    }
+    if (outline) wanted.nodes = wanted.edges = wanted.groups = [];
+    let changed = outline;
+    for (const [kind, layer] of [["groups", layers.groups], ["edges", layers.edges], ["nodes", layers.nodes]]) {
+      const next = new Set(wanted[kind]);
+      for (const key of shown[kind]) {
+        if (next.has(key)) continue;
+        made[kind].get(key).remove();
+        changed = true;
+      }
+      const fragment = document.createDocumentFragment();
+      for (const key of next) {
+        if (shown[kind].has(key)) continue;
+        const el = element(kind, key);
+        paintElement(kind, key, el);
+        fragment.append(el);
+        changed = true;
+      }
+      layer.append(fragment);
+      shown[kind] = next;
+    }
+    if (changed) raiseLit();
+    return changed;
+  }
+
+  let outlineEls = null;
+  /** The far view: boxes and edges as three paths (see MAX_DOM_NODES). */
+  function drawOutline(wanted) {
+    if (!outlineEls) {
+      outlineEls = [s("path", { class: "outline-edges" }), s("path", { class: "outline-nodes" }), s("path", { class: "outline-marked" })];
+      layers.edges.append(outlineEls[0]);
+      layers.nodes.append(outlineEls[1], outlineEls[2]);
+    }
+    const rect = (b) => `M${(b.x - b.width / 2).toFixed(0)},${(b.y - b.height / 2).toFixed(0)}h${b.width.toFixed(0)}v${b.height.toFixed(0)}h${(-b.width).toFixed(0)}z`;
+    let boxes = "";
+    let marked = "";
+    for (const id of wanted.nodes) {
+      const b = laid.positions.get(id);
+      boxes += rect(b);
+      const want = classes.nodes.get(id);
+      if (want && want.some((c) => c !== "done")) marked += rect(b);
+    }
+    let lines = "";
+    for (const key of wanted.edges) {
+      const points = edgeByKey.get(key).points || [];
+      points.forEach((p, i) => (lines += `${i ? "L" : "M"}${p.x.toFixed(0)},${p.y.toFixed(0)}`));
+    }
+    outlineEls[0].setAttribute("d", lines);
+    outlineEls[1].setAttribute("d", boxes);
+    outlineEls[2].setAttribute("d", marked);
+  }
+
+  /** Lit edges (the gradient of the current step) are drawn last: on top of the others. */
+  function raiseLit() {
+    for (const [key, want] of classes.edges) {
+      if (want.includes("lit") && shown.edges.has(key)) layers.edges.append(made.edges.get(key));
+    }
+  }
+
+  function decorate(next) {
+    const before = classes;
+    classes = { nodes: next.nodes || new Map(), edges: next.edges || new Map() };
+    for (const kind of ["nodes", "edges"]) {
+      for (const key of new Set([...before[kind].keys(), ...classes[kind].keys()])) {
+        // an element made but off screen gets its classes too (they show when it comes back)
+        const el = made[kind].get(key);
+        if (el) paintElement(kind, key, el);
+      }
+    }
+    raiseLit();
+    if (outlineEls && lastRect) update(lastRect);
+  }
+
+  return {
+    show,
+    update,
+    decorate,
+    get culled() {
+      return culled();
+    },
+    /** The element of a drawn node if it is in the DOM now. */
+    nodeElement: (id) => (shown.nodes.has(id) ? made.nodes.get(id) : null),
+    /** The drawn node elements in the DOM. */
+    shownNodes: () => [...shown.nodes].map((id) => made.nodes.get(id)),
+    /** Node elements put in the DOM since the last call (for the browser's text check). */
+    takeUnchecked() {
+      const out = unchecked.filter((el) => el.isConnected);
+      unchecked = unchecked.filter((el) => !el.isConnected);
+      return out;
+    },
+    has: (id) => nodeById.has(id),
+    hasEdge: (key) => edgeByKey.has(key),
+    get size() {
+      return graph ? graph.nodes.length : 0;
+    },
+  };
 }
 
 /** The arrowhead markers (plain, and for edges carrying a gradient), defined once per SVG. */

@@ -70,3 +70,34 @@ export function boundsOf(ids, positions) {
   if (x0 === Infinity) return null;
   return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
 }
+
+/** The ids of `view`'s nodes within `hops` edges of `id` along the edges' direction, up (its
+ * parents, theirs...) and down (its children...), `id` included, at most `limit` of them (the
+ * nearest first): the part of a graph too large to draw whole that is drawn around a node. */
+export function lineage(view, id, hops, limit = Infinity) {
+  const up = new Map();
+  const down = new Map();
+  for (const e of view.edges) {
+    if (!down.has(e.from)) down.set(e.from, []);
+    if (!up.has(e.to)) up.set(e.to, []);
+    down.get(e.from).push(e.to);
+    up.get(e.to).push(e.from);
+  }
+  const seen = new Set([id]);
+  // both directions a ring at a time, so that a cut at `limit` keeps what is nearest
+  let rings = [[id], [id]];
+  for (let k = 0; k < hops && seen.size < limit; k++) {
+    rings = [up, down].map((near, side) => {
+      const next = [];
+      for (const v of rings[side]) {
+        for (const w of near.get(v) || []) {
+          if (seen.has(w) || seen.size >= limit) continue;
+          seen.add(w);
+          next.push(w);
+        }
+      }
+      return next;
+    });
+  }
+  return seen;
+}

@@ -3,7 +3,8 @@
 //
 // All of it works on a view ({ nodes, edges }, views.js) and returns a new one; groups made here
 // are ordinary groups (groups.js) whose paths start with LOOP_PREFIX or CHAIN_PREFIX, with a
-// class name (for the inspector and the box title) and a label (for the folded node).
+// short name (the box title), a label (the folded node) and a note (the inspector: what the group
+// is, since it is not a module class).
 
 import { rankLayers } from "./layered.js";
 
@@ -19,9 +20,9 @@ export const LOOP_PREFIX = "loop";
 export const CHAIN_PREFIX = "chain";
 export const PART_PREFIX = "part";
 export const PART_SIZE = 1000; // nodes in a band of ranks (what is left of a huge view)
-// Nodes a redraw may lay out and draw. Measured in chromium (js/README.md): layout and SVG take
-// about 2.9 s for 10,000 nodes on an idle 2-core machine, most of it the browser drawing the
-// SVG; above this a view stays (partly) folded.
+// Nodes a redraw may lay out. Only what is on screen is drawn (draw.js), so this bounds the
+// layout and the view's bookkeeping (js/README.md); above it a view stays (partly) folded and the
+// status line offers the selected node's neighbourhood instead.
 export const LAYOUT_BUDGET = 8000;
 
 /** The node a drawn id stands for: a copy's original, or the id itself. */
@@ -203,7 +204,7 @@ export function findRepeat(labels) {
  * half the layout budget, bands of ranks `partK`. Returns { view (nodes with their new groups),
  * modules (class names of the new groups), labels (what a folded node says), loops (paths) }. */
 export function foldRepeats(view, takenNames = []) {
-  const out = { view, modules: {}, labels: {}, loops: [] };
+  const out = { view, modules: {}, labels: {}, notes: {}, loops: [] };
   if (view.nodes.length < FOLD_MIN_NODES) return out;
   const index = indexView(view);
   const n = view.nodes.length;
@@ -273,9 +274,11 @@ export function foldRepeats(view, takenNames = []) {
       const names = path.slice(found.start, found.start + found.period).map((v) => String(view.nodes[v].label).replace(/#\d+$/, ""));
       out.loops.push(path_);
       out.modules[path_] = `loop ×${found.repeats}`;
+      out.notes[path_] = `repeated loop body, ${found.repeats} times`;
       out.labels[path_] = `×${found.repeats} ${names[0]} … ${names[names.length - 1]}`;
       for (let k = 0; k < found.repeats; k++) {
         out.modules[`${path_}.${k}`] = `repetition ${k + 1} of ${found.repeats}`;
+        out.notes[`${path_}.${k}`] = `repetition ${k + 1} of ${found.repeats} of a loop body`;
         out.labels[`${path_}.${k}`] = `${names[0]} … (${k + 1}/${found.repeats})`;
       }
     }
@@ -303,6 +306,7 @@ export function foldRepeats(view, takenNames = []) {
     const path_ = fresh(`${CHAIN_PREFIX}${chains}`);
     for (const u of chain) groupOf[u] = path_;
     out.modules[path_] = `chain of ${chain.length}`;
+    out.notes[path_] = `chain of ${chain.length} nodes with one input and one output each`;
     out.labels[path_] = `${view.nodes[chain[0]].label} … ${view.nodes[chain[chain.length - 1]].label}`;
   }
   // what is still too large to draw whole, with nothing left to fold it by, is cut into bands
@@ -320,6 +324,7 @@ export function foldRepeats(view, takenNames = []) {
       const path_ = fresh(`${PART_PREFIX}${parts}`);
       for (const v of band) groupOf[v] = path_;
       out.modules[path_] = `ranks ${ranks[band[0]] + 1}-${ranks[band[band.length - 1]] + 1}`;
+      out.notes[path_] = `ranks ${ranks[band[0]] + 1}-${ranks[band[band.length - 1]] + 1} of a graph too large to draw whole`;
       out.labels[path_] = `${band.length} nodes, ranks ${ranks[band[0]] + 1}-${ranks[band[band.length - 1]] + 1}`;
     }
   }
@@ -334,7 +339,7 @@ export function prepareView(view, modules, towardLeaf) {
   const copied = copySharedLeaves(view, towardLeaf);
   const folded = foldRepeats(copied, Object.keys(modules));
   Object.assign(modules, folded.modules);
-  return { ...folded.view, groupLabels: folded.labels, loopPaths: folded.loops };
+  return { ...folded.view, groupLabels: folded.labels, groupNotes: folded.notes, loopPaths: folded.loops };
 }
 
 /** What a redraw would cost: the drawn nodes and edges (the layout and the SVG are linear in

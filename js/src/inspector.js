@@ -288,9 +288,11 @@ function opPanel(ctx, op) {
 }
 
 function groupPanel(ctx, path) {
+  // a group folded by fold.js (a loop, a chain) is not a module: it says what it is instead
+  const note = ctx.groupNote ? ctx.groupNote(path) : null;
   return [
-    h("header", null, h("h3", { class: "title", text: path }), h("span", { class: "badge", text: "module" })),
-    ctx.index.modules[path] ? row("class", ctx.index.modules[path]) : null,
+    h("header", null, h("h3", { class: "title", text: path }), h("span", { class: "badge", text: note ? "folded" : "module" })),
+    note ? row("is", note) : ctx.index.modules[path] ? row("class", ctx.index.modules[path]) : null,
     h("button", { type: "button", class: "expand", text: "expand this group", onclick: () => ctx.expand(path) }),
   ];
 }

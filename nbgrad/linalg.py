@@ -23,6 +23,7 @@ from nbgrad.ops.functions.linalg_decompositions import (
     svd,
     svdvals,
 )
+from nbgrad.ops.functions.everyday import matrix_power, multi_dot, vecdot
 from nbgrad.ops.functions.linalg_more import cross, matrix_norm, norm
 
 __all__ = [
@@ -38,6 +39,8 @@ __all__ = [
     "inv_ex",
     "matrix_exp",
     "matrix_norm",
+    "matrix_power",
+    "multi_dot",
     "norm",
     "pinv",
     "qr",
@@ -46,5 +49,6 @@ __all__ = [
     "solve_triangular",
     "svd",
     "svdvals",
+    "vecdot",
     "vector_norm",
 ]

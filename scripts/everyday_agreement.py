@@ -114,6 +114,11 @@ def compare_errors(ours, theirs, text):
         raise Disagreement(f"nbgrad raised {name}: {text}", f"{name}: {ours}")
     if ours is None:
         raise Disagreement(f"PyTorch raised, nbgrad did not: {text}", repr(theirs))
+    if type(ours).__name__ == "AttributeError" and type(theirs).__name__ != "AttributeError":
+        # nbgrad lacks the name; PyTorch's call failed later (a leaf in an in-place op, ...)
+        cause = missing_cause(ours, text)
+        if cause:
+            raise Disagreement(cause, f"nbgrad {ours!r}\nPyTorch {theirs!r}")
     if (type(ours).__name__, str(ours)) != (type(theirs).__name__, str(theirs)):
         raise Disagreement(
             f"different error: {text}", f"nbgrad {ours!r}\nPyTorch {theirs!r}"

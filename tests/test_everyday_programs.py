@@ -21,7 +21,7 @@ _spec.loader.exec_module(everyday_agreement)
 PROGRAMS = 150
 # The rate measured on these 150 programs: it must only go up (raise it when you fix a cause).
 # Issue 13's target is 98%.
-FLOOR = 0.75
+FLOOR = 113 / 150  # 75.3%, measured on main at 24866b1
 TARGET = 0.98
 
 

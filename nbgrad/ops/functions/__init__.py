@@ -16,6 +16,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     comparison,
     einsum,
     elementwise,
+    everyday,
     folding,
     histogram,
     indexing,

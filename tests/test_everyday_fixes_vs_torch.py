@@ -111,7 +111,7 @@ M34, M42 = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
         ("T.linalg.multi_dot([x0, x1, x2, x3])", (M42.T, M42, M42.T, M34.T)),
         ("T.linalg.multi_dot([x0, x1, x2])", (ROW, M34, M42)),
         ("T.linalg.multi_dot([x0, x1, x0])", (ROW, M)),
-        ("T.linalg.multi_dot([x0, x1, x2])", (M42.T, M42, M42[:, 0])),
+        ("T.linalg.multi_dot([x0, x1, x2])", (M42.T, M42, M42.T[:, 0])),
     ],
 )
 def test_everyday_call_matches_pytorch(expression, inputs):

@@ -164,3 +164,50 @@ def test_round_with_decimals_saves_nothing():
         x = T.tensor([0.123, 1.456], requires_grad=True)
         names.append([a for a in dir(T.round(x, decimals=1).grad_fn) if a.startswith("_saved_")])
     assert names[0] == names[1] == []
+
+
+def _shape_of_graph(fn):
+    """Node names and the shapes of saved tensors (random masks: their numbers differ)."""
+    if fn is None:
+        return None
+    saved = {}
+    for name in sorted(a for a in dir(fn) if a.startswith("_saved_")):
+        value = getattr(fn, name)
+        saved[name] = tuple(value.shape) if hasattr(value, "shape") else value
+    children = tuple(_shape_of_graph(c) for c, _ in fn.next_functions)
+    return (type(fn).__name__, tuple(sorted(saved.items())), children)
+
+
+@pytest.mark.parametrize(
+    "call, shape",
+    [
+        ("F.dropout1d(x, 0.5, training={})", (2, 3, 4)),
+        ("F.dropout2d(x, 0.5, training={})", (1, 2, 5, 5)),
+        ("F.dropout3d(x, 0.25, training={})", (2, 2, 2, 3, 2)),
+        ("F.alpha_dropout(x, 0.5, training={})", (2, 3)),
+        ("F.feature_alpha_dropout(x, 0.5, training={})", (2, 3, 4)),
+    ],
+)
+def test_channel_and_alpha_dropout_match_pytorch(call, shape):
+    """Outside training: the input itself. In training: PyTorch's nodes and saved shapes; the
+    gradient is the saved mask, and a channel is dropped or kept whole."""
+    for T in (nbgrad, torch):
+        x = T.ones(*shape, requires_grad=True)
+        env = {"F": T.nn.functional, "x": x}
+        assert eval(call.format(False), env) is x  # noqa: S307 - our own text
+    graphs = []
+    for T in (nbgrad, torch):
+        T.manual_seed(3)
+        x = T.ones(*shape, dtype=T.float64, requires_grad=True)
+        out = eval(call.format(True), {"F": T.nn.functional, "x": x})  # noqa: S307
+        graphs.append(_shape_of_graph(out.grad_fn))
+        mul = out.grad_fn if type(out.grad_fn).__name__ == "MulBackward0" else (
+            out.grad_fn.next_functions[0][0]
+        )
+        mask = mul._saved_other.detach().numpy()  # (before backward frees it)
+        out.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to(mask, shape))
+        if "feature" in call or "d(x" in call:
+            flat = np.broadcast_to(mask, shape).reshape(shape[0], shape[1], -1)
+            assert np.all(flat == flat[..., :1])  # whole channels
+    assert graphs[0] == graphs[1]

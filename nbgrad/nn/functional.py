@@ -1871,3 +1871,10 @@ from nbgrad.nn.functional_norm import (  # noqa: E402, F401
 
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle
+from nbgrad.nn.functional_dropout import (  # noqa: E402, F401
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)

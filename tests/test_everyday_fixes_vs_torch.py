@@ -77,6 +77,8 @@ Y = rng.standard_normal((2, 3))
 ROW = rng.standard_normal(3)
 M = rng.standard_normal((3, 3)) + 3 * np.eye(3)
 M34, M42 = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+WITH_NAN = X.copy()
+WITH_NAN[0, 1] = WITH_NAN[1, 2] = np.nan
 
 
 @pytest.mark.parametrize(
@@ -105,6 +107,12 @@ M34, M42 = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
         ("T.linalg.matrix_power(x0, 6)", (M,)),
         ("T.linalg.matrix_power(x0, 7)", (M,)),
         ("T.linalg.matrix_power(x0, -2)", (M,)),
+        ("T.nansum(x0)", (WITH_NAN,)),
+        ("T.nansum(x0, 1)", (WITH_NAN,)),
+        ("x0.nansum((0, 1), keepdim=True)", (WITH_NAN,)),
+        ("T.nanmean(x0)", (WITH_NAN,)),
+        ("T.nanmean(x0, 1, keepdim=True)", (WITH_NAN,)),
+        ("x0.nanmean(0)", (WITH_NAN,)),
         ("T.linalg.multi_dot([x0, x1])", (M34, M42)),
         ("T.linalg.multi_dot([x0, x0, x0])", (M,)),
         ("T.linalg.multi_dot([x0, x1, x2])", (M34.T, M34, M42)),

@@ -1333,6 +1333,11 @@ case(
     normal(1, 2, 4, 2),
     normal(1, 2, 4, 2),
 )
+# everyday calls (no NaN here: finite differences need numbers; tests/test_everyday_fixes_vs_torch.py
+# compares NaN inputs with PyTorch)
+case("nansum", lambda x: torch.nansum(x), normal(2, 3))
+case("nansum-dim", lambda x: x.nansum((0, 2), keepdim=True), normal(2, 3, 2))
+case("nanmean-dim", lambda x: torch.nanmean(x, 1), normal(2, 3))
 
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))

@@ -1664,3 +1664,14 @@ op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward
    extra_outputs=("logsumexp", "output"),
    saves=("attn_mask", "dropout_p", "is_causal", "key", "logsumexp", "output", "query", "scale",
           "value"), joint=True)
+
+# --- everyday calls (branch everyday): nansum, under nanmean -------------------------------------
+# NaNs are summed as zeros and get no gradient. dim None (all dims) is saved as None, as PyTorch.
+op("nansum", "NansumBackward0", ("self",),
+   {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"
+            " * (self == self)"},
+   lambda self, dim, keepdim: np.asarray(
+       np.nansum(self, axis=None if dim is None else _axis(self, dim), keepdims=keepdim),
+       dtype=self.dtype),
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self", "self_sym_sizes"),
+   hidden=("self_sym_sizes",))

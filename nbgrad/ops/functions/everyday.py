@@ -10,14 +10,19 @@ has, the way PyTorch builds it (so the graph shows PyTorch's nodes):
 * ``torch.linalg.matrix_power``: products by binary decomposition of the exponent;
 * ``torch.linalg.multi_dot``: the chain of ``mm`` in the cheapest order, viewed to the result's
   shape;
+* ``torch.nansum`` (NansumBackward0) and ``torch.nanmean`` (the nansum divided by the count of
+  numbers, DivBackward0);
 * ``torch.count_nonzero``, ``torch.nonzero``, ``torch.argwhere``, ``torch.searchsorted``,
   ``torch.bucketize``: integer results, no graph.
 """
 
 import numpy as np
 
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor, _wrap_dim
 from nbgrad.ops.functions import arithmetic
+from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _make
 from nbgrad.ops.public import declare, public
 
@@ -174,8 +179,37 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return _make(np.asarray(found, dtype=dtype))
 
 
-@public(function=True, method=True)
+@public(function=True)
 def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
     # bucketize's right=False is searchsorted's side="left" (both: boundaries[i-1] < x <= b[i])
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
+
+
+@public(function=True, method=True, out=True)
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    from nbgrad.ops.functions.reductions import _dims
+
+    if dtype is not None and dtype is not input._dtype:
+        # (PyTorch converts inside its one node; a .to() here would add ToCopyBackward0)
+        raise NotImplementedError("nbgrad.nansum takes no dtype other than the input's")
+    if not input._dtype.is_floating_point:  # no NaN among integers: an ordinary sum
+        from nbgrad.ops.functions.reductions import sum as integer_sum
+
+        return integer_sum(input, dim, keepdim)
+    dims = None if dim is None else _dims(dim, input.dim())
+    return run_op(OPS["nansum"], (input,), (dims, keepdim))
+
+
+@public(function=True, method=True, out=True)
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """PyTorch's decomposition: the nansum divided by the count of numbers (an int64 tensor)."""
+    if not input._dtype.is_floating_point:
+        raise RuntimeError(
+            "nanmean(): expected input to have floating point or complex dtype but got "
+            f"{dtypes.LEGACY_TYPE_NAMES[input._dtype][:-6]}"
+        )
+    count = count_nonzero(_make(~np.isnan(input._data)), dim)
+    if keepdim and dim is not None:
+        count = count.reshape(nansum(input, dim, True).shape)
+    return nansum(input, dim, keepdim, dtype=dtype) / count

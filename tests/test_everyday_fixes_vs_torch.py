@@ -219,3 +219,16 @@ def test_channel_and_alpha_dropout_match_pytorch(call, shape):
             flat = np.broadcast_to(mask, shape).reshape(shape[0], shape[1], -1)
             assert np.all(flat == flat[..., :1])  # whole channels
     assert graphs[0] == graphs[1]
+
+
+def test_gru_cell_output_version_matches_pytorch():
+    """PyTorch's GRUCell writes its output in place twice: _version 2, and backward still runs."""
+    for T in (nbgrad, torch):
+        cell = T.nn.GRUCell(3, 4)
+        x = T.ones(2, 3, requires_grad=True)
+        out = cell(x)
+        assert out._version == 2
+        assert cell(x[0])._version == 2
+        assert cell(x, T.zeros(2, 4))._version == 2
+        (out * out).sum().backward()
+        assert x.grad is not None

@@ -39,7 +39,7 @@ SEED = 2026
 MISSING_TYPES = ("AttributeError", "NotImplementedError", "TypeError")
 
 
-class Disagreement(Exception):
+class Disagreement(Exception):  # noqa: N818 - a finding, not an error
     """The first thing a program shows differently; ``cause`` groups it with its kind."""
 
     def __init__(self, cause, detail=""):
@@ -82,8 +82,9 @@ def run(fn, args):
             result, error = None, exception
     # PyTorch's warnings from C++ end with where in PyTorch's source they were raised: not
     # something a learner compares, nor nbgrad can say
-    messages = sorted(re.sub(r" \(Triggered internally at .*\)$", "", str(w.message), flags=re.S)
-                      for w in caught)
+    messages = sorted(
+        re.sub(r" \(Triggered internally at .*\)$", "", str(w.message), flags=re.S) for w in caught
+    )
     return result, error, messages
 
 
@@ -120,9 +121,7 @@ def compare_errors(ours, theirs, text):
         if cause:
             raise Disagreement(cause, f"nbgrad {ours!r}\nPyTorch {theirs!r}")
     if (type(ours).__name__, str(ours)) != (type(theirs).__name__, str(theirs)):
-        raise Disagreement(
-            f"different error: {text}", f"nbgrad {ours!r}\nPyTorch {theirs!r}"
-        )
+        raise Disagreement(f"different error: {text}", f"nbgrad {ours!r}\nPyTorch {theirs!r}")
 
 
 def graph(fn, leaves, which):
@@ -201,14 +200,18 @@ def compare_tensors(ours, theirs, text, leaves, values_too=True):
     if tuple(ours.shape) != tuple(theirs.shape) or str(ours.dtype) != str(theirs.dtype):
         raise Disagreement(
             f"wrong shape or dtype: {text}",
-            f"nbgrad {tuple(ours.shape)} {ours.dtype}, PyTorch {tuple(theirs.shape)} {theirs.dtype}",
+            f"nbgrad {tuple(ours.shape)} {ours.dtype}, "
+            f"PyTorch {tuple(theirs.shape)} {theirs.dtype}",
         )
     if values_too and not _close(_array(ours), _array(theirs)):
-        raise Disagreement(f"wrong value: {text}", f"nbgrad {_array(ours)}\nPyTorch {_array(theirs)}")
+        raise Disagreement(
+            f"wrong value: {text}", f"nbgrad {_array(ours)}\nPyTorch {_array(theirs)}"
+        )
     if (ours.requires_grad, ours.is_leaf) != (theirs.requires_grad, theirs.is_leaf):
         raise Disagreement(
             f"wrong requires_grad or is_leaf: {text}",
-            f"nbgrad {ours.requires_grad, ours.is_leaf}, PyTorch {theirs.requires_grad, theirs.is_leaf}",
+            f"nbgrad {ours.requires_grad, ours.is_leaf}, "
+            f"PyTorch {theirs.requires_grad, theirs.is_leaf}",
         )
     our_graph, their_graph = graph(ours.grad_fn, leaves, 0), graph(theirs.grad_fn, leaves, 1)
     if our_graph != their_graph:
@@ -244,7 +247,9 @@ def compare_tensors(ours, theirs, text, leaves, values_too=True):
                 )
     our_version, their_version = read(ours, "_version"), read(theirs, "_version")
     if our_version != their_version:
-        raise Disagreement(f"wrong _version: {text}", f"nbgrad {our_version}, PyTorch {their_version}")
+        raise Disagreement(
+            f"wrong _version: {text}", f"nbgrad {our_version}, PyTorch {their_version}"
+        )
 
 
 def read(t, attribute):
@@ -340,8 +345,9 @@ class Program:
             if is_random:
                 v.opaque = True
             if _is_tensor(v.theirs):
-                compare_tensors(v.ours, v.theirs, f"{text} (its input afterwards)", self.leaves,
-                                not v.opaque)
+                compare_tensors(
+                    v.ours, v.theirs, f"{text} (its input afterwards)", self.leaves, not v.opaque
+                )
         result = Value(ours, theirs, opaque=is_random)
         self.values.append(result)
         if not is_random:

@@ -18,7 +18,7 @@ Each entry is ``(text, kinds)`` or ``(text, kinds, "random")``:
 
 import numpy as np
 
-# --- the kinds of input ----------------------------------------------------------------------------
+# --- the kinds of input ---------------------------------------------------------------------------
 # name -> (shape, how to draw values from a NumPy Generator, whether an array can stand for it)
 
 _KINKS = np.array([0.0, 0.5, -0.5, 1.0, -1.0, 1.5, -1.5, 2.0, -2.0, 3.0, -3.0, 6.0])

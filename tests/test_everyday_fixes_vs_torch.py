@@ -62,8 +62,7 @@ def _compare(expression, *inputs):
             _same_saved(_saved(a.grad_fn), _saved(b.grad_fn))
     if results[1][0].requires_grad:
         upstream = [np.linspace(-1, 1.5, b.numel()).reshape(tuple(b.shape)) for b in results[1]]
-        for (T, outs), leaves in zip(((nbgrad, results[0]), (torch, results[1])),
-                                     (mine_leaves, real_leaves)):
+        for T, outs in ((nbgrad, results[0]), (torch, results[1])):
             T.autograd.backward(list(outs), [T.tensor(u) for u in upstream])
         for a, b in zip(mine_leaves, real_leaves):
             assert (a.grad is None) == (b.grad is None)
@@ -209,8 +208,10 @@ def test_channel_and_alpha_dropout_match_pytorch(call, shape):
         x = T.ones(*shape, dtype=T.float64, requires_grad=True)
         out = eval(call.format(True), {"F": T.nn.functional, "x": x})  # noqa: S307
         graphs.append(_shape_of_graph(out.grad_fn))
-        mul = out.grad_fn if type(out.grad_fn).__name__ == "MulBackward0" else (
-            out.grad_fn.next_functions[0][0]
+        mul = (
+            out.grad_fn
+            if type(out.grad_fn).__name__ == "MulBackward0"
+            else (out.grad_fn.next_functions[0][0])
         )
         mask = mul._saved_other.detach().numpy()  # (before backward frees it)
         out.sum().backward()

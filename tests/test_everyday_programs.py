@@ -29,7 +29,7 @@ def test_everyday_programs_agree_at_least_as_often_as_before():
     agreeing, disagreements = everyday_agreement.measure(PROGRAMS)
     rate = agreeing / PROGRAMS
     summary = "\n".join(everyday_agreement.report(PROGRAMS, agreeing, disagreements, top=15))
-    assert rate >= FLOOR, f"agreement fell below the floor {FLOOR:.0%} (target {TARGET:.0%}):\n{summary}"
+    assert rate >= FLOOR, f"agreement fell below {FLOOR:.1%} (target {TARGET:.0%}):\n{summary}"
 
 
 def test_a_missing_call_counts_as_a_disagreement(torch):

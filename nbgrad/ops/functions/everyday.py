@@ -21,8 +21,8 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor, _wrap_dim
-from nbgrad.ops.functions import arithmetic
 from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions import arithmetic
 from nbgrad.ops.functions._common import _make
 from nbgrad.ops.public import declare, public
 
@@ -183,7 +183,6 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
     # bucketize's right=False is searchsorted's side="left" (both: boundaries[i-1] < x <= b[i])
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
-
 
 
 @public(function=True, method=True, out=True)

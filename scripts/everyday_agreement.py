@@ -37,6 +37,8 @@ import nbgrad  # noqa: E402
 RTOL, ATOL = 1e-4, 1e-5  # float32, computed by different code
 SEED = 2026
 MISSING_TYPES = ("AttributeError", "NotImplementedError", "TypeError")
+# Saved tensors PyTorch leaves uninitialised (torch.empty) outside training: rrelu's noise.
+UNINITIALISED = {("RreluWithNoiseBackward0", "_saved_noise")}
 
 
 class Disagreement(Exception):  # noqa: N818 - a finding, not an error
@@ -240,6 +242,8 @@ def compare_tensors(ours, theirs, text, leaves, values_too=True):
                 f"nbgrad {sorted(ours_saved)}\nPyTorch {sorted(theirs_saved)}\n{text}",
             )
         for name, value in theirs_saved.items():
+            if (node, name) in UNINITIALISED and theirs_saved.get("_saved_training") is False:
+                continue  # PyTorch saves memory it never wrote: no library can show the same
             if not same_saved(ours_saved[name], value):
                 raise Disagreement(
                     f"wrong saved value: {node}.{name}",

@@ -63,7 +63,8 @@ let el = null;
 // nodes in the drawing (an older build, without the attribute, has them all in the DOM), and
 // those in the DOM (only what is on screen, above 400 nodes)
 const inDom = () => el.querySelectorAll("[data-node-id]").length;
-const drawnCount = () => +(el.querySelector("svg.graph")?.getAttribute("data-drawn-nodes") || inDom());
+const drawnCount = () =>
+  +(el.querySelector("svg.graph")?.getAttribute("data-drawn-nodes") || inDom());
 async function clickNode() {{
   const nodes = el.querySelectorAll("[data-node-id]:not([data-kind=group])");
   const node = nodes[Math.floor(nodes.length / 2)] || el.querySelector("[data-node-id]");

@@ -1333,6 +1333,9 @@ case(
     normal(1, 2, 4, 2),
     normal(1, 2, 4, 2),
 )
+# everyday calls (no NaN here: finite differences need numbers;
+# tests/test_everyday_fixes_vs_torch.py compares NaN inputs with PyTorch)
+case("nanmean-dim", lambda x: torch.nanmean(x, 1), normal(2, 3))
 
 # nn functions, more (nbgrad/ops/nn_extra_kernels.py). Margins kept away from their kinks.
 _TARGETS = torch.tensor([1, 0, 3])

@@ -213,14 +213,18 @@ def test_a_10k_model_expands_with_only_the_screen_in_the_dom(page, transformer_h
     assert click["selected"] == node_id.split("~")[0]
     assert click["ms"] < 3000, click  # generous: under 100 ms measured
     # panning draws what comes on screen (once per frame), and only that
-    before = set(page.locator("[data-node-id]").evaluate_all("els => els.map(e => e.dataset.nodeId)"))
+    before = set(
+        page.locator("[data-node-id]").evaluate_all("els => els.map(e => e.dataset.nodeId)")
+    )
     box = page.locator("svg.graph").bounding_box()
     page.mouse.move(box["x"] + 20, box["y"] + box["height"] - 20)
     page.mouse.down()
     page.mouse.move(box["x"] + 20, box["y"] + 20, steps=8)
     page.mouse.up()
     page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    after = set(page.locator("[data-node-id]").evaluate_all("els => els.map(e => e.dataset.nodeId)"))
+    after = set(
+        page.locator("[data-node-id]").evaluate_all("els => els.map(e => e.dataset.nodeId)")
+    )
     assert after - before, "nothing new was drawn after a pan"
     assert len(after) <= MAX_DOM_NODES
     # the selected node is shown with its neighbourhood, whole, when asked

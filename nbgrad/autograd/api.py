@@ -115,13 +115,14 @@ def grad(
             "Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
             "allow_unused=False."
         )
-    for t in inputs:
-        if not t._requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
     if retain_graph is None:
         retain_graph = create_graph
     roots = _roots(outputs)
     grads = _root_grads(outputs, grad_outputs, create_graph)
+    # (after the outputs' checks, as PyTorch's engine: an output without grad is named first)
+    for t in inputs:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
     capture = [edge_of(t) for t in inputs]
     captured = engine.execute(roots, grads, retain_graph, create_graph, capture=capture)
     results = []

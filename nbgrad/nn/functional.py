@@ -1910,6 +1910,13 @@ from nbgrad.nn.functional_norm import (  # noqa: E402, F401
 pixel_shuffle = ops.pixel_shuffle
 pixel_unshuffle = ops.pixel_unshuffle
 # --- max unpooling, channel shuffle (their own module); distances and bilinear -------------------
+from nbgrad.nn.functional_dropout import (  # noqa: E402, F401
+    alpha_dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from nbgrad.nn.functional_extra import (  # noqa: E402, F401
     affine_grid,
     conv_tbc,

@@ -264,7 +264,7 @@ op("trunc", "TruncBackward0", ("self",), {"self": "zeros_like(grad)"}, np.trunc,
 op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round, same_shape=True,
    inplace=True)
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
-   lambda self, decimals: np.round(self, decimals), attrs=("decimals",), saves=("decimals",))
+   lambda self, decimals: np.round(self, decimals), attrs=("decimals",))
 op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
    saves=("self",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)

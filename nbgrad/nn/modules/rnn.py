@@ -268,6 +268,7 @@ class GRUCell(RNNCellBase):
         hx = self._zeros(input) if hx is None else (hx if batched else ops.unsqueeze(hx, 0))
         self._check_sizes(input, (hx,))
         out = gru_cell(input, hx, self._params())
+        out._version_counter.value = 2  # PyTorch's GRUCell finishes its output in place twice
         return out if batched else ops.squeeze(out, 0)
 
 

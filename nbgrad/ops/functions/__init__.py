@@ -17,6 +17,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     distances,
     einsum,
     elementwise,
+    everyday,
     float_parts,
     folding,
     histogram,

@@ -149,7 +149,9 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A0
 
 @public(function=True, method=True)
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
-    return _make(np.isclose(input._data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+    close = _make(np.isclose(input._data, _array(other), rtol=rtol, atol=atol, equal_nan=equal_nan))
+    close._version_counter.value = 1  # PyTorch finishes its result in place once: _version 1
+    return close
 
 
 @public(function=True, method=True)

@@ -709,7 +709,7 @@ def test_json_has_a_version_and_stays_small():
         raise AssertionError(f"non-standard JSON constant {name}")
 
     data = json.loads(text, parse_constant=no_constants)
-    assert data["version"] == 1
+    assert data["version"] == 2
     assert {t["name"] for t in data["tensors"]} == {"a", "b", "c", "d", "e"}
     assert len(data["steps"]) == 5 and len(data["accumulations"]) == 3
     graph_nodes = len(data["tensors"]) + len(data["nodes"])

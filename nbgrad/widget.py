@@ -326,13 +326,15 @@ const model = {{
     try {{
       page = await valuesOfPage();
     }} catch (error) {{
-      emit("msg:custom", {{ ...head, ok: false, error: `the page's values could not be read (${{error.message}})` }});
+      const text = `the page's values could not be read (${{error.message}})`;
+      emit("msg:custom", {{ ...head, ok: false, error: text }});
       return;
     }}
     const {{ index, bytes: blob }} = page;
     const entry = index[message.buffer];
     if (!entry) {{
-      setTimeout(() => emit("msg:custom", {{ ...head, ok: false, error: "this saved page does not include that array" }}));
+      const text = "this saved page does not include that array";
+      emit("msg:custom", {{ ...head, ok: false, error: text }});
       return;
     }}
     const [offset, storage, shape, dtype] = entry;

@@ -14,7 +14,8 @@ const FETCH_TIMEOUT_MS = 10000; // then the kernel is taken to be gone
 
 function bytesOf(value) {
   if (value instanceof Uint8Array) return value;
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  // (by its tag, not instanceof: a buffer may come from another realm, a frame or jsdom)
+  if (Object.prototype.toString.call(value) === "[object ArrayBuffer]") return new Uint8Array(value);
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
   return null;
 }

@@ -666,11 +666,10 @@ def test_max_nodes_counts_grad_fn_nodes_and_operations_whichever_comes_first():
             total = total + (w * 2).sum()  # 3 ops, 4 nodes: Mul, Sum, Add and w's AccumulateGrad
     assert (len(trace.ops), len(trace.nodes)) == (7, 10)
     assert trace.truncated == "stopped at 10 grad_fn nodes (max_nodes)"
-    with record(max_nodes=10) as trace:
-        with nbgrad.no_grad():
-            x = nbgrad.ones(3)
-            for _ in range(20):
-                x = x * 2
+    with record(max_nodes=10) as trace, nbgrad.no_grad():
+        x = nbgrad.ones(3)
+        for _ in range(20):
+            x = x * 2
     assert (len(trace.ops), len(trace.nodes)) == (10, 0)
     assert trace.truncated == "stopped after 10 operations (max_nodes)"
     assert float(x[0]) == 2.0**20  # the rest ran, unrecorded

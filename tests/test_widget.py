@@ -97,27 +97,37 @@ def test_whole_arrays_are_sent_on_request_only():
 
 
 def test_the_widget_gets_structure_up_front_and_every_array_by_buffer():
-    """Values apart: an array of 2+ elements is its statistics, its first row and a buffer id
-    (the whole array a fetch away); numbers stay inline; Trace.to_json() keeps them inline."""
+    """Values apart: an array of over 16 elements is its statistics, its first row and a buffer
+    id (the whole array a fetch away); smaller ones stay inline; Trace.to_json() keeps arrays of
+    up to 100 elements inline."""
     with nbgrad.record() as trace:
-        a = torch.tensor([[1.0, -2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
-        s = (a * 3).sum()
+        a = torch.tensor([[1.0, -2.0, 3.0, 0.0, 1.0]] * 3 + [[4.0, 5.0, 6.0, 0.0, 1.0]])
+        a.requires_grad_()
+        b = torch.ones(2, 2, requires_grad=True)
+        s = (a * 3).sum() + b.sum()
         s.backward()
     inline = json.loads(trace.to_json())
     assert inline["limits"]["values"] == "inline"
-    assert next(t for t in inline["tensors"] if t["name"] == "a")["value"] == [
-        [1.0, -2.0, 3.0],
-        [4.0, 5.0, 6.0],
-    ]
+    assert next(t for t in inline["tensors"] if t["name"] == "a")["value"][3] == [4, 5, 6, 0, 1]
     widget = GraphWidget(trace)
     data = json.loads(widget.trace_json)
     assert data["version"] == 2 and data["limits"]["values"] == "apart"
+    assert data["limits"]["inline_elements"] == 16
     value = next(t for t in data["tensors"] if t["name"] == "a")["value"]
-    assert value["shape"] == [2, 3] and value["dtype"] == "float32"
-    assert value["preview"] == [1.0, -2.0, 3.0]  # the first row only
-    assert value["stats"] == {"min": -2.0, "max": 6.0, "mean": 2.83333, "std": 2.67187}
-    assert np.array_equal(trace.buffer(value["buffer"]), a.detach().numpy())
-    assert next(t for t in data["tensors"] if t["name"] == "s")["value"] == 51.0
+    assert value["shape"] == [4, 5] and value["dtype"] == "float32"
+    assert value["preview"] == [1.0, -2.0, 3.0, 0.0, 1.0]  # the first row only
+    expected = a.detach().numpy().astype(np.float64)
+    assert value["stats"] == {
+        "min": -2.0,
+        "max": 6.0,
+        "mean": pytest.approx(expected.mean(), rel=1e-5),
+        "std": pytest.approx(expected.std(), rel=1e-5),
+    }
+    assert np.array_equal(trace.buffer(value["buffer"]), expected)
+    assert next(t for t in data["tensors"] if t["name"] == "b")["value"] == [[1.0, 1.0]] * 2
+    assert next(t for t in data["tensors"] if t["name"] == "s")["value"] == pytest.approx(
+        3 * expected.sum() + 4
+    )
     # a gradient shared by two records is one array: one buffer id
     grad = next(t for t in data["tensors"] if t["name"] == "a")["grad"]
     last = data["accumulations"][-1]["total"]
@@ -126,8 +136,8 @@ def test_the_widget_gets_structure_up_front_and_every_array_by_buffer():
 
 def test_save_html_carries_the_values_as_bytes(tmp_path):
     with nbgrad.record() as trace:
-        a = torch.arange(6.0).reshape(2, 3).requires_grad_()
-        b = torch.arange(6.0).reshape(2, 3).requires_grad_()  # the same bytes: stored once
+        a = torch.arange(24.0).reshape(4, 6).requires_grad_()
+        b = torch.arange(24.0).reshape(4, 6).requires_grad_()  # the same bytes: stored once
         (a * b).sum().backward()
     page = GraphWidget(trace).save_html(tmp_path / "g.html").read_text()
 
@@ -143,10 +153,10 @@ def test_save_html_carries_the_values_as_bytes(tmp_path):
     blob = gzip.decompress(base64.b64decode(script("nbgrad-blob")))
     other = next(t for t in data["tensors"] if t["name"] == "b")["value"]
     offset, storage, shape, dtype = index[value["buffer"]]
-    assert (storage, shape, dtype) == ("<f4", [2, 3], "float32")
+    assert (storage, shape, dtype) == ("<f4", [4, 6], "float32")
     assert index[other["buffer"]][0] == offset
-    elements = np.frombuffer(blob[offset : offset + 24], dtype="<f4")
-    assert np.array_equal(elements, np.arange(6.0, dtype=np.float32))
+    elements = np.frombuffer(blob[offset : offset + 96], dtype="<f4")
+    assert np.array_equal(elements, np.arange(24.0, dtype=np.float32))
 
 
 def test_static_views_are_deterministic_and_have_no_addresses():

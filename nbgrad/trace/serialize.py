@@ -19,9 +19,13 @@ from nbgrad.trace.values import (
     value_json,
 )
 
+# In the APART and CARRIED forms, arrays up to this size are written out: a learner's 2 x 3 or
+# 4 x 4 tensor shows whole at once, and costs about what its summary would.
+APART_INLINE_ELEMENTS = 16
+
 # How a trace's values are written (docs/trace-schema.md, "Values"; ``limits.values``):
 INLINE = "inline"  # arrays of up to inline_elements elements as lists (Trace.to_json)
-APART = "apart"  # structure up front: every array of 2+ elements a summary with a buffer id
+APART = "apart"  # structure up front: every array of over 16 elements a summary, a buffer id
 CARRIED = "carried"  # like APART, but the arrays whose bytes ride along (save_html) carry no
 #                      statistics or preview: the page computes them from the bytes
 
@@ -34,7 +38,7 @@ def trace_json(trace, version, values=INLINE, carried=None):
     if values not in (INLINE, APART, CARRIED):
         raise ValueError(f"values is 'inline', 'apart' or 'carried', got {values!r}")
     policy = trace.policy
-    buffers = _BufferIds(trace, policy, everything=values != INLINE)
+    buffers = _BufferIds(trace, policy, apart=values != INLINE)
     summaries = {}  # id(array) -> its summary JSON, once per array (values are shared)
 
     def value(v):
@@ -172,7 +176,9 @@ def trace_json(trace, version, values=INLINE, carried=None):
         },
         "limits": {
             "max_elements": policy.max_elements,
-            "inline_elements": policy.inline_elements if values == INLINE else 1,
+            "inline_elements": policy.inline_elements
+            if values == INLINE
+            else min(policy.inline_elements, APART_INLINE_ELEMENTS),
             "full": policy.full,
             "values": values,
         },
@@ -222,13 +228,14 @@ def _without_defaults(entry):
 
 
 def _apart_json(value, buffers, summaries, carried):
-    """A value in the APART or CARRIED form: a number or a one-element array as it is; a larger
-    array as its shape, dtype, statistics, the first row of its preview and its buffer id (the
-    whole array, fetched when inspected); with ``carried``, an array whose bytes ride along is
-    its shape, dtype and buffer id only."""
+    """A value in the APART or CARRIED form: an array of up to APART_INLINE_ELEMENTS elements
+    as it is (inline_elements, when smaller, decides); a larger array as its shape, dtype,
+    statistics, the first row of its preview and its buffer id (the whole array, fetched when
+    inspected); with ``carried``, an array whose bytes ride along is its shape, dtype and buffer
+    id only."""
     if value is None:
         return None
-    if isinstance(value, np.ndarray) and value.size <= 1:
+    if isinstance(value, np.ndarray) and value.size <= buffers.smallest:
         return array_data_json(value)
     known = summaries.get(id(value))
     if known is not None:
@@ -262,18 +269,20 @@ def _apart_json(value, buffers, summaries, carried):
 
 class _BufferIds:
     """Ids for whole arrays that do not travel inline: the widget fetches them by id from the
-    kernel (``trace.buffer(id)``) instead of receiving them in the JSON. ``everything``: every
-    array of two or more elements gets one (the APART form), not only those over
-    ``inline_elements``."""
+    kernel (``trace.buffer(id)``) instead of receiving them in the JSON: arrays over
+    ``inline_elements``, or with ``apart`` (the APART and CARRIED forms) over
+    APART_INLINE_ELEMENTS."""
 
-    def __init__(self, trace, policy, everything=False):
+    def __init__(self, trace, policy, apart=False):
         self._trace = trace
         self._policy = policy
-        self._smallest = 1 if everything else policy.inline_elements
+        self.smallest = policy.inline_elements
+        if apart:
+            self.smallest = min(self.smallest, APART_INLINE_ELEMENTS)
         self._ids = {id(array): key for key, array in trace._buffers.items()}
 
     def id_for(self, value):
-        if not isinstance(value, np.ndarray) or value.size <= self._smallest:
+        if not isinstance(value, np.ndarray) or value.size <= self.smallest:
             return None
         key = self._ids.get(id(value))
         if key is None:

@@ -8,7 +8,7 @@ Synced with the browser: ``trace`` (the trace JSON of docs/trace-schema.md, gzip
 about a tenth of the bytes, sent as one binary buffer), ``selected`` (the id of the selected
 record, "" for none: click in the browser or set it here), ``step`` (the backward timeline's
 position, 0 = before the first step) and ``view`` ("forward" or "backward"). The trace travels
-with its values apart (``limits.values == "apart"``): every array of two or more elements is its
+with its values apart (``limits.values == "apart"``): every array of over 16 elements is its
 statistics, a few numbers and a buffer id; the browser asks for the whole array with a custom
 message (``{type: "fetch", buffer}``) when the user inspects it, and the kernel answers with the
 array's little-endian bytes as a binary buffer. ``save_html`` puts those bytes in the page.

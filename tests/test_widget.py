@@ -250,3 +250,21 @@ def test_show_and_display_trace_display_a_widget(monkeypatch):
     assert {"x", "y"} <= {t["name"] for t in tensors}
     assert graph(record_simple()).view == "backward"
     assert widget_module.display_trace is display_trace
+
+
+def test_up_front_bytes_per_node_and_saved_page_stay_within_budget(tmp_path):
+    """Issue 16's budget on a small member of the benchmark's transformer family (the 10,000-node
+    one is measured by ``python -m benchmarks.widget_render --sizes``): at most 300 bytes per
+    grad_fn node gzip-compressed up front, and a saved page whose values ride along as bytes at
+    well under the 5 MB allowed for 10,000 nodes (pro rata)."""
+    from benchmarks.widget_render import transformer_trace
+
+    trace = transformer_trace(8)
+    widget = GraphWidget(trace)
+    nodes = len(widget._data["nodes"])
+    assert nodes > 400
+    assert len(widget.trace) / nodes <= 300
+    inline = len(gzip.compress(trace.to_json().encode()))
+    assert len(widget.trace) < 0.5 * inline  # the values inline cost over twice as much
+    page = widget.save_html(tmp_path / "t.html").stat().st_size
+    assert page - 200_000 < 5_000_000 * nodes / 10_000  # less the bundle

@@ -3,6 +3,7 @@
     python -m benchmarks.widget_render                  # every case
     python -m benchmarks.widget_render --only rnn       # cases whose name contains "rnn"
     python -m benchmarks.widget_render --bundle DIR     # another build (DIR/widget.js, .css)
+    python -m benchmarks.widget_render --sizes          # the payload's sizes only (no browser)
 
 It needs the built widget (``npm run build`` in js/), chromium and playwright (scripts/test
 installs all three).
@@ -24,6 +25,11 @@ bytes). Timed in the page, on a fresh element each run:
 The median of the runs is reported, with the slowest. The targets are issue 16's: any size
 opens in about 2 s; a graph without modules is laid out whole in under 0.5 s at 1,000 nodes and
 under 2 s at 10,000; expanding never freezes the page.
+
+Sizes (also alone with ``--sizes``): bytes per grad_fn node of what the widget receives up front
+(the trace with its values apart, gzip-compressed; target 300), the same for the trace with its
+values inline (``trace.to_json()``, what the widget received before), and the size of the
+``save_html`` page (values carried as bytes; target under 5 MB at 10,000 nodes).
 """
 
 import argparse
@@ -39,6 +45,7 @@ from pathlib import Path
 import nbgrad
 import nbgrad as torch
 from nbgrad import nn
+from nbgrad.widget import GraphWidget
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ROOT / "nbgrad" / "static"
@@ -220,11 +227,33 @@ def layout_alone(text, folder):
     return (result["ms"], result["cpu"]), result["drawn"]
 
 
-def payload(trace):
-    text = trace.to_json()
-    zipped = gzip.compress(text.encode(), compresslevel=6, mtime=0)
-    nodes = len(json.loads(text)["nodes"])
-    return base64.b64encode(zipped).decode(), nodes, text
+def payload(trace, folder):
+    """What the widget receives (base64 of the gzip bytes), its node count, its JSON text, and
+    the sizes: (bytes per node up front, bytes per node with values inline, save_html bytes)."""
+    widget = GraphWidget(trace)
+    zipped = widget.trace
+    nodes = len(widget._data["nodes"])
+    inline = len(gzip.compress(trace.to_json().encode(), compresslevel=6, mtime=0))
+    page = widget.save_html(Path(folder) / "saved.html").stat().st_size
+    sizes = (len(zipped) / nodes, inline / nodes, page)
+    return base64.b64encode(zipped).decode(), nodes, widget.trace_json, sizes
+
+
+def size_text(sizes):
+    up_front, inline, page = sizes
+    return f"{up_front:,.0f} (300) | {inline:,.0f} | {page / 1e6:,.2f}"
+
+
+def sizes_only(cases):
+    print(
+        "| trace | grad_fn nodes | up front, gzip bytes per node (target) "
+        "| values inline, gzip bytes per node | save_html MB |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for title, program, _ in cases:
+            _, nodes, _, sizes = payload(program(), tmp)
+            print(f"| {title} | {nodes:,} | {size_text(sizes)} |", flush=True)
 
 
 def fmt(samples):
@@ -239,17 +268,22 @@ def main():
     parser.add_argument("--bundle", type=Path, default=STATIC, help="folder of widget.js/.css")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-expand", action="store_true", help="time opening only")
+    parser.add_argument("--sizes", action="store_true", help="the payload's sizes only")
     args = parser.parse_args()
+    cases = [case for case in CASES if args.only in case[0]]
+    if args.sizes:
+        sizes_only(cases)
+        return
     from playwright.sync_api import sync_playwright
 
     if not (args.bundle / "widget.js").is_file():
         raise SystemExit("build the widget first: cd js && npm ci && npm run build")
-    cases = [case for case in CASES if args.only in case[0]]
     print(
         "| trace | grad_fn nodes | open ms (target) | drawn | expand all ms | drawn "
-        "| in DOM | click after ms | layout alone ms, CPU ms (target) | laid out |"
+        "| in DOM | click after ms | layout alone ms, CPU ms (target) | laid out "
+        "| up front B/node gzip (target) | inline B/node gzip | save_html MB |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- " + "| ---: " * 12 + "|")
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         folder = Path(tmp)
         css = (args.bundle / "widget.css").read_text()
@@ -263,7 +297,7 @@ def main():
         page.goto((folder / "bench.html").as_uri())
         page.wait_for_function("window.ready === true")
         for title, program, (open_target, layout_target) in cases:
-            b64, nodes, text = payload(program())
+            b64, nodes, text, sizes = payload(program(), folder)
             alone, laid_out = layout_alone(text, folder) if args.bundle == STATIC else (None, None)
             opens, expands, clicks = [], [], []
             drawn = expanded = in_dom = "—"
@@ -287,7 +321,7 @@ def main():
             print(
                 f"| {title} | {nodes:,} | {fmt(opens)} ({open_target:,}) | {drawn} "
                 f"| {fmt(expands)} | {expanded} | {in_dom} | {fmt(clicks)} | {alone_text} "
-                f"| {laid_out or '—'} |",
+                f"| {laid_out or '—'} | {size_text(sizes)} |",
                 flush=True,
             )
         browser.close()

@@ -100,7 +100,7 @@ def _build_parser():
         metavar="N",
         type=_positive,
         default=DEFAULT_MAX_NODES,
-        help=f"stop recording after N operations (default {DEFAULT_MAX_NODES})",
+        help=f"stop recording at N grad_fn nodes or N operations (default {DEFAULT_MAX_NODES})",
     )
     parser.add_argument(
         "--max-passes",

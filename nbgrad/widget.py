@@ -7,18 +7,22 @@
 Synced with the browser: ``trace`` (the trace JSON of docs/trace-schema.md, gzip-compressed:
 about a tenth of the bytes, sent as one binary buffer), ``selected`` (the id of the selected
 record, "" for none: click in the browser or set it here), ``step`` (the backward timeline's
-position, 0 = before the first step) and ``view`` ("forward" or "backward"). Whole arrays behind
-large values are not in the JSON: the browser asks for one with a custom message when the user
-opens it.
+position, 0 = before the first step) and ``view`` ("forward" or "backward"). The trace travels
+with its values apart (``limits.values == "apart"``): every array of over 16 elements is its
+statistics, a few numbers and a buffer id; the browser asks for the whole array with a custom
+message (``{type: "fetch", buffer}``) when the user inspects it, and the kernel answers with the
+array's little-endian bytes as a binary buffer. ``save_html`` puts those bytes in the page.
 """
 
 import base64
 import gzip
+import hashlib
 import json
 import sys
 from pathlib import Path
 
 import anywidget
+import numpy as np
 import traitlets
 
 from nbgrad import widget_static
@@ -26,7 +30,21 @@ from nbgrad.trace.values import array_data_json
 
 STATIC = Path(__file__).parent / "static"
 MAX_FETCH_ELEMENTS = 1_000_000  # a larger array is refused with a message, not sent
-MAX_SAVED_ELEMENTS = 2_000_000  # save_html inlines whole buffers up to this many elements
+MAX_SAVED_ELEMENTS = 2_000_000  # save_html carries whole buffers up to this many elements
+
+# How an array's elements travel as bytes (little-endian), by dtype; float16 travels as float32
+# (JavaScript has no typed array for it everywhere), bool as one byte per element.
+_STORAGE = {
+    "float32": "<f4",
+    "float64": "<f8",
+    "float16": "<f4",
+    "int64": "<i8",
+    "int32": "<i4",
+    "int16": "<i2",
+    "int8": "i1",
+    "uint8": "u1",
+    "bool": "u1",
+}
 
 _MISSING_BUNDLE = """
 export default { render({ el }) {
@@ -45,9 +63,10 @@ def _static_text(name, fallback):
 
 
 def _trace_data(trace):
-    """(trace JSON text, parsed data, the Trace object or None) from a Trace, dict or text."""
+    """(trace JSON text, parsed data, the Trace object or None) from a Trace, dict or text. A
+    Trace's values travel apart (fetched when inspected); JSON or a dict is sent as it is."""
     if hasattr(trace, "to_json"):
-        text = trace.to_json()
+        text = trace.to_json(values="apart")
         return text, json.loads(text), trace
     if isinstance(trace, (bytes, str)):
         return str(trace if isinstance(trace, str) else trace.decode()), json.loads(trace), None
@@ -126,9 +145,18 @@ class GraphWidget(anywidget.AnyWidget):
             return
         reply = {"type": "buffer", "request": content.get("request")}
         reply.update(self._buffer_reply(content.get("buffer")))
+        array = reply.pop("array", None)
+        if array is not None and array.dtype.name in _STORAGE:
+            storage = _STORAGE[array.dtype.name]
+            reply["storage"] = storage
+            self.send(reply, buffers=[_bytes_of(array, storage)])
+            return
+        if array is not None:  # a dtype with no typed array (complex): its elements as JSON
+            reply["data"] = array_data_json(array)
         self.send(reply)
 
     def _buffer_reply(self, buffer_id):
+        """{"ok": True, "shape", "dtype", "array": the NumPy array} or {"ok": False, "error"}."""
         if self._source is None or not hasattr(self._source, "buffer"):
             return {"ok": False, "error": "this widget was made from JSON: no arrays to send"}
         try:
@@ -140,12 +168,7 @@ class GraphWidget(anywidget.AnyWidget):
                 "ok": False,
                 "error": f"{array.size} values is too many to show (at most {MAX_FETCH_ELEMENTS})",
             }
-        return {
-            "ok": True,
-            "shape": list(array.shape),
-            "dtype": array.dtype.name,
-            "data": array_data_json(array),
-        }
+        return {"ok": True, "shape": list(array.shape), "dtype": array.dtype.name, "array": array}
 
     # --- what shows where the widget cannot run -----------------------------------------------
 
@@ -170,27 +193,31 @@ class GraphWidget(anywidget.AnyWidget):
     # --- one shareable file -------------------------------------------------------------------
 
     def save_html(self, path, title="autograd graph"):
-        """Write one self-contained HTML file with this widget, interactive, working offline."""
-        buffers = {}
-        if self._source is not None and hasattr(self._source, "_buffers"):
-            budget = MAX_SAVED_ELEMENTS
-            for key in sorted(_buffer_ids(self._data)):
-                reply = self._buffer_reply(key)
-                if reply["ok"] and self._source.buffer(key).size <= budget:
-                    budget -= self._source.buffer(key).size
-                    buffers[key] = reply
+        """Write one self-contained HTML file with this widget, interactive, working offline.
+
+        The values ride along as bytes: one gzip-compressed blob of every kept array's
+        little-endian elements (up to MAX_SAVED_ELEMENTS in all, identical arrays once), with an
+        index of offsets; the page decodes an array only when it is inspected. Those arrays
+        carry no statistics in the page's trace JSON: the page computes them from the bytes."""
+        blob = _Blob()
+        trace_bytes = self.trace
+        if self._source is not None and hasattr(self._source, "to_dict"):
+            from nbgrad.trace.serialize import CARRIED
+
+            data = self._source.to_dict(values=CARRIED, carried=blob.carry)
+            trace_bytes = _compress(json.dumps(data, separators=(",", ":")))
         page = _page(
             title=title,
             css=_static_text("widget.css", ""),
             esm=_static_text("widget.js", _MISSING_BUNDLE),
             state={
-                "trace": base64.b64encode(self.trace).decode("ascii"),
+                "trace": base64.b64encode(trace_bytes).decode("ascii"),
                 "selected": self.selected,
                 "step": self.step,
                 "view": self.view,
                 "height": self.height,
             },
-            buffers=buffers,
+            blob=blob,
         )
         Path(path).write_text(page, encoding="utf-8")
         return Path(path)
@@ -201,21 +228,43 @@ def _compress(text):
     return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
 
 
-def _buffer_ids(data):
-    found = set()
+def _bytes_of(array, storage):
+    """The array's elements as little-endian bytes of ``storage`` (``_STORAGE``), in C order."""
+    return np.ascontiguousarray(array, dtype=np.dtype(storage)).tobytes()
 
-    def walk(value):
-        if isinstance(value, dict):
-            if "buffer" in value and "stats" in value:
-                found.add(value["buffer"])
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
 
-    walk(data)
-    return found
+class _Blob:
+    """The bytes of the arrays a saved page carries: ``carry(buffer_id, array)`` adds one
+    (identical arrays share their bytes) while the budget lasts, and says whether it did."""
+
+    def __init__(self, budget=MAX_SAVED_ELEMENTS):
+        self.budget = budget
+        self.parts = []
+        self.size = 0
+        self.index = {}  # buffer id -> [byte offset, storage, shape, dtype]
+        self._offsets = {}  # (storage, bytes digest) -> byte offset
+
+    def carry(self, buffer_id, array):
+        storage = _STORAGE.get(array.dtype.name)
+        if storage is None or array.size > self.budget:
+            return False
+        raw = _bytes_of(array, storage)
+        key = (storage, hashlib.blake2b(raw, digest_size=16).digest())
+        offset = self._offsets.get(key)
+        if offset is None:
+            offset = self._offsets[key] = self.size
+            self.parts.append(raw)
+            self.size += len(raw)
+            self.budget -= array.size
+        self.index[buffer_id] = [offset, storage, list(array.shape), array.dtype.name]
+        return True
+
+    def encoded(self):
+        """The blob gzip-compressed, in base64 ("" when it is empty)."""
+        if not self.size:
+            return ""
+        zipped = gzip.compress(b"".join(self.parts), compresslevel=6, mtime=0)
+        return base64.b64encode(zipped).decode("ascii")
 
 
 def _script_json(value):
@@ -238,14 +287,30 @@ body {{ margin: 16px; font-family: system-ui, sans-serif; }}
 <body>
 <div id="nbgrad-root"></div>
 <script type="application/json" id="nbgrad-state">{state}</script>
-<script type="application/json" id="nbgrad-buffers">{buffers}</script>
+<script type="text/plain" id="nbgrad-values">{index}</script>
+<script type="text/plain" id="nbgrad-blob">{blob}</script>
 <script type="text/plain" id="nbgrad-bundle">{bundle}</script>
 <script type="module">
 // A stand-in for the Jupyter widget model: the same get/set/on/send, with no kernel behind it.
 const read = (id) => JSON.parse(document.getElementById(id).textContent);
 const state = read("nbgrad-state");
 state.trace = Uint8Array.from(atob(state.trace), (c) => c.charCodeAt(0));
-const buffers = read("nbgrad-buffers");
+// The values: one gzip-compressed blob of little-endian bytes and its index (buffer id ->
+// [byte offset, storage, shape, dtype], gzip-compressed JSON), decompressed when an array is
+// first inspected.
+const gunzip = async (id) => {{
+  const text = document.getElementById(id).textContent.trim();
+  if (!text) return new Uint8Array(0);
+  const zipped = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  const stream = new Response(zipped).body.pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}};
+let values = null;
+const valuesOfPage = () => (values ||= (async () => ({{
+  index: JSON.parse(new TextDecoder().decode(await gunzip("nbgrad-values"))),
+  bytes: await gunzip("nbgrad-blob"),
+}}))());
+const ITEM = {{ "<f4": 4, "<f8": 8, "<i8": 8, "<i4": 4, "<i2": 2, i1: 1, u1: 1 }};
 const listeners = {{}};
 const emit = (name, ...args) => (listeners[name] || []).forEach((fn) => fn(...args));
 const model = {{
@@ -254,11 +319,28 @@ const model = {{
   save_changes: () => {{}},
   on: (name, fn) => {{ (listeners[name] ||= []).push(fn); }},
   off: (name, fn) => {{ listeners[name] = (listeners[name] || []).filter((f) => f !== fn); }},
-  send: (message) => {{
+  send: async (message) => {{
     if (!message || message.type !== "fetch") return;
-    const reply = buffers[message.buffer]
-      || {{ ok: false, error: "this saved page does not include that array" }};
-    setTimeout(() => emit("msg:custom", {{ ...reply, type: "buffer", request: message.request }}));
+    const head = {{ type: "buffer", request: message.request }};
+    let page;
+    try {{
+      page = await valuesOfPage();
+    }} catch (error) {{
+      const text = `the page's values could not be read (${{error.message}})`;
+      emit("msg:custom", {{ ...head, ok: false, error: text }});
+      return;
+    }}
+    const {{ index, bytes: blob }} = page;
+    const entry = index[message.buffer];
+    if (!entry) {{
+      const text = "this saved page does not include that array";
+      emit("msg:custom", {{ ...head, ok: false, error: text }});
+      return;
+    }}
+    const [offset, storage, shape, dtype] = entry;
+    const length = shape.reduce((a, b) => a * b, 1) * ITEM[storage];
+    const bytes = blob.slice(offset, offset + length);
+    emit("msg:custom", {{ ...head, ok: true, shape, dtype, storage }}, [bytes.buffer]);
   }},
 }};
 const code = atob(document.getElementById("nbgrad-bundle").textContent.trim());
@@ -272,14 +354,15 @@ widget.render({{ model, el: document.getElementById("nbgrad-root") }});
 """
 
 
-def _page(title, css, esm, state, buffers):
+def _page(title, css, esm, state, blob):
     import html
 
     return _PAGE.format(
         title=html.escape(title),
         css=css.replace("</", "<\\/"),
         state=_script_json(state),
-        buffers=_script_json(buffers),
+        index=base64.b64encode(_compress(json.dumps(blob.index, separators=(",", ":")))).decode(),
+        blob=blob.encoded(),
         bundle=base64.b64encode(esm.encode("utf-8")).decode("ascii"),
     )
 

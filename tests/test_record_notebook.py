@@ -212,4 +212,4 @@ def test_the_trace_json_travels(executed):
         )
     )
     data = json.loads(text_of(nb.cells[2]))
-    assert data["version"] == 1 and len(data["steps"]) == 5
+    assert data["version"] == 2 and len(data["steps"]) == 5

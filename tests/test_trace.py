@@ -652,7 +652,27 @@ def test_max_nodes_stops_recording():
         for _ in range(20):
             x = x * 1.0
     assert len(trace.ops) == 4 and len(trace.nodes) == 5  # 4 MulBackward0, 1 AccumulateGrad
-    assert "max_nodes" in trace.truncated
+    assert trace.truncated == "stopped at 5 grad_fn nodes (max_nodes)"
+
+
+def test_max_nodes_counts_grad_fn_nodes_and_operations_whichever_comes_first():
+    """The limit keeps both drawings small: the backward graph (grad_fn nodes, AccumulateGrad
+    included) and the forward one (operations, those that make no node too); the reason says
+    which one stopped it."""
+    weights = [nbgrad.ones(2, requires_grad=True) for _ in range(8)]
+    with record(max_nodes=10) as trace:
+        total = 0
+        for w in weights:
+            total = total + (w * 2).sum()  # 3 ops, 4 nodes: Mul, Sum, Add and w's AccumulateGrad
+    assert (len(trace.ops), len(trace.nodes)) == (7, 10)
+    assert trace.truncated == "stopped at 10 grad_fn nodes (max_nodes)"
+    with record(max_nodes=10) as trace, nbgrad.no_grad():
+        x = nbgrad.ones(3)
+        for _ in range(20):
+            x = x * 2
+    assert (len(trace.ops), len(trace.nodes)) == (10, 0)
+    assert trace.truncated == "stopped after 10 operations (max_nodes)"
+    assert float(x[0]) == 2.0**20  # the rest ran, unrecorded
 
 
 # --- faults ------------------------------------------------------------------------------------
@@ -709,7 +729,7 @@ def test_json_has_a_version_and_stays_small():
         raise AssertionError(f"non-standard JSON constant {name}")
 
     data = json.loads(text, parse_constant=no_constants)
-    assert data["version"] == 1
+    assert data["version"] == 2
     assert {t["name"] for t in data["tensors"]} == {"a", "b", "c", "d", "e"}
     assert len(data["steps"]) == 5 and len(data["accumulations"]) == 3
     graph_nodes = len(data["tensors"]) + len(data["nodes"])

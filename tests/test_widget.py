@@ -7,6 +7,7 @@ import gzip
 import json
 import re
 
+import numpy as np
 import pytest
 
 import nbgrad
@@ -33,7 +34,7 @@ def test_the_trace_travels_gzip_compressed_and_reads_back():
     trace = record_simple()
     widget = GraphWidget(trace)
     assert widget.trace[:2] == b"\x1f\x8b"
-    assert json.loads(widget.trace_json) == json.loads(trace.to_json())
+    assert json.loads(widget.trace_json) == json.loads(trace.to_json(values="apart"))
     assert len(widget.trace) < len(trace.to_json())
     assert widget.view == "backward"
 
@@ -72,19 +73,90 @@ def test_whole_arrays_are_sent_on_request_only():
     assert "stats" in value and "buffer" in value  # a summary travels, not the 300 values
     widget = GraphWidget(trace)
     sent = []
-    widget.send = lambda message, buffers=None: sent.append(message)
+    widget.send = lambda message, buffers=None: sent.append((message, buffers))
     widget._on_message(widget, {"type": "fetch", "buffer": value["buffer"], "request": 7}, [])
-    assert sent[0]["type"] == "buffer" and sent[0]["request"] == 7 and sent[0]["ok"]
-    assert sent[0]["shape"] == [15, 20] and sent[0]["data"][1][0] == 20.0
-    widget._on_message(widget, {"type": "fetch", "buffer": "b999", "request": 8}, [])
-    assert sent[1] == {
+    reply, buffers = sent[0]
+    assert reply == {
         "type": "buffer",
-        "request": 8,
-        "ok": False,
-        "error": "the trace kept no array 'b999'",
+        "request": 7,
+        "ok": True,
+        "shape": [15, 20],
+        "dtype": "float32",
+        "storage": "<f4",
     }
+    # the elements travel as one binary buffer of little-endian float32, not as JSON text
+    expected = np.arange(300.0, dtype=np.float32)
+    assert np.array_equal(np.frombuffer(buffers[0], dtype="<f4"), expected)
+    widget._on_message(widget, {"type": "fetch", "buffer": "b999", "request": 8}, [])
+    assert sent[1] == (
+        {"type": "buffer", "request": 8, "ok": False, "error": "the trace kept no array 'b999'"},
+        None,
+    )
     from_json = GraphWidget(trace.to_json())
     assert not from_json._buffer_reply(value["buffer"])["ok"]
+
+
+def test_the_widget_gets_structure_up_front_and_every_array_by_buffer():
+    """Values apart: an array of over 16 elements is its statistics, its first row and a buffer
+    id (the whole array a fetch away); smaller ones stay inline; Trace.to_json() keeps arrays of
+    up to 100 elements inline."""
+    with nbgrad.record() as trace:
+        a = torch.tensor([[1.0, -2.0, 3.0, 0.0, 1.0]] * 3 + [[4.0, 5.0, 6.0, 0.0, 1.0]])
+        a.requires_grad_()
+        b = torch.ones(2, 2, requires_grad=True)
+        s = (a * 3).sum() + b.sum()
+        s.backward()
+    inline = json.loads(trace.to_json())
+    assert inline["limits"]["values"] == "inline"
+    assert next(t for t in inline["tensors"] if t["name"] == "a")["value"][3] == [4, 5, 6, 0, 1]
+    widget = GraphWidget(trace)
+    data = json.loads(widget.trace_json)
+    assert data["version"] == 2 and data["limits"]["values"] == "apart"
+    assert data["limits"]["inline_elements"] == 16
+    value = next(t for t in data["tensors"] if t["name"] == "a")["value"]
+    assert value["shape"] == [4, 5] and value["dtype"] == "float32"
+    assert value["preview"] == [1.0, -2.0, 3.0, 0.0, 1.0]  # the first row only
+    expected = a.detach().numpy().astype(np.float64)
+    assert value["stats"] == {
+        "min": -2.0,
+        "max": 6.0,
+        "mean": pytest.approx(expected.mean(), rel=1e-5),
+        "std": pytest.approx(expected.std(), rel=1e-5),
+    }
+    assert np.array_equal(trace.buffer(value["buffer"]), expected)
+    assert next(t for t in data["tensors"] if t["name"] == "b")["value"] == [[1.0, 1.0]] * 2
+    assert next(t for t in data["tensors"] if t["name"] == "s")["value"] == pytest.approx(
+        3 * expected.sum() + 4
+    )
+    # a gradient shared by two records is one array: one buffer id
+    grad = next(t for t in data["tensors"] if t["name"] == "a")["grad"]
+    last = data["accumulations"][-1]["total"]
+    assert grad["buffer"] == last["buffer"] and grad["stats"]["mean"] == 3.0
+
+
+def test_save_html_carries_the_values_as_bytes(tmp_path):
+    with nbgrad.record() as trace:
+        a = torch.arange(24.0).reshape(4, 6).requires_grad_()
+        b = torch.arange(24.0).reshape(4, 6).requires_grad_()  # the same bytes: stored once
+        (a * b).sum().backward()
+    page = GraphWidget(trace).save_html(tmp_path / "g.html").read_text()
+
+    def script(name):
+        return re.search(f'id="{name}">(.*?)</script>', page, re.S).group(1).strip()
+
+    state = json.loads(script("nbgrad-state"))
+    data = json.loads(gzip.decompress(base64.b64decode(state["trace"])))
+    assert data["limits"]["values"] == "carried"
+    value = next(t for t in data["tensors"] if t["name"] == "a")["value"]
+    assert set(value) == {"shape", "dtype", "buffer"}  # no statistics: the page computes them
+    index = json.loads(gzip.decompress(base64.b64decode(script("nbgrad-values"))))
+    blob = gzip.decompress(base64.b64decode(script("nbgrad-blob")))
+    other = next(t for t in data["tensors"] if t["name"] == "b")["value"]
+    offset, storage, shape, dtype = index[value["buffer"]]
+    assert (storage, shape, dtype) == ("<f4", [4, 6], "float32")
+    assert index[other["buffer"]][0] == offset
+    elements = np.frombuffer(blob[offset : offset + 96], dtype="<f4")
+    assert np.array_equal(elements, np.arange(24.0, dtype=np.float32))
 
 
 def test_static_views_are_deterministic_and_have_no_addresses():
@@ -178,3 +250,21 @@ def test_show_and_display_trace_display_a_widget(monkeypatch):
     assert {"x", "y"} <= {t["name"] for t in tensors}
     assert graph(record_simple()).view == "backward"
     assert widget_module.display_trace is display_trace
+
+
+def test_up_front_bytes_per_node_and_saved_page_stay_within_budget(tmp_path):
+    """Issue 16's budget on a small member of the benchmark's transformer family (the 10,000-node
+    one is measured by ``python -m benchmarks.widget_render --sizes``): at most 300 bytes per
+    grad_fn node gzip-compressed up front, and a saved page whose values ride along as bytes at
+    well under the 5 MB allowed for 10,000 nodes (pro rata)."""
+    from benchmarks.widget_render import transformer_trace
+
+    trace = transformer_trace(8)
+    widget = GraphWidget(trace)
+    nodes = len(widget._data["nodes"])
+    assert nodes > 400
+    assert len(widget.trace) / nodes <= 300
+    inline = len(gzip.compress(trace.to_json().encode()))
+    assert len(widget.trace) < 0.5 * inline  # the values inline cost over twice as much
+    page = widget.save_html(tmp_path / "t.html").stat().st_size
+    assert page - 200_000 < 5_000_000 * nodes / 10_000  # less the bundle

@@ -19,6 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nbgrad
@@ -397,6 +398,32 @@ def test_save_html_works_offline(tmp_path, page):
     assert page.locator('[data-role="step-label"]').inner_text().startswith("step 5 of 5")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "widget-save-html.png"))
+    assert page.problems == []
+
+
+def test_save_html_decodes_its_arrays_when_inspected(tmp_path, page):
+    """A saved page carries its arrays as bytes: inspected, one shows its statistics (computed in
+    the page) and its elements, float32 as float32, NaN as nan, without a kernel."""
+    w = nbgrad.arange(600.0).reshape(20, 30) / 7
+    w[0, 1] = float("nan")
+    w.requires_grad_()
+    with nbgrad.record() as trace:
+        (w * 2).sum().backward()
+    path = GraphWidget(trace).save_html(tmp_path / "values.html")
+    page.goto(path.as_uri())
+    page.wait_for_selector("[data-node-id]")
+    page.locator('[data-view="forward"]').click()
+    page.locator('[data-label="w"]').click()
+    value = page.locator('[data-role="inspector"] [data-role="value"]')
+    value.locator(".load-status.loaded").wait_for(timeout=20_000)
+    text = value.inner_text()
+    elements = np.arange(600.0, dtype=np.float32).reshape(20, 30) / np.float32(7)
+    finite = np.delete(elements.ravel(), 1).astype(np.float64)
+    assert re.search(rf"max\s*{finite.max():.4g}", text), text
+    assert re.search(rf"mean\s*{finite.mean():.4g}", text), text
+    assert re.search(r"nan/inf\s*1", text), text
+    assert "20×30 float32, 600 values" in text
+    assert f"{float(elements[0, 2]):.4g}" in text and "nan" in text
     assert page.problems == []
 
 

@@ -162,16 +162,15 @@ def _click(page, node_id):
 
 
 def _load_full_arrays(page):
-    """Press every "load full array" button of the panel (save_html has the arrays inline)."""
-    pressed = page.evaluate(
+    """Press every "load full array" button of the panel, and wait until every array is shown
+    (save_html carries the arrays as bytes: the page decodes them when shown)."""
+    page.evaluate(
         """() => { const panel = document.querySelector('[data-role="inspector"]');
-                   const buttons = [...panel.querySelectorAll('button.load-full')];
-                   buttons.forEach((b) => b.click()); return buttons.length; }"""
+                   panel.querySelectorAll('button.load-full').forEach((b) => b.click()); }"""
     )
-    if pressed:
-        page.wait_for_function(
-            "() => !document.querySelector('[data-role=\"inspector\"] .load-status.loading')"
-        )
+    page.wait_for_function(
+        "() => !document.querySelector('[data-role=\"inspector\"] .load-status.loading')"
+    )
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS, ids=[f"{w}x{h}" for w, h in VIEWPORTS])

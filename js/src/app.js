@@ -23,7 +23,9 @@ export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (Graph
 const MIN_HEIGHT = 260;
 const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
-const SCHEMA_VERSION = 1; // docs/trace-schema.md
+const SCHEMA_VERSION = 2; // docs/trace-schema.md
+// version 1 is version 2 with every value inline or summarised (no "values" limit): read as is
+const READABLE_VERSIONS = [1, SCHEMA_VERSION];
 // "show the neighbourhood": a node's parents and children this many edges up and down, at most
 // this many nodes (drawn whole, every group open)
 const NEIGHBOURHOOD_HOPS = 8;
@@ -558,7 +560,7 @@ export function createApp(el, options) {
   }
 
   function setTrace(trace) {
-    if (trace && trace.version !== undefined && trace.version !== SCHEMA_VERSION) {
+    if (trace && trace.version !== undefined && !READABLE_VERSIONS.includes(trace.version)) {
       trace = { status: { error: `this trace is in schema version ${trace.version}; this widget reads version ${SCHEMA_VERSION} (update nbgrad)` } };
     }
     state.index = indexTrace(trace);

@@ -34,16 +34,17 @@ export function formatShape(shape) {
   return shape.join("×");
 }
 
-/** Whether a value of the JSON is a summary of a large array (stats + preview). */
+/** Whether a value of the JSON is a summary of an array (stats + preview, or in a saved page
+ * only shape, dtype and the buffer whose bytes ride along). */
 export function isSummary(value) {
-  return value !== null && typeof value === "object" && !Array.isArray(value) && "stats" in value;
+  return value !== null && typeof value === "object" && !Array.isArray(value) && ("stats" in value || "buffer" in value);
 }
 
 /** A value on one short line, for labels and lists. */
 export function shortValue(value, dtype = "float32", max = 4) {
   if (value === null || value === undefined) return "None";
   if (isSummary(value)) {
-    return `[${formatShape(value.shape)}: mean ${formatNumber(value.stats.mean)}]`;
+    return value.stats ? `[${formatShape(value.shape)}: mean ${formatNumber(value.stats.mean)}]` : `[${formatShape(value.shape)}]`;
   }
   if (!Array.isArray(value)) return formatNumber(value, dtype);
   const items = value.slice(0, max).map((v) => shortValue(v, dtype, Math.max(2, max >> 1)));

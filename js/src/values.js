@@ -115,14 +115,93 @@ function statsTable(stats, dtype) {
   return h("table", { class: "stats", "data-dtype": dtype }, h("tbody", null, rows));
 }
 
+// Typed arrays by how the kernel (or a saved page) sends an array's bytes: little-endian.
+const TYPED = {
+  "<f4": Float32Array,
+  "<f8": Float64Array,
+  "<i8": BigInt64Array,
+  "<i4": Int32Array,
+  "<i2": Int16Array,
+  i1: Int8Array,
+  u1: Uint8Array,
+};
+
+function nest(flatValues, shape) {
+  if (shape.length === 0) return flatValues[0];
+  if (shape.length === 1) return flatValues;
+  const step = shape[0] ? flatValues.length / shape[0] : 0;
+  return Array.from({ length: shape[0] }, (_, i) => nest(flatValues.slice(i * step, (i + 1) * step), shape.slice(1)));
+}
+
+/** An array sent as bytes (storage "<f4", "<i8", "u1", ...) as nested lists, like the JSON's. */
+export function decodeArray(bytes, storage, shape, dtype) {
+  const Typed = TYPED[storage];
+  if (!Typed) throw new Error(`unknown storage ${storage}`);
+  const own = bytes.slice(); // aligned, and the caller's bytes stay theirs
+  const typed = new Typed(own.buffer, 0, own.byteLength / Typed.BYTES_PER_ELEMENT);
+  let values = Array.from(typed, (v) => (typeof v === "bigint" ? Number(v) : v));
+  if (dtype === "bool") values = values.map((v) => v !== 0);
+  else values = values.map((v) => (Number.isNaN(v) ? "NaN" : v === Infinity ? "Infinity" : v === -Infinity ? "-Infinity" : v));
+  return nest(values, shape || [values.length]);
+}
+
+/** min, max, mean, std (population) and the non-finite count of a fetched array. */
+export function statsOf(data) {
+  const values = flat(data).map(toNumber);
+  const finite = values.filter(Number.isFinite);
+  const stats = { min: NaN, max: NaN, mean: NaN, std: NaN };
+  if (finite.length) {
+    let sum = 0;
+    for (const v of finite) sum += v;
+    const mean = sum / finite.length;
+    let square = 0;
+    for (const v of finite) square += (v - mean) * (v - mean);
+    stats.min = Math.min(...finite);
+    stats.max = Math.max(...finite);
+    stats.mean = mean;
+    stats.std = Math.sqrt(square / finite.length);
+  }
+  if (finite.length < values.length) stats.nonfinite = values.length - finite.length;
+  return stats;
+}
+
+/** An array of a saved page whose bytes ride along: decoded when it is shown. */
+function renderCarried(summary, fetchBuffer) {
+  const dtype = summary.dtype;
+  const box = h("div", { class: "summary", "data-carried": "" });
+  const status = h("div", { class: "load-status loading", text: "decoding…" });
+  box.append(h("div", { class: "summary-head", text: `${formatShape(summary.shape)} ${dtype}` }), status);
+  if (!fetchBuffer) {
+    status.className = "load-status error";
+    status.textContent = "The values cannot be read here.";
+    return box;
+  }
+  fetchBuffer(summary.buffer).then(
+    (reply) => {
+      status.className = "load-status loaded";
+      status.textContent = "";
+      status.append(statsTable(statsOf(reply.data), dtype), renderFetched(reply, dtype));
+    },
+    (error) => {
+      status.className = "load-status error";
+      status.textContent = `Could not read the array: ${error && error.message ? error.message : error}`;
+    },
+  );
+  return box;
+}
+
 /** A large array's summary, with "load full array" when the kernel kept it. */
 export function renderSummary(summary, { fetchBuffer } = {}) {
+  if (!summary.stats) return renderCarried(summary, fetchBuffer);
   const box = h("div", { class: "summary" });
   const dtype = summary.dtype;
+  // the preview: the top-left corner of the first matrix, or (values apart: the rest is a fetch
+  // away) its first row; a vector's first values
+  const previewTitle = summary.shape.length < 2 ? "preview (first values)" : shapeOf(summary.preview).length >= 2 ? "preview (top-left corner)" : "preview (first row)";
   box.append(
     h("div", { class: "summary-head", text: `${formatShape(summary.shape)} ${dtype}: statistics and a preview` }),
     statsTable(summary.stats, dtype),
-    h("div", { class: "preview-title", text: "preview (top-left corner)" }),
+    h("div", { class: "preview-title", text: previewTitle }),
     renderArray(summary.preview, dtype),
   );
   if (!summary.buffer) {

@@ -2,16 +2,20 @@
 //
 // Synced traits: trace (the trace JSON, gzip-compressed bytes), selected (a record id), step
 // (timeline position), view ("forward" | "backward"), height (px; the handle at the foot sets it). Large arrays come on request: the app sends
-// { type: "fetch", buffer, request } and the kernel answers { type: "buffer", request, ... }.
+// { type: "fetch", buffer, request } and the kernel answers { type: "buffer", request, ok, shape,
+// dtype, storage } with the array's little-endian bytes as the message's one binary buffer
+// (or { ..., data } as nested lists for a dtype no typed array holds).
 
 import "./style.css";
 import { createApp } from "./app.js";
+import { decodeArray } from "./values.js";
 
-const FETCH_TIMEOUT_MS = 20000;
+const FETCH_TIMEOUT_MS = 10000; // then the kernel is taken to be gone
 
 function bytesOf(value) {
   if (value instanceof Uint8Array) return value;
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  // (by its tag, not instanceof: a buffer may come from another realm, a frame or jsdom)
+  if (Object.prototype.toString.call(value) === "[object ArrayBuffer]") return new Uint8Array(value);
   if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
   return null;
 }
@@ -37,14 +41,24 @@ export async function readTrace(value) {
 export function bufferFetcher(model) {
   let next = 0;
   const waiting = new Map();
-  const onMessage = (message) => {
+  const onMessage = (message, buffers) => {
     if (!message || message.type !== "buffer") return;
     const pending = waiting.get(message.request);
     if (!pending) return;
     waiting.delete(message.request);
     clearTimeout(pending.timer);
-    if (message.ok) pending.resolve(message);
-    else pending.reject(new Error(message.error || "the kernel could not send it"));
+    if (!message.ok) {
+      pending.reject(new Error(message.error || "the kernel could not send it"));
+      return;
+    }
+    const bytes = buffers && buffers.length ? bytesOf(buffers[0]) : null;
+    if (message.storage && bytes) {
+      try {
+        pending.resolve({ ...message, data: decodeArray(bytes, message.storage, message.shape, message.dtype) });
+      } catch (error) {
+        pending.reject(error);
+      }
+    } else pending.resolve(message);
   };
   model.on("msg:custom", onMessage);
   const fetchBuffer = (buffer) =>
@@ -52,7 +66,7 @@ export function bufferFetcher(model) {
       const request = ++next;
       const timer = setTimeout(() => {
         waiting.delete(request);
-        reject(new Error("no answer from the kernel (is it still running?)"));
+        reject(new Error("no answer from the kernel: it has stopped or restarted, or is busy. Run the cell again to inspect whole values"));
       }, FETCH_TIMEOUT_MS);
       waiting.set(request, { resolve, reject, timer });
       try {
@@ -60,7 +74,7 @@ export function bufferFetcher(model) {
       } catch (error) {
         clearTimeout(timer);
         waiting.delete(request);
-        reject(error);
+        reject(new Error(`the kernel cannot be reached (${error && error.message ? error.message : error})`));
       }
     });
   const stop = () => {

@@ -72,9 +72,9 @@ describe("the widget page", () => {
 
   it("refuses a schema version it does not know, with a message", () => {
     const trace = simpleTrace();
-    trace.version = 2;
+    trace.version = 3;
     const { el } = mount(trace);
-    expect(el.querySelector('[data-role="banner"]').textContent).toContain("schema version 2");
+    expect(el.querySelector('[data-role="banner"]').textContent).toContain("schema version 3");
     expect(el.querySelectorAll("[data-node-id]")).toHaveLength(0);
   });
 

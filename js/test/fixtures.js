@@ -3,7 +3,7 @@
 /** e = (a + b) * d; e.backward(), as nbgrad.record() writes it. */
 export function simpleTrace() {
   return {
-    version: 1,
+    version: 2,
     source: { kind: "cell", lines: { 2: "a = torch.tensor(2.0, requires_grad=True)", 6: "c = a + b", 8: "e = c * d", 9: "e.backward()" } },
     status: { complete: true, truncated: null, error: null },
     modules: {},
@@ -91,7 +91,7 @@ export function layeredTrace(layers, { backward = false } = {}) {
     [x, xNode] = step("relu", [z], "ReluBackward0", [zNode], "model");
   }
   x.role = "output";
-  const trace = { version: 1, source: { kind: "cell", lines: {} }, status: { complete: true }, modules, formulas: {}, tensors, ops, nodes, passes: [], steps: [], accumulations: [] };
+  const trace = { version: 2, source: { kind: "cell", lines: {} }, status: { complete: true }, modules, formulas: {}, tensors, ops, nodes, passes: [], steps: [], accumulations: [] };
   if (backward) {
     trace.passes.push({ index: 0, kind: "backward", roots: [[xNode.id, 0]] });
     for (const node of [...nodes].reverse()) trace.steps.push({ pass: 0, node: node.id, grads_in: [1], grads_out: (node.next || []).map(() => 1) });

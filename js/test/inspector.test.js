@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { localDerivative, localFactor, localGradients, pieceOf, toMathML, toText } from "../src/formula.js";
 import { renderInspector } from "../src/inspector.js";
 import { indexTrace } from "../src/trace.js";
-import { cellColour, pythonLiteral, renderSavedValue, renderValue } from "../src/values.js";
+import { cellColour, pythonLiteral, renderSavedValue, renderValue, statsOf } from "../src/values.js";
 import { simpleTrace } from "./fixtures.js";
 
 function inspect(trace, id, extra = {}) {
@@ -116,6 +116,26 @@ describe("values", () => {
     expect(status.className).toContain("error");
     expect(status.textContent).toContain("kernel gone");
     expect(el.querySelector("button.load-full").disabled).toBe(false);
+  });
+
+  it("shows a first row as the preview when the whole array is a fetch away", () => {
+    const summary = { shape: [30, 30], dtype: "float32", stats: { min: -1, max: 1, mean: 0, std: 0.5 }, preview: [1, 2, 3], buffer: "b0" };
+    const el = renderValue(summary, "float32", { fetchBuffer: () => new Promise(() => {}) });
+    expect(el.querySelector(".preview-title").textContent).toBe("preview (first row)");
+    expect(el.querySelectorAll(".matrix td")).toHaveLength(3);
+  });
+
+  it("decodes a saved page's array when shown, with statistics computed from it", async () => {
+    // save_html's form: shape, dtype and the buffer whose bytes ride along, no statistics
+    const summary = { shape: [2, 2], dtype: "float32", buffer: "b3" };
+    const fetchBuffer = vi.fn(() => Promise.resolve({ ok: true, shape: [2, 2], dtype: "float32", data: [[1, 2], [3, "NaN"]] }));
+    const el = renderValue(summary, "float32", { fetchBuffer });
+    expect(fetchBuffer).toHaveBeenCalledWith("b3");
+    await new Promise((r) => setTimeout(r, 0));
+    const stats = [...el.querySelectorAll(".stats tr")].map((tr) => tr.textContent);
+    expect(stats).toEqual(["min1.", "max3.", "mean2.", "std0.8165", "nan/inf1"]);
+    expect(el.querySelectorAll(".matrix td")).toHaveLength(4);
+    expect(statsOf([1, 2, 3, 4])).toMatchObject({ min: 1, max: 4, mean: 2.5 });
   });
 
   it("says so when the recording kept statistics only", () => {

@@ -20,7 +20,7 @@ function mount(trace, options = {}) {
 function reshapeTrace() {
   const t = (id, name, role, extra = {}) => ({ id, name, role, shape: [6], dtype: "float32", requires_grad: true, value: [1, 2, 3, 4, 5, 6], ...extra });
   return {
-    version: 1,
+    version: 2,
     source: { kind: "cell", lines: {} },
     status: { complete: true },
     modules: {},

@@ -18,7 +18,7 @@ function fakeModel(state) {
     on: (name, fn) => (listeners[name] ||= []).push(fn),
     off: (name, fn) => (listeners[name] = (listeners[name] || []).filter((f) => f !== fn)),
     send: (message) => sent.push(message),
-    emit: (name, message) => (listeners[name] || []).forEach((fn) => fn(message)),
+    emit: (name, message, buffers) => (listeners[name] || []).forEach((fn) => fn(message, buffers)),
   };
 }
 
@@ -61,6 +61,33 @@ describe("the anywidget entry", () => {
     model.emit("msg:custom", { type: "buffer", request: 1, ok: true, shape: [2], data: [1, 2] });
     await expect(first).resolves.toMatchObject({ data: [1, 2] });
     await expect(second).rejects.toThrow("no such array");
+    stop();
+  });
+
+  it("decodes an array the kernel sends as little-endian bytes", async () => {
+    const model = fakeModel({});
+    const { fetchBuffer, stop } = bufferFetcher(model);
+    const floats = fetchBuffer("b0");
+    const ints = fetchBuffer("b1");
+    const flags = fetchBuffer("b2");
+    const bytes = new DataView(new Float32Array([0.5, -1, NaN, Infinity, 3, 4]).buffer);
+    model.emit("msg:custom", { type: "buffer", request: 1, ok: true, shape: [2, 3], dtype: "float32", storage: "<f4" }, [bytes]);
+    await expect(floats).resolves.toMatchObject({ data: [[0.5, -1, "NaN"], ["Infinity", 3, 4]] });
+    const big = new BigInt64Array([7n, -2n]).buffer;
+    model.emit("msg:custom", { type: "buffer", request: 2, ok: true, shape: [2], dtype: "int64", storage: "<i8" }, [big]);
+    await expect(ints).resolves.toMatchObject({ data: [7, -2] });
+    model.emit("msg:custom", { type: "buffer", request: 3, ok: true, shape: [], dtype: "bool", storage: "u1" }, [new Uint8Array([1])]);
+    await expect(flags).resolves.toMatchObject({ data: true });
+    stop();
+  });
+
+  it("says the kernel is gone when sending fails", async () => {
+    const model = fakeModel({});
+    model.send = () => {
+      throw new Error("Comm is closed");
+    };
+    const { fetchBuffer, stop } = bufferFetcher(model);
+    await expect(fetchBuffer("b0")).rejects.toThrow("the kernel cannot be reached (Comm is closed)");
     stop();
   });
 });

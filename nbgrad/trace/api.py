@@ -35,7 +35,8 @@ class record:
     full          keep every array whole (by default arrays with more than ``max_elements``
                   elements are kept as statistics and a preview)
     max_elements  the size above which arrays are summarised
-    max_nodes     stop recording after this many operations
+    max_nodes     stop recording at this many grad_fn nodes, or this many operations
+                  (those under no_grad too), whichever comes first
     max_passes    stop recording when one more backward pass would start
     name          a name for the trace (shown in its summary)
     engine        "nbgrad" (the default) or "torch": record real PyTorch's autograd instead

@@ -69,7 +69,8 @@ class BaseRecorder:
     base_frame  the frame that runs the recorded code (the search for the user's line stops
                 there)
     policy      a values.Policy: how much of each array to keep
-    max_nodes   stop recording after this many operations (or this many nodes)
+    max_nodes   stop recording at this many grad_fn nodes, or this many operations, whichever
+                comes first
     max_passes  stop recording when a backward pass would start after this many
     name        the Trace's name
     source_kind "cell" (a %%autograd cell) or "file" (a ``with nbgrad.record()`` block)
@@ -205,7 +206,10 @@ class BaseRecorder:
         """Whether an operation (``makes_node``: one that makes a node) comes past a limit;
         recording then stops."""
         trace = self.trace
-        if len(trace.ops) >= self.max_nodes or len(trace.nodes) >= self.max_nodes:
+        if len(trace.nodes) >= self.max_nodes:
+            self.stop(reason=f"stopped at {len(trace.nodes)} grad_fn nodes (max_nodes)")
+            return True
+        if len(trace.ops) >= self.max_nodes:  # ops that make no node (no_grad) count too
             self.stop(reason=f"stopped after {len(trace.ops)} operations (max_nodes)")
             return True
         if (

@@ -10,17 +10,41 @@ import json
 import numpy as np
 
 from nbgrad.trace.readable import readable
-from nbgrad.trace.values import ArraySummary, plain_json, value_json
+from nbgrad.trace.values import (
+    PREVIEW_SIDE,
+    ArraySummary,
+    _stat_json,
+    array_data_json,
+    plain_json,
+    value_json,
+)
+
+# In the APART and CARRIED forms, arrays up to this size are written out: a learner's 2 x 3 or
+# 4 x 4 tensor shows whole at once, and costs about what its summary would.
+APART_INLINE_ELEMENTS = 16
+
+# How a trace's values are written (docs/trace-schema.md, "Values"; ``limits.values``):
+INLINE = "inline"  # arrays of up to inline_elements elements as lists (Trace.to_json)
+APART = "apart"  # structure up front: every array of over 16 elements a summary, a buffer id
+CARRIED = "carried"  # like APART, but the arrays whose bytes ride along (save_html) carry no
+#                      statistics or preview: the page computes them from the bytes
 
 
-def trace_json(trace, version):
+def trace_json(trace, version, values=INLINE, carried=None):
+    """The trace as JSON-ready data. ``values`` is INLINE, APART or CARRIED; with CARRIED,
+    ``carried(buffer_id, array)`` says whether that array's bytes ride along with the JSON."""
     from nbgrad.trace.trace import TensorRecord
 
+    if values not in (INLINE, APART, CARRIED):
+        raise ValueError(f"values is 'inline', 'apart' or 'carried', got {values!r}")
     policy = trace.policy
-    buffers = _BufferIds(trace, policy)
+    buffers = _BufferIds(trace, policy, apart=values != INLINE)
+    summaries = {}  # id(array) -> its summary JSON, once per array (values are shared)
 
     def value(v):
-        return value_json(v, policy, buffers.id_for(v))
+        if values == INLINE:
+            return value_json(v, policy, buffers.id_for(v))
+        return _apart_json(v, buffers, summaries, carried if values == CARRIED else None)
 
     def ref(record):
         return record.id if record is not None else None
@@ -152,8 +176,11 @@ def trace_json(trace, version):
         },
         "limits": {
             "max_elements": policy.max_elements,
-            "inline_elements": policy.inline_elements,
+            "inline_elements": policy.inline_elements
+            if values == INLINE
+            else min(policy.inline_elements, APART_INLINE_ELEMENTS),
             "full": policy.full,
+            "values": values,
         },
         "modules": dict(trace.modules),
         "formulas": trace.formulas,
@@ -200,17 +227,62 @@ def _without_defaults(entry):
     }
 
 
-class _BufferIds:
-    """Ids for whole arrays too large to travel inline: the widget fetches them by id from the
-    kernel (``trace.buffer(id)``) instead of receiving them in the JSON."""
+def _apart_json(value, buffers, summaries, carried):
+    """A value in the APART or CARRIED form: an array of up to APART_INLINE_ELEMENTS elements
+    as it is (inline_elements, when smaller, decides); a larger array as its shape, dtype,
+    statistics, the first row of its preview and its buffer id (the whole array, fetched when
+    inspected); with ``carried``, an array whose bytes ride along is its shape, dtype and buffer
+    id only."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray) and value.size <= buffers.smallest:
+        return array_data_json(value)
+    known = summaries.get(id(value))
+    if known is not None:
+        return known
+    buffer_id = buffers.id_for(value)
+    if buffer_id is not None and carried is not None and carried(buffer_id, value):
+        out = {"shape": list(value.shape), "dtype": value.dtype.name, "buffer": buffer_id}
+    else:
+        summary = value if isinstance(value, ArraySummary) else ArraySummary(value)
+        preview = summary.preview
+        if buffer_id is not None:  # the whole array is a fetch away: a few numbers will do
+            preview = preview[0] if preview.ndim >= 2 else preview[:PREVIEW_SIDE]
+        out = {
+            "shape": list(summary.shape),
+            "dtype": summary.dtype,
+            "stats": {
+                "min": _stat_json(summary.min),
+                "max": _stat_json(summary.max),
+                "mean": _stat_json(summary.mean),
+                "std": _stat_json(summary.std),
+            },
+            "preview": array_data_json(preview),
+        }
+        if summary.nonfinite:
+            out["stats"]["nonfinite"] = summary.nonfinite
+        if buffer_id is not None:
+            out["buffer"] = buffer_id
+    summaries[id(value)] = out
+    return out
 
-    def __init__(self, trace, policy):
+
+class _BufferIds:
+    """Ids for whole arrays that do not travel inline: the widget fetches them by id from the
+    kernel (``trace.buffer(id)``) instead of receiving them in the JSON: arrays over
+    ``inline_elements``, or with ``apart`` (the APART and CARRIED forms) over
+    APART_INLINE_ELEMENTS."""
+
+    def __init__(self, trace, policy, apart=False):
         self._trace = trace
         self._policy = policy
+        self.smallest = policy.inline_elements
+        if apart:
+            self.smallest = min(self.smallest, APART_INLINE_ELEMENTS)
         self._ids = {id(array): key for key, array in trace._buffers.items()}
 
     def id_for(self, value):
-        if not isinstance(value, np.ndarray) or value.size <= self._policy.inline_elements:
+        if not isinstance(value, np.ndarray) or value.size <= self.smallest:
             return None
         key = self._ids.get(id(value))
         if key is None:

@@ -14,7 +14,7 @@ the back links so that its records are freed at once (see ``Trace.__del__``).
 from nbgrad.trace import summary as _summary
 from nbgrad.trace.serialize import trace_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class TensorRecord:
@@ -426,15 +426,19 @@ class Trace:
 
     # --- output ------------------------------------------------------------------------------
 
-    def to_json(self, indent=None):
-        """The trace as the JSON text documented in docs/trace-schema.md."""
+    def to_json(self, indent=None, values="inline"):
+        """The trace as the JSON text documented in docs/trace-schema.md. ``values="inline"``
+        writes arrays of up to ``inline_elements`` elements in it; ``"apart"`` (what the widget
+        receives) only their statistics, a few numbers and buffer ids (``trace.buffer(id)``)."""
         import json
 
-        return json.dumps(self.to_dict(), indent=indent, separators=_separators(indent))
+        return json.dumps(self.to_dict(values), indent=indent, separators=_separators(indent))
 
-    def to_dict(self):
-        """The trace as JSON-ready Python data (what ``to_json`` serialises)."""
-        return trace_json(self, SCHEMA_VERSION)
+    def to_dict(self, values="inline", carried=None):
+        """The trace as JSON-ready Python data (what ``to_json`` serialises). ``values`` as for
+        ``to_json``, or ``"carried"`` (save_html: ``carried(buffer_id, array)`` says which
+        arrays ride along as bytes, written without statistics)."""
+        return trace_json(self, SCHEMA_VERSION, values, carried)
 
     def summary(self):
         """A text summary: the forward ops, the backward steps, the tensors and their grads."""

@@ -13,9 +13,10 @@ dropped and collected and the heap as it is then frozen (``gc.freeze``: the libr
 of thousands of objects, PyTorch's included, which the benchmark imports, would make every full
 collection cost the same large constant), all untimed, and ends with a full collection (timed,
 in every way alike): what the run left for the collector is counted, whenever the collector
-would have run. The target of issue 16 is at most 1.5x. Each sample's CPU time (``time.process_time``) is taken
-too, and the ratios of its minimums shown in the last column: on a machine shared with other
-work, other processes inflate wall-clock samples much more than this process's CPU time.
+would have run. The target of issue 16 is at most 1.5x. Each sample's CPU time
+(``time.process_time``) is taken too, and the ratios of its minimums shown in the last column:
+on a machine shared with other work, other processes inflate wall-clock samples much more than
+this process's CPU time.
 
     python -m benchmarks.record_scale                        # every family, both sizes
     python -m benchmarks.record_scale --only rnn --sizes 1k  # one family, one size
@@ -32,8 +33,8 @@ import gc
 import io
 import pstats
 import tempfile
-from pathlib import Path
 import time
+from pathlib import Path
 
 from benchmarks import harness
 from nbgrad.trace.api import set_last_trace
@@ -237,6 +238,10 @@ def profile(case_name):
     print(out.getvalue())
 
 
+def _ms(timing):
+    return f"{timing.best * 1e3:,.0f} ({timing.median * 1e3:,.0f})"
+
+
 def run(only="", sizes=("1k", "10k"), samples=5):
     shell = _shell()
     rows = []
@@ -256,8 +261,8 @@ def run(only="", sizes=("1k", "10k"), samples=5):
                     f"{name}: {description}",
                     f"{nodes:,}",
                     f"{ops:,}",
-                    f"{timing['plain'].best * 1e3:,.0f} ({timing['plain'].median * 1e3:,.0f})",
-                    f"{timing['record()'].best * 1e3:,.0f} ({timing['record()'].median * 1e3:,.0f})",
+                    _ms(timing["plain"]),
+                    _ms(timing["record()"]),
                     f"{record_ratio:.2f}x",
                     f"{timing['plain cell'].best * 1e3:,.0f}",
                     f"{timing['%%autograd cell'].best * 1e3:,.0f}",

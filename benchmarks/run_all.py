@@ -13,7 +13,7 @@ import argparse
 import datetime
 import pathlib
 
-from benchmarks import blas, chain, harness, mlp, power
+from benchmarks import blas, chain, harness, mlp, power, record_scale
 
 README = pathlib.Path(__file__).with_name("README.md")
 START = "<!-- results:start (written by python -m benchmarks.run_all) -->"
@@ -95,6 +95,7 @@ def main():
         benchmarks.append(lambda: mlp.run("nn"))
     benchmarks.append(power.run)
     benchmarks.append(blas.run)
+    benchmarks.append(record_scale.run)
     results = [quietest(benchmark, args.attempts) for benchmark in benchmarks]
 
     section = results_section(results, busy_before)

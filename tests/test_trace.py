@@ -920,3 +920,19 @@ def test_a_trace_completed_when_read_pickles_and_copies_completed():
     assert list(pickle.loads(pickle.dumps(_record_program(defer=True)[0])).tensors) == list(
         deferred.tensors
     )
+
+
+def test_recording_defers_full_collections_and_gives_the_thresholds_back():
+    # Issue 16: full collections would walk the growing trace again and again; they wait until
+    # the recording ends, and the collector's own thresholds come back, also after an error.
+    import gc
+
+    before = gc.get_threshold()
+    with nbgrad.record():
+        during = gc.get_threshold()
+        (nbgrad.ones(2, requires_grad=True) * 2).sum().backward()
+    assert during[:2] == before[:2] and during[2] > 10**6
+    assert gc.get_threshold() == before
+    with pytest.raises(ValueError), nbgrad.record():
+        raise ValueError("inside")
+    assert gc.get_threshold() == before

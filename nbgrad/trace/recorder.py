@@ -248,7 +248,7 @@ class Recorder(BaseRecorder):
                 return frame, direct
             if direct and from_op and frame_file == _ENGINE_FILE:
                 return _INTERNAL, False
-            if not frame_file.startswith(_PLUMBING):
+            if direct and not frame_file.startswith(_PLUMBING):
                 direct = False
             if frame is base:
                 break

@@ -23,6 +23,8 @@ nodes, ``_grad_snapshot``), may extend ``_forget_engine_objects`` and ``_new_chi
 and sets the class attributes ``trace_engine`` and ``tensor_type``.
 """
 
+import gc
+
 from nbgrad.trace import naming
 from nbgrad.trace.complete import assign_roles, grads_of_ended_tensors, note_source_lines
 from nbgrad.trace.graph_reader import link_new_nodes
@@ -32,6 +34,15 @@ from nbgrad.trace.values import Policy
 
 DEFAULT_MAX_NODES = 2000
 DEFAULT_MAX_PASSES = 3
+
+# While a recording runs, the garbage collector's full collections wait (its young and middle
+# generations are collected as usual). A recording makes about a dozen lasting Python objects
+# per operation; each full collection walks every one of them, and the collector starts one
+# whenever the objects that survived since the last one reach a quarter of all: on a
+# 10,000-node graph about half the recording's time went there, walking the same records again
+# and again (benchmarks/README.md, issue 16). Garbage in the oldest generation is freed by the
+# first full collection after the recording, which walks the finished trace once.
+_FULL_COLLECTIONS_WAIT = 2**31 - 1  # gc's third threshold while recording: never reached
 
 _active = None  # the recorder listening now (of nbgrad's engine or of PyTorch): they do not nest
 
@@ -107,6 +118,7 @@ class BaseRecorder:
         self._filename = source.filename
         self._base_frame = base_frame
         self._listening = False
+        self._gc_thresholds = None  # gc's thresholds before recording, while full ones wait
         self._scopes = ScopeTracker(on_output=self._module_returned)
         # Engine object -> record, by id, with a reference proving the id is still that object
         # (weak where the engine allows it: the recorder never keeps a tensor alive).
@@ -136,6 +148,7 @@ class BaseRecorder:
         """Start listening."""
         claim_recording(self)
         self._listening = True
+        self._hold_full_collections()
         try:
             self._scopes.attach(self._hook_home())
             self._listen()
@@ -150,6 +163,7 @@ class BaseRecorder:
         if not self._listening:
             return
         self._listening = False
+        self._release_full_collections()
         self._stop_listening()
         self._scopes.detach()
         if reason and self.trace.truncated is None:
@@ -171,16 +185,31 @@ class BaseRecorder:
         trace = self.trace
         if error is not None:
             trace.error = f"{type(error).__name__}: {error}"
+        self._hold_full_collections()  # naming makes many objects too
         try:
             self._complete(namespaces, defer)
         finally:
             self._forget_engine_objects()
             trace.complete = True
+            self._release_full_collections()
         return trace
 
     @property
     def listening(self):
         return self._listening
+
+    def _hold_full_collections(self):
+        """Let the garbage collector's full collections wait (see ``_FULL_COLLECTIONS_WAIT``)."""
+        if self._gc_thresholds is None:
+            young, middle, oldest = self._gc_thresholds = gc.get_threshold()
+            gc.set_threshold(young, middle, _FULL_COLLECTIONS_WAIT)
+
+    def _release_full_collections(self):
+        """Give the garbage collector its thresholds back, unless the recorded code set its own
+        meanwhile."""
+        held, self._gc_thresholds = self._gc_thresholds, None
+        if held is not None and gc.get_threshold() == (held[0], held[1], _FULL_COLLECTIONS_WAIT):
+            gc.set_threshold(*held)
 
     def _forget_engine_objects(self):
         """Drop what refers to the engine's objects once the trace is finished (a subclass

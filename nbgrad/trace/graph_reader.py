@@ -103,14 +103,10 @@ def note_formula(trace, record):
 _SAVED_ATTRIBUTES = {}  # node class -> ((name, "_saved_" + name), ...)
 
 
-def saved_names(node):
-    """The names of what a node class saves (``self``, ``other``, ``result``...), in the order
-    nbgrad's table (and PyTorch's derivatives.yaml) lists them where the node is known, else
-    alphabetical as ``dir`` gives them."""
-    return tuple(name for name, _ in _saved_attributes(node))
-
-
 def _saved_attributes(node):
+    """(name, "_saved_" + name) for what a node class saves (``self``, ``other``...), in the
+    order nbgrad's table (and PyTorch's derivatives.yaml) lists them where the node is known,
+    else alphabetical as ``dir`` gives them."""
     kind = type(node)
     found = _SAVED_ATTRIBUTES.get(kind)
     if found is None:

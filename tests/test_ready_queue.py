@@ -40,11 +40,16 @@ def each_used_twice(T, leaves):
 
 
 def through_mixed_nodes(T, leaves):
-    parts = [leaf.exp() if i % 3 == 0 else leaf * 2 if i % 3 == 1 else leaf for i, leaf in enumerate(leaves)]
+    parts = [
+        leaf.exp() if i % 3 == 0 else leaf * 2 if i % 3 == 1 else leaf
+        for i, leaf in enumerate(leaves)
+    ]
     return T.stack(parts).sum()
 
 
-@pytest.mark.parametrize("program", [stacked, summed_in_a_chain, each_used_twice, through_mixed_nodes])
+@pytest.mark.parametrize(
+    "program", [stacked, summed_in_a_chain, each_used_twice, through_mixed_nodes]
+)
 @pytest.mark.parametrize("count", [1, 2, 3, 5, 8, 13, 21])
 def test_leaves_get_their_grads_in_pytorchs_order(program, count):
     assert leaf_order(nbgrad, program, count) == leaf_order(torch, program, count)
@@ -53,7 +58,9 @@ def test_leaves_get_their_grads_in_pytorchs_order(program, count):
 def test_an_mlps_parameters_get_their_grads_in_pytorchs_order():
     def order_of(T):
         T.manual_seed(0)
-        model = T.nn.Sequential(T.nn.Linear(3, 4), T.nn.Tanh(), T.nn.Linear(4, 4), T.nn.ReLU(), T.nn.Linear(4, 2))
+        model = T.nn.Sequential(
+            T.nn.Linear(3, 4), T.nn.Tanh(), T.nn.Linear(4, 4), T.nn.ReLU(), T.nn.Linear(4, 2)
+        )
         names = []
         for name, p in model.named_parameters():
             p.register_post_accumulate_grad_hook(lambda _, name=name: names.append(name))

@@ -5,6 +5,7 @@ against the schema; the schema's record keys are the keys docs/trace-schema.md d
 table; the widget's test fixtures (js/test/fixtures/*.json) are what scripts/make_js_fixtures.py
 writes from real recordings today, so the JS tests read what Python writes."""
 
+import contextlib
 import json
 import re
 import subprocess
@@ -15,9 +16,9 @@ import numpy as np
 import pytest
 
 import nbgrad
+from nbgrad.trace.graph_reader import trace_of_tensor
 from nbgrad.trace.trace import SCHEMA_VERSION
 from nbgrad.trace.values import Policy
-from nbgrad.trace.graph_reader import trace_of_tensor
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -27,7 +28,10 @@ VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 
 def problems(data):
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in VALIDATOR.iter_errors(data)]
+    return [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}"
+        for e in VALIDATOR.iter_errors(data)
+    ]
 
 
 # --- programs, each written once for both engines (T is nbgrad or torch) -------------------
@@ -85,16 +89,20 @@ def raises(T):
     ((w * 2) @ T.ones(3, 1)).sum()
 
 
-PROGRAMS = [scalars, training_steps, custom_function_and_double_backward, nonfinite_and_views, raises]
+PROGRAMS = [
+    scalars,
+    training_steps,
+    custom_function_and_double_backward,
+    nonfinite_and_views,
+    raises,
+]
 
 
 def record(program, T, **options):
     engine = "torch" if T.__name__ == "torch" else "nbgrad"
-    with nbgrad.record(engine=engine, **options) as trace:
-        try:
-            program(T)
-        except RuntimeError:
-            pass  # the trace of a program that raised is partial, and still follows the schema
+    # the trace of a program that raised is partial, and still follows the schema
+    with nbgrad.record(engine=engine, **options) as trace, contextlib.suppress(RuntimeError):
+        program(T)
     return trace
 
 
@@ -139,7 +147,9 @@ def test_the_schema_catches_what_a_reader_would_trip_on():
         change(data)
         return problems(data)
 
-    assert broken(lambda d: d["tensors"][0].update(grad_fn="t1"))  # a tensor id where a node id goes
+    assert broken(
+        lambda d: d["tensors"][0].update(grad_fn="t1")
+    )  # a tensor id where a node id goes
     assert broken(lambda d: d["nodes"][0].update(sved={}))  # a misspelt key
     assert broken(lambda d: d["steps"][0].update(freed=False))  # a default written out
     assert broken(lambda d: d["tensors"][0].update(value="nan"))  # NaN is spelt "NaN"
@@ -180,7 +190,9 @@ def test_the_schema_has_exactly_the_keys_docs_trace_schema_md_describes():
     assert set(documented) == {"top", "tensor", "op", "node", "pass", "step", "accumulation"}
     assert documented["top"] == set(SCHEMA["properties"])
     for record_name in ("tensor", "op", "node", "pass", "step", "accumulation"):
-        assert documented[record_name] == set(SCHEMA["$defs"][record_name]["properties"]), record_name
+        assert documented[record_name] == set(SCHEMA["$defs"][record_name]["properties"]), (
+            record_name
+        )
 
 
 def test_one_schema_version_read_by_python_and_the_widget():

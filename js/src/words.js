@@ -180,7 +180,7 @@ export function edgeWords(index, node, stepRecord, k, gradient = localGradients(
   const target = targetText(index, edge[0]);
   if (sent === null || sent === undefined) return `it sent no gradient to ${target}`;
   const so = `so it sent ${valueText(sent)} to ${target}`;
-  if (!gradient || gradient.tree[0] === "say") return `its backward computed dL/d${operand(gradient ? gradient.operandName : "input")}, ${so}`;
+  if (!gradient) return `its backward computed the gradient of input ${k}, ${so}`;
   const values = formulaValues(index, node);
   const factor = localFactor(gradient.tree);
   if (factor) {

@@ -169,10 +169,12 @@ def test_practising_a_softmax_and_nll_layer_recorded_by_pytorch(tmp_path, browse
     )
     assert _text(page, '[data-role="score"]') == "score 2 / 3 (all answered)"
     assert _text(page, '[data-role="wrong-list"]') == "got wrong: step 3 → W"
+    page.screenshot(path=str(ARTIFACTS / "practice-softmax-wrong-1024x768.png"))
     words = _text(page, '[data-role="chain-words"]')
     assert words.startswith("MmBackward0 got dL/dz = [0.4378, -0.4378]; dL/dW = xᵀ dL/dz, so it sent ")
     assert words.endswith("to W")
     page.keyboard.press("Enter")  # the last step: W's AccumulateGrad, and W.grad is revealed
+    assert "AccumulateGrad (W) got dL/dW = [0.4378, " in _text(page, '[data-role="practice-got"]')
     assert "AccumulateGrad got dL/dW" in _text(page, '[data-role="chain-words"]')
     assert _text(page, '[data-role="practice-end"]').startswith("That was the last step")
     grad = page.locator('[data-role="inspector"] [data-role="grad"]').inner_text()

@@ -378,7 +378,7 @@ export function createStepPanel({ index, practice = null, wanted = false, goToSt
       return;
     }
     const q = practice.questions[step - 1];
-    const outs = outputNames(index, q.node);
+    const outs = q.node.variable ? [targetText(index, q.node.id)] : outputNames(index, q.node); // a leaf: its name
     const got = (q.record.grads_in || []).map((g, k) => `dL/d${operand(outs[k] || "output")} = ${valueText(g)}`).join(", ");
     const asked = q.edges.filter((e) => e.asked);
     const open = asked.filter((e) => !practice.answerOf(q.step, e.k));

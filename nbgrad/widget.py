@@ -9,7 +9,7 @@ about a tenth of the bytes, sent as one binary buffer), ``selected`` (the id of 
 record, "" for none: click in the browser or set it here), ``step`` (the backward timeline's
 position, 0 = before the first step), ``view`` ("forward" or "backward"), ``practice`` (practice
 mode: every gradient hidden until the learner works it out, js/src/practice.js) and
-``practice_results`` (the learner's answers, from the browser: see ``GraphWidget.practice_results``). The trace travels
+``practice_results`` (the learner's answers, from the browser). The trace travels
 with its values apart (``limits.values == "apart"``): every array of over 16 elements is its
 statistics, a few numbers and a buffer id; the browser asks for the whole array with a custom
 message (``{type: "fetch", buffer}``) when the user inspects it, and the kernel answers with the

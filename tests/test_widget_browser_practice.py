@@ -21,6 +21,17 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+# select the words of the step as a reader would (a range over the paragraph) and read it back
+SELECT_THE_WORDS = """() => {
+  const words = document.querySelector('[data-role="practice"] [data-role="chain-words"]');
+  const range = document.createRange();
+  range.selectNodeContents(words);
+  getSelection().removeAllRanges();
+  getSelection().addRange(range);
+  return getSelection().toString();
+}"""
+
+
 def _open(browser, path, width, height):  # noqa: F811 - the fixture's name
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
@@ -70,13 +81,18 @@ def test_practising_e_equals_a_plus_b_times_d(tmp_path, browser):  # noqa: F811
     page.locator('[data-role="practice"] [data-edge="0"] input').fill("")
     # wrong (de/dc is d = 4, not c = 5): the recorded value and the working with numbers
     _answer(page, 0, "5")
-    assert _text(page, '[data-edge="0"] [data-role="verdict"]') == "✗ not right: the recorded value is 4"
+    assert (
+        _text(page, '[data-edge="0"] [data-role="verdict"]')
+        == "✗ not right: the recorded value is 4"
+    )
     assert _text(page, '[data-edge="0"] [data-role="working"]') == "∂L/∂c = 4 · 1 = 4"
     assert page.locator('[data-role="practice"] [data-role="chain-words"]').count() == 0
     # the focus moved on to the next field: type straight into it
     page.keyboard.type("5")
     page.keyboard.press("Enter")
-    assert _text(page, '[data-edge="1"] [data-role="verdict"]') == "✓ right: the recorded value is 5"
+    assert (
+        _text(page, '[data-edge="1"] [data-role="verdict"]') == "✓ right: the recorded value is 5"
+    )
     assert _text(page, '[data-role="score"]') == "score 1 / 2 (2 to go)"
     assert _text(page, '[data-role="wrong-list"]') == "got wrong: step 1 → c"
     words = _text(page, '[data-role="chain-words"]')
@@ -88,27 +104,32 @@ def test_practising_e_equals_a_plus_b_times_d(tmp_path, browser):  # noqa: F811
 
     # step 2 is d's AccumulateGrad: nothing to answer, and d's .grad is revealed
     page.keyboard.press("Enter")  # the focus is on "next step"
-    assert page.locator('[data-role="step-label"]').inner_text() == "step 2 of 5: AccumulateGrad (d)"
+    assert (
+        page.locator('[data-role="step-label"]').inner_text() == "step 2 of 5: AccumulateGrad (d)"
+    )
     assert page.locator('[data-role="inspector"] [data-role="grad"]').inner_text().strip() == "5."
     page.locator('[data-role="practice-next"]').click()
     _answer(page, 0, "[4]")
-    assert _text(page, '[data-edge="0"] [data-role="verdict"]') == "✓ right: the recorded value is 4"
+    assert (
+        _text(page, '[data-edge="0"] [data-role="verdict"]') == "✓ right: the recorded value is 4"
+    )
     page.locator('[data-role="practice"] [data-edge="1"] [data-role="show-me"]').click()
     assert _text(page, '[data-edge="1"] [data-role="verdict"]') == "shown: 4"
     assert _text(page, '[data-edge="1"] [data-role="working"]') == "∂L/∂b = 4 = 4"
     assert _text(page, '[data-role="score"]') == "score 2 / 4 (all answered)"
     assert _text(page, '[data-role="wrong-list"]') == "got wrong: step 1 → c, step 3 → b"
     # the words are plain text a reader can select
-    assert page.evaluate(
-        "() => { const p = document.querySelector('[data-role=\"practice\"] [data-role=\"chain-words\"]');"
-        " const r = document.createRange(); r.selectNodeContents(p);"
-        " getSelection().removeAllRanges(); getSelection().addRange(r); return getSelection().toString(); }"
-    ) == "AddBackward0 got dL/dc = 4; dc/da = 1, so it sent 4 to a; dc/db = 1, so it sent 4 to b"
+    selected = page.evaluate(SELECT_THE_WORDS)
+    assert selected == (
+        "AddBackward0 got dL/dc = 4; dc/da = 1, so it sent 4 to a; dc/db = 1, so it sent 4 to b"
+    )
     # a link in the wrong list goes back to that step, answers shown read-only
     page.locator('[data-wrong-step="1"]').click()
     assert page.locator('[data-role="step-label"]').inner_text() == "step 1 of 5: MulBackward0"
     assert page.locator('[data-role="practice"] [data-edge="0"] input').input_value() == "5"
-    assert page.locator('[data-role="practice"] [data-edge="0"] input').get_attribute("readonly") == ""
+    assert (
+        page.locator('[data-role="practice"] [data-edge="0"] input').get_attribute("readonly") == ""
+    )
     page.set_viewport_size({"width": 1024, "height": 768})
     page.screenshot(path=str(ARTIFACTS / "practice-simple-1024x768.png"))
     assert page.errors == []
@@ -149,7 +170,10 @@ def test_practising_a_softmax_and_nll_layer_recorded_by_pytorch(tmp_path, browse
     page.locator('[data-role="practice-start"]').click()
     assert "NllLossBackward0" in page.locator('[data-role="step-label"]').inner_text()
     _answer(page, 0, "0 -1")
-    assert _text(page, '[data-edge="0"] [data-role="verdict"]') == "✓ right: the recorded value is [0, -1]"
+    assert (
+        _text(page, '[data-edge="0"] [data-role="verdict"]')
+        == "✓ right: the recorded value is [0, -1]"
+    )
     page.keyboard.press("Enter")  # next step
     assert "LogSoftmaxBackward0" in page.locator('[data-role="step-label"]').inner_text()
     typed = " ".join(f"{v:.5f}" for v in to_z.ravel())
@@ -171,7 +195,9 @@ def test_practising_a_softmax_and_nll_layer_recorded_by_pytorch(tmp_path, browse
     assert _text(page, '[data-role="wrong-list"]') == "got wrong: step 3 → W"
     page.screenshot(path=str(ARTIFACTS / "practice-softmax-wrong-1024x768.png"))
     words = _text(page, '[data-role="chain-words"]')
-    assert words.startswith("MmBackward0 got dL/dz = [0.4378, -0.4378]; dL/dW = xᵀ dL/dz, so it sent ")
+    assert words.startswith(
+        "MmBackward0 got dL/dz = [0.4378, -0.4378]; dL/dW = xᵀ dL/dz, so it sent "
+    )
     assert words.endswith("to W")
     page.keyboard.press("Enter")  # the last step: W's AccumulateGrad, and W.grad is revealed
     assert "AccumulateGrad (W) got dL/dW = [0.4378, " in _text(page, '[data-role="practice-got"]')

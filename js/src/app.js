@@ -141,6 +141,9 @@ export function createApp(el, options) {
     expand: (path) => toggleGroup(path, false),
     groupNote: (path) => (viewGraph().groupNotes || {})[path] || null,
     fetchBuffer: options.fetchBuffer,
+    get practice() {
+      return practice !== null; // practice mode: the inspector leaves the learner's working out
+    },
   };
 
   function viewGraph() {
@@ -635,7 +638,6 @@ export function createApp(el, options) {
     setPractice(on) {
       options.practice = !!on;
       if (practice) options.practiceResults = practice.results;
-      state.step = 0;
       setTrace(recordedTrace);
     },
     get practice() {

@@ -154,6 +154,8 @@ describe("practice mode in the widget", () => {
     expect(model.get("step")).toBe(1);
     expect(el.querySelector('[data-role="inspector"] [data-step="1"]').textContent).toContain(HIDDEN);
     expect(el.querySelector('[data-role="inspector"] [data-step="1"]').textContent).not.toMatch(/\b5\./);
+    // the local derivatives (de/dc = d = 4) are the learner's to work out too
+    expect(el.querySelector('[data-role="inspector"] .formula-local').textContent).toBe("local derivative de/dc = d");
     const field = (k) => panel().querySelector(`[data-edge="${k}"] input`);
     field(0).value = "4";
     panel().querySelector('[data-edge="0"] [data-role="check"]').click();
@@ -171,6 +173,15 @@ describe("practice mode in the widget", () => {
       [1, "d", "9", false],
     ]);
     expect(model.saves).toBeGreaterThan(0);
+    // practice mode turned off from Python: the gradients show, the words stay under the timeline
+    model.set("practice", false);
+    expect(el.querySelector('[data-role="practice"]')).toBeNull();
+    model.set("step", 1);
+    expect(el.querySelector('[data-role="step-words"] [data-role="chain-words"]').textContent).toMatch(/^MulBackward0 got dL\/de = 1;/);
+    expect(el.querySelector('[data-role="inspector"] [data-step="1"]').textContent).not.toContain(HIDDEN);
+    // and on again: the answers given so far come back
+    model.set("practice", true);
+    expect(el.querySelector('[data-role="practice"] [data-role="score"]').textContent).toBe("score 1 / 2 (2 to go)");
     cleanup();
     el.remove();
   });

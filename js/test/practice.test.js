@@ -122,6 +122,27 @@ describe("practice answers", () => {
   });
 });
 
+describe("what is not asked", () => {
+  it("shows a gradient of more than 16 numbers, and skips an edge that got none", () => {
+    const trace = traceWithFormulas();
+    const big = { shape: [17], dtype: "float32", stats: { min: 5, max: 5, mean: 5, std: 0 }, preview: [5, 5, 5, 5, 5, 5] };
+    trace.steps[0].grads_out = [4.0, big];
+    trace.steps[2].grads_out = [4.0, null];
+    const index = indexTrace(trace);
+    const questions = questionsOf(index);
+    expect(questions[0].edges.map((e) => e.asked)).toEqual([true, false]);
+    expect(questions[2].edges.map((e) => e.asked)).toEqual([true, false]);
+    const practice = createPractice(trace, index);
+    expect(practice.answer(0, 1, "5")).toEqual({ error: "Nothing is asked on this edge." });
+    practice.answer(0, 0, "4");
+    expect(practice.masked.steps[0].grads_out[1]).toEqual(big); // revealed once the step is reached
+    expect(practice.reachable()).toBe(3);
+    practice.answer(2, 0, "4");
+    expect(practice.reachable()).toBe(5);
+    expect(practice.score()).toMatchObject({ right: 2, asked: 2, total: 2 });
+  });
+});
+
 /** A stand-in for the anywidget model (as in widget.test.js). */
 function fakeModel(state) {
   const listeners = {};

@@ -562,28 +562,44 @@ ARRAY_FUNCTIONS = {
 }
 
 
+# --- Tensor versions (backward with create_graph=True) -----------------------------------------
+# The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
+# Tensor version of the formula function NAME. They import nbgrad inside their bodies, because this
+# module is loaded while nbgrad itself is loading.
+
+
+def i1_backward_tensor(grad, self, result):
+    import nbgrad as nb
+
+    zero = self == 0
+    safe = nb.where(zero, 1.0, self)
+    return grad * nb.where(zero, 0.5, nb.i0(self) - result / safe)
+
+
+def i1e_backward_tensor(grad, self, result):
+    import nbgrad as nb
+
+    zero = self == 0
+    safe = nb.where(zero, 1.0, self)
+    return grad * nb.where(zero, 0.5, nb.special.i0e(self) - result * (self.sign() + 1 / safe))
+
+
+def nansum_backward_tensor(grad, self, dim, keepdim):
+    if not keepdim and dim is not None and self.dim():
+        for d in sorted(d % self.dim() for d in dim):
+            grad = grad.unsqueeze(d)
+    return grad.expand(tuple(self.shape)).masked_fill(self.isnan(), 0.0)
+
+
+def mvlgamma_backward_tensor(grad, self, p):
+    import nbgrad as nb
+
+    return grad * sum(nb.digamma(self - j / 2) for j in range(p))
+
+
 def tensor_namespace():
     """The same helpers over nbgrad Tensors, so that a backward through them is differentiable."""
     import nbgrad as nb
-
-    def i1_backward(grad, self, result):
-        zero = self == 0
-        safe = nb.where(zero, 1.0, self)
-        return grad * nb.where(zero, 0.5, nb.i0(self) - result / safe)
-
-    def i1e_backward(grad, self, result):
-        zero = self == 0
-        safe = nb.where(zero, 1.0, self)
-        return grad * nb.where(zero, 0.5, nb.special.i0e(self) - result * (self.sign() + 1 / safe))
-
-    def nansum_backward(grad, self, dim, keepdim):
-        if not keepdim and dim is not None and self.dim():
-            for d in sorted(d % self.dim() for d in dim):
-                grad = grad.unsqueeze(d)
-        return grad.expand(tuple(self.shape)).masked_fill(self.isnan(), 0.0)
-
-    def mvlgamma_backward(grad, self, p):
-        return grad * sum(nb.digamma(self - j / 2) for j in range(p))
 
     return {
         "lgamma": nb.lgamma,
@@ -593,14 +609,14 @@ def tensor_namespace():
         "special_i1e": nb.special.i1e,
         "special_zeta": nb.special.zeta,
         "xlog1py": nb.special.xlog1py,
-        "i1_backward": i1_backward,
-        "i1e_backward": i1e_backward,
-        "mvlgamma_backward": mvlgamma_backward,
+        "i1_backward": i1_backward_tensor,
+        "i1e_backward": i1e_backward_tensor,
+        "mvlgamma_backward": mvlgamma_backward_tensor,
         "isnan": nb.isnan,
         # (frexp's saved exponent reaches the formula as an array)
         "exp2": lambda v: nb.exp2(v if isinstance(v, nb.Tensor) else nb.as_tensor(v)),
         "angle_backward": lambda grad, self: nb.zeros_like(grad),
-        "nansum_backward": nansum_backward,
+        "nansum_backward": nansum_backward_tensor,
         "aminmax_dims": lambda dim: () if dim is None else (dim,),
         "slice_key": slice_key,
         "select_key": select_key,

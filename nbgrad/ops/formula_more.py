@@ -1,7 +1,8 @@
 """Derivative helpers of the reductions, scans and reorderings added in ``derivatives.py``'s later
 sections (var/std, prod, cumsum/cumprod/logcumsumexp, cummax/cummin, roll, flip, repeat, tril,
 index_select, masked_select), in the two implementations ``formula_math`` describes: on NumPy
-arrays (``ARRAY_NAMESPACE``) and on differentiable Tensors (``tensor_namespace()``).
+arrays (``ARRAY_NAMESPACE``) and on differentiable Tensors (the ``NAME_tensor`` functions of the
+last section, gathered by ``tensor_namespace()``).
 """
 
 import numpy as np
@@ -410,9 +411,6 @@ ARRAY_NAMESPACE = {
 }
 
 
-# --- nbgrad Tensor implementations (differentiable) ------------------------------------------
-
-
 # --- Tensor versions (backward with create_graph=True) -----------------------------------------
 # The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
 # Tensor version of the formula function NAME. They import nbgrad inside their bodies, because this
@@ -581,11 +579,29 @@ def block_diag_pieces_tensor(grad, sizes):
     return pieces
 
 
+def diagonal_backward_tensor(grad, sizes, offset, dim1, dim2):
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
+
+    return run_op(OPS["diagonal_backward"], (grad,), (tuple(sizes), offset, dim1, dim2))
+
+
+def cat_pieces_tensor(grads, dim, sizes, lengths):
+    import nbgrad as nb
+
+    return nb.cat(_with_zeros(grads, piece_shapes(sizes, dim, lengths), zeros_tensor), dim)
+
+
+def stack_pieces_tensor(grads, dim, sizes):
+    import nbgrad as nb
+
+    shapes = piece_shapes(sizes, dim, [None] * sizes[dim])
+    return nb.stack(_with_zeros(grads, shapes, zeros_tensor), dim)
+
+
 def tensor_namespace():
     """The formula names mapped to the Tensor versions above."""
     import nbgrad as nb
-    from nbgrad.autograd.dispatch import run_op
-    from nbgrad.ops.derivatives import OPS
 
     return {
         "scaled": scaled,
@@ -597,17 +613,11 @@ def tensor_namespace():
         "index_select_grad": index_select_grad_tensor,
         "vector_norm_backward": vector_norm_backward_tensor,
         "cross": lambda a, b, dim: nb.linalg.cross(a, b, dim=dim),
-        "diagonal_backward": lambda g, sizes, offset, dim1, dim2: run_op(
-            OPS["diagonal_backward"], (g,), (tuple(sizes), offset, dim1, dim2)
-        ),
+        "diagonal_backward": diagonal_backward_tensor,
         "diagonal": lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2),
         "take_backward": take_backward_tensor,
-        "cat_pieces": lambda grads, dim, sizes, lengths: nb.cat(
-            _with_zeros(grads, piece_shapes(sizes, dim, lengths), zeros_tensor), dim
-        ),
-        "stack_pieces": lambda grads, dim, sizes: nb.stack(
-            _with_zeros(grads, piece_shapes(sizes, dim, [None] * sizes[dim]), zeros_tensor), dim
-        ),
+        "cat_pieces": cat_pieces_tensor,
+        "stack_pieces": stack_pieces_tensor,
         "split_lengths": split_lengths,
         "mean_part": mean_part_tensor,
         "var_backward": var_backward_tensor,

@@ -141,6 +141,11 @@ def unstack(grad, dim, count):
     return [grad.select(dim, i) for i in range(count)]
 
 
+def permute_back(grad, dims):
+    # dims are saved as given: -1 is the last dim
+    return grad.permute(tuple(np.argsort([d % len(dims) for d in dims]).tolist()))
+
+
 _CORE_FUNCTIONS = {
     "exp": nb.exp,
     "log": nb.log,
@@ -152,9 +157,7 @@ _CORE_FUNCTIONS = {
     "zeros_like": nb.zeros_like,
     "reshape": nb.reshape,
     "transpose": nb.transpose,
-    "permute_back": lambda g, dims: g.permute(
-        tuple(np.argsort([d % len(dims) for d in dims]).tolist())
-    ),
+    "permute_back": permute_back,
     "matrix_t": lambda a: a.t(),
     "unsqueeze": nb.unsqueeze,
     "outer": lambda a, b: a.reshape(*a.shape, *([1] * b.ndim)) * b,

@@ -1,5 +1,6 @@
 """NumPy kernels of adaptive pooling and transposed convolution, and the functions their
-derivative formulas call (NumPy versions here, Tensor versions in ``tensor_namespace()``).
+derivative formulas call (NumPy versions, and Tensor versions named ``NAME_tensor`` gathered by
+``tensor_namespace()``).
 
 Adaptive pooling cuts each spatial dim of size ``n`` into ``m`` windows, window ``i`` covering
 ``floor(i * n / m)`` to ``ceil((i + 1) * n / m)`` (windows may overlap). Average pooling is

@@ -597,6 +597,26 @@ def mvlgamma_backward_tensor(grad, self, p):
     return grad * sum(nb.digamma(self - j / 2) for j in range(p))
 
 
+def put_zero_tensor(grad, index):
+    import nbgrad as nb
+
+    return grad.put(nb.as_tensor(np.asarray(index)), nb.zeros(np.size(index), dtype=grad.dtype))
+
+
+def index_filled_sum_tensor(grad, dim, index):
+    import nbgrad as nb
+
+    return grad.index_select(dim, nb.tensor(np.unique(np.asarray(index)))).sum()
+
+
+def power_of_two_tensor(other):
+    import nbgrad as nb
+
+    if not other.is_floating_point():
+        return nb.as_tensor(_power_of_two(other.numpy()))
+    return nb.exp2(other)
+
+
 def tensor_namespace():
     """The same helpers over nbgrad Tensors, so that a backward through them is differentiable."""
     import nbgrad as nb
@@ -623,16 +643,8 @@ def tensor_namespace():
         "slice_scatter": nb.slice_scatter,
         "select_scatter": nb.select_scatter,
         "diagonal_scatter": nb.diagonal_scatter,
-        "put_zero": lambda grad, index: grad.put(
-            nb.as_tensor(np.asarray(index)), nb.zeros(np.size(index), dtype=grad.dtype)
-        ),
+        "put_zero": put_zero_tensor,
         "take_flat": lambda grad, index: grad.take(nb.as_tensor(np.asarray(index))).reshape(-1),
-        "index_filled_sum": lambda grad, dim, index: grad.index_select(
-            dim, nb.tensor(np.unique(np.asarray(index)))
-        ).sum(),
-        "power_of_two": lambda other: (
-            nb.as_tensor(_power_of_two(other.numpy()))
-            if not other.is_floating_point()
-            else nb.exp2(other)
-        ),
+        "index_filled_sum": index_filled_sum_tensor,
+        "power_of_two": power_of_two_tensor,
     }

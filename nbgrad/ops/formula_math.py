@@ -35,7 +35,7 @@ def _reduced_shape(sizes, dims, keepdim):
 # --- NumPy implementations -------------------------------------------------------------------
 
 
-def _sum_to(grad, shape):
+def sum_to(grad, shape):
     """Sum ``grad`` down to ``shape``: the inverse of broadcasting it up."""
     shape = tuple(shape)
     if grad.shape == shape:
@@ -280,7 +280,7 @@ ARRAY_NAMESPACE = {
     "matrix_t": lambda matrix: matrix.T,
     "unsqueeze": np.expand_dims,
     "outer": np.multiply.outer,
-    "sum_to": _sum_to,
+    "sum_to": sum_to,
     "sum_dim": _sum_dim,
     "expand": _expand,
     "restore_reduced": _restore_reduced,
@@ -324,7 +324,7 @@ def _layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight, ep
 
 
 def _layer_norm_weight_grad(grad, input, normalized_shape, mean, rstd, eps):
-    return _sum_to(grad * ((input - mean) * rstd), normalized_shape)
+    return sum_to(grad * ((input - mean) * rstd), normalized_shape)
 
 
 def _embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):

@@ -7,6 +7,7 @@ last section, gathered by ``tensor_namespace()``).
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
 from nbgrad.ops.formula_math import _normalize_dims, _reduced_shape
 
 # --- shared ----------------------------------------------------------------------------------
@@ -413,8 +414,8 @@ ARRAY_NAMESPACE = {
 
 # --- Tensor versions (backward with create_graph=True) -----------------------------------------
 # The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
-# Tensor version of the formula function NAME. They import nbgrad inside their bodies, because this
-# module is loaded while nbgrad itself is loading.
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
 
 
 def var_backward_tensor(grad, self, dim, correction, keepdim):
@@ -430,8 +431,6 @@ def std_backward_tensor(grad, self, result, dim, correction, keepdim):
 
 
 def others_product_tensor(x, dim):
-    import nbgrad as nb
-
     n = x.shape[dim]
     ones = nb.ones_like(x.narrow(dim, 0, 1))
     prefix = nb.cat([ones, x.narrow(dim, 0, n - 1).cumprod(dim)], dim)
@@ -458,8 +457,6 @@ def reverse_cumsum_tensor(grad, dim):
 
 
 def cumprod_backward_tensor(grad, self, dim, result):
-    import nbgrad as nb
-
     if self.ndim == 0:
         return grad
     x, g = self.transpose(dim, -1), grad.transpose(dim, -1)
@@ -473,8 +470,6 @@ def cumprod_backward_tensor(grad, self, dim, result):
 
 
 def logcumsumexp_backward_tensor(grad, self, result, dim):
-    import nbgrad as nb
-
     if self.ndim == 0:
         return grad
     x, r, g = (t.transpose(dim, -1) for t in (self, result, grad))
@@ -518,8 +513,6 @@ def masked_select_backward_tensor(grad, self, mask):
 
 
 def zeros_tensor(shape, like):
-    import nbgrad as nb
-
     return nb.zeros(shape, dtype=like.dtype)
 
 
@@ -531,8 +524,6 @@ def mean_part_tensor(grad, self, dim, keepdim):
 
 
 def vector_norm_backward_tensor(grad, self, ord, norm, dim, keepdim):  # noqa: A002
-    import nbgrad as nb
-
     if ord == 0:
         return None
     axes = reduced_axes(dim, self.ndim)
@@ -557,16 +548,12 @@ def take_backward_tensor(grad, self, index):
 
 
 def index_select_grad_tensor(grad, dim, index, source):
-    import nbgrad as nb
-
     if grad.ndim == 0:
         return grad.reshape(tuple(source.shape))
     return grad.index_select(dim, nb.tensor(np.asarray(index))).reshape(tuple(source.shape))
 
 
 def gather_at_tensor(grad, dim, index):
-    import nbgrad as nb
-
     return grad.gather(dim, nb.tensor(np.asarray(index))) if grad.ndim else grad
 
 
@@ -587,22 +574,16 @@ def diagonal_backward_tensor(grad, sizes, offset, dim1, dim2):
 
 
 def cat_pieces_tensor(grads, dim, sizes, lengths):
-    import nbgrad as nb
-
     return nb.cat(_with_zeros(grads, piece_shapes(sizes, dim, lengths), zeros_tensor), dim)
 
 
 def stack_pieces_tensor(grads, dim, sizes):
-    import nbgrad as nb
-
     shapes = piece_shapes(sizes, dim, [None] * sizes[dim])
     return nb.stack(_with_zeros(grads, shapes, zeros_tensor), dim)
 
 
 def tensor_namespace():
     """The formula names mapped to the Tensor versions above."""
-    import nbgrad as nb
-
     return {
         "scaled": scaled,
         "block_diag_pieces": block_diag_pieces_tensor,

@@ -15,6 +15,7 @@ and output swapped (for the weight).
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
 from nbgrad.ops import nn_kernels
 
 
@@ -153,8 +154,8 @@ ARRAY_FUNCTIONS = {
 
 # --- Tensor versions (backward with create_graph=True) -----------------------------------------
 # The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
-# Tensor version of the formula function NAME. They import nbgrad inside their bodies, because this
-# module is loaded while nbgrad itself is loading.
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
 
 
 def adaptive_avg_pool2d_tensor(x, output_size):
@@ -214,7 +215,7 @@ def tensor_namespace():
     """The Tensor versions, through table ops, so that gradients can be differentiated again."""
     return {
         **pool3d_tensor_namespace(),
-        "upsample_backward": _upsample_backward_tensor,
+        "upsample_backward": upsample_backward_tensor,
         "adaptive_avg_pool2d": adaptive_avg_pool2d_tensor,
         "adaptive_avg_pool2d_backward": adaptive_avg_pool2d_backward_tensor,
         "conv_transpose_input_grad": conv_transpose_input_grad_tensor,
@@ -365,9 +366,7 @@ def upsample_backward(grad, input_sizes, output_size, scales, mode, align_corner
 ARRAY_FUNCTIONS["upsample_backward"] = upsample_backward
 
 
-def _upsample_backward_tensor(grad, input_sizes, output_size, scales, mode, align_corners):
-    import nbgrad as nb
-
+def upsample_backward_tensor(grad, input_sizes, output_size, scales, mode, align_corners):
     sizes = tuple(input_sizes)[-len(output_size) :]
     matrices = _matrices(sizes, output_size, scales, mode, align_corners, grad.dtype.numpy)
     out = grad
@@ -517,8 +516,6 @@ ARRAY_FUNCTIONS.update(
 
 
 def _matrix_apply_tensor(x, matrices, transpose=False):
-    import nbgrad as nb
-
     out = x
     last = x.ndim - 1
     for k, matrix in enumerate(matrices):

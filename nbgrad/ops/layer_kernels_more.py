@@ -4,6 +4,8 @@ more upsampling" section, and the functions its formulas call, for NumPy arrays
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
+
 
 def _array(value):
     """A saved value as a NumPy array, whether the formula got an array or a Tensor."""
@@ -263,8 +265,8 @@ ARRAY_FUNCTIONS = {
 
 # --- Tensor versions (backward with create_graph=True) -----------------------------------------
 # The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
-# Tensor version of the formula function NAME. They import nbgrad inside their bodies, because this
-# module is loaded while nbgrad itself is loading.
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
 
 
 def pack_padded_sequence_backward_tensor(grad, input_sizes, batch_sizes, batch_first):
@@ -298,20 +300,14 @@ class _TensorBackend:
 
     @staticmethod
     def einsum(spec, a, b):
-        import nbgrad as nb
-
         return nb.einsum(spec, a, b)
 
     @staticmethod
     def stack(pieces, dim):
-        import nbgrad as nb
-
         return nb.stack(pieces, dim)
 
     @staticmethod
     def pad(x, padding):
-        import nbgrad as nb
-
         if not any(padding):
             return x
         flat = [p for size in reversed(padding) for p in (size, size)]

@@ -5,6 +5,7 @@ does, so that a gradient through the layer can be differentiated again)."""
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
 from nbgrad.ops import nn_kernels
 
 
@@ -191,8 +192,8 @@ ARRAY_FUNCTIONS = {
 
 # --- Tensor versions (backward with create_graph=True) -----------------------------------------
 # The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
-# Tensor version of the formula function NAME. They import nbgrad inside their bodies, because this
-# module is loaded while nbgrad itself is loading.
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
 
 
 def normalized_groups_tensor(x, group, eps):
@@ -230,8 +231,6 @@ def unfold_backward_tensor(grad, input_sizes, dim, size, step):
 
 
 def masked_scatter_backward_tensor(grad, mask, sizes):
-    import nbgrad as nb
-
     numel = int(np.prod(sizes, dtype=np.int64))
     picked = grad.masked_select(nb.tensor(np.broadcast_to(mask, grad.shape)))
     if picked.numel() < numel:
@@ -240,14 +239,10 @@ def masked_scatter_backward_tensor(grad, mask, sizes):
 
 
 def masked_zero_broadcast_tensor(grad, mask):
-    import nbgrad as nb
-
     return grad.masked_fill(nb.tensor(mask), 0)
 
 
 def attention_grad_tensor(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, which):
-    import nbgrad as nb
-
     sc = _scale_of(query, scale)
     mask = getattr(attn_mask, "_data", attn_mask)
     bias = nb.tensor(_attention_bias(query._data, key._data, mask, is_causal))

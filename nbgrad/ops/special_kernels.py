@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
+
 SQRT_2 = math.sqrt(2.0)
 SQRT_2PI = math.sqrt(2.0 * math.pi)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -564,21 +566,17 @@ ARRAY_FUNCTIONS = {
 
 # --- Tensor versions (backward with create_graph=True) -----------------------------------------
 # The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
-# Tensor version of the formula function NAME. They import nbgrad inside their bodies, because this
-# module is loaded while nbgrad itself is loading.
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
 
 
 def i1_backward_tensor(grad, self, result):
-    import nbgrad as nb
-
     zero = self == 0
     safe = nb.where(zero, 1.0, self)
     return grad * nb.where(zero, 0.5, nb.i0(self) - result / safe)
 
 
 def i1e_backward_tensor(grad, self, result):
-    import nbgrad as nb
-
     zero = self == 0
     safe = nb.where(zero, 1.0, self)
     return grad * nb.where(zero, 0.5, nb.special.i0e(self) - result * (self.sign() + 1 / safe))
@@ -592,26 +590,18 @@ def nansum_backward_tensor(grad, self, dim, keepdim):
 
 
 def mvlgamma_backward_tensor(grad, self, p):
-    import nbgrad as nb
-
     return grad * sum(nb.digamma(self - j / 2) for j in range(p))
 
 
 def put_zero_tensor(grad, index):
-    import nbgrad as nb
-
     return grad.put(nb.as_tensor(np.asarray(index)), nb.zeros(np.size(index), dtype=grad.dtype))
 
 
 def index_filled_sum_tensor(grad, dim, index):
-    import nbgrad as nb
-
     return grad.index_select(dim, nb.tensor(np.unique(np.asarray(index)))).sum()
 
 
 def power_of_two_tensor(other):
-    import nbgrad as nb
-
     if not other.is_floating_point():
         return nb.as_tensor(_power_of_two(other.numpy()))
     return nb.exp2(other)
@@ -619,8 +609,6 @@ def power_of_two_tensor(other):
 
 def tensor_namespace():
     """The same helpers over nbgrad Tensors, so that a backward through them is differentiable."""
-    import nbgrad as nb
-
     return {
         "lgamma": nb.lgamma,
         "digamma": nb.digamma,

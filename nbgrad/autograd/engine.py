@@ -18,9 +18,7 @@ from nbgrad.autograd.node import AccumulateGrad
 from nbgrad.autograd.ready_queue import ReadyQueue
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.flags import FAST_PATHS
-from nbgrad.ops.formula_math import ARRAY_NAMESPACE
-
-_sum_to = ARRAY_NAMESPACE["sum_to"]
+from nbgrad.ops.formula_math import sum_to
 
 
 def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=None):
@@ -272,7 +270,7 @@ def _validate(node, index, grad, shape, dtype, create_graph):
                 f"[{', '.join(map(str, grad.shape))}] but expected shape compatible with "
                 f"[{', '.join(map(str, shape))}]"
             )
-        grad = grad.sum_to_size(shape) if create_graph else _sum_to(grad, shape)
+        grad = grad.sum_to_size(shape) if create_graph else sum_to(grad, shape)
     if create_graph:
         return grad if grad._dtype is dtype else grad.to(dtype)
     return grad if grad.dtype == dtype.numpy else grad.astype(dtype.numpy)

@@ -14,7 +14,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.generated import compile_registered
-from nbgrad.ops import formula_math, formula_more, nn_kernels
+from nbgrad.ops import formula_math, formula_more, nn_kernels, storage_geometry
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -518,7 +518,7 @@ op("slice", "SliceBackward0", ("self",),
 # Backward also reads where the input itself lies there, which PyTorch keeps but does not show.
 op("as_strided", "AsStridedBackward0", ("self",),
    {"self": "as_strided_backward(grad, self_geometry, size, stride, storage_offset)"},
-   lambda self, size, stride, storage_offset, self_geometry: formula_math.as_strided_view(
+   lambda self, size, stride, storage_offset, self_geometry: storage_geometry.as_strided_view(
        self, self_geometry, size, stride, storage_offset),
    attrs=("size", "stride", "storage_offset", "self_geometry"),
    saves=("self_geometry", "size", "storage_offset", "stride"), hidden=("self_geometry",),

@@ -185,9 +185,24 @@ def _tensor_backward(input, weight0, weight1, weight2, weight3, hx_, cx_, result
                                        reverse, has_biases)  # fmt: skip
 
 
+_last_array_backward = _LastCall(_array_backward)
+_last_tensor_backward = _LastCall(_tensor_backward)
+
+
 # The formulas call PyTorch's name for it, with PyTorch's arguments (derivatives.yaml).
-ARRAY_FUNCTIONS = {"mkldnn_rnn_layer_backward": _LastCall(_array_backward)}
+def mkldnn_rnn_layer_backward(*arguments):
+    return _last_array_backward(*arguments)
+
+
+# --- Tensor versions ---------------------------------------------------------------------------
+
+
+def mkldnn_rnn_layer_backward_tensor(*arguments):
+    return _last_tensor_backward(*arguments)
+
+
+ARRAY_FUNCTIONS = {"mkldnn_rnn_layer_backward": mkldnn_rnn_layer_backward}
 
 
 def tensor_namespace():
-    return {"mkldnn_rnn_layer_backward": _LastCall(_tensor_backward)}
+    return {"mkldnn_rnn_layer_backward": mkldnn_rnn_layer_backward_tensor}

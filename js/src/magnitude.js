@@ -18,9 +18,10 @@ export function numberOf(x) {
   return typeof x === "number" ? x : null;
 }
 
-/** The log scale for a set of norms: whole powers of ten from below the smallest positive
- * finite norm to above the largest, cut into BINS equal steps. null when no norm is positive
- * and finite. */
+/** The log scale for a set of norms: bins of whole decades (one decade each, or more when the
+ * norms span more than BINS decades), from the power of ten below the smallest positive finite
+ * norm to the one above the largest: { lowExp, step (decades per bin), count (bins) }. null
+ * when no norm is positive and finite. */
 export function magnitudeScale(norms) {
   let low = Infinity;
   let high = -Infinity;
@@ -32,27 +33,35 @@ export function magnitudeScale(norms) {
   }
   if (low === Infinity) return null;
   const lowExp = Math.floor(Math.log10(low));
-  let highExp = Math.ceil(Math.log10(high));
-  if (highExp <= lowExp) highExp = lowExp + 1;
-  return { lowExp, highExp, step: (highExp - lowExp) / BINS };
+  const decades = Math.max(1, Math.floor(Math.log10(high)) + 1 - lowExp);
+  const step = Math.ceil(decades / BINS);
+  return { lowExp, step, count: Math.ceil(decades / step) };
 }
 
-/** The class of a norm on the scale: "mag-0" ... "mag-6", "mag-zero", "mag-bad" (NaN or
- * infinite), or null (no gradient went through). */
+/** The colour (0 .. BINS - 1) of bin k of a scale: the bins spread over the whole palette, so
+ * that two decades apart look far apart even when there are only two. */
+export function colourOfBin(scale, k) {
+  if (scale.count === 1) return Math.floor(BINS / 2);
+  return Math.round((k * (BINS - 1)) / (scale.count - 1));
+}
+
+/** The class of a norm on the scale: "mag-0" ... "mag-6" (its bin's colour), "mag-zero",
+ * "mag-bad" (NaN or infinite), or null (no gradient went through). */
 export function magnitudeClass(scale, raw) {
   const v = numberOf(raw);
   if (v === null) return null;
   if (!Number.isFinite(v)) return "mag-bad";
   if (v === 0) return "mag-zero";
   if (!scale) return null;
-  const position = (Math.log10(v) - scale.lowExp) / scale.step;
-  return `mag-${Math.max(0, Math.min(BINS - 1, Math.floor(position)))}`;
+  const bin = Math.floor((Math.floor(Math.log10(v)) - scale.lowExp) / scale.step);
+  return `mag-${colourOfBin(scale, Math.max(0, Math.min(scale.count - 1, bin)))}`;
 }
 
-/** Where each bin starts, as text ("1e-8", "0.01", "1", "100"): the legend's ticks, BINS + 1. */
+/** Where each bin starts, and where the last one ends, as powers of ten ("1e-8", "0.01", "1",
+ * "100"): count + 1 texts. */
 export function scaleTicks(scale) {
   const ticks = [];
-  for (let k = 0; k <= BINS; k++) ticks.push(formatNorm(10 ** (scale.lowExp + k * scale.step)));
+  for (let k = 0; k <= scale.count; k++) ticks.push(formatNorm(10 ** (scale.lowExp + k * scale.step)));
   return ticks;
 }
 
@@ -114,14 +123,14 @@ export function magnitudeLegend(scale) {
   if (!scale) return h("div", { class: "mag-legend", "data-role": "magnitude-legend" }, title, h("span", { text: " no non-zero gradient was recorded" }));
   const ticks = scaleTicks(scale);
   const bar = h("span", { class: "mag-bar" });
-  for (let k = 0; k < BINS; k++) bar.append(swatch(`mag-${k}`, ticks[k], `${ticks[k]} to ${ticks[k + 1]}`));
-  bar.append(h("span", { class: "mag-end", text: ticks[BINS] }));
+  for (let k = 0; k < scale.count; k++) bar.append(swatch(`mag-${colourOfBin(scale, k)}`, `${ticks[k]}+`, `from ${ticks[k]} to ${ticks[k + 1]}`));
+  bar.append(h("span", { class: "mag-end", text: `below ${ticks[scale.count]}` }));
   return h(
     "div",
     { class: "mag-legend", "data-role": "magnitude-legend" },
     title,
     bar,
-    swatch("mag-zero", "0", "exactly zero"),
+    swatch("mag-zero", "exactly 0", "exactly zero"),
     swatch("mag-bad", "NaN/inf", "not finite"),
     swatch("mag-none", "no grad", "no gradient went through"),
   );

@@ -84,7 +84,7 @@ def test_opens_on_the_first_nonfinite_value_with_its_path(open_page, engine, vie
     assert "nonfinite-path" in edge.get_attribute("class")
     # the node is on screen
     box = origin.bounding_box()
-    assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= viewport[0]
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport[0]
     banner = page.locator('[data-role="nonfinite-banner"]').inner_text()
     assert "First -inf in forward op log" in banner and "y = T.log(x)" in banner
     # the forward view marks the op log

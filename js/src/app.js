@@ -351,6 +351,7 @@ export function createApp(el, options) {
   }
 
   function setMagnitude(on) {
+    if (!!on === state.magnitude) return;
     state.magnitude = !!on;
     magnitudeButton.setAttribute("aria-pressed", String(state.magnitude));
     magnitudeButton.classList.toggle("active", state.magnitude);
@@ -359,7 +360,18 @@ export function createApp(el, options) {
       magnitudeHost.hidden = true;
       magnitudeHost.replaceChildren();
     }
+    const before = page.getBoundingClientRect().height;
     paint();
+    // the legend and table take room under the drawing: a widget whose height the user did not
+    // set grows by as much (up to most of the window) while they show, and shrinks back after
+    if (state.autoHeight && state.magnitude && before) {
+      const most = Math.max(DEFAULT_HEIGHT, Math.round((globalThis.innerHeight || 0) * 0.85));
+      state.heightBeforeMagnitude = page.style.height;
+      page.style.height = `${Math.min(most, Math.round(before + magnitudeHost.getBoundingClientRect().height))}px`;
+    } else if (!state.magnitude && state.heightBeforeMagnitude) {
+      page.style.height = state.heightBeforeMagnitude;
+      state.heightBeforeMagnitude = "";
+    }
   }
 
   // --- search: every match highlighted, stepped through in reading order --------------------

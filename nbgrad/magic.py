@@ -32,6 +32,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from nbgrad.trace.api import DEFAULT_MAX_ELEMENTS, set_last_trace
 from nbgrad.trace.engines import ENGINES, detect_engine, recorder_class
+from nbgrad.trace.nonfinite import NonfiniteWatch
 from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES, RecordingError
 from nbgrad.trace.source import source_for
 from nbgrad.trace.values import Policy
@@ -132,6 +133,14 @@ def _build_parser():
         help=(
             "the autograd to record: nbgrad's, or real PyTorch's (torch); auto (the default) "
             "records PyTorch when the cell imports it or uses its tensors or modules"
+        ),
+    )
+    parser.add_argument(
+        "--stop-on-nonfinite",
+        action="store_true",
+        help=(
+            "raise an error from the op or backward step that makes the first NaN or Inf "
+            "(by default recording goes on and the trace shows where it appeared)"
         ),
     )
     parser.add_argument("-h", "--help", action="store_true", help="show this help")
@@ -280,6 +289,8 @@ def _start_recorder(shell, options, engine, source, base_frame):
         name=options.name,
         source_kind="cell",
     )
+    if options.stop_on_nonfinite:
+        recorder.nonfinite_watch = NonfiniteWatch()
     try:
         recorder.start()
     except RecordingError as error:

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 import nbgrad
-from nbgrad.trace.nonfinite import NonfiniteRecord, grad_table, nonfinite_kinds, norm
+from nbgrad.trace.nonfinite import (
+    NonfiniteError,
+    NonfiniteRecord,
+    grad_table,
+    nonfinite_kinds,
+    norm,
+)
 from nbgrad.trace.values import ArraySummary
 
 torch = pytest.importorskip("torch")
@@ -340,3 +346,88 @@ def test_vanishing_gradients_of_a_deep_sigmoid_stack(engine):
     weight = model[0].weight
     assert first.grad_norm == pytest.approx(float(np.linalg.norm(weight.grad.numpy())))
     assert first.param_norm == pytest.approx(float(np.linalg.norm(weight.detach().numpy())))
+
+
+# --- stopping at the first non-finite value -------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_stop_on_nonfinite_raises_from_the_forward_op(engine):
+    T = module_of(engine)
+    reached = []
+    with (
+        pytest.raises(NonfiniteError) as raised,
+        nbgrad.record(engine=engine, stop_on_nonfinite=True) as trace,
+    ):
+        x = T.tensor([0.0, 1.0], requires_grad=True)
+        y = T.log(x)
+        reached.append(y)
+    assert reached == []  # the error came from the log call itself
+    line = line_of("y = T.log(x)", test_stop_on_nonfinite_raises_from_the_forward_op)
+    assert str(raised.value) == (
+        f"-inf in forward op log (LogBackward0), line {line}; it was made here "
+        "(stopped at the first non-finite value, as asked)"
+    )
+    assert raised.value.found.op.op == "log"
+    assert trace.error == f"NonfiniteError: {raised.value}"
+    assert [op.op for op in trace.ops] == ["log"]  # what ran up to it is kept
+
+
+ALREADY_BAD = (
+    r"nan in forward op mul \(MulBackward0\), line \d+; "
+    r"already bad when it came in: argument 1 of mul "
+)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_stop_on_nonfinite_raises_from_backward_and_names_a_bad_input(engine):
+    T = module_of(engine)
+    with (
+        pytest.raises(NonfiniteError) as raised,
+        nbgrad.record(engine=engine, stop_on_nonfinite=True) as trace,
+    ):
+        x = T.tensor([0.0, 4.0], requires_grad=True)
+        y = T.sqrt(x).sum()  # finite: sqrt(0) = 0
+        y.backward()  # 1 / (2 sqrt(0)) = inf
+    assert "inf in backward step 2 (SqrtBackward0)" in str(raised.value)
+    assert trace.first_nonfinite.node.name == "SqrtBackward0"
+    with (
+        pytest.raises(NonfiniteError, match=ALREADY_BAD),
+        nbgrad.record(engine=engine, stop_on_nonfinite=True),
+    ):
+        x = T.tensor([float("nan")], requires_grad=True)
+        x * 2.0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_without_the_option_recording_goes_on(engine):
+    trace = sqrt_of_zero(module_of(engine), engine)  # the same program as above
+    assert trace.error is None
+    assert trace.first_nonfinite.node.name == "SqrtBackward0"
+    assert len(trace.backward_steps) == 3  # every step ran
+
+
+def test_the_magic_option_stops_the_cell_with_a_clear_error(capsys):
+    from IPython.testing.globalipapp import get_ipython
+
+    from nbgrad.autograd import observe
+
+    shell = get_ipython()
+    shell.run_cell("%load_ext nbgrad", store_history=False)
+    cell = (
+        "%%autograd --stop-on-nonfinite --no-show\n"
+        "import nbgrad as T\n"
+        "a = T.tensor([0.0, 2.0], requires_grad=True)\n"
+        "b = T.log(a)\n"
+        "after = 1\n"
+    )
+    shell.user_ns.pop("after", None)
+    result = shell.run_cell(cell, store_history=False)
+    assert isinstance(result.error_in_exec, NonfiniteError)
+    assert "after" not in shell.user_ns
+    shown = capsys.readouterr()
+    assert "-inf in forward op log (LogBackward0), line 4" in shown.out + shown.err
+    assert not observe.op_listeners and not observe.node_listeners
+    # the next cell records as usual
+    assert shell.run_cell("%%autograd --no-show\nc = a * 2\n", store_history=False).success
+    assert nbgrad.last_trace().error is None

@@ -156,7 +156,11 @@ def first_nonfinite(trace):
 
 
 def _first_in_forward(trace):
-    for op in trace.ops:
+    return _first_in_ops(trace.ops)
+
+
+def _first_in_ops(ops):
+    for op in ops:
         for output in op.outputs:
             kinds = nonfinite_kinds(output.value)
             if not kinds:
@@ -173,7 +177,11 @@ def _first_in_forward(trace):
 
 
 def _first_in_backward(trace):
-    for step in trace.backward_steps:
+    return _first_in_steps(trace, trace.backward_steps)
+
+
+def _first_in_steps(trace, steps):
+    for step in steps:
         kinds = ()
         for _, _, grad in step.grads_out:
             for kind in nonfinite_kinds(grad):
@@ -418,3 +426,68 @@ def magnitude_json(trace):
         "tensors": {k: short(v) for k, v in norms["tensors"].items()},
         "parameters": table,
     }
+
+
+# --- stopping at the first non-finite value (--stop-on-nonfinite) ---------------------------------
+
+
+class NonfiniteError(FloatingPointError):
+    """Raised, when asked (``%%autograd --stop-on-nonfinite``, ``record(stop_on_nonfinite=True)``),
+    by the op or backward step that made the recording's first NaN or Inf. ``found`` is its
+    NonfiniteRecord (without ``spread``: nothing ran after it)."""
+
+    def __init__(self, found):
+        self.found = found
+        super().__init__(_stop_message(found))
+
+
+def _stop_message(found):
+    what = " and ".join(found.kinds)
+    line = f", line {found.line}" if found.line is not None else ""
+    if found.phase == "forward":  # (names are given when recording ends: not yet)
+        node = f" ({found.node.name})" if found.node is not None else ""
+        where = f"forward op {found.op.op}{node}"
+    else:
+        where = f"backward step {found.step.index + 1} ({found.node.name})"
+    bad = ", ".join(found.already_bad)
+    if found.phase == "forward":  # by position: the inputs' names are not known yet either
+        positions = [
+            str(k + 1)
+            for k, tensor in enumerate(found.op.inputs)
+            if hasattr(tensor, "value") and nonfinite_kinds(tensor.value)
+        ]
+        bad = f"argument {', '.join(positions)} of {found.op.op}"
+    why = "it was made here" if found.made_here else f"already bad when it came in: {bad}"
+    return f"{what} in {where}{line}; {why} (stopped at the first non-finite value, as asked)"
+
+
+class NonfiniteWatch:
+    """Checks what a recorder added since the last look (its ops' outputs, its backward steps'
+    gradients) and raises NonfiniteError at the first NaN or Inf. A recorder calls ``check``
+    after each op and each step it recorded, outside its own fault handling, so that the error
+    reaches the user's code from the op or the ``backward()`` call that made it."""
+
+    def __init__(self):
+        self._ops_seen = 0
+        self._steps_seen = 0
+        self.raised = None
+
+    def check(self, trace):
+        if self.raised is not None:  # once: what runs while the error unwinds is not checked
+            return
+        ops, steps = trace.ops, trace.backward_steps
+        if len(ops) > self._ops_seen:
+            for op in ops[self._ops_seen :]:
+                self._ops_seen += 1
+                if any(nonfinite_kinds(output.value) for output in op.outputs):
+                    self._raise(_first_in_ops([op]))
+        if len(steps) > self._steps_seen:
+            new_steps = steps[self._steps_seen :]
+            self._steps_seen = len(steps)
+            found = _first_in_steps(trace, new_steps)
+            if found is not None:
+                self._raise(found)
+
+    def _raise(self, found):
+        self.raised = NonfiniteError(found)
+        raise self.raised

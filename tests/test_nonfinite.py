@@ -14,6 +14,7 @@ import nbgrad
 from nbgrad.trace.nonfinite import (
     NonfiniteError,
     NonfiniteRecord,
+    grad_norms,
     grad_table,
     nonfinite_kinds,
     norm,
@@ -285,19 +286,31 @@ def test_grad_table_to_pandas():
 def test_grad_norms_in_the_json_by_hand(engine):
     trace = all_finite(module_of(engine), engine)
     norms = json.loads(trace.to_json())["grad_norms"]
-    total = trace.node("SumBackward0")
-    mul = trace.node("MulBackward0")
-    acc_w, acc_x = accumulator(trace, "w"), accumulator(trace, "x")
-    assert norms["nodes"][total.id] == 1.0  # dL/dL
-    assert norms["nodes"][mul.id] == pytest.approx(math.sqrt(2), rel=1e-3)  # ones(2)
-    assert norms["nodes"][acc_w.id] == 5.0 and norms["nodes"][acc_x.id] == 10.0
-    assert norms["edges"][f"{mul.id}>{acc_w.id}"] == 5.0  # grad * x
-    assert norms["edges"][f"{mul.id}>{acc_x.id}"] == 10.0  # grad * w
-    assert norms["tensors"][trace.tensors["w"].id] == 5.0
+    # per step, in engine order: what the node received, then what it sent on each next edge
+    assert {step.node.name for step in trace.backward_steps} == {
+        "SumBackward0",
+        "MulBackward0",
+        "AccumulateGrad",
+    }
+    for step, entry in zip(trace.backward_steps, norms["steps"], strict=True):
+        node = step.node
+        if node.name == "SumBackward0":  # receives dL/dL = 1, sends ones(2): norm sqrt(2)
+            assert entry == [1, pytest.approx(math.sqrt(2), rel=1e-3)]
+        elif node.name == "MulBackward0":
+            sent = dict(zip((child.variable.name for child, _ in node.next), entry[1:]))
+            assert entry[0] == pytest.approx(math.sqrt(2), rel=1e-3)
+            assert sent == {"w": 5, "x": 10}  # grad * x = [3, 4] to w, grad * w = [6, 8] to x
+        else:
+            assert entry == [{"w": 5, "x": 10}[node.variable.name]]
     assert norms["parameters"] == [
-        {"tensor": trace.tensors["w"].id, "grad": 5.0, "param": 10.0},
-        {"tensor": trace.tensors["x"].id, "grad": 10.0, "param": 5.0},
+        [trace.tensors["w"].id, 5, 10],
+        [trace.tensors["x"].id, 10, 5],
     ]
+    # the Python side gives the same by node and edge
+    by_python = grad_norms(trace)
+    mul = trace.node("MulBackward0")
+    assert by_python["edges"][f"{mul.id}>{accumulator(trace, 'w').id}"] == pytest.approx(5)
+    assert by_python["tensors"][trace.tensors["x"].id] == pytest.approx(10)
 
 
 def test_an_input_used_twice_sends_both_gradients_along_one_edge():
@@ -305,10 +318,11 @@ def test_an_input_used_twice_sends_both_gradients_along_one_edge():
         x = nbgrad.tensor([3.0, 4.0], requires_grad=True)
         loss = (x * x).sum()
         loss.backward()
-    norms = json.loads(trace.to_json())["grad_norms"]
     mul, acc = trace.node("MulBackward0"), accumulator(trace, "x")
     # two gradients of grad * x = [3, 4] each: their combined norm is sqrt(25 + 25)
-    assert norms["edges"][f"{mul.id}>{acc.id}"] == pytest.approx(math.sqrt(50), rel=1e-3)
+    assert grad_norms(trace)["edges"][f"{mul.id}>{acc.id}"] == pytest.approx(math.sqrt(50))
+    mul_step = next(s for s in json.loads(trace.to_json())["grad_norms"]["steps"] if len(s) == 3)
+    assert mul_step[1:] == [5, 5]  # the JSON keeps them per edge (the widget combines them)
 
 
 def test_no_backward_means_no_grad_norms():

@@ -78,9 +78,43 @@ export function formatNorm(raw) {
   return mantissa === 1 ? `1e${exp}` : `${mantissa}e${exp}`;
 }
 
-/** The norms of the trace ({ nodes, edges, tensors, parameters }), or null. */
+const NORMS = new WeakMap(); // index -> its norms, worked out once
+
+/** The sizes of the trace's gradients, or null when it recorded none: { nodes: id -> norm of
+ * what the node received in its last step, edges: "from>to" -> norm of what it sent along that
+ * edge (an input used twice: both gradients as one vector), tensors: id -> the norm its
+ * grad_fn (a leaf: its AccumulateGrad) received, parameters: [{ tensor, grad, param }] }. The
+ * trace carries them compactly (docs/trace-schema.md, grad_norms): per step [in, out...]. */
 export function gradNorms(index) {
-  return (index.trace && index.trace.grad_norms) || null;
+  if (NORMS.has(index)) return NORMS.get(index);
+  const raw = index.trace && index.trace.grad_norms;
+  let norms = null;
+  if (raw) {
+    norms = { nodes: {}, edges: {}, tensors: {}, parameters: [] };
+    const steps = index.trace.steps || [];
+    (raw.steps || []).forEach((entry, i) => {
+      const step = steps[i];
+      const node = step && index.nodes.get(step.node);
+      if (!node || !entry) return;
+      const received = numberOf(entry[0]);
+      if (received !== null) norms.nodes[node.id] = received;
+      const squares = new Map(); // "from>to" -> sum of squares, for an input used twice
+      (node.next || []).forEach((edge, k) => {
+        const sent = numberOf(entry[k + 1]);
+        if (!edge || sent === null) return;
+        const key = `${node.id}>${edge[0]}`;
+        squares.set(key, (squares.get(key) || 0) + sent * sent);
+      });
+      for (const [key, sum] of squares) norms.edges[key] = Math.sqrt(sum);
+    });
+    for (const tensor of index.tensors.values()) {
+      const node = tensor.grad_fn || index.accumulatorOf.get(tensor.id);
+      if (node && node in norms.nodes) norms.tensors[tensor.id] = norms.nodes[node];
+    }
+    norms.parameters = (raw.parameters || []).map(([tensor, grad, param]) => ({ tensor, grad: numberOf(grad), param: numberOf(param) }));
+  }
+  NORMS.set(index, norms);
+  return norms;
 }
 
 /** The magnitude classes of a view: calls markNode(viewId, cls) and markEdge(from, to, cls)

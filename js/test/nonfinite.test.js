@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/app.js";
-import { BINS, colourOfBin, formatNorm, magnitudeClass, magnitudeLegend, magnitudeScale, parameterRows, parameterTable, scaleTicks, sortRows } from "../src/magnitude.js";
+import { BINS, colourOfBin, formatNorm, gradNorms, magnitudeClass, magnitudeLegend, magnitudeScale, parameterRows, parameterTable, scaleTicks, sortRows } from "../src/magnitude.js";
 import { nonfiniteMarks, nonfiniteOrigin } from "../src/nonfinite.js";
 import { indexTrace } from "../src/trace.js";
 import { simpleTrace } from "./fixtures.js";
@@ -8,14 +8,13 @@ import { simpleTrace } from "./fixtures.js";
 // simpleTrace: e = (a + b) * d with a = 2, b = 3, d = 4; backward: de/de = 1, de/dc = d = 4,
 // de/dd = c = 5, de/da = de/db = 4. Norms of scalars are their absolute values.
 function withNorms(trace) {
+  // per step (n3, n4, n0, n2, n1): the norm received, then the norm sent along each next edge
   trace.grad_norms = {
-    nodes: { n3: 1, n4: 5, n0: 4, n2: 4, n1: 4 },
-    edges: { "n3>n0": 4, "n3>n4": 5, "n0>n1": 4, "n0>n2": 4 },
-    tensors: { t0: 4, t1: 4, t2: 4, t3: 5, t4: 1 },
+    steps: [[1, 4, 5], [5], [4, 4, 4], [4], [4]],
     parameters: [
-      { tensor: "t0", grad: 4, param: 2 },
-      { tensor: "t1", grad: 4, param: 3 },
-      { tensor: "t3", grad: 5, param: 4 },
+      ["t0", 4, 2],
+      ["t1", 4, 3],
+      ["t3", 5, 4],
     ],
   };
   return trace;
@@ -92,6 +91,35 @@ describe("the magnitude scale", () => {
     expect(legend.querySelector(".mag-end").textContent).toBe("below 10");
     expect(legend.textContent).toContain("exactly 0");
     expect(legend.textContent).toContain("NaN/inf");
+  });
+});
+
+describe("the norms the trace carries", () => {
+  it("give each node, edge and tensor its size", () => {
+    const norms = gradNorms(indexTrace(withNorms(simpleTrace())));
+    expect(norms.nodes).toEqual({ n3: 1, n4: 5, n0: 4, n2: 4, n1: 4 });
+    expect(norms.edges).toEqual({ "n3>n0": 4, "n3>n4": 5, "n0>n1": 4, "n0>n2": 4 });
+    // a tensor by its grad_fn (c: n0, e: n3), a leaf by its AccumulateGrad (a: n1, d: n4)
+    expect(norms.tensors).toEqual({ t0: 4, t1: 4, t2: 4, t3: 5, t4: 1 });
+    expect(norms.parameters).toEqual([
+      { tensor: "t0", grad: 4, param: 2 },
+      { tensor: "t1", grad: 4, param: 3 },
+      { tensor: "t3", grad: 5, param: 4 },
+    ]);
+  });
+
+  it("combine two gradients along one edge, and read non-finite norms", () => {
+    // e = c * c: MulBackward0 (n3) sends 3 and 4 to AddBackward0 (n0) along two next entries
+    const trace = simpleTrace();
+    trace.nodes[3].next = [
+      ["n0", 0],
+      ["n0", 0],
+    ];
+    trace.grad_norms = { steps: [[1, 3, 4], [5], ["Infinity", "NaN", 4], [4], [4]], parameters: [] };
+    const norms = gradNorms(indexTrace(trace));
+    expect(norms.edges["n3>n0"]).toBe(5); // sqrt(3² + 4²)
+    expect(norms.nodes.n0).toBe(Infinity);
+    expect(Number.isNaN(norms.edges["n0>n1"])).toBe(true);
   });
 });
 

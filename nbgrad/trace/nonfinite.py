@@ -405,27 +405,33 @@ def grad_table(trace, sort_by=None, descending=False):
 
 def magnitude_json(trace):
     """The trace JSON's ``grad_norms`` entry (docs/trace-schema.md), or None when no gradient
-    was recorded: norms of nodes, edges and tensors' grads, and the parameter table."""
-    norms = grad_norms(trace)
-    if not (norms["nodes"] or norms["tensors"]):
+    was recorded. Compact, since it rides along with every trace: per backward step (aligned
+    with ``steps``) the norm of what the node received followed by the norm sent along each of
+    its ``next`` edges, ``[in, out_0, out_1, ...]``; per parameter ``[tensor id, |grad|,
+    |param|]``. The widget derives the nodes', edges' and tensors' sizes from them."""
+    steps = []
+    for step in trace.backward_steps:
+        entry = [_short(_combined(norm(g) for g in step.grads_in))]
+        entry += [_short(norm(grad)) for _, _, grad in step.grads_out]
+        steps.append(entry)
+    parameters = [
+        [tensor.id, _short(norm(tensor.grad)), _short(norm(tensor.value))]
+        for tensor in _parameters(trace)
+    ]
+    if not any(v is not None for entry in steps for v in entry) and not parameters:
         return None
-    short = lambda x: number_json(float(f"{x:.4g}")) if math.isfinite(x) else number_json(x)  # noqa: E731
-    table = []
-    for tensor in _parameters(trace):
-        row = GradRow(tensor.name, tensor.shape, norm(tensor.grad), norm(tensor.value))
-        table.append(
-            {
-                "tensor": tensor.id,
-                "grad": short(row.grad_norm) if row.grad_norm is not None else None,
-                "param": short(row.param_norm) if row.param_norm is not None else None,
-            }
-        )
-    return {
-        "nodes": {k: short(v) for k, v in norms["nodes"].items()},
-        "edges": {k: short(v) for k, v in norms["edges"].items()},
-        "tensors": {k: short(v) for k, v in norms["tensors"].items()},
-        "parameters": table,
-    }
+    return {"steps": steps, "parameters": parameters}
+
+
+def _short(x):
+    """A norm for the JSON: 4 significant digits, a whole number without ".0", non-finite as
+    the schema's strings."""
+    if x is None:
+        return None
+    if not math.isfinite(x):
+        return number_json(x)
+    x = float(f"{x:.4g}")
+    return int(x) if x.is_integer() and abs(x) < 1e15 else x
 
 
 # --- stopping at the first non-finite value (--stop-on-nonfinite) ---------------------------------

@@ -242,8 +242,8 @@ def _trace_spread(trace, found):
 
 def norm(value):
     """The L2 norm of a value (None for None). A non-finite element makes it nan or inf, as
-    NumPy's norm would; an ArraySummary's norm is that of its finite elements, from its mean
-    and standard deviation, and nan when it has non-finite ones."""
+    NumPy's norm would; an ArraySummary's norm comes from its mean and standard deviation (which
+    are over its finite elements: nan when it has others)."""
     if value is None:
         return None
     if isinstance(value, ArraySummary):
@@ -254,7 +254,10 @@ def norm(value):
         return math.sqrt(value.size * (value.mean**2 + value.std**2))
     if not isinstance(value, np.ndarray) or value.dtype.kind not in "fciub":
         return None
-    return float(np.linalg.norm(value.astype(np.float64, copy=False).ravel()))
+    flat = value.ravel()
+    if flat.dtype != np.float64:  # squares in float32 overflow from about 1e19
+        flat = flat.astype(np.float64)
+    return math.sqrt(float(np.dot(flat, flat)))
 
 
 def _combined(norms):
@@ -409,10 +412,18 @@ def magnitude_json(trace):
     with ``steps``) the norm of what the node received followed by the norm sent along each of
     its ``next`` edges, ``[in, out_0, out_1, ...]``; per parameter ``[tensor id, |grad|,
     |param|]``. The widget derives the nodes', edges' and tensors' sizes from them."""
+    known = {}  # id(array) -> its norm: a gradient sent along an edge is the next one received
+
+    def norm_of(value):
+        size = known.get(id(value), known)
+        if size is known:
+            size = known[id(value)] = norm(value)
+        return size
+
     steps = []
     for step in trace.backward_steps:
-        entry = [_short(_combined(norm(g) for g in step.grads_in))]
-        entry += [_short(norm(grad)) for _, _, grad in step.grads_out]
+        entry = [_short(_combined(norm_of(g) for g in step.grads_in))]
+        entry += [_short(norm_of(grad)) for _, _, grad in step.grads_out]
         steps.append(entry)
     parameters = [
         [tensor.id, _short(norm(tensor.grad)), _short(norm(tensor.value))]

@@ -272,7 +272,7 @@ export function createApp(el, options) {
       else viewport.fit(width, height, k);
       // a 10,000-node graph needs well under 1%: say how far under, not "0%"
       const percent = whole * 100 >= 1 ? `${Math.round(whole * 100)}%` : `${(whole * 100).toPrecision(1)}%`;
-      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : "the loss";
+      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : loss && loss === drawnNodeId(nonfiniteOrigin(state.index)) ? "where the first NaN/Inf appeared" : "the loss";
       state.fitNote = `Showing ${what} and what is near it: the whole graph would need ${percent} zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
     }
     viewport.state.userMoved = false;

@@ -323,10 +323,12 @@ export function createApp(el, options) {
     for (const copy of state.visible.copies.get(state.selected) || []) mark(nodes, copy, "selected");
     for (const id of cursor.matches) for (const d of drawnIdsOf(id)) mark(nodes, d, "match");
     if (cursor.current) for (const d of drawnIdsOf(cursor.current)) mark(nodes, d, "match-current");
+    // a folded group stands for many nodes: it takes the NaN marks of any, no one's colour
+    const colourOfOne = (cls, ...ids) => cls.startsWith("mag-") && ids.some((d) => d.startsWith(GROUP_PREFIX));
     paintDebugging((id, cls) => {
-      for (const d of drawnIdsOf(id)) mark(nodes, d, cls);
+      for (const d of drawnIdsOf(id)) if (!colourOfOne(cls, d)) mark(nodes, d, cls);
     }, (from, to, cls) => {
-      for (const a of drawnIdsOf(from)) for (const b of drawnIdsOf(to)) if (scene.hasEdge(`${a}>${b}`)) mark(edges, `${a}>${b}`, cls);
+      for (const a of drawnIdsOf(from)) for (const b of drawnIdsOf(to)) if (scene.hasEdge(`${a}>${b}`) && !colourOfOne(cls, a, b)) mark(edges, `${a}>${b}`, cls);
     });
     scene.decorate({ nodes, edges });
   }

@@ -3,7 +3,7 @@ import { createApp } from "../src/app.js";
 import { BINS, colourOfBin, formatNorm, gradNorms, magnitudeClass, magnitudeLegend, magnitudeScale, parameterRows, parameterTable, scaleTicks, sortRows } from "../src/magnitude.js";
 import { nonfiniteMarks, nonfiniteOrigin } from "../src/nonfinite.js";
 import { indexTrace } from "../src/trace.js";
-import { simpleTrace } from "./fixtures.js";
+import { layeredTrace, simpleTrace } from "./fixtures.js";
 
 // simpleTrace: e = (a + b) * d with a = 2, b = 3, d = 4; backward: de/de = 1, de/dc = d = 4,
 // de/dd = c = 5, de/da = de/db = 4. Norms of scalars are their absolute values.
@@ -219,5 +219,21 @@ describe("the magnitude toggle", () => {
     button.click();
     expect(el.querySelector('[data-role="magnitude-legend"]')).toBeNull();
     expect(el.querySelector(`.${middle}`)).toBeNull();
+  });
+
+  it("leaves a folded group uncoloured (it stands for nodes of many sizes)", () => {
+    const trace = layeredTrace(3, { backward: true });
+    const byId = new Map(trace.nodes.map((n) => [n.id, n]));
+    trace.grad_norms = { steps: trace.steps.map((step) => [2, ...(byId.get(step.node).next || []).map(() => 2)]), parameters: [] };
+    const el = document.createElement("div");
+    document.body.append(el);
+    const app = createApp(el, { trace });
+    app.collapse("model.layers.1");
+    el.querySelector('[data-role="magnitude"]').click();
+    const group = el.querySelector('[data-node-id="group:model.layers.1"]');
+    expect(group).not.toBeNull();
+    expect([...group.classList].some((c) => c.startsWith("mag-"))).toBe(false);
+    const coloured = [...el.querySelectorAll("[data-node-id]")].filter((n) => [...n.classList].some((c) => c.startsWith("mag-")));
+    expect(coloured.length).toBeGreaterThan(0);
   });
 });

@@ -238,7 +238,15 @@ export function parameterTable(index, scale, onSelect, sort = { column: "ratio",
       h(
         "tr",
         { "data-tensor": row.id },
-        h("td", null, h("a", { href: "#", class: "link", text: row.name, onclick: (event) => (event.preventDefault(), onSelect(row.id)) })),
+        h("td", null, h("a", {
+            href: "#",
+            class: "link",
+            text: row.name,
+            onclick: (event) => {
+              event.preventDefault();
+              onSelect(row.id);
+            },
+          })),
         h("td", { class: "num" }, h("span", { class: `mag-dot ${cls}` }), formatNorm(row.grad)),
         h("td", { class: "num", text: formatNorm(row.param) }),
         h("td", { class: "num", text: formatNorm(row.ratio) }),

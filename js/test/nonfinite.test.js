@@ -95,6 +95,11 @@ describe("the magnitude scale", () => {
 });
 
 describe("the norms the trace carries", () => {
+  it("are, in the recorded fixture, the ones worked out by hand", () => {
+    const recorded = simpleTrace().grad_norms; // nbgrad's own recording (scripts/make_js_fixtures.py)
+    expect(recorded).toEqual(withNorms({}).grad_norms);
+  });
+
   it("give each node, edge and tensor its size", () => {
     const norms = gradNorms(indexTrace(withNorms(simpleTrace())));
     expect(norms.nodes).toEqual({ n3: 1, n4: 5, n0: 4, n2: 4, n1: 4 });

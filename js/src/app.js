@@ -19,7 +19,8 @@ import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
 import { indexTrace, isEmpty } from "./trace.js";
 import { backwardView, drawnIdFor, forwardView } from "./views.js";
 import { createViewport } from "./viewport.js";
-import traceSchema from "../../nbgrad/trace/schema.json";
+// only its "properties" (a named import): the bundle then leaves out the rest of the schema
+import { properties as traceProperties } from "../../nbgrad/trace/schema.json";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
@@ -27,7 +28,7 @@ const MIN_HEIGHT = 260;
 const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
 // the one place the version is written: the schema both the widget and Python read
-const SCHEMA_VERSION = traceSchema.properties.version.const;
+const SCHEMA_VERSION = traceProperties.version.const;
 // version 1 is version 2 with every value inline or summarised (no "values" limit): read as is
 const READABLE_VERSIONS = [1, SCHEMA_VERSION];
 // "show the neighbourhood": a node's parents and children this many edges up and down, at most

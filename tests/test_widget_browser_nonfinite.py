@@ -135,7 +135,8 @@ def test_magnitude_toggle_colours_and_shows_legend_and_table(open_page, viewport
     assert rows.nth(0).locator("td").nth(0).inner_text() == expected[0].name
     tensor = trace.tensors[expected[0].name]
     np_ratio = np.linalg.norm(tensor.grad) / np.linalg.norm(tensor.value)
-    assert float(rows.nth(0).locator("td").nth(3).inner_text()) == pytest.approx(np_ratio, rel=5e-3)
+    # the trace carries |grad| and |param| to 3 digits, the table shows their ratio to 3: 1%
+    assert float(rows.nth(0).locator("td").nth(3).inner_text()) == pytest.approx(np_ratio, rel=1e-2)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"nonfinite-magnitude-{viewport[0]}.png"))
     # a click on the head sorts the other way

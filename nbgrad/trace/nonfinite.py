@@ -420,13 +420,13 @@ def magnitude_json(trace):
             size = known[id(value)] = norm(value)
         return size
 
-    steps = []
+    steps = []  # sizes that only colour the drawing by decade: 2 digits are plenty
     for step in trace.backward_steps:
-        entry = [_short(_combined(norm_of(g) for g in step.grads_in))]
-        entry += [_short(norm_of(grad)) for _, _, grad in step.grads_out]
+        entry = [_short(_combined(norm_of(g) for g in step.grads_in), 2)]
+        entry += [_short(norm_of(grad), 2) for _, _, grad in step.grads_out]
         steps.append(entry)
-    parameters = [
-        [tensor.id, _short(norm(tensor.grad)), _short(norm(tensor.value))]
+    parameters = [  # the table shows 3 digits
+        [tensor.id, _short(norm(tensor.grad), 3), _short(norm(tensor.value), 3)]
         for tensor in _parameters(trace)
     ]
     if not any(v is not None for entry in steps for v in entry) and not parameters:
@@ -434,14 +434,14 @@ def magnitude_json(trace):
     return {"steps": steps, "parameters": parameters}
 
 
-def _short(x):
-    """A norm for the JSON: 4 significant digits, a whole number without ".0", non-finite as
-    the schema's strings."""
+def _short(x, digits):
+    """A norm for the JSON: ``digits`` significant digits, a whole number without ".0",
+    non-finite as the schema's strings."""
     if x is None:
         return None
     if not math.isfinite(x):
         return number_json(x)
-    x = float(f"{x:.4g}")
+    x = float(f"{x:.{digits}g}")
     return int(x) if x.is_integer() and abs(x) < 1e15 else x
 
 

@@ -32,6 +32,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from nbgrad.trace.api import DEFAULT_MAX_ELEMENTS, set_last_trace
 from nbgrad.trace.engines import ENGINES, detect_engine, recorder_class
+from nbgrad.trace.nonfinite import NonfiniteWatch
 from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES, RecordingError
 from nbgrad.trace.source import source_for
 from nbgrad.trace.values import Policy
@@ -141,6 +142,14 @@ def _build_parser():
         help=(
             "practice mode: the graph shows no gradient; at each backward step you type what "
             "the node sends on each edge, and the widget says whether it is right"
+        ),
+    )
+    parser.add_argument(
+        "--stop-on-nonfinite",
+        action="store_true",
+        help=(
+            "raise an error from the op or backward step that makes the first NaN or Inf "
+            "(by default recording goes on and the trace shows where it appeared)"
         ),
     )
     parser.add_argument("-h", "--help", action="store_true", help="show this help")
@@ -289,6 +298,8 @@ def _start_recorder(shell, options, engine, source, base_frame):
         name=options.name,
         source_kind="cell",
     )
+    if options.stop_on_nonfinite:
+        recorder.nonfinite_watch = NonfiniteWatch()
     try:
         recorder.start()
     except RecordingError as error:

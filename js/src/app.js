@@ -10,8 +10,10 @@ import { renderInspector } from "./inspector.js";
 import { MIN_READABLE_SCALE, setLabelFont } from "./labels.js";
 import { layout } from "./layout.js";
 import { legendText } from "./legend.js";
+import { magnitudePanel, markMagnitudes } from "./magnitude.js";
 import { createMinimap } from "./minimap.js";
 import { createPractice, createStepPanel } from "./practice.js";
+import { nonfiniteBanner, nonfiniteMarks, nonfiniteOrigin } from "./nonfinite.js";
 import { findMatches, createSearchCursor } from "./search.js";
 import { shapeOnlyIds, withoutNodes } from "./shapes.js";
 import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
@@ -60,6 +62,7 @@ export function createApp(el, options) {
     autoHeight: !(Number(options.height) > 0), // no height asked for: grow to show the graph
     fitNote: "",
     neighbourhood: null, // { center, graph, collapsed }: only the part around a node is drawn
+    magnitude: false, // nodes and edges coloured by their gradient's size (magnitude.js)
   };
 
   // --- the page ---------------------------------------------------------------------------
@@ -78,6 +81,9 @@ export function createApp(el, options) {
     shapeToggle,
     " hide reshapes",
   );
+  // gradient magnitude (magnitude.js): a toggle, and under the drawing its legend and table
+  const magnitudeButton = h("button", { type: "button", class: "magnitude-button", "data-role": "magnitude", "aria-pressed": "false", text: "|grad| colours", title: "colour every node and edge by the size (L2 norm) of the gradient through it, log scale; list the parameters' |grad|, |param| and ratio", onclick: () => setMagnitude(!state.magnitude) });
+  const magnitudeHost = h("div", { class: "magnitude-panel", "data-role": "magnitude-panel", hidden: true });
   const status = h("span", { class: "status", "data-role": "status" });
   const statusText = h("span", { class: "status-text" });
   const neighbourhoodButton = h("button", {
@@ -99,6 +105,7 @@ export function createApp(el, options) {
     h("button", { type: "button", class: "group-button", "data-role": "expand-all", text: "expand all", title: "open every module group", onclick: () => setCollapsedAll(false) }),
     h("button", { type: "button", class: "group-button", "data-role": "collapse-all", text: "collapse all", title: "fold every module group into one node", onclick: () => setCollapsedAll(true) }),
     shapeLabel,
+    magnitudeButton,
     h("span", { class: "search-box" }, search, searchPrevious, searchNext, searchCount),
     status,
   );
@@ -111,7 +118,7 @@ export function createApp(el, options) {
   const fitNote = h("div", { class: "fit-note", "data-role": "fit-note", hidden: true });
   const stage = h("div", { class: "stage" }, svg, message);
   // below the drawing, not over it: what the arrows mean, and why the view is not everything
-  const infoBar = h("div", { class: "info-bar" }, legend, fitNote);
+  const infoBar = h("div", { class: "info-bar" }, legend, fitNote, magnitudeHost);
   const canvas = h("div", { class: "canvas" }, stage, infoBar);
   const inspector = h("aside", { class: "inspector", "data-role": "inspector" });
   const timelineHost = h("div", { class: "timeline-host" });
@@ -266,7 +273,8 @@ export function createApp(el, options) {
     } else {
       const k = MIN_READABLE_SCALE;
       const { vw, vh } = viewport.size();
-      const loss = state.neighbourhood && state.visible.nodes.some((n) => n.id === state.neighbourhood.center) ? state.neighbourhood.center : lossNodeId(state.index, state.view, state.visible);
+      // (a trace with a NaN or Inf opens on where the first one appeared: nonfinite.js)
+      const loss = state.neighbourhood && state.visible.nodes.some((n) => n.id === state.neighbourhood.center) ? state.neighbourhood.center : drawnNodeId(nonfiniteOrigin(state.index)) || lossNodeId(state.index, state.view, state.visible);
       const lossBox = loss ? boundsOf([loss], positions) : null;
       let area = lossBox;
       for (let hops = 1; lossBox && hops <= MAX_FOCUS_HOPS; hops++) {
@@ -278,7 +286,7 @@ export function createApp(el, options) {
       else viewport.fit(width, height, k);
       // a 10,000-node graph needs well under 1%: say how far under, not "0%"
       const percent = whole * 100 >= 1 ? `${Math.round(whole * 100)}%` : `${(whole * 100).toPrecision(1)}%`;
-      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : "the loss";
+      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : loss && loss === drawnNodeId(nonfiniteOrigin(state.index)) ? "where the first NaN/Inf appeared" : "the loss";
       state.fitNote = `Showing ${what} and what is near it: the whole graph would need ${percent} zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
     }
     viewport.state.userMoved = false;
@@ -329,7 +337,57 @@ export function createApp(el, options) {
     for (const copy of state.visible.copies.get(state.selected) || []) mark(nodes, copy, "selected");
     for (const id of cursor.matches) for (const d of drawnIdsOf(id)) mark(nodes, d, "match");
     if (cursor.current) for (const d of drawnIdsOf(cursor.current)) mark(nodes, d, "match-current");
+    // a folded group stands for many nodes: it takes the NaN marks of any, no one's colour
+    const colourOfOne = (cls, ...ids) => cls.startsWith("mag-") && ids.some((d) => d.startsWith(GROUP_PREFIX));
+    paintDebugging((id, cls) => {
+      for (const d of drawnIdsOf(id)) if (!colourOfOne(cls, d)) mark(nodes, d, cls);
+    }, (from, to, cls) => {
+      for (const a of drawnIdsOf(from)) for (const b of drawnIdsOf(to)) if (scene.hasEdge(`${a}>${b}`) && !colourOfOne(cls, a, b)) mark(edges, `${a}>${b}`, cls);
+    });
     scene.decorate({ nodes, edges });
+  }
+
+  /** The first NaN/Inf marked with the path it spread along (nonfinite.js); with the toggle on,
+   * every node and edge coloured by its gradient's size, and the legend and table shown
+   * (magnitude.js). */
+  function paintDebugging(markNode, markEdge) {
+    const bad = nonfiniteMarks(state.index, state.view);
+    if (bad) {
+      if (bad.origin) markNode(bad.origin, "nonfinite");
+      for (const id of bad.path) markNode(id, "nonfinite-path");
+      for (const [from, to] of bad.edges) markEdge(from, to, "nonfinite-path");
+    }
+    if (!state.magnitude) return;
+    const scale = markMagnitudes(state.index, state.view, markNode, markEdge);
+    if (magnitudeHost.dataset.view !== state.view || magnitudeHost.hidden) {
+      magnitudeHost.replaceChildren(...magnitudePanel(state.index, scale, (id) => select(id, true)));
+      magnitudeHost.dataset.view = state.view;
+    }
+    magnitudeHost.hidden = false;
+  }
+
+  function setMagnitude(on) {
+    if (!!on === state.magnitude) return;
+    state.magnitude = !!on;
+    magnitudeButton.setAttribute("aria-pressed", String(state.magnitude));
+    magnitudeButton.classList.toggle("active", state.magnitude);
+    page.classList.toggle("magnitude-on", state.magnitude);
+    if (!state.magnitude) {
+      magnitudeHost.hidden = true;
+      magnitudeHost.replaceChildren();
+    }
+    const before = page.getBoundingClientRect().height;
+    paint();
+    // the legend and table take room under the drawing: a widget whose height the user did not
+    // set grows by as much (up to most of the window) while they show, and shrinks back after
+    if (state.autoHeight && state.magnitude && before) {
+      const most = Math.max(DEFAULT_HEIGHT, Math.round((globalThis.innerHeight || 0) * 0.85));
+      state.heightBeforeMagnitude = page.style.height;
+      page.style.height = `${Math.min(most, Math.round(before + magnitudeHost.getBoundingClientRect().height))}px`;
+    } else if (!state.magnitude && state.heightBeforeMagnitude) {
+      page.style.height = state.heightBeforeMagnitude;
+      state.heightBeforeMagnitude = "";
+    }
   }
 
   // --- search: every match highlighted, stepped through in reading order --------------------
@@ -572,7 +630,9 @@ export function createApp(el, options) {
     if (status_.error) lines.push(`The recorded code stopped with ${status_.error}; this is what ran before.`);
     if (status_.truncated) lines.push(`Recording stopped early (${status_.truncated}); the rest ran unrecorded.`);
     banner.replaceChildren(...lines.map((text) => h("div", { text })));
-    banner.hidden = lines.length === 0;
+    const bad = nonfiniteBanner(state.index, (id) => select(id, true));
+    if (bad) banner.append(bad);
+    banner.hidden = lines.length === 0 && !bad;
   }
 
   function setTrace(trace) {
@@ -610,6 +670,8 @@ export function createApp(el, options) {
     page.classList.remove("empty");
     message.replaceChildren();
     if (!state.index.nodes.size && state.view === "backward") state.view = "forward";
+    if (!state.selected) state.selected = nonfiniteOrigin(state.index); // open on the first NaN/Inf
+    magnitudeHost.dataset.view = ""; // the magnitude table is made again for this trace
     timeline = createTimeline(timelineHost, { index: state.index, onStep: (k) => setStep(k, true) });
     stepPanel = createStepPanel({ index: recorded, practice, wanted: !!options.practice, goToStep: (k) => setStep(k, true), onChange: () => setStep(state.step, false) });
     timelineHost.append(stepPanel.element);
@@ -655,6 +717,7 @@ export function createApp(el, options) {
     },
     showNeighbourhood: (id) => showNeighbourhood(id),
     leaveNeighbourhood: () => leaveNeighbourhood(),
+    setMagnitude: (on) => setMagnitude(on),
     setHideShapes(hide) {
       shapeToggle.checked = !!hide;
       shapeToggle.dispatchEvent(new Event("change"));

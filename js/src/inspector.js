@@ -6,6 +6,7 @@ import { h } from "./dom.js";
 import { formatShape, isSummary } from "./format.js";
 import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
+import { nonfiniteSection } from "./nonfinite.js";
 import { nameOf } from "./trace.js";
 import { renderSavedValue, renderValue } from "./values.js";
 
@@ -316,6 +317,7 @@ export function renderInspector(panel, ctx, id) {
     const op = index.ops.get(id);
     parts = op.node && index.nodes.has(op.node) ? functionPanel(ctx, index.nodes.get(op.node)) : opPanel(ctx, op);
   } else parts = [h("div", { class: "note", text: `Nothing called ${id} in this trace.` })];
+  parts = [nonfiniteSection(index, id), ...parts]; // where a NaN/Inf first appeared (nonfinite.js)
   panel.replaceChildren(...parts.filter(Boolean));
   panel.setAttribute("data-selected", id || "");
   ensureResizeHandle(panel);

@@ -121,6 +121,8 @@ class Recorder(BaseRecorder):
             self._record_op(node, op_name, inputs, outputs)
         except Exception as error:  # a recorder fault must not break the user's program
             self._fail(error)
+        if self.nonfinite_watch is not None:  # raises from the op that made a NaN or Inf
+            self.nonfinite_watch.check(self.trace)
 
     def _on_backward(self, event, roots, retain_graph, create_graph, is_grad):
         try:
@@ -136,6 +138,8 @@ class Recorder(BaseRecorder):
             self._record_step(node, grads_in, grads_out)
         except Exception as error:
             self._fail(error)
+        if self.nonfinite_watch is not None:
+            self.nonfinite_watch.check(self.trace)
 
     def _on_accumulate(self, leaf, grad, total):
         try:

@@ -90,6 +90,10 @@ class BaseRecorder:
     trace_engine = None  # the Trace's ``engine``: None for nbgrad's own
     tensor_type = None  # the engine's tensor class: what naming and module outputs look for
 
+    # a nonfinite.NonfiniteWatch when asked to stop at the first NaN or Inf (--stop-on-nonfinite):
+    # the listeners call its check after recording an op or a step, outside their fault handling
+    nonfinite_watch = None
+
     def __init__(
         self,
         source,

@@ -158,9 +158,10 @@ def trace_json(trace, version, values=INLINE, carried=None):
     ]
 
     from nbgrad import __version__
+    from nbgrad.trace.nonfinite import first_nonfinite, magnitude_json
 
     engine, engine_version = trace.engine or ("nbgrad", __version__)
-    return {
+    out = {
         "version": version,
         "producer": {"engine": engine, "engine_version": engine_version},
         "name": trace.name,
@@ -193,6 +194,13 @@ def trace_json(trace, version, values=INLINE, carried=None):
         "steps": steps,
         "accumulations": accumulations,
     }
+    found = first_nonfinite(trace)
+    if found is not None:
+        out["nonfinite"] = found.to_json()
+    magnitudes = magnitude_json(trace)
+    if magnitudes is not None:
+        out["grad_norms"] = magnitudes
+    return out
 
 
 # Keys left out of the JSON when they hold these values (docs/trace-schema.md lists them).

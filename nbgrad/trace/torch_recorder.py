@@ -277,6 +277,8 @@ class TorchRecorder(BaseRecorder):
             self._fail(error)
         finally:
             self._busy = False
+        if self.nonfinite_watch is not None:  # raises from the op that made a NaN or Inf
+            self.nonfinite_watch.check(self.trace)
         return result
 
     def _record_op(self, name, args, kwargs, result, version_before, frame, in_formula=False):
@@ -764,6 +766,8 @@ class TorchRecorder(BaseRecorder):
             self._fail(error)
         finally:
             self._busy = False
+        if self.nonfinite_watch is not None:
+            self.nonfinite_watch.check(self.trace)
 
     def _record_step(self, node, grad_inputs, grad_outputs):
         backward_pass = self._running_passes[-1]

@@ -14,6 +14,7 @@ the back links so that its records are freed at once (see ``Trace.__del__``).
 import json
 from pathlib import Path
 
+from nbgrad.trace import nonfinite as _nonfinite
 from nbgrad.trace import summary as _summary
 from nbgrad.trace.serialize import trace_json
 
@@ -428,6 +429,21 @@ class Trace:
     @property
     def leaves(self):
         return [t for t in self.tensors.values() if t.role == "leaf"]
+
+    # --- debugging gradients (nonfinite.py) ----------------------------------------------------
+
+    @property
+    def first_nonfinite(self):
+        """Where the first NaN or Inf appeared (forward ops first, then backward steps in the
+        engine's order), as a NonfiniteRecord with the op or step, the line, what was already
+        bad and the path it spread along; None when every recorded value is finite."""
+        return _nonfinite.first_nonfinite(self)
+
+    def grad_table(self, sort_by=None, descending=False):
+        """Per parameter (leaf with a grad): |grad|, |param| and their ratio (a GradTable of
+        GradRows; ``.to_pandas()`` with pandas installed). ``sort_by``: "ratio", "grad_norm",
+        "param_norm" or "name"; by default in the order the parameters were recorded."""
+        return _nonfinite.grad_table(self, sort_by, descending)
 
     # --- output ------------------------------------------------------------------------------
 

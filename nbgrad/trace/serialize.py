@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 
+from nbgrad.trace.history import history_json
 from nbgrad.trace.readable import readable
 from nbgrad.trace.values import (
     PREVIEW_SIDE,
@@ -160,7 +161,7 @@ def trace_json(trace, version, values=INLINE, carried=None):
     from nbgrad import __version__
 
     engine, engine_version = trace.engine or ("nbgrad", __version__)
-    return {
+    document = {
         "version": version,
         "producer": {"engine": engine, "engine_version": engine_version},
         "name": trace.name,
@@ -193,6 +194,10 @@ def trace_json(trace, version, values=INLINE, carried=None):
         "steps": steps,
         "accumulations": accumulations,
     }
+    history = history_json(trace)  # optional: per-parameter numbers of every pass
+    if history is not None:
+        document["history"] = history
+    return document
 
 
 # Keys left out of the JSON when they hold these values (docs/trace-schema.md lists them).

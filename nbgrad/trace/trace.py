@@ -12,6 +12,7 @@ the back links so that its records are freed at once (see ``Trace.__del__``).
 """
 
 from nbgrad.trace import summary as _summary
+from nbgrad.trace.history import history_rows
 from nbgrad.trace.serialize import trace_json
 
 SCHEMA_VERSION = 2
@@ -348,6 +349,8 @@ class Trace:
         self.backward_sources = {}
         self.truncated = None
         self.error = None
+        # per-parameter numbers of every backward pass (nbgrad/trace/history.py), or None
+        self.history_log = None
         self.complete = False
         self._buffers = {}
         self._later = None  # (function, its arguments, the tables it fills in): complete_later
@@ -419,6 +422,14 @@ class Trace:
     def buffer(self, buffer_id):
         """The whole array behind a value's ``"buffer"`` id in the JSON (``--full`` only)."""
         return self._buffers[buffer_id]
+
+    @property
+    def history(self):
+        """Per parameter (a leaf that received a grad) and backward pass, past ``max_passes``
+        too: ``step``, ``parameter``, ``tensor``, ``grad_norm``, ``update_norm``,
+        ``value_norm``; a pandas DataFrame when pandas is installed, else a list of dicts with
+        those keys (nbgrad/trace/history.py)."""
+        return history_rows(self)
 
     @property
     def leaves(self):

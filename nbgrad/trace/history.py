@@ -1,0 +1,381 @@
+"""Across training steps: a few numbers per parameter for EVERY backward pass of a recording.
+
+A recording keeps the first ``max_passes`` backward passes in full; a training loop runs on
+unrecorded after them. What a learner wants to see over the whole loop (does a layer's gradient
+vanish, does its update dwarf its weights) needs only three numbers per parameter and pass, so
+those are kept for every pass, recorded in full or not:
+
+- ``grad_norm``: the L2 norm of the parameter's ``.grad`` when the pass has finished (what an
+  optimizer step then reads; with gradients accumulated over passes, the running total);
+- ``value_norm``: the L2 norm of the parameter's value during that pass;
+- ``update_norm``: the L2 norm of how much the value changed from that pass to the next one
+  that reached the parameter (an optimizer step in between), or, for its last pass, to the end
+  of the recording. Compared with a copy of the values, so a change that bypasses the version
+  counter (``p.data -= ...``) counts too.
+
+A *parameter* is a leaf the recording saw receive a gradient (the recorder calls ``watch``
+when it logs the leaf's accumulation); a leaf first reached after recording stopped is not
+followed. *Step* k is the k-th backward pass (counted from 0) that delivered a gradient to at
+least one parameter: ``autograd.grad`` calls, which fill no ``.grad``, are not steps.
+
+How each engine is watched past the recorder's limit, cheaply:
+
+- nbgrad's engine: two of its observation points (``observe``): the backward pass's start and
+  end, and each accumulation into a leaf. At a pass's end, each parameter it reached is read.
+- real PyTorch: ``register_post_accumulate_grad_hook`` on each parameter (PyTorch runs it once
+  per pass, after summing into ``.grad``); the pass is told apart by PyTorch's graph task id.
+
+The cost, per parameter and pass, is a few vectorised NumPy calls (two norms, a difference
+with the previous values and a copy); ``benchmarks/record_history.py`` measures it against the
+same loop unrecorded. A fault in this code stops the history (noted in ``error``), never the
+user's program.
+
+``history_rows(trace)`` gives the numbers to Python (``Trace.history``), ``history_json`` to
+the trace JSON (docs/trace-schema.md, ``history``).
+"""
+
+import math
+import weakref
+
+import numpy as np
+
+COLUMNS = ("step", "parameter", "tensor", "grad_norm", "update_norm", "value_norm")
+
+
+def _norm(array):
+    """The L2 norm of an array, as a Python float (NaN and inf pass through)."""
+    flat = np.asarray(array).ravel()
+    if flat.dtype.kind == "c":
+        return float(np.linalg.norm(flat))
+    if flat.dtype.kind not in "fiub":
+        return math.nan
+    if flat.dtype.kind != "f":
+        flat = flat.astype(np.float64)
+    return math.sqrt(float(np.dot(flat, flat)))
+
+
+class _Parameter:
+    """One parameter's numbers, step by step, and what is needed to measure the next update."""
+
+    __slots__ = ("ref", "record", "steps", "grad_norm", "value_norm", "update_norm", "previous")
+
+    def __init__(self, leaf, record):
+        self.ref = weakref.ref(leaf)
+        self.record = record  # its TensorRecord when first watched (names come from it)
+        self.steps = []
+        self.grad_norm = []
+        self.value_norm = []
+        self.update_norm = []  # one shorter than steps until the next pass (or the end)
+        self.previous = None  # a copy of the values at its last step
+
+    def sample(self, step, values, grad):
+        """The numbers of ``step``: ``values`` the leaf's array now, ``grad`` its .grad's."""
+        if self.steps and self.steps[-1] == step:
+            return  # read already in this pass
+        if self.previous is not None:
+            self.update_norm.append(self._change(values))
+        self.steps.append(step)
+        self.grad_norm.append(_norm(grad) if grad is not None else math.nan)
+        self.value_norm.append(_norm(values))
+        if self.previous is None or self.previous.shape != values.shape:
+            self.previous = np.array(values, copy=True)
+        else:
+            np.copyto(self.previous, values)
+
+    def close(self, values):
+        """The recording ends: the update after the last step, if the leaf still lives."""
+        if self.previous is not None and len(self.update_norm) < len(self.steps):
+            self.update_norm.append(self._change(values) if values is not None else math.nan)
+        self.previous = None
+
+    def _change(self, values):
+        previous = self.previous
+        if values.shape != previous.shape:
+            return math.nan  # the leaf was resized in place: no meaningful difference
+        return _norm(np.subtract(values, previous, dtype=np.result_type(previous, np.float32)))
+
+
+class ParameterHistory:
+    """What a recording kept across its steps: ``parameters`` (in the order first watched),
+    each with ``record`` (its newest TensorRecord), ``tensors`` (the ids of all its records, one
+    per version the trace kept), ``steps``, ``grad_norm``, ``update_norm``, ``value_norm``
+    (lists of the same length); ``error`` is why the history stopped early, or None."""
+
+    def __init__(self, parameters, error):
+        self.parameters = parameters
+        self.error = error
+
+    def __len__(self):
+        return len(self.parameters)
+
+
+class _HistoryTracker:
+    """The engine-neutral part: the watched parameters and the step count."""
+
+    def __init__(self):
+        self._watched = {}  # id(leaf) -> _Parameter
+        self._step = -1
+        self._last_pass = None  # the key of the pass the last sample came from
+        self.error = None
+
+    def watch(self, leaf, record):
+        """Follow ``leaf`` from now on (the recorder logged a gradient summed into it)."""
+        if self.error is not None:
+            return
+        parameter = self._watched.get(id(leaf))
+        if parameter is not None and parameter.ref() is leaf:
+            return
+        self._watched[id(leaf)] = _Parameter(leaf, record)
+        self._started_watching(leaf)
+
+    def _step_of(self, pass_key):
+        if pass_key != self._last_pass:
+            self._last_pass = pass_key
+            self._step += 1
+        return self._step
+
+    def _failed(self, error):
+        self.error = f"the history failed and stopped: {type(error).__name__}: {error}"
+        self.stop()
+
+    def finish(self, recorder_tensors, earlier):
+        """Stop, close every parameter's last update, and return the ParameterHistory (or None
+        when no parameter was watched). ``recorder_tensors`` is the recorder's map id(tensor)
+        -> (weakref, latest record), ``earlier`` its map record -> the record before."""
+        self.stop()
+        newer = {old: new for new, old in earlier.items()}
+        parameters = []
+        for key, parameter in self._watched.items():
+            leaf = parameter.ref()
+            values = None
+            if leaf is not None and self.error is None:
+                try:
+                    values = self._values(leaf)
+                except Exception:  # noqa: BLE001 - a leaf that cannot be read: update unknown
+                    values = None
+            parameter.close(values)
+            record = parameter.record
+            entry = recorder_tensors.get(key)
+            if leaf is not None and entry is not None and entry[0]() is leaf:
+                record = entry[1]
+            while record in newer:
+                record = newer[record]
+            chain = [record]
+            while chain[-1] in earlier:
+                chain.append(earlier[chain[-1]])
+            parameter.record = record
+            parameter.ref = None
+            parameters.append(
+                _Finished(record, [r.id for r in reversed(chain)], parameter)
+            )
+        self._watched = {}
+        if not parameters:
+            return None
+        return ParameterHistory(parameters, self.error)
+
+
+class _Finished:
+    """One parameter's history once the recording has ended (no engine object kept)."""
+
+    __slots__ = ("record", "tensors", "steps", "grad_norm", "update_norm", "value_norm")
+
+    def __init__(self, record, tensors, parameter):
+        self.record = record
+        self.tensors = tensors
+        self.steps = parameter.steps
+        self.grad_norm = parameter.grad_norm
+        self.update_norm = parameter.update_norm
+        self.value_norm = parameter.value_norm
+
+    @property
+    def name(self):
+        return self.record.name
+
+
+class NbgradHistory(_HistoryTracker):
+    """Watches nbgrad's engine through its observation points."""
+
+    def __init__(self):
+        super().__init__()
+        self._depth = 0  # passes running now (a pass may run inside another's formula)
+        self._passes = 0  # outermost passes started
+        self._reached = {}  # id(leaf) -> leaf: accumulated into during the running pass
+
+    def start(self):
+        from nbgrad.autograd import observe
+
+        observe.backward_listeners.append(self._on_backward)
+        observe.accumulate_listeners.append(self._on_accumulate)
+
+    def stop(self):
+        from nbgrad.autograd import observe
+
+        for listeners, listener in (
+            (observe.backward_listeners, self._on_backward),
+            (observe.accumulate_listeners, self._on_accumulate),
+        ):
+            while listener in listeners:
+                listeners.remove(listener)
+        self._reached = {}
+
+    def _started_watching(self, leaf):
+        pass  # read at the end of the pass, with the others it reached
+
+    def _values(self, leaf):
+        from nbgrad.autograd import reading
+
+        return reading.values(leaf)
+
+    def _on_accumulate(self, leaf, grad, total):
+        if self._depth:
+            self._reached[id(leaf)] = leaf
+
+    def _on_backward(self, event, roots, retain_graph, create_graph, is_grad):
+        try:
+            if event == "start":
+                if self._depth == 0:
+                    self._passes += 1
+                self._depth += 1
+                return
+            self._depth = max(self._depth - 1, 0)
+            if self._depth == 0 and self._reached:
+                self._read_reached()
+        except Exception as error:  # a fault here must not break the user's program
+            self._failed(error)
+
+    def _read_reached(self):
+        from nbgrad.autograd import reading
+
+        reached, self._reached = self._reached, {}
+        step = None
+        for key, leaf in reached.items():
+            parameter = self._watched.get(key)
+            if parameter is None or parameter.ref() is not leaf:
+                continue
+            if step is None:
+                step = self._step_of(self._passes)
+            grad = reading.grad(leaf)
+            parameter.sample(
+                step, reading.values(leaf), None if grad is None else reading.values(grad)
+            )
+
+
+class TorchHistory(_HistoryTracker):
+    """Watches real PyTorch through a post-accumulate-grad hook on each parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self._handles = []
+
+    def start(self):
+        pass  # hooks are put on parameters as they are watched
+
+    def stop(self):
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _values(self, leaf):
+        import torch
+
+        from nbgrad.trace.torch_bridge import array_of
+
+        with torch._C.DisableTorchFunction():
+            return array_of(leaf)
+
+    def _started_watching(self, leaf):
+        # Watched from inside the pass that reached it (the recorder's AccumulateGrad hook),
+        # after PyTorch ran the post-accumulate hooks of that pass: this pass is read now.
+        self._handles.append(leaf.register_post_accumulate_grad_hook(self._on_accumulated))
+        self._on_accumulated(leaf)
+
+    def _on_accumulated(self, leaf):
+        import torch
+
+        from nbgrad.trace.torch_bridge import array_of
+
+        try:
+            parameter = self._watched.get(id(leaf))
+            if parameter is None or parameter.ref() is not leaf or self.error is not None:
+                return
+            # Read with no mode: the recorder's mode must not see these reads as operations.
+            with torch._C.DisableTorchFunction():
+                step = self._step_of(torch._C._current_graph_task_id())
+                grad = leaf.grad
+                parameter.sample(
+                    step, array_of(leaf), None if grad is None else array_of(grad)
+                )
+        except Exception as error:  # a fault here must not break the user's program
+            self._failed(error)
+
+
+# --- reading the history ---------------------------------------------------------------------
+
+
+def history_rows(trace):
+    """The trace's history as rows, one per (step, parameter), in step order: dicts with the
+    keys ``COLUMNS`` (``parameter`` the parameter's name in the trace, ``tensor`` the id of its
+    newest record; a norm that could not be measured is NaN). A pandas DataFrame with those
+    columns when pandas is installed."""
+    history = trace.history_log
+    rows = []
+    if history is not None:
+        trace.tensors  # noqa: B018 - completes a deferred trace: its records get their names
+        for parameter in history.parameters:
+            name, tensor = parameter.name, parameter.record.id
+            for step, grad, update, value in zip(
+                parameter.steps,
+                parameter.grad_norm,
+                parameter.update_norm,
+                parameter.value_norm,
+                strict=True,
+            ):
+                rows.append(
+                    {
+                        "step": step,
+                        "parameter": name,
+                        "tensor": tensor,
+                        "grad_norm": grad,
+                        "update_norm": update,
+                        "value_norm": value,
+                    }
+                )
+        rows.sort(key=lambda row: row["step"])  # stable: parameters keep their order
+    try:
+        import pandas
+    except ImportError:
+        return rows
+    return pandas.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _number_json(number):
+    """A float as strict JSON: 6 significant digits, non-finite as the schema's strings."""
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    return float(f"{number:.6g}")
+
+
+def history_json(trace):
+    """The trace JSON's optional ``history`` (docs/trace-schema.md), or None when there is
+    none."""
+    history = trace.history_log
+    if history is None:
+        return None
+    entry = {
+        "parameters": [
+            {
+                "tensor": parameter.record.id,
+                "tensors": list(parameter.tensors),
+                "steps": list(parameter.steps),
+                "grad_norm": [_number_json(x) for x in parameter.grad_norm],
+                "update_norm": [_number_json(x) for x in parameter.update_norm],
+                "value_norm": [_number_json(x) for x in parameter.value_norm],
+            }
+            for parameter in history.parameters
+        ]
+    }
+    if history.error is not None:
+        entry["error"] = history.error
+    return entry

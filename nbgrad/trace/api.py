@@ -40,6 +40,8 @@ class record:
     max_passes    stop recording when one more backward pass would start
     name          a name for the trace (shown in its summary)
     engine        "nbgrad" (the default) or "torch": record real PyTorch's autograd instead
+    history       keep grad, update and value norms of every parameter for every backward pass,
+                  past ``max_passes`` too (``trace.history``; nbgrad/trace/history.py)
     """
 
     def __init__(
@@ -51,6 +53,7 @@ class record:
         max_passes=DEFAULT_MAX_PASSES,
         name=None,
         engine="nbgrad",
+        history=True,
     ):
         if engine not in ("nbgrad", "torch"):
             raise ValueError(f"engine must be 'nbgrad' or 'torch', got {engine!r}")
@@ -60,6 +63,7 @@ class record:
             max_nodes=max_nodes,
             max_passes=max_passes,
             name=name,
+            history=history,
         )
         self._recorder = None
 

@@ -42,16 +42,26 @@ import numpy as np
 COLUMNS = ("step", "parameter", "tensor", "grad_norm", "update_norm", "value_norm")
 
 
-def _norm(array):
-    """The L2 norm of an array, as a Python float (NaN and inf pass through)."""
-    flat = np.asarray(array).ravel()
-    if flat.dtype.kind == "c":
-        return float(np.linalg.norm(flat))
-    if flat.dtype.kind not in "fiub":
+_FAST = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _squared_norm(array):
+    """The squared L2 norm of an array, as a Python float (NaN and inf pass through). float32
+    and float64, nearly every parameter, take one BLAS dot product over a flat view."""
+    flat = array.reshape(-1)
+    if flat.dtype in _FAST:
+        return float(np.dot(flat, flat))
+    kind = flat.dtype.kind
+    if kind == "c":
+        return float(np.vdot(flat, flat).real)
+    if kind not in "fiub":
         return math.nan
-    if flat.dtype.kind != "f":
-        flat = flat.astype(np.float64)
-    return math.sqrt(float(np.dot(flat, flat)))
+    flat = flat.astype(np.float64)  # float16, bfloat16 read as float32, integers
+    return float(np.dot(flat, flat))
+
+
+def _norm(array):
+    return math.sqrt(_squared_norm(np.asarray(array)))
 
 
 class _Parameter:
@@ -70,29 +80,49 @@ class _Parameter:
 
     def sample(self, step, values, grad):
         """The numbers of ``step``: ``values`` the leaf's array now, ``grad`` its .grad's."""
-        if self.steps and self.steps[-1] == step:
+        steps = self.steps
+        if steps and steps[-1] == step:
             return  # read already in this pass
-        if self.previous is not None:
-            self.update_norm.append(self._change(values))
-        self.steps.append(step)
-        self.grad_norm.append(_norm(grad) if grad is not None else math.nan)
-        self.value_norm.append(_norm(values))
-        if self.previous is None or self.previous.shape != values.shape:
-            self.previous = np.array(values, copy=True)
+        # Every pass of a loop comes here for every parameter: the common case (float32 or
+        # float64, C order) is written out, one BLAS dot product per norm over a flat view.
+        flat = values.reshape(-1)
+        fast = flat.dtype in _FAST
+        previous = self.previous
+        if previous is not None:
+            if previous.shape == flat.shape and previous.dtype == flat.dtype:
+                # The copy becomes the change, then the copy of the new values: three passes
+                # over the array, none allocated (benchmarks/record_history.py).
+                np.subtract(flat, previous, out=previous)
+                change = float(np.dot(previous, previous)) if fast else _squared_norm(previous)
+                self.update_norm.append(math.sqrt(change))
+                np.copyto(previous, flat)
+            else:  # resized in place: no meaningful difference
+                self.update_norm.append(math.nan)
+                self.previous = flat.copy()
         else:
-            np.copyto(self.previous, values)
+            self.previous = flat.copy()
+        steps.append(step)
+        if grad is None:
+            self.grad_norm.append(math.nan)
+        else:
+            grad_flat = grad.reshape(-1)
+            squared = (
+                float(np.dot(grad_flat, grad_flat))
+                if grad_flat.dtype in _FAST
+                else _squared_norm(grad_flat)
+            )
+            self.grad_norm.append(math.sqrt(squared))
+        squared = float(np.dot(flat, flat)) if fast else _squared_norm(flat)
+        self.value_norm.append(math.sqrt(squared))
 
     def close(self, values):
         """The recording ends: the update after the last step, if the leaf still lives."""
-        if self.previous is not None and len(self.update_norm) < len(self.steps):
-            self.update_norm.append(self._change(values) if values is not None else math.nan)
-        self.previous = None
-
-    def _change(self, values):
         previous = self.previous
-        if values.shape != previous.shape:
-            return math.nan  # the leaf was resized in place: no meaningful difference
-        return _norm(np.subtract(values, previous, dtype=np.result_type(previous, np.float32)))
+        if previous is not None and len(self.update_norm) < len(self.steps):
+            same = values is not None and values.size == previous.size
+            change = np.subtract(values.reshape(-1), previous, dtype=np.float64) if same else None
+            self.update_norm.append(_norm(change) if same else math.nan)
+        self.previous = None
 
 
 class ParameterHistory:
@@ -165,9 +195,8 @@ class _HistoryTracker:
                 chain.append(earlier[chain[-1]])
             parameter.record = record
             parameter.ref = None
-            parameters.append(
-                _Finished(record, [r.id for r in reversed(chain)], parameter)
-            )
+            ids = [r.id for r in reversed(chain)] if record is not None else []
+            parameters.append(_Finished(record, ids, parameter))
         self._watched = {}
         if not parameters:
             return None
@@ -189,7 +218,7 @@ class _Finished:
 
     @property
     def name(self):
-        return self.record.name
+        return self.record.name if self.record is not None else None
 
 
 class NbgradHistory(_HistoryTracker):

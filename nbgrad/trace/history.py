@@ -67,11 +67,12 @@ def _norm(array):
 class _Parameter:
     """One parameter's numbers, step by step, and what is needed to measure the next update."""
 
-    __slots__ = ("ref", "record", "steps", "grad_norm", "value_norm", "update_norm", "previous")
+    __slots__ = ("ref", "records", "steps", "grad_norm", "value_norm", "update_norm", "previous")
 
     def __init__(self, leaf, record):
         self.ref = weakref.ref(leaf)
-        self.record = record  # its TensorRecord when first watched (names come from it)
+        # its TensorRecords, one per recorded value that received a grad (and the newest)
+        self.records = [record] if record is not None else []
         self.steps = []
         self.grad_norm = []
         self.value_norm = []
@@ -149,11 +150,14 @@ class _HistoryTracker:
         self.error = None
 
     def watch(self, leaf, record):
-        """Follow ``leaf`` from now on (the recorder logged a gradient summed into it)."""
+        """Follow ``leaf`` from now on (the recorder logged a gradient summed into it, into
+        its value ``record``; called again at each recorded pass, with that pass's record)."""
         if self.error is not None:
             return
         parameter = self._watched.get(id(leaf))
         if parameter is not None and parameter.ref() is leaf:
+            if record is not None and record not in parameter.records:
+                parameter.records.append(record)
             return
         self._watched[id(leaf)] = _Parameter(leaf, record)
         self._started_watching(leaf)
@@ -168,12 +172,11 @@ class _HistoryTracker:
         self.error = f"the history failed and stopped: {type(error).__name__}: {error}"
         self.stop()
 
-    def finish(self, recorder_tensors, earlier):
+    def finish(self, recorder_tensors):
         """Stop, close every parameter's last update, and return the ParameterHistory (or None
         when no parameter was watched). ``recorder_tensors`` is the recorder's map id(tensor)
-        -> (weakref, latest record), ``earlier`` its map record -> the record before."""
+        -> (weakref, latest record): a parameter still alive is named by its newest record."""
         self.stop()
-        newer = {old: new for new, old in earlier.items()}
         parameters = []
         for key, parameter in self._watched.items():
             leaf = parameter.ref()
@@ -184,19 +187,13 @@ class _HistoryTracker:
                 except Exception:  # noqa: BLE001 - a leaf that cannot be read: update unknown
                     values = None
             parameter.close(values)
-            record = parameter.record
+            records = parameter.records
             entry = recorder_tensors.get(key)
-            if leaf is not None and entry is not None and entry[0]() is leaf:
-                record = entry[1]
-            while record in newer:
-                record = newer[record]
-            chain = [record]
-            while chain[-1] in earlier:
-                chain.append(earlier[chain[-1]])
-            parameter.record = record
+            alive = leaf is not None and entry is not None and entry[0]() is leaf
+            if alive and entry[1] not in records:
+                records.append(entry[1])
             parameter.ref = None
-            ids = [r.id for r in reversed(chain)] if record is not None else []
-            parameters.append(_Finished(record, ids, parameter))
+            parameters.append(_Finished(parameter))
         self._watched = {}
         if not parameters:
             return None
@@ -204,13 +201,16 @@ class _HistoryTracker:
 
 
 class _Finished:
-    """One parameter's history once the recording has ended (no engine object kept)."""
+    """One parameter's history once the recording has ended (no engine object kept):
+    ``record`` its newest TensorRecord (None if the recording kept none), ``tensors`` the ids
+    of its records in the trace, oldest first."""
 
     __slots__ = ("record", "tensors", "steps", "grad_norm", "update_norm", "value_norm")
 
-    def __init__(self, record, tensors, parameter):
-        self.record = record
-        self.tensors = tensors
+    def __init__(self, parameter):
+        records = parameter.records
+        self.record = records[-1] if records else None
+        self.tensors = [record.id for record in records]
         self.steps = parameter.steps
         self.grad_norm = parameter.grad_norm
         self.update_norm = parameter.update_norm
@@ -331,9 +331,7 @@ class TorchHistory(_HistoryTracker):
             with torch._C.DisableTorchFunction():
                 step = self._step_of(torch._C._current_graph_task_id())
                 grad = leaf.grad
-                parameter.sample(
-                    step, array_of(leaf), None if grad is None else array_of(grad)
-                )
+                parameter.sample(step, array_of(leaf), None if grad is None else array_of(grad))
         except Exception as error:  # a fault here must not break the user's program
             self._failed(error)
 

@@ -195,7 +195,7 @@ class BaseRecorder:
         self._hold_full_collections()  # naming makes many objects too
         try:
             if self._history is not None:
-                trace.history_log = self._history.finish(self._tensors, self._earlier)
+                trace.history_log = self._history.finish(self._tensors)
                 self._history = None
             self._complete(namespaces, defer)
         finally:

@@ -2,7 +2,7 @@
 // `history` (docs/trace-schema.md, nbgrad/trace/history.py) keeps, for every backward pass of a
 // recorded loop (past --max-passes too), each parameter's |grad|, the size of its update and
 // |value|. The chart draws the three over the steps: one SVG, axes with numbers, a log scale
-// when the numbers span two decades or more (an update is often a thousandth of the value).
+// when the numbers span a decade or more (an update is often a hundredth of the value).
 
 import { h, s } from "./dom.js";
 import { toNumber } from "./format.js";
@@ -20,7 +20,7 @@ export const SERIES = [
 const WIDTH = 320;
 const HEIGHT = 176;
 const MARGIN = { left: 50, right: 12, top: 10, bottom: 36 };
-const LOG_FROM = 100; // largest / smallest positive value at which the scale becomes log
+const LOG_FROM = 10; // largest / smallest positive value at which the scale becomes log
 
 /** The history entry of the parameter that `tensorId` is a record of (any of its values), or null. */
 export function parameterHistory(trace, tensorId) {

@@ -52,7 +52,7 @@ describe("history: scales and ticks", () => {
     expect(tickText(0)).toBe("0");
   });
 
-  it("uses a log scale only when the numbers span two decades", () => {
+  it("uses a log scale only when the numbers span a decade or more", () => {
     // 0.00125 .. 3: more than three decades
     const spread = seriesOf(withHistory(simpleTrace()).history.parameters[0]);
     expect(chooseScale(spread).log).toBe(true);

@@ -160,6 +160,19 @@ def test_no_history_when_asked_or_without_parameters(engine):
     assert trace.history == []
     assert "history" not in trace.to_dict()
 
+    def one_backward(T):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        (x * 3).sum().backward()
+        return locals()
+
+    # One step: kept for Python, but a line needs two steps: the JSON stays as it was.
+    trace, _ = recorded(engine, one_backward)
+    [row] = trace.history
+    assert row["grad_norm"] == pytest.approx(math.sqrt(18))
+    assert row["value_norm"] == pytest.approx(math.sqrt(5))
+    assert row["update_norm"] == 0.0
+    assert "history" not in trace.to_dict()
+
 
 def grad_calls_and_plain_updates(T):
     """Two steps by hand: autograd.grad (fills no .grad) is no step; an update written into

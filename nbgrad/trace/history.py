@@ -386,9 +386,11 @@ def _number_json(number):
 
 def history_json(trace):
     """The trace JSON's optional ``history`` (docs/trace-schema.md), or None when there is
-    none."""
+    none, or when no parameter was reached by two backward passes or more."""
     history = trace.history_log
-    if history is None:
+    # A line over the steps needs two of them: a cell with one backward pass (its grads are in
+    # the trace already) keeps its JSON as small as before.
+    if history is None or all(len(p.steps) < 2 for p in history.parameters):
         return None
     entry = {
         "parameters": [

@@ -69,7 +69,10 @@ CHART_FACTS = """() => {
   const section = panel.querySelector('[data-role="history"]');
   if (!section) return null;
   const svg = section.querySelector('svg.history-chart');
-  const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const box = (el) => {
+    const r = el.getBoundingClientRect();
+    return [r.left, r.top, r.right, r.bottom];
+  };
   const texts = [...svg.querySelectorAll('text')];
   return {
     panel: box(panel),

@@ -123,6 +123,14 @@ def _build_parser():
         ),
     )
     parser.add_argument(
+        "--no-history",
+        action="store_true",
+        help=(
+            "keep no per-parameter numbers (grad, update and value norms) for every backward "
+            "pass past --max-passes (trace.history)"
+        ),
+    )
+    parser.add_argument(
         "--name", metavar="NAME", type=_identifier, help="also bind the trace to variable NAME"
     )
     parser.add_argument(
@@ -279,6 +287,7 @@ def _start_recorder(shell, options, engine, source, base_frame):
         max_passes=options.max_passes,
         name=options.name,
         source_kind="cell",
+        history=not options.no_history,
     )
     try:
         recorder.start()

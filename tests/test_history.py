@@ -251,3 +251,12 @@ def test_a_recorded_cell_keeps_every_step(shell, engine):
         total = ns["after"][position] - ns["before"][position]
         assert sum(r["update_norm"] for r in mine) >= np.linalg.norm(total) * (1 - 1e-5)
         assert mine[0]["value_norm"] == pytest.approx(np.linalg.norm(ns["before"][position]))
+
+
+def test_no_history_option_of_the_cell(shell):
+    shell.run_cell("import numpy as np", store_history=False)
+    cell = CELL.format(module="nbgrad").replace("--max-passes 1", "--max-passes 1 --no-history")
+    result = shell.run_cell(cell, store_history=False)
+    assert result.success, result.error_in_exec
+    trace = nbgrad.last_trace()
+    assert len(trace.passes) == 1 and trace.history == []

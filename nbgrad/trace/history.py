@@ -67,7 +67,16 @@ def _norm(array):
 class _Parameter:
     """One parameter's numbers, step by step, and what is needed to measure the next update."""
 
-    __slots__ = ("ref", "records", "steps", "grad_norm", "value_norm", "update_norm", "previous")
+    __slots__ = (
+        "ref",
+        "records",
+        "steps",
+        "grad_norm",
+        "value_norm",
+        "update_norm",
+        "previous",
+        "view",
+    )
 
     def __init__(self, leaf, record):
         self.ref = weakref.ref(leaf)
@@ -78,6 +87,7 @@ class _Parameter:
         self.value_norm = []
         self.update_norm = []  # one shorter than steps until the next pass (or the end)
         self.previous = None  # a copy of the values at its last step
+        self.view = None  # PyTorch: (data_ptr, NumPy view of the leaf's memory), read again
 
     def sample(self, step, values, grad):
         """The numbers of ``step``: ``values`` the leaf's array now, ``grad`` its .grad's."""
@@ -318,6 +328,22 @@ class TorchHistory(_HistoryTracker):
         self._handles.append(leaf.register_post_accumulate_grad_hook(self._on_accumulated))
         self._on_accumulated(leaf)
 
+    @staticmethod
+    def _leaf_values(parameter, leaf):
+        """The leaf's values as a NumPy array on its memory: the view made at an earlier step
+        while the leaf keeps the same memory (an optimizer writes in place), else a new one.
+        The view keeps that memory alive, so its address cannot be another tensor's."""
+        from nbgrad.trace.torch_bridge import array_of
+
+        address = leaf.data_ptr()
+        view = parameter.view
+        if view is not None and view[0] == address and view[1].shape == tuple(leaf.shape):
+            return view[1]
+        values = array_of(leaf)
+        if values.ctypes.data == address:  # on the leaf's memory, not a converted copy
+            parameter.view = (address, values)
+        return values
+
     def _on_accumulated(self, leaf):
         import torch
 
@@ -331,7 +357,11 @@ class TorchHistory(_HistoryTracker):
             with torch._C.DisableTorchFunction():
                 step = self._step_of(torch._C._current_graph_task_id())
                 grad = leaf.grad
-                parameter.sample(step, array_of(leaf), None if grad is None else array_of(grad))
+                parameter.sample(
+                    step,
+                    self._leaf_values(parameter, leaf),
+                    None if grad is None else array_of(grad),
+                )
         except Exception as error:  # a fault here must not break the user's program
             self._failed(error)
 

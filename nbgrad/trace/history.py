@@ -39,6 +39,8 @@ import weakref
 
 import numpy as np
 
+from nbgrad.autograd import observe, reading
+
 COLUMNS = ("step", "parameter", "tensor", "grad_norm", "update_norm", "value_norm")
 
 
@@ -241,14 +243,10 @@ class NbgradHistory(_HistoryTracker):
         self._reached = {}  # id(leaf) -> leaf: accumulated into during the running pass
 
     def start(self):
-        from nbgrad.autograd import observe
-
         observe.backward_listeners.append(self._on_backward)
         observe.accumulate_listeners.append(self._on_accumulate)
 
     def stop(self):
-        from nbgrad.autograd import observe
-
         for listeners, listener in (
             (observe.backward_listeners, self._on_backward),
             (observe.accumulate_listeners, self._on_accumulate),
@@ -261,8 +259,6 @@ class NbgradHistory(_HistoryTracker):
         pass  # read at the end of the pass, with the others it reached
 
     def _values(self, leaf):
-        from nbgrad.autograd import reading
-
         return reading.values(leaf)
 
     def _on_accumulate(self, leaf, grad, total):
@@ -283,8 +279,6 @@ class NbgradHistory(_HistoryTracker):
             self._failed(error)
 
     def _read_reached(self):
-        from nbgrad.autograd import reading
-
         reached, self._reached = self._reached, {}
         step = None
         for key, leaf in reached.items():
@@ -303,8 +297,16 @@ class TorchHistory(_HistoryTracker):
     """Watches real PyTorch through a post-accumulate-grad hook on each parameter."""
 
     def __init__(self):
+        import torch
+
+        from nbgrad.trace.torch_bridge import array_of
+
         super().__init__()
         self._handles = []
+        # Looked up once: the hook runs for every parameter of every pass.
+        self._no_torch_function = torch._C.DisableTorchFunction
+        self._graph_task_id = torch._C._current_graph_task_id
+        self._array_of = array_of
 
     def start(self):
         pass  # hooks are put on parameters as they are watched
@@ -315,12 +317,8 @@ class TorchHistory(_HistoryTracker):
         self._handles = []
 
     def _values(self, leaf):
-        import torch
-
-        from nbgrad.trace.torch_bridge import array_of
-
-        with torch._C.DisableTorchFunction():
-            return array_of(leaf)
+        with self._no_torch_function():
+            return self._array_of(leaf)
 
     def _started_watching(self, leaf):
         # Watched from inside the pass that reached it (the recorder's AccumulateGrad hook),
@@ -328,40 +326,30 @@ class TorchHistory(_HistoryTracker):
         self._handles.append(leaf.register_post_accumulate_grad_hook(self._on_accumulated))
         self._on_accumulated(leaf)
 
-    @staticmethod
-    def _leaf_values(parameter, leaf):
+    def _leaf_values(self, parameter, leaf):
         """The leaf's values as a NumPy array on its memory: the view made at an earlier step
         while the leaf keeps the same memory (an optimizer writes in place), else a new one.
         The view keeps that memory alive, so its address cannot be another tensor's."""
-        from nbgrad.trace.torch_bridge import array_of
-
         address = leaf.data_ptr()
         view = parameter.view
         if view is not None and view[0] == address and view[1].shape == tuple(leaf.shape):
             return view[1]
-        values = array_of(leaf)
+        values = self._array_of(leaf)
         if values.ctypes.data == address:  # on the leaf's memory, not a converted copy
             parameter.view = (address, values)
         return values
 
     def _on_accumulated(self, leaf):
-        import torch
-
-        from nbgrad.trace.torch_bridge import array_of
-
         try:
             parameter = self._watched.get(id(leaf))
             if parameter is None or parameter.ref() is not leaf or self.error is not None:
                 return
             # Read with no mode: the recorder's mode must not see these reads as operations.
-            with torch._C.DisableTorchFunction():
-                step = self._step_of(torch._C._current_graph_task_id())
+            with self._no_torch_function():
+                step = self._step_of(self._graph_task_id())
                 grad = leaf.grad
-                parameter.sample(
-                    step,
-                    self._leaf_values(parameter, leaf),
-                    None if grad is None else array_of(grad),
-                )
+                values = self._leaf_values(parameter, leaf)
+                parameter.sample(step, values, None if grad is None else self._array_of(grad))
         except Exception as error:  # a fault here must not break the user's program
             self._failed(error)
 

@@ -251,6 +251,9 @@ def test_a_recorded_cell_keeps_every_step(shell, engine):
         total = ns["after"][position] - ns["before"][position]
         assert sum(r["update_norm"] for r in mine) >= np.linalg.norm(total) * (1 - 1e-5)
         assert mine[0]["value_norm"] == pytest.approx(np.linalg.norm(ns["before"][position]))
+    if engine == "torch":  # the history's hooks are gone with the recording
+        for parameter in ns["model"].parameters():
+            assert not getattr(parameter, "_post_accumulate_grad_hooks", None)
 
 
 def test_no_history_option_of_the_cell(shell):

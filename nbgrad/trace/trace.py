@@ -323,6 +323,8 @@ class Trace:
                     ("torch", "2.13.0+cpu")
     truncated       why recording stopped early (a limit was reached), or None
     error           "ExceptionType: message" if the recorded code raised, or None
+    history_log     per parameter, grad, update and value norms of every backward pass (past
+                    max_passes too), or None: nbgrad/trace/history.py; ``history`` reads it
 
     A ``%%autograd`` cell's trace is completed (its records named from the variables as they
     were when the cell ended, given roles and lines) when one of its tables is first read.

@@ -263,3 +263,37 @@ def test_no_history_option_of_the_cell(shell):
     assert result.success, result.error_in_exec
     trace = nbgrad.last_trace()
     assert len(trace.passes) == 1 and trace.history == []
+
+
+def exploding(T):
+    """Values that become infinite, then NaN: the history says so with its numbers, and
+    NumPy's warnings (inf - inf) do not reach the user."""
+    w = T.tensor([1.0, 2.0], requires_grad=True)
+    for then in ([math.inf, math.inf], [math.inf, math.inf], [math.nan, math.nan], None):
+        (w * 1.0).sum().backward()
+        if then is not None:
+            with T.no_grad():
+                w.copy_(T.tensor(then))
+        w.grad = None
+    return locals()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_infinite_and_nan_values_give_numbers_not_warnings(engine):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trace, _ = recorded(engine, exploding)
+        rows = trace.history
+    assert [r["step"] for r in rows] == [0, 1, 2, 3]
+    assert rows[0]["value_norm"] == pytest.approx(math.sqrt(5))
+    assert rows[0]["update_norm"] == math.inf  # from (1, 2) to (inf, inf)
+    assert rows[1]["value_norm"] == math.inf
+    assert math.isnan(rows[1]["update_norm"])  # inf - inf: not a number
+    assert rows[2]["value_norm"] == math.inf
+    assert math.isnan(rows[2]["update_norm"])  # from inf to NaN
+    assert math.isnan(rows[3]["value_norm"]) and math.isnan(rows[3]["update_norm"])
+    assert all(r["grad_norm"] == pytest.approx(math.sqrt(2)) for r in rows)
+    entry = trace.to_dict()["history"]["parameters"][0]
+    assert entry["value_norm"][1:] == ["Infinity", "Infinity", "NaN"]

@@ -77,6 +77,7 @@ class _Parameter:
         "value_norm",
         "update_norm",
         "previous",
+        "previous_finite",
         "view",
     )
 
@@ -89,6 +90,7 @@ class _Parameter:
         self.value_norm = []
         self.update_norm = []  # one shorter than steps until the next pass (or the end)
         self.previous = None  # a copy of the values at its last step
+        self.previous_finite = True  # whether every one of those values was finite
         self.view = None  # PyTorch: (data_ptr, NumPy view of the leaf's memory), read again
 
     def sample(self, step, values, grad):
@@ -100,12 +102,17 @@ class _Parameter:
         # float64, C order) is written out, one BLAS dot product per norm over a flat view.
         flat = values.reshape(-1)
         fast = flat.dtype in _FAST
+        squared = float(np.dot(flat, flat)) if fast else _squared_norm(flat)
         previous = self.previous
         if previous is not None:
             if previous.shape == flat.shape and previous.dtype == flat.dtype:
                 # The copy becomes the change, then the copy of the new values: three passes
                 # over the array, none allocated (benchmarks/record_history.py).
-                np.subtract(flat, previous, out=previous)
+                if math.isfinite(squared) and self.previous_finite:
+                    np.subtract(flat, previous, out=previous)
+                else:  # inf - inf: NaN, said by the norm, not by a NumPy warning
+                    with np.errstate(all="ignore"):
+                        np.subtract(flat, previous, out=previous)
                 change = float(np.dot(previous, previous)) if fast else _squared_norm(previous)
                 self.update_norm.append(math.sqrt(change))
                 np.copyto(previous, flat)
@@ -114,7 +121,9 @@ class _Parameter:
                 self.previous = flat.copy()
         else:
             self.previous = flat.copy()
+        self.previous_finite = math.isfinite(squared)
         steps.append(step)
+        self.value_norm.append(math.sqrt(squared))
         if grad is None:
             self.grad_norm.append(math.nan)
         else:
@@ -125,15 +134,16 @@ class _Parameter:
                 else _squared_norm(grad_flat)
             )
             self.grad_norm.append(math.sqrt(squared))
-        squared = float(np.dot(flat, flat)) if fast else _squared_norm(flat)
-        self.value_norm.append(math.sqrt(squared))
 
     def close(self, values):
         """The recording ends: the update after the last step, if the leaf still lives."""
         previous = self.previous
         if previous is not None and len(self.update_norm) < len(self.steps):
             same = values is not None and values.size == previous.size
-            change = np.subtract(values.reshape(-1), previous, dtype=np.float64) if same else None
+            change = None
+            if same:
+                with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm
+                    change = np.subtract(values.reshape(-1), previous, dtype=np.float64)
             self.update_norm.append(_norm(change) if same else math.nan)
         self.previous = None
 

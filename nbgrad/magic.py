@@ -125,6 +125,14 @@ def _build_parser():
         ),
     )
     parser.add_argument(
+        "--no-history",
+        action="store_true",
+        help=(
+            "keep no per-parameter numbers (grad, update and value norms) for every backward "
+            "pass past --max-passes (trace.history)"
+        ),
+    )
+    parser.add_argument(
         "--name", metavar="NAME", type=_identifier, help="also bind the trace to variable NAME"
     )
     parser.add_argument(
@@ -297,6 +305,7 @@ def _start_recorder(shell, options, engine, source, base_frame):
         max_passes=options.max_passes,
         name=options.name,
         source_kind="cell",
+        history=not options.no_history,
     )
     if options.stop_on_nonfinite:
         recorder.nonfinite_watch = NonfiniteWatch()

@@ -168,6 +168,8 @@ TABLES = {  # docs/trace-schema.md heading (or the line before a table) -> schem
     "`passes`": "pass",
     "`steps`": "step",
     "`accumulations`": "accumulation",
+    "## History": "history",
+    "Each entry of `parameters`": "history_parameter",
 }
 
 
@@ -188,9 +190,11 @@ def documented_keys():
 
 def test_the_schema_has_exactly_the_keys_docs_trace_schema_md_describes():
     documented = documented_keys()
-    assert set(documented) == {"top", "tensor", "op", "node", "pass", "step", "accumulation"}
+    records = ("tensor", "op", "node", "pass", "step", "accumulation")
+    records += ("history", "history_parameter")
+    assert set(documented) == {"top", *records}
     assert documented["top"] == set(SCHEMA["properties"])
-    for record_name in ("tensor", "op", "node", "pass", "step", "accumulation"):
+    for record_name in records:
         assert documented[record_name] == set(SCHEMA["$defs"][record_name]["properties"]), (
             record_name
         )

@@ -7,6 +7,7 @@ import { formatShape, isSummary } from "./format.js";
 import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
 import { nonfiniteSection } from "./nonfinite.js";
+import { historySection } from "./history.js";
 import { nameOf } from "./trace.js";
 import { renderSavedValue, renderValue } from "./values.js";
 
@@ -143,6 +144,7 @@ function tensorPanel(ctx, tensor) {
   if (accumulator) {
     parts.push(section("accumulated into .grad", row("by", link(ctx, accumulator, "AccumulateGrad")), accumulationTable(ctx, tensor.id)));
   }
+  parts.push(historySection(index.trace, tensor.id)); // a parameter of a training loop: its steps
   return parts;
 }
 

@@ -43,6 +43,8 @@ class record:
     engine        "nbgrad" (the default) or "torch": record real PyTorch's autograd instead
     stop_on_nonfinite  raise nonfinite.NonfiniteError from the op or backward step that makes
                   the first NaN or Inf (by default recording goes on: ``trace.first_nonfinite``)
+    history       keep grad, update and value norms of every parameter for every backward pass,
+                  past ``max_passes`` too (``trace.history``; nbgrad/trace/history.py)
     """
 
     def __init__(
@@ -55,6 +57,7 @@ class record:
         name=None,
         engine="nbgrad",
         stop_on_nonfinite=False,
+        history=True,
     ):
         if engine not in ("nbgrad", "torch"):
             raise ValueError(f"engine must be 'nbgrad' or 'torch', got {engine!r}")
@@ -64,6 +67,7 @@ class record:
             max_nodes=max_nodes,
             max_passes=max_passes,
             name=name,
+            history=history,
         )
         self._recorder = None
         self._stop_on_nonfinite = bool(stop_on_nonfinite)

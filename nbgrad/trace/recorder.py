@@ -30,6 +30,7 @@ from nbgrad.autograd import engine, function, grad_mode, observe, reading, views
 from nbgrad.autograd.node import AccumulateGrad, TableNode
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.trace.graph_reader import formula_entry
+from nbgrad.trace.history import NbgradHistory
 from nbgrad.trace.modules import find_hook_home
 from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import (  # the limits too: nbgrad.trace.api and magic import them
@@ -81,6 +82,7 @@ class Recorder(BaseRecorder):
     """
 
     tensor_type = Tensor
+    history_class = NbgradHistory
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -512,6 +514,8 @@ class Recorder(BaseRecorder):
             # capture gradients); only backward accumulates into ``.grad``.
             backward_pass.kind = "backward"
         record = self._record_of(leaf)
+        if self._history is not None and record.is_leaf:
+            self._history.watch(leaf, record)
         grad_array = reading.values(grad) if isinstance(grad, Tensor) else grad
         grad_value = self._grad_snapshot(grad)
         total_array = reading.values(total)

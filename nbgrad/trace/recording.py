@@ -88,6 +88,7 @@ class BaseRecorder:
     """
 
     trace_engine = None  # the Trace's ``engine``: None for nbgrad's own
+    history_class = None  # what keeps per-parameter numbers for every pass (trace/history.py)
     tensor_type = None  # the engine's tensor class: what naming and module outputs look for
 
     # a nonfinite.NonfiniteWatch when asked to stop at the first NaN or Inf (--stop-on-nonfinite):
@@ -103,6 +104,7 @@ class BaseRecorder:
         max_passes=DEFAULT_MAX_PASSES,
         name=None,
         source_kind="cell",
+        history=True,
     ):
         if max_nodes < 1:
             raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
@@ -120,6 +122,9 @@ class BaseRecorder:
             engine=self.trace_engine,
         )
         self._filename = source.filename
+        # Per-parameter numbers for every backward pass, past max_passes too (history=False:
+        # none); started with the recording, ended by ``finish`` (not by ``stop``).
+        self._history = self.history_class() if history and self.history_class else None
         self._base_frame = base_frame
         self._listening = False
         self._gc_thresholds = None  # gc's thresholds before recording, while full ones wait
@@ -156,6 +161,8 @@ class BaseRecorder:
         try:
             self._scopes.attach(self._hook_home())
             self._listen()
+            if self._history is not None:
+                self._history.start()
         except BaseException:
             self.stop()
             raise
@@ -191,6 +198,9 @@ class BaseRecorder:
             trace.error = f"{type(error).__name__}: {error}"
         self._hold_full_collections()  # naming makes many objects too
         try:
+            if self._history is not None:
+                trace.history_log = self._history.finish(self._tensors)
+                self._history = None
             self._complete(namespaces, defer)
         finally:
             self._forget_engine_objects()

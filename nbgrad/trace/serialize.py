@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 
+from nbgrad.trace.history import history_json
 from nbgrad.trace.readable import readable
 from nbgrad.trace.values import (
     PREVIEW_SIDE,
@@ -200,6 +201,9 @@ def trace_json(trace, version, values=INLINE, carried=None):
     magnitudes = magnitude_json(trace)
     if magnitudes is not None:
         out["grad_norms"] = magnitudes
+    history = history_json(trace)  # optional: per-parameter numbers of every pass
+    if history is not None:
+        out["history"] = history
     return out
 
 

@@ -44,6 +44,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from nbgrad.trace import torch_bridge
 from nbgrad.trace.graph_reader import note_formula
+from nbgrad.trace.history import TorchHistory
 from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import BaseRecorder, single_grad_received
 from nbgrad.trace.torch_bridge import (
@@ -199,6 +200,7 @@ class TorchRecorder(BaseRecorder):
 
     trace_engine = torch_bridge.ENGINE
     tensor_type = torch.Tensor
+    history_class = TorchHistory
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -795,6 +797,8 @@ class TorchRecorder(BaseRecorder):
         else:
             total_value = snapshot(array_of(total), self.policy)
         record = self._record_of(leaf)
+        if self._history is not None and leaf.is_leaf:
+            self._history.watch(leaf, record)
         kept = (weakref.ref(total), total._version, total_value)
         self._last_totals[record] = kept
         self._known_grads[id(total)] = kept  # ``p.grad`` read next (an optimizer step)

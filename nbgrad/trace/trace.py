@@ -16,6 +16,7 @@ from pathlib import Path
 
 from nbgrad.trace import nonfinite as _nonfinite
 from nbgrad.trace import summary as _summary
+from nbgrad.trace.history import history_rows
 from nbgrad.trace.serialize import trace_json
 
 # The trace JSON's contract (docs/trace-schema.md in words), read by the widget too.
@@ -328,6 +329,8 @@ class Trace:
                     ("torch", "2.13.0+cpu")
     truncated       why recording stopped early (a limit was reached), or None
     error           "ExceptionType: message" if the recorded code raised, or None
+    history_log     per parameter, grad, update and value norms of every backward pass (past
+                    max_passes too), or None: nbgrad/trace/history.py; ``history`` reads it
 
     A ``%%autograd`` cell's trace is completed (its records named from the variables as they
     were when the cell ended, given roles and lines) when one of its tables is first read.
@@ -354,6 +357,8 @@ class Trace:
         self.backward_sources = {}
         self.truncated = None
         self.error = None
+        # per-parameter numbers of every backward pass (nbgrad/trace/history.py), or None
+        self.history_log = None
         self.complete = False
         self._buffers = {}
         self._later = None  # (function, its arguments, the tables it fills in): complete_later
@@ -425,6 +430,14 @@ class Trace:
     def buffer(self, buffer_id):
         """The whole array behind a value's ``"buffer"`` id in the JSON (``--full`` only)."""
         return self._buffers[buffer_id]
+
+    @property
+    def history(self):
+        """Per parameter (a leaf that received a grad) and backward pass, past ``max_passes``
+        too: ``step``, ``parameter``, ``tensor``, ``grad_norm``, ``update_norm``,
+        ``value_norm``; a pandas DataFrame when pandas is installed, else a list of dicts with
+        those keys (nbgrad/trace/history.py)."""
+        return history_rows(self)
 
     @property
     def leaves(self):

@@ -182,9 +182,8 @@ class GraphWidget(anywidget.AnyWidget):
         # Where the widget cannot run (a terminal, nbconvert, GitHub) the trace's own text
         # summary says the most; a trace given as bare JSON gets the one-line count.
         if self._source is not None:
-            from nbgrad.trace import summary
-
-            data["text/plain"] = summary.render(self._source)
+            # a Trace's text summary, or a DiffResult's (nbgrad.diff)
+            data["text/plain"] = self._source.summary()
         else:
             data["text/plain"] = widget_static.summary_of(self._data)
         data["text/html"] = widget_static.html_of(self._data)

@@ -58,9 +58,10 @@ TOLERANCES = {
     "float32": (1.3e-6, 1e-5),
     "float64": (1e-7, 1e-7),
 }
-# the values the "diff" key carries for the inspector: up to this many elements written out,
-# a larger array as its statistics and a preview (the merged records keep their buffers)
-_DIFF_VALUES = SimpleNamespace(inline_elements=16)
+# the values the "diff" key carries for the inspector: up to this many elements written out (as
+# in the "inline" form), a larger array as its statistics and a preview (the merged records
+# keep their buffers)
+_DIFF_VALUES = SimpleNamespace(inline_elements=100)
 STATUSES = ("a", "b", "differs", "same")  # only in A, only in B, in both and differing, equal
 
 
@@ -723,7 +724,7 @@ def _diff_json(result, rename, data_b):
             item["difference"] = _number_json(entry.difference)
             if entry.what:
                 item["what"] = entry.what
-        if entry.status != "same":
+        if entry.compared:
             item["compared"] = [
                 {
                     "what": what,

@@ -77,9 +77,23 @@ class DiffEntry:
     difference  the largest |a - b| over what it carries (``math.inf`` when a side lacks a
                 value or the shapes differ), 0.0 when equal, None when only in one trace
     compared    (what, value in A, value in B, largest |a - b|, differs) for each quantity
+    unobserved  for an op or tensor that only one engine recorded because the other ran it
+                inside another call (PyTorch's ``linear`` makes its TBackward0 unseen): the
+                other side's node; the entry is then "same"
     """
 
-    __slots__ = ("kind", "name", "status", "a", "b", "what", "difference", "compared", "id")
+    __slots__ = (
+        "kind",
+        "name",
+        "status",
+        "a",
+        "b",
+        "what",
+        "difference",
+        "compared",
+        "id",
+        "unobserved",
+    )
 
     def __init__(self, kind, name, status, a, b):
         self.kind = kind
@@ -91,6 +105,9 @@ class DiffEntry:
         self.difference = None
         self.compared = []
         self.id = None  # its id in the merged trace the widget draws
+        # only in one trace because the other engine made its node inside another call (the
+        # node, in both, is that other side's): counted as the same
+        self.unobserved = None
 
     def __repr__(self):
         if self.status in ("a", "b"):
@@ -135,6 +152,9 @@ class DiffResult:
         matching = _Matching(trace_a, trace_b)
         self._match = matching
         self.entries = _entries(matching, self._close)
+        for entry in self.entries:
+            if entry.unobserved is not None and entry.status in ("a", "b"):
+                entry.status = "same"
         self.removed = [e for e in self.entries if e.status == "a"]
         self.added = [e for e in self.entries if e.status == "b"]
         self.changed = sorted(
@@ -200,9 +220,7 @@ class DiffResult:
         if self.changed:
             lines.append("  differ (largest first):")
             for e in self.changed[:30]:
-                lines.append(
-                    f"    {e.kind:6} {e.name:28} {_number(e.difference):>10} in {e.what}"
-                )
+                lines.append(f"    {e.kind:6} {e.name:28} {_number(e.difference):>10} in {e.what}")
             if len(self.changed) > 30:
                 lines.append(f"    ... and {len(self.changed) - 30} more")
         if self.identical:
@@ -258,7 +276,9 @@ def diff(trace_a, trace_b, *, labels=None, rtol=None, atol=None):
     labels      what to call A and B in the widget and the text ("before", "after")
     rtol, atol  the tolerance (both or neither; by default by dtype, as assert_close)
     """
-    if type(trace_a).__module__.split(".")[0] in ("torch", "nbgrad") and hasattr(trace_a, "grad_fn"):
+    if type(trace_a).__module__.split(".")[0] in ("torch", "nbgrad") and hasattr(
+        trace_a, "grad_fn"
+    ):
         raise TypeError(
             "nbgrad.diff compares two recorded traces (what %%autograd or nbgrad.record() "
             "made), not tensors; PyTorch's torch.diff (differences along a dimension) is not "
@@ -267,7 +287,7 @@ def diff(trace_a, trace_b, *, labels=None, rtol=None, atol=None):
     return DiffResult(trace_a, trace_b, labels=labels, rtol=rtol, atol=atol)
 
 
-# --- matching ------------------------------------------------------------------------------------
+# --- matching -----------------------------------------------------------------------------------
 
 
 class _Matching:
@@ -376,9 +396,24 @@ class _Matching:
             # the op that made the matching node is the same op, also when the engines call it
             # differently (nbgrad records ``x @ w`` as mm, PyTorch as matmul)
             if other is not None and (by_node or by_outputs) and self._join(op, other):
-                for input_a, input_b in zip(op.inputs, other.inputs):
-                    if hasattr(input_a, "shape") and hasattr(input_b, "shape"):
-                        self._join(input_a, input_b)
+                self._inputs(op, other)
+
+    def _inputs(self, op_a, op_b):
+        tensors_a = [i for i in op_a.inputs if hasattr(i, "shape")]
+        tensors_b = [i for i in op_b.inputs if hasattr(i, "shape")]
+        if op_a.op == op_b.op:  # the same call: the same argument slots
+            for input_a, input_b in zip(op_a.inputs, op_b.inputs):
+                if hasattr(input_a, "shape") and hasattr(input_b, "shape"):
+                    self._join(input_a, input_b)
+            return
+        # the same node, recorded as different calls (nbgrad's addmm(bias, x, t(w)), PyTorch's
+        # linear(x, w, bias)): inputs still unmatched pair up when their shape is unique
+        left_a = [t for t in tensors_a if t.id not in self.pair]
+        left_b = [t for t in tensors_b if t.id not in self.back]
+        for tensor in left_a:
+            alike = [t for t in left_b if tuple(t.shape) == tuple(tensor.shape)]
+            if len(alike) == 1 and sum(tuple(t.shape) == tuple(tensor.shape) for t in left_a) == 1:
+                self._join(tensor, alike[0])
 
     # --- edges ----------------------------------------------------------------------------------
 
@@ -386,7 +421,10 @@ class _Matching:
         """(view, from id, to id, slot, "a" or "b") for every edge only in A or only in B, with
         A's ids for A's edges and B's for B's."""
         found = []
-        for side, trace, here, there in (("a", self.a, self.pair, self.back), ("b", self.b, self.back, self.pair)):
+        for side, trace, here in (
+            ("a", self.a, self.pair),
+            ("b", self.b, self.back),
+        ):
             other_trace = self.b if side == "a" else self.a
             other_edges = set(_edges_of(other_trace))
             for view, source, target, slot in _edges_of(trace):
@@ -447,7 +485,7 @@ def _tensor_by_id(trace, tensor_id):
     raise KeyError(tensor_id)
 
 
-# --- comparing -----------------------------------------------------------------------------------
+# --- comparing ----------------------------------------------------------------------------------
 
 
 def _entries(matching, close):
@@ -460,6 +498,7 @@ def _entries(matching, close):
         if other_id is None:
             entry = DiffEntry(kind, _name_of(kind, record), "a", record, None)
             entry.compared = _quantities(kind, record, None, close)
+            entry.unobserved = _unobserved_in_other(matching, record, kind, matching.pair, b)
         else:
             other = records_b[other_id][1]
             entry = DiffEntry(kind, _name_of(kind, record), "same", record, other)
@@ -475,8 +514,28 @@ def _entries(matching, close):
         if record.id not in matching.back:
             entry = DiffEntry(kind, _name_of(kind, record), "b", None, record)
             entry.compared = _quantities(kind, None, record, close)
+            entry.unobserved = _unobserved_in_other(matching, record, kind, matching.back, a)
             entries.append(entry)
     return entries
+
+
+def _unobserved_in_other(matching, record, kind, pair, other):
+    """The other side's node when this op or tensor belongs to a node that both traces have but
+    only this one saw being made (PyTorch runs the transpose of ``nn.Linear`` inside
+    ``linear``: its TBackward0 has no op there, while nbgrad's engine records the ``t`` op);
+    else None. Such a record is no difference in the program, only in what was recorded."""
+    node = (
+        record.node
+        if kind == "op"
+        else getattr(record, "grad_fn", None)
+        if kind == "tensor"
+        else None
+    )
+    if node is None or node.id not in pair:
+        return None
+    nodes = {n.id: n for n in other.nodes}
+    partner = nodes.get(pair[node.id])
+    return partner if partner is not None and not partner.observed else None
 
 
 def _records(trace):
@@ -620,14 +679,18 @@ def _stats(value):
     return None
 
 
-# --- the merged trace ------------------------------------------------------------------------------
+# --- the merged trace -----------------------------------------------------------------------------
 
 
 def _with_buffers_renamed(data):
     """B's JSON with every buffer id "b12" made "Bb12": the merged trace holds both sides'."""
     if isinstance(data, dict):
         return {
-            key: ("B" + value if key == "buffer" and isinstance(value, str) else _with_buffers_renamed(value))
+            key: (
+                "B" + value
+                if key == "buffer" and isinstance(value, str)
+                else _with_buffers_renamed(value)
+            )
             for key, value in data.items()
         }
     if isinstance(data, list):
@@ -659,7 +722,9 @@ def _merge(result, data, data_b):
                     if record.get(key):
                         record[key] = rename(record[key])
             elif table == "ops":
-                record["inputs"] = [rename(i) if isinstance(i, str) else i for i in record["inputs"]]
+                record["inputs"] = [
+                    rename(i) if isinstance(i, str) else i for i in record["inputs"]
+                ]
                 record["outputs"] = [rename(o) for o in record["outputs"]]
                 for key in ("node", "function"):
                     if record.get(key):
@@ -717,8 +782,14 @@ def _diff_json(result, rename, data_b):
     records = {}
     lines_b = data_b.get("source", {}).get("lines", {})
     for entry in result.entries:
-        merged_id = entry.id if entry.status != "b" else rename(entry.b.id)
+        merged_id = entry.id if entry.a is not None else rename(entry.b.id)
         item = {"status": entry.status, "kind": entry.kind, "name": entry.name}
+        if entry.unobserved is not None:
+            side = result.labels[1] if entry.a is not None else result.labels[0]
+            item["note"] = (
+                f"{side} ran this inside another call: it has the node "
+                f"({entry.unobserved.name}) but did not record this {entry.kind}"
+            )
         if entry.a is not None and entry.b is not None:
             item["other"] = entry.b.id
             item["difference"] = _number_json(entry.difference)
@@ -770,7 +841,11 @@ def _diff_json(result, rename, data_b):
 def _op_of(record):
     if record is None:
         return None
-    return record if hasattr(record, "op") and isinstance(record.op, str) else getattr(record, "op", None)
+    return (
+        record
+        if hasattr(record, "op") and isinstance(record.op, str)
+        else getattr(record, "op", None)
+    )
 
 
 def _dtype_of(entry):

@@ -105,15 +105,23 @@ export function diffSection(ctx, id) {
   let headline = statusText(diff, record.status);
   if (record.status === "differs") headline = `values differ: largest |difference| ${formatDifference(record.difference)}${record.what ? ` in ${record.what}` : ""}`;
   if (record.status === "same") headline = `the same in ${a} and ${b} (within the tolerance)`;
+  const inBoth = record.status === "differs" || record.status === "same";
+  const side = (which, label, value) => h("div", { class: "row diff-side", "data-side": which }, h("span", { class: "key", text: label }), h("span", { class: "val scroll-x" }, renderValue(value, record.dtype || "float32", ctx)));
+  const gapText = (c) => {
+    if (c.differs) return ` |difference| ${formatDifference(c.difference)}`;
+    return c.difference === 0 ? " equal" : ` |difference| ${formatDifference(c.difference)} (within tolerance)`;
+  };
+  // a record only in one trace shows that side; a record in both, both sides
   const items = (record.compared || []).map((c) =>
     h(
       "div",
       { class: `diff-item${c.differs ? " differs" : ""}`, "data-what": c.what },
-      h("div", { class: "diff-what" }, h("span", { text: c.what }), record.status === "a" || record.status === "b" ? null : h("span", { class: "diff-gap", text: ` |difference| ${formatDifference(c.difference)}${c.differs ? "" : " (within tolerance)"}` })),
-      h("div", { class: "row diff-side", "data-side": "a" }, h("span", { class: "key", text: a }), h("span", { class: "val scroll-x" }, renderValue(c.a, record.dtype || "float32", ctx))),
-      h("div", { class: "row diff-side", "data-side": "b" }, h("span", { class: "key", text: b }), h("span", { class: "val scroll-x" }, renderValue(c.b, record.dtype || "float32", ctx))),
+      h("div", { class: "diff-what" }, h("span", { text: c.what }), inBoth ? h("span", { class: "diff-gap", text: gapText(c) }) : null),
+      inBoth || record.status === "a" ? side("a", a, c.a) : null,
+      inBoth || record.status === "b" ? side("b", b, c.b) : null,
     ),
   );
+  const note = record.note ? h("div", { class: "note", text: record.note }) : null;
   const lineB = record.line_b && record.status === "b" ? h("div", { class: "code-line" }, h("span", { class: "line-no", text: `${b}, line ${record.line_b[0]}` }), h("code", { text: record.line_b[1] })) : null;
-  return h("section", { class: `diff-section diff-${record.status}`, "data-role": "diff-section" }, h("h4", { text: `${a} vs ${b}` }), h("div", { class: "diff-headline", "data-status": record.status, text: headline }), lineB, ...items);
+  return h("section", { class: `diff-section diff-${record.status}`, "data-role": "diff-section" }, h("h4", { text: `${a} vs ${b}` }), h("div", { class: "diff-headline", "data-status": record.status, text: headline }), note, lineB, ...items);
 }

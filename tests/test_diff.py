@@ -278,6 +278,11 @@ def test_displays_as_the_widget_and_fetches_both_sides_buffers(tmp_path):
     assert w_b["id"] == w["id"]
     b_buffer = "B" + d.trace_b.to_dict("apart")["tensors"][0]["value"]["buffer"]
     assert d.widget._buffer_reply(b_buffer)["array"][1, 0] == 10.0
+    # the diff key's own values of over 16 elements: statistics and a "D" buffer, both sides
+    compared = sent["diff"]["records"][w["id"]]["compared"]
+    value = next(c for c in compared if c["what"] == "value")
+    assert value["a"]["stats"]["max"] == 39.0 and value["b"]["stats"]["max"] == 78.0
+    assert d.widget._buffer_reply(value["b"]["buffer"])["array"][1, 0] == 10.0
     path = d.save_html(tmp_path / "diff.html")
     assert "nbgrad-root" in path.read_text()
     assert "before vs after" in repr(d) and "differ" in d.summary()
@@ -298,3 +303,22 @@ def test_bad_input_says_what_it_wants():
         nbgrad.diff(trace, trace, labels=("one",))
     with pytest.raises(KeyError):
         nbgrad.diff(trace, trace).entry("no such tensor")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_module_that_changed_class_says_both(engine):
+    T = nbgrad if engine == "nbgrad" else torch
+
+    def cell(activation):
+        T.manual_seed(0)
+        net = T.nn.Sequential(T.nn.Linear(3, 2), activation())
+        x = T.ones(4, 3)
+        with nbgrad.record(engine=engine) as trace:
+            net(x).sum().backward()
+        return trace
+
+    d = diff(cell(T.nn.Sigmoid), cell(T.nn.ReLU))
+    modules = d.to_dict()["modules"]
+    assert modules["net"] == "Sequential" and modules["net.0"] == "Linear"
+    assert modules["net.1"] == "Sigmoid → ReLU"
+    assert names(d.removed) == ["SigmoidBackward0 (net(x))", "sigmoid → net(x)"]

@@ -58,10 +58,10 @@ TOLERANCES = {
     "float32": (1.3e-6, 1e-5),
     "float64": (1e-7, 1e-7),
 }
-# the values the "diff" key carries for the inspector: up to this many elements written out (as
-# in the "inline" form), a larger array as its statistics and a preview (the merged records
-# keep their buffers)
-_DIFF_VALUES = SimpleNamespace(inline_elements=100)
+# the values the "diff" key carries for the inspector: arrays up to this many elements written
+# out (as in the "inline" and "apart" forms); a larger one kept whole by its recording as its
+# statistics, a preview and a buffer id "D3" (fetched from the DiffResult when inspected)
+_INLINE_ELEMENTS = {"inline": 100, "apart": 16, "carried": 16}
 STATUSES = ("a", "b", "differs", "same")  # only in A, only in B, in both and differing, equal
 
 
@@ -149,6 +149,8 @@ class DiffResult:
         self.labels = _labels(trace_a, trace_b, labels)
         self.tolerance = None if rtol is None else (float(rtol), float(atol))
         self._widget = None
+        self._buffers = {}  # "D3" -> a whole array the "diff" key refers to
+        self._buffer_ids = {}  # id(array) -> its "D" id
         matching = _Matching(trace_a, trace_b)
         self._match = matching
         self.entries = _entries(matching, self._close)
@@ -260,13 +262,36 @@ class DiffResult:
         carried_b = None if carried is None else (lambda key, array: carried("B" + key, array))
         data = self.trace_a.to_dict(values, carried)
         data_b = _with_buffers_renamed(self.trace_b.to_dict(values, carried_b))
-        return _merge(self, data, data_b)
+        return _merge(self, data, data_b, values, carried)
 
     def buffer(self, buffer_id):
-        """A whole array of the merged trace by its buffer id (B's start with "B")."""
+        """A whole array of the merged trace by its buffer id (B's start with "B", those of
+        the "diff" key's values with "D")."""
         if buffer_id.startswith("Bb"):
             return self.trace_b.buffer(buffer_id[1:])
+        if buffer_id.startswith("D"):
+            return self._buffers[buffer_id]
         return self.trace_a.buffer(buffer_id)
+
+    def _value_json(self, value, values, carried):
+        """One value of the "diff" key in the form ``values``: a small array written out, a
+        larger kept one as its statistics, a preview and a "D" buffer id (or only its shape,
+        dtype and id when ``carried`` takes its bytes), a summary as it is, anything else as
+        plain JSON."""
+        if value is None:
+            return None
+        if not isinstance(value, (np.ndarray, ArraySummary)):
+            return plain_json(value, SimpleNamespace(inline_elements=_INLINE_ELEMENTS[values]))
+        small = SimpleNamespace(inline_elements=_INLINE_ELEMENTS[values])
+        if isinstance(value, ArraySummary) or value.size <= small.inline_elements:
+            return value_json(value, small)
+        key = self._buffer_ids.get(id(value))
+        if key is None:
+            key = self._buffer_ids[id(value)] = f"D{len(self._buffers)}"
+            self._buffers[key] = value
+        if carried is not None and carried(key, value):
+            return {"shape": list(value.shape), "dtype": value.dtype.name, "buffer": key}
+        return value_json(value, small, key)
 
 
 def diff(trace_a, trace_b, *, labels=None, rtol=None, atol=None):
@@ -698,7 +723,7 @@ def _with_buffers_renamed(data):
     return data
 
 
-def _merge(result, data, data_b):
+def _merge(result, data, data_b, values, carried):
     """A's JSON with B's records that A has not (fresh ids) and the "diff" key."""
     matching = result._match
     label_a, label_b = result.labels
@@ -744,13 +769,15 @@ def _merge(result, data, data_b):
                 _merge_formula(record, data, data_b, label_b)
                 _merge_readable(record, data, data_b, readable_keys)
             data[table].append(record)
+    modules = data.setdefault("modules", {})
     for path, cls in data_b.get("modules", {}).items():
-        data.setdefault("modules", {}).setdefault(path, cls)
+        # a module that changed class (Sigmoid where ReLU is now) says both in its group title
+        modules[path] = cls if modules.get(path, cls) == cls else f"{modules[path]} → {cls}"
     for name, source in data_b.get("backward_sources", {}).items():
         data.setdefault("backward_sources", {}).setdefault(name, source)
     if result.trace_a.name or result.trace_b.name or result.labels != ("A", "B"):
         data["name"] = f"{label_a} vs {label_b}"
-    data["diff"] = _diff_json(result, rename, data_b)
+    data["diff"] = _diff_json(result, rename, data_b, values, carried)
     return data
 
 
@@ -778,7 +805,7 @@ def _merge_readable(record, data, data_b, readable_keys):
     record["readable"] = readable_keys[text]
 
 
-def _diff_json(result, rename, data_b):
+def _diff_json(result, rename, data_b, values, carried):
     records = {}
     lines_b = data_b.get("source", {}).get("lines", {})
     for entry in result.entries:
@@ -799,8 +826,8 @@ def _diff_json(result, rename, data_b):
             item["compared"] = [
                 {
                     "what": what,
-                    "a": _value_json(x),
-                    "b": _value_json(y),
+                    "a": result._value_json(x, values, carried),
+                    "b": result._value_json(y, values, carried),
                     "difference": _number_json(gap),
                     "differs": differs,
                 }
@@ -856,14 +883,6 @@ def _dtype_of(entry):
         return _node_dtype(record)
     outputs = record.outputs
     return outputs[0].dtype if outputs else None
-
-
-def _value_json(value):
-    if isinstance(value, (np.ndarray, ArraySummary)):
-        return value_json(value, _DIFF_VALUES)
-    if value is None:
-        return None
-    return plain_json(value, _DIFF_VALUES)
 
 
 def _number_json(x):

@@ -7,10 +7,9 @@ test-artifacts/diff-*.png.
 
 import pytest
 
-from tests.test_diff import record_mlp
-from tests.test_widget_browser import ARTIFACTS, CHROMIUM_ARGS, browser, playwright_api  # noqa: F401
-
 import nbgrad
+from tests.test_diff import record_mlp
+from tests.test_widget_browser import ARTIFACTS, browser, playwright_api  # noqa: F401
 
 VIEWPORTS = [(1024, 768), (1400, 900)]
 # the fills and strokes of style.css's diff section (rgb, as the browser computes them)

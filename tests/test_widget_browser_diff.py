@@ -135,6 +135,12 @@ def test_nbgrad_against_torch_is_same_everywhere(tmp_path, sized_page):
     assert section.locator(".diff-headline").inner_text() == (
         "the same in nbgrad and torch (within the tolerance)"
     )
+    # one value per quantity, for both: MeanBackward0 received 1 (d loss / d loss)
+    received = section.locator('.diff-item[data-what="gradient in"]')
+    assert received.locator(".diff-what").inner_text() == "gradient in equal"
+    assert received.locator('.diff-side[data-side="both"] .key').inner_text() == "nbgrad = torch"
+    assert received.locator('.diff-side[data-side="both"] .val').inner_text() == "1."
+    assert section.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
     width, height = page.size
     page.screenshot(path=str(ARTIFACTS / f"diff-engines-{width}x{height}.png"))
     assert page.problems == []

@@ -117,8 +117,10 @@ export function diffSection(ctx, id) {
       "div",
       { class: `diff-item${c.differs ? " differs" : ""}`, "data-what": c.what },
       h("div", { class: "diff-what" }, h("span", { text: c.what }), inBoth ? h("span", { class: "diff-gap", text: gapText(c) }) : null),
-      inBoth || record.status === "a" ? side("a", a, c.a) : null,
-      inBoth || record.status === "b" ? side("b", b, c.b) : null,
+      // a record the same in both carries one value: B's equals A's within the tolerance
+      record.status === "same" && !("b" in c) ? side("both", `${a} = ${b}`, c.a) : null,
+      (inBoth && "b" in c) || record.status === "a" ? side("a", a, c.a) : null,
+      (inBoth && "b" in c) || record.status === "b" ? side("b", b, c.b) : null,
     ),
   );
   const note = record.note ? h("div", { class: "note", text: record.note }) : null;

@@ -112,6 +112,17 @@ describe("a diff of two traces", () => {
     expect(added.querySelector(".code-line").textContent).toBe("after, line 6c = a * b");
   });
 
+  it("shows a record that is the same once, labelled with both names", () => {
+    const trace = diffTrace();
+    trace.diff.records.t3 = { status: "same", kind: "tensor", name: "d", difference: 0, dtype: "float32", compared: [{ what: "value", a: 4, difference: 0, differs: false }] };
+    const { el, app } = mount(trace);
+    app.select("t3");
+    const section = el.querySelector('[data-role="diff-section"]');
+    expect(section.querySelector(".diff-headline").textContent).toBe("the same in before and after (within the tolerance)");
+    expect(section.querySelector(".diff-what").textContent).toBe("value equal");
+    expect([...section.querySelectorAll(".diff-side")].map((row) => row.textContent)).toEqual(["before = after4."]);
+  });
+
   it("leaves an ordinary trace as it was", () => {
     const { el, app } = mount(simpleTrace());
     expect(el.querySelector('[data-role="diff-legend"]').hidden).toBe(true);

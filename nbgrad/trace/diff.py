@@ -348,8 +348,9 @@ class _Matching:
     def _nodes_from_leaves(self):
         # each node's structural key: its class and its inputs' keys, in order; the same key
         # in both traces is the same subgraph (repeated subgraphs pair up in order)
-        keys_a = _structural_keys(self.a)
-        keys_b = _structural_keys(self.b)
+        numbers = {}  # one table for both traces: equal structures get equal numbers
+        keys_a = _structural_keys(self.a, numbers)
+        keys_b = _structural_keys(self.b, numbers)
         waiting = {}
         for node in self.b.nodes:
             waiting.setdefault(keys_b[node.id], []).append(node)
@@ -362,11 +363,11 @@ class _Matching:
         starts = []
         for pass_a, pass_b in zip(self.a.passes, self.b.passes):
             starts += [(ra[0], rb[0]) for ra, rb in zip(pass_a.roots, pass_b.roots)]
+        tensors_b = {t.id: t for t in self.b.tensors.values()}
         for tensor in self.a.tensors.values():
             other_id = self.pair.get(tensor.id)
             if other_id is not None and tensor.grad_fn is not None:
-                other = _tensor_by_id(self.b, other_id)
-                starts.append((tensor.grad_fn, other.grad_fn))
+                starts.append((tensor.grad_fn, tensors_b[other_id].grad_fn))
         todo = [(x, y) for x, y in starts if x is not None and y is not None]
         seen = set()
         while todo:
@@ -476,9 +477,11 @@ def _edges_of(trace):
     return edges
 
 
-def _structural_keys(trace):
-    """node id -> a hashable key: its class and its inputs' keys (an AccumulateGrad: its leaf's
-    name), computed children first without recursion (graphs can be thousands deep)."""
+def _structural_keys(trace, numbers):
+    """node id -> a number standing for its structure: its class and its inputs' numbers (an
+    AccumulateGrad: its leaf's name), computed children first without recursion (graphs can be
+    thousands deep). ``numbers`` maps each (class, inputs) to its number: nested keys would be
+    hashed as trees, exponentially in depth where a value is used twice (``h.sin() + h``)."""
     keys = {}
     for root in trace.nodes:
         if root.id in keys:
@@ -494,20 +497,14 @@ def _structural_keys(trace):
                 stack += [(c, False) for c in children]
                 continue
             if node.variable is not None:
-                keys[node.id] = (node.name, node.variable.name)
+                key = (node.name, node.variable.name)
             else:
-                keys[node.id] = (
+                key = (
                     node.name,
                     tuple(keys.get(c.id) if c is not None else None for c, _ in node.next),
                 )
+            keys[node.id] = numbers.setdefault(key, len(numbers))
     return keys
-
-
-def _tensor_by_id(trace, tensor_id):
-    for tensor in trace.tensors.values():
-        if tensor.id == tensor_id:
-            return tensor
-    raise KeyError(tensor_id)
 
 
 # --- comparing ----------------------------------------------------------------------------------
@@ -516,14 +513,14 @@ def _tensor_by_id(trace, tensor_id):
 def _entries(matching, close):
     """One DiffEntry per record of A, then per record only in B."""
     a, b = matching.a, matching.b
-    records_b = _records(b)
+    records_a, records_b = _records(a), _records(b)
     entries = []
-    for kind, record in _records(a).values():
+    for kind, record in records_a.values():
         other_id = matching.pair.get(record.id)
         if other_id is None:
             entry = DiffEntry(kind, _name_of(kind, record), "a", record, None)
             entry.compared = _quantities(kind, record, None, close)
-            entry.unobserved = _unobserved_in_other(matching, record, kind, matching.pair, b)
+            entry.unobserved = _unobserved_in_other(record, kind, matching.pair, records_b)
         else:
             other = records_b[other_id][1]
             entry = DiffEntry(kind, _name_of(kind, record), "same", record, other)
@@ -539,12 +536,12 @@ def _entries(matching, close):
         if record.id not in matching.back:
             entry = DiffEntry(kind, _name_of(kind, record), "b", None, record)
             entry.compared = _quantities(kind, None, record, close)
-            entry.unobserved = _unobserved_in_other(matching, record, kind, matching.back, a)
+            entry.unobserved = _unobserved_in_other(record, kind, matching.back, records_a)
             entries.append(entry)
     return entries
 
 
-def _unobserved_in_other(matching, record, kind, pair, other):
+def _unobserved_in_other(record, kind, pair, other_records):
     """The other side's node when this op or tensor belongs to a node that both traces have but
     only this one saw being made (PyTorch runs the transpose of ``nn.Linear`` inside
     ``linear``: its TBackward0 has no op there, while nbgrad's engine records the ``t`` op);
@@ -558,9 +555,8 @@ def _unobserved_in_other(matching, record, kind, pair, other):
     )
     if node is None or node.id not in pair:
         return None
-    nodes = {n.id: n for n in other.nodes}
-    partner = nodes.get(pair[node.id])
-    return partner if partner is not None and not partner.observed else None
+    partner = other_records[pair[node.id]][1]
+    return partner if not partner.observed else None
 
 
 def _records(trace):
@@ -833,6 +829,10 @@ def _diff_json(result, rename, data_b, values, carried):
                 }
                 for what, x, y, gap, differs in entry.compared
             ]
+            if entry.status == "same":
+                # B's values equal A's within the tolerance: written once (half the JSON)
+                for quantity in item["compared"]:
+                    del quantity["b"]
             dtype = _dtype_of(entry)
             if dtype:
                 item["dtype"] = dtype

@@ -322,3 +322,47 @@ def test_a_module_that_changed_class_says_both(engine):
     assert modules["net"] == "Sequential" and modules["net.0"] == "Linear"
     assert modules["net.1"] == "Sigmoid → ReLU"
     assert names(d.removed) == ["SigmoidBackward0 (net(x))", "sigmoid → net(x)"]
+
+
+def test_a_deep_graph_that_reuses_values():
+    # h = sin(h) + h, 200 times: each node's inputs share everything below, which a matching
+    # by nested structural keys would hash 2**200 times over
+    def cell(T, engine):
+        x = T.tensor(np.linspace(0.1, 1.0, 4), requires_grad=True)
+        with nbgrad.record(engine=engine, max_nodes=10_000) as trace:
+            h = x
+            for _ in range(200):
+                h = h.sin() + h
+            h.sum().backward()
+        return trace
+
+    a, b = cell(nbgrad, "nbgrad"), cell(torch, "torch")
+    d = diff(a, b)
+    assert d.identical, d.summary()
+    assert len(a.nodes) == 2 * 200 + 2  # sin and add per step, the sum, x's AccumulateGrad
+    # the leaf's gradient, by NumPy: the product over the steps of (cos(h) + 1)
+    h, expected = np.linspace(0.1, 1.0, 4), np.ones(4)
+    for _ in range(200):
+        expected *= np.cos(h) + 1
+        h = np.sin(h) + h
+    np.testing.assert_allclose(d.entry("x").a.grad, expected, rtol=1e-9)
+    np.testing.assert_allclose(d.entry("x").b.grad, expected, rtol=1e-9)
+
+
+def test_graphs_read_after_the_fact():
+    # nbgrad.show(tensor)'s traces: no ops, no backward pass; nodes match from the roots
+    from nbgrad.trace.graph_reader import trace_of_tensor
+    from nbgrad.trace.torch_bridge import trace_of_torch_tensor
+
+    def graph(T, reader, exponent):
+        w = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        loss = (w**exponent).sum()
+        return reader(loss, {"w": w, "loss": loss})
+
+    d = diff(graph(nbgrad, trace_of_tensor, 2.0), graph(torch, trace_of_torch_tensor, 2.0))
+    assert d.identical, d.summary()
+    d = diff(graph(nbgrad, trace_of_tensor, 2.0), graph(nbgrad, trace_of_tensor, 3.0))
+    assert d.removed == d.added == []
+    assert d.entry("loss").difference == pytest.approx((1 + 8 + 27) - (1 + 4 + 9))
+    pow_node = d.entry("PowBackward0", kind="node")  # its result is no variable: no name
+    assert pow_node.what == "saved exponent" and pow_node.difference == 1.0

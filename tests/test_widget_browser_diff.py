@@ -6,10 +6,18 @@ test-artifacts/diff-*.png.
 """
 
 import pytest
+import torch
 
 import nbgrad
 from tests.test_diff import record_mlp
 from tests.test_widget_browser import ARTIFACTS, browser, playwright_api  # noqa: F401
+from tests.test_widget_browser_inspector import (
+    MEASURE,
+    _click,
+    _helper_words,
+    _load_full_arrays,
+    _nodes_to_click,
+)
 
 VIEWPORTS = [(1024, 768), (1400, 900)]
 # the fills and strokes of style.css's diff section (rgb, as the browser computes them)
@@ -143,4 +151,45 @@ def test_nbgrad_against_torch_is_same_everywhere(tmp_path, sized_page):
     assert section.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
     width, height = page.size
     page.screenshot(path=str(ARTIFACTS / f"diff-engines-{width}x{height}.png"))
+    assert page.problems == []
+
+
+def _network_cell(engine, activation):
+    """A Sequential of three Linear layers (16 wide, so its arrays travel as buffers) with
+    ``activation`` between them, its loss and backward, recorded."""
+    T = nbgrad if engine == "nbgrad" else torch
+    T.manual_seed(0)
+    net = T.nn.Sequential(
+        T.nn.Linear(8, 16), activation(), T.nn.Linear(16, 16), activation(), T.nn.Linear(16, 1)
+    )
+    x, y = T.ones(32, 8), T.zeros(32, 1)
+    with nbgrad.record(engine=engine) as trace:
+        loss = ((net(x) - y) ** 2).mean()
+        loss.backward()
+    return trace
+
+
+@pytest.mark.parametrize("engine", ["nbgrad", "torch"])
+def test_the_inspector_reads_whole_on_every_node(tmp_path, sized_page, engine):
+    # the checks test_widget_browser_inspector.py makes on every tutorial's widget: nothing runs
+    # past the panel's edge outside a box that scrolls sideways, no number split over two lines
+    page = sized_page
+    T = nbgrad if engine == "nbgrad" else torch
+    before = _network_cell(engine, T.nn.Sigmoid)
+    after = _network_cell(engine, T.nn.ReLU)
+    d = nbgrad.diff(before, after, labels=("sigmoid", "relu"))
+    assert [e.kind for e in d.removed] == ["op", "op", "node", "node"]
+    _open(page, d.save_html(tmp_path / "network.html"))
+    words = _helper_words()
+    problems = []
+    for view in ("backward", "forward"):
+        page.click(f'[data-view="{view}"]')
+        for node_id in _nodes_to_click(page):
+            _click(page, node_id)
+            _load_full_arrays(page)
+            assert page.locator('[data-role="diff-section"]').count() == 1, node_id
+            problems += [f"{view} {node_id}: {p}" for p in page.evaluate(MEASURE, [words])]
+    assert not problems, "\n".join(problems[:40])
+    width, height = page.size
+    page.screenshot(path=str(ARTIFACTS / f"diff-network-{engine}-{width}x{height}.png"))
     assert page.problems == []

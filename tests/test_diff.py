@@ -366,3 +366,26 @@ def test_graphs_read_after_the_fact():
     assert d.entry("loss").difference == pytest.approx((1 + 8 + 27) - (1 + 4 + 9))
     pow_node = d.entry("PowBackward0", kind="node")  # its result is no variable: no name
     assert pow_node.what == "saved exponent" and pow_node.difference == 1.0
+
+
+def test_a_recording_that_stopped_is_compared_up_to_there():
+    def cell(fail):
+        a = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+        try:
+            with nbgrad.record() as trace:
+                b = a * 2
+                if fail:
+                    raise ZeroDivisionError("division by zero")
+                b.sum().backward()
+        except ZeroDivisionError:
+            pass
+        return trace
+
+    d = diff(cell(False), cell(True), labels=("works", "fails"))
+    assert "fails stopped by ZeroDivisionError: division by zero" in d.summary()
+    status = d.to_dict()["status"]
+    assert status["error"] == "fails: ZeroDivisionError: division by zero"
+    # what ran in both is compared: b = a * 2 is the same; the sum and backward only in "works"
+    assert d.entry("b").what == "grad"  # [1, 1] after backward in "works", None in "fails"
+    assert names(d.removed) == ["SumBackward0 (b.sum())", "b.sum()", "sum → b.sum()"]
+    assert d.entry("mul → b").status == "same"

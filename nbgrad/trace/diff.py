@@ -209,6 +209,11 @@ class DiffResult:
         """The differences as text, one line per record that is not the same."""
         a, b = self.labels
         lines = [repr(self)]
+        for label, trace in zip(self.labels, (self.trace_a, self.trace_b)):
+            if trace.error:
+                lines.append(f"  {label} stopped by {trace.error}: compared up to there")
+            if trace.truncated:
+                lines.append(f"  {label} was recorded in part ({trace.truncated})")
         if self.tolerance is not None:
             lines.append(f"  tolerance: rtol={self.tolerance[0]:g}, atol={self.tolerance[1]:g}")
         else:
@@ -773,6 +778,14 @@ def _merge(result, data, data_b, values, carried):
         data.setdefault("backward_sources", {}).setdefault(name, source)
     if result.trace_a.name or result.trace_b.name or result.labels != ("A", "B"):
         data["name"] = f"{label_a} vs {label_b}"
+    # the banner's facts, for both sides: which recording stopped early, and why
+    for key in ("error", "truncated"):
+        said = [
+            f"{label}: {trace_data['status'][key]}"
+            for label, trace_data in zip(result.labels, (data, data_b))
+            if trace_data["status"].get(key)
+        ]
+        data["status"][key] = "; ".join(said) or None
     data["diff"] = _diff_json(result, rename, data_b, values, carried)
     return data
 

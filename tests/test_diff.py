@@ -225,6 +225,7 @@ def test_merged_trace_holds_both_sides():
     assert len(ids) == sum(len(data[t]) for t in ("tensors", "ops", "nodes"))  # no id twice
     records = data["diff"]["records"]
     assert set(records) == ids  # every drawn record has its status
+    assert {e.id for e in d.entries} == ids  # each entry knows its record's id there
     relu = next(n for n in data["nodes"] if n["name"] == "ReluBackward0")
     assert records[relu["id"]]["status"] == "b"
     assert all(e is None or e[0] in ids for e in relu["next"])

@@ -73,7 +73,8 @@ class DiffEntry:
                 AccumulateGrad says whose: ``AccumulateGrad(w)``)
     status      "a" (only in A), "b" (only in B), "differs" or "same"
     a, b        its record in each trace (a TensorRecord, OpRecord or NodeRecord), or None
-    what        what differs most ("grad", "value", "gradient received", ...), or None
+    what        what differs most ("value", "grad", "gradient in", "gradient out 1",
+                "saved other", "output", ...), or None
     difference  the largest |a - b| over what it carries (``math.inf`` when a side lacks a
                 value or the shapes differ), 0.0 when equal, None when only in one trace
     compared    (what, value in A, value in B, largest |a - b|, differs) for each quantity
@@ -104,7 +105,7 @@ class DiffEntry:
         self.what = None
         self.difference = None
         self.compared = []
-        self.id = None  # its id in the merged trace the widget draws
+        self.id = None  # its id in the merged trace the widget draws (A's id, if in A)
         # only in one trace because the other engine made its node inside another call (the
         # node, in both, is that other side's): counted as the same
         self.unobserved = None
@@ -163,6 +164,10 @@ class DiffResult:
             (e for e in self.entries if e.status == "differs"), key=lambda e: -e.difference
         )
         self.same = [e for e in self.entries if e.status == "same"]
+        self._merged_ids = _merged_ids(matching, trace_a, trace_b)
+        for entry in self.entries:
+            if entry.a is None:
+                entry.id = self._merged_ids[entry.b.id]
         self._edges = matching.edges()
         names_a, names_b = _names(trace_a), _names(trace_b)
         self.edges_removed = [_edge_names(e, names_a) for e in self._edges if e[4] == "a"]
@@ -724,19 +729,29 @@ def _with_buffers_renamed(data):
     return data
 
 
+def _merged_ids(matching, a, b):
+    """B's record id -> its id in the merged trace: its partner's in A, else a fresh id after
+    A's largest of its kind ("t", "o", "n")."""
+    ids = dict(matching.back)
+    following = {"t": 0, "o": 0, "n": 0}
+    for key in _records(a):
+        if key[1:].isdigit():
+            following[key[0]] = max(following[key[0]], int(key[1:]) + 1)
+    taken = set(_records(a))
+    for key in _records(b):
+        if key not in ids:
+            while f"{key[0]}{following[key[0]]}" in taken:
+                following[key[0]] += 1
+            ids[key] = f"{key[0]}{following[key[0]]}"
+            following[key[0]] += 1
+    return ids
+
+
 def _merge(result, data, data_b, values, carried):
     """A's JSON with B's records that A has not (fresh ids) and the "diff" key."""
     matching = result._match
     label_a, label_b = result.labels
-    ids = dict(matching.back)  # B id -> id in the merged trace
-    counters = {"t": len(data["tensors"]), "o": len(data["ops"]), "n": len(data["nodes"])}
-    for table in ("tensors", "ops", "nodes"):
-        for record in data_b[table]:
-            if record["id"] not in ids:
-                prefix = record["id"][0]
-                ids[record["id"]] = f"{prefix}{counters[prefix]}"
-                counters[prefix] += 1
-    rename = ids.get
+    rename = result._merged_ids.get
     readable_keys = {json.dumps(v, sort_keys=True): k for k, v in data.get("readable", {}).items()}
     for table in ("tensors", "ops", "nodes"):
         for record in data_b[table]:
@@ -818,7 +833,7 @@ def _diff_json(result, rename, data_b, values, carried):
     records = {}
     lines_b = data_b.get("source", {}).get("lines", {})
     for entry in result.entries:
-        merged_id = entry.id if entry.a is not None else rename(entry.b.id)
+        merged_id = entry.id
         item = {"status": entry.status, "kind": entry.kind, "name": entry.name}
         if entry.unobserved is not None:
             side = result.labels[1] if entry.a is not None else result.labels[0]

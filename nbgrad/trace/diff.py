@@ -25,16 +25,25 @@ Which records are "the same" in both (the matching rule, in this order):
    is not the same node: one is only in A, the other only in B.
 3. **Tensors by position**, for those whose names did not match: a tensor whose grad_fn (same
    output number) or ``AccumulateGrad`` matched is the same as the other side's tensor there.
-4. **Ops** (the forward pass): an op matches the op of the same name that made the matching
-   node, else the op of the same name whose outputs all match. Below two matched ops, input
-   tensors on the same slot that matched nothing else are the same (``x_torch``, ``x_nbgrad``).
+4. **Ops** (the forward pass): an op matches the op that made the matching node (also under
+   another name: nbgrad records ``x @ w`` as ``mm``, PyTorch as ``matmul``), else the op of the
+   same name whose outputs all match. Below two matched ops, input tensors that matched nothing
+   else are the same: on the same slot for ops of the same name (``x_torch``, ``x_nbgrad``),
+   by shape, when it is unique, for ops named differently (nbgrad's ``addmm(bias, x, t(w))``
+   against PyTorch's ``linear(x, w, bias)``).
+5. **What one engine did not see**: an op or tensor only in one trace whose node is in both,
+   where the other engine made that node inside another call without recording an op for it
+   (PyTorch's ``linear`` makes its ``TBackward0`` unseen; nbgrad records the ``t`` op), counts
+   as the same: it is a difference in what was recorded, not in the program.
 
 Two matched records **differ** when one of the numbers they carry does (tensors: value and
 grad; backward nodes: the gradients each of their steps received and sent, and what they saved
 that is not a tensor; ops: their number arguments and outputs' values), beyond a tolerance
 like ``torch.testing.assert_close``'s: ``|a - b| > atol + rtol * |b|`` for some element, with
-(rtol, atol) by dtype unless given (float32: 1.3e-6, 1e-5; float64: 1e-7, 1e-7; float16 and
-bfloat16: 1e-3, 1e-5). NaN equals NaN. An array kept only as statistics (over
+(rtol, atol) by dtype unless given (float32: 1.3e-6, 1e-5; float64: 1e-7, 1e-7; float16:
+1e-3, 1e-5; bfloat16: 1.6e-2, 1e-5). NaN equals NaN, an infinity the same infinity; a number
+argument is compared only when both recorders kept it (nbgrad's keeps the exponent of ``x ** 2``
+out of the op's inputs). An array kept only as statistics (over
 ``max_elements``) is compared by its min, max, mean and std. The largest difference of a record
 is the largest ``|a - b|`` over what it carries.
 

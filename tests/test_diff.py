@@ -101,6 +101,16 @@ def test_nbgrad_against_torch_with_modules_named_differently():
     assert weight.b.name == "torch_model.0.weight" and weight.status == "same"
     assert d.entry("x_nbgrad").b.name == "x_torch"
     np.testing.assert_allclose(weight.b.grad, torch_model[0].weight.grad.numpy())
+    # nbgrad records Linear's transpose as a t op; PyTorch's linear makes its TBackward0 inside
+    transpose = d.entry("t → t in nbgrad_model.0")
+    assert transpose.status == "same" and transpose.b is None
+    assert transpose.unobserved.name == "TBackward0" and not transpose.unobserved.observed
+    note = d.to_dict()["diff"]["records"][transpose.id]["note"]
+    assert note == (
+        "torch ran this inside another call: it has the node (TBackward0) "
+        "but did not record this op"
+    )
+    assert d.entry("TBackward0 (t in nbgrad_model.0)").b.name == "TBackward0"
 
 
 # --- a changed cell -------------------------------------------------------------------------------

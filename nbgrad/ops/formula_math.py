@@ -528,6 +528,7 @@ def tensor_namespace():
         **nb.ops.nn_extra_kernels.tensor_namespace(),  # imported by derivatives.py
         **_more_layer_tensor_namespace(),
         **_special_tensor_namespace(),
+        **_rnn_tensor_namespace(),
         **_backward_function_namespace(),
     }
 
@@ -659,6 +660,12 @@ def _special_tensor_namespace():
     from nbgrad.ops import special_kernels
 
     return special_kernels.tensor_namespace()
+
+
+def _rnn_tensor_namespace():
+    from nbgrad.ops import rnn_kernels
+
+    return rnn_kernels.tensor_namespace()
 
 
 def _layer_tensor_namespace():

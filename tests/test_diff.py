@@ -400,3 +400,21 @@ def test_a_recording_that_stopped_is_compared_up_to_there():
     assert d.entry("b").what == "grad"  # [1, 1] after backward in "works", None in "fails"
     assert names(d.removed) == ["SumBackward0 (b.sum())", "b.sum()", "sum → b.sum()"]
     assert d.entry("mul → b").status == "same"
+
+
+@pytest.mark.parametrize("form", ["inline", "apart", "carried"])
+def test_the_merged_trace_follows_the_schema(form):
+    jsonschema = pytest.importorskip("jsonschema")
+    from pathlib import Path
+
+    schema = json.loads((Path(nbgrad.__file__).parent / "trace" / "schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    d = diff(record_mlp("nbgrad", "sigmoid", w2_scale=2.0), record_mlp("torch", "relu"))
+    carried = []
+    data = d.to_dict(form, carried=(lambda key, array: carried.append(key) or True))
+    data = json.loads(json.dumps(data, allow_nan=False))
+    problems = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(data)]
+    assert problems == []
+    assert data["diff"]["counts"]["a"] == 2 and data["diff"]["counts"]["b"] == 2
+    if form == "carried":  # A's arrays, B's (Bb) and the diff key's own (D) all ride along
+        assert {key[0] for key in carried} >= {"b", "B", "D"}

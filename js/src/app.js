@@ -19,7 +19,6 @@ import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
 import { indexTrace, isEmpty } from "./trace.js";
 import { backwardView, drawnIdFor, forwardView } from "./views.js";
 import { createViewport } from "./viewport.js";
-import traceSchema from "../../nbgrad/trace/schema.json";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
@@ -27,8 +26,9 @@ const PRACTICE_EXTRA_HEIGHT = 240; // px more in practice mode, for the question
 const MIN_HEIGHT = 260;
 const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
-// the one place the version is written: the schema both the widget and Python read
-const SCHEMA_VERSION = traceSchema.properties.version.const;
+// written in one place, nbgrad/trace/schema.json; the build puts it here (trace-schema-version.mjs)
+/* global TRACE_SCHEMA_VERSION */
+const SCHEMA_VERSION = TRACE_SCHEMA_VERSION;
 // version 1 is version 2 with every value inline or summarised (no "values" limit): read as is
 const READABLE_VERSIONS = [1, SCHEMA_VERSION];
 // "show the neighbourhood": a node's parents and children this many edges up and down, at most

@@ -212,9 +212,8 @@ class GraphWidget(anywidget.AnyWidget):
         if self.practice:  # the text summary lists the gradients: the answers
             data["text/plain"] = f"{widget_static.summary_of(self._data)} (practice mode)"
         elif self._source is not None:
-            from nbgrad.trace import summary
-
-            data["text/plain"] = summary.render(self._source)
+            # a Trace's text summary, or a DiffResult's (nbgrad.diff)
+            data["text/plain"] = self._source.summary()
         else:
             data["text/plain"] = widget_static.summary_of(self._data)
         data["text/html"] = widget_static.html_of(self._data)

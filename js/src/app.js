@@ -1,6 +1,7 @@
 // The widget's page: toolbar, graph, inspector and timeline, wired together. It knows nothing
 // of Jupyter: widget.js connects it to the anywidget model, standalone.js to a saved file.
 
+import { markDiff, renderDiffLegend, withDiffEdges } from "./diff.js";
 import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
@@ -115,10 +116,11 @@ export function createApp(el, options) {
   const banner = h("div", { class: "banner", "data-role": "banner" });
   const message = h("div", { class: "message", "data-role": "message" });
   const legend = h("div", { class: "legend", "data-role": "legend" });
+  const diffLegend = h("div", { class: "diff-legend", "data-role": "diff-legend", hidden: true }); // a diff of two traces (diff.js)
   const fitNote = h("div", { class: "fit-note", "data-role": "fit-note", hidden: true });
   const stage = h("div", { class: "stage" }, svg, message);
   // below the drawing, not over it: what the arrows mean, and why the view is not everything
-  const infoBar = h("div", { class: "info-bar" }, legend, fitNote, magnitudeHost);
+  const infoBar = h("div", { class: "info-bar" }, diffLegend, legend, fitNote, magnitudeHost);
   const canvas = h("div", { class: "canvas" }, stage, infoBar);
   const inspector = h("aside", { class: "inspector", "data-role": "inspector" });
   const timelineHost = h("div", { class: "timeline-host" });
@@ -157,7 +159,8 @@ export function createApp(el, options) {
 
   function viewGraph() {
     if (!state.graphs[state.view]) {
-      const view = state.view === "forward" ? forwardView(state.index) : backwardView(state.index);
+      let view = state.view === "forward" ? forwardView(state.index) : backwardView(state.index);
+      view = withDiffEdges(view, state.index, state.view); // a diff: the edges only B has
       state.graphs[state.view] = prepareView(view, state.index.modules, state.view === "forward" ? "up" : "down");
     }
     return state.graphs[state.view];
@@ -216,6 +219,7 @@ export function createApp(el, options) {
     }
     legend.textContent = legendText(state.view);
     legend.title = legendText(state.view);
+    renderDiffLegend(diffLegend, state.index);
     runSearch(false);
     for (const [name, button] of Object.entries(viewButtons)) button.classList.toggle("active", name === state.view);
     paint();
@@ -344,6 +348,7 @@ export function createApp(el, options) {
     }, (from, to, cls) => {
       for (const a of drawnIdsOf(from)) for (const b of drawnIdsOf(to)) if (scene.hasEdge(`${a}>${b}`) && !colourOfOne(cls, a, b)) mark(edges, `${a}>${b}`, cls);
     });
+    markDiff(state.index, state.view, { nodes, edges }, mark, drawnIdsOf, (key) => scene.hasEdge(key));
     scene.decorate({ nodes, edges });
   }
 

@@ -2,6 +2,7 @@
 // AccumulateGrad, an op without a grad_fn, or a folded module group. Names in it are links
 // that select what they name.
 
+import { diffSection } from "./diff.js";
 import { h } from "./dom.js";
 import { formatShape, isSummary } from "./format.js";
 import { localDerivative, localGradients, toMathML } from "./formula.js";
@@ -320,7 +321,7 @@ export function renderInspector(panel, ctx, id) {
     parts = op.node && index.nodes.has(op.node) ? functionPanel(ctx, index.nodes.get(op.node)) : opPanel(ctx, op);
   } else parts = [h("div", { class: "note", text: `Nothing called ${id} in this trace.` })];
   parts = [nonfiniteSection(index, id), ...parts]; // where a NaN/Inf first appeared (nonfinite.js)
-  panel.replaceChildren(...parts.filter(Boolean));
+  panel.replaceChildren(...[diffSection(ctx, id), ...parts].filter(Boolean)); // a diff: both sides first
   panel.setAttribute("data-selected", id || "");
   ensureResizeHandle(panel);
   markWideArrays(panel);

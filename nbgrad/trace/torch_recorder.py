@@ -43,6 +43,7 @@ import torch.nn.modules.module
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from nbgrad.trace import torch_bridge
+from nbgrad.trace.failure import torch_backward_failure, torch_forward_failure
 from nbgrad.trace.graph_reader import note_formula
 from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import BaseRecorder, single_grad_received
@@ -215,6 +216,7 @@ class TorchRecorder(BaseRecorder):
         self._formula_node = None
         self._unresolved = None
         self._prehook_handles = []
+        self._failed = None  # (exception, failure.Failure): the last call that raised
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -268,7 +270,11 @@ class TorchRecorder(BaseRecorder):
         name = kind
         first = args[0] if args else None
         version_before = first._version if isinstance(first, torch.Tensor) else None
-        result = func(*args, **kwargs)
+        try:
+            result = func(*args, **kwargs)
+        except Exception as error:
+            self._note_failure(error, lambda: self._forward_failure(name, args, kwargs, error))
+            raise
         self._busy = True
         try:
             # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that ran it
@@ -278,6 +284,29 @@ class TorchRecorder(BaseRecorder):
         finally:
             self._busy = False
         return result
+
+    def _note_failure(self, error, find):
+        """Remember the call that raised ``error`` (``find()`` makes its Failure) for
+        ``_failure_of``; the first one seen is the innermost."""
+        if self._failed is not None and self._failed[0] is error:
+            return
+        self._busy = True
+        try:
+            self._failed = (error, find())
+        except Exception:  # noqa: BLE001 - finding the failing call must not hide the error
+            self._failed = None
+        finally:
+            self._busy = False
+
+    def _forward_failure(self, name, args, kwargs, error):
+        # sys._getframe(4): <lambda> <- _note_failure <- _call <- __torch_function__ <- the call
+        user_frame, _ = self._locate(sys._getframe(4))
+        line = user_frame.f_lineno if user_frame is not None else None
+        return torch_forward_failure(self, name, args, kwargs, line, error)
+
+    def _failure_of(self, error):
+        failed, self._failed = self._failed, None
+        return failed[1] if failed is not None and failed[0] is error else None
 
     def _record_op(self, name, args, kwargs, result, version_before, frame, in_formula=False):
         """Record a call that returned ``result``; ``frame`` is the first frame above it
@@ -600,6 +629,11 @@ class TorchRecorder(BaseRecorder):
             else:
                 with formula_mode:
                     result = func(*args, **kwargs)
+        except Exception as error:
+            self._note_failure(
+                error, lambda: torch_backward_failure(self, backward_pass, root_nodes, error)
+            )
+            raise
         finally:
             if self._unresolved is not None:
                 self._resolve_formula_op()

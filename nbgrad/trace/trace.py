@@ -348,6 +348,7 @@ class Trace:
         self.backward_sources = {}
         self.truncated = None
         self.error = None
+        self.failure = None  # the call that raised (trace/failure.py), when one did
         self.complete = False
         self._buffers = {}
         self._later = None  # (function, its arguments, the tables it fills in): complete_later

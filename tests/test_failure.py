@@ -76,6 +76,7 @@ def test_a_matmul_of_shapes_that_do_not_fit(shell, engine):
     assert failure["where"] == "forward"
     assert failure["call"] == "matmul"
     assert failure["line"] == 5  # line 1 is %%autograd
+    assert data["source"]["lines"]["5"] == "d = c @ b"
     assert failure["type"] == "RuntimeError" == type(expected).__name__
     assert failure["message"] == str(expected) == str(error)
     assert "node" not in failure and "pass" not in failure

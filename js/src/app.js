@@ -3,6 +3,7 @@
 
 import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
+import { failedViewIds, failureTarget, withFailedCall } from "./failure.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
 import { boundsOf, lineage, lossNodeId, neighbourhood } from "./focus.js";
 import { GROUP_PREFIX, collapsedAncestor, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
@@ -136,7 +137,7 @@ export function createApp(el, options) {
 
   function viewGraph() {
     if (!state.graphs[state.view]) {
-      const view = state.view === "forward" ? forwardView(state.index) : backwardView(state.index);
+      const view = withFailedCall(state.view === "forward" ? forwardView(state.index) : backwardView(state.index), state.index, state.view);
       state.graphs[state.view] = prepareView(view, state.index.modules, state.view === "forward" ? "up" : "down");
     }
     return state.graphs[state.view];
@@ -313,6 +314,7 @@ export function createApp(el, options) {
     const selected = drawnNodeId(state.selected);
     if (selected) mark(nodes, selected, "selected");
     for (const copy of state.visible.copies.get(state.selected) || []) mark(nodes, copy, "selected");
+    for (const id of failedViewIds(state.index, state.view)) for (const d of drawnIdsOf(id)) mark(nodes, d, "failed");
     for (const id of cursor.matches) for (const d of drawnIdsOf(id)) mark(nodes, d, "match");
     if (cursor.current) for (const d of drawnIdsOf(cursor.current)) mark(nodes, d, "match-current");
     scene.decorate({ nodes, edges });
@@ -587,6 +589,9 @@ export function createApp(el, options) {
     page.classList.remove("empty");
     message.replaceChildren();
     if (!state.index.nodes.size && state.view === "backward") state.view = "forward";
+    // a cell that raised opens on the call that raised (unless a node was asked for)
+    const failed = failureTarget(state.index);
+    if (failed && !state.selected) [state.view, state.selected] = [failed.view, failed.id];
     timeline = createTimeline(timelineHost, { index: state.index, onStep: (k) => setStep(k, true) });
     redraw();
     setStep(state.step, false);

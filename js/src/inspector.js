@@ -3,6 +3,7 @@
 // that select what they name.
 
 import { h } from "./dom.js";
+import { FAILED_ID, failedCallPanel, failurePanel, isFailedRecord } from "./failure.js";
 import { formatShape, isSummary } from "./format.js";
 import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
@@ -307,6 +308,7 @@ export function renderInspector(panel, ctx, id) {
   let parts;
   if (!id) parts = emptyPanel();
   else if (id.startsWith(GROUP_PREFIX)) parts = groupPanel(ctx, id.slice(GROUP_PREFIX.length));
+  else if (id === FAILED_ID) parts = failedCallPanel(index, ctx);
   else if (index.tensors.has(id)) parts = tensorPanel(ctx, index.tensors.get(id));
   else if (index.nodes.has(id)) {
     const node = index.nodes.get(id);
@@ -315,6 +317,8 @@ export function renderInspector(panel, ctx, id) {
     const op = index.ops.get(id);
     parts = op.node && index.nodes.has(op.node) ? functionPanel(ctx, index.nodes.get(op.node)) : opPanel(ctx, op);
   } else parts = [h("div", { class: "note", text: `Nothing called ${id} in this trace.` })];
+  // the call that raised: its message right under the title (failure.js)
+  if (id !== FAILED_ID && isFailedRecord(index, id)) parts.splice(1, 0, failurePanel(index));
   panel.replaceChildren(...parts.filter(Boolean));
   panel.setAttribute("data-selected", id || "");
   ensureResizeHandle(panel);

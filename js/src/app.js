@@ -3,6 +3,7 @@
 
 import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
+import { createDrawingReporter, createExportButtons, exportName, svgDocument } from "./export.js";
 import { failedViewIds, failureTarget, withFailedCall } from "./failure.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
 import { boundsOf, lineage, lossNodeId, neighbourhood } from "./focus.js";
@@ -37,7 +38,8 @@ let instances = 0;
 /**
  * options: trace (parsed JSON), selected, step, view ("forward" | "backward"),
  *          height (px), onSelect(id), onStep(k), onView(view), onHeight(px),
- *          fetchBuffer(bufferId) -> Promise
+ *          fetchBuffer(bufferId) -> Promise, onDrawing({ text, width, height, view }): the
+ *          drawing as an SVG document, once the view settles and on each export (export.js)
  */
 export function createApp(el, options) {
   const arrowId = `nbgrad-arrow-${++instances}`;
@@ -93,6 +95,7 @@ export function createApp(el, options) {
     h("button", { type: "button", "data-role": "zoom-out", text: "−", title: "zoom out", onclick: () => viewport.zoom(0.8) }),
     h("button", { type: "button", class: "group-button", "data-role": "expand-all", text: "expand all", title: "open every module group", onclick: () => setCollapsedAll(false) }),
     h("button", { type: "button", class: "group-button", "data-role": "collapse-all", text: "collapse all", title: "fold every module group into one node", onclick: () => setCollapsedAll(true) }),
+    createExportButtons({ drawing: () => currentDrawing(), name: (ext) => exportName(state.index && state.index.trace, state.view, ext), onExport: (d) => options.onDrawing && options.onDrawing(d) }),
     shapeLabel,
     h("span", { class: "search-box" }, search, searchPrevious, searchNext, searchCount),
     status,
@@ -117,6 +120,12 @@ export function createApp(el, options) {
   const scene = createScene(layers, arrowId);
   const minimap = createMinimap(stage, viewport);
   const cursor = createSearchCursor();
+  const drawingReporter = createDrawingReporter({
+    drawing: () => currentDrawing(),
+    isShown: () => page.isConnected,
+    nodeCount: () => (state.visible ? state.visible.nodes.length : 0),
+    send: options.onDrawing,
+  });
   setHeight(options.height);
   let timeline = null;
 
@@ -318,6 +327,19 @@ export function createApp(el, options) {
     for (const id of cursor.matches) for (const d of drawnIdsOf(id)) mark(nodes, d, "match");
     if (cursor.current) for (const d of drawnIdsOf(cursor.current)) mark(nodes, d, "match-current");
     scene.decorate({ nodes, edges });
+    drawingReporter.schedule(); // the kernel gets the drawing once the view settles (export.js)
+  }
+
+  /** The whole drawing as it is now, as a standalone SVG (export.js): every part of it is put
+   * in the DOM for the copy, then the screen's part again. */
+  function currentDrawing() {
+    if (!state.laid || !state.drawn) return null;
+    scene.update({ x: -1e9, y: -1e9, width: 2e9, height: 2e9 });
+    const fresh = scene.takeUnchecked();
+    if (fresh.length <= TEXT_CHECK_LIMIT) fitTextsToBoxes(fresh);
+    const drawing = svgDocument(svg, root, state.laid);
+    drawOnScreen();
+    return { ...drawing, view: state.view };
   }
 
   // --- search: every match highlighted, stepped through in reading order --------------------
@@ -630,7 +652,10 @@ export function createApp(el, options) {
     get state() {
       return state;
     },
+    /** The whole drawing as it is now: { text (an SVG document), width, height, view }. */
+    drawing: () => currentDrawing(),
     destroy() {
+      drawingReporter.stop();
       if (timeline) timeline.destroy();
       if (observer) observer.disconnect();
       minimap.destroy();

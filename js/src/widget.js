@@ -103,6 +103,8 @@ async function render({ model, el }) {
     onView: (view) => push("view", view),
     onHeight: (px) => push("height", Math.round(px)),
     fetchBuffer: fetcher.fetchBuffer,
+    // GraphWidget.save_svg writes the latest drawing the page sent (export.js)
+    onDrawing: ({ text, width, height, view }) => model.send({ type: "drawing", svg: text, width, height, view }),
   });
   const onTrace = async () => app.setTrace(await readTrace(model.get("trace")));
   const onSelected = () => {

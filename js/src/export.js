@@ -94,7 +94,7 @@ export function svgDocument(svg, root, size) {
   copy.setAttribute("height", String(height));
   copy.setAttribute("viewBox", `0 0 ${width} ${height}`);
   copy.removeAttribute("class");
-  copy.setAttribute("style", `background:${BACKGROUND}`);
+  copy.setAttribute("style", `${copy.getAttribute("style") || ""};background:${BACKGROUND}`.replace(/^;/, ""));
   // the pan and zoom give way to the drawing at scale 1, inside the padding
   const rootIndex = [...svg.querySelectorAll("*")].indexOf(root);
   const copiedRoot = rootIndex >= 0 ? copy.querySelectorAll("*")[rootIndex] : null;

@@ -89,7 +89,8 @@ export function svgDocument(svg, root, size) {
   const height = Math.ceil(size.height + 2 * EXPORT_PADDING);
   const copy = svg.cloneNode(true);
   inlineStyles(svg, copy);
-  copy.setAttribute("xmlns", "http://www.w3.org/2000/svg");
+  // as a namespace declaration (a plain attribute would be written twice by some serializers)
+  copy.setAttributeNS("http://www.w3.org/2000/xmlns/", "xmlns", "http://www.w3.org/2000/svg");
   copy.setAttribute("width", String(width));
   copy.setAttribute("height", String(height));
   copy.setAttribute("viewBox", `0 0 ${width} ${height}`);

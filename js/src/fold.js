@@ -280,7 +280,9 @@ export function foldRepeats(view, takenNames = []) {
       out.loops.push(path_);
       out.modules[path_] = `loop ×${found.repeats}`;
       out.notes[path_] = `repeated loop body, ${found.repeats} times`;
-      out.labels[path_] = `×${found.repeats} ${names[0]} … ${names[names.length - 1]}`;
+      // the folded node's text: "×5 Tanh … Mm" (a node's class without "Backward0" is enough)
+      const short = (name) => name.replace(/Backward\d*$/, "") || name;
+      out.labels[path_] = `×${found.repeats} ${short(names[0])} … ${short(names[names.length - 1])}`;
       for (let k = 0; k < (small ? 0 : found.repeats); k++) {
         out.modules[`${path_}.${k}`] = `repetition ${k + 1} of ${found.repeats}`;
         out.notes[`${path_}.${k}`] = `repetition ${k + 1} of ${found.repeats} of a loop body`;

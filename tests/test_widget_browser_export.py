@@ -73,7 +73,7 @@ def record(shell, engine, body, fails):
 
 
 @pytest.fixture
-def page(browser):
+def page(browser):  # noqa: F811 - the fixture imported above
     context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
     page = context.new_page()
     page.problems = []
@@ -140,8 +140,15 @@ def test_a_failed_cell_opens_on_the_call_that_raised(shell, page, tmp_path, engi
     assert page.problems == []
 
 
+NODES = "svg.graph [data-node-id]"
+
+
 def drawn_ids(page):
-    return page.eval_on_selector_all("svg.graph [data-node-id]", "els => els.map(e => e.dataset.nodeId)")
+    return page.eval_on_selector_all(NODES, "e => e.map(n => n.dataset.nodeId)")
+
+
+def drawn_labels(page):
+    return page.eval_on_selector_all(NODES, "e => e.map(n => n.dataset.label)")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -150,7 +157,7 @@ def test_a_loop_rolls_and_unrolls_on_click(shell, page, tmp_path, engine):
     open_page(page, GraphWidget(trace), tmp_path, "rnn")
     unrolled = drawn_ids(page)
     # 5 steps of TanhBackward0, AddBackward0, MmBackward0, and W's AccumulateGrad per step
-    names = page.eval_on_selector_all("svg.graph [data-node-id]", "els => els.map(e => e.dataset.label)")
+    names = drawn_labels(page)
     assert names.count("TanhBackward0") == 5 and names.count("MmBackward0") == 5
     title = page.locator('[data-group="loop1"] .group-title')
     assert "loop ×5" in title.text_content()
@@ -179,9 +186,10 @@ def download(page, role, path):
 def test_the_export_buttons_download_the_drawing(shell, page, tmp_path, engine):
     trace = record(shell, engine, FAILING_CELLS["second-backward"][0], fails=True)
     open_page(page, GraphWidget(trace), tmp_path, "graph")
-    labels = page.eval_on_selector_all("svg.graph [data-node-id]", "els => els.map(e => e.dataset.label)")
+    labels = drawn_labels(page)
     laid = page.evaluate(
-        "() => { const v = document.querySelector('svg.graph .viewport').getBBox(); return [v.width, v.height]; }"
+        "() => { const v = document.querySelector('svg.graph .viewport').getBBox();"
+        " return [v.width, v.height]; }"
     )
     svg_path = download(page, "export-svg", tmp_path / "graph.svg")
     root, texts = svg_texts(svg_path)
@@ -221,7 +229,8 @@ def test_save_svg_and_png_from_python(shell, page, tmp_path, engine):
     rolled = download(page, "export-svg", tmp_path / "rolled-page.svg")
     text = rolled.read_text(encoding="utf-8")
     root, texts = svg_texts(rolled)
-    message = {"type": "drawing", "svg": text, "width": root.get("width"), "height": root.get("height"), "view": "backward"}
+    width, height = root.get("width"), root.get("height")
+    message = {"type": "drawing", "svg": text, "width": width, "height": height, "view": "backward"}
     widget._on_message(widget, message, [])
     saved = widget.save_svg(tmp_path / "rolled.svg")
     assert saved.read_text(encoding="utf-8") == text

@@ -273,7 +273,7 @@ class TorchRecorder(BaseRecorder):
         try:
             result = func(*args, **kwargs)
         except Exception as error:
-            self._note_failure(error, lambda: self._forward_failure(name, args, kwargs, error))
+            self._note_failure(error, self._forward_failure, name, args, kwargs)
             raise
         self._busy = True
         try:
@@ -285,21 +285,21 @@ class TorchRecorder(BaseRecorder):
             self._busy = False
         return result
 
-    def _note_failure(self, error, find):
-        """Remember the call that raised ``error`` (``find()`` makes its Failure) for
-        ``_failure_of``; the first one seen is the innermost."""
+    def _note_failure(self, error, find, *details):
+        """Remember the call that raised ``error`` (``find(*details, error)`` makes its Failure)
+        for ``_failure_of``; the first one seen is the innermost."""
         if self._failed is not None and self._failed[0] is error:
             return
         self._busy = True
         try:
-            self._failed = (error, find())
+            self._failed = (error, find(*details, error))
         except Exception:  # noqa: BLE001 - finding the failing call must not hide the error
             self._failed = None
         finally:
             self._busy = False
 
     def _forward_failure(self, name, args, kwargs, error):
-        # sys._getframe(4): <lambda> <- _note_failure <- _call <- __torch_function__ <- the call
+        # sys._getframe(4): this <- _note_failure <- _call <- __torch_function__ <- the call
         user_frame, _ = self._locate(sys._getframe(4))
         line = user_frame.f_lineno if user_frame is not None else None
         return torch_forward_failure(self, name, args, kwargs, line, error)
@@ -630,9 +630,7 @@ class TorchRecorder(BaseRecorder):
                 with formula_mode:
                     result = func(*args, **kwargs)
         except Exception as error:
-            self._note_failure(
-                error, lambda: torch_backward_failure(self, backward_pass, root_nodes, error)
-            )
+            self._note_failure(error, torch_backward_failure, self, backward_pass, root_nodes)
             raise
         finally:
             if self._unresolved is not None:

@@ -133,3 +133,15 @@ def test_a_trace_that_did_not_fail_has_no_failure(shell, engine):
         store_history=False,
     )
     assert "failure" not in json.loads(nbgrad.last_trace().to_json())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_call_inside_a_module_is_named_as_pytorch_names_it(shell, engine):
+    body = "layer = torch.nn.Linear(3, 2)\nx = torch.ones(4, 5)\ny = layer(x).sum()\n"
+    data, _ = recorded(shell, engine, body)
+    failure = data["failure"]
+    # nn.Linear's forward calls F.linear, the call PyTorch's function mode sees
+    assert (failure["where"], failure["call"], failure["line"]) == ("forward", "linear", 4)
+    assert failure["message"] == str(torch_error(body))
+    names = {t["id"]: t["name"] for t in data["tensors"]}
+    assert [names[i] for i in failure["inputs"]] == ["x", "layer.weight", "layer.bias"]

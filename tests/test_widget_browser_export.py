@@ -13,13 +13,19 @@ Screenshots at 1024x768 and 1400x900 go to test-artifacts/export-*.png.
 
 import json
 import struct
+import urllib.request
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 
 import nbgrad
 from nbgrad.widget import GraphWidget
-from tests.test_widget_browser import ARTIFACTS, CHROMIUM_ARGS, browser, playwright_api  # noqa: F401
+from tests.test_widget_browser import (  # noqa: F401 - fixtures
+    ARTIFACTS,
+    browser,
+    lab,
+    playwright_api,
+)
 
 pytest.importorskip("IPython")
 
@@ -244,3 +250,76 @@ def test_save_svg_and_png_from_python(shell, page, tmp_path, engine):
     # a new trace drops the drawing of the old one
     widget.set_trace(trace)
     assert widget._drawing is None
+
+
+# --- in JupyterLab: the page sends its drawing to the kernel ----------------------------------
+
+
+def test_save_svg_in_jupyterlab_writes_what_the_page_drew(lab, page, tmp_path):  # noqa: F811
+    from tests.test_widget_browser import _open_notebook, _run_all, _start_kernel
+
+    svg_path, png_path = tmp_path / "from-page.svg", tmp_path / "from-page.png"
+    cells = [
+        "%load_ext nbgrad",
+        "import nbgrad as torch\nfrom nbgrad.widget import GraphWidget\n"
+        "with torch.record() as t:\n"
+        "    x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "    (x * x).exp().sum().backward()\n"
+        "w = GraphWidget(t)\nw",
+        f"print('FROM PAGE', w._drawing is not None, w.save_svg({str(svg_path)!r}).stat().st_size,"
+        f" w.save_png({str(png_path)!r}).stat().st_size)",
+    ]
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"c{i}",
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+            for i, source in enumerate(cells)
+        ],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    request = urllib.request.Request(
+        f"{lab}/api/contents/export.ipynb",
+        data=json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="PUT",
+    )
+    urllib.request.urlopen(request, timeout=30)
+    _start_kernel(lab, "export.ipynb")
+    _open_notebook(page, f"{lab}/lab/tree/export.ipynb")
+    _run_all(page)
+    widget = page.locator(".nbgrad-widget").first
+    widget.wait_for(timeout=40_000)
+    # the user selects a node; the page sends its drawing once the view has settled
+    widget.locator('[data-label="ExpBackward0"]').click()
+    page.wait_for_timeout(1500)
+    last = page.locator(".jp-Cell").nth(2)
+    last.click()
+    page.keyboard.press("Shift+Enter")
+    try:
+        page.locator(".jp-OutputArea-output", has_text="FROM PAGE True").wait_for(timeout=40_000)
+    except playwright_api.TimeoutError:
+        page.screenshot(path=str(ARTIFACTS / "failure-export-jupyterlab.png"))
+        outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
+        raise AssertionError(f"no drawing from the page; the outputs: {outputs}") from None
+    root, texts = svg_texts(svg_path)
+    assert sorted(t for t in texts if t.endswith(("Backward0", "Grad"))) == [
+        "AccumulateGrad",
+        "ExpBackward0",
+        "MulBackward0",
+        "SumBackward0",
+    ]
+    # the drawing as the page showed it: the node the user clicked is the selected one
+    selected = [g for g in root.iter(f"{SVG}g") if "selected" in (g.get("class") or "").split()]
+    assert [g.get("data-label") for g in selected] == ["ExpBackward0"]
+    width, height = int(root.get("width")), int(root.get("height"))
+    assert png_size(png_path) == (2 * width, 2 * height)

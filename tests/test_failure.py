@@ -145,3 +145,17 @@ def test_a_call_inside_a_module_is_named_as_pytorch_names_it(shell, engine):
     assert failure["message"] == str(torch_error(body))
     names = {t["id"]: t["name"] for t in data["tensors"]}
     assert [names[i] for i in failure["inputs"]] == ["x", "layer.weight", "layer.bias"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_error_the_program_caught_leaves_no_trace(shell, engine):
+    shell.run_cell(f"import {engine} as torch", store_history=False)
+    body = (
+        "a = torch.ones(2, 3, requires_grad=True)\nb = torch.ones(4, 5)\n"
+        "try:\n    a @ b\nexcept RuntimeError:\n    pass\ny = (a * 2).sum()\ny.backward()\n"
+    )
+    assert shell.run_cell("%%autograd --no-show\n" + body, store_history=False).success
+    data = json.loads(nbgrad.last_trace().to_json())
+    assert data["status"]["error"] is None and "failure" not in data
+    # b, given only to the call that raised, is not in it
+    assert sorted(t["name"] for t in data["tensors"]) == ["a", "a * 2", "y"]

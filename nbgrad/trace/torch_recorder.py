@@ -216,7 +216,7 @@ class TorchRecorder(BaseRecorder):
         self._formula_node = None
         self._unresolved = None
         self._prehook_handles = []
-        self._failed = None  # (exception, failure.Failure): the last call that raised
+        self._failed = None  # (exception, how to find its Failure, with what): the last raise
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -273,7 +273,10 @@ class TorchRecorder(BaseRecorder):
         try:
             result = func(*args, **kwargs)
         except Exception as error:
-            self._note_failure(error, self._forward_failure, name, args, kwargs)
+            # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that raised
+            user_frame, _ = self._locate(sys._getframe(2))
+            line = user_frame.f_lineno if user_frame is not None else None
+            self._note_failure(error, torch_forward_failure, name, args, kwargs, line)
             raise
         self._busy = True
         try:
@@ -286,27 +289,22 @@ class TorchRecorder(BaseRecorder):
         return result
 
     def _note_failure(self, error, find, *details):
-        """Remember the call that raised ``error`` (``find(*details, error)`` makes its Failure)
-        for ``_failure_of``; the first one seen is the innermost."""
-        if self._failed is not None and self._failed[0] is error:
-            return
-        self._busy = True
-        try:
-            self._failed = (error, find(*details, error))
-        except Exception:  # noqa: BLE001 - finding the failing call must not hide the error
-            self._failed = None
-        finally:
-            self._busy = False
-
-    def _forward_failure(self, name, args, kwargs, error):
-        # sys._getframe(4): this <- _note_failure <- _call <- __torch_function__ <- the call
-        user_frame, _ = self._locate(sys._getframe(4))
-        line = user_frame.f_lineno if user_frame is not None else None
-        return torch_forward_failure(self, name, args, kwargs, line, error)
+        """Remember the call that raised ``error``: ``find(self, *details, error)`` makes its
+        Failure if the recording ends with that error (``_failure_of``), so that a call whose
+        error the program caught adds nothing to the trace. The first call seen is the
+        innermost."""
+        if self._failed is None or self._failed[0] is not error:
+            self._failed = (error, find, details)
 
     def _failure_of(self, error):
         failed, self._failed = self._failed, None
-        return failed[1] if failed is not None and failed[0] is error else None
+        if failed is None or failed[0] is not error:
+            return None
+        _, find, details = failed
+        try:
+            return find(self, *details, error)
+        except Exception:  # noqa: BLE001 - finding the failing call must not hide the error
+            return None
 
     def _record_op(self, name, args, kwargs, result, version_before, frame, in_formula=False):
         """Record a call that returned ``result``; ``frame`` is the first frame above it
@@ -630,7 +628,7 @@ class TorchRecorder(BaseRecorder):
                 with formula_mode:
                     result = func(*args, **kwargs)
         except Exception as error:
-            self._note_failure(error, torch_backward_failure, self, backward_pass, root_nodes)
+            self._note_failure(error, torch_backward_failure, backward_pass, root_nodes)
             raise
         finally:
             if self._unresolved is not None:

@@ -159,3 +159,30 @@ def test_an_error_the_program_caught_leaves_no_trace(shell, engine):
     assert data["status"]["error"] is None and "failure" not in data
     # b, given only to the call that raised, is not in it
     assert sorted(t["name"] for t in data["tensors"]) == ["a", "a * 2", "y"]
+
+
+# Calls that raise, and the name PyTorch's function mode gives each (what the user called).
+NAMED_CALLS = {
+    "view": ("b = a.view(5)", "view", 1),
+    "add": ("b = a + torch.ones(4)", "add", 2),
+    "cat": ("b = torch.cat([a, torch.ones(2, 4)])", "cat", 2),
+    "cross_entropy": (
+        "b = torch.nn.functional.cross_entropy(a, torch.tensor([0, 5]))",
+        "cross_entropy",
+        2,
+    ),
+    "getitem": ("b = a[5]", "getitem", 1),
+    "mm": ("b = a.exp().mm(a)", "mm", 2),
+}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", list(NAMED_CALLS))
+def test_the_failing_call_is_named_as_pytorch_names_it(shell, engine, case):
+    line, call, inputs = NAMED_CALLS[case]
+    body = f"a = torch.ones(2, 3, requires_grad=True)\n{line}\n"
+    data, error = recorded(shell, engine, body)
+    failure = data["failure"]
+    assert (failure["where"], failure["call"], failure["line"]) == ("forward", call, 3)
+    assert len(failure["inputs"]) == inputs
+    assert failure["type"] == type(torch_error(body)).__name__ == type(error).__name__

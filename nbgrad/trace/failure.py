@@ -30,6 +30,8 @@ _OP_DIRS = (
     os.path.join(_NBGRAD_DIR, "special.py"),
 )
 _ENGINE_FILE = os.path.join(_NBGRAD_DIR, "autograd", "engine.py")
+# Frames of nbgrad's operations that wrap the call rather than being it.
+_WRAPPERS = {"wrapper", "operator", "method", "with_numpy_names", "inner", "wrapped"}
 
 
 class Failure:
@@ -145,8 +147,18 @@ def nbgrad_failure(recorder, error):
     if inner is None:
         return None
     for frame, _ in frames[inner + 1 :]:
-        if frame.f_code.co_filename.startswith(_OP_DIRS):
-            name = frame.f_code.co_name.strip("_")
+        if not frame.f_code.co_filename.startswith(_OP_DIRS):
+            continue
+        name = frame.f_code.co_name
+        if name in _WRAPPERS:
+            # ``x + y``'s operator names its op in ``spec``; other wrappers (``out=``, NumPy's
+            # argument names) pass the call on: it is further in
+            spec = frame.f_locals.get("spec")
+            if spec is None:
+                continue
+            name = spec.name
+        name = name.strip("_")
+        if name:
             tensors = _tensor_arguments(frame, recorder.tensor_type)
             inputs = [recorder._record_of(tensor) for tensor in tensors]
             return Failure("forward", name, line, error, inputs=inputs)

@@ -178,6 +178,26 @@ def test_a_loop_rolls_and_unrolls_on_click(shell, page, tmp_path, engine):
     shoot(page, f"loop-rolled-{engine}")
     node.click()
     assert sorted(drawn_ids(page)) == sorted(unrolled)
+    # the forward view's loop: tensors and ops of the 5 steps, rolled and unrolled the same way
+    page.click('[data-view="forward"]')
+    forward = drawn_ids(page)
+    title = page.locator(".group-title", has_text="loop ×5")
+    assert title.count() == 1
+    path = title.locator("xpath=..").get_attribute("data-group")
+    # the view opens on the loss: zoom out (the toolbar's −) until the loop's title is on screen
+    stage = page.locator("svg.graph").bounding_box()
+    for _ in range(10):
+        box = title.bounding_box()
+        if box["y"] >= stage["y"] and box["x"] >= stage["x"]:
+            break
+        page.click('[data-role="zoom-out"]')
+    title.click()
+    node = page.locator(f'[data-node-id="group:{path}"]')
+    # a step's block on the main path: its input h, matmul, h @ W, add, h @ W + 1.0, tanh
+    assert node.locator("text.label").text_content() == "×5 h … tanh"
+    assert drawn_labels(page).count("tanh") == 0
+    node.click()
+    assert sorted(drawn_ids(page)) == sorted(forward)
     assert page.problems == []
 
 

@@ -19,13 +19,15 @@ import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
 import { indexTrace, isEmpty } from "./trace.js";
 import { backwardView, drawnIdFor, forwardView } from "./views.js";
 import { createViewport } from "./viewport.js";
+import traceSchema from "../../nbgrad/trace/schema.json";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
 const MIN_HEIGHT = 260;
 const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
-const SCHEMA_VERSION = 2; // docs/trace-schema.md
+// the one place the version is written: the schema both the widget and Python read
+const SCHEMA_VERSION = traceSchema.properties.version.const;
 // version 1 is version 2 with every value inline or summarised (no "values" limit): read as is
 const READABLE_VERSIONS = [1, SCHEMA_VERSION];
 // "show the neighbourhood": a node's parents and children this many edges up and down, at most

@@ -126,6 +126,8 @@ def test_real_traces_follow_the_schema(program, T, form):
     assert data["producer"]["engine"] == engine_module(T).__name__
     assert data["nodes"] and data["tensors"]
     assert (data["status"]["error"] is not None) == (program is raises)
+    # and names the call that raised: (w * 2) @ ones(3, 1), shapes (1, 2) and (3, 1)
+    assert (data.get("failure", {}).get("call") == "matmul") == (program is raises)
     assert problems(data) == []
 
 
@@ -168,6 +170,7 @@ TABLES = {  # docs/trace-schema.md heading (or the line before a table) -> schem
     "`passes`": "pass",
     "`steps`": "step",
     "`accumulations`": "accumulation",
+    "## Failure": "failure",
 }
 
 
@@ -188,9 +191,10 @@ def documented_keys():
 
 def test_the_schema_has_exactly_the_keys_docs_trace_schema_md_describes():
     documented = documented_keys()
-    assert set(documented) == {"top", "tensor", "op", "node", "pass", "step", "accumulation"}
+    records = {"tensor", "op", "node", "pass", "step", "accumulation", "failure"}
+    assert set(documented) == {"top", *records}
     assert documented["top"] == set(SCHEMA["properties"])
-    for record_name in ("tensor", "op", "node", "pass", "step", "accumulation"):
+    for record_name in records:
         assert documented[record_name] == set(SCHEMA["$defs"][record_name]["properties"]), (
             record_name
         )

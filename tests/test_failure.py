@@ -193,3 +193,14 @@ def test_the_failing_call_is_named_as_pytorch_names_it(shell, engine, case):
     assert (failure["where"], failure["call"], failure["line"]) == ("forward", call, 3)
     assert len(failure["inputs"]) == inputs
     assert failure["type"] == type(torch_error(body)).__name__ == type(error).__name__
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_call_that_raised_after_recording_stopped_is_not_named(shell, engine):
+    shell.run_cell(f"import {engine} as torch", store_history=False)
+    cell = "%%autograd --no-show --max-passes 1\n" + SECOND_BACKWARD
+    assert not shell.run_cell(cell, store_history=False).success
+    data = json.loads(nbgrad.last_trace().to_json())
+    assert data["status"]["truncated"] == "stopped after 1 backward passes (max_passes)"
+    assert data["status"]["error"].startswith("RuntimeError: Trying to backward")
+    assert "failure" not in data and len(data["passes"]) == 1

@@ -116,6 +116,8 @@ class Recorder(BaseRecorder):
         self._listeners = ()
 
     def _failure_of(self, error):
+        if not self._listening:  # raised after recording stopped: not in the recorded graph
+            return None
         try:
             return nbgrad_failure(self, error)
         except Exception:  # noqa: BLE001 - finding the failing call must not hide the error

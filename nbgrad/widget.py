@@ -206,8 +206,9 @@ class GraphWidget(anywidget.AnyWidget):
         - when a notebook page has drawn this widget: the drawing as that page last showed it,
           with the groups the user folded or opened, the hidden reshapes, the selection, the
           timeline's step and the search marks. The page sends it half a second after the view
-          last changed, and the kernel reads it between cells: a change made in the cell that
-          calls save_svg (``w.selected = ...``) shows only from the next cell.
+          last changed (a drawing of over 400 drawn nodes: only when exported from the toolbar),
+          and the kernel reads it between cells: a change made in the cell that calls save_svg
+          (``w.selected = ...``) shows only from the next cell.
         - when no page has drawn it (a script, or before the widget is displayed): the widget as
           it first opens, drawn by a headless Chromium (Playwright) from the ``save_html`` page:
           the ``view``, ``selected`` and ``step`` set here, groups folded as the widget folds

@@ -11,6 +11,7 @@
 // style (the properties below) is written into its `style` attribute.
 
 import { h } from "./dom.js";
+import { CULL_MIN_NODES } from "./draw.js";
 
 export const EXPORT_PADDING = 16; // px of background around the drawing
 export const PNG_SCALE = 2; // PNG pixels per drawing unit
@@ -193,7 +194,10 @@ export function createExportButtons({ drawing, name, onExport }) {
 }
 
 export const REPORT_DELAY_MS = 500; // the view has settled when it has not changed for this long
-export const REPORT_MAX_NODES = 3000; // a larger drawing goes to the kernel only on an export
+// A drawing this small is all in the DOM already (draw.js), so copying it costs little; a larger
+// one would have to be drawn whole for the copy, a pause after every click: it goes to the
+// kernel only when the user exports it from the toolbar.
+export const REPORT_MAX_NODES = CULL_MIN_NODES;
 
 /**
  * Tell the kernel about the drawing once the view settles (GraphWidget.save_svg writes the

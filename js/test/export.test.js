@@ -9,7 +9,7 @@ import { foldRepeats, prepareView } from "../src/fold.js";
 import { initialCollapsed, visibleGraph } from "../src/groups.js";
 import { indexTrace } from "../src/trace.js";
 import { forwardView } from "../src/views.js";
-import { simpleTrace } from "./fixtures.js";
+import { layeredTrace, simpleTrace } from "./fixtures.js";
 
 /** simpleTrace, then `f = e @ g` raised: g is a constant the recorder met as the call's input. */
 function failedForwardTrace() {
@@ -31,10 +31,10 @@ function failedBackwardTrace() {
   return trace;
 }
 
-function mount(trace) {
+function mount(trace, options = {}) {
   const el = document.createElement("div");
   document.body.append(el);
-  const app = createApp(el, { trace });
+  const app = createApp(el, { trace, ...options });
   return { el, app };
 }
 
@@ -201,6 +201,21 @@ describe("export", () => {
     expect(el.querySelector("svg.graph .viewport").getAttribute("transform")).not.toBe(`translate(${EXPORT_PADDING},${EXPORT_PADDING})`);
     expect(exportName({ name: "my run" }, "backward", "svg")).toBe("my_run-backward.svg");
     expect(exportName({}, "forward", "png")).toBe("autograd-graph-forward.png");
+  });
+
+  it("writes every drawn node, also those off screen, and leaves the screen's part in the DOM", () => {
+    // 60 layers of 8 forward nodes, every group open: over CULL_MIN_NODES, so only what is on
+    // screen is in the page's DOM
+    const { el, app } = mount(layeredTrace(60), { view: "forward" });
+    el.querySelector('[data-role="expand-all"]').click();
+    const drawn = app.state.visible.nodes.length;
+    expect(drawn).toBeGreaterThan(400);
+    const onPage = el.querySelectorAll("svg.graph [data-node-id]").length;
+    expect(onPage).toBeLessThan(drawn);
+    const doc = new DOMParser().parseFromString(app.drawing().text, "image/svg+xml");
+    const ids = [...doc.querySelectorAll("[data-node-id]")].map((n) => n.getAttribute("data-node-id"));
+    expect(ids.sort()).toEqual(app.state.visible.nodes.map((n) => n.id).sort());
+    expect(el.querySelectorAll("svg.graph [data-node-id]")).toHaveLength(onPage);
   });
 
   it("has toolbar buttons", () => {

@@ -24,11 +24,16 @@ BROWSER_TIMEOUT_MS = 60_000
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 PAGE_SIZE = {"width": 1400, "height": 900}  # the headless page's window
 
-NO_BROWSER = (
-    "save_{kind} needs a drawing: none has been made yet. Either display the widget in a notebook "
-    "first (the page sends its drawing to the kernel; run save_{kind} in a later cell), or install "
+NO_DRAWING = (
+    "save_svg needs a drawing and none has been made yet. Either display the widget in a notebook "
+    "first (the page sends its drawing to the kernel; call save_svg in a later cell), or install "
     "Playwright and a Chromium so that nbgrad can draw it headless: `pip install playwright` and "
     "`python -m playwright install chromium` (or a system chromium on the PATH)."
+)
+NO_RASTERIZER = (
+    "save_png needs a browser to draw the PNG (the kernel has none): `pip install playwright` and "
+    "`python -m playwright install chromium` (or a system chromium on the PATH). In a notebook, "
+    "the widget's PNG button downloads one without them; save_svg writes the SVG the page drew."
 )
 
 
@@ -57,25 +62,27 @@ def save_svg(widget, path):
     if drawing is not None:
         path.write_text(drawing["svg"], encoding="utf-8")
         return path
-    return _in_browser(lambda browser: _export_from_page(browser, widget, "svg", path))
+    return _in_browser(lambda browser: _export_from_page(browser, widget, "svg", path), NO_DRAWING)
 
 
 def save_png(widget, path):
     path = Path(path)
     drawing = widget._drawing
     if drawing is not None:
-        return _in_browser(lambda browser: _rasterize(browser, drawing, path))
-    return _in_browser(lambda browser: _export_from_page(browser, widget, "png", path))
+        return _in_browser(lambda browser: _rasterize(browser, drawing, path), NO_RASTERIZER)
+    return _in_browser(
+        lambda browser: _export_from_page(browser, widget, "png", path), NO_RASTERIZER
+    )
 
 
-def _in_browser(work):
-    """Run ``work(browser)`` with a headless Chromium. In a thread of its own: Playwright's
-    synchronous API refuses to run on a thread with an asyncio loop, and a Jupyter kernel runs
-    its cells on one."""
+def _in_browser(work, missing):
+    """Run ``work(browser)`` with a headless Chromium; ``missing`` says what to do without one.
+    In a thread of its own: Playwright's synchronous API refuses to run on a thread with an
+    asyncio loop, and a Jupyter kernel runs its cells on one."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        raise ExportError(NO_BROWSER.format(kind="svg or save_png")) from None
+        raise ExportError(missing) from None
 
     def run():
         with sync_playwright() as playwright:
@@ -83,10 +90,7 @@ def _in_browser(work):
             try:
                 browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
             except Exception as error:  # noqa: BLE001 - Playwright's own errors, said plainly
-                raise ExportError(
-                    f"no Chromium could be started ({error}). "
-                    + NO_BROWSER.format(kind="svg or save_png")
-                ) from None
+                raise ExportError(f"no Chromium could be started ({error}). {missing}") from None
             try:
                 return work(browser)
             finally:

@@ -343,3 +343,36 @@ def test_save_svg_in_jupyterlab_writes_what_the_page_drew(lab, page, tmp_path): 
     assert [g.get("data-label") for g in selected] == ["ExpBackward0"]
     width, height = int(root.get("width")), int(root.get("height"))
     assert png_size(png_path) == (2 * width, 2 * height)
+
+
+# --- bad input: clear errors ------------------------------------------------------------------
+
+
+def test_save_svg_of_an_empty_trace_says_there_is_nothing_to_draw(tmp_path):
+    from nbgrad.widget_export import ExportError
+
+    with nbgrad.record() as trace:
+        pass
+    with pytest.raises(ExportError, match="nothing to draw"):
+        GraphWidget(trace).save_svg(tmp_path / "empty.svg")
+    assert not (tmp_path / "empty.svg").exists()
+
+
+def test_without_playwright_the_errors_say_how_to_get_a_drawing(tmp_path, monkeypatch):
+    import sys
+
+    from nbgrad.widget_export import ExportError
+
+    monkeypatch.setitem(sys.modules, "playwright.sync_api", None)  # its import fails
+    widget = GraphWidget(nbgrad.last_trace())
+    with pytest.raises(ExportError, match=r"display the widget in a notebook first.*playwright"):
+        widget.save_svg(tmp_path / "graph.svg")
+    with pytest.raises(ExportError, match=r"save_png needs a browser.*the widget's PNG button"):
+        widget.save_png(tmp_path / "graph.png")
+    # with a drawing from a page, save_svg needs no browser; save_png still does
+    svg = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="8"></svg>'
+    widget._on_message(widget, {"type": "drawing", "svg": svg, "width": 10, "height": 8}, [])
+    assert widget.save_svg(tmp_path / "graph.svg").read_text(encoding="utf-8") == svg
+    with pytest.raises(ExportError, match=r"save_png needs a browser"):
+        widget.save_png(tmp_path / "graph.png")
+    assert not (tmp_path / "graph.png").exists()

@@ -27,7 +27,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from nbgrad import widget_static
+from nbgrad import widget_export, widget_static
 from nbgrad.trace.values import array_data_json
 
 STATIC = Path(__file__).parent / "static"
@@ -103,6 +103,7 @@ class GraphWidget(anywidget.AnyWidget):
         text, data, source = _trace_data(trace)
         self._data = data
         self._source = source
+        self._drawing = None  # the latest drawing a page sent (widget_export.py)
         if "view" not in kwargs and not data.get("nodes"):
             kwargs["view"] = "forward"
         super().__init__(trace=_compress(text), **kwargs)
@@ -118,6 +119,7 @@ class GraphWidget(anywidget.AnyWidget):
         text, data, source = _trace_data(trace)
         self._data, self._source = data, source
         self.practice_results = []  # answers belong to the trace they were given on
+        self._drawing = None  # the page sends the new trace's drawing once it has drawn it
         self.trace = _compress(text)
 
     # --- Python side of the selection and the timeline ---------------------------------------
@@ -169,6 +171,9 @@ class GraphWidget(anywidget.AnyWidget):
     # --- buffers on request -------------------------------------------------------------------
 
     def _on_message(self, _widget, content, _buffers):
+        if isinstance(content, dict) and content.get("type") == "drawing":
+            self._drawing = widget_export.drawing_from_message(content) or self._drawing
+            return
         if not isinstance(content, dict) or content.get("type") != "fetch":
             return
         reply = {"type": "buffer", "request": content.get("request")}
@@ -218,6 +223,35 @@ class GraphWidget(anywidget.AnyWidget):
             data["text/plain"] = widget_static.summary_of(self._data)
         data["text/html"] = widget_static.html_of(self._data)
         return data, metadata
+
+    # --- the drawing as a file (nbgrad/widget_export.py) ---------------------------------------
+
+    def save_svg(self, path):
+        """Write the current view as a standalone SVG file (styles inlined); returns the path.
+
+        "The current view" is the drawing of one view (forward or backward), whole (not only
+        the part panned and zoomed to), at scale 1 (a view of over 1500 drawn nodes as the
+        outline the widget draws for so many: boxes and edges, no texts; fold groups first):
+
+        - when a notebook page has drawn this widget: the drawing as that page last showed it,
+          with the groups the user folded or opened, the hidden reshapes, the selection, the
+          timeline's step and the search marks. The page sends it half a second after the view
+          last changed (a drawing of over 400 drawn nodes: only when exported from the toolbar),
+          and the kernel reads it between cells: a change made in the cell that calls save_svg
+          (``w.selected = ...``) shows only from the next cell.
+        - when no page has drawn it (a script, or before the widget is displayed): the widget as
+          it first opens, drawn by a headless Chromium (Playwright) from the ``save_html`` page:
+          the ``view``, ``selected`` and ``step`` set here, groups folded as the widget folds
+          them at first. Without Playwright and a Chromium this raises, saying how to get one.
+        """
+        return widget_export.save_svg(self, path)
+
+    def save_png(self, path):
+        """Write the current view (see ``save_svg``) as a PNG image at twice the drawing's size
+        (less for a drawing over 8192 px a side); returns the path. A PNG is always drawn by a
+        headless Chromium (Playwright): from the latest drawing a page sent, else from the
+        ``save_html`` page."""
+        return widget_export.save_png(self, path)
 
     # --- one shareable file -------------------------------------------------------------------
 

@@ -126,6 +126,8 @@ def test_real_traces_follow_the_schema(program, T, form):
     assert data["producer"]["engine"] == engine_module(T).__name__
     assert data["nodes"] and data["tensors"]
     assert (data["status"]["error"] is not None) == (program is raises)
+    # and names the call that raised: (w * 2) @ ones(3, 1), shapes (1, 2) and (3, 1)
+    assert (data.get("failure", {}).get("call") == "matmul") == (program is raises)
     assert problems(data) == []
 
 
@@ -170,6 +172,7 @@ TABLES = {  # docs/trace-schema.md heading (or the line before a table) -> schem
     "`accumulations`": "accumulation",
     "## History": "history",
     "Each entry of `parameters`": "history_parameter",
+    "## Failure": "failure",
 }
 
 
@@ -191,7 +194,7 @@ def documented_keys():
 def test_the_schema_has_exactly_the_keys_docs_trace_schema_md_describes():
     documented = documented_keys()
     records = ("tensor", "op", "node", "pass", "step", "accumulation")
-    records += ("history", "history_parameter")
+    records += ("history", "history_parameter", "failure")
     assert set(documented) == {"top", *records}
     assert documented["top"] == set(SCHEMA["properties"])
     for record_name in records:

@@ -4,6 +4,8 @@
 import { markDiff, renderDiffLegend, withDiffEdges } from "./diff.js";
 import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
+import { createDrawingReporter, createExportButtons, exportName, svgDocument } from "./export.js";
+import { failedViewIds, failureTarget, withFailedCall } from "./failure.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
 import { boundsOf, lineage, lossNodeId, neighbourhood } from "./focus.js";
 import { GROUP_PREFIX, collapsedAncestor, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
@@ -45,7 +47,8 @@ let instances = 0;
  *          height (px), onSelect(id), onStep(k), onView(view), onHeight(px),
  *          fetchBuffer(bufferId) -> Promise,
  *          practice (bool: practice mode, practice.js), practiceResults (answers to restore),
- *          onPracticeResults(list)
+ *          onPracticeResults(list), onDrawing({ text, width, height, view }): the
+ *          drawing as an SVG document, once the view settles and on each export (export.js)
  */
 export function createApp(el, options) {
   const arrowId = `nbgrad-arrow-${++instances}`;
@@ -105,6 +108,7 @@ export function createApp(el, options) {
     h("button", { type: "button", "data-role": "zoom-out", text: "−", title: "zoom out", onclick: () => viewport.zoom(0.8) }),
     h("button", { type: "button", class: "group-button", "data-role": "expand-all", text: "expand all", title: "open every module group", onclick: () => setCollapsedAll(false) }),
     h("button", { type: "button", class: "group-button", "data-role": "collapse-all", text: "collapse all", title: "fold every module group into one node", onclick: () => setCollapsedAll(true) }),
+    createExportButtons({ drawing: () => currentDrawing(), name: (ext) => exportName(state.index && state.index.trace, state.view, ext), onExport: (d) => options.onDrawing && options.onDrawing(d) }),
     shapeLabel,
     magnitudeButton,
     h("span", { class: "search-box" }, search, searchPrevious, searchNext, searchCount),
@@ -133,6 +137,12 @@ export function createApp(el, options) {
   const cursor = createSearchCursor();
   // practice mode puts its questions under the timeline: the widget opens taller for them
   if (options.practice && !(Number(options.height) > 0)) page.style.height = `${DEFAULT_HEIGHT + PRACTICE_EXTRA_HEIGHT}px`;
+  const drawingReporter = createDrawingReporter({
+    drawing: () => currentDrawing(),
+    isShown: () => page.isConnected,
+    nodeCount: () => (state.visible ? state.visible.nodes.length : 0),
+    send: options.onDrawing,
+  });
   setHeight(options.height);
   let timeline = null;
   let practice = null; // the learner's answers in practice mode (practice.js)
@@ -160,6 +170,7 @@ export function createApp(el, options) {
   function viewGraph() {
     if (!state.graphs[state.view]) {
       let view = state.view === "forward" ? forwardView(state.index) : backwardView(state.index);
+      view = withFailedCall(view, state.index, state.view); // a cell that raised: the call that did
       view = withDiffEdges(view, state.index, state.view); // a diff: the edges only B has
       state.graphs[state.view] = prepareView(view, state.index.modules, state.view === "forward" ? "up" : "down");
     }
@@ -339,6 +350,7 @@ export function createApp(el, options) {
     const selected = drawnNodeId(state.selected);
     if (selected) mark(nodes, selected, "selected");
     for (const copy of state.visible.copies.get(state.selected) || []) mark(nodes, copy, "selected");
+    for (const id of failedViewIds(state.index, state.view)) for (const d of drawnIdsOf(id)) mark(nodes, d, "failed");
     for (const id of cursor.matches) for (const d of drawnIdsOf(id)) mark(nodes, d, "match");
     if (cursor.current) for (const d of drawnIdsOf(cursor.current)) mark(nodes, d, "match-current");
     // a folded group stands for many nodes: it takes the NaN marks of any, no one's colour
@@ -350,6 +362,19 @@ export function createApp(el, options) {
     });
     markDiff(state.index, state.view, { nodes, edges }, mark, drawnIdsOf, (key) => scene.hasEdge(key));
     scene.decorate({ nodes, edges });
+    drawingReporter.schedule(); // the kernel gets the drawing once the view settles (export.js)
+  }
+
+  /** The whole drawing as it is now, as a standalone SVG (export.js): every part of it is put
+   * in the DOM for the copy, then the screen's part again. */
+  function currentDrawing() {
+    if (!state.laid || !state.drawn) return null;
+    scene.update({ x: -1e9, y: -1e9, width: 2e9, height: 2e9 });
+    const fresh = scene.takeUnchecked();
+    if (fresh.length <= TEXT_CHECK_LIMIT) fitTextsToBoxes(fresh);
+    const drawing = svgDocument(svg, root, state.laid);
+    drawOnScreen();
+    return { ...drawing, view: state.view };
   }
 
   /** The first NaN/Inf marked with the path it spread along (nonfinite.js); with the toggle on,
@@ -675,7 +700,11 @@ export function createApp(el, options) {
     page.classList.remove("empty");
     message.replaceChildren();
     if (!state.index.nodes.size && state.view === "backward") state.view = "forward";
-    if (!state.selected) state.selected = nonfiniteOrigin(state.index); // open on the first NaN/Inf
+    // a cell that raised opens on the call that raised (unless a node was asked for), else on
+    // the first NaN/Inf
+    const failed = failureTarget(state.index);
+    if (failed && !state.selected) [state.view, state.selected] = [failed.view, failed.id];
+    if (!state.selected) state.selected = nonfiniteOrigin(state.index);
     magnitudeHost.dataset.view = ""; // the magnitude table is made again for this trace
     timeline = createTimeline(timelineHost, { index: state.index, onStep: (k) => setStep(k, true) });
     stepPanel = createStepPanel({ index: recorded, practice, wanted: !!options.practice, goToStep: (k) => setStep(k, true), onChange: () => setStep(state.step, false) });
@@ -730,7 +759,10 @@ export function createApp(el, options) {
     get state() {
       return state;
     },
+    /** The whole drawing as it is now: { text (an SVG document), width, height, view }. */
+    drawing: () => currentDrawing(),
     destroy() {
+      drawingReporter.stop();
       if (timeline) timeline.destroy();
       if (observer) observer.disconnect();
       minimap.destroy();

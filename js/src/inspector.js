@@ -4,6 +4,7 @@
 
 import { diffSection } from "./diff.js";
 import { h } from "./dom.js";
+import { FAILED_ID, failedCallPanel, failurePanel, isFailedRecord } from "./failure.js";
 import { formatShape, isSummary } from "./format.js";
 import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
@@ -312,6 +313,7 @@ export function renderInspector(panel, ctx, id) {
   let parts;
   if (!id) parts = emptyPanel();
   else if (id.startsWith(GROUP_PREFIX)) parts = groupPanel(ctx, id.slice(GROUP_PREFIX.length));
+  else if (id === FAILED_ID) parts = failedCallPanel(index, ctx);
   else if (index.tensors.has(id)) parts = tensorPanel(ctx, index.tensors.get(id));
   else if (index.nodes.has(id)) {
     const node = index.nodes.get(id);
@@ -320,6 +322,8 @@ export function renderInspector(panel, ctx, id) {
     const op = index.ops.get(id);
     parts = op.node && index.nodes.has(op.node) ? functionPanel(ctx, index.nodes.get(op.node)) : opPanel(ctx, op);
   } else parts = [h("div", { class: "note", text: `Nothing called ${id} in this trace.` })];
+  // the call that raised: its message right under the title (failure.js)
+  if (id !== FAILED_ID && isFailedRecord(index, id)) parts.splice(1, 0, failurePanel(index));
   parts = [nonfiniteSection(index, id), ...parts]; // where a NaN/Inf first appeared (nonfinite.js)
   panel.replaceChildren(...[diffSection(ctx, id), ...parts].filter(Boolean)); // a diff: both sides first
   panel.setAttribute("data-selected", id || "");

@@ -111,6 +111,8 @@ async function render({ model, el }) {
       model.set("practice_results", results);
       model.save_changes();
     },
+    // GraphWidget.save_svg writes the latest drawing the page sent (export.js)
+    onDrawing: ({ text, width, height, view }) => model.send({ type: "drawing", svg: text, width, height, view }),
   });
   const onTrace = async () => app.setTrace(await readTrace(model.get("trace")));
   const onSelected = () => {

@@ -71,4 +71,7 @@ def note_source_lines(trace, source):
             backward_pass.code = lines.setdefault(
                 backward_pass.line, source.line_text(backward_pass.line)
             )
+    failure = getattr(trace, "failure", None)  # the call that raised ran a line too
+    if failure is not None and failure.line is not None:
+        lines.setdefault(failure.line, source.line_text(failure.line))
     trace.source_lines = {line: text for line, text in sorted(lines.items()) if text is not None}

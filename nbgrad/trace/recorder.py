@@ -29,6 +29,7 @@ import nbgrad.ops
 from nbgrad.autograd import engine, function, grad_mode, observe, reading, views
 from nbgrad.autograd.node import AccumulateGrad, TableNode
 from nbgrad.autograd.tensor import Tensor
+from nbgrad.trace.failure import nbgrad_failure
 from nbgrad.trace.graph_reader import formula_entry
 from nbgrad.trace.history import NbgradHistory
 from nbgrad.trace.modules import find_hook_home
@@ -115,6 +116,14 @@ class Recorder(BaseRecorder):
         # The listeners are the recorder's own bound methods: the engine's lists would keep it
         # (and through it the frame that runs the recorded code) in a cycle.
         self._listeners = ()
+
+    def _failure_of(self, error):
+        if not self._listening:  # raised after recording stopped: not in the recorded graph
+            return None
+        try:
+            return nbgrad_failure(self, error)
+        except Exception:  # noqa: BLE001 - finding the failing call must not hide the error
+            return None
 
     # --- the four listeners --------------------------------------------------------------------
 

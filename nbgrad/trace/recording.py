@@ -192,10 +192,12 @@ class BaseRecorder:
         the variables hold, which modules ran), and the rest, which only reads the records and
         the recorded code's text (labels, names, roles, source lines), is done when the trace
         is first read (``Trace.complete_later``): a trace nobody reads costs less."""
+        failure = self._failure_of(error) if error is not None else None
         self.stop()
         trace = self.trace
         if error is not None:
             trace.error = f"{type(error).__name__}: {error}"
+            trace.failure = failure
         self._hold_full_collections()  # naming makes many objects too
         try:
             if self._history is not None:
@@ -269,6 +271,11 @@ class BaseRecorder:
 
     def _stop_at_max_passes(self):
         self.stop(reason=f"stopped after {len(self.trace.passes)} backward passes (max_passes)")
+
+    def _failure_of(self, error):
+        """The call that raised ``error`` (a failure.Failure), or None; an engine's recorder
+        knows how to find it. Never raises: a recorder fault must not hide the user's error."""
+        return None
 
     def _fail(self, error):
         self.stop(reason=f"the recorder failed and stopped: {type(error).__name__}: {error}")

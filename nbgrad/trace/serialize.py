@@ -194,6 +194,8 @@ def trace_json(trace, version, values=INLINE, carried=None):
         "passes": passes,
         "steps": steps,
         "accumulations": accumulations,
+        # optional: the call that raised, when the recorded code failed (trace/failure.py)
+        **({"failure": trace.failure.to_json()} if getattr(trace, "failure", None) else {}),
     }
     found = first_nonfinite(trace)
     if found is not None:

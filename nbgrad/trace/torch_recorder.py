@@ -43,6 +43,7 @@ import torch.nn.modules.module
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from nbgrad.trace import torch_bridge
+from nbgrad.trace.failure import torch_backward_failure, torch_forward_failure
 from nbgrad.trace.graph_reader import note_formula
 from nbgrad.trace.history import TorchHistory
 from nbgrad.trace.readable import note_backward_source
@@ -217,6 +218,7 @@ class TorchRecorder(BaseRecorder):
         self._formula_node = None
         self._unresolved = None
         self._prehook_handles = []
+        self._failed = None  # (exception, how to find its Failure, with what): the last raise
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -270,7 +272,14 @@ class TorchRecorder(BaseRecorder):
         name = kind
         first = args[0] if args else None
         version_before = first._version if isinstance(first, torch.Tensor) else None
-        result = func(*args, **kwargs)
+        try:
+            result = func(*args, **kwargs)
+        except Exception as error:
+            # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that raised
+            user_frame, _ = self._locate(sys._getframe(2))
+            line = user_frame.f_lineno if user_frame is not None else None
+            self._note_failure(error, torch_forward_failure, name, args, kwargs, line)
+            raise
         self._busy = True
         try:
             # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that ran it
@@ -282,6 +291,24 @@ class TorchRecorder(BaseRecorder):
         if self.nonfinite_watch is not None:  # raises from the op that made a NaN or Inf
             self.nonfinite_watch.check(self.trace)
         return result
+
+    def _note_failure(self, error, find, *details):
+        """Remember the call that raised ``error``: ``find(self, *details, error)`` makes its
+        Failure if the recording ends with that error (``_failure_of``), so that a call whose
+        error the program caught adds nothing to the trace. The first call seen is the
+        innermost."""
+        if self._failed is None or self._failed[0] is not error:
+            self._failed = (error, find, details)
+
+    def _failure_of(self, error):
+        failed, self._failed = self._failed, None
+        if failed is None or failed[0] is not error:
+            return None
+        _, find, details = failed
+        try:
+            return find(self, *details, error)
+        except Exception:  # noqa: BLE001 - finding the failing call must not hide the error
+            return None
 
     def _record_op(self, name, args, kwargs, result, version_before, frame, in_formula=False):
         """Record a call that returned ``result``; ``frame`` is the first frame above it
@@ -616,6 +643,9 @@ class TorchRecorder(BaseRecorder):
             else:
                 with formula_mode:
                     result = func(*args, **kwargs)
+        except Exception as error:
+            self._note_failure(error, torch_backward_failure, backward_pass, root_nodes)
+            raise
         finally:
             if self._unresolved is not None:
                 self._resolve_formula_op()

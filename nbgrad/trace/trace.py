@@ -359,6 +359,7 @@ class Trace:
         self.error = None
         # per-parameter numbers of every backward pass (nbgrad/trace/history.py), or None
         self.history_log = None
+        self.failure = None  # the call that raised (trace/failure.py), when one did
         self.complete = False
         self._buffers = {}
         self._later = None  # (function, its arguments, the tables it fills in): complete_later

@@ -26,6 +26,7 @@ import numpy as np
 import traitlets
 
 from nbgrad import widget_static
+from nbgrad.trace.node_check import check_reply
 from nbgrad.trace.values import array_data_json
 
 STATIC = Path(__file__).parent / "static"
@@ -141,6 +142,9 @@ class GraphWidget(anywidget.AnyWidget):
     # --- buffers on request -------------------------------------------------------------------
 
     def _on_message(self, _widget, content, _buffers):
+        if isinstance(content, dict) and content.get("type") == "check":
+            self.send(check_reply(self._source, content))  # "check this node" (node_check.py)
+            return
         if not isinstance(content, dict) or content.get("type") != "fetch":
             return
         reply = {"type": "buffer", "request": content.get("request")}
@@ -320,6 +324,11 @@ const model = {{
   on: (name, fn) => {{ (listeners[name] ||= []).push(fn); }},
   off: (name, fn) => {{ listeners[name] = (listeners[name] || []).filter((f) => f !== fn); }},
   send: async (message) => {{
+    if (message && message.type === "check") {{
+      const text = "checking a node needs the running kernel: this is a saved page. Run the cell in Jupyter to check it";
+      emit("msg:custom", {{ type: "check", request: message.request, ok: false, error: text }});
+      return;
+    }}
     if (!message || message.type !== "fetch") return;
     const head = {{ type: "buffer", request: message.request }};
     let page;

@@ -6,6 +6,7 @@ import { h } from "./dom.js";
 import { formatShape, isSummary } from "./format.js";
 import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
+import { checkSection, jacobianSection } from "./nodecheck.js";
 import { nameOf } from "./trace.js";
 import { renderSavedValue, renderValue } from "./values.js";
 
@@ -251,6 +252,7 @@ function functionPanel(ctx, node) {
       ),
     );
   }
+  parts.push(...[jacobianSection(ctx, node), checkSection(ctx, node)].filter(Boolean)); // nodecheck.js
   parts.push(
     section(
       "next_functions",

@@ -8,6 +8,7 @@
 
 import "./style.css";
 import { createApp } from "./app.js";
+import { nodeChecker } from "./nodecheck.js";
 import { decodeArray } from "./values.js";
 
 const FETCH_TIMEOUT_MS = 10000; // then the kernel is taken to be gone
@@ -87,6 +88,7 @@ export function bufferFetcher(model) {
 async function render({ model, el }) {
   const trace = await readTrace(model.get("trace"));
   const fetcher = bufferFetcher(model);
+  const checker = nodeChecker(model);
   const push = (name, value) => {
     if (model.get(name) === value) return;
     model.set(name, value);
@@ -103,6 +105,7 @@ async function render({ model, el }) {
     onView: (view) => push("view", view),
     onHeight: (px) => push("height", Math.round(px)),
     fetchBuffer: fetcher.fetchBuffer,
+    checkNode: checker.checkNode,
   });
   const onTrace = async () => app.setTrace(await readTrace(model.get("trace")));
   const onSelected = () => {
@@ -127,6 +130,7 @@ async function render({ model, el }) {
     model.off("change:view", onView);
     model.off("change:height", onHeight);
     fetcher.stop();
+    checker.stop();
     app.destroy();
   };
 }

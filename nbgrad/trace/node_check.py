@@ -499,7 +499,7 @@ def _why_no_rerun(node):
 
 def _rounded(matrix):
     """The matrix as nested lists of numbers with 8 significant digits (JSON stays small)."""
-    return [[float(f"{x:.8g}") for x in row] for row in matrix]
+    return [[float(f"{x:.8g}") + 0.0 for x in row] for row in matrix]  # (no -0.0)
 
 
 def _short(array, limit=6):
@@ -574,3 +574,38 @@ def jacobians_for(trace):
         if node.jacobian_cache:
             found[node] = node.jacobian_cache
     return found
+
+
+# The widget checks a node in the kernel while the user waits: at most this many input elements
+# (two forward runs each); ``node.check()`` in Python has no such limit.
+WIDGET_MAX_CHECK_ELEMENTS = 4096
+
+
+def check_reply(source, message):
+    """The widget's answer to ``{"type": "check", "node": id, "request": k}``: ``{"type":
+    "check", "request": k, "ok": True, "result": NodeCheck.to_json()}``, or ``"ok": False``
+    and an ``"error"`` saying why."""
+    reply = {"type": "check", "request": message.get("request")}
+    node_id = message.get("node")
+    nodes = getattr(source, "nodes", None)
+    if nodes is None:
+        reply.update(ok=False, error="this widget was made from JSON: there is no node to re-run")
+        return reply
+    node = next((n for n in nodes if n.id == node_id), None)
+    if node is None:
+        reply.update(ok=False, error=f"the trace has no node {node_id!r}")
+        return reply
+    try:
+        runner = _Runner(node)
+        size = sum(runner.arrays[s].size for s in runner.checked)
+        if size > WIDGET_MAX_CHECK_ELEMENTS:
+            raise NodeCheckError(
+                f"{node.name}'s inputs have {size} elements: too many to check here (at most "
+                f"{WIDGET_MAX_CHECK_ELEMENTS}); call trace.node({node.id!r}).check() in Python"
+            )
+        reply.update(ok=True, result=check_node(node).to_json())
+    except NodeCheckError as error:
+        reply.update(ok=False, error=str(error))
+    except Exception as error:  # the kernel answers whatever happens: the page is waiting
+        reply.update(ok=False, error=f"the check failed: {type(error).__name__}: {error}")
+    return reply

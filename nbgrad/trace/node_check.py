@@ -26,8 +26,10 @@ RTOL = 1e-3
 EPSILON = 1e-6
 # The Jacobian travels with the trace for a node whose inputs and outputs are this small.
 JACOBIAN_MAX_ELEMENTS = 64
-# ... and for at most this many nodes of one trace (each costs a few backward calls).
+# ... for at most this many nodes of one trace (each costs a few backward calls), while their
+# Jacobians add up to at most this many numbers (they travel up front to the widget).
 JACOBIAN_MAX_NODES = 200
+JACOBIAN_BUDGET = 8192
 
 
 class NodeCheckError(ValueError):
@@ -50,6 +52,12 @@ class Rerun:
         self.kwargs = kwargs or {}
         self.extra = extra
         self.why_not = why_not
+
+    def __reduce__(self):
+        # A pickled (or copied) trace keeps its values but not the callables: an op table
+        # entry, a Function defined in a notebook or a PyTorch builtin need not pickle.
+        why = "the trace was pickled or copied, which does not keep how to call its forward"
+        return (Rerun, (self.engine, self.kind, None, (), None, (), self.why_not or why))
 
 
 # --- what the recorders call -------------------------------------------------------------------
@@ -558,13 +566,17 @@ def note_torch_function_rerun(call, node, apply_frame, record_of):
 
 
 def jacobians_for(trace):
-    """Node record -> its local Jacobian (``local_jacobian``), for the first
-    JACOBIAN_MAX_NODES nodes small enough; computed once per node and kept on it."""
+    """Node record -> its local Jacobian (``local_jacobian``), for the nodes small enough (every
+    input and output of at most JACOBIAN_MAX_ELEMENTS elements), in the trace's order, while
+    they add up to at most JACOBIAN_BUDGET numbers in all (the widget receives them up front);
+    computed once per node and kept on it."""
     found = {}
+    budget = JACOBIAN_BUDGET
     for node in trace.nodes:
         if len(found) >= JACOBIAN_MAX_NODES:
             break
-        if node.rerun is None or node.rerun.why_not is not None:
+        entries = _jacobian_entries(node)
+        if entries is None or entries > budget:
             continue
         if node.jacobian_cache is None:
             try:
@@ -573,7 +585,25 @@ def jacobians_for(trace):
                 node.jacobian_cache = False
         if node.jacobian_cache:
             found[node] = node.jacobian_cache
+            budget -= entries
     return found
+
+
+def _jacobian_entries(node):
+    """How many numbers the node's Jacobian has, from its records' shapes; None when it has no
+    Jacobian to carry (cannot be re-run, or an input or output is too large)."""
+    rerun = node.rerun
+    if rerun is None or rerun.why_not is not None:
+        return None
+    inputs = [r for r in _records_in(rerun) if r.requires_grad]
+    outputs = list(node.outputs)
+    if not inputs or not outputs:
+        return None
+    sizes_in = [int(np.prod(r.shape)) for r in inputs]
+    sizes_out = [int(np.prod(r.shape)) for r in outputs]
+    if max(sizes_in + sizes_out) > JACOBIAN_MAX_ELEMENTS:
+        return None
+    return sum(sizes_in) * sum(sizes_out)
 
 
 # The widget checks a node in the kernel while the user waits: at most this many input elements

@@ -64,7 +64,7 @@ def test_the_softmax_jacobian_shows_offline_and_the_check_says_it_needs_the_kern
         identity = inspector.locator('[data-role="jacobian-identity"]').inner_text()
         assert "grad sent to x = grad in (a row) × J" in identity
         sent = np.asarray(WEIGHTS) @ expected_jacobian()
-        numbers = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", identity.split("× J =")[-1])]
+        numbers = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", identity.split("grad sent to x =")[-1])]
         assert np.allclose(numbers, sent, atol=1e-4)
         # every label and number readable: the matrix fits in the inspector or scrolls inside it
         panel = inspector.bounding_box()

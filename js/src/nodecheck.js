@@ -131,18 +131,16 @@ export function jacobianSection(ctx, node) {
       const rowLabels = output.shape ? elementLabels(output.name, output.shape) : matrix.map((_, r) => `${output.name}[${r}]`);
       const columnLabels = input.shape ? elementLabels(input.name, input.shape) : (matrix[0] || []).map((_, c) => `${input.name}[${c}]`);
       const gradIn = step && !step.predicted ? flatNumbers((step.grads_in || [])[j]) : null;
-      let identity;
+      const rule = h("code", { text: `grad sent to ${input.name} = grad in (a row) × J` });
+      const lines = [h("div", null, rule)];
       if (gradIn && gradIn.length === matrix.length) {
         const sent = rowTimesMatrix(gradIn, matrix);
-        identity = h(
-          "div",
-          { class: "jacobian-identity", "data-role": "jacobian-identity" },
-          h("code", { text: `grad sent to ${input.name} = grad in (a row) × J` }),
-          h("div", { class: "scroll-x" }, h("code", { text: `= [${gradIn.map((x) => formatNumber(x, "float64")).join(", ")}] × J = [${sent.map((x) => formatNumber(x, "float64")).join(", ")}]` })),
+        lines.push(
+          h("div", { class: "scroll-x" }, h("code", { text: `grad in = ${numbersLine(gradIn)}` })),
+          h("div", { class: "scroll-x" }, h("code", { text: `grad sent to ${input.name} = ${numbersLine(sent)}` })),
         );
-      } else {
-        identity = h("div", { class: "jacobian-identity", "data-role": "jacobian-identity" }, h("code", { text: `grad sent to ${input.name} = grad in (a row) × J` }));
       }
+      const identity = h("div", { class: "jacobian-identity", "data-role": "jacobian-identity" }, ...lines);
       parts.push(
         h(
           "div",

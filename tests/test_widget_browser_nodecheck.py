@@ -81,3 +81,87 @@ def test_the_softmax_jacobian_shows_offline_and_the_check_says_it_needs_the_kern
         assert panel["width"] > 200
         assert problems == []
         context.close()
+
+
+def diagonal_softmax_widget():
+    """A custom Function with the diagonal-only softmax derivative (y - y^2), recorded."""
+
+    class DiagonalSoftmax(nbgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = nbgrad.softmax(x, dim=0)
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return grad * (y - y * y)
+
+    x = nbgrad.tensor(X, requires_grad=True)
+    w = nbgrad.tensor(WEIGHTS)
+    with nbgrad.record() as trace:
+        y = DiagonalSoftmax.apply(x)
+        loss = (y * w).sum()
+        loss.backward()
+    return GraphWidget(trace), trace
+
+
+def test_a_check_answered_by_the_kernel_shows_analytic_and_numeric_and_names_the_input(
+    browser, tmp_path
+):
+    """The kernel's side is the widget's own message handler, run here in Python; the page's
+    model hands the browser's request to it (through a function Playwright exposes), and its
+    reply back, as anywidget's custom messages would."""
+    widget, trace = diagonal_softmax_widget()
+    replies = []
+    widget.send = lambda message, buffers=None: replies.append(message)
+    path = widget.save_html(tmp_path / "diagonal.html")
+    text = path.read_text(encoding="utf-8")
+    stand_in = 'if (message && message.type === "check") {{'.replace("{{", "{")
+    assert stand_in in text
+    # the page's model sends a check request to Python and emits its answer
+    text = text.replace(
+        stand_in,
+        'if (message && message.type === "check") { '
+        'emit("msg:custom", await window.kernel(message)); return; }\n    if (false) {',
+    )
+    path.write_text(text, encoding="utf-8")
+
+    def kernel(message):
+        widget._on_message(widget, message, [])
+        return replies[-1]
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    for width, height in VIEWPORTS:
+        context = browser.new_context(viewport={"width": width, "height": height})
+        page = context.new_page()
+        page.expose_function("kernel", kernel)
+        problems = []
+        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.goto(path.as_uri())
+        page.locator('[data-label="DiagonalSoftmaxBackward"]').first.click()
+        inspector = page.locator('[data-role="inspector"]')
+        # its Jacobian, as its backward computes it: diagonal only (the mistake shows)
+        matrix = inspector.locator('[data-role="jacobian-matrix"]')
+        off_diagonal = matrix.locator("tbody tr").nth(0).locator("td").nth(1).inner_text()
+        assert float(off_diagonal) == 0.0
+        inspector.locator('[data-role="check-node"]').click()
+        verdict = inspector.locator('[data-role="check-verdict"]')
+        verdict.wait_for(timeout=10000)
+        assert "WRONG" in verdict.inner_text() and "input x" in verdict.inner_text()
+        checked = inspector.locator('[data-role="check-result"] [data-input="x"]')
+        shown_analytic = [float(v) for v in checked.locator("tr.analytic td").all_inner_texts()]
+        shown_numeric = [float(v) for v in checked.locator("tr.numeric td").all_inner_texts()]
+        e = np.exp(np.asarray(X))
+        y = e / e.sum()
+        analytic = np.asarray(WEIGHTS) * (y - y * y)
+        numeric = np.asarray(WEIGHTS) @ (np.diag(y) - np.outer(y, y))
+        assert np.allclose(shown_analytic, analytic, atol=1e-3)
+        assert np.allclose(shown_numeric, numeric, atol=1e-3)
+        assert checked.locator(".mark").inner_text() == "✗ wrong"
+        assert inspector.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+        verdict.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"nodecheck-result-{width}x{height}.png"))
+        assert problems == []
+        context.close()

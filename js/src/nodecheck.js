@@ -169,27 +169,27 @@ export function checkResultView(result) {
     { class: `node-check-result ${result.ok ? "ok" : "wrong"}`, "data-role": "check-result" },
     h("div", { class: "verdict", "data-role": "check-verdict", text: result.verdict }),
     h("div", { class: "note", text: `largest error: ${formatNumber(result.max_abs_error, "float64")} absolute, ${formatNumber(result.max_rel_error, "float64")} relative (right when |analytic − numeric| ≤ ${result.atol} + ${result.rtol}·|numeric|)` }),
+    h("div", { class: "note", text: "analytic: what its backward sent; numeric: central finite differences of its forward" }),
     result.note ? h("div", { class: "note", text: result.note }) : null,
-    h(
-      "table",
-      { class: "node-check-table" },
-      h("thead", null, h("tr", null, h("th", { text: "input" }), h("th", { text: "analytic VJP (backward)" }), h("th", { text: "numeric VJP (finite differences)" }), h("th", { text: "max error" }), h("th", { text: "" }))),
-      h(
-        "tbody",
-        null,
-        (result.inputs || []).map((input) =>
+    (result.inputs || []).map((input) => {
+      const labels = elementLabels(input.name, input.shape);
+      const line = (title, values, cls) => h("tr", { class: cls }, h("th", { scope: "row", text: title }), values.map((x) => h("td", { text: formatNumber(x, "float64") })));
+      return h(
+        "div",
+        { class: `node-check-input ${input.ok ? "ok" : "wrong"}`, "data-input": input.name },
+        h("div", { class: "node-check-input-title" }, h("span", { class: "mark", text: input.ok ? "✓ right" : "✗ wrong" }), ` gradient sent to ${input.name}: largest error ${formatNumber(input.max_abs_error, "float64")}`),
+        h(
+          "div",
+          { class: "scroll-x" },
           h(
-            "tr",
-            { class: input.ok ? "ok" : "wrong", "data-input": input.name },
-            h("th", { scope: "row", text: input.name }),
-            h("td", null, h("code", { text: numbersLine(input.analytic) })),
-            h("td", null, h("code", { text: numbersLine(input.numeric) })),
-            h("td", { text: formatNumber(input.max_abs_error, "float64") }),
-            h("td", { class: "mark", text: input.ok ? "✓ right" : "✗ wrong" }),
+            "table",
+            { class: "node-check-table" },
+            h("thead", null, h("tr", null, h("th", { text: "" }), labels.map((label) => h("th", { scope: "col", text: label })))),
+            h("tbody", null, line("analytic", input.analytic, "analytic"), line("numeric", input.numeric, "numeric")),
           ),
         ),
-      ),
-    ),
+      );
+    }),
   );
 }
 

@@ -106,8 +106,13 @@ describe("check this node", () => {
   it("shows analytic and numeric side by side, the largest error and the verdict", () => {
     const view = checkResultView(RESULT);
     expect(view.querySelector('[data-role="check-verdict"]').textContent).toContain("WRONG: the gradient of input x");
-    const row = view.querySelector('tr[data-input="x"]');
-    expect([...row.querySelectorAll("td")].map((td) => td.textContent)).toEqual(["[0.25, -0.5, 0.75]", "[-0.25, -0.3, 0.5]", "0.5", "✗ wrong"]);
+    const input = view.querySelector('[data-input="x"]');
+    const texts = (selector) => [...input.querySelectorAll(selector)].map((cell) => cell.textContent);
+    expect(texts("thead th")).toEqual(["", "x[0]", "x[1]", "x[2]"]);
+    expect(texts("tr.analytic td")).toEqual(["0.25", "-0.5", "0.75"]);
+    expect(texts("tr.numeric td")).toEqual(["-0.25", "-0.3", "0.5"]);
+    expect(input.querySelector(".mark").textContent).toBe("✗ wrong");
+    expect(input.textContent).toContain("gradient sent to x: largest error 0.5");
     expect(view.textContent).toContain("largest error: 0.5 absolute, 2. relative");
   });
 

@@ -325,7 +325,8 @@ const model = {{
   off: (name, fn) => {{ listeners[name] = (listeners[name] || []).filter((f) => f !== fn); }},
   send: async (message) => {{
     if (message && message.type === "check") {{
-      const text = "checking a node needs the running kernel: this is a saved page. Run the cell in Jupyter to check it";
+      const text = "checking a node needs the running kernel: this is a saved page. " +
+        "Run the cell in Jupyter to check it";
       emit("msg:custom", {{ type: "check", request: message.request, ok: false, error: text }});
       return;
     }}

@@ -110,8 +110,12 @@ def test_a_product_node_is_right_with_the_hand_gradients(engine):
     by_name = {i.name: i for i in check.inputs}
     assert set(by_name) == {"c", "d"}
     # de/dc = d = 4, de/dd = c = 5, with dL/de = 1
-    assert by_name["c"].analytic == pytest.approx(4.0) and by_name["c"].numeric == pytest.approx(4.0)
-    assert by_name["d"].analytic == pytest.approx(5.0) and by_name["d"].numeric == pytest.approx(5.0)
+    assert by_name["c"].analytic == pytest.approx(4.0) and by_name["c"].numeric == pytest.approx(
+        4.0
+    )
+    assert by_name["d"].analytic == pytest.approx(5.0) and by_name["d"].numeric == pytest.approx(
+        5.0
+    )
     assert check.max_abs_error < 1e-6
     assert "right" in check.verdict and "MulBackward0" in repr(check)
     add = trace.node("AddBackward0").check()
@@ -128,7 +132,9 @@ def test_the_softmax_node_checks_right_on_the_recorded_gradient(engine):
     # the incoming gradient is dL/dy = w; the VJP is w @ (diag(y) - y y^T)
     expected = np.asarray(WEIGHTS) @ softmax_jacobian_by_hand(X)
     assert np.allclose(x_check.analytic, expected, atol=1e-6)
-    assert np.allclose(x_check.numeric, numpy_central_differences(softmax_np, X, WEIGHTS), atol=1e-7)
+    assert np.allclose(
+        x_check.numeric, numpy_central_differences(softmax_np, X, WEIGHTS), atol=1e-7
+    )
     assert np.allclose(check.grad_in[0], WEIGHTS)
 
 
@@ -142,7 +148,9 @@ def test_a_custom_function_with_the_diagonal_only_softmax_derivative_is_caught(e
     y = softmax_np(np.asarray(X))
     (x_check,) = check.inputs
     assert np.allclose(x_check.analytic, np.asarray(WEIGHTS) * (y - y * y), atol=1e-6)
-    assert np.allclose(x_check.numeric, np.asarray(WEIGHTS) @ softmax_jacobian_by_hand(X), atol=1e-6)
+    assert np.allclose(
+        x_check.numeric, np.asarray(WEIGHTS) @ softmax_jacobian_by_hand(X), atol=1e-6
+    )
     assert check.max_abs_error == pytest.approx(np.abs(x_check.analytic - x_check.numeric).max())
 
 
@@ -265,12 +273,19 @@ def test_the_widget_answers_a_check_message_as_the_browser_sends_it(engine):
     assert result["ok"] is False and result["inputs"][0]["name"] == "x"
     y = softmax_np(np.asarray(X))
     assert np.allclose(result["inputs"][0]["analytic"], np.asarray(WEIGHTS) * (y - y * y))
-    assert np.allclose(result["inputs"][0]["numeric"], np.asarray(WEIGHTS) @ softmax_jacobian_by_hand(X))
+    assert np.allclose(
+        result["inputs"][0]["numeric"], np.asarray(WEIGHTS) @ softmax_jacobian_by_hand(X)
+    )
     accumulate = trace.node("AccumulateGrad").id
     widget._on_message(widget, {"type": "check", "node": accumulate, "request": 6}, [])
     assert sent[1]["ok"] is False and "AccumulateGrad only adds" in sent[1]["error"]
     widget._on_message(widget, {"type": "check", "node": "n999", "request": 7}, [])
-    assert sent[2] == {"type": "check", "request": 7, "ok": False, "error": "the trace has no node 'n999'"}
+    assert sent[2] == {
+        "type": "check",
+        "request": 7,
+        "ok": False,
+        "error": "the trace has no node 'n999'",
+    }
 
 
 def test_a_widget_made_from_json_says_there_is_nothing_to_re_run():

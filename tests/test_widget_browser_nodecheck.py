@@ -38,7 +38,9 @@ def expected_jacobian():
 
 @pytest.mark.parametrize("engine", ["nbgrad", "torch"])
 def test_the_softmax_jacobian_shows_offline_and_the_check_says_it_needs_the_kernel(
-    browser, engine, tmp_path
+    browser,  # noqa: F811
+    engine,
+    tmp_path,
 ):
     path = softmax_page(engine, tmp_path)
     ARTIFACTS.mkdir(exist_ok=True)
@@ -46,7 +48,7 @@ def test_the_softmax_jacobian_shows_offline_and_the_check_says_it_needs_the_kern
         context = browser.new_context(viewport={"width": width, "height": height})
         page = context.new_page()
         problems = []
-        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.on("pageerror", lambda error, problems=problems: problems.append(str(error)))
         page.goto(path.as_uri())
         page.locator('[data-label="SoftmaxBackward0"]').first.click()
         inspector = page.locator('[data-role="inspector"]')
@@ -57,14 +59,20 @@ def test_the_softmax_jacobian_shows_offline_and_the_check_says_it_needs_the_kern
         assert columns[1:] == ["x[0]", "x[1]", "x[2]"]
         assert rows == ["y[0]", "y[1]", "y[2]"]
         shown = np.array(
-            [[float(v) for v in line.split("\t")[1:]] for line in matrix.locator("tbody tr").all_inner_texts()]
+            [
+                [float(v) for v in line.split("\t")[1:]]
+                for line in matrix.locator("tbody tr").all_inner_texts()
+            ]
         )
         assert np.allclose(shown, expected_jacobian(), atol=1e-4)
         assert shown[0, 1] < 0  # the off-diagonal -y_i y_j
         identity = inspector.locator('[data-role="jacobian-identity"]').inner_text()
         assert "grad sent to x = grad in (a row) × J" in identity
         sent = np.asarray(WEIGHTS) @ expected_jacobian()
-        numbers = [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", identity.split("grad sent to x =")[-1])]
+        numbers = [
+            float(v)
+            for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", identity.split("grad sent to x =")[-1])
+        ]
         assert np.allclose(numbers, sent, atol=1e-4)
         # every label and number readable: the matrix fits in the inspector or scrolls inside it
         panel = inspector.bounding_box()
@@ -108,7 +116,8 @@ def diagonal_softmax_widget():
 
 
 def test_a_check_answered_by_the_kernel_shows_analytic_and_numeric_and_names_the_input(
-    browser, tmp_path
+    browser,  # noqa: F811
+    tmp_path,
 ):
     """The kernel's side is the widget's own message handler, run here in Python; the page's
     model hands the browser's request to it (through a function Playwright exposes), and its
@@ -138,7 +147,7 @@ def test_a_check_answered_by_the_kernel_shows_analytic_and_numeric_and_names_the
         page = context.new_page()
         page.expose_function("kernel", kernel)
         problems = []
-        page.on("pageerror", lambda error: problems.append(str(error)))
+        page.on("pageerror", lambda error, problems=problems: problems.append(str(error)))
         page.goto(path.as_uri())
         page.locator('[data-label="DiagonalSoftmaxBackward"]').first.click()
         inspector = page.locator('[data-role="inspector"]')

@@ -72,7 +72,9 @@ def rerun_for_nbgrad_op(dispatch_locals, input_records, policy):
     attrs = tuple(dispatch_locals.get("attrs", ()))
     for attr in attrs:
         if isinstance(attr, np.ndarray) and attr.size > policy.max_elements:
-            return Rerun("nbgrad", "op", spec, why_not="an argument of the op was too large to keep")
+            return Rerun(
+                "nbgrad", "op", spec, why_not="an argument of the op was too large to keep"
+            )
     attrs = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in attrs)
     return Rerun("nbgrad", "op", spec, tuple(input_records), extra=attrs)
 
@@ -244,7 +246,9 @@ def local_jacobian(node, max_elements=JACOBIAN_MAX_ELEMENTS):
         return None
     output_records = list(node.outputs)
     return {
-        "of": [output_records[j].id if j < len(output_records) else None for j in range(len(outputs))],
+        "of": [
+            output_records[j].id if j < len(output_records) else None for j in range(len(outputs))
+        ],
         "wrt": [runner.records[s].id for s in runner.checked],
         "blocks": [[_rounded(b) for b in row] for row in blocks],
     }
@@ -271,7 +275,8 @@ class _Runner:
             value = record.value
             if value is None:
                 raise NodeCheckError(
-                    f"{node.name} cannot be checked: the value of its input {record.name} was not kept"
+                    f"{node.name} cannot be checked: "
+                    f"the value of its input {record.name} was not kept"
                 )
             if isinstance(value, ArraySummary):
                 raise NodeCheckError(
@@ -558,7 +563,9 @@ def note_torch_function_rerun(call, node, apply_frame, record_of):
     local = apply_frame.f_locals
     function_class = local.get("cls") or getattr(node, "_forward_cls", None)
     if function_class is None or "args" not in local:
-        record.rerun = Rerun("torch", "function", None, why_not="its call's arguments were not seen")
+        record.rerun = Rerun(
+            "torch", "function", None, why_not="its call's arguments were not seen"
+        )
         return
     record.rerun = rerun_for_function(
         "torch", function_class, local["args"], local.get("kwargs"), record_of

@@ -295,3 +295,23 @@ def test_a_widget_made_from_json_says_there_is_nothing_to_re_run():
     widget.send = lambda message, buffers=None: sent.append(message)
     widget._on_message(widget, {"type": "check", "node": "n1", "request": 1}, [])
     assert sent[0]["ok"] is False and "made from JSON" in sent[0]["error"]
+
+
+def test_a_backward_giving_nan_is_wrong_and_its_result_is_strict_json():
+    class NaNBackward(nbgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2.0
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * float("nan")
+
+    x = nbgrad.tensor([1.0, 2.0], requires_grad=True)
+    with nbgrad.record() as trace:
+        NaNBackward.apply(x).sum().backward()
+    check = trace.node("NaNBackwardBackward").check()
+    assert not check.ok and check.wrong_inputs == ["x"]
+    text = json.dumps(check.to_json(), allow_nan=False)  # no NaN literal for the browser
+    assert json.loads(text)["inputs"][0]["analytic"] == ["NaN", "NaN"]
+    assert json.loads(text)["inputs"][0]["numeric"] == pytest.approx([2.0, 2.0])

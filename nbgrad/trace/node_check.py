@@ -175,18 +175,18 @@ class NodeCheck:
             "ok": self.ok,
             "verdict": self.verdict,
             "note": self.note,
-            "max_abs_error": self.max_abs_error,
-            "max_rel_error": self.max_rel_error,
+            "max_abs_error": _number_json(self.max_abs_error),
+            "max_rel_error": _number_json(self.max_rel_error),
             "atol": ATOL,
             "rtol": RTOL,
             "inputs": [
                 {
                     "name": i.name,
                     "shape": list(i.analytic.shape),
-                    "analytic": i.analytic.ravel().tolist(),
-                    "numeric": i.numeric.ravel().tolist(),
-                    "max_abs_error": i.max_abs_error,
-                    "max_rel_error": i.max_rel_error,
+                    "analytic": [_number_json(x) for x in i.analytic.ravel()],
+                    "numeric": [_number_json(x) for x in i.numeric.ravel()],
+                    "max_abs_error": _number_json(i.max_abs_error),
+                    "max_rel_error": _number_json(i.max_rel_error),
                     "ok": i.ok,
                 }
                 for i in self.inputs
@@ -510,6 +510,16 @@ def _why_no_rerun(node):
     return f"{node.name} cannot be re-run: the recorder did not keep how to call its forward"
 
 
+def _number_json(x):
+    """A float for strict JSON: non-finite ones as the strings the trace schema uses."""
+    x = float(x)
+    if np.isnan(x):
+        return "NaN"
+    if np.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    return x
+
+
 def _rounded(matrix):
     """The matrix as nested lists of numbers with 8 significant digits (JSON stays small)."""
     return [[float(f"{x:.8g}") + 0.0 for x in row] for row in matrix]  # (no -0.0)
@@ -522,18 +532,25 @@ def _short(array, limit=6):
     return f"[{text}{more}]"
 
 
-def rerun_from_dispatch(frame, is_function_call, input_records, policy, record_of):
+def rerun_from_dispatch(frame, node, is_function_call, input_records, policy, record_of):
     """nbgrad's recorder: the Rerun of the op whose announcing ``frame`` (the engine's
-    dispatch, or ``Function.apply``) is given."""
-    local = frame.f_locals
+    dispatch, or ``Function.apply``) made ``node``. Reading a frame's locals costs more than
+    recording the op, so they are read only when needed: for a Function call's arguments,
+    and for an op with attributes (a table op's inputs are its records, its entry the node's)."""
     if is_function_call:
+        local = frame.f_locals
         function_class = local.get("cls")
         if function_class is None:
             return None
         return rerun_for_function(
             "nbgrad", function_class, local.get("args", ()), local.get("kwargs"), record_of
         )
-    return rerun_for_nbgrad_op(local, input_records, policy)
+    spec = getattr(node, "spec", None)
+    if spec is None:
+        return None
+    if not spec.attrs:
+        return Rerun("nbgrad", "op", spec, tuple(input_records))
+    return rerun_for_nbgrad_op(frame.f_locals, input_records, policy)
 
 
 def note_torch_rerun(op, func, args, kwargs, record_of):

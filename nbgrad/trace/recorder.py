@@ -214,7 +214,7 @@ class Recorder(BaseRecorder):
             op.node = node_record
             if node_record.rerun is None and type(node) is not AccumulateGrad:
                 node_record.rerun = rerun_from_dispatch(  # for node.check()
-                    caller, is_function_call, input_records, self.policy, self._record_of
+                    caller, node, is_function_call, input_records, self.policy, self._record_of
                 )
         for output_nr, tensor in enumerate(outputs):
             if node is None:

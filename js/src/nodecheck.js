@@ -131,7 +131,7 @@ export function jacobianSection(ctx, node) {
       const rowLabels = output.shape ? elementLabels(output.name, output.shape) : matrix.map((_, r) => `${output.name}[${r}]`);
       const columnLabels = input.shape ? elementLabels(input.name, input.shape) : (matrix[0] || []).map((_, c) => `${input.name}[${c}]`);
       const gradIn = step && !step.predicted ? flatNumbers((step.grads_in || [])[j]) : null;
-      const rule = h("code", { text: `grad sent to ${input.name} = grad in (a row) × J` });
+      const rule = h("code", { class: "jacobian-rule", text: `grad sent to ${input.name} = grad in (a row) × J` });
       const lines = [h("div", null, rule)];
       if (gradIn && gradIn.length === matrix.length) {
         const sent = rowTimesMatrix(gradIn, matrix);

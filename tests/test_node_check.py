@@ -315,3 +315,17 @@ def test_a_backward_giving_nan_is_wrong_and_its_result_is_strict_json():
     text = json.dumps(check.to_json(), allow_nan=False)  # no NaN literal for the browser
     assert json.loads(text)["inputs"][0]["analytic"] == ["NaN", "NaN"]
     assert json.loads(text)["inputs"][0]["numeric"] == pytest.approx([2.0, 2.0])
+
+
+@pytest.mark.parametrize("engine", ["nbgrad", "torch"])
+def test_a_check_inside_another_recording_is_not_recorded_there(engine):
+    trace = record_softmax_program(engine)
+    T = ENGINES[engine]
+    u = T.tensor([1.0, 2.0], requires_grad=True)
+    with nbgrad.record(engine=engine) as outer:
+        v = u * 3.0
+        assert trace.node("SoftmaxBackward0").check().ok
+        v.sum().backward()
+    assert [op.op for op in outer.ops] == ["mul", "sum"]
+    assert [n.name for n in outer.nodes] == ["MulBackward0", "AccumulateGrad", "SumBackward0"]
+    assert np.allclose(u.grad.numpy(), [3.0, 3.0])

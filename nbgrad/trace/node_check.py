@@ -15,6 +15,8 @@ are those records' snapshots: kept whole up to the recording's ``max_elements`` 
 summary, and the node cannot be checked), never a second copy.
 """
 
+import contextlib
+
 import numpy as np
 
 from nbgrad.trace.values import ArraySummary
@@ -210,6 +212,11 @@ class NodeCheck:
 
 def check_node(node):
     """Finite-difference check of ``node``'s backward (see the module's docstring)."""
+    with _unrecorded():
+        return _check(node)
+
+
+def _check(node):
     runner = _Runner(node)
     grads_in, note = runner.incoming_gradients()
     analytic = runner.vjp(grads_in)
@@ -226,6 +233,11 @@ def local_jacobian(node, max_elements=JACOBIAN_MAX_ELEMENTS):
     record ids, "wrt": input record ids, "blocks": [[rows x columns nested lists] per input]
     per output}``, row r being what the node sends back for a gradient of 1 on output element
     r (so grad sent = grad in (a row) @ block)."""
+    with _unrecorded():
+        return _jacobian(node, max_elements)
+
+
+def _jacobian(node, max_elements):
     try:
         runner = _Runner(node)
     except NodeCheckError:
@@ -252,6 +264,41 @@ def local_jacobian(node, max_elements=JACOBIAN_MAX_ELEMENTS):
         "wrt": [runner.records[s].id for s in runner.checked],
         "blocks": [[_rounded(b) for b in row] for row in blocks],
     }
+
+
+@contextlib.contextmanager
+def _unrecorded():
+    """The check's own forward and backward runs are not part of any recording going on (a
+    ``check()`` inside a ``record()`` block): nbgrad's listeners are set aside meanwhile, and
+    PyTorch's recorder lets calls through while it is busy."""
+    from nbgrad.autograd import observe
+    from nbgrad.trace.recording import active_recorder
+
+    recorder = active_recorder()
+    if recorder is None:
+        yield
+        return
+    lists = (
+        observe.op_listeners,
+        observe.op_start_listeners,
+        observe.node_listeners,
+        observe.node_start_listeners,
+        observe.accumulate_listeners,
+        observe.backward_listeners,
+    )
+    kept = [list(listeners) for listeners in lists]
+    busy = getattr(recorder, "_busy", None)
+    for listeners in lists:
+        listeners.clear()  # (in place: the engine holds these very lists)
+    if busy is not None:
+        recorder._busy = True
+    try:
+        yield
+    finally:
+        for listeners, listening in zip(lists, kept):
+            listeners[:] = listening
+        if busy is not None:
+            recorder._busy = busy
 
 
 class _Runner:

@@ -13,6 +13,7 @@ import { h } from "./dom.js";
 import { formatNumber, isSummary } from "./format.js";
 
 export const CHECK_TIMEOUT_MS = 30000; // a check re-runs the forward twice per input element
+const SHORT_NAME = 8; // a longer name labels the Jacobian's title, not each row and column
 
 /** Sends check requests over the model's custom messages; resolves with the result object,
  * rejects with an Error saying why (the kernel's message, no kernel, no answer in time). */
@@ -96,7 +97,7 @@ function tensorInfo(index, id, fallback) {
 }
 
 /** One block of the Jacobian as a table: a corner cell, column labels, then a row per output element. */
-export function jacobianTable(matrix, rowLabels, columnLabels, dtype = "float64") {
+export function jacobianTable(matrix, rowLabels, columnLabels, { dtype = "float64", diagonal = false } = {}) {
   return h(
     "table",
     { class: "nbgrad-jacobian", "data-role": "jacobian-matrix" },
@@ -109,7 +110,7 @@ export function jacobianTable(matrix, rowLabels, columnLabels, dtype = "float64"
           "tr",
           null,
           h("th", { scope: "row", text: rowLabels[r] }),
-          line.map((x, c) => h("td", { class: `${x === 0 ? "zero" : ""}${r === c && matrix.length === line.length ? " diagonal" : ""}`.trim() || null, title: `∂${rowLabels[r]} / ∂${columnLabels[c]} = ${x}`, text: formatNumber(x, dtype) })),
+          line.map((x, c) => h("td", { class: `${x === 0 ? "zero" : ""}${diagonal && r === c ? " diagonal" : ""}`.trim() || null, title: `∂${rowLabels[r]} / ∂${columnLabels[c]} = ${x}`, text: formatNumber(x, dtype) })),
         ),
       ),
     ),
@@ -130,6 +131,10 @@ export function jacobianSection(ctx, node) {
       const input = tensorInfo(index, (jacobian.wrt || [])[i], `input ${i}`);
       const rowLabels = output.shape ? elementLabels(output.name, output.shape) : matrix.map((_, r) => `${output.name}[${r}]`);
       const columnLabels = input.shape ? elementLabels(input.name, input.shape) : (matrix[0] || []).map((_, c) => `${input.name}[${c}]`);
+      // A long name is said once, in the title; the axes then carry only the indexes.
+      const axis = (labels, name) => (name.length > SHORT_NAME ? labels.map((label) => label.slice(name.length) || label) : labels);
+      // Element i of the output against element i of the input: only when they have one shape
+      const sameShape = output.shape && input.shape && output.shape.join() === input.shape.join();
       const gradIn = step && !step.predicted ? flatNumbers((step.grads_in || [])[j]) : null;
       const rule = h("code", { class: "jacobian-rule", text: `grad sent to ${input.name} = grad in (a row) × J` });
       const lines = [h("div", null, rule)];
@@ -146,7 +151,7 @@ export function jacobianSection(ctx, node) {
           "div",
           { class: "jacobian-block", "data-output": output.name, "data-input": input.name },
           h("div", { class: "jacobian-title", text: `J = ∂${output.name} / ∂${input.name}: rows ${rowLabels[0]}…${rowLabels[rowLabels.length - 1]}, columns ${columnLabels[0]}…${columnLabels[columnLabels.length - 1]}` }),
-          h("div", { class: "scroll-x" }, jacobianTable(matrix, rowLabels, columnLabels)),
+          h("div", { class: "scroll-x" }, jacobianTable(matrix, axis(rowLabels, output.name), axis(columnLabels, input.name), { diagonal: sameShape })),
           identity,
         ),
       );

@@ -169,3 +169,18 @@ describe("check this node", () => {
     cleanup();
   });
 });
+
+describe("the Jacobian of long names and of shape changes", () => {
+  it("says a long name once in the title and labels the axes with indexes; no diagonal when shapes differ", () => {
+    const trace = softmaxTrace();
+    trace.tensors[0].name = "model.fc1.weight";
+    trace.tensors[0].shape = [1, 3];
+    const index = indexTrace(trace);
+    const section = jacobianSection({ index }, index.nodes.get("n0"));
+    const table = section.querySelector('[data-role="jacobian-matrix"]');
+    expect([...table.querySelectorAll("thead th")].map((th) => th.textContent)).toEqual(["∂ row / ∂ column", "[0,0]", "[0,1]", "[0,2]"]);
+    expect([...table.querySelectorAll("tbody th")].map((th) => th.textContent)).toEqual(["y[0]", "y[1]", "y[2]"]);
+    expect(section.querySelector(".jacobian-title").textContent).toContain("columns model.fc1.weight[0,0]…model.fc1.weight[0,2]");
+    expect(table.querySelectorAll("td.diagonal")).toHaveLength(0);
+  });
+});

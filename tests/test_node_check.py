@@ -329,3 +329,24 @@ def test_a_check_inside_another_recording_is_not_recorded_there(engine):
     assert [op.op for op in outer.ops] == ["mul", "sum"]
     assert [n.name for n in outer.nodes] == ["MulBackward0", "AccumulateGrad", "SumBackward0"]
     assert np.allclose(u.grad.numpy(), [3.0, 3.0])
+
+
+def test_a_pytorch_call_that_makes_several_nodes_is_checked_whole_and_says_so():
+    logits = torch.tensor([[1.0, 2.0, 0.5], [0.0, -1.0, 1.0]], requires_grad=True)
+    target = torch.tensor([1, 2])
+    with nbgrad.record(engine="torch") as trace:
+        loss = torch.nn.functional.cross_entropy(logits, target)
+        loss.backward()
+    check = trace.node("NllLossBackward0").check()
+    assert check.ok
+    assert "2 nodes (LogSoftmaxBackward0, NllLossBackward0): checked together" in check.note
+    # the whole call's gradient, by hand: (softmax - one-hot) / N
+    values = logits.detach().numpy().astype(np.float64)
+    probabilities = np.exp(values) / np.exp(values).sum(axis=1, keepdims=True)
+    expected = (probabilities - np.eye(3)[[1, 2]]) / 2
+    assert np.allclose(check.inputs[0].analytic, expected, atol=1e-6)
+    assert np.allclose(check.inputs[0].numeric, expected, atol=1e-6)
+    nodes = {n["name"]: n for n in trace.to_dict()["nodes"]}
+    assert "jacobian" not in nodes["NllLossBackward0"]  # the call's, not the node's
+    with pytest.raises(NodeCheckError, match="no recorded call made it"):
+        trace.node("LogSoftmaxBackward0").check()

@@ -220,6 +220,10 @@ def _check(node):
     runner = _Runner(node)
     grads_in, note = runner.incoming_gradients()
     analytic = runner.vjp(grads_in)
+    inner = runner.nodes_made()
+    if len(inner) > 1:  # (PyTorch: cross_entropy makes LogSoftmaxBackward0 and NllLossBackward0)
+        together = f"the call made {len(inner)} nodes ({', '.join(inner)}): checked together"
+        note = f"{note}; {together}" if note else together
     checks = []
     for slot, analytic_grad in zip(runner.checked, analytic):
         numeric = runner.numeric_vjp(slot, grads_in)
@@ -245,6 +249,8 @@ def _jacobian(node, max_elements):
     if not runner.checked or any(a.size > max_elements for a in runner.arrays.values()):
         return None
     if any(o.size > max_elements for o in runner.output_shapes_arrays()):
+        return None
+    if len(runner.nodes_made()) > 1:  # the call's Jacobian would not be this node's
         return None
     outputs = runner.output_shapes_arrays()
     blocks = [[np.zeros((o.size, runner.arrays[s].size)) for s in runner.checked] for o in outputs]
@@ -403,6 +409,24 @@ class _Runner:
             grad = np.zeros(out.shape) if grad is None else np.asarray(grad, dtype=np.float64)
             grads.append(np.broadcast_to(grad, out.shape).copy())
         return grads, None
+
+    def nodes_made(self):
+        """The names of the nodes one re-run makes between its outputs and its inputs (one,
+        unless the recorded call ran several differentiable steps inside, unseen)."""
+        _, outputs = self.run(self.arrays, grad_slots=set(self.checked))
+        names, seen = [], set()
+        stack = [o.grad_fn for o in outputs if getattr(o, "grad_fn", None) is not None]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
+            if name.endswith("AccumulateGrad"):  # (PyTorch: "torch::autograd::AccumulateGrad")
+                continue
+            names.append(name)
+            stack.extend(child for child, _ in node.next_functions)
+        return names[::-1]
 
     def vjp(self, grads_in):
         """What the engine's backward sends to each checked input for ``grads_in``."""

@@ -3,14 +3,26 @@ in a save_html page: the Jacobian is in the trace, so it shows offline, with the
 on its axes; the check needs the kernel, and the page says so when the button is clicked.
 Screenshots: test-artifacts/nodecheck-*.png."""
 
+import json
+import os
 import re
+import urllib.request
 
 import numpy as np
 import pytest
 
 import nbgrad
 from nbgrad.widget import GraphWidget
-from tests.test_widget_browser import ARTIFACTS, browser, playwright_api  # noqa: F401
+from tests.test_widget_browser import (  # noqa: F401 - fixtures
+    ARTIFACTS,
+    ROOT,
+    _open_notebook,
+    _run_all,
+    _start_kernel,
+    browser,
+    lab,
+    playwright_api,
+)
 
 torch = pytest.importorskip("torch")
 
@@ -173,4 +185,109 @@ def test_a_check_answered_by_the_kernel_shows_analytic_and_numeric_and_names_the
         verdict.scroll_into_view_if_needed()
         page.screenshot(path=str(ARTIFACTS / f"nodecheck-result-{width}x{height}.png"))
         assert problems == []
+        context.close()
+
+
+# --- live, in JupyterLab: the request goes through anywidget's comm to the kernel and back -------
+
+LIVE_CELLS = [
+    "%load_ext nbgrad",
+    """import nbgrad
+from nbgrad.widget import GraphWidget
+
+
+class DiagonalSoftmax(nbgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = nbgrad.softmax(x, dim=0)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * (y - y * y)
+
+
+x = nbgrad.tensor([1.0, 2.0, 0.5], requires_grad=True)
+with nbgrad.record() as trace:
+    y = DiagonalSoftmax.apply(x)
+    loss = (y * nbgrad.tensor([1.0, -2.0, 3.0])).sum()
+    loss.backward()
+GraphWidget(trace, selected=trace.node("DiagonalSoftmaxBackward").id)""",
+]
+
+
+@pytest.fixture(scope="module")
+def worktree_kernel_path():
+    """The kernels JupyterLab starts import this checkout's nbgrad."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), before) if p)
+    yield
+    if before is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = before
+
+
+@pytest.fixture(scope="module")
+def live_lab(worktree_kernel_path, lab):  # noqa: F811
+    notebook = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "execution_count": None,
+                "id": f"c{i}",
+                "metadata": {},
+                "outputs": [],
+                "source": source,
+            }
+            for i, source in enumerate(LIVE_CELLS)
+        ],
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    body = json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode()
+    request = urllib.request.Request(
+        f"{lab}/api/contents/nodecheck.ipynb",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        method="PUT",
+    )
+    urllib.request.urlopen(request, timeout=30)
+    _start_kernel(lab, "nodecheck.ipynb")
+    return lab
+
+
+def test_the_check_button_asks_the_running_kernel_in_jupyterlab(browser, live_lab):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    try:
+        _open_notebook(page, f"{live_lab}/lab/tree/nodecheck.ipynb")
+        _run_all(page)
+        widget = page.locator(".nbgrad-widget").first
+        widget.wait_for(timeout=60_000)
+        inspector = widget.locator('[data-role="inspector"]')
+        inspector.locator('[data-role="jacobian-matrix"]').wait_for(timeout=30_000)
+        inspector.locator('[data-role="check-node"]').click()
+        verdict = inspector.locator('[data-role="check-verdict"]')
+        verdict.wait_for(timeout=60_000)
+        assert "WRONG: the gradient of input x is off" in verdict.inner_text()
+        checked = inspector.locator('[data-role="check-result"] [data-input="x"]')
+        shown = [float(v) for v in checked.locator("tr.numeric td").all_inner_texts()]
+        e = np.exp(np.asarray(X))
+        y = e / e.sum()
+        assert np.allclose(shown, np.asarray(WEIGHTS) @ (np.diag(y) - np.outer(y, y)), atol=1e-3)
+        for width, height in VIEWPORTS:
+            page.set_viewport_size({"width": width, "height": height})
+            verdict.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"nodecheck-jupyterlab-{width}x{height}.png"))
+    except Exception:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "failure-nodecheck-jupyterlab.png"))
+        raise
+    finally:
         context.close()

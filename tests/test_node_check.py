@@ -350,3 +350,32 @@ def test_a_pytorch_call_that_makes_several_nodes_is_checked_whole_and_says_so():
     assert "jacobian" not in nodes["NllLossBackward0"]  # the call's, not the node's
     with pytest.raises(NodeCheckError, match="no recorded call made it"):
         trace.node("LogSoftmaxBackward0").check()
+
+
+def test_a_random_forward_is_refused_and_the_random_state_is_left_as_it_was():
+    x = torch.tensor(np.linspace(1.0, 2.0, 20), requires_grad=True)
+    torch.manual_seed(3)
+    with nbgrad.record(engine="torch") as trace:
+        kept = torch.nn.functional.dropout(x, p=0.5, training=True)
+        kept.sum().backward()
+    node = trace.node("MulBackward0")  # (PyTorch on the CPU: x * a random mask)
+    state = torch.get_rng_state().clone()
+    with pytest.raises(NodeCheckError, match="its forward is random"):
+        node.check()
+    assert "jacobian" not in next(n for n in trace.to_dict()["nodes"] if n["id"] == node.id)
+    assert torch.equal(torch.get_rng_state(), state)  # what the program draws next is unchanged
+
+
+def test_nbgrads_dropout_is_a_product_with_a_recorded_mask_and_checks_right():
+    x = nbgrad.tensor(np.linspace(1.0, 2.0, 20), requires_grad=True)
+    nbgrad.manual_seed(3)
+    with nbgrad.record() as trace:
+        kept = nbgrad.nn.functional.dropout(x, p=0.5, training=True)
+        kept.sum().backward()
+    state = nbgrad.get_rng_state()
+    check = trace.node("MulBackward0").check()
+    assert check.ok
+    mask = trace.tensors["kept"].value / trace.tensors["x"].value  # 0 or 1 / (1 - p) = 2
+    assert set(np.round(mask, 6)) <= {0.0, 2.0}
+    assert np.allclose(check.inputs[0].analytic, mask)
+    assert np.array_equal(np.asarray(nbgrad.get_rng_state()), np.asarray(state))

@@ -16,6 +16,7 @@ summary, and the node cannot be checked), never a second copy.
 """
 
 import contextlib
+import sys
 
 import numpy as np
 
@@ -238,7 +239,10 @@ def local_jacobian(node, max_elements=JACOBIAN_MAX_ELEMENTS):
     per output}``, row r being what the node sends back for a gradient of 1 on output element
     r (so grad sent = grad in (a row) @ block)."""
     with _unrecorded():
-        return _jacobian(node, max_elements)
+        try:
+            return _jacobian(node, max_elements)
+        except NodeCheckError:  # (a random forward, a forward that fails in float64)
+            return None
 
 
 def _jacobian(node, max_elements):
@@ -280,10 +284,36 @@ def _unrecorded():
     from nbgrad.autograd import observe
     from nbgrad.trace.recording import active_recorder
 
-    recorder = active_recorder()
-    if recorder is None:
+    with _random_state_kept():
+        recorder = active_recorder()
+        if recorder is None:
+            yield
+            return
+        with _listeners_aside(recorder, observe):
+            yield
+
+
+@contextlib.contextmanager
+def _random_state_kept():
+    """Re-running a random op (dropout) draws numbers: the program's random state is put back
+    after, so checking a node changes nothing the program will draw next."""
+    import nbgrad
+
+    states = [(nbgrad.set_rng_state, nbgrad.get_rng_state())]
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        states.append((torch.set_rng_state, torch.get_rng_state()))
+    try:
         yield
-        return
+    finally:
+        for set_state, state in states:
+            set_state(state)
+
+
+@contextlib.contextmanager
+def _listeners_aside(recorder, observe):
+    """No listener of the engine's hears the check's runs, and PyTorch's recorder, busy,
+    lets its calls through."""
     lists = (
         observe.op_listeners,
         observe.op_start_listeners,
@@ -384,9 +414,17 @@ class _Runner:
     def output_shapes_arrays(self):
         """The forward's floating outputs on the recorded inputs (float64 arrays)."""
         if self._outputs is None:
-            with self.engine.no_grad():
-                _, outputs = self.run(self.arrays)
-            self._outputs = [self.engine.array(o) for o in outputs if self.engine.floating(o)]
+            runs = []
+            for _ in range(2):
+                with self.engine.no_grad():
+                    _, outputs = self.run(self.arrays)
+                runs.append([self.engine.array(o) for o in outputs if self.engine.floating(o)])
+            if not all(np.array_equal(a, b, equal_nan=True) for a, b in zip(*runs)):
+                raise NodeCheckError(
+                    f"{self.node.name} cannot be checked: its forward is random (each run draws "
+                    "new numbers, as dropout does), so finite differences do not apply"
+                )
+            self._outputs = runs[0]
         return self._outputs
 
     def incoming_gradients(self):

@@ -1,6 +1,7 @@
 // Bundle the widget: src/widget.js (and the CSS it imports) -> ../nbgrad/static/widget.{js,css}.
 import { build } from "esbuild";
 import { statSync } from "node:fs";
+import { TRACE_SCHEMA_VERSION } from "./trace-schema-version.mjs";
 
 const outdir = new URL("../nbgrad/static/", import.meta.url).pathname;
 
@@ -12,6 +13,7 @@ await build({
   target: "es2020",
   outdir,
   legalComments: "none",
+  define: { TRACE_SCHEMA_VERSION },
   logLevel: "warning",
 });
 

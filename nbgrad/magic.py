@@ -39,12 +39,13 @@ from nbgrad.trace.values import Policy
 BACKWARD_FILENAME = "<%%autograd --backward>"
 
 
-def show_trace(trace):
+def show_trace(trace, practice=False):
     """Show a recorded cell's trace below the cell: the graph widget (nbgrad.widget), which
-    also carries a static SVG and a text summary for places that cannot run it."""
+    also carries a static SVG and a text summary for places that cannot run it. ``practice``:
+    in practice mode (every gradient hidden until the learner works it out)."""
     from nbgrad.widget import display_trace
 
-    display_trace(trace)
+    display_trace(trace, practice=practice)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -132,6 +133,14 @@ def _build_parser():
         help=(
             "the autograd to record: nbgrad's, or real PyTorch's (torch); auto (the default) "
             "records PyTorch when the cell imports it or uses its tensors or modules"
+        ),
+    )
+    parser.add_argument(
+        "--practice",
+        action="store_true",
+        help=(
+            "practice mode: the graph shows no gradient; at each backward step you type what "
+            "the node sends on each edge, and the widget says whether it is right"
         ),
     )
     parser.add_argument("-h", "--help", action="store_true", help="show this help")
@@ -307,7 +316,7 @@ def _end_recording(shell, recorder, options, error, filename):
     if options.name:
         shell.user_ns[options.name] = trace
     if not options.no_show:
-        show_trace(trace)
+        show_trace(trace, practice=options.practice)
     if error is not None:
         _raise_cleanly(shell, error, {filename, BACKWARD_FILENAME})
 

@@ -7,7 +7,9 @@
 Synced with the browser: ``trace`` (the trace JSON of docs/trace-schema.md, gzip-compressed:
 about a tenth of the bytes, sent as one binary buffer), ``selected`` (the id of the selected
 record, "" for none: click in the browser or set it here), ``step`` (the backward timeline's
-position, 0 = before the first step) and ``view`` ("forward" or "backward"). The trace travels
+position, 0 = before the first step), ``view`` ("forward" or "backward"), ``practice`` (practice
+mode: every gradient hidden until the learner works it out, js/src/practice.js) and
+``practice_results`` (the learner's answers, from the browser). The trace travels
 with its values apart (``limits.values == "apart"``): every array of over 16 elements is its
 statistics, a few numbers and a buffer id; the browser asks for the whole array with a custom
 message (``{type: "fetch", buffer}``) when the user inspects it, and the kernel answers with the
@@ -90,6 +92,13 @@ class GraphWidget(anywidget.AnyWidget):
     view = traitlets.Unicode("backward").tag(sync=True)
     # px; 0: 560, taller when that lets the whole graph be read. The widget's foot drags it.
     height = traitlets.Int(0).tag(sync=True)
+    # practice mode: the learner types each gradient a step sends; the browser fills
+    # practice_results, one dict per answered edge, in step order: {"step": 1 (1-based),
+    # "node": "MulBackward0", "node_id", "edge": k (index into next_functions), "target":
+    # "AddBackward0" or "AccumulateGrad (d)", "input": the operand's name, "answer": the text
+    # typed (None after "show me"), "expected": the recorded gradient, "right": bool}
+    practice = traitlets.Bool(False).tag(sync=True)
+    practice_results = traitlets.List(traitlets.Dict()).tag(sync=True)
 
     def __init__(self, trace=None, **kwargs):
         text, data, source = _trace_data(trace)
@@ -109,6 +118,7 @@ class GraphWidget(anywidget.AnyWidget):
         """Draw another trace (a Trace, its JSON or its dict) in this widget."""
         text, data, source = _trace_data(trace)
         self._data, self._source = data, source
+        self.practice_results = []  # answers belong to the trace they were given on
         self.trace = _compress(text)
 
     # --- Python side of the selection and the timeline ---------------------------------------
@@ -119,6 +129,24 @@ class GraphWidget(anywidget.AnyWidget):
         # would follow (js/src/predicted.js), at most one step per node
         steps = len(self._data.get("steps", [])) or len(self._data.get("nodes", []))
         return max(0, min(int(proposal["value"]), steps))
+
+    @traitlets.validate("practice_results")
+    def _valid_practice_results(self, proposal):
+        keys = {"step", "node", "edge", "answer", "expected", "right"}
+        for entry in proposal["value"]:
+            missing = keys - set(entry)
+            if missing:
+                raise traitlets.TraitError(
+                    f"a practice result needs {', '.join(sorted(keys))}; "
+                    f"this one has no {', '.join(sorted(missing))}: {entry!r}"
+                )
+        return proposal["value"]
+
+    @property
+    def practice_score(self):
+        """(right, asked): how many of the answered edges were right, out of how many."""
+        results = self.practice_results
+        return sum(1 for r in results if r["right"]), len(results)
 
     @traitlets.validate("height")
     def _valid_height(self, proposal):
@@ -185,7 +213,9 @@ class GraphWidget(anywidget.AnyWidget):
         data = dict(data)
         # Where the widget cannot run (a terminal, nbconvert, GitHub) the trace's own text
         # summary says the most; a trace given as bare JSON gets the one-line count.
-        if self._source is not None:
+        if self.practice:  # the text summary lists the gradients: the answers
+            data["text/plain"] = f"{widget_static.summary_of(self._data)} (practice mode)"
+        elif self._source is not None:
             from nbgrad.trace import summary
 
             data["text/plain"] = summary.render(self._source)
@@ -220,6 +250,8 @@ class GraphWidget(anywidget.AnyWidget):
                 "step": self.step,
                 "view": self.view,
                 "height": self.height,
+                "practice": self.practice,
+                "practice_results": self.practice_results,
             },
             blob=blob,
         )
@@ -394,11 +426,12 @@ def graph(obj, names=None):
     return GraphWidget(obj)
 
 
-def display_trace(trace):
-    """Show a recorded trace below the cell: what ``%%autograd`` calls after recording."""
+def display_trace(trace, practice=False):
+    """Show a recorded trace below the cell: what ``%%autograd`` calls after recording
+    (``practice=True``: in practice mode, for ``%%autograd --practice``)."""
     from IPython.display import display
 
-    display(GraphWidget(trace))
+    display(GraphWidget(trace, practice=practice))
 
 
 def show(obj, names=None):

@@ -11,6 +11,7 @@ import { MIN_READABLE_SCALE, setLabelFont } from "./labels.js";
 import { layout } from "./layout.js";
 import { legendText } from "./legend.js";
 import { createMinimap } from "./minimap.js";
+import { createPractice, createStepPanel } from "./practice.js";
 import { findMatches, createSearchCursor } from "./search.js";
 import { shapeOnlyIds, withoutNodes } from "./shapes.js";
 import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
@@ -20,10 +21,13 @@ import { createViewport } from "./viewport.js";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
+const PRACTICE_EXTRA_HEIGHT = 240; // px more in practice mode, for the questions
 const MIN_HEIGHT = 260;
 const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
-const SCHEMA_VERSION = 2; // docs/trace-schema.md
+// written in one place, nbgrad/trace/schema.json; the build puts it here (trace-schema-version.mjs)
+/* global TRACE_SCHEMA_VERSION */
+const SCHEMA_VERSION = TRACE_SCHEMA_VERSION;
 // version 1 is version 2 with every value inline or summarised (no "values" limit): read as is
 const READABLE_VERSIONS = [1, SCHEMA_VERSION];
 // "show the neighbourhood": a node's parents and children this many edges up and down, at most
@@ -36,7 +40,9 @@ let instances = 0;
 /**
  * options: trace (parsed JSON), selected, step, view ("forward" | "backward"),
  *          height (px), onSelect(id), onStep(k), onView(view), onHeight(px),
- *          fetchBuffer(bufferId) -> Promise
+ *          fetchBuffer(bufferId) -> Promise,
+ *          practice (bool: practice mode, practice.js), practiceResults (answers to restore),
+ *          onPracticeResults(list)
  */
 export function createApp(el, options) {
   const arrowId = `nbgrad-arrow-${++instances}`;
@@ -116,8 +122,13 @@ export function createApp(el, options) {
   const scene = createScene(layers, arrowId);
   const minimap = createMinimap(stage, viewport);
   const cursor = createSearchCursor();
+  // practice mode puts its questions under the timeline: the widget opens taller for them
+  if (options.practice && !(Number(options.height) > 0)) page.style.height = `${DEFAULT_HEIGHT + PRACTICE_EXTRA_HEIGHT}px`;
   setHeight(options.height);
   let timeline = null;
+  let practice = null; // the learner's answers in practice mode (practice.js)
+  let stepPanel = null; // under the timeline: the step's chain rule in words, or practice
+  let recordedTrace = null;
 
   // --- behaviour ----------------------------------------------------------------------------
   const ctx = {
@@ -133,6 +144,9 @@ export function createApp(el, options) {
     groupNote: (path) => (viewGraph().groupNotes || {})[path] || null,
     fetchBuffer: options.fetchBuffer,
     checkNode: options.checkNode, // nodecheck.js: node id -> Promise of the check's result
+    get practice() {
+      return practice !== null; // practice mode: the inspector leaves the learner's working out
+    },
   };
 
   function viewGraph() {
@@ -385,7 +399,9 @@ export function createApp(el, options) {
   function setStep(k, fromUser) {
     const count = state.index.steps.length;
     state.step = Math.max(0, Math.min(count, Math.trunc(Number(k) || 0)));
+    if (practice) state.step = Math.min(state.step, practice.reachable()); // no step past an open question
     if (timeline) timeline.set(state.step);
+    if (stepPanel) stepPanel.show(state.step);
     if (fromUser && options.onStep) options.onStep(state.step);
     // the inspector follows the node that ran
     if (state.step > 0) select(state.index.steps[state.step - 1].node, fromUser);
@@ -564,7 +580,14 @@ export function createApp(el, options) {
     if (trace && trace.version !== undefined && !READABLE_VERSIONS.includes(trace.version)) {
       trace = { status: { error: `this trace is in schema version ${trace.version}; this widget reads version ${SCHEMA_VERSION} (update nbgrad)` } };
     }
-    state.index = indexTrace(trace);
+    recordedTrace = trace;
+    // practice mode draws a copy of the trace with every gradient hidden until it is answered
+    const recorded = indexTrace(trace);
+    practice = null;
+    if (options.practice && recorded.steps.length && !recorded.steps[0].predicted) {
+      practice = createPractice(trace, recorded, { results: options.practiceResults, onResults: options.onPracticeResults });
+    }
+    state.index = practice ? indexTrace(practice.masked) : recorded;
     state.graphs = {};
     state.neighbourhood = null;
     state.collapsed = {};
@@ -589,6 +612,8 @@ export function createApp(el, options) {
     message.replaceChildren();
     if (!state.index.nodes.size && state.view === "backward") state.view = "forward";
     timeline = createTimeline(timelineHost, { index: state.index, onStep: (k) => setStep(k, true) });
+    stepPanel = createStepPanel({ index: recorded, practice, wanted: !!options.practice, goToStep: (k) => setStep(k, true), onChange: () => setStep(state.step, false) });
+    timelineHost.append(stepPanel.element);
     redraw();
     setStep(state.step, false);
     select(state.selected, false);
@@ -601,7 +626,10 @@ export function createApp(el, options) {
   });
 
   return {
-    setTrace,
+    setTrace(trace) {
+      options.practiceResults = []; // answers belong to the trace they were given on
+      setTrace(trace);
+    },
     select: (id) => select(id, false),
     setStep: (k) => setStep(k, false),
     setView: (view) => setView(view, false),
@@ -609,6 +637,15 @@ export function createApp(el, options) {
     collapse: (path) => toggleGroup(path, true),
     setHeight,
     fit,
+    /** Turn practice mode on or off (answers given so far are kept in options.practiceResults). */
+    setPractice(on) {
+      options.practice = !!on;
+      if (practice) options.practiceResults = practice.results;
+      setTrace(recordedTrace);
+    },
+    get practice() {
+      return practice;
+    },
     /** Type a query and step to the next (1) or previous (-1) match (tests, scripting). */
     search(query, direction = 1) {
       search.value = query;

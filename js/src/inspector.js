@@ -55,7 +55,8 @@ function formulaItem(ctx, node, g) {
           { class: "formula-local" },
           h("span", { class: "key", text: "local derivative " }),
           h("code", { text: local.text }),
-          local.value !== null && local.value !== undefined && !isSummary(local.value) && !Array.isArray(local.value) ? h("span", { class: "formula-value" }, " = ", renderValue(local.value, "float32", ctx)) : null,
+          // (in practice mode its value is the learner's to work out: the step's words give it)
+          !ctx.practice && local.value !== null && local.value !== undefined && !isSummary(local.value) && !Array.isArray(local.value) ? h("span", { class: "formula-value" }, " = ", renderValue(local.value, "float32", ctx)) : null,
         )
       : null,
   );

@@ -138,7 +138,8 @@ export function jacobianSection(ctx, node) {
       const gradIn = step && !step.predicted ? flatNumbers((step.grads_in || [])[j]) : null;
       const rule = h("code", { class: "jacobian-rule", text: `grad sent to ${input.name} = grad in (a row) × J` });
       const lines = [h("div", null, rule)];
-      if (gradIn && gradIn.length === matrix.length) {
+      // (in practice mode what the node sends is the learner's to work out: the rule stays)
+      if (gradIn && gradIn.length === matrix.length && !ctx.practice) {
         const sent = rowTimesMatrix(gradIn, matrix);
         lines.push(
           h("div", { class: "scroll-x" }, h("code", { text: `grad in = ${numbersLine(gradIn)}` })),
@@ -201,6 +202,7 @@ export function checkResultView(result) {
 /** The "check this node" section: a button, then the result or the reason there is none. */
 export function checkSection(ctx, node) {
   if (node.variable) return null; // AccumulateGrad only adds: nothing to check
+  if (ctx.practice) return null; // its analytic VJP is the answer the learner is asked for
   const out = h("div", { class: "node-check-out", "data-role": "check-out", "aria-live": "polite" });
   const button = h("button", {
     type: "button",

@@ -1,7 +1,9 @@
 // The anywidget entry: render({ model, el }) connects the app to the kernel.
 //
 // Synced traits: trace (the trace JSON, gzip-compressed bytes), selected (a record id), step
-// (timeline position), view ("forward" | "backward"), height (px; the handle at the foot sets it). Large arrays come on request: the app sends
+// (timeline position), view ("forward" | "backward"), height (px; the handle at the foot sets it),
+// practice (practice mode, js/src/practice.js) and practice_results (the learner's answers, sent
+// to Python as they are given). Large arrays come on request: the app sends
 // { type: "fetch", buffer, request } and the kernel answers { type: "buffer", request, ok, shape,
 // dtype, storage } with the array's little-endian bytes as the message's one binary buffer
 // (or { ..., data } as nested lists for a dtype no typed array holds).
@@ -106,6 +108,12 @@ async function render({ model, el }) {
     onHeight: (px) => push("height", Math.round(px)),
     fetchBuffer: fetcher.fetchBuffer,
     checkNode: checker.checkNode,
+    practice: !!model.get("practice"),
+    practiceResults: model.get("practice_results") || [],
+    onPracticeResults: (results) => {
+      model.set("practice_results", results);
+      model.save_changes();
+    },
   });
   const onTrace = async () => app.setTrace(await readTrace(model.get("trace")));
   const onSelected = () => {
@@ -118,17 +126,20 @@ async function render({ model, el }) {
   };
   const onView = () => app.setView(model.get("view"));
   const onHeight = () => app.setHeight(model.get("height"));
+  const onPractice = () => app.setPractice(!!model.get("practice"));
   model.on("change:trace", onTrace);
   model.on("change:selected", onSelected);
   model.on("change:step", onStep);
   model.on("change:view", onView);
   model.on("change:height", onHeight);
+  model.on("change:practice", onPractice);
   return () => {
     model.off("change:trace", onTrace);
     model.off("change:selected", onSelected);
     model.off("change:step", onStep);
     model.off("change:view", onView);
     model.off("change:height", onHeight);
+    model.off("change:practice", onPractice);
     fetcher.stop();
     checker.stop();
     app.destroy();

@@ -184,3 +184,15 @@ describe("the Jacobian of long names and of shape changes", () => {
     expect(table.querySelectorAll("td.diagonal")).toHaveLength(0);
   });
 });
+
+describe("in practice mode", () => {
+  it("shows the Jacobian and the rule, not what the node sent, and no check button", () => {
+    const index = indexTrace(softmaxTrace());
+    const ctx = { index, practice: true, checkNode: () => Promise.resolve(RESULT) };
+    const section = jacobianSection(ctx, index.nodes.get("n0"));
+    expect(section.querySelector('[data-role="jacobian-matrix"]')).not.toBe(null);
+    const identity = section.querySelector('[data-role="jacobian-identity"]').textContent;
+    expect(identity).toBe("grad sent to x = grad in (a row) × J");
+    expect(checkSection(ctx, index.nodes.get("n0"))).toBe(null);
+  });
+});

@@ -347,11 +347,13 @@ class Recorder(BaseRecorder):
             value,
         )
         record.op = op
+        # In the trace before its node is read: reading it may record other tensors (the leaves
+        # below it), and each takes the next id.
+        tensors[record.id] = record
         if op is None and grad_fn is not None:
             # Made outside the recording (an earlier cell, a custom Function): its node is met now.
             record.grad_fn = self._node_record(grad_fn)
             record.output_nr = tensor.output_nr
-        tensors[record.id] = record
         if entry is not None and not (same_value and entry[1].version == version):
             self._earlier[record] = entry[1]
         self._tensors[key] = (weakref.ref(tensor), record)

@@ -340,6 +340,7 @@ class BaseRecorder:
                 record = newer[record]
             return record
 
+        self._record_roots_held_by_variables(namespaces, latest)
         self._link_accumulators(latest, newest)
         by_version = {}
         accumulations = {}
@@ -369,6 +370,22 @@ class BaseRecorder:
             trace.complete_later(complete_from_records, *rest)
         else:
             complete_from_records(trace, *rest)
+
+    def _record_roots_held_by_variables(self, namespaces, latest):
+        """A backward pass over a graph made before recording started (a cell that runs only
+        ``loss.backward()``) meets the graph's nodes, never the tensor it started from: a
+        variable holding that tensor gets its record now, so that the pass starts at a name."""
+        root_nodes = {id(node) for p in self.trace.passes for node, _ in p.roots if node.op is None}
+        if not root_nodes:
+            return
+        for namespace in namespaces:
+            for value in list(namespace.values()):
+                if not isinstance(value, self.tensor_type) or id(value) in latest:
+                    continue
+                grad_fn = value.grad_fn
+                node = self._known_node_record(grad_fn) if grad_fn is not None else None
+                if node is not None and id(node) in root_nodes:
+                    latest[id(value)] = (value, self._new_tensor(value))
 
     # --- the engine's side ----------------------------------------------------------------------
 

@@ -419,10 +419,12 @@ class TorchRecorder(BaseRecorder):
             self._value_of(tensor, version) if take_value else None,
         )
         record.op = op
+        # In the trace before its node is read: reading it may record other tensors (the leaves
+        # below it), and each takes the next id.
+        trace.tensors[record.id] = record
         if op is None and grad_fn is not None:
             record.grad_fn = self._node_record(grad_fn)
             record.output_nr = tensor.output_nr
-        trace.tensors[record.id] = record
         key = id(tensor)
         entry = self._tensors.get(key)
         if entry is not None and entry[0]() is tensor and entry[1].version != version:
@@ -565,7 +567,17 @@ class TorchRecorder(BaseRecorder):
     def _read_saved(self, record, node):
         if record.variable is not None or record.saved:
             return
-        saved_a_tensor = describe_saved(record, node, self._saved_record, self.policy)
+
+        def saved_record(tensor):
+            known = self._saved_record(tensor)
+            if known is not None or tensor.grad_fn is node:
+                return known
+            # A saved input made before recording started (a cell that only runs backward):
+            # PyTorch gives back the very tensor, which gets its record, as nbgrad's recorder
+            # gives it. (A saved result reads back as a new tensor: left a snapshot.)
+            return self._record_of(tensor)
+
+        saved_a_tensor = describe_saved(record, node, saved_record, self.policy)
         if saved_a_tensor is None:  # freed by a backward without retain_graph
             record.freed_at = -1
         elif saved_a_tensor:

@@ -11,10 +11,15 @@ Records point at each other directly (a node's ``next`` holds node records, a te
 the back links so that its records are freed at once (see ``Trace.__del__``).
 """
 
+import json
+from pathlib import Path
+
 from nbgrad.trace import summary as _summary
 from nbgrad.trace.serialize import trace_json
 
-SCHEMA_VERSION = 2
+# The trace JSON's contract (docs/trace-schema.md in words), read by the widget too.
+SCHEMA = json.loads((Path(__file__).parent / "schema.json").read_text(encoding="utf-8"))
+SCHEMA_VERSION = SCHEMA["properties"]["version"]["const"]
 
 
 class TensorRecord:

@@ -28,6 +28,7 @@ import numpy as np
 import traitlets
 
 from nbgrad import widget_export, widget_static
+from nbgrad.trace.node_check import check_reply
 from nbgrad.trace.values import array_data_json
 
 STATIC = Path(__file__).parent / "static"
@@ -173,6 +174,9 @@ class GraphWidget(anywidget.AnyWidget):
     def _on_message(self, _widget, content, _buffers):
         if isinstance(content, dict) and content.get("type") == "drawing":
             self._drawing = widget_export.drawing_from_message(content) or self._drawing
+            return
+        if isinstance(content, dict) and content.get("type") == "check":
+            self.send(check_reply(self._source, content))  # "check this node" (node_check.py)
             return
         if not isinstance(content, dict) or content.get("type") != "fetch":
             return
@@ -385,6 +389,12 @@ const model = {{
   on: (name, fn) => {{ (listeners[name] ||= []).push(fn); }},
   off: (name, fn) => {{ listeners[name] = (listeners[name] || []).filter((f) => f !== fn); }},
   send: async (message) => {{
+    if (message && message.type === "check") {{
+      const text = "checking a node needs the running kernel: this is a saved page. " +
+        "Run the cell in Jupyter to check it";
+      emit("msg:custom", {{ type: "check", request: message.request, ok: false, error: text }});
+      return;
+    }}
     if (!message || message.type !== "fetch") return;
     const head = {{ type: "buffer", request: message.request }};
     let page;

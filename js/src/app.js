@@ -162,6 +162,7 @@ export function createApp(el, options) {
     expand: (path) => toggleGroup(path, false),
     groupNote: (path) => (viewGraph().groupNotes || {})[path] || null,
     fetchBuffer: options.fetchBuffer,
+    checkNode: options.checkNode, // nodecheck.js: node id -> Promise of the check's result
     get practice() {
       return practice !== null; // practice mode: the inspector leaves the learner's working out
     },

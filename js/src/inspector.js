@@ -10,6 +10,7 @@ import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
 import { nonfiniteSection } from "./nonfinite.js";
 import { historySection } from "./history.js";
+import { checkSection, jacobianSection } from "./nodecheck.js";
 import { nameOf } from "./trace.js";
 import { renderSavedValue, renderValue } from "./values.js";
 
@@ -257,6 +258,7 @@ function functionPanel(ctx, node) {
       ),
     );
   }
+  parts.push(...[jacobianSection(ctx, node), checkSection(ctx, node)].filter(Boolean)); // nodecheck.js
   parts.push(
     section(
       "next_functions",

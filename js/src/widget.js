@@ -10,6 +10,7 @@
 
 import "./style.css";
 import { createApp } from "./app.js";
+import { nodeChecker } from "./nodecheck.js";
 import { decodeArray } from "./values.js";
 
 const FETCH_TIMEOUT_MS = 10000; // then the kernel is taken to be gone
@@ -89,6 +90,7 @@ export function bufferFetcher(model) {
 async function render({ model, el }) {
   const trace = await readTrace(model.get("trace"));
   const fetcher = bufferFetcher(model);
+  const checker = nodeChecker(model);
   const push = (name, value) => {
     if (model.get(name) === value) return;
     model.set(name, value);
@@ -105,6 +107,7 @@ async function render({ model, el }) {
     onView: (view) => push("view", view),
     onHeight: (px) => push("height", Math.round(px)),
     fetchBuffer: fetcher.fetchBuffer,
+    checkNode: checker.checkNode,
     practice: !!model.get("practice"),
     practiceResults: model.get("practice_results") || [],
     onPracticeResults: (results) => {
@@ -140,6 +143,7 @@ async function render({ model, el }) {
     model.off("change:height", onHeight);
     model.off("change:practice", onPractice);
     fetcher.stop();
+    checker.stop();
     app.destroy();
   };
 }

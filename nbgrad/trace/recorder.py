@@ -33,6 +33,7 @@ from nbgrad.trace.failure import nbgrad_failure
 from nbgrad.trace.graph_reader import formula_entry
 from nbgrad.trace.history import NbgradHistory
 from nbgrad.trace.modules import find_hook_home
+from nbgrad.trace.node_check import rerun_from_dispatch
 from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import (  # the limits too: nbgrad.trace.api and magic import them
     DEFAULT_MAX_NODES,  # noqa: F401
@@ -226,6 +227,10 @@ class Recorder(BaseRecorder):
         if node is not None:
             node_record = self._make_node(node, op)
             op.node = node_record
+            if node_record.rerun is None and type(node) is not AccumulateGrad:
+                node_record.rerun = rerun_from_dispatch(  # for node.check()
+                    caller, node, is_function_call, input_records, self.policy, self._record_of
+                )
         for output_nr, tensor in enumerate(outputs):
             if node is None:
                 # Under no_grad or on constants: autograd keeps nothing of it, and neither do we

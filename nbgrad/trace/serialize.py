@@ -10,6 +10,7 @@ import json
 import numpy as np
 
 from nbgrad.trace.history import history_json
+from nbgrad.trace.node_check import jacobians_for
 from nbgrad.trace.readable import readable
 from nbgrad.trace.values import (
     PREVIEW_SIDE,
@@ -95,6 +96,7 @@ def trace_json(trace, version, values=INLINE, carried=None):
 
     nodes = []
     readable_table = _ReadableFormulas()
+    jacobians = jacobians_for(trace)  # the small nodes' local Jacobians (node_check)
     for node in trace.nodes:
         saved = {}
         for name, kept in node.saved.items():
@@ -118,6 +120,8 @@ def trace_json(trace, version, values=INLINE, carried=None):
         if node.variable is not None:
             entry["variable"] = node.variable.id
         entry["readable"] = readable_table.key_for(node)
+        if node in jacobians:
+            entry["jacobian"] = jacobians[node]
         nodes.append(_without_defaults(entry))
 
     passes = [

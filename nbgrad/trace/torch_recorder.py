@@ -46,6 +46,7 @@ from nbgrad.trace import torch_bridge
 from nbgrad.trace.failure import torch_backward_failure, torch_forward_failure
 from nbgrad.trace.graph_reader import note_formula
 from nbgrad.trace.history import TorchHistory
+from nbgrad.trace.node_check import note_torch_function_rerun, note_torch_rerun
 from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import BaseRecorder, single_grad_received
 from nbgrad.trace.torch_bridge import (
@@ -284,6 +285,8 @@ class TorchRecorder(BaseRecorder):
         try:
             # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that ran it
             self._record_op(name, args, kwargs, result, version_before, sys._getframe(2))
+            if self.trace.ops and self.trace.ops[-1].node is not None:  # for node.check()
+                note_torch_rerun(self.trace.ops[-1], func, args, kwargs, self._record_of)
         except Exception as error:  # a recorder fault must not break the user's program
             self._fail(error)
         finally:
@@ -537,6 +540,8 @@ class TorchRecorder(BaseRecorder):
                 op.function = call
             call.node = self._node_record(node, op=call)
             self._read_saved(call.node, node)
+            if found is not None:  # for node.check()
+                note_torch_function_rerun(call, node, found.frame, self._record_of)
         record = self._new_tensor(tensor, op=call)
         record.value = earlier.value if earlier.value is not None else record.value
         if record.value is None:

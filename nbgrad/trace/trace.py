@@ -210,6 +210,8 @@ class NodeRecord:
         "freed_at",
         "steps",
         "observed",
+        "rerun",
+        "jacobian_cache",
         "__weakref__",
     )
 
@@ -227,6 +229,15 @@ class NodeRecord:
         self.freed_at = None
         self.steps = []
         self.observed = True
+        self.rerun = None  # how to re-run its forward (node_check.Rerun), for check()
+        self.jacobian_cache = None  # its local Jacobian, once computed (node_check)
+
+    def check(self):
+        """A finite-difference check of this node's backward on the recorded values, in
+        float64: a NodeCheck (analytic and numeric VJPs per input, errors, verdict)."""
+        from nbgrad.trace.node_check import check_node
+
+        return check_node(self)
 
     @property
     def module(self):

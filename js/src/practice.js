@@ -109,7 +109,7 @@ export function checkAnswer(value, expected, tolerance = TOLERANCE) {
   const close = (a, e) => (Number.isNaN(e) ? Number.isNaN(a) : a === e || Math.abs(a - e) <= tolerance.atol + tolerance.rtol * Math.abs(e));
   const wrong = want.map((e, i) => (close(got[i], e) ? -1 : i)).filter((i) => i >= 0);
   if (!wrong.length) return { right: true, message: "right" };
-  if (want.length === 1) return { right: false, message: "not right" };
+  if (want.length === 1) return { right: false, message: "" }; // the verdict says it all
   return { right: false, message: `${wrong.length} of ${want.length} numbers are not right (the first is number ${wrong[0] + 1})` };
 }
 
@@ -329,7 +329,7 @@ export function createStepPanel({ index, practice = null, wanted = false, goToSt
           return;
         }
         focusAfter = nextFocus(q, edge.k);
-        done(result.right ? null : `✗ ${result.message}`);
+        done(result.right || !result.message ? null : `✗ ${result.message}`);
       };
       check.onclick = submit;
       input.addEventListener("keydown", (event) => {

@@ -1467,7 +1467,7 @@ def _glu(x, dim):
 
 # --- recurrent layers, pooling, transposed convolution ---------------------------------------
 # Kernels in layer_kernels; the names their formulas call are added to formula_math's NumPy
-# namespace here (and to its Tensor namespace by formula_math, from layer_kernels).
+# namespace here (and to the Tensor namespace by formula_tensor, from layer_kernels).
 
 from nbgrad.ops import layer_kernels  # noqa: E402
 
@@ -1790,8 +1790,8 @@ op("linalg_lstsq", "LinalgLstsqBackward0", ("self", "b"),
    joint=True)
 
 # --- packed sequences, 3-d convolution, unpooling, channel shuffle, more upsampling (nn14) --------
-# Kernels and the formulas' helpers in layer_kernels_more (its Tensor namespace joins
-# formula_math's).
+# Kernels and the formulas' helpers in layer_kernels_more (its Tensor versions join
+# formula_tensor's namespace).
 
 from nbgrad.ops import layer_kernels_more  # noqa: E402
 

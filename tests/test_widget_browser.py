@@ -213,6 +213,19 @@ def _open_notebook(page, url):
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
 
 
+def put_notebook(url, name, cells):
+    """Write a notebook of ``cells`` into the server's folder and start its kernel."""
+    body = {"type": "notebook", "format": "json", "content": _notebook(cells)}
+    request = urllib.request.Request(
+        f"{url}/api/contents/{name}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="PUT",
+    )
+    urllib.request.urlopen(request, timeout=30)
+    _start_kernel(url, name)
+
+
 def _start_kernel(url, path):
     """A session for the notebook at ``path``, so the page opens without asking for a kernel."""
     session = {"path": path, "type": "notebook", "kernel": {"name": "python3"}}

@@ -13,7 +13,6 @@ Screenshots at 1024x768 and 1400x900 go to test-artifacts/export-*.png.
 
 import json
 import struct
-import urllib.request
 import xml.etree.ElementTree as ElementTree
 
 import pytest
@@ -276,7 +275,7 @@ def test_save_svg_and_png_from_python(shell, page, tmp_path, engine):
 
 
 def test_save_svg_in_jupyterlab_writes_what_the_page_drew(lab, page, tmp_path):  # noqa: F811
-    from tests.test_widget_browser import _open_notebook, _run_all, _start_kernel
+    from tests.test_widget_browser import _open_notebook, _run_all, put_notebook
 
     svg_path, png_path = tmp_path / "from-page.svg", tmp_path / "from-page.png"
     cells = [
@@ -289,32 +288,7 @@ def test_save_svg_in_jupyterlab_writes_what_the_page_drew(lab, page, tmp_path): 
         f"print('FROM PAGE', w._drawing is not None, w.save_svg({str(svg_path)!r}).stat().st_size,"
         f" w.save_png({str(png_path)!r}).stat().st_size)",
     ]
-    notebook = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": f"c{i}",
-                "metadata": {},
-                "outputs": [],
-                "source": source,
-            }
-            for i, source in enumerate(cells)
-        ],
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    request = urllib.request.Request(
-        f"{lab}/api/contents/export.ipynb",
-        data=json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode(),
-        headers={"Content-Type": "application/json"},
-        method="PUT",
-    )
-    urllib.request.urlopen(request, timeout=30)
-    _start_kernel(lab, "export.ipynb")
+    put_notebook(lab, "export.ipynb", cells)
     _open_notebook(page, f"{lab}/lab/tree/export.ipynb")
     _run_all(page)
     widget = page.locator(".nbgrad-widget").first

@@ -3,10 +3,8 @@ in a save_html page: the Jacobian is in the trace, so it shows offline, with the
 on its axes; the check needs the kernel, and the page says so when the button is clicked.
 Screenshots: test-artifacts/nodecheck-*.png."""
 
-import json
 import os
 import re
-import urllib.request
 
 import numpy as np
 import pytest
@@ -18,10 +16,10 @@ from tests.test_widget_browser import (  # noqa: F401 - fixtures
     ROOT,
     _open_notebook,
     _run_all,
-    _start_kernel,
     browser,
     lab,
     playwright_api,
+    put_notebook,
 )
 
 torch = pytest.importorskip("torch")
@@ -232,33 +230,7 @@ def worktree_kernel_path():
 
 @pytest.fixture(scope="module")
 def live_lab(worktree_kernel_path, lab):  # noqa: F811
-    notebook = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": f"c{i}",
-                "metadata": {},
-                "outputs": [],
-                "source": source,
-            }
-            for i, source in enumerate(LIVE_CELLS)
-        ],
-        "metadata": {
-            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    body = json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode()
-    request = urllib.request.Request(
-        f"{lab}/api/contents/nodecheck.ipynb",
-        data=body,
-        headers={"Content-Type": "application/json"},
-        method="PUT",
-    )
-    urllib.request.urlopen(request, timeout=30)
-    _start_kernel(lab, "nodecheck.ipynb")
+    put_notebook(lab, "nodecheck.ipynb", LIVE_CELLS)
     return lab
 
 

@@ -6,7 +6,6 @@ by tests/test_widget_browser_practice.py and tests/test_widget_browser_nodecheck
 
 import json
 import re
-import urllib.request
 
 import numpy as np
 import pytest
@@ -15,10 +14,10 @@ from tests.test_widget_browser import (  # noqa: F401 - fixtures
     ARTIFACTS,
     _open_notebook,
     _run_all,
-    _start_kernel,
     browser,
     lab,
     playwright_api,
+    put_notebook,
 )
 from tests.test_widget_browser_nodecheck import LIVE_CELLS, WEIGHTS, X, worktree_kernel_path  # noqa: F401
 
@@ -43,29 +42,6 @@ practice""",
 ]
 
 
-def _put_notebook(url, name, cells):
-    notebook = {
-        "cells": [
-            {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
-             "outputs": [], "source": source}
-            for i, source in enumerate(cells)
-        ],
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
-                                    "name": "python3"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }  # fmt: skip
-    body = json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode()
-    request = urllib.request.Request(
-        f"{url}/api/contents/{name}",
-        data=body,
-        headers={"Content-Type": "application/json"},
-        method="PUT",
-    )
-    urllib.request.urlopen(request, timeout=30)
-    _start_kernel(url, name)
-
-
 @pytest.fixture
 def page(browser):  # noqa: F811
     context = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -80,7 +56,7 @@ def _answer(practice, edge, text, page):
 
 
 def test_practice_mode_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: F811
-    _put_notebook(lab, "practice7.ipynb", PRACTICE_CELLS)
+    put_notebook(lab, "practice7.ipynb", PRACTICE_CELLS)
     try:
         _open_notebook(page, f"{lab}/notebooks/practice7.ipynb")
         _run_all(page)
@@ -115,7 +91,7 @@ def test_practice_mode_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: 
 
 
 def test_jacobian_and_node_check_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: F811
-    _put_notebook(lab, "nodecheck7.ipynb", LIVE_CELLS)
+    put_notebook(lab, "nodecheck7.ipynb", LIVE_CELLS)
     try:
         _open_notebook(page, f"{lab}/notebooks/nodecheck7.ipynb")
         _run_all(page)

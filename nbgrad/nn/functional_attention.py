@@ -3,11 +3,11 @@
 PyTorch picks one of two implementations. Its fused flash-attention kernel records one node
 (ScaledDotProductFlashAttentionForCpuBackward0); it takes 4-d (batch, heads, length, features)
 inputs of one feature size whose last dimension is contiguous, and a mask that needs no gradient.
-Everything else (3-d inputs, values of another feature size, a mask that needs a gradient, a
-transposed query) runs PyTorch's "math" implementation, a composite whose nodes show in the
-graph: both q and k scaled by the square root of the scale, a matmul, the mask added in place,
-``_safe_softmax`` and a second matmul. nbgrad makes the same choice, and builds the math path
-from the same ops so the graph is PyTorch's.
+Everything else (dropout, 3-d inputs, values of another feature size, a mask that needs a
+gradient, a transposed query) runs PyTorch's "math" implementation, a composite whose nodes
+show in the graph: both q and k scaled by the square root of the scale, a matmul, the mask
+added in place, ``_safe_softmax``, dropout and a second matmul. nbgrad makes the same choice,
+and builds the math path from the same ops so the graph is PyTorch's.
 """
 
 import math
@@ -30,8 +30,6 @@ def scaled_dot_product_attention(
     scale=None,
     enable_gqa=False,
 ):
-    if dropout_p:
-        raise NotImplementedError("nbgrad: scaled_dot_product_attention with dropout_p > 0")
     if enable_gqa:
         raise NotImplementedError("nbgrad: scaled_dot_product_attention with enable_gqa=True")
     if not (query._dtype is key._dtype is value._dtype):
@@ -41,14 +39,15 @@ def scaled_dot_product_attention(
             f"{names[query._dtype]} key.dtype: {names[key._dtype]} and value.dtype: "
             f"{names[value._dtype]} instead."
         )
-    if _fused_kernel_runs(query, key, value, attn_mask):
+    if not dropout_p and _fused_kernel_runs(query, key, value, attn_mask):
         return _flash_attention(query, key, value, attn_mask, is_causal, scale)
-    return _math_attention(query, key, value, attn_mask, is_causal, scale)
+    return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 
 def _fused_kernel_runs(query, key, value, attn_mask):
     """PyTorch's conditions for its CPU flash kernel (sdp_utils_cpp: 4-d inputs, one head size,
-    unit stride in the last dimension, no sequence of length 0, no mask needing a gradient)."""
+    unit stride in the last dimension, no sequence of length 0, no mask needing a gradient);
+    with dropout PyTorch takes the math path too."""
     tensors = (query, key, value)
     if any(t.dim() != 4 for t in tensors):
         return False
@@ -77,7 +76,7 @@ def _flash_attention(query, key, value, attn_mask, is_causal, scale):
     return out
 
 
-def _math_attention(query, key, value, attn_mask, is_causal, scale):
+def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     """PyTorch's ``_scaled_dot_product_attention_math``, op for op: scaling q and k each by the
     square root of the scale keeps the products' size moderate (and is what the graph shows)."""
     import nbgrad
@@ -102,6 +101,11 @@ def _math_attention(query, key, value, attn_mask, is_causal, scale):
     if attn_mask is not None:
         scores.add_(attn_mask)
     weights = nbgrad._safe_softmax(scores, -1)
+    if dropout_p > 0.0:
+        # ATen's dropout on the CPU: weights * (bernoulli mask / (1 - p)), MulBackward0
+        from nbgrad.nn import functional as F
+
+        weights = F.dropout(weights, dropout_p, True)
     return nbgrad.matmul(weights, value)
 
 

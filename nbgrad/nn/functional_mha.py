@@ -336,9 +336,7 @@ def _heads(projected, static, name, batch_heads, head_dim):
     if static is None:
         return projected.view(projected.shape[0], batch_heads, head_dim).transpose(0, 1)
     if static.size(0) != batch_heads:
-        raise AssertionError(
-            f"expecting {name}.size(0) of {batch_heads}, but got {static.size(0)}"
-        )
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got {static.size(0)}")
     if static.size(2) != head_dim:
         raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {static.size(2)}")
     return static

@@ -2255,3 +2255,12 @@ op("put", "PutBackward0", ("self", "source"),
     "source": "reshape(take_flat(grad, index), source.shape)"},
    lambda self, source, index, accumulate: special_kernels.put(self, index, source, accumulate),
    attrs=("index", "accumulate"), saves=("accumulate", "index", "source"), promote=True)
+
+
+# --- attention and in-place transposes (branch attention) ---------------------------------------
+# x.transpose_(dim0, dim1) (and its aliases swapdims_, swapaxes_): the tensor itself takes the
+# transposed layout (ops/functions/inplace_views.py); this entry makes its new node. The dims are
+# saved as given, negative ones too, as TransposeBackward0 saves them.
+op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
+   lambda self, dim0, dim1: self[...] if self.ndim == 0 else np.swapaxes(self, dim0, dim1),
+   attrs=("dim0", "dim1"), saves=("dim0", "dim1"))

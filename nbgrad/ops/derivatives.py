@@ -2264,3 +2264,11 @@ op("put", "PutBackward0", ("self", "source"),
 op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
    lambda self, dim0, dim1: self[...] if self.ndim == 0 else np.swapaxes(self, dim0, dim1),
    attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
+# torch.renorm(x, p, dim, maxnorm): slices along dim with a p-norm above maxnorm scaled down to it
+from nbgrad.ops import renorm_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(renorm_kernels.ARRAY_NAMESPACE)
+op("renorm", "RenormBackward0", ("self",),
+   {"self": "renorm_backward(grad, self, p, dim, maxnorm)"},
+   renorm_kernels.renorm, attrs=("p", "dim", "maxnorm"), saves=("dim", "maxnorm", "p", "self"),
+   floating=True)

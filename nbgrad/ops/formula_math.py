@@ -528,6 +528,7 @@ def tensor_namespace():
         **nb.ops.nn_extra_kernels.tensor_namespace(),  # imported by derivatives.py
         **_more_layer_tensor_namespace(),
         **_special_tensor_namespace(),
+        **nb.ops.renorm_kernels.tensor_namespace(),  # imported by derivatives.py
         **_backward_function_namespace(),
     }
 

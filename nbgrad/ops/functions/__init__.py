@@ -36,6 +36,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     reductions,
     reductions_more,
     reductions_special,
+    renorm,
     sampling,
     scatter,
     scatter_views,

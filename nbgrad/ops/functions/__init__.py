@@ -33,6 +33,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     linalg_more,
     more_elementwise,
     nn_extra,
+    quantile,
     reductions,
     reductions_more,
     reductions_special,

@@ -86,3 +86,18 @@ def test_gradcheck_in_place_transpose():
 
     assert gradcheck(transposed, [x])
     assert gradgradcheck(transposed, [x])
+
+
+def test_unpad_sequence_transposes_the_callers_batch_in_place(torch):
+    seen = []
+    for T in (torch, nbgrad):
+        x = T.tensor(np.random.default_rng(5).standard_normal((4, 3, 2)), requires_grad=True)
+        padded = x * 1
+        pieces = T.nn.utils.rnn.unpad_sequence(padded, T.tensor([4, 1, 3]))
+        shapes = [tuple(p.shape) for p in pieces]
+        values = [p.detach().numpy() for p in pieces]
+        seen.append((tuple(padded.shape), padded._version, padded.grad_fn.name(), shapes, values))
+    expected = ((3, 4, 2), 1, "TransposeBackward1", [(4, 2), (1, 2), (3, 2)])
+    assert seen[0][:4] == seen[1][:4] == expected
+    for mine, real in zip(seen[1][4], seen[0][4]):
+        np.testing.assert_array_equal(mine, real)

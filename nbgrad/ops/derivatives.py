@@ -806,7 +806,9 @@ def _scan(accumulate, x, dim, dtype):
         x = x.astype(dtype, copy=False)
     if x.ndim == 0:
         return x.copy()
-    return accumulate(x, axis=dim)
+    # PyTorch's scans write a new contiguous tensor, whatever the input's layout (NumPy's keep
+    # a transposed input's)
+    return np.ascontiguousarray(accumulate(x, axis=dim))
 
 
 def _cumulative_extreme(x, dim, ufunc, reaches):
@@ -1504,11 +1506,13 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
           "stride", "transposed", "weight"))
-# ATen's recurrent layers transpose a batch_first output back in place (``output.transpose_``),
-# which records TransposeBackward1; the output is a new tensor here (the stacked outputs it
-# transposes are internal), with PyTorch's node.
+# x.transpose_(dim0, dim1) (and swapdims_, swapaxes_): TransposeBackward1, the dims saved as
+# given. Tensor.transpose_ gives the tensor itself the transposed layout
+# (ops/functions/inplace_views.py). ATen's recurrent layers transpose a batch_first output back
+# in place; there the output is a new tensor (the stacked outputs it transposes are internal),
+# with PyTorch's node.
 op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
-   lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1),
+   lambda self, dim0, dim1: self[...] if self.ndim == 0 else np.swapaxes(self, dim0, dim1),
    attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
 # F.interpolate: one entry per PyTorch node; scales are None when an output size was given.
 for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
@@ -2240,7 +2244,9 @@ op("unsafe_split_with_sizes", "UnsafeSplitWithSizesBackward0", ("self",),
 # softmax that gives 0 (not nan) on a row that is all -inf (attention masks)
 op("safe_softmax", "SafeSoftmaxBackward0", ("self",),
    {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
-   lambda self, dim: np.nan_to_num(_softmax(self, dim), nan=0.0) if self.size else self.copy(),
+   # (a new contiguous tensor whatever the input's layout, as PyTorch's)
+   lambda self, dim: np.ascontiguousarray(np.nan_to_num(_softmax(self, dim), nan=0.0))
+   if self.size else self.copy(),
    attrs=("dim",), saves=("dim", "result"), floating=True, same_shape=True)
 # index_fill with a 0-d tensor value (ATen's int_Tensor overload): the value gets the sum of the
 # gradient over the filled places, each counted once.
@@ -2257,13 +2263,7 @@ op("put", "PutBackward0", ("self", "source"),
    attrs=("index", "accumulate"), saves=("accumulate", "index", "source"), promote=True)
 
 
-# --- attention and in-place transposes (branch attention) ---------------------------------------
-# x.transpose_(dim0, dim1) (and its aliases swapdims_, swapaxes_): the tensor itself takes the
-# transposed layout (ops/functions/inplace_views.py); this entry makes its new node. The dims are
-# saved as given, negative ones too, as TransposeBackward0 saves them.
-op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
-   lambda self, dim0, dim1: self[...] if self.ndim == 0 else np.swapaxes(self, dim0, dim1),
-   attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
+# --- renorm (branch attention) ----------------------------------------------------------------
 # torch.renorm(x, p, dim, maxnorm): slices along dim with a p-norm above maxnorm scaled down to it
 from nbgrad.ops import renorm_kernels  # noqa: E402
 

@@ -20,7 +20,8 @@ def _other_dims(ndim, dim):
 def renorm(x, p, dim, maxnorm):
     norm = vector_norm(x, p, _other_dims(x.ndim, dim), True)
     factor = np.where(norm > maxnorm, maxnorm / (norm + EPSILON), 1.0)
-    return (x * factor).astype(x.dtype, copy=False)
+    # a new contiguous tensor whatever the input's layout, as PyTorch's
+    return np.ascontiguousarray((x * factor).astype(x.dtype, copy=False))
 
 
 def _renorm_backward(grad, self, p, dim, maxnorm):

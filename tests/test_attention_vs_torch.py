@@ -564,3 +564,19 @@ def test_gradcheck_transformer_encoder_layer():
     (x,) = _doubles((3, 2, 4))
     assert gradcheck(layer, [x])
     assert gradgradcheck(layer, [x])
+
+
+def test_float32_encoder_layer_and_cross_attention(torch):
+    """float32: the fused attention node's saves and the layers' values, at float32 tolerance."""
+
+    def encoder(T, make):
+        layer = T.nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0, batch_first=True)
+        return make.module(layer)(make.input(2, 3, 4))
+
+    def cross(T, make):
+        attention = make.module(T.nn.MultiheadAttention(4, 2))
+        query, memory = make.input(3, 2, 4), make.input(5, 2, 4)
+        return attention(query, memory, memory, need_weights=False)
+
+    check_module_run(torch, encoder, "float32")
+    check_module_run(torch, cross, "float32")

@@ -1098,7 +1098,8 @@ op("index_add", "IndexAddBackward0", ("self", "source"),
    attrs=("dim", "index", "alpha", "source_dim"),
    saves=("alpha", "dim", "index", "source", "source_dim"))
 op("index_fill", "IndexFillBackward0", ("self",), {"self": "index_zero(grad, dim, index)"},
-   lambda self, dim, index, value: formula_more.index_put(self, dim, index, value),
+   lambda self, dim, index, value: special_kernels.laid_out_like(
+       self, formula_more.index_put(self, dim, index, value)),
    attrs=("dim", "index", "value"), saves=("dim", "index"))
 op("index_copy", "IndexCopyBackward0", ("self", "source"),
    {"self": "index_zero(grad, dim, index)",
@@ -2252,8 +2253,8 @@ op("safe_softmax", "SafeSoftmaxBackward0", ("self",),
 # gradient over the filled places, each counted once.
 op("index_fill_tensor", "IndexFillBackward1", ("self", "value"),
    {"self": "index_zero(grad, dim, index)", "value": "index_filled_sum(grad, dim, index)"},
-   lambda self, value, dim, index: formula_more.index_put(self, dim, index, value.astype(
-       self.dtype)),
+   lambda self, value, dim, index: special_kernels.laid_out_like(
+       self, formula_more.index_put(self, dim, index, value.astype(self.dtype))),
    attrs=("dim", "index"), saves=("dim", "index"))
 # x.put(index, source): source's values written at flat positions of x (added with accumulate).
 op("put", "PutBackward0", ("self", "source"),

@@ -1,6 +1,8 @@
 import { defineConfig } from "vitest/config";
+import { TRACE_SCHEMA_VERSION } from "./trace-schema-version.mjs";
 
 export default defineConfig({
+  define: { TRACE_SCHEMA_VERSION },
   test: {
     environment: "jsdom",
     include: ["test/**/*.test.js"],

@@ -122,11 +122,15 @@ def __getattr__(name):
         from nbgrad.trace import api
 
         return getattr(api, name)
+    if name == "diff":  # nbgrad.diff(trace_a, trace_b): what changed between two recordings
+        from nbgrad.trace.diff import diff
+
+        return diff
     raise AttributeError(f"module 'nbgrad' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), "record", "last_trace"})
+    return sorted({*globals(), "record", "last_trace", "diff"})
 
 
 def load_ipython_extension(shell):

@@ -32,6 +32,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from nbgrad.trace.api import DEFAULT_MAX_ELEMENTS, set_last_trace
 from nbgrad.trace.engines import ENGINES, detect_engine, recorder_class
+from nbgrad.trace.nonfinite import NonfiniteWatch
 from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES, RecordingError
 from nbgrad.trace.source import source_for
 from nbgrad.trace.values import Policy
@@ -39,12 +40,13 @@ from nbgrad.trace.values import Policy
 BACKWARD_FILENAME = "<%%autograd --backward>"
 
 
-def show_trace(trace):
+def show_trace(trace, practice=False):
     """Show a recorded cell's trace below the cell: the graph widget (nbgrad.widget), which
-    also carries a static SVG and a text summary for places that cannot run it."""
+    also carries a static SVG and a text summary for places that cannot run it. ``practice``:
+    in practice mode (every gradient hidden until the learner works it out)."""
     from nbgrad.widget import display_trace
 
-    display_trace(trace)
+    display_trace(trace, practice=practice)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -123,6 +125,14 @@ def _build_parser():
         ),
     )
     parser.add_argument(
+        "--no-history",
+        action="store_true",
+        help=(
+            "keep no per-parameter numbers (grad, update and value norms) for every backward "
+            "pass past --max-passes (trace.history)"
+        ),
+    )
+    parser.add_argument(
         "--name", metavar="NAME", type=_identifier, help="also bind the trace to variable NAME"
     )
     parser.add_argument(
@@ -132,6 +142,22 @@ def _build_parser():
         help=(
             "the autograd to record: nbgrad's, or real PyTorch's (torch); auto (the default) "
             "records PyTorch when the cell imports it or uses its tensors or modules"
+        ),
+    )
+    parser.add_argument(
+        "--practice",
+        action="store_true",
+        help=(
+            "practice mode: the graph shows no gradient; at each backward step you type what "
+            "the node sends on each edge, and the widget says whether it is right"
+        ),
+    )
+    parser.add_argument(
+        "--stop-on-nonfinite",
+        action="store_true",
+        help=(
+            "raise an error from the op or backward step that makes the first NaN or Inf "
+            "(by default recording goes on and the trace shows where it appeared)"
         ),
     )
     parser.add_argument("-h", "--help", action="store_true", help="show this help")
@@ -279,7 +305,10 @@ def _start_recorder(shell, options, engine, source, base_frame):
         max_passes=options.max_passes,
         name=options.name,
         source_kind="cell",
+        history=not options.no_history,
     )
+    if options.stop_on_nonfinite:
+        recorder.nonfinite_watch = NonfiniteWatch()
     try:
         recorder.start()
     except RecordingError as error:
@@ -307,7 +336,7 @@ def _end_recording(shell, recorder, options, error, filename):
     if options.name:
         shell.user_ns[options.name] = trace
     if not options.no_show:
-        show_trace(trace)
+        show_trace(trace, practice=options.practice)
     if error is not None:
         _raise_cleanly(shell, error, {filename, BACKWARD_FILENAME})
 

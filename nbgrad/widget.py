@@ -7,7 +7,9 @@
 Synced with the browser: ``trace`` (the trace JSON of docs/trace-schema.md, gzip-compressed:
 about a tenth of the bytes, sent as one binary buffer), ``selected`` (the id of the selected
 record, "" for none: click in the browser or set it here), ``step`` (the backward timeline's
-position, 0 = before the first step) and ``view`` ("forward" or "backward"). The trace travels
+position, 0 = before the first step), ``view`` ("forward" or "backward"), ``practice`` (practice
+mode: every gradient hidden until the learner works it out, js/src/practice.js) and
+``practice_results`` (the learner's answers, from the browser). The trace travels
 with its values apart (``limits.values == "apart"``): every array of over 16 elements is its
 statistics, a few numbers and a buffer id; the browser asks for the whole array with a custom
 message (``{type: "fetch", buffer}``) when the user inspects it, and the kernel answers with the
@@ -25,7 +27,8 @@ import anywidget
 import numpy as np
 import traitlets
 
-from nbgrad import widget_static
+from nbgrad import widget_export, widget_static
+from nbgrad.trace.node_check import check_reply
 from nbgrad.trace.values import array_data_json
 
 STATIC = Path(__file__).parent / "static"
@@ -89,11 +92,19 @@ class GraphWidget(anywidget.AnyWidget):
     view = traitlets.Unicode("backward").tag(sync=True)
     # px; 0: 560, taller when that lets the whole graph be read. The widget's foot drags it.
     height = traitlets.Int(0).tag(sync=True)
+    # practice mode: the learner types each gradient a step sends; the browser fills
+    # practice_results, one dict per answered edge, in step order: {"step": 1 (1-based),
+    # "node": "MulBackward0", "node_id", "edge": k (index into next_functions), "target":
+    # "AddBackward0" or "AccumulateGrad (d)", "input": the operand's name, "answer": the text
+    # typed (None after "show me"), "expected": the recorded gradient, "right": bool}
+    practice = traitlets.Bool(False).tag(sync=True)
+    practice_results = traitlets.List(traitlets.Dict()).tag(sync=True)
 
     def __init__(self, trace=None, **kwargs):
         text, data, source = _trace_data(trace)
         self._data = data
         self._source = source
+        self._drawing = None  # the latest drawing a page sent (widget_export.py)
         if "view" not in kwargs and not data.get("nodes"):
             kwargs["view"] = "forward"
         super().__init__(trace=_compress(text), **kwargs)
@@ -108,6 +119,8 @@ class GraphWidget(anywidget.AnyWidget):
         """Draw another trace (a Trace, its JSON or its dict) in this widget."""
         text, data, source = _trace_data(trace)
         self._data, self._source = data, source
+        self.practice_results = []  # answers belong to the trace they were given on
+        self._drawing = None  # the page sends the new trace's drawing once it has drawn it
         self.trace = _compress(text)
 
     # --- Python side of the selection and the timeline ---------------------------------------
@@ -118,6 +131,24 @@ class GraphWidget(anywidget.AnyWidget):
         # would follow (js/src/predicted.js), at most one step per node
         steps = len(self._data.get("steps", [])) or len(self._data.get("nodes", []))
         return max(0, min(int(proposal["value"]), steps))
+
+    @traitlets.validate("practice_results")
+    def _valid_practice_results(self, proposal):
+        keys = {"step", "node", "edge", "answer", "expected", "right"}
+        for entry in proposal["value"]:
+            missing = keys - set(entry)
+            if missing:
+                raise traitlets.TraitError(
+                    f"a practice result needs {', '.join(sorted(keys))}; "
+                    f"this one has no {', '.join(sorted(missing))}: {entry!r}"
+                )
+        return proposal["value"]
+
+    @property
+    def practice_score(self):
+        """(right, asked): how many of the answered edges were right, out of how many."""
+        results = self.practice_results
+        return sum(1 for r in results if r["right"]), len(results)
 
     @traitlets.validate("height")
     def _valid_height(self, proposal):
@@ -141,6 +172,12 @@ class GraphWidget(anywidget.AnyWidget):
     # --- buffers on request -------------------------------------------------------------------
 
     def _on_message(self, _widget, content, _buffers):
+        if isinstance(content, dict) and content.get("type") == "drawing":
+            self._drawing = widget_export.drawing_from_message(content) or self._drawing
+            return
+        if isinstance(content, dict) and content.get("type") == "check":
+            self.send(check_reply(self._source, content))  # "check this node" (node_check.py)
+            return
         if not isinstance(content, dict) or content.get("type") != "fetch":
             return
         reply = {"type": "buffer", "request": content.get("request")}
@@ -181,14 +218,44 @@ class GraphWidget(anywidget.AnyWidget):
         data = dict(data)
         # Where the widget cannot run (a terminal, nbconvert, GitHub) the trace's own text
         # summary says the most; a trace given as bare JSON gets the one-line count.
-        if self._source is not None:
-            from nbgrad.trace import summary
-
-            data["text/plain"] = summary.render(self._source)
+        if self.practice:  # the text summary lists the gradients: the answers
+            data["text/plain"] = f"{widget_static.summary_of(self._data)} (practice mode)"
+        elif self._source is not None:
+            # a Trace's text summary, or a DiffResult's (nbgrad.diff)
+            data["text/plain"] = self._source.summary()
         else:
             data["text/plain"] = widget_static.summary_of(self._data)
         data["text/html"] = widget_static.html_of(self._data)
         return data, metadata
+
+    # --- the drawing as a file (nbgrad/widget_export.py) ---------------------------------------
+
+    def save_svg(self, path):
+        """Write the current view as a standalone SVG file (styles inlined); returns the path.
+
+        "The current view" is the drawing of one view (forward or backward), whole (not only
+        the part panned and zoomed to), at scale 1 (a view of over 1500 drawn nodes as the
+        outline the widget draws for so many: boxes and edges, no texts; fold groups first):
+
+        - when a notebook page has drawn this widget: the drawing as that page last showed it,
+          with the groups the user folded or opened, the hidden reshapes, the selection, the
+          timeline's step and the search marks. The page sends it half a second after the view
+          last changed (a drawing of over 400 drawn nodes: only when exported from the toolbar),
+          and the kernel reads it between cells: a change made in the cell that calls save_svg
+          (``w.selected = ...``) shows only from the next cell.
+        - when no page has drawn it (a script, or before the widget is displayed): the widget as
+          it first opens, drawn by a headless Chromium (Playwright) from the ``save_html`` page:
+          the ``view``, ``selected`` and ``step`` set here, groups folded as the widget folds
+          them at first. Without Playwright and a Chromium this raises, saying how to get one.
+        """
+        return widget_export.save_svg(self, path)
+
+    def save_png(self, path):
+        """Write the current view (see ``save_svg``) as a PNG image at twice the drawing's size
+        (less for a drawing over 8192 px a side); returns the path. A PNG is always drawn by a
+        headless Chromium (Playwright): from the latest drawing a page sent, else from the
+        ``save_html`` page."""
+        return widget_export.save_png(self, path)
 
     # --- one shareable file -------------------------------------------------------------------
 
@@ -216,6 +283,8 @@ class GraphWidget(anywidget.AnyWidget):
                 "step": self.step,
                 "view": self.view,
                 "height": self.height,
+                "practice": self.practice,
+                "practice_results": self.practice_results,
             },
             blob=blob,
         )
@@ -320,6 +389,12 @@ const model = {{
   on: (name, fn) => {{ (listeners[name] ||= []).push(fn); }},
   off: (name, fn) => {{ listeners[name] = (listeners[name] || []).filter((f) => f !== fn); }},
   send: async (message) => {{
+    if (message && message.type === "check") {{
+      const text = "checking a node needs the running kernel: this is a saved page. " +
+        "Run the cell in Jupyter to check it";
+      emit("msg:custom", {{ type: "check", request: message.request, ok: false, error: text }});
+      return;
+    }}
     if (!message || message.type !== "fetch") return;
     const head = {{ type: "buffer", request: message.request }};
     let page;
@@ -384,11 +459,12 @@ def graph(obj, names=None):
     return GraphWidget(obj)
 
 
-def display_trace(trace):
-    """Show a recorded trace below the cell: what ``%%autograd`` calls after recording."""
+def display_trace(trace, practice=False):
+    """Show a recorded trace below the cell: what ``%%autograd`` calls after recording
+    (``practice=True``: in practice mode, for ``%%autograd --practice``)."""
     from IPython.display import display
 
-    display(GraphWidget(trace))
+    display(GraphWidget(trace, practice=practice))
 
 
 def show(obj, names=None):

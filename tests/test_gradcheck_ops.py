@@ -676,6 +676,18 @@ case(
     lambda x: run_op(OPS["transpose_inplace"], (x,), (0, 1)),
     normal(3, 2, 4),
 )
+case(
+    "mkldnn_rnn_layer",  # a float32 LSTM layer as PyTorch runs it (oneDNN), here in float64
+    lambda x, w_ih, w_hh, b_ih, b_hh, h, c: run_op(
+        OPS["mkldnn_rnn_layer"], (x, w_ih, w_hh, b_ih, b_hh, h, c),
+        (False, (), 2, 3, 1, True, False, False, True),
+    )[0].sum(-1) + run_op(
+        OPS["mkldnn_rnn_layer"], (x, w_ih, w_hh, b_ih, b_hh, h, c),
+        (True, (), 2, 3, 1, True, True, False, True),
+    )[2].sum(),
+    normal(4, 2, 2), normal(12, 2), normal(12, 3), normal(12), normal(12), normal(2, 3),
+    normal(2, 3),
+)  # fmt: skip
 case("pad-constant", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), normal(2, 3))
 case("pad-constant-crop", lambda x: F.pad(x, (-1, 1)), normal(2, 3))
 for label, shape, amounts in [

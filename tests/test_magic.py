@@ -436,3 +436,30 @@ def test_ipython_syntax_and_indented_cells_run_recorded(shell, capsys):
     assert result.success
     assert shell.user_ns["v"].grad.tolist() == [2.0, 2.0]
     assert "Wall time" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("engine", ["nbgrad", "torch"])
+def test_a_cell_that_only_runs_backward_on_an_earlier_graph_names_everything(shell, engine):
+    if engine == "torch":
+        pytest.importorskip("torch")
+    setup = PROGRAM.replace("import nbgrad as torch", f"import {engine} as torch")
+    setup = setup.replace("e.backward()\n", "")
+    assert run(shell, setup).success  # the graph is made before anything is recorded
+    assert run(shell, "%%autograd\ne.backward()\n").success
+    trace = nbgrad.last_trace()
+    tensors = trace.tensors
+    assert sorted(tensors) == ["a", "b", "c", "d", "e"]
+    assert {name: t.role for name, t in tensors.items()} == {
+        "a": "leaf",
+        "b": "leaf",
+        "c": "intermediate",
+        "d": "leaf",
+        "e": "output",
+    }
+    assert tensors["e"].grad_fn.name == "MulBackward0"
+    accumulated = {
+        step.node.variable.name: float(step.grads_in[0])
+        for step in trace.backward_steps
+        if step.node.name == "AccumulateGrad"
+    }
+    assert accumulated == {"a": 4.0, "b": 4.0, "d": 5.0}  # de/da = de/db = d = 4, de/dd = c = 5

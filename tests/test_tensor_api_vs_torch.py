@@ -821,3 +821,23 @@ def test_converting_a_tensor_that_requires_grad_to_a_number_warns_once_as_pytorc
         return done.stdout
 
     assert seen("nbgrad") == seen("torch")
+
+
+# --- iteration --------------------------------------------------------------------------------
+
+
+def iterate_rows(T):
+    x = T.tensor(np.arange(6, dtype=np.float32).reshape(3, 2), requires_grad=True)
+    rows = list(x)
+    seen = [
+        (type(r.grad_fn).__name__, [type(n).__name__ for n, _ in r.grad_fn.next_functions])
+        for r in rows
+    ]
+    (rows[0].sum() + rows[2].sum() * 2).backward()
+    return seen, rows[1].grad_fn is rows[0].grad_fn, x.grad.tolist(), [r.tolist() for r in rows]
+
+
+def test_iterating_a_tensor_unbinds_it_as_pytorch_does(torch):
+    # PyTorch's Tensor.__iter__ is unbind(0): one UnbindBackward0 node shared by every row
+    assert iterate_rows(nbgrad) == iterate_rows(torch)
+    assert iterate_rows(nbgrad)[0][0] == ("UnbindBackward0", ["AccumulateGrad"])

@@ -733,7 +733,7 @@ def test_json_has_a_version_and_stays_small():
     assert {t["name"] for t in data["tensors"]} == {"a", "b", "c", "d", "e"}
     assert len(data["steps"]) == 5 and len(data["accumulations"]) == 3
     graph_nodes = len(data["tensors"]) + len(data["nodes"])
-    assert len(text) / graph_nodes < 300
+    assert len(text) / graph_nodes < 350  # with a Jacobian and gradient norms per node
 
 
 def test_json_references_resolve():

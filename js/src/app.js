@@ -1,8 +1,11 @@
 // The widget's page: toolbar, graph, inspector and timeline, wired together. It knows nothing
 // of Jupyter: widget.js connects it to the anywidget model, standalone.js to a saved file.
 
+import { markDiff, renderDiffLegend, withDiffEdges } from "./diff.js";
 import { arrowDefs, createScene, cullRect, fitTextsToBoxes } from "./draw.js";
 import { h, s } from "./dom.js";
+import { createDrawingReporter, createExportButtons, exportName, svgDocument } from "./export.js";
+import { failedViewIds, failureTarget, withFailedCall } from "./failure.js";
 import { LAYOUT_BUDGET, originalId, prepareView } from "./fold.js";
 import { boundsOf, lineage, lossNodeId, neighbourhood } from "./focus.js";
 import { GROUP_PREFIX, collapsedAncestor, groupPaths, initialCollapsed, visibleGraph, withinBudget } from "./groups.js";
@@ -10,7 +13,10 @@ import { renderInspector } from "./inspector.js";
 import { MIN_READABLE_SCALE, setLabelFont } from "./labels.js";
 import { layout } from "./layout.js";
 import { legendText } from "./legend.js";
+import { magnitudePanel, markMagnitudes } from "./magnitude.js";
 import { createMinimap } from "./minimap.js";
+import { createPractice, createStepPanel } from "./practice.js";
+import { nonfiniteBanner, nonfiniteMarks, nonfiniteOrigin } from "./nonfinite.js";
 import { findMatches, createSearchCursor } from "./search.js";
 import { shapeOnlyIds, withoutNodes } from "./shapes.js";
 import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
@@ -20,10 +26,13 @@ import { createViewport } from "./viewport.js";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
+const PRACTICE_EXTRA_HEIGHT = 240; // px more in practice mode, for the questions
 const MIN_HEIGHT = 260;
 const TEXT_CHECK_LIMIT = 1500; // nodes put on the page at once; above it, texts are not re-measured
 const MAX_FOCUS_HOPS = 8; // the first view shows the loss and up to this many edges around it
-const SCHEMA_VERSION = 2; // docs/trace-schema.md
+// written in one place, nbgrad/trace/schema.json; the build puts it here (trace-schema-version.mjs)
+/* global TRACE_SCHEMA_VERSION */
+const SCHEMA_VERSION = TRACE_SCHEMA_VERSION;
 // version 1 is version 2 with every value inline or summarised (no "values" limit): read as is
 const READABLE_VERSIONS = [1, SCHEMA_VERSION];
 // "show the neighbourhood": a node's parents and children this many edges up and down, at most
@@ -36,7 +45,10 @@ let instances = 0;
 /**
  * options: trace (parsed JSON), selected, step, view ("forward" | "backward"),
  *          height (px), onSelect(id), onStep(k), onView(view), onHeight(px),
- *          fetchBuffer(bufferId) -> Promise
+ *          fetchBuffer(bufferId) -> Promise,
+ *          practice (bool: practice mode, practice.js), practiceResults (answers to restore),
+ *          onPracticeResults(list), onDrawing({ text, width, height, view }): the
+ *          drawing as an SVG document, once the view settles and on each export (export.js)
  */
 export function createApp(el, options) {
   const arrowId = `nbgrad-arrow-${++instances}`;
@@ -54,6 +66,7 @@ export function createApp(el, options) {
     autoHeight: !(Number(options.height) > 0), // no height asked for: grow to show the graph
     fitNote: "",
     neighbourhood: null, // { center, graph, collapsed }: only the part around a node is drawn
+    magnitude: false, // nodes and edges coloured by their gradient's size (magnitude.js)
   };
 
   // --- the page ---------------------------------------------------------------------------
@@ -72,6 +85,9 @@ export function createApp(el, options) {
     shapeToggle,
     " hide reshapes",
   );
+  // gradient magnitude (magnitude.js): a toggle, and under the drawing its legend and table
+  const magnitudeButton = h("button", { type: "button", class: "magnitude-button", "data-role": "magnitude", "aria-pressed": "false", text: "|grad| colours", title: "colour every node and edge by the size (L2 norm) of the gradient through it, log scale; list the parameters' |grad|, |param| and ratio", onclick: () => setMagnitude(!state.magnitude) });
+  const magnitudeHost = h("div", { class: "magnitude-panel", "data-role": "magnitude-panel", hidden: true });
   const status = h("span", { class: "status", "data-role": "status" });
   const statusText = h("span", { class: "status-text" });
   const neighbourhoodButton = h("button", {
@@ -92,7 +108,9 @@ export function createApp(el, options) {
     h("button", { type: "button", "data-role": "zoom-out", text: "−", title: "zoom out", onclick: () => viewport.zoom(0.8) }),
     h("button", { type: "button", class: "group-button", "data-role": "expand-all", text: "expand all", title: "open every module group", onclick: () => setCollapsedAll(false) }),
     h("button", { type: "button", class: "group-button", "data-role": "collapse-all", text: "collapse all", title: "fold every module group into one node", onclick: () => setCollapsedAll(true) }),
+    createExportButtons({ drawing: () => currentDrawing(), name: (ext) => exportName(state.index && state.index.trace, state.view, ext), onExport: (d) => options.onDrawing && options.onDrawing(d) }),
     shapeLabel,
+    magnitudeButton,
     h("span", { class: "search-box" }, search, searchPrevious, searchNext, searchCount),
     status,
   );
@@ -102,10 +120,11 @@ export function createApp(el, options) {
   const banner = h("div", { class: "banner", "data-role": "banner" });
   const message = h("div", { class: "message", "data-role": "message" });
   const legend = h("div", { class: "legend", "data-role": "legend" });
+  const diffLegend = h("div", { class: "diff-legend", "data-role": "diff-legend", hidden: true }); // a diff of two traces (diff.js)
   const fitNote = h("div", { class: "fit-note", "data-role": "fit-note", hidden: true });
   const stage = h("div", { class: "stage" }, svg, message);
   // below the drawing, not over it: what the arrows mean, and why the view is not everything
-  const infoBar = h("div", { class: "info-bar" }, legend, fitNote);
+  const infoBar = h("div", { class: "info-bar" }, diffLegend, legend, fitNote, magnitudeHost);
   const canvas = h("div", { class: "canvas" }, stage, infoBar);
   const inspector = h("aside", { class: "inspector", "data-role": "inspector" });
   const timelineHost = h("div", { class: "timeline-host" });
@@ -116,8 +135,19 @@ export function createApp(el, options) {
   const scene = createScene(layers, arrowId);
   const minimap = createMinimap(stage, viewport);
   const cursor = createSearchCursor();
+  // practice mode puts its questions under the timeline: the widget opens taller for them
+  if (options.practice && !(Number(options.height) > 0)) page.style.height = `${DEFAULT_HEIGHT + PRACTICE_EXTRA_HEIGHT}px`;
+  const drawingReporter = createDrawingReporter({
+    drawing: () => currentDrawing(),
+    isShown: () => page.isConnected,
+    nodeCount: () => (state.visible ? state.visible.nodes.length : 0),
+    send: options.onDrawing,
+  });
   setHeight(options.height);
   let timeline = null;
+  let practice = null; // the learner's answers in practice mode (practice.js)
+  let stepPanel = null; // under the timeline: the step's chain rule in words, or practice
+  let recordedTrace = null;
 
   // --- behaviour ----------------------------------------------------------------------------
   const ctx = {
@@ -132,11 +162,17 @@ export function createApp(el, options) {
     expand: (path) => toggleGroup(path, false),
     groupNote: (path) => (viewGraph().groupNotes || {})[path] || null,
     fetchBuffer: options.fetchBuffer,
+    checkNode: options.checkNode, // nodecheck.js: node id -> Promise of the check's result
+    get practice() {
+      return practice !== null; // practice mode: the inspector leaves the learner's working out
+    },
   };
 
   function viewGraph() {
     if (!state.graphs[state.view]) {
-      const view = state.view === "forward" ? forwardView(state.index) : backwardView(state.index);
+      let view = state.view === "forward" ? forwardView(state.index) : backwardView(state.index);
+      view = withFailedCall(view, state.index, state.view); // a cell that raised: the call that did
+      view = withDiffEdges(view, state.index, state.view); // a diff: the edges only B has
       state.graphs[state.view] = prepareView(view, state.index.modules, state.view === "forward" ? "up" : "down");
     }
     return state.graphs[state.view];
@@ -195,6 +231,7 @@ export function createApp(el, options) {
     }
     legend.textContent = legendText(state.view);
     legend.title = legendText(state.view);
+    renderDiffLegend(diffLegend, state.index);
     runSearch(false);
     for (const [name, button] of Object.entries(viewButtons)) button.classList.toggle("active", name === state.view);
     paint();
@@ -252,7 +289,8 @@ export function createApp(el, options) {
     } else {
       const k = MIN_READABLE_SCALE;
       const { vw, vh } = viewport.size();
-      const loss = state.neighbourhood && state.visible.nodes.some((n) => n.id === state.neighbourhood.center) ? state.neighbourhood.center : lossNodeId(state.index, state.view, state.visible);
+      // (a trace with a NaN or Inf opens on where the first one appeared: nonfinite.js)
+      const loss = state.neighbourhood && state.visible.nodes.some((n) => n.id === state.neighbourhood.center) ? state.neighbourhood.center : drawnNodeId(nonfiniteOrigin(state.index)) || lossNodeId(state.index, state.view, state.visible);
       const lossBox = loss ? boundsOf([loss], positions) : null;
       let area = lossBox;
       for (let hops = 1; lossBox && hops <= MAX_FOCUS_HOPS; hops++) {
@@ -264,7 +302,7 @@ export function createApp(el, options) {
       else viewport.fit(width, height, k);
       // a 10,000-node graph needs well under 1%: say how far under, not "0%"
       const percent = whole * 100 >= 1 ? `${Math.round(whole * 100)}%` : `${(whole * 100).toPrecision(1)}%`;
-      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : "the loss";
+      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : loss && loss === drawnNodeId(nonfiniteOrigin(state.index)) ? "where the first NaN/Inf appeared" : "the loss";
       state.fitNote = `Showing ${what} and what is near it: the whole graph would need ${percent} zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
     }
     viewport.state.userMoved = false;
@@ -313,9 +351,74 @@ export function createApp(el, options) {
     const selected = drawnNodeId(state.selected);
     if (selected) mark(nodes, selected, "selected");
     for (const copy of state.visible.copies.get(state.selected) || []) mark(nodes, copy, "selected");
+    for (const id of failedViewIds(state.index, state.view)) for (const d of drawnIdsOf(id)) mark(nodes, d, "failed");
     for (const id of cursor.matches) for (const d of drawnIdsOf(id)) mark(nodes, d, "match");
     if (cursor.current) for (const d of drawnIdsOf(cursor.current)) mark(nodes, d, "match-current");
+    // a folded group stands for many nodes: it takes the NaN marks of any, no one's colour
+    const colourOfOne = (cls, ...ids) => cls.startsWith("mag-") && ids.some((d) => d.startsWith(GROUP_PREFIX));
+    paintDebugging((id, cls) => {
+      for (const d of drawnIdsOf(id)) if (!colourOfOne(cls, d)) mark(nodes, d, cls);
+    }, (from, to, cls) => {
+      for (const a of drawnIdsOf(from)) for (const b of drawnIdsOf(to)) if (scene.hasEdge(`${a}>${b}`) && !colourOfOne(cls, a, b)) mark(edges, `${a}>${b}`, cls);
+    });
+    markDiff(state.index, state.view, { nodes, edges }, mark, drawnIdsOf, (key) => scene.hasEdge(key));
     scene.decorate({ nodes, edges });
+    drawingReporter.schedule(); // the kernel gets the drawing once the view settles (export.js)
+  }
+
+  /** The whole drawing as it is now, as a standalone SVG (export.js): every part of it is put
+   * in the DOM for the copy, then the screen's part again. */
+  function currentDrawing() {
+    if (!state.laid || !state.drawn) return null;
+    scene.update({ x: -1e9, y: -1e9, width: 2e9, height: 2e9 });
+    const fresh = scene.takeUnchecked();
+    if (fresh.length <= TEXT_CHECK_LIMIT) fitTextsToBoxes(fresh);
+    const drawing = svgDocument(svg, root, state.laid);
+    drawOnScreen();
+    return { ...drawing, view: state.view };
+  }
+
+  /** The first NaN/Inf marked with the path it spread along (nonfinite.js); with the toggle on,
+   * every node and edge coloured by its gradient's size, and the legend and table shown
+   * (magnitude.js). */
+  function paintDebugging(markNode, markEdge) {
+    const bad = nonfiniteMarks(state.index, state.view);
+    if (bad) {
+      if (bad.origin) markNode(bad.origin, "nonfinite");
+      for (const id of bad.path) markNode(id, "nonfinite-path");
+      for (const [from, to] of bad.edges) markEdge(from, to, "nonfinite-path");
+    }
+    if (!state.magnitude) return;
+    const scale = markMagnitudes(state.index, state.view, markNode, markEdge);
+    if (magnitudeHost.dataset.view !== state.view || magnitudeHost.hidden) {
+      magnitudeHost.replaceChildren(...magnitudePanel(state.index, scale, (id) => select(id, true)));
+      magnitudeHost.dataset.view = state.view;
+    }
+    magnitudeHost.hidden = false;
+  }
+
+  function setMagnitude(on) {
+    if (!!on === state.magnitude) return;
+    state.magnitude = !!on;
+    magnitudeButton.setAttribute("aria-pressed", String(state.magnitude));
+    magnitudeButton.classList.toggle("active", state.magnitude);
+    page.classList.toggle("magnitude-on", state.magnitude);
+    if (!state.magnitude) {
+      magnitudeHost.hidden = true;
+      magnitudeHost.replaceChildren();
+    }
+    const before = page.getBoundingClientRect().height;
+    paint();
+    // the legend and table take room under the drawing: a widget whose height the user did not
+    // set grows by as much (up to most of the window) while they show, and shrinks back after
+    if (state.autoHeight && state.magnitude && before) {
+      const most = Math.max(DEFAULT_HEIGHT, Math.round((globalThis.innerHeight || 0) * 0.85));
+      state.heightBeforeMagnitude = page.style.height;
+      page.style.height = `${Math.min(most, Math.round(before + magnitudeHost.getBoundingClientRect().height))}px`;
+    } else if (!state.magnitude && state.heightBeforeMagnitude) {
+      page.style.height = state.heightBeforeMagnitude;
+      state.heightBeforeMagnitude = "";
+    }
   }
 
   // --- search: every match highlighted, stepped through in reading order --------------------
@@ -384,7 +487,9 @@ export function createApp(el, options) {
   function setStep(k, fromUser) {
     const count = state.index.steps.length;
     state.step = Math.max(0, Math.min(count, Math.trunc(Number(k) || 0)));
+    if (practice) state.step = Math.min(state.step, practice.reachable()); // no step past an open question
     if (timeline) timeline.set(state.step);
+    if (stepPanel) stepPanel.show(state.step);
     if (fromUser && options.onStep) options.onStep(state.step);
     // the inspector follows the node that ran
     if (state.step > 0) select(state.index.steps[state.step - 1].node, fromUser);
@@ -556,14 +661,23 @@ export function createApp(el, options) {
     if (status_.error) lines.push(`The recorded code stopped with ${status_.error}; this is what ran before.`);
     if (status_.truncated) lines.push(`Recording stopped early (${status_.truncated}); the rest ran unrecorded.`);
     banner.replaceChildren(...lines.map((text) => h("div", { text })));
-    banner.hidden = lines.length === 0;
+    const bad = nonfiniteBanner(state.index, (id) => select(id, true));
+    if (bad) banner.append(bad);
+    banner.hidden = lines.length === 0 && !bad;
   }
 
   function setTrace(trace) {
     if (trace && trace.version !== undefined && !READABLE_VERSIONS.includes(trace.version)) {
       trace = { status: { error: `this trace is in schema version ${trace.version}; this widget reads version ${SCHEMA_VERSION} (update nbgrad)` } };
     }
-    state.index = indexTrace(trace);
+    recordedTrace = trace;
+    // practice mode draws a copy of the trace with every gradient hidden until it is answered
+    const recorded = indexTrace(trace);
+    practice = null;
+    if (options.practice && recorded.steps.length && !recorded.steps[0].predicted) {
+      practice = createPractice(trace, recorded, { results: options.practiceResults, onResults: options.onPracticeResults });
+    }
+    state.index = practice ? indexTrace(practice.masked) : recorded;
     state.graphs = {};
     state.neighbourhood = null;
     state.collapsed = {};
@@ -587,7 +701,15 @@ export function createApp(el, options) {
     page.classList.remove("empty");
     message.replaceChildren();
     if (!state.index.nodes.size && state.view === "backward") state.view = "forward";
+    // a cell that raised opens on the call that raised (unless a node was asked for), else on
+    // the first NaN/Inf
+    const failed = failureTarget(state.index);
+    if (failed && !state.selected) [state.view, state.selected] = [failed.view, failed.id];
+    if (!state.selected) state.selected = nonfiniteOrigin(state.index);
+    magnitudeHost.dataset.view = ""; // the magnitude table is made again for this trace
     timeline = createTimeline(timelineHost, { index: state.index, onStep: (k) => setStep(k, true) });
+    stepPanel = createStepPanel({ index: recorded, practice, wanted: !!options.practice, goToStep: (k) => setStep(k, true), onChange: () => setStep(state.step, false) });
+    timelineHost.append(stepPanel.element);
     redraw();
     setStep(state.step, false);
     select(state.selected, false);
@@ -600,7 +722,10 @@ export function createApp(el, options) {
   });
 
   return {
-    setTrace,
+    setTrace(trace) {
+      options.practiceResults = []; // answers belong to the trace they were given on
+      setTrace(trace);
+    },
     select: (id) => select(id, false),
     setStep: (k) => setStep(k, false),
     setView: (view) => setView(view, false),
@@ -608,6 +733,15 @@ export function createApp(el, options) {
     collapse: (path) => toggleGroup(path, true),
     setHeight,
     fit,
+    /** Turn practice mode on or off (answers given so far are kept in options.practiceResults). */
+    setPractice(on) {
+      options.practice = !!on;
+      if (practice) options.practiceResults = practice.results;
+      setTrace(recordedTrace);
+    },
+    get practice() {
+      return practice;
+    },
     /** Type a query and step to the next (1) or previous (-1) match (tests, scripting). */
     search(query, direction = 1) {
       search.value = query;
@@ -618,6 +752,7 @@ export function createApp(el, options) {
     },
     showNeighbourhood: (id) => showNeighbourhood(id),
     leaveNeighbourhood: () => leaveNeighbourhood(),
+    setMagnitude: (on) => setMagnitude(on),
     setHideShapes(hide) {
       shapeToggle.checked = !!hide;
       shapeToggle.dispatchEvent(new Event("change"));
@@ -625,7 +760,10 @@ export function createApp(el, options) {
     get state() {
       return state;
     },
+    /** The whole drawing as it is now: { text (an SVG document), width, height, view }. */
+    drawing: () => currentDrawing(),
     destroy() {
+      drawingReporter.stop();
       if (timeline) timeline.destroy();
       if (observer) observer.disconnect();
       minimap.destroy();

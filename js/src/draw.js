@@ -69,11 +69,14 @@ export function fitTextsToBoxes(nodeEls) {
   for (const el of nodeEls) {
     if (!el.isConnected) return;
     const box = el.querySelector(".shape");
-    const room = Number(box.getAttribute("width")) - 2 * BOX_PADDING + (el.getAttribute("data-kind") === "group" ? -28 : 0);
+    const room = Number(box.getAttribute("width")) - 2 * BOX_PADDING;
+    // a folded group's "+" badge shares the label's line only (labels.js sizes the box so)
+    const badge = el.getAttribute("data-kind") === "group" ? 28 : 0;
     for (const text of el.querySelectorAll("text.label, text.sub")) {
       if (typeof text.getComputedTextLength !== "function") return;
       const width = text.getComputedTextLength();
-      if (width > room + 0.5) tooWide.push([text, room]);
+      const fits = text.classList.contains("label") ? room - badge : room;
+      if (width > fits + 0.5) tooWide.push([text, fits]);
     }
   }
   for (const [text, room] of tooWide) {

@@ -16,6 +16,10 @@ export const MIN_REPEATS = 3; // a loop body must repeat this often to be folded
 export const MAX_PERIOD = 80; // nodes on the loop's main path per repetition, at most
 export const MIN_LOOP_PATH = 24; // nodes of the main path a loop must cover to be folded
 export const MIN_CHAIN = 8; // single-input nodes in a row that are folded as a chain
+// A small view (under FOLD_MIN_NODES) is drawn whole, but a loop in it is still found and made
+// one group, drawn open with its "× N" title: a click on the title rolls it into one node, a
+// click on that node unrolls it. Only a block of at least two nodes, covering this many.
+export const MIN_SMALL_LOOP_PATH = 8;
 export const LOOP_PREFIX = "loop";
 export const CHAIN_PREFIX = "chain";
 export const PART_PREFIX = "part";
@@ -205,7 +209,8 @@ export function findRepeat(labels) {
  * modules (class names of the new groups), labels (what a folded node says), loops (paths) }. */
 export function foldRepeats(view, takenNames = []) {
   const out = { view, modules: {}, labels: {}, notes: {}, loops: [] };
-  if (view.nodes.length < FOLD_MIN_NODES) return out;
+  const small = view.nodes.length < FOLD_MIN_NODES; // loops only, each one group, left open
+  if (small && view.nodes.length < MIN_SMALL_LOOP_PATH) return out;
   const index = indexView(view);
   const n = view.nodes.length;
   const free = (v) => !view.nodes[v].group && view.nodes[v].kind !== "group";
@@ -228,7 +233,7 @@ export function foldRepeats(view, takenNames = []) {
   for (const node of view.nodes) if (node.kind !== "group") sizeOf.set(node.group || null, (sizeOf.get(node.group || null) || 0) + 1);
   let loops = 0;
   for (const [scope, size] of sizeOf) {
-    if (size < FOLD_MIN_NODES) continue;
+    if (size < (small ? MIN_SMALL_LOOP_PATH : FOLD_MIN_NODES)) continue;
     const inScope = (v) => view.nodes[v].kind !== "group" && (view.nodes[v].group || null) === scope;
     // A loop per pass, on what earlier loops left of the main path.
     const taken = new Uint8Array(n);
@@ -236,7 +241,7 @@ export function foldRepeats(view, takenNames = []) {
       const path = longestPath(view, index, (v) => inScope(v) && !taken[v]);
       // a name's "#k" (the k-th tensor of that name) differs at every step: it is not compared
       const found = findRepeat(path.map((v) => `${view.nodes[v].kind}:${String(view.nodes[v].label).replace(/#\d+$/, "")}`));
-      if (!found || found.period * found.repeats < MIN_LOOP_PATH) break;
+      if (!found || found.period * found.repeats < (small ? MIN_SMALL_LOOP_PATH : MIN_LOOP_PATH) || (small && found.period < 2)) break;
       loops++;
       const path_ = fresh(`${scope ? `${scope}.` : ""}${LOOP_PREFIX}${loops}`);
       const iteration = new Int32Array(n).fill(-1); // -1: not reached; -2: outside the loop
@@ -267,7 +272,7 @@ export function foldRepeats(view, takenNames = []) {
       for (let v = 0; v < n; v++) {
         if (iteration[v] < 0) continue;
         // repetition 0 is the top one: the last step in the backward view, the first in the forward
-        groupOf[v] = `${path_}.${iteration[v]}`;
+        groupOf[v] = small ? path_ : `${path_}.${iteration[v]}`; // a small loop: one group
         taken[v] = 1;
       }
       for (const v of path) taken[v] = 1; // the rest of the path is not searched again
@@ -275,13 +280,19 @@ export function foldRepeats(view, takenNames = []) {
       out.loops.push(path_);
       out.modules[path_] = `loop ×${found.repeats}`;
       out.notes[path_] = `repeated loop body, ${found.repeats} times`;
-      out.labels[path_] = `×${found.repeats} ${names[0]} … ${names[names.length - 1]}`;
-      for (let k = 0; k < found.repeats; k++) {
+      // the folded node's text: "×5 Tanh … Mm" (a node's class without "Backward0" is enough)
+      const short = (name) => name.replace(/Backward\d*$/, "") || name;
+      out.labels[path_] = `×${found.repeats} ${short(names[0])} … ${short(names[names.length - 1])}`;
+      for (let k = 0; k < (small ? 0 : found.repeats); k++) {
         out.modules[`${path_}.${k}`] = `repetition ${k + 1} of ${found.repeats}`;
         out.notes[`${path_}.${k}`] = `repetition ${k + 1} of ${found.repeats} of a loop body`;
         out.labels[`${path_}.${k}`] = `${names[0]} … (${k + 1}/${found.repeats})`;
       }
     }
+  }
+  if (small) {
+    if (loops) out.view = { ...view, nodes: view.nodes.map((node, v) => (groupOf[v] ? { ...node, group: groupOf[v] } : node)) };
+    return out;
   }
   // chains: single-input, single-output nodes in a row, outside loops and modules
   let chains = 0;

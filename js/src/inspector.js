@@ -2,10 +2,15 @@
 // AccumulateGrad, an op without a grad_fn, or a folded module group. Names in it are links
 // that select what they name.
 
+import { diffSection } from "./diff.js";
 import { h } from "./dom.js";
+import { FAILED_ID, failedCallPanel, failurePanel, isFailedRecord } from "./failure.js";
 import { formatShape, isSummary } from "./format.js";
 import { localDerivative, localGradients, toMathML } from "./formula.js";
 import { GROUP_PREFIX } from "./groups.js";
+import { nonfiniteSection } from "./nonfinite.js";
+import { historySection } from "./history.js";
+import { checkSection, jacobianSection } from "./nodecheck.js";
 import { nameOf } from "./trace.js";
 import { renderSavedValue, renderValue } from "./values.js";
 
@@ -54,7 +59,8 @@ function formulaItem(ctx, node, g) {
           { class: "formula-local" },
           h("span", { class: "key", text: "local derivative " }),
           h("code", { text: local.text }),
-          local.value !== null && local.value !== undefined && !isSummary(local.value) && !Array.isArray(local.value) ? h("span", { class: "formula-value" }, " = ", renderValue(local.value, "float32", ctx)) : null,
+          // (in practice mode its value is the learner's to work out: the step's words give it)
+          !ctx.practice && local.value !== null && local.value !== undefined && !isSummary(local.value) && !Array.isArray(local.value) ? h("span", { class: "formula-value" }, " = ", renderValue(local.value, "float32", ctx)) : null,
         )
       : null,
   );
@@ -141,6 +147,7 @@ function tensorPanel(ctx, tensor) {
   if (accumulator) {
     parts.push(section("accumulated into .grad", row("by", link(ctx, accumulator, "AccumulateGrad")), accumulationTable(ctx, tensor.id)));
   }
+  parts.push(historySection(index.trace, tensor.id)); // a parameter of a training loop: its steps
   return parts;
 }
 
@@ -251,6 +258,7 @@ function functionPanel(ctx, node) {
       ),
     );
   }
+  parts.push(...[jacobianSection(ctx, node), checkSection(ctx, node)].filter(Boolean)); // nodecheck.js
   parts.push(
     section(
       "next_functions",
@@ -307,6 +315,7 @@ export function renderInspector(panel, ctx, id) {
   let parts;
   if (!id) parts = emptyPanel();
   else if (id.startsWith(GROUP_PREFIX)) parts = groupPanel(ctx, id.slice(GROUP_PREFIX.length));
+  else if (id === FAILED_ID) parts = failedCallPanel(index, ctx);
   else if (index.tensors.has(id)) parts = tensorPanel(ctx, index.tensors.get(id));
   else if (index.nodes.has(id)) {
     const node = index.nodes.get(id);
@@ -315,7 +324,10 @@ export function renderInspector(panel, ctx, id) {
     const op = index.ops.get(id);
     parts = op.node && index.nodes.has(op.node) ? functionPanel(ctx, index.nodes.get(op.node)) : opPanel(ctx, op);
   } else parts = [h("div", { class: "note", text: `Nothing called ${id} in this trace.` })];
-  panel.replaceChildren(...parts.filter(Boolean));
+  // the call that raised: its message right under the title (failure.js)
+  if (id !== FAILED_ID && isFailedRecord(index, id)) parts.splice(1, 0, failurePanel(index));
+  parts = [nonfiniteSection(index, id), ...parts]; // where a NaN/Inf first appeared (nonfinite.js)
+  panel.replaceChildren(...[diffSection(ctx, id), ...parts].filter(Boolean)); // a diff: both sides first
   panel.setAttribute("data-selected", id || "");
   ensureResizeHandle(panel);
   markWideArrays(panel);

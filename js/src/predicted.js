@@ -5,7 +5,65 @@
 // The order is the engine's (PyTorch's, which nbgrad follows): a node runs once every node that
 // sends it a gradient has run; among the nodes ready to run, an AccumulateGrad first, then the
 // node made last (the highest sequence number: here the order of the ops that made them), and
-// among equals the one that became ready last.
+// among equals (ready AccumulateGrads) the order PyTorch's binary heap gives them: the queue
+// below is the one of nbgrad/autograd/ready_queue.py, which says why and how, step for step.
+
+/** PyTorch's ready queue: a max-heap moved as C++'s std::push_heap and std::pop_heap move it. */
+export class ReadyQueue {
+  constructor(rank) {
+    this.rank = rank; // node -> number: the higher runs first
+    this.heap = [];
+  }
+
+  get size() {
+    return this.heap.length;
+  }
+
+  push(node) {
+    this.heap.push(node);
+    this.moveUp(this.heap.length - 1, node);
+  }
+
+  pop() {
+    const heap = this.heap;
+    const last = heap.pop();
+    if (!heap.length) return last;
+    const top = heap[0];
+    // the hole at the top walks down to a leaf, always into the higher child (the right one
+    // among equals), and the last node fills it
+    const size = heap.length;
+    let hole = 0;
+    let child = 0;
+    while (child < Math.floor((size - 1) / 2)) {
+      child = 2 * (child + 1);
+      if (this.below(heap[child], heap[child - 1])) child -= 1;
+      heap[hole] = heap[child];
+      hole = child;
+    }
+    if (size % 2 === 0 && child === (size - 2) / 2) {
+      child = 2 * (child + 1);
+      heap[hole] = heap[child - 1];
+      hole = child - 1;
+    }
+    this.moveUp(hole, last);
+    return top;
+  }
+
+  below(a, b) {
+    return this.rank(a) < this.rank(b);
+  }
+
+  moveUp(hole, node) {
+    const heap = this.heap;
+    let parent = Math.floor((hole - 1) / 2);
+    while (hole > 0 && this.below(heap[parent], node)) {
+      heap[hole] = heap[parent];
+      hole = parent;
+      parent = Math.floor((hole - 1) / 2);
+    }
+    heap[hole] = node;
+  }
+}
 
 /** Steps like the trace's `steps` records, with `predicted: true` and no gradients. */
 export function predictedSteps(trace) {
@@ -41,24 +99,17 @@ export function predictedSteps(trace) {
         }
       }
     }
-    let ready = [{ id: root, order: 0 }];
-    let pushed = 1;
-    while (ready.length) {
-      let best = 0;
-      for (let i = 1; i < ready.length; i++) {
-        const a = priority(byId.get(ready[i].id));
-        const b = priority(byId.get(ready[best].id));
-        if (a > b || (a === b && ready[i].order > ready[best].order)) best = i;
-      }
-      const { id } = ready[best];
-      ready = ready.filter((_, i) => i !== best);
+    const ready = new ReadyQueue((id) => priority(byId.get(id)));
+    ready.push(root);
+    while (ready.size) {
+      const id = ready.pop();
       const node = byId.get(id);
       steps.push({ pass, node: id, predicted: true, grads_in: [], grads_out: (node.next || []).map((e) => (e ? "predicted" : null)) });
       for (const edge of node.next || []) {
         if (!edge || !byId.has(edge[0])) continue;
         const left = deps.get(edge[0]) - 1;
         deps.set(edge[0], left);
-        if (left === 0) ready.push({ id: edge[0], order: pushed++ });
+        if (left === 0) ready.push(edge[0]);
       }
     }
   });

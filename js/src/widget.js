@@ -1,13 +1,16 @@
 // The anywidget entry: render({ model, el }) connects the app to the kernel.
 //
 // Synced traits: trace (the trace JSON, gzip-compressed bytes), selected (a record id), step
-// (timeline position), view ("forward" | "backward"), height (px; the handle at the foot sets it). Large arrays come on request: the app sends
+// (timeline position), view ("forward" | "backward"), height (px; the handle at the foot sets it),
+// practice (practice mode, js/src/practice.js) and practice_results (the learner's answers, sent
+// to Python as they are given). Large arrays come on request: the app sends
 // { type: "fetch", buffer, request } and the kernel answers { type: "buffer", request, ok, shape,
 // dtype, storage } with the array's little-endian bytes as the message's one binary buffer
 // (or { ..., data } as nested lists for a dtype no typed array holds).
 
 import "./style.css";
 import { createApp } from "./app.js";
+import { nodeChecker } from "./nodecheck.js";
 import { decodeArray } from "./values.js";
 
 const FETCH_TIMEOUT_MS = 10000; // then the kernel is taken to be gone
@@ -87,6 +90,7 @@ export function bufferFetcher(model) {
 async function render({ model, el }) {
   const trace = await readTrace(model.get("trace"));
   const fetcher = bufferFetcher(model);
+  const checker = nodeChecker(model);
   const push = (name, value) => {
     if (model.get(name) === value) return;
     model.set(name, value);
@@ -103,6 +107,15 @@ async function render({ model, el }) {
     onView: (view) => push("view", view),
     onHeight: (px) => push("height", Math.round(px)),
     fetchBuffer: fetcher.fetchBuffer,
+    checkNode: checker.checkNode,
+    practice: !!model.get("practice"),
+    practiceResults: model.get("practice_results") || [],
+    onPracticeResults: (results) => {
+      model.set("practice_results", results);
+      model.save_changes();
+    },
+    // GraphWidget.save_svg writes the latest drawing the page sent (export.js)
+    onDrawing: ({ text, width, height, view }) => model.send({ type: "drawing", svg: text, width, height, view }),
   });
   const onTrace = async () => app.setTrace(await readTrace(model.get("trace")));
   const onSelected = () => {
@@ -115,18 +128,22 @@ async function render({ model, el }) {
   };
   const onView = () => app.setView(model.get("view"));
   const onHeight = () => app.setHeight(model.get("height"));
+  const onPractice = () => app.setPractice(!!model.get("practice"));
   model.on("change:trace", onTrace);
   model.on("change:selected", onSelected);
   model.on("change:step", onStep);
   model.on("change:view", onView);
   model.on("change:height", onHeight);
+  model.on("change:practice", onPractice);
   return () => {
     model.off("change:trace", onTrace);
     model.off("change:selected", onSelected);
     model.off("change:step", onStep);
     model.off("change:view", onView);
     model.off("change:height", onHeight);
+    model.off("change:practice", onPractice);
     fetcher.stop();
+    checker.stop();
     app.destroy();
   };
 }

@@ -9,19 +9,16 @@ Gradients travel as NumPy arrays, or as Tensors when ``create_graph`` asks for a
 backward. Hooks always see Tensors.
 """
 
-import heapq
-import itertools
 import sys
 
 import numpy as np
 
 from nbgrad.autograd import anomaly, grad_mode, observe
 from nbgrad.autograd.node import AccumulateGrad
+from nbgrad.autograd.ready_queue import ReadyQueue
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.flags import FAST_PATHS
-from nbgrad.ops.formula_math import ARRAY_NAMESPACE
-
-_sum_to = ARRAY_NAMESPACE["sum_to"]
+from nbgrad.ops.formula_math import sum_to
 
 
 def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=None):
@@ -66,15 +63,12 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
     buffers = {}
     for (node, nr), grad in zip(roots, root_grads):
         _add_to_buffer(buffers, node, nr, grad)
-    # Heap entries are (-sequence_nr, arrival, node): newest node first; among equals (ready
-    # leaves all share one number) the first to become ready, as PyTorch's queue does.
-    arrivals = itertools.count()
-    ready = [
-        (-node._sequence_nr, next(arrivals), node)
-        for node in root_nodes
-        if not dependencies.get(node)
-    ]
-    heapq.heapify(ready)
+    # Newest node first; ready leaves, which share one number, in the order PyTorch's heap
+    # gives them (ready_queue.py).
+    ready = ReadyQueue()
+    for node in root_nodes:
+        if not dependencies.get(node):
+            ready.push(node)
     listeners = observe.node_listeners
     starts = observe.node_start_listeners
 
@@ -84,7 +78,7 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
         if upcoming is not None:
             node, upcoming = upcoming, None
         else:
-            node = heapq.heappop(ready)[2]
+            node = ready.pop()
         grads = buffers.pop(node, None) or [None] * node.num_outputs
         is_leaf_node = type(node) is AccumulateGrad
         if node._extras is not None or (is_leaf_node and _has_backward_hooks(node.variable)):
@@ -152,9 +146,9 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
                     upcoming = child
                     continue
                 if upcoming is not None:
-                    heapq.heappush(ready, (-upcoming._sequence_nr, next(arrivals), upcoming))
+                    ready.push(upcoming)
                     upcoming = None
-                heapq.heappush(ready, (-child._sequence_nr, next(arrivals), child))
+                ready.push(child)
         # Drop this step's references, so that a leaf's gradient can be taken without a copy.
         outputs = grad = None
     return captured
@@ -276,7 +270,7 @@ def _validate(node, index, grad, shape, dtype, create_graph):
                 f"[{', '.join(map(str, grad.shape))}] but expected shape compatible with "
                 f"[{', '.join(map(str, shape))}]"
             )
-        grad = grad.sum_to_size(shape) if create_graph else _sum_to(grad, shape)
+        grad = grad.sum_to_size(shape) if create_graph else sum_to(grad, shape)
     if create_graph:
         return grad if grad._dtype is dtype else grad.to(dtype)
     return grad if grad.dtype == dtype.numpy else grad.astype(dtype.numpy)

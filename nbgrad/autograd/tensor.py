@@ -222,7 +222,8 @@ class Tensor:
     def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))
+        # as PyTorch's Tensor.__iter__: the rows share one UnbindBackward0 node
+        return iter(self.unbind(0))
 
     def __bool__(self):
         if self._data.size != 1:

@@ -23,7 +23,7 @@ import numpy as np
 from nbgrad.autograd import errors
 from nbgrad.autograd.node import Node, _namespaced_name, edge_of, set_history
 from nbgrad.autograd.tensor import Tensor
-from nbgrad.ops.formula_math import (
+from nbgrad.ops.storage_geometry import (
     as_strided_key,
     geometry_in,
     lowest_address,

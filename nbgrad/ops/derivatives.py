@@ -14,7 +14,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.generated import compile_registered
-from nbgrad.ops import formula_math, formula_more, nn_kernels
+from nbgrad.ops import formula_math, formula_more, nn_kernels, storage_geometry
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -518,7 +518,7 @@ op("slice", "SliceBackward0", ("self",),
 # Backward also reads where the input itself lies there, which PyTorch keeps but does not show.
 op("as_strided", "AsStridedBackward0", ("self",),
    {"self": "as_strided_backward(grad, self_geometry, size, stride, storage_offset)"},
-   lambda self, size, stride, storage_offset, self_geometry: formula_math.as_strided_view(
+   lambda self, size, stride, storage_offset, self_geometry: storage_geometry.as_strided_view(
        self, self_geometry, size, stride, storage_offset),
    attrs=("size", "stride", "storage_offset", "self_geometry"),
    saves=("self_geometry", "size", "storage_offset", "stride"), hidden=("self_geometry",),
@@ -2263,6 +2263,34 @@ op("put", "PutBackward0", ("self", "source"),
    lambda self, source, index, accumulate: special_kernels.put(self, index, source, accumulate),
    attrs=("index", "accumulate"), saves=("accumulate", "index", "source"), promote=True)
 
+# --- a float32 LSTM layer as one op (oneDNN's, as PyTorch runs it on the CPU) ---------------
+# One node per layer and direction, MkldnnRnnLayerBackward0, whose backward runs through the
+# whole sequence at once (nbgrad/ops/rnn_kernels.py). Its outputs are the layer's output and
+# final h and c; the fourth, a byte buffer backward reads, is saved and not returned.
+# weight2 and weight3 are the biases (zeros, unused, when has_biases is False).
+
+from nbgrad.ops import rnn_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(rnn_kernels.ARRAY_FUNCTIONS)
+
+_MKLDNN_RNN_LAYER_INPUTS = ("input", "weight0", "weight1", "weight2", "weight3", "hx_", "cx_")
+_MKLDNN_RNN_LAYER_BACKWARD = (
+    "mkldnn_rnn_layer_backward(input, weight0, weight1, weight2, weight3, hx_, cx_, result0, "
+    "result1, result2, grad[0], grad[1], grad[2], reverse, mode, hidden_size, num_layers, "
+    "has_biases, train, bidirectional, batch_sizes, batch_first, result3)"
+)
+op("mkldnn_rnn_layer", "MkldnnRnnLayerBackward0", _MKLDNN_RNN_LAYER_INPUTS,
+   {name: f"{_MKLDNN_RNN_LAYER_BACKWARD}[{k}]" for k, name in enumerate(_MKLDNN_RNN_LAYER_INPUTS)},
+   lambda x, w0, w1, w2, w3, hx, cx, reverse, batch_sizes, mode, hidden_size, num_layers,
+   has_biases, bidirectional, batch_first, train: rnn_kernels.lstm_layer(
+       x, w0, w1, w2, w3, hx, cx, reverse, has_biases),
+   attrs=("reverse", "batch_sizes", "mode", "hidden_size", "num_layers", "has_biases",
+          "bidirectional", "batch_first", "train"),
+   output_names=("result0", "result1", "result2"), extra_outputs=("result3",),
+   saves=("input", "weight0", "weight1", "weight2", "weight3", "hx_", "cx_", "result0",
+          "result1", "result2", "reverse", "mode", "hidden_size", "num_layers", "has_biases",
+          "train", "bidirectional", "batch_sizes", "batch_first", "result3"),
+   multi_output=True, joint=True)
 
 # --- renorm (branch attention) ----------------------------------------------------------------
 # torch.renorm(x, p, dim, maxnorm): slices along dim with a p-norm above maxnorm scaled down to it

@@ -117,7 +117,7 @@ def _euclidean_dist_backward_arrays(grad, x1, x2, result, wrt_x2):
     return x1 * ratio.sum(-1, keepdims=True) - ratio @ x2
 
 
-def _euclidean_dist_backward_tensors(grad, x1, x2, result, wrt_x2):
+def euclidean_dist_backward_tensor(grad, x1, x2, result, wrt_x2):
     # ATen's composite formula, op for op (its graph is what a double backward records)
     ratio = grad / result
     ratio.masked_fill_(result == 0, 0)
@@ -142,7 +142,7 @@ def trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim):
     return np.ascontiguousarray(np.einsum(spec, i1, i2, i3))
 
 
-def _trilinear_tensors(i1, i2, i3, expand1, expand2, expand3, sumdim):
+def trilinear_tensor(i1, i2, i3, expand1, expand2, expand3, sumdim):
     import nbgrad
 
     return nbgrad._trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim)
@@ -159,14 +159,14 @@ def _contiguous_mT(a):  # noqa: N802
     return np.ascontiguousarray(np.swapaxes(a, -1, -2))
 
 
-def _cdist_backward_tensors(grad, x1, x2, p, cdist):
+def cdist_backward_tensor(grad, x1, x2, p, cdist):
     from nbgrad.autograd.dispatch import run_op
     from nbgrad.ops.derivatives import OPS
 
     return run_op(OPS["cdist_backward"], (grad, x1, x2, cdist), (p,))
 
 
-def _pdist_backward_tensors(grad, x, p, pdist):
+def pdist_backward_tensor(grad, x, p, pdist):
     from nbgrad.autograd.dispatch import run_op
     from nbgrad.ops.derivatives import OPS
 
@@ -184,9 +184,9 @@ ARRAY_FUNCTIONS = {
 
 def tensor_namespace():
     return {
-        "cdist_backward": _cdist_backward_tensors,
-        "pdist_backward": _pdist_backward_tensors,
+        "cdist_backward": cdist_backward_tensor,
+        "pdist_backward": pdist_backward_tensor,
         "contiguous_mT": lambda a: a.mT.contiguous(),
-        "euclidean_dist_backward": _euclidean_dist_backward_tensors,
-        "trilinear": _trilinear_tensors,
+        "euclidean_dist_backward": euclidean_dist_backward_tensor,
+        "trilinear": trilinear_tensor,
     }

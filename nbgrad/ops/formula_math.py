@@ -1,14 +1,19 @@
-"""The functions a derivative formula may call, in two implementations with the same names.
+"""The functions a derivative formula may call, on NumPy arrays: ``ARRAY_NAMESPACE``.
 
-``ARRAY_NAMESPACE`` works on NumPy arrays: plain ``backward()`` uses it and builds no graph.
-``tensor_namespace()`` works on nbgrad Tensors through differentiable operations: backward with
-``create_graph=True`` uses it, so the gradient itself has a graph (second derivatives).
-Operators (``*``, ``+``, ``@``, ``**``, ``>``) need no entry: arrays and Tensors both have them.
+Plain ``backward()`` compiles each formula against ``ARRAY_NAMESPACE`` and builds no graph.
+Backward with ``create_graph=True`` compiles the same text against the Tensor versions of the same
+names (``formula_tensor.tensor_namespace()``), so the gradient itself has a graph (second
+derivatives); tests/test_formula_namespaces.py checks that both have the same names. Operators
+(``*``, ``+``, ``@``, ``**``, ``>``) need no entry: arrays and Tensors both have them.
+
+NumPy only: the engine imports this module (``sum_to`` reduces a broadcast gradient).
 """
 
 import math
 
 import numpy as np
+
+from nbgrad.ops.storage_geometry import as_strided_source
 
 
 def _normalize_dims(dims, ndim):
@@ -30,7 +35,7 @@ def _reduced_shape(sizes, dims, keepdim):
 # --- NumPy implementations -------------------------------------------------------------------
 
 
-def _sum_to(grad, shape):
+def sum_to(grad, shape):
     """Sum ``grad`` down to ``shape``: the inverse of broadcasting it up."""
     shape = tuple(shape)
     if grad.shape == shape:
@@ -171,96 +176,6 @@ def _reduced_count(sizes, dims):
 # a 0-d tensor may arrive as one: it has a dtype but cannot be written into.
 
 
-# --- as_strided: views described by their place in memory ---------------------------------------
-# PyTorch describes a view by its geometry in its base's storage: size, stride and storage offset,
-# in elements. nbgrad's storage is the memory of the tensor that owns it (a view's base), counted
-# in elements from its lowest address; a tensor's own geometry there is ``(shape, strides,
-# offset)``, which for a tensor laid out as PyTorch lays it out gives PyTorch's very numbers.
-
-
-def address(array):
-    return array.__array_interface__["data"][0]
-
-
-def lowest_address(array):
-    """Where an array's memory starts (below its first element if a stride is negative)."""
-    if array.size == 0:
-        return address(array)
-    return address(array) + sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
-
-
-def storage_size(array):
-    """How many elements the memory from an array's lowest to its highest element spans."""
-    if array.size == 0:
-        return 0
-    span = sum((n - 1) * abs(s) for n, s in zip(array.shape, array.strides))
-    return span // array.itemsize + 1
-
-
-def storage_size_of(geometry):
-    """How many elements of storage a ``(size, stride, offset)`` geometry reaches into."""
-    size, stride, offset = geometry
-    if 0 in size:
-        return offset
-    return offset + 1 + sum((n - 1) * step for n, step in zip(size, stride) if step > 0)
-
-
-def geometry_in(array, storage_start):
-    """``(size, stride, storage_offset)`` of an array in memory starting at ``storage_start``."""
-    itemsize = array.itemsize
-    offset = (address(array) - storage_start) // itemsize
-    return array.shape, tuple(s // itemsize for s in array.strides), offset
-
-
-def strided_positions(size, stride, storage_offset):
-    """The storage position of each element of a ``(size, stride, storage_offset)`` geometry:
-    an integer array of shape ``size``."""
-    positions = np.full(tuple(size), storage_offset, dtype=np.int64)
-    for dim, (n, step) in enumerate(zip(size, stride)):
-        along = np.arange(n, dtype=np.int64) * step
-        positions += along.reshape((n,) + (1,) * (len(size) - dim - 1))
-    return positions
-
-
-def as_strided_view(array, array_geometry, size, stride, storage_offset):
-    """The as_strided view of the storage ``array`` lies in (``array_geometry`` there), sharing
-    its memory."""
-    as_strided = np.lib.stride_tricks.as_strided
-    itemsize = array.itemsize
-    if storage_offset is None:  # not given: where the array itself starts
-        storage_offset = array_geometry[2]
-    shift = (storage_offset - array_geometry[2]) * itemsize
-    # A 0-d view of the element ``shift`` bytes from the array's first one, as the origin.
-    origin = as_strided(array, shape=(2,), strides=(shift,))[1, ...]
-    return as_strided(origin, tuple(size), tuple(step * itemsize for step in stride))
-
-
-def as_strided_source(input_geometry, size, stride, storage_offset):
-    """For each element of an as_strided view, the row-major index of the input element at the
-    same storage position, or -1 where the view reads storage outside the input."""
-    if storage_offset is None:  # not given: where the input itself starts
-        storage_offset = input_geometry[2]
-    input_positions = strided_positions(*input_geometry)
-    view_positions = strided_positions(size, stride, storage_offset)
-    if view_positions.size == 0:
-        return view_positions
-    length = max(int(view_positions.max()), int(input_positions.max(initial=0))) + 1
-    input_at = np.full(length, -1, dtype=np.int64)
-    input_at[input_positions.reshape(-1)] = np.arange(input_positions.size)
-    return input_at[view_positions]
-
-
-def as_strided_key(input_geometry, size, stride, storage_offset):
-    """The index into the input (row-major, of shape ``input_geometry[0]``) that picks an
-    as_strided view's elements; None if the view reads storage outside the input."""
-    source = as_strided_source(input_geometry, size, stride, storage_offset)
-    if (source < 0).any():
-        return None
-    if not input_geometry[0]:  # a 0-d input: its one element, seen as the view's shape
-        return (None,) * source.ndim if source.size == 1 else None
-    return np.unravel_index(source, tuple(input_geometry[0]))
-
-
 def _as_strided_backward(grad, self_geometry, size, stride, storage_offset):
     sizes = tuple(self_geometry[0])
     source = as_strided_source(self_geometry, size, stride, storage_offset)
@@ -365,7 +280,7 @@ ARRAY_NAMESPACE = {
     "matrix_t": lambda matrix: matrix.T,
     "unsqueeze": np.expand_dims,
     "outer": np.multiply.outer,
-    "sum_to": _sum_to,
+    "sum_to": sum_to,
     "sum_dim": _sum_dim,
     "expand": _expand,
     "restore_reduced": _restore_reduced,
@@ -392,175 +307,9 @@ ARRAY_NAMESPACE = {
 }
 
 
-# --- nbgrad Tensor implementations (differentiable) ------------------------------------------
-
-
-def tensor_namespace():
-    """The same names, built from nbgrad operations so that backward itself is differentiable."""
-    import nbgrad as nb
-
-    def sum_to(grad, shape):
-        return grad.sum_to_size(tuple(shape))
-
-    def restore_reduced(grad, sizes, dims, keepdim):
-        return grad.reshape(_reduced_shape(sizes, dims, keepdim))
-
-    def select_backward(grad, sizes, dim, index):
-        return nb.ops.functions.select_backward(grad, tuple(sizes), dim, index)
-
-    def slice_backward(grad, sizes, dim, start, end, step):
-        return nb.ops.functions.slice_backward(grad, tuple(sizes), dim, start, end, step)
-
-    def index_backward(grad, sizes, indices):
-        return nb.ops.functions.index_put_into_zeros(grad, tuple(sizes), indices)
-
-    def as_strided_backward(grad, self_geometry, size, stride, storage_offset):
-        sizes = tuple(self_geometry[0])
-        key = as_strided_key(self_geometry, size, stride, storage_offset)
-        if key is not None:
-            return nb.ops.functions.index_put_into_zeros(grad, sizes, key)
-        source = as_strided_source(self_geometry, size, stride, storage_offset)
-        inside = source >= 0
-        flat = nb.ops.functions.index_put_into_zeros(
-            grad[nb.tensor(inside)], (int(np.prod(sizes)),), (source[inside],)
-        )
-        return flat.reshape(sizes)
-
-    def gather_backward(grad, sizes, dim, index):
-        return nb.ops.functions.index_put_into_zeros(
-            grad, tuple(sizes), _gather_key(np.asarray(index), dim)
-        )
-
-    def value_selecting_backward(grad, sizes, dim, indices, keepdim):
-        if not sizes:  # a 0-d input: its one element was selected
-            return grad
-        indices = np.asarray(indices)
-        if not keepdim:
-            grad = grad.unsqueeze(dim)
-            indices = np.expand_dims(indices, dim)
-        return gather_backward(grad, sizes, dim, indices)
-
-    def evenly_distribute(grad, self, result):
-        mask = (self == result).detach()
-        return nb.where(mask, grad / mask.sum(), 0.0)
-
-    def amax_backward(grad, self, result, dims, keepdim):
-        grad = restore_reduced(grad, self.shape, dims, keepdim)
-        result = restore_reduced(result, self.shape, dims, keepdim)
-        mask = (self == result).detach()
-        count = mask.sum(dim=_normalize_dims(dims, self.ndim), keepdim=True)
-        return nb.where(mask, grad / count, 0.0)
-
-    def clamp_backward(grad, self, min, max):  # noqa: A002
-        keep = nb.ones(self.shape, dtype=nb.bool)
-        if min is not None:
-            keep = keep & (self >= min)
-        if max is not None:
-            keep = keep & (self <= max)
-        return nb.where(keep, grad, 0.0)
-
-    def zero_at(grad, key):
-        out = grad.clone()
-        out[key] = 0.0
-        return out
-
-    def split_along(grad, dim, sizes):
-        pieces, start = [], 0
-        for s in sizes:
-            pieces.append(grad.narrow(dim, start, s[dim]))
-            start += s[dim]
-        return pieces
-
-    def unstack(grad, dim, count):
-        return [grad.select(dim, i) for i in range(count)]
-
-    return {
-        "exp": nb.exp,
-        "log": nb.log,
-        "sin": nb.sin,
-        "cos": nb.cos,
-        "sqrt": nb.sqrt,
-        "sign": nb.sign,
-        "where": nb.where,
-        "zeros_like": nb.zeros_like,
-        "reshape": nb.reshape,
-        "transpose": nb.transpose,
-        "permute_back": lambda g, dims: g.permute(
-            tuple(np.argsort([d % len(dims) for d in dims]).tolist())
-        ),
-        "matrix_t": lambda a: a.t(),
-        "unsqueeze": nb.unsqueeze,
-        "outer": lambda a, b: a.reshape(*a.shape, *([1] * b.ndim)) * b,
-        "sum_to": sum_to,
-        "sum_dim": lambda g, dim, keepdim: g.sum(dim=dim, keepdim=keepdim),
-        "expand": lambda g, shape: g.expand(tuple(shape)),
-        "restore_reduced": restore_reduced,
-        "select_backward": select_backward,
-        "slice_backward": slice_backward,
-        "index_backward": index_backward,
-        "as_strided_backward": as_strided_backward,
-        "gather_backward": gather_backward,
-        "value_selecting_backward": value_selecting_backward,
-        "evenly_distribute": evenly_distribute,
-        "amax_backward": amax_backward,
-        "clamp_backward": clamp_backward,
-        "split_along": split_along,
-        "unstack": unstack,
-        "masked_zero": lambda g, mask: g.masked_fill(mask, 0.0),
-        "swap_last": lambda a: a.transpose(-1, -2),
-        "squeeze": lambda g, dim: g.squeeze(dim),
-        "reduced_count": _reduced_count,
-        "scalar_log": _scalar_log,
-        "power": lambda a, exponent: a**exponent,
-        "rounded_divide": lambda a, b, mode: nb.div(a, b, rounding_mode=mode),
-        "zero_at": zero_at,
-        "astype": lambda a, dt: a.to(dt),
-        **nn_tensor_namespace(),
-        **formula_more.tensor_namespace(),
-        **more_elementwise_tensor_namespace(),
-        **_layer_tensor_namespace(),
-        **formula_linalg.tensor_namespace(),
-        **_linalg_lu_tensor_namespace(),
-        **_distance_tensor_namespace(),
-        **_householder_tensor_namespace(),
-        **_lstsq_tensor_namespace(),
-        **_misc_tensor_namespace(),
-        **nb.ops.nn_extra_kernels.tensor_namespace(),  # imported by derivatives.py
-        **_more_layer_tensor_namespace(),
-        **_special_tensor_namespace(),
-        **nb.ops.renorm_kernels.tensor_namespace(),  # imported by derivatives.py
-        **_backward_function_namespace(),
-    }
-
-
-def _backward_function_namespace():
-    """The backward functions that are table ops (derivatives.BACKWARD_FUNCTIONS): called from a
-    formula under create_graph, each runs its op, which records its node."""
-    from nbgrad.autograd import reading
-    from nbgrad.autograd.dispatch import run_op
-    from nbgrad.autograd.tensor import Tensor
-    from nbgrad.ops.derivatives import BACKWARD_FUNCTIONS, OPS
-
-    def runner(spec):
-        count = len(spec.inputs)
-
-        def run(*args):
-            # (a saved array read back for the formula is a Tensor; the kernel takes an array)
-            attrs = tuple(reading.values(a) if isinstance(a, Tensor) else a for a in args[count:])
-            return run_op(spec, args[:count], attrs)
-
-        return run
-
-    return {name: runner(OPS[name]) for name in BACKWARD_FUNCTIONS}
-
-
 # --- neural-network layers -------------------------------------------------------------------
 # The functions the layer formulas of derivatives.py call. The NumPy versions are the kernels
-# of nn_kernels; the Tensor versions are built from differentiable operations, including the
-# layers' own table ops (im2col and col2im are each other's backward, and so are average pooling
-# and its backward), so that a gradient through a layer can itself be differentiated. Where the
-# forward saved statistics of its input (a norm's mean and 1/std), the Tensor version recomputes
-# them from the input, so that their dependence on it is differentiated too.
+# of nn_kernels; their Tensor versions are in formula_tensor.py.
 
 from nbgrad.ops import nn_kernels  # noqa: E402
 
@@ -575,7 +324,7 @@ def _layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight, ep
 
 
 def _layer_norm_weight_grad(grad, input, normalized_shape, mean, rstd, eps):
-    return _sum_to(grad * ((input - mean) * rstd), normalized_shape)
+    return sum_to(grad * ((input - mean) * rstd), normalized_shape)
 
 
 def _embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
@@ -618,273 +367,6 @@ ARRAY_NAMESPACE.update(
         ),
     }
 )
-
-
-def _misc_tensor_namespace():
-    from nbgrad.ops import misc_kernels
-
-    return misc_kernels.tensor_namespace()
-
-
-def _linalg_lu_tensor_namespace():
-    from nbgrad.ops import formula_linalg_lu
-
-    return formula_linalg_lu.tensor_namespace()
-
-
-def _distance_tensor_namespace():
-    from nbgrad.ops import distance_kernels
-
-    return distance_kernels.tensor_namespace()
-
-
-def _householder_tensor_namespace():
-    from nbgrad.ops import formula_linalg_householder
-
-    return formula_linalg_householder.tensor_namespace()
-
-
-def _lstsq_tensor_namespace():
-    from nbgrad.ops import formula_linalg_lstsq
-
-    return formula_linalg_lstsq.tensor_namespace()
-
-
-def _more_layer_tensor_namespace():
-    from nbgrad.ops import layer_kernels_more
-
-    return layer_kernels_more.tensor_namespace()
-
-
-def _special_tensor_namespace():
-    from nbgrad.ops import special_kernels
-
-    return special_kernels.tensor_namespace()
-
-
-def _layer_tensor_namespace():
-    from nbgrad.ops import layer_kernels
-
-    return layer_kernels.tensor_namespace()
-
-
-def nn_tensor_namespace():
-    """The Tensor versions of the layer functions above (merged into ``tensor_namespace()``)."""
-    import nbgrad as nb
-    from nbgrad.autograd.dispatch import run_op
-    from nbgrad.ops.derivatives import OPS
-    from nbgrad.ops.functions import index_put_into_zeros
-
-    def constant(array, like):
-        return nb.as_tensor(np.asarray(array, dtype=like.dtype.numpy if like is not None else None))
-
-    def channel_sum(grad):
-        return grad.sum(dim=nn_kernels.all_but_channel(grad.ndim))
-
-    def im2col(x, kernel_size, dilation, padding, stride):
-        return run_op(OPS["im2col"], (x,), (kernel_size, dilation, padding, stride, *x.shape[-2:]))
-
-    def col2im(columns, output_size, kernel_size, dilation, padding, stride):
-        attrs = (tuple(output_size), kernel_size, dilation, padding, stride)
-        return run_op(OPS["col2im"], (columns,), attrs)
-
-    def lift_1d(tensor, spatial_dims):
-        return tensor.unsqueeze(2) if spatial_dims == 1 else tensor
-
-    def convolution_input_grad(grad, input_shape, weight, stride, padding, dilation, groups):
-        spatial_dims = len(input_shape) - 2
-        geometry = nn_kernels.ConvGeometry(spatial_dims, stride, padding, dilation, groups)
-        kernels4, grad4 = lift_1d(weight, spatial_dims), lift_1d(grad, spatial_dims)
-        n, out_channels = grad4.shape[:2]
-        kernels = kernels4.reshape(groups, out_channels // groups, -1).transpose(1, 2)
-        per_group = grad4.reshape(n, groups, out_channels // groups, -1)
-        columns = nb.matmul(kernels, per_group).reshape(n, -1, per_group.shape[-1])
-        in_size = (1, *input_shape[2:]) if spatial_dims == 1 else tuple(input_shape[2:])
-        image = col2im(
-            columns,
-            in_size,
-            tuple(kernels4.shape[2:]),
-            geometry.dilation,
-            geometry.padding,
-            geometry.stride,
-        )
-        return image.reshape(tuple(input_shape))
-
-    def convolution_weight_grad(grad, input, weight_shape, stride, padding, dilation, groups):
-        spatial_dims = input.ndim - 2
-        geometry = nn_kernels.ConvGeometry(spatial_dims, stride, padding, dilation, groups)
-        input4, grad4 = lift_1d(input, spatial_dims), lift_1d(grad, spatial_dims)
-        kernel_size = (1, *weight_shape[2:]) if spatial_dims == 1 else tuple(weight_shape[2:])
-        columns = im2col(input4, kernel_size, geometry.dilation, geometry.padding, geometry.stride)
-        n, out_channels = grad4.shape[:2]
-        per_group = columns.reshape(n, groups, -1, columns.shape[-1])
-        grads = grad4.reshape(n, groups, out_channels // groups, -1)
-        per_sample = nb.matmul(grads, per_group.transpose(-1, -2))
-        return per_sample.sum(0).reshape(tuple(weight_shape))
-
-    def max_pool2d_backward(grad, input_shape, indices):
-        planes = int(np.prod(input_shape[:-2], dtype=np.int64))
-        plane_size = input_shape[-2] * input_shape[-1]
-        offsets = (np.arange(planes) * plane_size).reshape(indices.shape[:-2] + (1, 1))
-        flat = index_put_into_zeros(
-            grad.reshape(-1), (planes * plane_size,), ((indices + offsets).reshape(-1),)
-        )
-        return flat.reshape(tuple(input_shape))
-
-    def avg_pool2d(x, *options):
-        return run_op(OPS["avg_pool2d"], (x,), options)
-
-    def avg_pool2d_backward(grad, input_shape, *options):
-        return run_op(OPS["avg_pool2d_backward"], (grad,), (tuple(input_shape), *options))
-
-    def constant_pad_nd(grad, pad):
-        return run_op(OPS["constant_pad_nd"], (grad,), (tuple(pad), 0))
-
-    def index_pad_backward(grad, input_shape, padding, mode):
-        key = nn_kernels._pad_key(tuple(input_shape), padding, mode)
-        return index_put_into_zeros(grad, tuple(input_shape), key)
-
-    def embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
-        rows = np.asarray(indices).reshape(-1)
-        scale = (rows != padding_idx).astype(np.float64)
-        if scale_grad_by_freq:
-            scale /= np.bincount(rows, minlength=num_weights)[rows]
-        row_grads = grad.reshape(rows.size, -1) * constant(scale[:, None], grad)
-        return index_put_into_zeros(row_grads, (num_weights, row_grads.shape[1]), (rows,))
-
-    def normalized_rows(x, normalized_shape, eps):
-        axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-        centered = x - x.mean(axes, keepdim=True)
-        rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
-        return axes, centered * rstd, rstd
-
-    def layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight, eps):
-        axes, normalized, rstd = normalized_rows(input, normalized_shape, eps)
-        g = grad * weight if weight is not None else grad
-        return rstd * (
-            g - g.mean(axes, keepdim=True) - normalized * (g * normalized).mean(axes, keepdim=True)
-        )
-
-    def layer_norm_weight_grad(grad, input, normalized_shape, mean, rstd, eps):
-        _, normalized, _ = normalized_rows(input, normalized_shape, eps)
-        return (grad * normalized).sum_to_size(tuple(normalized_shape))
-
-    def batch_statistics(x, running_mean, running_var, training, eps):
-        shape = nn_kernels.channel_shape(x)
-        if training:
-            axes = nn_kernels.all_but_channel(x.ndim)
-            mean = x.mean(axes, keepdim=True)
-            centered = x - mean
-            return mean, ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
-        invstd = 1 / np.sqrt(running_var + eps)
-        return constant(running_mean.reshape(shape), x), constant(invstd.reshape(shape), x)
-
-    def batch_norm_input_grad(
-        grad, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps
-    ):
-        mean, invstd = batch_statistics(input, running_mean, running_var, training, eps)
-        scale = invstd
-        if weight is not None:
-            scale = invstd * weight.reshape(nn_kernels.channel_shape(input))
-        if not training:
-            return grad * scale
-        axes = nn_kernels.all_but_channel(input.ndim)
-        normalized = (input - mean) * invstd
-        centered_grad = (
-            grad
-            - grad.mean(axes, keepdim=True)
-            - normalized * (grad * normalized).mean(axes, keepdim=True)
-        )
-        return centered_grad * scale
-
-    def batch_norm_weight_grad(
-        grad, input, running_mean, running_var, save_mean, save_invstd, training, eps
-    ):
-        mean, invstd = batch_statistics(input, running_mean, running_var, training, eps)
-        return (grad * (input - mean) * invstd).sum(dim=nn_kernels.all_but_channel(input.ndim))
-
-    def gelu_backward(grad, x, approximate):
-        if approximate == "tanh":
-            cubic = nn_kernels.GELU_TANH_CUBIC
-            tanh_inner = (nn_kernels.SQRT_2_OVER_PI * (x + cubic * x * x * x)).tanh()
-            slope = 0.5 * (1 + tanh_inner) + 0.5 * x * (1 - tanh_inner * tanh_inner) * (
-                nn_kernels.SQRT_2_OVER_PI * (1 + 3 * cubic * x * x)
-            )
-            return grad * slope
-        cdf = 0.5 * (1 + run_op(OPS["erf"], (x * nn_kernels.SQRT_HALF,)))
-        pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
-        return grad * (cdf + x * pdf)
-
-    def norm_backward(grad, x, ord, norm, dim, keepdim):
-        if not keepdim and dim is not None and x.dim():  # dim None: a 0-d norm broadcasts
-            for d in sorted(d % x.dim() for d in dim):
-                grad, norm = grad.unsqueeze(d), norm.unsqueeze(d)
-        if ord == 1:
-            return x.sign() * grad
-        return x * (grad / norm).masked_fill(norm == 0, 0.0)
-
-    def mean_scale(reduction, x):
-        return nn_kernels.mean_scale(reduction, x.numel())
-
-    def weighted(out, weight, reduction, x):
-        if weight is not None:
-            out = out * constant(weight, out)
-        return out / mean_scale(reduction, x)
-
-    def binary_cross_entropy_backward(grad, x, target, weight, reduction):
-        out = grad * (x - target) / ((1 - x) * x).clamp(min=nn_kernels.BCE_EPSILON)
-        return weighted(out, weight, reduction, x)
-
-    def binary_cross_entropy_target_backward(grad, x, target, weight, reduction):
-        return weighted(grad * ((-x).log1p() - x.log()), weight, reduction, x)
-
-    def log_sigmoid(x):
-        return -((-x).relu() + (-x.abs()).exp().log1p())
-
-    def binary_cross_entropy_with_logits_backward(grad, x, target, weight, pos_weight, reduction):
-        if pos_weight is not None:
-            scaled = constant(pos_weight, x) * target
-            out = (scaled + 1 - target) * x.sigmoid() - scaled
-        else:
-            out = x.sigmoid() - target
-        return weighted(out * grad, weight, reduction, x)
-
-    def binary_cross_entropy_with_logits_target_backward(
-        grad, x, target, weight, pos_weight, reduction
-    ):
-        if pos_weight is not None:
-            out = log_sigmoid(-x) - log_sigmoid(x) * constant(pos_weight, x)
-        else:
-            out = -x
-        return weighted(out * grad, weight, reduction, x)
-
-    return {
-        "channel_sum": channel_sum,
-        "convolution_input_grad": convolution_input_grad,
-        "convolution_weight_grad": convolution_weight_grad,
-        "im2col": im2col,
-        "col2im": col2im,
-        "max_pool2d_backward": max_pool2d_backward,
-        "avg_pool2d": avg_pool2d,
-        "avg_pool2d_backward": avg_pool2d_backward,
-        "constant_pad_nd": constant_pad_nd,
-        "index_pad_backward": index_pad_backward,
-        "embedding_backward": embedding_backward,
-        "layer_norm_input_grad": layer_norm_input_grad,
-        "layer_norm_weight_grad": layer_norm_weight_grad,
-        "batch_norm_input_grad": batch_norm_input_grad,
-        "batch_norm_weight_grad": batch_norm_weight_grad,
-        "gelu_backward": gelu_backward,
-        "norm_backward": norm_backward,
-        "mean_scale": mean_scale,
-        "nll_loss_value": lambda x, *options: run_op(OPS["nll_loss"], (x,), options)[0],
-        "binary_cross_entropy_backward": binary_cross_entropy_backward,
-        "binary_cross_entropy_target_backward": binary_cross_entropy_target_backward,
-        "binary_cross_entropy_with_logits_backward": binary_cross_entropy_with_logits_backward,
-        "binary_cross_entropy_with_logits_target_backward": (
-            binary_cross_entropy_with_logits_target_backward
-        ),
-    }
 
 
 # The helpers of the reductions, scans and reorderings in derivatives.py's later sections.
@@ -1078,65 +560,6 @@ ARRAY_NAMESPACE.update(
         "mish_backward": _mish_backward,
     }
 )
-
-
-def more_elementwise_tensor_namespace():
-    """The Tensor versions of the functions above (merged into ``tensor_namespace()``)."""
-    import nbgrad as nb
-
-    def glu_backward(grad, self, dim):
-        half = self.shape[dim] // 2
-        first, gate = self.narrow(dim, 0, half), self.narrow(dim, half, half).sigmoid()
-        return nb.cat([grad * gate, grad * first * gate * (1 - gate)], dim)
-
-    def mish_backward(grad, self):
-        tanh_softplus = nb.nn.functional.softplus(self).tanh()
-        return grad * (tanh_softplus + self * self.sigmoid() * (1 - tanh_softplus * tanh_softplus))
-
-    def sinc_backward(grad, self):
-        scaled = self * math.pi
-        squared = self * self * math.pi
-        out = grad * (scaled * scaled.cos() - scaled.sin()) / squared
-        return nb.where(squared == 0, 0.0, out)
-
-    def sgn_backward(grad, self, result):
-        size = self.abs()
-        return ((grad - result * result * grad) / (2 * size)).masked_fill(size == 0, 0.0)
-
-    def logit_backward(grad, self, eps):
-        out = grad / (self * (1 - self))
-        if eps is None:
-            return out.masked_fill((self < 0) | (self > 1), math.nan)
-        return out.masked_fill((self < eps) | (self > 1 - eps), 0.0)
-
-    def copysign_backward(grad, self, result):
-        return grad * (result / self).masked_fill(self == 0, 0.0)
-
-    def soft_margin_loss_backward(grad, self, target, reduction):
-        target = nb.as_tensor(np.asarray(target, dtype=self.dtype.numpy))
-        scale = nn_kernels.mean_scale(reduction, self.numel())
-        return -target * (-target * self).sigmoid() * grad / scale
-
-    return {
-        "soft_margin_loss_backward": soft_margin_loss_backward,
-        "sinc_backward": sinc_backward,
-        "sgn_backward": sgn_backward,
-        "logit_backward": logit_backward,
-        "xlogy": nb.xlogy,
-        "copysign_backward": copysign_backward,
-        "isfinite": nb.isfinite,
-        "elu_result_alpha": _elu_result_alpha,
-        "single": _single,
-        "not_implemented": _not_implemented,
-        "glu_backward": glu_backward,
-        "sinh": nb.sinh,
-        "cosh": nb.cosh,
-        "tanh": nb.tanh,
-        "sigmoid": nb.sigmoid,
-        "rsqrt": nb.rsqrt,
-        "erfinv": nb.erfinv,
-        "mish_backward": mish_backward,
-    }
 
 
 # The helpers of derivatives.py's "linear algebra (torch.linalg)" section.

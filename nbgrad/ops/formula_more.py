@@ -1,11 +1,13 @@
 """Derivative helpers of the reductions, scans and reorderings added in ``derivatives.py``'s later
 sections (var/std, prod, cumsum/cumprod/logcumsumexp, cummax/cummin, roll, flip, repeat, tril,
 index_select, masked_select), in the two implementations ``formula_math`` describes: on NumPy
-arrays (``ARRAY_NAMESPACE``) and on differentiable Tensors (``tensor_namespace()``).
+arrays (``ARRAY_NAMESPACE``) and on differentiable Tensors (the ``NAME_tensor`` functions of the
+last section, gathered by ``tensor_namespace()``).
 """
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
 from nbgrad.ops.formula_math import _normalize_dims, _reduced_shape
 
 # --- shared ----------------------------------------------------------------------------------
@@ -410,172 +412,207 @@ ARRAY_NAMESPACE = {
 }
 
 
-# --- nbgrad Tensor implementations (differentiable) ------------------------------------------
+# --- Tensor versions (backward with create_graph=True) -----------------------------------------
+# The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
+
+
+def var_backward_tensor(grad, self, dim, correction, keepdim):
+    axes = reduced_axes(dim, self.ndim)
+    grad = grad.reshape(_reduced_shape(self.shape, axes, keepdim))
+    centred = self - self.mean(dim=axes, keepdim=True) if self.ndim else self - self
+    return var_scale(self.shape, dim, correction) * grad * centred
+
+
+def std_backward_tensor(grad, self, result, dim, correction, keepdim):
+    grad = (grad / (2 * result)).masked_fill((result == 0).detach(), 0.0)
+    return var_backward_tensor(grad, self, dim, correction, keepdim)
+
+
+def others_product_tensor(x, dim):
+    n = x.shape[dim]
+    ones = nb.ones_like(x.narrow(dim, 0, 1))
+    prefix = nb.cat([ones, x.narrow(dim, 0, n - 1).cumprod(dim)], dim)
+    flipped = x.flip(dim)
+    suffix = nb.cat([ones, flipped.narrow(dim, 0, n - 1).cumprod(dim)], dim)
+    return prefix * suffix.flip(dim)
+
+
+def prod_backward_tensor(grad, self, result, dim, keepdim):  # result: saved as PyTorch saves it
+    if dim is None or self.ndim == 0:
+        if self.numel() == 0:
+            return grad * self
+        return grad * others_product_tensor(self.reshape(-1), 0).reshape(self.shape)
+    dim %= self.ndim
+    if not keepdim:
+        grad = grad.unsqueeze(dim)
+    return grad * others_product_tensor(self, dim)
+
+
+def reverse_cumsum_tensor(grad, dim):
+    if grad.ndim == 0:
+        return grad
+    return grad.flip(dim).cumsum(dim).flip(dim)
+
+
+def cumprod_backward_tensor(grad, self, dim, result):
+    if self.ndim == 0:
+        return grad
+    x, g = self.transpose(dim, -1), grad.transpose(dim, -1)
+    n = x.shape[-1]
+    i = np.arange(n)
+    expanded = x.unsqueeze(-2).expand(*x.shape[:-1], n, n)
+    before = nb.where(nb.tensor(i[None, :] < i[:, None]), expanded, 1.0).prod(-1)
+    after = nb.where(nb.tensor(i[None, :] > i[:, None]), expanded, 1.0).cumprod(-1)
+    weights = nb.where(nb.tensor(i[None, :] >= i[:, None]), after, 0.0) * before.unsqueeze(-1)
+    return (weights * g.unsqueeze(-2)).sum(-1).transpose(dim, -1)
+
+
+def logcumsumexp_backward_tensor(grad, self, result, dim):
+    if self.ndim == 0:
+        return grad
+    x, r, g = (t.transpose(dim, -1) for t in (self, result, grad))
+    i = np.arange(x.shape[-1])
+    upper = nb.tensor(i[None, :] >= i[:, None])
+    exponent = nb.where(upper, x.unsqueeze(-1) - r.unsqueeze(-2), -float("inf"))
+    return (exponent.exp() * g.unsqueeze(-2)).sum(-1).transpose(dim, -1)
+
+
+def scatter_add_into_zeros_tensor(grad, sizes, dim, index):
+    from nbgrad.ops.functions.shapes import index_put_into_zeros
+
+    if not sizes:
+        return grad
+    index = np.asarray(index)
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim % len(sizes)] = index
+    return index_put_into_zeros(grad, tuple(sizes), tuple(grids))
+
+
+def repeat_backward_tensor(grad, repeats, sizes):
+    shape, dims = repeat_grouping(sizes, repeats)
+    return grad.reshape(shape).sum(dims).reshape(tuple(sizes))
+
+
+def index_select_backward_tensor(grad, sizes, dim, index):
+    from nbgrad.ops.functions.shapes import index_put_into_zeros
+
+    if not sizes:
+        return grad.reshape(())
+    key = (slice(None),) * (dim % len(sizes)) + (np.asarray(index).reshape(-1),)
+    return index_put_into_zeros(grad, tuple(sizes), key)
+
+
+def masked_select_backward_tensor(grad, self, mask):
+    from nbgrad.ops.functions.shapes import index_put_into_zeros
+
+    mask = np.asarray(mask)
+    shape = np.broadcast_shapes(tuple(self.shape), mask.shape)
+    return index_put_into_zeros(grad, shape, (np.broadcast_to(mask, shape),))
+
+
+def zeros_tensor(shape, like):
+    return nb.zeros(shape, dtype=like.dtype)
+
+
+def mean_part_tensor(grad, self, dim, keepdim):
+    axes = reduced_axes(dim, self.ndim)
+    return grad.reshape(_reduced_shape(self.shape, axes, keepdim)) / reduction_count(
+        self.shape, dim
+    )
+
+
+def vector_norm_backward_tensor(grad, self, ord, norm, dim, keepdim):  # noqa: A002
+    if ord == 0:
+        return None
+    axes = reduced_axes(dim, self.ndim)
+    shape = _reduced_shape(self.shape, axes, keepdim)
+    grad, norm = grad.reshape(shape), norm.reshape(shape)
+    if ord in (np.inf, -np.inf):
+        mask = (self.abs() == norm).detach()
+        count = mask.sum(dim=axes, keepdim=True) if axes else mask.to(nb.int64)
+        return self.sign() * mask * grad / count
+    scale = (grad / norm ** (ord - 1)).masked_fill((norm == 0).detach(), 0.0)
+    out = self * self.abs() ** (ord - 2) * scale
+    if ord < 2:
+        out = out.masked_fill((self == 0).detach(), 0.0)
+    return out
+
+
+def take_backward_tensor(grad, self, index):
+    from nbgrad.ops.functions.shapes import index_put_into_zeros
+
+    flat = index_put_into_zeros(grad, (self.numel(),), (np.asarray(index),))
+    return flat.reshape(tuple(self.shape))
+
+
+def index_select_grad_tensor(grad, dim, index, source):
+    if grad.ndim == 0:
+        return grad.reshape(tuple(source.shape))
+    return grad.index_select(dim, nb.tensor(np.asarray(index))).reshape(tuple(source.shape))
+
+
+def gather_at_tensor(grad, dim, index):
+    return grad.gather(dim, nb.tensor(np.asarray(index))) if grad.ndim else grad
+
+
+def block_diag_pieces_tensor(grad, sizes):
+    pieces, row, col = [], 0, 0
+    for shape in sizes:
+        r, c = block_rows_cols(shape)
+        pieces.append(grad[row : row + r, col : col + c].reshape(tuple(shape)))
+        row, col = row + r, col + c
+    return pieces
+
+
+def diagonal_backward_tensor(grad, sizes, offset, dim1, dim2):
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
+
+    return run_op(OPS["diagonal_backward"], (grad,), (tuple(sizes), offset, dim1, dim2))
+
+
+def cat_pieces_tensor(grads, dim, sizes, lengths):
+    return nb.cat(_with_zeros(grads, piece_shapes(sizes, dim, lengths), zeros_tensor), dim)
+
+
+def stack_pieces_tensor(grads, dim, sizes):
+    shapes = piece_shapes(sizes, dim, [None] * sizes[dim])
+    return nb.stack(_with_zeros(grads, shapes, zeros_tensor), dim)
 
 
 def tensor_namespace():
-    import nbgrad as nb
-    from nbgrad.autograd.dispatch import run_op
-    from nbgrad.ops.derivatives import OPS
-    from nbgrad.ops.functions.shapes import index_put_into_zeros
-
-    def var_backward(grad, self, dim, correction, keepdim):
-        axes = reduced_axes(dim, self.ndim)
-        grad = grad.reshape(_reduced_shape(self.shape, axes, keepdim))
-        centred = self - self.mean(dim=axes, keepdim=True) if self.ndim else self - self
-        return var_scale(self.shape, dim, correction) * grad * centred
-
-    def std_backward(grad, self, result, dim, correction, keepdim):
-        grad = (grad / (2 * result)).masked_fill((result == 0).detach(), 0.0)
-        return var_backward(grad, self, dim, correction, keepdim)
-
-    def others_product(x, dim):
-        n = x.shape[dim]
-        ones = nb.ones_like(x.narrow(dim, 0, 1))
-        prefix = nb.cat([ones, x.narrow(dim, 0, n - 1).cumprod(dim)], dim)
-        flipped = x.flip(dim)
-        suffix = nb.cat([ones, flipped.narrow(dim, 0, n - 1).cumprod(dim)], dim)
-        return prefix * suffix.flip(dim)
-
-    def prod_backward(grad, self, result, dim, keepdim):  # result: saved as PyTorch saves it
-        if dim is None or self.ndim == 0:
-            if self.numel() == 0:
-                return grad * self
-            return grad * others_product(self.reshape(-1), 0).reshape(self.shape)
-        dim %= self.ndim
-        if not keepdim:
-            grad = grad.unsqueeze(dim)
-        return grad * others_product(self, dim)
-
-    def reverse_cumsum(grad, dim):
-        if grad.ndim == 0:
-            return grad
-        return grad.flip(dim).cumsum(dim).flip(dim)
-
-    def cumprod_backward(grad, self, dim, result):
-        if self.ndim == 0:
-            return grad
-        x, g = self.transpose(dim, -1), grad.transpose(dim, -1)
-        n = x.shape[-1]
-        i = np.arange(n)
-        expanded = x.unsqueeze(-2).expand(*x.shape[:-1], n, n)
-        before = nb.where(nb.tensor(i[None, :] < i[:, None]), expanded, 1.0).prod(-1)
-        after = nb.where(nb.tensor(i[None, :] > i[:, None]), expanded, 1.0).cumprod(-1)
-        weights = nb.where(nb.tensor(i[None, :] >= i[:, None]), after, 0.0) * before.unsqueeze(-1)
-        return (weights * g.unsqueeze(-2)).sum(-1).transpose(dim, -1)
-
-    def logcumsumexp_backward(grad, self, result, dim):
-        if self.ndim == 0:
-            return grad
-        x, r, g = (t.transpose(dim, -1) for t in (self, result, grad))
-        i = np.arange(x.shape[-1])
-        upper = nb.tensor(i[None, :] >= i[:, None])
-        exponent = nb.where(upper, x.unsqueeze(-1) - r.unsqueeze(-2), -float("inf"))
-        return (exponent.exp() * g.unsqueeze(-2)).sum(-1).transpose(dim, -1)
-
-    def scatter_add_into_zeros(grad, sizes, dim, index):
-        if not sizes:
-            return grad
-        index = np.asarray(index)
-        grids = list(np.indices(index.shape, sparse=True))
-        grids[dim % len(sizes)] = index
-        return index_put_into_zeros(grad, tuple(sizes), tuple(grids))
-
-    def repeat_backward(grad, repeats, sizes):
-        shape, dims = repeat_grouping(sizes, repeats)
-        return grad.reshape(shape).sum(dims).reshape(tuple(sizes))
-
-    def index_select_backward(grad, sizes, dim, index):
-        if not sizes:
-            return grad.reshape(())
-        key = (slice(None),) * (dim % len(sizes)) + (np.asarray(index).reshape(-1),)
-        return index_put_into_zeros(grad, tuple(sizes), key)
-
-    def masked_select_backward(grad, self, mask):
-        mask = np.asarray(mask)
-        shape = np.broadcast_shapes(tuple(self.shape), mask.shape)
-        return index_put_into_zeros(grad, shape, (np.broadcast_to(mask, shape),))
-
-    def tensor_zeros(shape, like):
-        return nb.zeros(shape, dtype=like.dtype)
-
-    def mean_part(grad, self, dim, keepdim):
-        axes = reduced_axes(dim, self.ndim)
-        return grad.reshape(_reduced_shape(self.shape, axes, keepdim)) / reduction_count(
-            self.shape, dim
-        )
-
-    def vector_norm_backward(grad, self, ord, norm, dim, keepdim):  # noqa: A002
-        if ord == 0:
-            return None
-        axes = reduced_axes(dim, self.ndim)
-        shape = _reduced_shape(self.shape, axes, keepdim)
-        grad, norm = grad.reshape(shape), norm.reshape(shape)
-        if ord in (np.inf, -np.inf):
-            mask = (self.abs() == norm).detach()
-            count = mask.sum(dim=axes, keepdim=True) if axes else mask.to(nb.int64)
-            return self.sign() * mask * grad / count
-        scale = (grad / norm ** (ord - 1)).masked_fill((norm == 0).detach(), 0.0)
-        out = self * self.abs() ** (ord - 2) * scale
-        if ord < 2:
-            out = out.masked_fill((self == 0).detach(), 0.0)
-        return out
-
-    def take_backward(grad, self, index):
-        flat = index_put_into_zeros(grad, (self.numel(),), (np.asarray(index),))
-        return flat.reshape(tuple(self.shape))
-
-    def index_select_grad(grad, dim, index, source):
-        if grad.ndim == 0:
-            return grad.reshape(tuple(source.shape))
-        return grad.index_select(dim, nb.tensor(np.asarray(index))).reshape(tuple(source.shape))
-
-    def gather_at(grad, dim, index):
-        return grad.gather(dim, nb.tensor(np.asarray(index))) if grad.ndim else grad
-
-    def block_diag_pieces(grad, sizes):
-        pieces, row, col = [], 0, 0
-        for shape in sizes:
-            r, c = block_rows_cols(shape)
-            pieces.append(grad[row : row + r, col : col + c].reshape(tuple(shape)))
-            row, col = row + r, col + c
-        return pieces
-
+    """The formula names mapped to the Tensor versions above."""
     return {
         "scaled": scaled,
-        "block_diag_pieces": block_diag_pieces,
+        "block_diag_pieces": block_diag_pieces_tensor,
         "rot90": lambda g, k, dims: g.rot90(k, dims),
         "scatter_zero": lambda g, dim, index: g.scatter(dim, nb.tensor(np.asarray(index)), 0.0),
-        "gather_at": gather_at,
+        "gather_at": gather_at_tensor,
         "index_zero": lambda g, dim, index: g.index_fill(dim, nb.tensor(np.asarray(index)), 0.0),
-        "index_select_grad": index_select_grad,
-        "vector_norm_backward": vector_norm_backward,
+        "index_select_grad": index_select_grad_tensor,
+        "vector_norm_backward": vector_norm_backward_tensor,
         "cross": lambda a, b, dim: nb.linalg.cross(a, b, dim=dim),
-        "diagonal_backward": lambda g, sizes, offset, dim1, dim2: run_op(
-            OPS["diagonal_backward"], (g,), (tuple(sizes), offset, dim1, dim2)
-        ),
+        "diagonal_backward": diagonal_backward_tensor,
         "diagonal": lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2),
-        "take_backward": take_backward,
-        "cat_pieces": lambda grads, dim, sizes, lengths: nb.cat(
-            _with_zeros(grads, piece_shapes(sizes, dim, lengths), tensor_zeros), dim
-        ),
-        "stack_pieces": lambda grads, dim, sizes: nb.stack(
-            _with_zeros(grads, piece_shapes(sizes, dim, [None] * sizes[dim]), tensor_zeros), dim
-        ),
+        "take_backward": take_backward_tensor,
+        "cat_pieces": cat_pieces_tensor,
+        "stack_pieces": stack_pieces_tensor,
         "split_lengths": split_lengths,
-        "mean_part": mean_part,
-        "var_backward": var_backward,
-        "std_backward": std_backward,
-        "prod_backward": prod_backward,
-        "reverse_cumsum": reverse_cumsum,
-        "cumprod_backward": cumprod_backward,
-        "logcumsumexp_backward": logcumsumexp_backward,
-        "scatter_add_into_zeros": scatter_add_into_zeros,
+        "mean_part": mean_part_tensor,
+        "var_backward": var_backward_tensor,
+        "std_backward": std_backward_tensor,
+        "prod_backward": prod_backward_tensor,
+        "reverse_cumsum": reverse_cumsum_tensor,
+        "cumprod_backward": cumprod_backward_tensor,
+        "logcumsumexp_backward": logcumsumexp_backward_tensor,
+        "scatter_add_into_zeros": scatter_add_into_zeros_tensor,
         "roll": lambda g, shifts, dims: nb.roll(g, shifts, dims),
         "flip": lambda g, dims: g.flip(dims),
-        "repeat_backward": repeat_backward,
+        "repeat_backward": repeat_backward_tensor,
         "tril": lambda g, diagonal: g.tril(diagonal),
         "triu": lambda g, diagonal: g.triu(diagonal),
-        "index_select_backward": index_select_backward,
-        "masked_select_backward": masked_select_backward,
+        "index_select_backward": index_select_backward_tensor,
+        "masked_select_backward": masked_select_backward_tensor,
     }

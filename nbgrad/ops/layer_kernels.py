@@ -1,5 +1,6 @@
 """NumPy kernels of adaptive pooling and transposed convolution, and the functions their
-derivative formulas call (NumPy versions here, Tensor versions in ``tensor_namespace()``).
+derivative formulas call (NumPy versions, and Tensor versions named ``NAME_tensor`` gathered by
+``tensor_namespace()``).
 
 Adaptive pooling cuts each spatial dim of size ``n`` into ``m`` windows, window ``i`` covering
 ``floor(i * n / m)`` to ``ceil((i + 1) * n / m)`` (windows may overlap). Average pooling is
@@ -14,6 +15,7 @@ and output swapped (for the weight).
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
 from nbgrad.ops import nn_kernels
 
 
@@ -150,49 +152,74 @@ ARRAY_FUNCTIONS = {
 }
 
 
-def tensor_namespace():
-    """The Tensor versions, through table ops, so that gradients can be differentiated again."""
+# --- Tensor versions (backward with create_graph=True) -----------------------------------------
+# The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
+
+
+def adaptive_avg_pool2d_tensor(x, output_size):
     from nbgrad.autograd.dispatch import run_op
     from nbgrad.ops.derivatives import OPS
-    from nbgrad.ops.formula_math import nn_tensor_namespace
 
-    nn = nn_tensor_namespace()
+    return run_op(OPS["adaptive_avg_pool2d"], (x,), (tuple(output_size),))
 
-    def adaptive_avg_pool2d(x, output_size):
-        return run_op(OPS["adaptive_avg_pool2d"], (x,), (tuple(output_size),))
 
-    def adaptive_avg_pool2d_backward(grad, x):
-        return run_op(OPS["adaptive_avg_pool2d_backward"], (grad, x), tuple(grad.shape[-2:]))
+def adaptive_avg_pool2d_backward_tensor(grad, x):
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
 
-    def full_grad(grad, stride, padding, dilation, output_padding):
-        spatial_dims = grad.ndim - 2
-        stride, padding, dilation, output_padding = _geometry(
-            spatial_dims, stride, padding, dilation, output_padding
-        )
-        pad = full_pad(padding, output_padding)
-        full = run_op(OPS["constant_pad_nd"], (grad,), (pad, 0)) if any(pad) else grad
-        return full, stride, (0,) * spatial_dims, dilation
+    return run_op(OPS["adaptive_avg_pool2d_backward"], (grad, x), tuple(grad.shape[-2:]))
 
-    def conv_transpose_input_grad(grad, weight, stride, padding, dilation, output_padding, groups):
-        full, stride, zeros, dilation = full_grad(grad, stride, padding, dilation, output_padding)
-        attrs = (stride, zeros, dilation, False, zeros, groups, (0,))
-        return run_op(OPS["convolution"], (full, weight, None), attrs)
 
-    def conv_transpose_weight_grad(
-        grad, input, weight_shape, stride, padding, dilation, output_padding, groups
-    ):
-        full, stride, zeros, dilation = full_grad(grad, stride, padding, dilation, output_padding)
-        return nn["convolution_weight_grad"](
-            input, full, weight_shape, stride, zeros, dilation, groups
-        )
+def full_grad_tensor(grad, stride, padding, dilation, output_padding):
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
 
+    spatial_dims = grad.ndim - 2
+    stride, padding, dilation, output_padding = _geometry(
+        spatial_dims, stride, padding, dilation, output_padding
+    )
+    pad = full_pad(padding, output_padding)
+    full = run_op(OPS["constant_pad_nd"], (grad,), (pad, 0)) if any(pad) else grad
+    return full, stride, (0,) * spatial_dims, dilation
+
+
+def conv_transpose_input_grad_tensor(
+    grad, weight, stride, padding, dilation, output_padding, groups
+):
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
+
+    full, stride, zeros, dilation = full_grad_tensor(
+        grad, stride, padding, dilation, output_padding
+    )
+    attrs = (stride, zeros, dilation, False, zeros, groups, (0,))
+    return run_op(OPS["convolution"], (full, weight, None), attrs)
+
+
+def conv_transpose_weight_grad_tensor(
+    grad, input, weight_shape, stride, padding, dilation, output_padding, groups
+):
+    from nbgrad.ops import formula_tensor
+
+    full, stride, zeros, dilation = full_grad_tensor(
+        grad, stride, padding, dilation, output_padding
+    )
+    return formula_tensor.convolution_weight_grad(
+        input, full, weight_shape, stride, zeros, dilation, groups
+    )
+
+
+def tensor_namespace():
+    """The Tensor versions, through table ops, so that gradients can be differentiated again."""
     return {
         **pool3d_tensor_namespace(),
-        "upsample_backward": _upsample_backward_tensor,
-        "adaptive_avg_pool2d": adaptive_avg_pool2d,
-        "adaptive_avg_pool2d_backward": adaptive_avg_pool2d_backward,
-        "conv_transpose_input_grad": conv_transpose_input_grad,
-        "conv_transpose_weight_grad": conv_transpose_weight_grad,
+        "upsample_backward": upsample_backward_tensor,
+        "adaptive_avg_pool2d": adaptive_avg_pool2d_tensor,
+        "adaptive_avg_pool2d_backward": adaptive_avg_pool2d_backward_tensor,
+        "conv_transpose_input_grad": conv_transpose_input_grad_tensor,
+        "conv_transpose_weight_grad": conv_transpose_weight_grad_tensor,
     }
 
 
@@ -339,9 +366,7 @@ def upsample_backward(grad, input_sizes, output_size, scales, mode, align_corner
 ARRAY_FUNCTIONS["upsample_backward"] = upsample_backward
 
 
-def _upsample_backward_tensor(grad, input_sizes, output_size, scales, mode, align_corners):
-    import nbgrad as nb
-
+def upsample_backward_tensor(grad, input_sizes, output_size, scales, mode, align_corners):
     sizes = tuple(input_sizes)[-len(output_size) :]
     matrices = _matrices(sizes, output_size, scales, mode, align_corners, grad.dtype.numpy)
     out = grad
@@ -491,8 +516,6 @@ ARRAY_FUNCTIONS.update(
 
 
 def _matrix_apply_tensor(x, matrices, transpose=False):
-    import nbgrad as nb
-
     out = x
     last = x.ndim - 1
     for k, matrix in enumerate(matrices):
@@ -504,34 +527,39 @@ def _matrix_apply_tensor(x, matrices, transpose=False):
     return out
 
 
-def pool3d_tensor_namespace():
+# --- Tensor versions of the 3-d pooling backwards (see tensor_namespace()) ----------------------
+
+
+def avg_pool3d_backward_tensor(grad, input_shape, kernel_size, stride, padding, ceil_mode,
+                               count_include_pad, divisor_override):  # fmt: skip
+    matrices = avg_pool_matrices(tuple(input_shape)[-3:], kernel_size, stride, padding,
+                                 ceil_mode, count_include_pad, divisor_override)  # fmt: skip
+    out = _matrix_apply_tensor(grad, [m.astype(grad.dtype.numpy) for m in matrices], True)
+    return out / divisor_override if divisor_override else out
+
+
+def adaptive_avg_pool3d_backward_tensor(grad, x):
+    sizes = tuple(x.shape)[-3:]
+    matrices = [_averaging_matrix(s, o, grad.dtype.numpy) for s, o in zip(sizes, grad.shape[-3:])]
+    return _matrix_apply_tensor(grad, matrices, True)
+
+
+def max_pool3d_backward_tensor(grad, input_shape, indices):
     from nbgrad.ops.functions import index_put_into_zeros
 
-    def avg_pool3d_backward(grad, input_shape, kernel_size, stride, padding, ceil_mode,
-                            count_include_pad, divisor_override):  # fmt: skip
-        matrices = avg_pool_matrices(tuple(input_shape)[-3:], kernel_size, stride, padding,
-                                     ceil_mode, count_include_pad, divisor_override)  # fmt: skip
-        out = _matrix_apply_tensor(grad, [m.astype(grad.dtype.numpy) for m in matrices], True)
-        return out / divisor_override if divisor_override else out
+    volumes = int(np.prod(input_shape[:-3], dtype=np.int64))
+    volume = int(np.prod(input_shape[-3:], dtype=np.int64))
+    offsets = (np.arange(volumes) * volume).reshape(indices.shape[:-3] + (1, 1, 1))
+    flat = index_put_into_zeros(
+        grad.reshape(-1), (volumes * volume,), ((indices + offsets).reshape(-1),)
+    )
+    return flat.reshape(tuple(input_shape))
 
-    def adaptive_avg_pool3d_backward(grad, x):
-        sizes = tuple(x.shape)[-3:]
-        matrices = [
-            _averaging_matrix(s, o, grad.dtype.numpy) for s, o in zip(sizes, grad.shape[-3:])
-        ]
-        return _matrix_apply_tensor(grad, matrices, True)
 
-    def max_pool3d_backward(grad, input_shape, indices):
-        volumes = int(np.prod(input_shape[:-3], dtype=np.int64))
-        volume = int(np.prod(input_shape[-3:], dtype=np.int64))
-        offsets = (np.arange(volumes) * volume).reshape(indices.shape[:-3] + (1, 1, 1))
-        flat = index_put_into_zeros(
-            grad.reshape(-1), (volumes * volume,), ((indices + offsets).reshape(-1),)
-        )
-        return flat.reshape(tuple(input_shape))
-
+def pool3d_tensor_namespace():
+    """The formula names mapped to the Tensor versions above."""
     return {
-        "avg_pool3d_backward": avg_pool3d_backward,
-        "adaptive_avg_pool3d_backward": adaptive_avg_pool3d_backward,
-        "max_pool3d_backward": max_pool3d_backward,
+        "avg_pool3d_backward": avg_pool3d_backward_tensor,
+        "adaptive_avg_pool3d_backward": adaptive_avg_pool3d_backward_tensor,
+        "max_pool3d_backward": max_pool3d_backward_tensor,
     }

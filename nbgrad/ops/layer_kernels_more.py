@@ -4,6 +4,8 @@ more upsampling" section, and the functions its formulas call, for NumPy arrays
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
+
 
 def _array(value):
     """A saved value as a NumPy array, whether the formula got an array or a Tensor."""
@@ -261,69 +263,87 @@ ARRAY_FUNCTIONS = {
 }
 
 
+# --- Tensor versions (backward with create_graph=True) -----------------------------------------
+# The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
+
+
+def pack_padded_sequence_backward_tensor(grad, input_sizes, batch_sizes, batch_first):
+    # ATen's _pack_padded_sequence_backward: zeros, each step copied into a slice of them
+    # (a chain of CopySlices nodes), transposed back if batch_first.
+    sizes = list(input_sizes)
+    if batch_first:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = grad.new_zeros(sizes)
+    offset = 0
+    for t, size in enumerate(_array(batch_sizes)[: sizes[0]]):
+        size = int(size)
+        out[t, :size] = grad[offset : offset + size]
+        offset += size
+    return out.transpose(0, 1) if batch_first else out
+
+
+def max_pool_double_backward_tensor(grad, indices, dims):
+    from nbgrad.ops import creation
+
+    # ATen's: the gradient viewed flat per plane, gathered at the indices, viewed back.
+    indices = _array(indices)
+    lead = indices.shape[: indices.ndim - dims]
+    flat_indices = creation.tensor(indices.reshape(*lead, -1))
+    picked = grad.contiguous().view(*lead, -1).gather(-1, flat_indices)
+    return picked.view(*indices.shape)
+
+
+class _TensorBackend:
+    """conv_nd's backend over Tensors (``_ArrayBackend``'s twin)."""
+
+    @staticmethod
+    def einsum(spec, a, b):
+        return nb.einsum(spec, a, b)
+
+    @staticmethod
+    def stack(pieces, dim):
+        return nb.stack(pieces, dim)
+
+    @staticmethod
+    def pad(x, padding):
+        if not any(padding):
+            return x
+        flat = [p for size in reversed(padding) for p in (size, size)]
+        return nb.nn.functional.pad(x, flat)
+
+    @staticmethod
+    def zeros(like, shape):
+        return like.new_zeros(shape)
+
+    @staticmethod
+    def add_at(target, window, values):
+        target[window] = target[window] + values
+        return target
+
+
+def conv_nd_tensor(x, weight, stride, padding, dilation, groups):
+    return conv_nd(x, weight, None, stride, padding, dilation, groups, _TensorBackend)
+
+
+def conv_nd_input_grad_tensor(grad, shape, weight, stride, padding, dilation, groups):
+    return conv_nd_input_grad(
+        grad, shape, weight, stride, padding, dilation, groups, _TensorBackend
+    )
+
+
+def conv_nd_weight_grad_tensor(grad, x, shape, stride, padding, dilation, groups):
+    return conv_nd_weight_grad(grad, x, shape, stride, padding, dilation, groups, _TensorBackend)
+
+
 def tensor_namespace():
     """The Tensor versions, from differentiable operations."""
-
-    def pack_padded_sequence_backward_tensor(grad, input_sizes, batch_sizes, batch_first):
-        # ATen's _pack_padded_sequence_backward: zeros, each step copied into a slice of them
-        # (a chain of CopySlices nodes), transposed back if batch_first.
-        sizes = list(input_sizes)
-        if batch_first:
-            sizes[0], sizes[1] = sizes[1], sizes[0]
-        out = grad.new_zeros(sizes)
-        offset = 0
-        for t, size in enumerate(_array(batch_sizes)[: sizes[0]]):
-            size = int(size)
-            out[t, :size] = grad[offset : offset + size]
-            offset += size
-        return out.transpose(0, 1) if batch_first else out
-
     from nbgrad.autograd.dispatch import run_op
-    from nbgrad.ops import creation
     from nbgrad.ops.derivatives import OPS
 
-    def max_pool_double_backward_tensor(grad, indices, dims):
-        # ATen's: the gradient viewed flat per plane, gathered at the indices, viewed back.
-        indices = _array(indices)
-        lead = indices.shape[: indices.ndim - dims]
-        flat_indices = creation.tensor(indices.reshape(*lead, -1))
-        picked = grad.contiguous().view(*lead, -1).gather(-1, flat_indices)
-        return picked.view(*indices.shape)
-
-    import nbgrad as nb
-
-    class TensorBackend:
-        einsum = staticmethod(nb.einsum)
-        stack = staticmethod(nb.stack)
-
-        @staticmethod
-        def pad(x, padding):
-            if not any(padding):
-                return x
-            flat = [p for size in reversed(padding) for p in (size, size)]
-            return nb.nn.functional.pad(x, flat)
-
-        @staticmethod
-        def zeros(like, shape):
-            return like.new_zeros(shape)
-
-        @staticmethod
-        def add_at(target, window, values):
-            target[window] = target[window] + values
-            return target
-
-    def conv_nd_input_grad_tensor(grad, shape, weight, stride, padding, dilation, groups):
-        return conv_nd_input_grad(
-            grad, shape, weight, stride, padding, dilation, groups, TensorBackend
-        )
-
-    def conv_nd_weight_grad_tensor(grad, x, shape, stride, padding, dilation, groups):
-        return conv_nd_weight_grad(grad, x, shape, stride, padding, dilation, groups, TensorBackend)
-
     return {
-        "conv_nd": lambda x, weight, stride, padding, dilation, groups: conv_nd(
-            x, weight, None, stride, padding, dilation, groups, TensorBackend
-        ),
+        "conv_nd": conv_nd_tensor,
         "conv_nd_input_grad": conv_nd_input_grad_tensor,
         "conv_nd_weight_grad": conv_nd_weight_grad_tensor,
         "pack_padded_sequence_backward": pack_padded_sequence_backward_tensor,

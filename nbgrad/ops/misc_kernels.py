@@ -5,6 +5,7 @@ does, so that a gradient through the layer can be differentiated again)."""
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
 from nbgrad.ops import nn_kernels
 
 
@@ -191,76 +192,86 @@ ARRAY_FUNCTIONS = {
 }
 
 
-def tensor_namespace():
-    """The Tensor versions, from differentiable operations."""
+# --- Tensor versions (backward with create_graph=True) -----------------------------------------
+# The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
 
-    def normalized_groups(x, group, eps):
-        grouped = x.reshape(x.shape[0], group, -1)
-        centered = grouped - grouped.mean(-1, keepdim=True)
-        rstd = ((centered * centered).mean(-1, keepdim=True) + eps).rsqrt()
-        return centered * rstd, rstd
 
-    def channel_sum(x):
-        return x.sum([0, *range(2, x.ndim)]) if x.ndim > 1 else x
+def normalized_groups_tensor(x, group, eps):
+    grouped = x.reshape(x.shape[0], group, -1)
+    centered = grouped - grouped.mean(-1, keepdim=True)
+    rstd = ((centered * centered).mean(-1, keepdim=True) + eps).rsqrt()
+    return centered * rstd, rstd
 
-    def group_norm_input_grad(grad, x, weight, mean, rstd, group, eps):
-        if weight is not None:
-            grad = grad * weight.reshape(nn_kernels.channel_shape(x))
-        normalized, rstd = normalized_groups(x, group, eps)
-        g = grad.reshape(normalized.shape)
-        out = rstd * (
-            g - g.mean(-1, keepdim=True) - normalized * (g * normalized).mean(-1, keepdim=True)
-        )
-        return out.reshape(x.shape)
 
-    def group_norm_weight_grad(grad, x, mean, rstd, group, eps):
-        normalized, _ = normalized_groups(x, group, eps)
-        return channel_sum(grad * normalized.reshape(x.shape))
+def channel_sum_tensor(x):
+    return x.sum([0, *range(2, x.ndim)]) if x.ndim > 1 else x
 
+
+def group_norm_input_grad_tensor(grad, x, weight, mean, rstd, group, eps):
+    if weight is not None:
+        grad = grad * weight.reshape(nn_kernels.channel_shape(x))
+    normalized, rstd = normalized_groups_tensor(x, group, eps)
+    g = grad.reshape(normalized.shape)
+    out = rstd * (
+        g - g.mean(-1, keepdim=True) - normalized * (g * normalized).mean(-1, keepdim=True)
+    )
+    return out.reshape(x.shape)
+
+
+def group_norm_weight_grad_tensor(grad, x, mean, rstd, group, eps):
+    normalized, _ = normalized_groups_tensor(x, group, eps)
+    return channel_sum_tensor(grad * normalized.reshape(x.shape))
+
+
+def unfold_backward_tensor(grad, input_sizes, dim, size, step):
     from nbgrad.autograd.dispatch import run_op
     from nbgrad.ops.derivatives import OPS
 
-    def unfold_backward(grad, input_sizes, dim, size, step):
-        return run_op(OPS["unfold_backward"], (grad,), (tuple(input_sizes), dim, size, step))
+    return run_op(OPS["unfold_backward"], (grad,), (tuple(input_sizes), dim, size, step))
 
-    def masked_scatter_backward(grad, mask, sizes):
-        import nbgrad as nb
 
-        numel = int(np.prod(sizes, dtype=np.int64))
-        picked = grad.masked_select(nb.tensor(np.broadcast_to(mask, grad.shape)))
-        if picked.numel() < numel:
-            picked = nb.cat([picked, picked.new_zeros(numel - picked.numel())])
-        return picked.reshape(tuple(sizes))
+def masked_scatter_backward_tensor(grad, mask, sizes):
+    numel = int(np.prod(sizes, dtype=np.int64))
+    picked = grad.masked_select(nb.tensor(np.broadcast_to(mask, grad.shape)))
+    if picked.numel() < numel:
+        picked = nb.cat([picked, picked.new_zeros(numel - picked.numel())])
+    return picked.reshape(tuple(sizes))
 
-    def masked_zero_broadcast(grad, mask):
-        import nbgrad as nb
 
-        return grad.masked_fill(nb.tensor(mask), 0)
+def masked_zero_broadcast_tensor(grad, mask):
+    return grad.masked_fill(nb.tensor(mask), 0)
 
-    def attention_grad(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, which):
-        import nbgrad as nb
 
-        sc = _scale_of(query, scale)
-        mask = getattr(attn_mask, "_data", attn_mask)
-        bias = nb.tensor(_attention_bias(query._data, key._data, mask, is_causal))
-        scores = query.matmul(key.transpose(-1, -2)) * sc + bias
-        weights = scores.softmax(-1)
-        if which == 2:
-            return weights.transpose(-1, -2).matmul(grad)
-        d_weights = grad.matmul(value.transpose(-1, -2))
-        d_scores = weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
-        if which == 0:
-            return d_scores.matmul(key) * sc
-        return d_scores.transpose(-1, -2).matmul(query) * sc
+def attention_grad_tensor(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, which):
+    sc = _scale_of(query, scale)
+    mask = getattr(attn_mask, "_data", attn_mask)
+    bias = nb.tensor(_attention_bias(query._data, key._data, mask, is_causal))
+    scores = query.matmul(key.transpose(-1, -2)) * sc + bias
+    weights = scores.softmax(-1)
+    if which == 2:
+        return weights.transpose(-1, -2).matmul(grad)
+    d_weights = grad.matmul(value.transpose(-1, -2))
+    d_scores = weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
+    if which == 0:
+        return d_scores.matmul(key) * sc
+    return d_scores.transpose(-1, -2).matmul(query) * sc
+
+
+def tensor_namespace():
+    """The Tensor versions, from differentiable operations."""
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
 
     return {
-        "attention_grad": attention_grad,
-        "group_norm_input_grad": group_norm_input_grad,
-        "group_norm_weight_grad": group_norm_weight_grad,
-        "unfold_backward": unfold_backward,
+        "attention_grad": attention_grad_tensor,
+        "group_norm_input_grad": group_norm_input_grad_tensor,
+        "group_norm_weight_grad": group_norm_weight_grad_tensor,
+        "unfold_backward": unfold_backward_tensor,
         "unfold": lambda g, dim, size, step: g.unfold(dim, size, step),
         "pixel_shuffle": lambda g, r: run_op(OPS["pixel_shuffle"], (g,), (r,)),
         "pixel_unshuffle": lambda g, r: run_op(OPS["pixel_unshuffle"], (g,), (r,)),
-        "masked_scatter_backward": masked_scatter_backward,
-        "masked_zero_broadcast": masked_zero_broadcast,
+        "masked_scatter_backward": masked_scatter_backward_tensor,
+        "masked_zero_broadcast": masked_zero_broadcast_tensor,
     }

@@ -41,20 +41,20 @@ def _renorm_backward(grad, self, p, dim, maxnorm):
 ARRAY_NAMESPACE = {"renorm_backward": _renorm_backward}
 
 
-def tensor_namespace():
+def renorm_backward_tensor(grad, self, p, dim, maxnorm):
+    """``_renorm_backward`` over nbgrad Tensors, so that it has a graph of its own."""
     import nbgrad as nb
-    from nbgrad.ops import formula_more
+    from nbgrad.ops.formula_more import vector_norm_backward_tensor
 
-    vector_norm_backward = formula_more.tensor_namespace()["vector_norm_backward"]
+    axes = _other_dims(self.ndim, dim)
+    norm = nb.linalg.vector_norm(self, p, axes, True)
+    along = (self * grad).sum(dim=axes, keepdim=True)
+    norm_grad = vector_norm_backward_tensor(along, self, p, norm, axes, True)
+    inverse = (norm + EPSILON).reciprocal()
+    factor = inverse * maxnorm
+    scaled = factor * grad - (factor * inverse) * norm_grad
+    return nb.where((norm > maxnorm).detach(), scaled, grad)
 
-    def renorm_backward(grad, self, p, dim, maxnorm):
-        axes = _other_dims(self.ndim, dim)
-        norm = nb.linalg.vector_norm(self, p, axes, True)
-        along = (self * grad).sum(dim=axes, keepdim=True)
-        norm_grad = vector_norm_backward(along, self, p, norm, axes, True)
-        inverse = (norm + EPSILON).reciprocal()
-        factor = inverse * maxnorm
-        return nb.where((norm > maxnorm).detach(), factor * grad - (factor * inverse) * norm_grad,
-                        grad)  # fmt: skip
 
-    return {"renorm_backward": renorm_backward}
+def tensor_namespace():
+    return {"renorm_backward": renorm_backward_tensor}

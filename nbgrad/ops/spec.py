@@ -214,9 +214,9 @@ class OpSpec:
     @property
     def tensor_vjps(self):
         if self._tensor_vjps is None:
-            from nbgrad.ops import formula_math
+            from nbgrad.ops import formula_tensor
 
-            self._tensor_vjps = self._compile(formula_math.tensor_namespace())
+            self._tensor_vjps = self._compile(formula_tensor.tensor_namespace())
         return self._tensor_vjps
 
     def save_plan(self, needs):

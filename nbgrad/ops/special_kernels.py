@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+import nbgrad as nb  # half-loaded while this module loads: used only inside functions
+
 SQRT_2 = math.sqrt(2.0)
 SQRT_2PI = math.sqrt(2.0 * math.pi)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -570,29 +572,51 @@ ARRAY_FUNCTIONS = {
 }
 
 
+# --- Tensor versions (backward with create_graph=True) -----------------------------------------
+# The same helpers over nbgrad Tensors, built from differentiable operations: NAME_tensor is the
+# Tensor version of the formula function NAME. ``nb`` is complete by the time they run; run_op and
+# the op table, which load after this module, they import inside their bodies.
+
+
+def i1_backward_tensor(grad, self, result):
+    zero = self == 0
+    safe = nb.where(zero, 1.0, self)
+    return grad * nb.where(zero, 0.5, nb.i0(self) - result / safe)
+
+
+def i1e_backward_tensor(grad, self, result):
+    zero = self == 0
+    safe = nb.where(zero, 1.0, self)
+    return grad * nb.where(zero, 0.5, nb.special.i0e(self) - result * (self.sign() + 1 / safe))
+
+
+def nansum_backward_tensor(grad, self, dim, keepdim):
+    if not keepdim and dim is not None and self.dim():
+        for d in sorted(d % self.dim() for d in dim):
+            grad = grad.unsqueeze(d)
+    return grad.expand(tuple(self.shape)).masked_fill(self.isnan(), 0.0)
+
+
+def mvlgamma_backward_tensor(grad, self, p):
+    return grad * sum(nb.digamma(self - j / 2) for j in range(p))
+
+
+def put_zero_tensor(grad, index):
+    return grad.put(nb.as_tensor(np.asarray(index)), nb.zeros(np.size(index), dtype=grad.dtype))
+
+
+def index_filled_sum_tensor(grad, dim, index):
+    return grad.index_select(dim, nb.tensor(np.unique(np.asarray(index)))).sum()
+
+
+def power_of_two_tensor(other):
+    if not other.is_floating_point():
+        return nb.as_tensor(_power_of_two(other.numpy()))
+    return nb.exp2(other)
+
+
 def tensor_namespace():
     """The same helpers over nbgrad Tensors, so that a backward through them is differentiable."""
-    import nbgrad as nb
-
-    def i1_backward(grad, self, result):
-        zero = self == 0
-        safe = nb.where(zero, 1.0, self)
-        return grad * nb.where(zero, 0.5, nb.i0(self) - result / safe)
-
-    def i1e_backward(grad, self, result):
-        zero = self == 0
-        safe = nb.where(zero, 1.0, self)
-        return grad * nb.where(zero, 0.5, nb.special.i0e(self) - result * (self.sign() + 1 / safe))
-
-    def nansum_backward(grad, self, dim, keepdim):
-        if not keepdim and dim is not None and self.dim():
-            for d in sorted(d % self.dim() for d in dim):
-                grad = grad.unsqueeze(d)
-        return grad.expand(tuple(self.shape)).masked_fill(self.isnan(), 0.0)
-
-    def mvlgamma_backward(grad, self, p):
-        return grad * sum(nb.digamma(self - j / 2) for j in range(p))
-
     return {
         "lgamma": nb.lgamma,
         "digamma": nb.digamma,
@@ -601,30 +625,22 @@ def tensor_namespace():
         "special_i1e": nb.special.i1e,
         "special_zeta": nb.special.zeta,
         "xlog1py": nb.special.xlog1py,
-        "i1_backward": i1_backward,
-        "i1e_backward": i1e_backward,
-        "mvlgamma_backward": mvlgamma_backward,
+        "i1_backward": i1_backward_tensor,
+        "i1e_backward": i1e_backward_tensor,
+        "mvlgamma_backward": mvlgamma_backward_tensor,
         "isnan": nb.isnan,
         # (frexp's saved exponent reaches the formula as an array)
         "exp2": lambda v: nb.exp2(v if isinstance(v, nb.Tensor) else nb.as_tensor(v)),
         "angle_backward": lambda grad, self: nb.zeros_like(grad),
-        "nansum_backward": nansum_backward,
+        "nansum_backward": nansum_backward_tensor,
         "aminmax_dims": lambda dim: () if dim is None else (dim,),
         "slice_key": slice_key,
         "select_key": select_key,
         "slice_scatter": nb.slice_scatter,
         "select_scatter": nb.select_scatter,
         "diagonal_scatter": nb.diagonal_scatter,
-        "put_zero": lambda grad, index: grad.put(
-            nb.as_tensor(np.asarray(index)), nb.zeros(np.size(index), dtype=grad.dtype)
-        ),
+        "put_zero": put_zero_tensor,
         "take_flat": lambda grad, index: grad.take(nb.as_tensor(np.asarray(index))).reshape(-1),
-        "index_filled_sum": lambda grad, dim, index: grad.index_select(
-            dim, nb.tensor(np.unique(np.asarray(index)))
-        ).sum(),
-        "power_of_two": lambda other: (
-            nb.as_tensor(_power_of_two(other.numpy()))
-            if not other.is_floating_point()
-            else nb.exp2(other)
-        ),
+        "index_filled_sum": index_filled_sum_tensor,
+        "power_of_two": power_of_two_tensor,
     }

@@ -4,6 +4,7 @@
 import sys
 
 from nbgrad.trace.engines import recorder_class
+from nbgrad.trace.nonfinite import NonfiniteWatch
 from nbgrad.trace.recorder import DEFAULT_MAX_NODES, DEFAULT_MAX_PASSES
 from nbgrad.trace.source import source_for
 from nbgrad.trace.values import DEFAULT_MAX_ELEMENTS, Policy
@@ -40,6 +41,10 @@ class record:
     max_passes    stop recording when one more backward pass would start
     name          a name for the trace (shown in its summary)
     engine        "nbgrad" (the default) or "torch": record real PyTorch's autograd instead
+    stop_on_nonfinite  raise nonfinite.NonfiniteError from the op or backward step that makes
+                  the first NaN or Inf (by default recording goes on: ``trace.first_nonfinite``)
+    history       keep grad, update and value norms of every parameter for every backward pass,
+                  past ``max_passes`` too (``trace.history``; nbgrad/trace/history.py)
     """
 
     def __init__(
@@ -51,6 +56,8 @@ class record:
         max_passes=DEFAULT_MAX_PASSES,
         name=None,
         engine="nbgrad",
+        stop_on_nonfinite=False,
+        history=True,
     ):
         if engine not in ("nbgrad", "torch"):
             raise ValueError(f"engine must be 'nbgrad' or 'torch', got {engine!r}")
@@ -60,8 +67,10 @@ class record:
             max_nodes=max_nodes,
             max_passes=max_passes,
             name=name,
+            history=history,
         )
         self._recorder = None
+        self._stop_on_nonfinite = bool(stop_on_nonfinite)
 
     def __enter__(self):
         if self._recorder is not None:
@@ -70,6 +79,8 @@ class record:
         source = source_for(caller.f_code.co_filename)
         recorder = recorder_class(self._engine)
         self._recorder = recorder(source, base_frame=caller, source_kind="file", **self._options)
+        if self._stop_on_nonfinite:
+            self._recorder.nonfinite_watch = NonfiniteWatch()
         self._recorder.start()
         return self._recorder.trace
 

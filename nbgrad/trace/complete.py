@@ -27,11 +27,21 @@ def grads_of_ended_tensors(trace, accumulations, live_records):
 
 def assign_roles(trace):
     roots = set()
+    unobserved_roots = set()  # (node, output_nr) of roots made before recording: no op to ask
     for backward_pass in trace.passes:
         for node_record, nr in backward_pass.roots:
+            if node_record.op is None:
+                unobserved_roots.add((id(node_record), nr))
             for record in node_record.outputs:
                 if record.output_nr == nr:
                     roots.add(record)
+    if unobserved_roots:
+        for record in trace.tensors.values():
+            if (
+                record.grad_fn is not None
+                and (id(record.grad_fn), record.output_nr) in unobserved_roots
+            ):
+                roots.add(record)
     for record in trace.tensors.values():
         if record.grad_fn is not None:
             record.role = "intermediate"
@@ -61,4 +71,7 @@ def note_source_lines(trace, source):
             backward_pass.code = lines.setdefault(
                 backward_pass.line, source.line_text(backward_pass.line)
             )
+    failure = getattr(trace, "failure", None)  # the call that raised ran a line too
+    if failure is not None and failure.line is not None:
+        lines.setdefault(failure.line, source.line_text(failure.line))
     trace.source_lines = {line: text for line, text in sorted(lines.items()) if text is not None}

@@ -494,7 +494,8 @@ def helper_names():
     """Every name the formulas may call (both of formula_math's namespaces)."""
     global _HELPER_NAMES
     if _HELPER_NAMES is None:
-        from nbgrad.ops.formula_math import ARRAY_NAMESPACE, tensor_namespace
+        from nbgrad.ops.formula_math import ARRAY_NAMESPACE
+        from nbgrad.ops.formula_tensor import tensor_namespace
 
         _HELPER_NAMES = frozenset(ARRAY_NAMESPACE) | frozenset(tensor_namespace())
     return _HELPER_NAMES

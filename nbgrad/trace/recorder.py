@@ -29,8 +29,11 @@ import nbgrad.ops
 from nbgrad.autograd import engine, function, grad_mode, observe, reading, views
 from nbgrad.autograd.node import AccumulateGrad, TableNode
 from nbgrad.autograd.tensor import Tensor
+from nbgrad.trace.failure import nbgrad_failure
 from nbgrad.trace.graph_reader import formula_entry
+from nbgrad.trace.history import NbgradHistory
 from nbgrad.trace.modules import find_hook_home
+from nbgrad.trace.node_check import rerun_from_dispatch
 from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import (  # the limits too: nbgrad.trace.api and magic import them
     DEFAULT_MAX_NODES,  # noqa: F401
@@ -81,6 +84,7 @@ class Recorder(BaseRecorder):
     """
 
     tensor_type = Tensor
+    history_class = NbgradHistory
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -114,6 +118,14 @@ class Recorder(BaseRecorder):
         # (and through it the frame that runs the recorded code) in a cycle.
         self._listeners = ()
 
+    def _failure_of(self, error):
+        if not self._listening:  # raised after recording stopped: not in the recorded graph
+            return None
+        try:
+            return nbgrad_failure(self, error)
+        except Exception:  # noqa: BLE001 - finding the failing call must not hide the error
+            return None
+
     # --- the four listeners --------------------------------------------------------------------
 
     def _on_op(self, node, op_name, inputs, outputs):
@@ -121,6 +133,8 @@ class Recorder(BaseRecorder):
             self._record_op(node, op_name, inputs, outputs)
         except Exception as error:  # a recorder fault must not break the user's program
             self._fail(error)
+        if self.nonfinite_watch is not None:  # raises from the op that made a NaN or Inf
+            self.nonfinite_watch.check(self.trace)
 
     def _on_backward(self, event, roots, retain_graph, create_graph, is_grad):
         try:
@@ -136,6 +150,8 @@ class Recorder(BaseRecorder):
             self._record_step(node, grads_in, grads_out)
         except Exception as error:
             self._fail(error)
+        if self.nonfinite_watch is not None:
+            self.nonfinite_watch.check(self.trace)
 
     def _on_accumulate(self, leaf, grad, total):
         try:
@@ -211,6 +227,10 @@ class Recorder(BaseRecorder):
         if node is not None:
             node_record = self._make_node(node, op)
             op.node = node_record
+            if node_record.rerun is None and type(node) is not AccumulateGrad:
+                node_record.rerun = rerun_from_dispatch(  # for node.check()
+                    caller, node, is_function_call, input_records, self.policy, self._record_of
+                )
         for output_nr, tensor in enumerate(outputs):
             if node is None:
                 # Under no_grad or on constants: autograd keeps nothing of it, and neither do we
@@ -342,11 +362,13 @@ class Recorder(BaseRecorder):
             value,
         )
         record.op = op
+        # In the trace before its node is read: reading it may record other tensors (the leaves
+        # below it), and each takes the next id.
+        tensors[record.id] = record
         if op is None and grad_fn is not None:
             # Made outside the recording (an earlier cell, a custom Function): its node is met now.
             record.grad_fn = self._node_record(grad_fn)
             record.output_nr = tensor.output_nr
-        tensors[record.id] = record
         if entry is not None and not (same_value and entry[1].version == version):
             self._earlier[record] = entry[1]
         self._tensors[key] = (weakref.ref(tensor), record)
@@ -506,6 +528,8 @@ class Recorder(BaseRecorder):
             # capture gradients); only backward accumulates into ``.grad``.
             backward_pass.kind = "backward"
         record = self._record_of(leaf)
+        if self._history is not None and record.is_leaf:
+            self._history.watch(leaf, record)
         grad_array = reading.values(grad) if isinstance(grad, Tensor) else grad
         grad_value = self._grad_snapshot(grad)
         total_array = reading.values(total)

@@ -88,7 +88,12 @@ class BaseRecorder:
     """
 
     trace_engine = None  # the Trace's ``engine``: None for nbgrad's own
+    history_class = None  # what keeps per-parameter numbers for every pass (trace/history.py)
     tensor_type = None  # the engine's tensor class: what naming and module outputs look for
+
+    # a nonfinite.NonfiniteWatch when asked to stop at the first NaN or Inf (--stop-on-nonfinite):
+    # the listeners call its check after recording an op or a step, outside their fault handling
+    nonfinite_watch = None
 
     def __init__(
         self,
@@ -99,6 +104,7 @@ class BaseRecorder:
         max_passes=DEFAULT_MAX_PASSES,
         name=None,
         source_kind="cell",
+        history=True,
     ):
         if max_nodes < 1:
             raise ValueError(f"max_nodes must be at least 1, got {max_nodes}")
@@ -116,6 +122,9 @@ class BaseRecorder:
             engine=self.trace_engine,
         )
         self._filename = source.filename
+        # Per-parameter numbers for every backward pass, past max_passes too (history=False:
+        # none); started with the recording, ended by ``finish`` (not by ``stop``).
+        self._history = self.history_class() if history and self.history_class else None
         self._base_frame = base_frame
         self._listening = False
         self._gc_thresholds = None  # gc's thresholds before recording, while full ones wait
@@ -152,6 +161,8 @@ class BaseRecorder:
         try:
             self._scopes.attach(self._hook_home())
             self._listen()
+            if self._history is not None:
+                self._history.start()
         except BaseException:
             self.stop()
             raise
@@ -181,12 +192,17 @@ class BaseRecorder:
         the variables hold, which modules ran), and the rest, which only reads the records and
         the recorded code's text (labels, names, roles, source lines), is done when the trace
         is first read (``Trace.complete_later``): a trace nobody reads costs less."""
+        failure = self._failure_of(error) if error is not None else None
         self.stop()
         trace = self.trace
         if error is not None:
             trace.error = f"{type(error).__name__}: {error}"
+            trace.failure = failure
         self._hold_full_collections()  # naming makes many objects too
         try:
+            if self._history is not None:
+                trace.history_log = self._history.finish(self._tensors)
+                self._history = None
             self._complete(namespaces, defer)
         finally:
             self._forget_engine_objects()
@@ -255,6 +271,11 @@ class BaseRecorder:
 
     def _stop_at_max_passes(self):
         self.stop(reason=f"stopped after {len(self.trace.passes)} backward passes (max_passes)")
+
+    def _failure_of(self, error):
+        """The call that raised ``error`` (a failure.Failure), or None; an engine's recorder
+        knows how to find it. Never raises: a recorder fault must not hide the user's error."""
+        return None
 
     def _fail(self, error):
         self.stop(reason=f"the recorder failed and stopped: {type(error).__name__}: {error}")
@@ -340,6 +361,7 @@ class BaseRecorder:
                 record = newer[record]
             return record
 
+        self._record_roots_held_by_variables(namespaces, latest)
         self._link_accumulators(latest, newest)
         by_version = {}
         accumulations = {}
@@ -369,6 +391,22 @@ class BaseRecorder:
             trace.complete_later(complete_from_records, *rest)
         else:
             complete_from_records(trace, *rest)
+
+    def _record_roots_held_by_variables(self, namespaces, latest):
+        """A backward pass over a graph made before recording started (a cell that runs only
+        ``loss.backward()``) meets the graph's nodes, never the tensor it started from: a
+        variable holding that tensor gets its record now, so that the pass starts at a name."""
+        root_nodes = {id(node) for p in self.trace.passes for node, _ in p.roots if node.op is None}
+        if not root_nodes:
+            return
+        for namespace in namespaces:
+            for value in list(namespace.values()):
+                if not isinstance(value, self.tensor_type) or id(value) in latest:
+                    continue
+                grad_fn = value.grad_fn
+                node = self._known_node_record(grad_fn) if grad_fn is not None else None
+                if node is not None and id(node) in root_nodes:
+                    latest[id(value)] = (value, self._new_tensor(value))
 
     # --- the engine's side ----------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ import json
 
 import numpy as np
 
+from nbgrad.trace.history import history_json
+from nbgrad.trace.node_check import jacobians_for
 from nbgrad.trace.readable import readable
 from nbgrad.trace.values import (
     PREVIEW_SIDE,
@@ -94,6 +96,7 @@ def trace_json(trace, version, values=INLINE, carried=None):
 
     nodes = []
     readable_table = _ReadableFormulas()
+    jacobians = jacobians_for(trace)  # the small nodes' local Jacobians (node_check)
     for node in trace.nodes:
         saved = {}
         for name, kept in node.saved.items():
@@ -117,6 +120,8 @@ def trace_json(trace, version, values=INLINE, carried=None):
         if node.variable is not None:
             entry["variable"] = node.variable.id
         entry["readable"] = readable_table.key_for(node)
+        if node in jacobians:
+            entry["jacobian"] = jacobians[node]
         nodes.append(_without_defaults(entry))
 
     passes = [
@@ -158,9 +163,10 @@ def trace_json(trace, version, values=INLINE, carried=None):
     ]
 
     from nbgrad import __version__
+    from nbgrad.trace.nonfinite import first_nonfinite, magnitude_json
 
     engine, engine_version = trace.engine or ("nbgrad", __version__)
-    return {
+    out = {
         "version": version,
         "producer": {"engine": engine, "engine_version": engine_version},
         "name": trace.name,
@@ -192,7 +198,19 @@ def trace_json(trace, version, values=INLINE, carried=None):
         "passes": passes,
         "steps": steps,
         "accumulations": accumulations,
+        # optional: the call that raised, when the recorded code failed (trace/failure.py)
+        **({"failure": trace.failure.to_json()} if getattr(trace, "failure", None) else {}),
     }
+    found = first_nonfinite(trace)
+    if found is not None:
+        out["nonfinite"] = found.to_json()
+    magnitudes = magnitude_json(trace)
+    if magnitudes is not None:
+        out["grad_norms"] = magnitudes
+    history = history_json(trace)  # optional: per-parameter numbers of every pass
+    if history is not None:
+        out["history"] = history
+    return out
 
 
 # Keys left out of the JSON when they hold these values (docs/trace-schema.md lists them).

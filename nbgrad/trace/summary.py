@@ -36,6 +36,9 @@ def render(trace):
         lines.append(f"  stopped by {trace.error}")
     if trace.truncated:
         lines.append(f"  {trace.truncated}: the rest ran without recording")
+    found = trace.first_nonfinite
+    if found is not None:
+        lines.append(f"  {found.describe()}")
     if not trace.ops and not trace.backward_steps:
         lines.append("  no tensor operations ran while recording")
         return "\n".join(lines)

@@ -43,7 +43,10 @@ import torch.nn.modules.module
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from nbgrad.trace import torch_bridge
+from nbgrad.trace.failure import torch_backward_failure, torch_forward_failure
 from nbgrad.trace.graph_reader import note_formula
+from nbgrad.trace.history import TorchHistory
+from nbgrad.trace.node_check import note_torch_function_rerun, note_torch_rerun
 from nbgrad.trace.readable import note_backward_source
 from nbgrad.trace.recording import BaseRecorder, single_grad_received
 from nbgrad.trace.torch_bridge import (
@@ -199,6 +202,7 @@ class TorchRecorder(BaseRecorder):
 
     trace_engine = torch_bridge.ENGINE
     tensor_type = torch.Tensor
+    history_class = TorchHistory
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -215,6 +219,7 @@ class TorchRecorder(BaseRecorder):
         self._formula_node = None
         self._unresolved = None
         self._prehook_handles = []
+        self._failed = None  # (exception, how to find its Failure, with what): the last raise
 
     # --- starting and stopping ----------------------------------------------------------------
 
@@ -268,16 +273,45 @@ class TorchRecorder(BaseRecorder):
         name = kind
         first = args[0] if args else None
         version_before = first._version if isinstance(first, torch.Tensor) else None
-        result = func(*args, **kwargs)
+        try:
+            result = func(*args, **kwargs)
+        except Exception as error:
+            # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that raised
+            user_frame, _ = self._locate(sys._getframe(2))
+            line = user_frame.f_lineno if user_frame is not None else None
+            self._note_failure(error, torch_forward_failure, name, args, kwargs, line)
+            raise
         self._busy = True
         try:
             # sys._getframe(2): _call <- __torch_function__ <- the PyTorch call that ran it
             self._record_op(name, args, kwargs, result, version_before, sys._getframe(2))
+            if self.trace.ops and self.trace.ops[-1].node is not None:  # for node.check()
+                note_torch_rerun(self.trace.ops[-1], func, args, kwargs, self._record_of)
         except Exception as error:  # a recorder fault must not break the user's program
             self._fail(error)
         finally:
             self._busy = False
+        if self.nonfinite_watch is not None:  # raises from the op that made a NaN or Inf
+            self.nonfinite_watch.check(self.trace)
         return result
+
+    def _note_failure(self, error, find, *details):
+        """Remember the call that raised ``error``: ``find(self, *details, error)`` makes its
+        Failure if the recording ends with that error (``_failure_of``), so that a call whose
+        error the program caught adds nothing to the trace. The first call seen is the
+        innermost."""
+        if self._failed is None or self._failed[0] is not error:
+            self._failed = (error, find, details)
+
+    def _failure_of(self, error):
+        failed, self._failed = self._failed, None
+        if failed is None or failed[0] is not error:
+            return None
+        _, find, details = failed
+        try:
+            return find(self, *details, error)
+        except Exception:  # noqa: BLE001 - finding the failing call must not hide the error
+            return None
 
     def _record_op(self, name, args, kwargs, result, version_before, frame, in_formula=False):
         """Record a call that returned ``result``; ``frame`` is the first frame above it
@@ -416,10 +450,12 @@ class TorchRecorder(BaseRecorder):
             self._value_of(tensor, version) if take_value else None,
         )
         record.op = op
+        # In the trace before its node is read: reading it may record other tensors (the leaves
+        # below it), and each takes the next id.
+        trace.tensors[record.id] = record
         if op is None and grad_fn is not None:
             record.grad_fn = self._node_record(grad_fn)
             record.output_nr = tensor.output_nr
-        trace.tensors[record.id] = record
         key = id(tensor)
         entry = self._tensors.get(key)
         if entry is not None and entry[0]() is tensor and entry[1].version != version:
@@ -504,6 +540,8 @@ class TorchRecorder(BaseRecorder):
                 op.function = call
             call.node = self._node_record(node, op=call)
             self._read_saved(call.node, node)
+            if found is not None:  # for node.check()
+                note_torch_function_rerun(call, node, found.frame, self._record_of)
         record = self._new_tensor(tensor, op=call)
         record.value = earlier.value if earlier.value is not None else record.value
         if record.value is None:
@@ -560,7 +598,17 @@ class TorchRecorder(BaseRecorder):
     def _read_saved(self, record, node):
         if record.variable is not None or record.saved:
             return
-        saved_a_tensor = describe_saved(record, node, self._saved_record, self.policy)
+
+        def saved_record(tensor):
+            known = self._saved_record(tensor)
+            if known is not None or tensor.grad_fn is node:
+                return known
+            # A saved input made before recording started (a cell that only runs backward):
+            # PyTorch gives back the very tensor, which gets its record, as nbgrad's recorder
+            # gives it. (A saved result reads back as a new tensor: left a snapshot.)
+            return self._record_of(tensor)
+
+        saved_a_tensor = describe_saved(record, node, saved_record, self.policy)
         if saved_a_tensor is None:  # freed by a backward without retain_graph
             record.freed_at = -1
         elif saved_a_tensor:
@@ -600,6 +648,9 @@ class TorchRecorder(BaseRecorder):
             else:
                 with formula_mode:
                     result = func(*args, **kwargs)
+        except Exception as error:
+            self._note_failure(error, torch_backward_failure, backward_pass, root_nodes)
+            raise
         finally:
             if self._unresolved is not None:
                 self._resolve_formula_op()
@@ -752,6 +803,8 @@ class TorchRecorder(BaseRecorder):
             self._fail(error)
         finally:
             self._busy = False
+        if self.nonfinite_watch is not None:
+            self.nonfinite_watch.check(self.trace)
 
     def _record_step(self, node, grad_inputs, grad_outputs):
         backward_pass = self._running_passes[-1]
@@ -779,6 +832,8 @@ class TorchRecorder(BaseRecorder):
         else:
             total_value = snapshot(array_of(total), self.policy)
         record = self._record_of(leaf)
+        if self._history is not None and leaf.is_leaf:
+            self._history.watch(leaf, record)
         kept = (weakref.ref(total), total._version, total_value)
         self._last_totals[record] = kept
         self._known_grads[id(total)] = kept  # ``p.grad`` read next (an optimizer step)

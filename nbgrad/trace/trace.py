@@ -11,10 +11,17 @@ Records point at each other directly (a node's ``next`` holds node records, a te
 the back links so that its records are freed at once (see ``Trace.__del__``).
 """
 
+import json
+from pathlib import Path
+
+from nbgrad.trace import nonfinite as _nonfinite
 from nbgrad.trace import summary as _summary
+from nbgrad.trace.history import history_rows
 from nbgrad.trace.serialize import trace_json
 
-SCHEMA_VERSION = 2
+# The trace JSON's contract (docs/trace-schema.md in words), read by the widget too.
+SCHEMA = json.loads((Path(__file__).parent / "schema.json").read_text(encoding="utf-8"))
+SCHEMA_VERSION = SCHEMA["properties"]["version"]["const"]
 
 
 class TensorRecord:
@@ -203,6 +210,8 @@ class NodeRecord:
         "freed_at",
         "steps",
         "observed",
+        "rerun",
+        "jacobian_cache",
         "__weakref__",
     )
 
@@ -220,6 +229,15 @@ class NodeRecord:
         self.freed_at = None
         self.steps = []
         self.observed = True
+        self.rerun = None  # how to re-run its forward (node_check.Rerun), for check()
+        self.jacobian_cache = None  # its local Jacobian, once computed (node_check)
+
+    def check(self):
+        """A finite-difference check of this node's backward on the recorded values, in
+        float64: a NodeCheck (analytic and numeric VJPs per input, errors, verdict)."""
+        from nbgrad.trace.node_check import check_node
+
+        return check_node(self)
 
     @property
     def module(self):
@@ -322,6 +340,8 @@ class Trace:
                     ("torch", "2.13.0+cpu")
     truncated       why recording stopped early (a limit was reached), or None
     error           "ExceptionType: message" if the recorded code raised, or None
+    history_log     per parameter, grad, update and value norms of every backward pass (past
+                    max_passes too), or None: nbgrad/trace/history.py; ``history`` reads it
 
     A ``%%autograd`` cell's trace is completed (its records named from the variables as they
     were when the cell ended, given roles and lines) when one of its tables is first read.
@@ -348,6 +368,9 @@ class Trace:
         self.backward_sources = {}
         self.truncated = None
         self.error = None
+        # per-parameter numbers of every backward pass (nbgrad/trace/history.py), or None
+        self.history_log = None
+        self.failure = None  # the call that raised (trace/failure.py), when one did
         self.complete = False
         self._buffers = {}
         self._later = None  # (function, its arguments, the tables it fills in): complete_later
@@ -421,8 +444,31 @@ class Trace:
         return self._buffers[buffer_id]
 
     @property
+    def history(self):
+        """Per parameter (a leaf that received a grad) and backward pass, past ``max_passes``
+        too: ``step``, ``parameter``, ``tensor``, ``grad_norm``, ``update_norm``,
+        ``value_norm``; a pandas DataFrame when pandas is installed, else a list of dicts with
+        those keys (nbgrad/trace/history.py)."""
+        return history_rows(self)
+
+    @property
     def leaves(self):
         return [t for t in self.tensors.values() if t.role == "leaf"]
+
+    # --- debugging gradients (nonfinite.py) ----------------------------------------------------
+
+    @property
+    def first_nonfinite(self):
+        """Where the first NaN or Inf appeared (forward ops first, then backward steps in the
+        engine's order), as a NonfiniteRecord with the op or step, the line, what was already
+        bad and the path it spread along; None when every recorded value is finite."""
+        return _nonfinite.first_nonfinite(self)
+
+    def grad_table(self, sort_by=None, descending=False):
+        """Per parameter (leaf with a grad): |grad|, |param| and their ratio (a GradTable of
+        GradRows; ``.to_pandas()`` with pandas installed). ``sort_by``: "ratio", "grad_norm",
+        "param_norm" or "name"; by default in the order the parameters were recorded."""
+        return _nonfinite.grad_table(self, sort_by, descending)
 
     # --- output ------------------------------------------------------------------------------
 

@@ -8,9 +8,10 @@ the cell step by step; the outputs are stacked (StackBackward0), so are the fina
 of the layers. Bidirectional layers run a second cell over the reversed sequence and concatenate
 (CatBackward0). batch_first transposes in and out (TransposeBackward0).
 
-One difference: PyTorch's float32 LSTM on CPU runs oneDNN's fused kernel and records one
-``MkldnnRnnLayerBackward0`` per layer; nbgrad records the decomposition PyTorch records for
-float64 (and for RNN and GRU in every dtype). Values and gradients agree.
+PyTorch's float32 LSTM without projections runs oneDNN's fused kernel instead, one
+``MkldnnRnnLayerBackward0`` node per layer and direction, and so does nbgrad's
+(``LSTM._run_onednn``, the op of nbgrad/ops/rnn_kernels.py); packed sequences, projections and
+float64 take the decomposition, as in PyTorch.
 """
 
 import math
@@ -27,7 +28,7 @@ from nbgrad.nn import init
 from nbgrad.nn.modules.module import Module
 from nbgrad.nn.parameter import Parameter
 from nbgrad.nn.utils.rnn import PackedSequence
-from nbgrad.ops import creation
+from nbgrad.ops import creation, rnn_kernels
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
 
@@ -630,6 +631,42 @@ class LSTM(RNNBase):
     def _cell(self, input, hidden, params):
         return lstm_cell(input, hidden, params, pre_computed=True)
 
+    def _run_onednn(self, input, h0, c0):
+        """PyTorch's float32 LSTM (without projections) on the CPU: oneDNN's kernel, one call
+        and one MkldnnRnnLayerBackward0 node per layer and direction (ATen's mkldnn_impl);
+        each takes its initial state as ``hx[index]`` (SelectBackward0), and the final states
+        are stacked. Returns ``(output, (h_n, c_n))``."""
+        directions = 2 if self.bidirectional else 1
+        if self.batch_first:
+            input = ops.transpose(input, 0, 1)
+        final_h, final_c = [], []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                index = layer * directions + direction
+                w_ih, w_hh, b_ih, b_hh = self._layer_params(layer, direction)[:4]
+                if not self.bias:  # ATen passes zeros shaped as the weights, unused
+                    b_ih = creation.zeros(*w_ih.shape, dtype=w_ih.dtype)
+                    b_hh = creation.zeros(*w_hh.shape, dtype=w_hh.dtype)
+                attrs = (direction == 1, (), rnn_kernels.LSTM_MODE, self.hidden_size,
+                         self.num_layers, self.bias, self.bidirectional, self.batch_first,
+                         self.training)  # fmt: skip
+                # oneDNN reads the input contiguous: a batch_first one is cloned (CloneBackward0)
+                input = input.contiguous()
+                out, h, c = run_op(
+                    OPS["mkldnn_rnn_layer"], (input, w_ih, w_hh, b_ih, b_hh, h0[index], c0[index]),
+                    attrs,
+                )  # fmt: skip
+                outputs.append(out)
+                final_h.append(h)
+                final_c.append(c)
+            input = outputs[0] if directions == 1 else ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                input = F.dropout(input, self.dropout, True)
+        if self.batch_first:
+            input = ops.transpose(input, 0, 1)
+        return input, (ops.stack(final_h, 0), ops.stack(final_c, 0))
+
     def forward(self, input, hx=None):
         if isinstance(input, PackedSequence):
             # PyTorch checks nothing here: a wrong size fails inside the layers.
@@ -680,10 +717,13 @@ class LSTM(RNNBase):
             c0 = self._initial(input, None, True)[0]
         if self.proj_size > 0 and input.dtype == dtypes.float32:
             _warn_projection_once()
-        pairs = list(zip(_unbind(h0, 0), _unbind(c0, 0)))
-        output, finals = self._run(input, pairs)
-        h_n = ops.stack([h for h, _ in finals], 0)
-        c_n = ops.stack([c for _, c in finals], 0)
+        if self.proj_size == 0 and input.dtype == dtypes.float32:
+            output, (h_n, c_n) = self._run_onednn(input, h0, c0)
+        else:
+            pairs = list(zip(_unbind(h0, 0), _unbind(c0, 0)))
+            output, finals = self._run(input, pairs)
+            h_n = ops.stack([h for h, _ in finals], 0)
+            c_n = ops.stack([c for _, c in finals], 0)
         if not batched:
             return ops.squeeze(output, 0 if self.batch_first else 1), (
                 ops.squeeze(h_n, 1),

@@ -7,7 +7,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
-from nbgrad.ops import formula_math
+from nbgrad.ops import storage_geometry
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _listed, contiguous_result
 from nbgrad.ops.functions.reductions import sum
@@ -289,12 +289,14 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
             f"[{_listed(stride)}]"
         )
     owner = input._base if input._base is not None else input
-    geometry = formula_math.geometry_in(input._data, formula_math.lowest_address(owner._data))
+    geometry = storage_geometry.geometry_in(
+        input._data, storage_geometry.lowest_address(owner._data)
+    )
     # Not given, the offset is where the input starts (and is saved as None, as PyTorch does).
     offset = geometry[2] if storage_offset is None else storage_offset
     itemsize = input._data.itemsize
-    needed = 0 if 0 in size else formula_math.storage_size_of((size, stride, offset))
-    available = formula_math.storage_size(owner._data)
+    needed = 0 if 0 in size else storage_geometry.storage_size_of((size, stride, offset))
+    available = storage_geometry.storage_size(owner._data)
     if needed > available:
         raise RuntimeError(
             f"setStorage: sizes [{_listed(size)}], strides [{_listed(stride)}], storage offset "

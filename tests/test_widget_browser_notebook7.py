@@ -1,0 +1,139 @@
+"""Issue 17's learning tools in Notebook 7 (the `notebook` package's pages, served by the same
+server as JupyterLab), with a live kernel: practice mode answered by typing, the answers reaching
+Python through the widget's synced state, the chain rule in words, the local Jacobian, and
+"check this node" asking the running kernel. The same in JupyterLab and in saved pages is tested
+by tests/test_widget_browser_practice.py and tests/test_widget_browser_nodecheck.py."""
+
+import json
+import re
+import urllib.request
+
+import numpy as np
+import pytest
+
+from tests.test_widget_browser import (  # noqa: F401 - fixtures
+    ARTIFACTS,
+    _open_notebook,
+    _run_all,
+    _start_kernel,
+    browser,
+    lab,
+    playwright_api,
+)
+from tests.test_widget_browser_nodecheck import LIVE_CELLS, WEIGHTS, X, worktree_kernel_path  # noqa: F401
+
+pytest.importorskip("notebook", minversion="7")
+
+PRACTICE_CELLS = [
+    "%load_ext nbgrad",
+    """import nbgrad as torch
+from nbgrad.widget import GraphWidget
+
+with torch.record() as trace:
+    a = torch.tensor(2.0, requires_grad=True)
+    b = torch.tensor(3.0, requires_grad=True)
+    d = torch.tensor(4.0, requires_grad=True)
+    c = a + b
+    e = c * d
+    e.backward()
+practice = GraphWidget(trace, practice=True)
+practice""",
+    "import json\n"
+    'print("ANSWERS", json.dumps([[r["edge"], r["right"]] for r in practice.practice_results]))',
+]
+
+
+def _put_notebook(url, name, cells):
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
+             "outputs": [], "source": source}
+            for i, source in enumerate(cells)
+        ],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                    "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+    body = json.dumps({"type": "notebook", "format": "json", "content": notebook}).encode()
+    request = urllib.request.Request(
+        f"{url}/api/contents/{name}",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        method="PUT",
+    )
+    urllib.request.urlopen(request, timeout=30)
+    _start_kernel(url, name)
+
+
+@pytest.fixture
+def page(browser):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    yield context.new_page()
+    context.close()
+
+
+def _answer(practice, edge, text, page):
+    practice.locator(f'[data-edge="{edge}"] input').click()
+    page.keyboard.type(text)
+    page.keyboard.press("Enter")
+
+
+def test_practice_mode_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: F811
+    _put_notebook(lab, "practice7.ipynb", PRACTICE_CELLS)
+    try:
+        _open_notebook(page, f"{lab}/notebooks/practice7.ipynb")
+        _run_all(page)
+        practice = page.locator('.nbgrad-widget [data-role="practice"]').first
+        practice.wait_for(timeout=60_000)
+        practice.locator('[data-role="practice-start"]').click()
+        # e = (a + b) * d, a = 2, b = 3, d = 4: MulBackward0 sends d = 4 to c's node, c = 5 to d
+        _answer(practice, 0, "4", page)
+        _answer(practice, 1, "6", page)
+        verdicts = practice.locator('[data-role="verdict"]').all_inner_texts()
+        assert verdicts == [
+            "✓ right: the recorded value is 4",
+            "✗ not right: the recorded value is 5",
+        ]
+        words = practice.locator('[data-role="chain-words"]').inner_text()
+        assert "so it sent 4 to AddBackward0 (c = a + b)" in words
+        assert "so it sent 5 to d" in words
+        # the answers reach Python: run the cell that prints them again
+        page.locator(".jp-Cell").nth(2).locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        printed = page.locator(".jp-OutputArea-output", has_text=re.compile(r"ANSWERS \[\["))
+        printed.wait_for(timeout=30_000)
+        answers = json.loads(printed.inner_text().split("ANSWERS", 1)[1])
+        assert answers == [[0, True], [1, False]]
+        ARTIFACTS.mkdir(exist_ok=True)
+        practice.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "notebook7-practice.png"))
+    except Exception:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "failure-notebook7-practice.png"))
+        raise
+
+
+def test_jacobian_and_node_check_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: F811
+    _put_notebook(lab, "nodecheck7.ipynb", LIVE_CELLS)
+    try:
+        _open_notebook(page, f"{lab}/notebooks/nodecheck7.ipynb")
+        _run_all(page)
+        inspector = page.locator('.nbgrad-widget [data-role="inspector"]').first
+        inspector.locator('[data-role="jacobian-matrix"]').wait_for(timeout=60_000)
+        inspector.locator('[data-role="check-node"]').click()
+        verdict = inspector.locator('[data-role="check-verdict"]')
+        verdict.wait_for(timeout=60_000)
+        assert "WRONG: the gradient of input x is off" in verdict.inner_text()
+        checked = inspector.locator('[data-role="check-result"] [data-input="x"]')
+        shown = [float(v) for v in checked.locator("tr.numeric td").all_inner_texts()]
+        e = np.exp(np.asarray(X))
+        y = e / e.sum()
+        assert np.allclose(shown, np.asarray(WEIGHTS) @ (np.diag(y) - np.outer(y, y)), atol=1e-3)
+        verdict.scroll_into_view_if_needed()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "notebook7-nodecheck.png"))
+    except Exception:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "failure-notebook7-nodecheck.png"))
+        raise

@@ -21,7 +21,7 @@ _spec.loader.exec_module(everyday_agreement)
 PROGRAMS = 150
 # The rate measured on these 150 programs: it must only go up (raise it when you fix a cause).
 # Issue 13's target is 98%.
-FLOOR = 124 / 150  # 82.7% on branch everyday (main at 24866b1: 113 / 150, 75.3%)
+FLOOR = 140 / 150  # 93.3% on branch attention (main at d5f73ba: 136 / 150, 90.7%)
 TARGET = 0.98
 
 

@@ -1345,6 +1345,16 @@ case(
     normal(1, 2, 4, 2),
     normal(1, 2, 4, 2),
 )
+# branch attention: renorm (slices above maxnorm scaled down), the composite attention paths
+case("renorm", lambda x: torch.renorm(x, 2, 0, 1.0), normal(3, 4))
+case("renorm-p3-last-dim", lambda x: x.renorm(3, -1, 0.5), normal(3, 4))
+case(
+    "scaled_dot_product_attention-3d",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+    normal(2, 3, 2),
+    normal(2, 4, 2),
+    normal(2, 4, 3),
+)
 # everyday calls (no NaN here: finite differences need numbers;
 # tests/test_everyday_fixes_vs_torch.py compares NaN inputs with PyTorch)
 case("nanmean-dim", lambda x: torch.nanmean(x, 1), normal(2, 3))

@@ -76,6 +76,7 @@ from nbgrad.nn.modules.activation_more import (
     Tanhshrink,
     Threshold,
 )
+from nbgrad.nn.modules.attention import MultiheadAttention  # noqa: E402, F401
 from nbgrad.nn.modules.bilinear import Bilinear
 from nbgrad.nn.modules.conv import Conv3d
 from nbgrad.nn.modules.conv_transpose import ConvTranspose3d
@@ -111,6 +112,13 @@ from nbgrad.nn.modules.normalization_more import (
     InstanceNorm3d,
     LocalResponseNorm,
     RMSNorm,
+)
+from nbgrad.nn.modules.transformer import (  # noqa: E402, F401
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
 )
 from nbgrad.nn.modules.unpooling import ChannelShuffle, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d
 from nbgrad.nn.parameter import Parameter

@@ -1900,6 +1900,7 @@ def multilabel_soft_margin_loss(
 
 # --- normalisation layers, attention, pixel shuffle (their own modules) ---------------------------
 from nbgrad.nn.functional_attention import scaled_dot_product_attention  # noqa: E402, F401
+from nbgrad.nn.functional_mha import multi_head_attention_forward  # noqa: E402, F401
 from nbgrad.nn.functional_norm import (  # noqa: E402, F401
     group_norm,
     instance_norm,

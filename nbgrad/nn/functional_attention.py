@@ -1,10 +1,21 @@
-"""``F.scaled_dot_product_attention``: PyTorch 2.13 runs 4-d CPU inputs through its fused flash
-attention kernel, one node (ScaledDotProductFlashAttentionForCpuBackward0), in float32 and in
-float64 alike; so does nbgrad."""
+"""``F.scaled_dot_product_attention``, as PyTorch 2.13 runs it on the CPU.
+
+PyTorch picks one of two implementations. Its fused flash-attention kernel records one node
+(ScaledDotProductFlashAttentionForCpuBackward0); it takes 4-d (batch, heads, length, features)
+inputs of one feature size whose last dimension is contiguous, and a mask that needs no gradient.
+Everything else (dropout, 3-d inputs, values of another feature size, a mask that needs a
+gradient, a transposed query) runs PyTorch's "math" implementation, a composite whose nodes
+show in the graph: both q and k scaled by the square root of the scale, a matmul, the mask
+added in place, ``_safe_softmax``, dropout and a second matmul. nbgrad makes the same choice,
+and builds the math path from the same ops so the graph is PyTorch's.
+"""
+
+import math
 
 import numpy as np
 
 from nbgrad import dtypes
+from nbgrad.autograd import grad_mode
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.ops.derivatives import OPS
 
@@ -19,15 +30,6 @@ def scaled_dot_product_attention(
     scale=None,
     enable_gqa=False,
 ):
-    if query.dim() != 4 or key.dim() != 4 or value.dim() != 4 or value.shape[-1] != query.shape[-1]:
-        raise NotImplementedError(
-            "nbgrad: scaled_dot_product_attention takes 4-d (batch, heads, length, features) "
-            "inputs whose values have the queries' feature size, which PyTorch runs through its "
-            "fused CPU node; PyTorch decomposes the others into bmm and _safe_softmax, which "
-            "nbgrad does not have yet"
-        )
-    if dropout_p:
-        raise NotImplementedError("nbgrad: scaled_dot_product_attention with dropout_p > 0")
     if enable_gqa:
         raise NotImplementedError("nbgrad: scaled_dot_product_attention with enable_gqa=True")
     if not (query._dtype is key._dtype is value._dtype):
@@ -37,6 +39,28 @@ def scaled_dot_product_attention(
             f"{names[query._dtype]} key.dtype: {names[key._dtype]} and value.dtype: "
             f"{names[value._dtype]} instead."
         )
+    if not dropout_p and _fused_kernel_runs(query, key, value, attn_mask):
+        return _flash_attention(query, key, value, attn_mask, is_causal, scale)
+    return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
+
+
+def _fused_kernel_runs(query, key, value, attn_mask):
+    """PyTorch's conditions for its CPU flash kernel (sdp_utils_cpp: 4-d inputs, one head size,
+    unit stride in the last dimension, no sequence of length 0, no mask needing a gradient);
+    with dropout PyTorch takes the math path too."""
+    tensors = (query, key, value)
+    if any(t.dim() != 4 for t in tensors):
+        return False
+    if not (query.shape[-1] == key.shape[-1] == value.shape[-1]):
+        return False
+    if any(t.shape[-1] > 1 and t.stride(-1) != 1 for t in tensors):
+        return False
+    if any(t.shape[-2] == 0 for t in tensors):
+        return False
+    return not (attn_mask is not None and attn_mask.requires_grad and grad_mode._enabled)
+
+
+def _flash_attention(query, key, value, attn_mask, is_causal, scale):
     mask = None
     if attn_mask is not None:
         if attn_mask._dtype is dtypes.bool:
@@ -47,6 +71,45 @@ def scaled_dot_product_attention(
     out, _, _ = run_op(
         OPS["scaled_dot_product_attention"],
         (query, key, value),
-        (mask, float(dropout_p), bool(is_causal), scale),
+        (mask, 0.0, bool(is_causal), scale),
     )
     return out
+
+
+def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
+    """PyTorch's ``_scaled_dot_product_attention_math``, op for op: scaling q and k each by the
+    square root of the scale keeps the products' size moderate (and is what the graph shows)."""
+    import nbgrad
+
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    root = math.sqrt(abs(scale))
+    # a negative scale goes to the query only, as 0 - sqrt(|scale|)
+    query = _times_number(query, 0.0 - root if scale < 0 else root)
+    if is_causal:
+        causal = nbgrad.ones(query.shape[-2], key.shape[-2], dtype=nbgrad.bool).tril()
+        attn_mask = causal
+    if attn_mask is not None and attn_mask._dtype is dtypes.bool:
+        # made without a graph: PyTorch converts the boolean mask to 0 / -inf in C++
+        with grad_mode.no_grad():
+            attn_mask = nbgrad.where(
+                attn_mask,
+                nbgrad.zeros((), dtype=query.dtype),
+                nbgrad.full((), -math.inf, dtype=query.dtype),
+            )
+    scores = nbgrad.matmul(query, _times_number(key.transpose(-2, -1), root))
+    if attn_mask is not None:
+        scores.add_(attn_mask)
+    weights = nbgrad._safe_softmax(scores, -1)
+    if dropout_p > 0.0:
+        # ATen's dropout on the CPU: weights * (bernoulli mask / (1 - p)), MulBackward0
+        from nbgrad.nn import functional as F
+
+        weights = F.dropout(weights, dropout_p, True)
+    return nbgrad.matmul(weights, value)
+
+
+def _times_number(tensor, number):
+    """ATen's C++ ``tensor * double``: the Scalar overload, MulBackward1 (Python's ``*`` would
+    wrap the number as a tensor: MulBackward0)."""
+    return run_op(OPS["mul_scalar"], (tensor,), (float(number),))

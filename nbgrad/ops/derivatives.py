@@ -806,7 +806,9 @@ def _scan(accumulate, x, dim, dtype):
         x = x.astype(dtype, copy=False)
     if x.ndim == 0:
         return x.copy()
-    return accumulate(x, axis=dim)
+    # PyTorch's scans write a new contiguous tensor, whatever the input's layout (NumPy's keep
+    # a transposed input's)
+    return np.ascontiguousarray(accumulate(x, axis=dim))
 
 
 def _cumulative_extreme(x, dim, ufunc, reaches):
@@ -1096,7 +1098,8 @@ op("index_add", "IndexAddBackward0", ("self", "source"),
    attrs=("dim", "index", "alpha", "source_dim"),
    saves=("alpha", "dim", "index", "source", "source_dim"))
 op("index_fill", "IndexFillBackward0", ("self",), {"self": "index_zero(grad, dim, index)"},
-   lambda self, dim, index, value: formula_more.index_put(self, dim, index, value),
+   lambda self, dim, index, value: special_kernels.laid_out_like(
+       self, formula_more.index_put(self, dim, index, value)),
    attrs=("dim", "index", "value"), saves=("dim", "index"))
 op("index_copy", "IndexCopyBackward0", ("self", "source"),
    {"self": "index_zero(grad, dim, index)",
@@ -1504,11 +1507,13 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
           "stride", "transposed", "weight"))
-# ATen's recurrent layers transpose a batch_first output back in place (``output.transpose_``),
-# which records TransposeBackward1; the output is a new tensor here (the stacked outputs it
-# transposes are internal), with PyTorch's node.
+# x.transpose_(dim0, dim1) (and swapdims_, swapaxes_): TransposeBackward1, the dims saved as
+# given. Tensor.transpose_ gives the tensor itself the transposed layout
+# (ops/functions/inplace_views.py). ATen's recurrent layers transpose a batch_first output back
+# in place; there the output is a new tensor (the stacked outputs it transposes are internal),
+# with PyTorch's node.
 op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
-   lambda self, dim0, dim1: np.swapaxes(self, dim0, dim1),
+   lambda self, dim0, dim1: self[...] if self.ndim == 0 else np.swapaxes(self, dim0, dim1),
    attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
 # F.interpolate: one entry per PyTorch node; scales are None when an output size was given.
 for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
@@ -2240,14 +2245,16 @@ op("unsafe_split_with_sizes", "UnsafeSplitWithSizesBackward0", ("self",),
 # softmax that gives 0 (not nan) on a row that is all -inf (attention masks)
 op("safe_softmax", "SafeSoftmaxBackward0", ("self",),
    {"self": "result * (grad - sum_dim(grad * result, dim, True))"},
-   lambda self, dim: np.nan_to_num(_softmax(self, dim), nan=0.0) if self.size else self.copy(),
+   # (a new contiguous tensor whatever the input's layout, as PyTorch's)
+   lambda self, dim: np.ascontiguousarray(np.nan_to_num(_softmax(self, dim), nan=0.0))
+   if self.size else self.copy(),
    attrs=("dim",), saves=("dim", "result"), floating=True, same_shape=True)
 # index_fill with a 0-d tensor value (ATen's int_Tensor overload): the value gets the sum of the
 # gradient over the filled places, each counted once.
 op("index_fill_tensor", "IndexFillBackward1", ("self", "value"),
    {"self": "index_zero(grad, dim, index)", "value": "index_filled_sum(grad, dim, index)"},
-   lambda self, value, dim, index: formula_more.index_put(self, dim, index, value.astype(
-       self.dtype)),
+   lambda self, value, dim, index: special_kernels.laid_out_like(
+       self, formula_more.index_put(self, dim, index, value.astype(self.dtype))),
    attrs=("dim", "index"), saves=("dim", "index"))
 # x.put(index, source): source's values written at flat positions of x (added with accumulate).
 op("put", "PutBackward0", ("self", "source"),
@@ -2284,3 +2291,13 @@ op("mkldnn_rnn_layer", "MkldnnRnnLayerBackward0", _MKLDNN_RNN_LAYER_INPUTS,
           "result1", "result2", "reverse", "mode", "hidden_size", "num_layers", "has_biases",
           "train", "bidirectional", "batch_sizes", "batch_first", "result3"),
    multi_output=True, joint=True)
+
+# --- renorm (branch attention) ----------------------------------------------------------------
+# torch.renorm(x, p, dim, maxnorm): slices along dim with a p-norm above maxnorm scaled down to it
+from nbgrad.ops import renorm_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(renorm_kernels.ARRAY_NAMESPACE)
+op("renorm", "RenormBackward0", ("self",),
+   {"self": "renorm_backward(grad, self, p, dim, maxnorm)"},
+   renorm_kernels.renorm, attrs=("p", "dim", "maxnorm"), saves=("dim", "maxnorm", "p", "self"),
+   floating=True)

@@ -33,6 +33,7 @@ from nbgrad.ops import (
     misc_kernels,
     nn_extra_kernels,
     nn_kernels,
+    renorm_kernels,
     rnn_kernels,
     special_kernels,
 )
@@ -538,6 +539,7 @@ def tensor_namespace():
         **layer_kernels_more.tensor_namespace(),
         **special_kernels.tensor_namespace(),
         **rnn_kernels.tensor_namespace(),
+        **renorm_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS
         },

@@ -156,9 +156,11 @@ def attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     weights = np.exp(scores - top)
     total = weights.sum(axis=-1, keepdims=True)
     logsumexp = (np.log(total) + top)[..., 0]
-    out = (weights / total) @ value
-    out = out.astype(query.dtype, copy=False)
-    return out, logsumexp.astype(query.dtype, copy=False), out.copy()
+    # PyTorch's CPU kernel writes its output in the query's memory layout (a query that is a
+    # transposed view gives an output whose permute back is contiguous); np.empty_like keeps it.
+    out = np.empty_like(query)
+    out[...] = (weights / total) @ value
+    return out, logsumexp.astype(query.dtype, copy=False), out.copy(order="K")
 
 
 def attention_grad(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, which):

@@ -484,8 +484,16 @@ def select_key(ndim, dim, index):
     return (slice(None),) * (dim % ndim) + (index,)
 
 
+def laid_out_like(self, out):
+    """``out`` in ``self``'s memory layout: PyTorch's scatters, index_fill and put start from
+    ``self.clone()``, which keeps a transposed input's strides."""
+    result = np.empty_like(self)
+    result[...] = out
+    return result
+
+
 def scatter_into(self, src, key):
-    out = self.copy()
+    out = self.copy(order="K")  # self's layout, as PyTorch's clone keeps it
     out[key] = src
     return out
 
@@ -493,7 +501,7 @@ def scatter_into(self, src, key):
 def diagonal_scatter(self, src, offset, dim1, dim2):
     """``self`` with its diagonal (as ``self.diagonal(offset, dim1, dim2)`` lays it out: the
     diagonal last) replaced by ``src``."""
-    out = self.copy()
+    out = self.copy(order="K")  # self's layout, as PyTorch's clone keeps it
     moved = np.moveaxis(out, (dim1, dim2), (-2, -1))  # a view of out
     n = np.diagonal(moved, offset, -2, -1).shape[-1]
     rows = np.arange(n) + max(-offset, 0)
@@ -509,7 +517,7 @@ def put(self, index, source, accumulate):
         np.add.at(flat, index.reshape(-1), source.reshape(-1))
     else:
         flat[index.reshape(-1)] = source.reshape(-1)
-    return out
+    return laid_out_like(self, out)
 
 
 def _nansum_backward(grad, self, dim, keepdim):

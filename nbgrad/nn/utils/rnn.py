@@ -13,9 +13,8 @@ from typing import NamedTuple
 import numpy as np
 
 from nbgrad import dtypes
-from nbgrad.autograd import errors, grad_mode
+from nbgrad.autograd import grad_mode
 from nbgrad.autograd.dispatch import run_op
-from nbgrad.autograd.grad_mode import is_grad_enabled
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import creation
 from nbgrad.ops import functions as ops
@@ -225,13 +224,10 @@ def pack_sequence(sequences, enforce_sorted=True):
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
     """The list of sequences in a padded batch, each cut to its length.
 
-    PyTorch transposes a batch that is not batch_first in place (``transpose_``, recorded as
-    TransposeBackward1); nbgrad has no in-place transpose, so the transposed batch is a new
-    tensor with that node, and the caller's tensor keeps its shape (README, Differences)."""
+    As PyTorch does, a batch that is not batch_first is transposed in place (``transpose_``,
+    TransposeBackward1): the caller's tensor becomes (batch, length, ...)."""
     if not batch_first:
-        if padded_sequences.is_leaf and padded_sequences.requires_grad and is_grad_enabled():
-            raise RuntimeError(errors.LEAF_INPLACE)
-        padded_sequences = run_op(OPS["transpose_inplace"], (padded_sequences,), (0, 1))
+        padded_sequences.transpose_(0, 1)
     steps = creation.arange(padded_sequences.shape[1])
     # Iterating over a tensor in PyTorch unbinds it (one UnbindBackward0 node).
     sequences = ops.unbind(padded_sequences, 0)

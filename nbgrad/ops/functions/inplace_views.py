@@ -1,5 +1,6 @@
-"""In-place comparisons (``x.eq_(y)``, ...), the in-place reshapes ``squeeze_``, ``unsqueeze_``
-and ``t_`` (the tensor itself takes the new shape and a new grad_fn), and ``torch.fill``."""
+"""In-place comparisons (``x.eq_(y)``, ...), the in-place reshapes ``squeeze_``, ``unsqueeze_``,
+``t_`` and ``transpose_`` (the tensor itself takes the new shape and a new grad_fn), and
+``torch.fill``."""
 
 from nbgrad.autograd import errors, grad_mode
 from nbgrad.autograd.dispatch import run_inplace, run_op
@@ -73,6 +74,13 @@ def t_(input):  # noqa: A002
             f"t_() expects a tensor with <= 2 dimensions, but self is {input.dim()}D"
         )
     return _reshape_in_place(input, OPS["t_inplace"])
+
+
+@public(method=("transpose_", "swapdims_", "swapaxes_"))
+def transpose_(input, dim0, dim1):  # noqa: A002
+    n = input.dim()
+    wrap_dim(dim0, n), wrap_dim(dim1, n)  # checked, saved as given
+    return _reshape_in_place(input, OPS["transpose_inplace"], (dim0, dim1))
 
 
 @public(function=True)

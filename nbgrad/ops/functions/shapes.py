@@ -322,6 +322,7 @@ def select(input, dim, index):  # noqa: A002
 
 @public(function=True, method=True)
 def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
+    given = dim  # GatherBackward0 saves the dim as given (-1 stays -1), as PyTorch does
     dim = wrap_dim(dim, input.dim())
     if index._dtype not in (dtypes.int32, dtypes.int64):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
@@ -339,7 +340,8 @@ def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
         raise RuntimeError(
             f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}"
         )
-    return run_op(OPS["gather"], (input,), (dim, index._data, sparse_grad))
+    saved_dim = given if input.dim() else dim
+    return run_op(OPS["gather"], (input,), (saved_dim, index._data, sparse_grad))
 
 
 @public(function=True, method=True)

@@ -65,6 +65,7 @@ from nbgrad.ops.creation import (
     zeros,
     zeros_like,
 )
+from nbgrad.ops.functions import finite_difference as _finite_difference
 
 # nbgrad.exp, nbgrad.matmul, ...: each declared public beside its code (see nbgrad/ops/public.py);
 # importing ``methods`` above imported them all.
@@ -122,15 +123,22 @@ def __getattr__(name):
         from nbgrad.trace import api
 
         return getattr(api, name)
-    if name == "diff":  # nbgrad.diff(trace_a, trace_b): what changed between two recordings
-        from nbgrad.trace.diff import diff
-
-        return diff
     raise AttributeError(f"module 'nbgrad' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted({*globals(), "record", "last_trace", "diff"})
+    return sorted({*globals(), "record", "last_trace"})
+
+
+def diff(input, *args, **kwargs):  # noqa: A002
+    """``torch.diff`` on a tensor (nbgrad/ops/functions/finite_difference.py); on two Traces,
+    ``nbgrad.diff(trace_a, trace_b, labels=None, rtol=None, atol=None)``: what changed between
+    two recordings, as one graph (nbgrad/trace/diff.py)."""
+    if isinstance(input, Tensor):
+        return _finite_difference.diff(input, *args, **kwargs)
+    from nbgrad.trace.diff import diff as traces_diff
+
+    return traces_diff(input, *args, **kwargs)
 
 
 def load_ipython_extension(shell):

@@ -84,6 +84,14 @@ WITH_NAN[0, 1] = WITH_NAN[1, 2] = np.nan
     "expression, inputs",
     [
         ("x0.where(x0 > 0, x1)", (X, Y)),
+        ("T.trace(x0)", (M,)),
+        ("x0.trace()", (M,)),
+        ("T.diff(x0)", (X,)),
+        ("T.diff(x0, dim=0)", (X,)),
+        ("x0.diff(n=2)", (X,)),
+        ("T.diff(x0, n=2, dim=0, prepend=x1[:1], append=x1)", (X, Y)),
+        ("T.diff(x0, n=5)", (X,)),
+        ("T.diff(x0, n=0)", (X,)),
         ("x0.where(x0 > 0, 0.5)", (X,)),
         ("T.true_divide(x0, x1)", (X, Y + 3)),
         ("x0.true_divide(2)", (X,)),
@@ -233,3 +241,47 @@ def test_gru_cell_output_version_matches_pytorch():
         assert cell(x, T.zeros(2, 4))._version == 2
         (out * out).sum().backward()
         assert x.grad is not None
+
+
+def test_diff_of_booleans_and_integers_and_its_errors_match_pytorch():
+    def outcomes(T):
+        results = [
+            T.diff(T.tensor([True, False, False, True])).tolist(),
+            T.diff(T.tensor([1, 4, 9, 16]), n=2).tolist(),
+            T.logical_xor(T.tensor([True, False]), T.tensor([True, True])).tolist(),
+        ]
+        for call in (
+            lambda: T.diff(T.tensor(1.0)),
+            lambda: T.diff(T.ones(3), n=-1),
+            lambda: T.diff(T.ones(3, 2), prepend=T.ones(3)),
+            lambda: T.trace(T.ones(3)),
+        ):
+            try:
+                call()
+            except Exception as error:  # noqa: BLE001 - the error is the outcome compared
+                results.append((type(error).__name__, str(error)))
+        return results
+
+    assert outcomes(nbgrad) == outcomes(torch)
+
+
+def test_trace_is_the_function_before_and_after_the_recorder_is_imported():
+    """nbgrad.trace is both torch.trace and the package that records graphs."""
+    import subprocess
+    import sys
+
+    program = (
+        "import nbgrad as torch\n"
+        "x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)\n"
+        "before = torch.trace(x)\n"
+        "import nbgrad.trace.api\n"
+        "after = torch.trace(x)\n"
+        "(before + after).backward()\n"
+        "print(float(before), before.grad_fn.name(), float(after), x.grad.tolist(),\n"
+        "      callable(torch.trace), torch.trace.record is nbgrad.trace.api.record)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        "5.0", "TraceBackward0", "5.0", "[[2.0,", "0.0],", "[0.0,", "2.0]]", "True", "True"
+    ]  # fmt: skip

@@ -67,7 +67,7 @@ logical_and = public(function=True, method=True)(_no_grad_result("logical_and", 
 logical_or = public(function=True, method=True)(_no_grad_result("logical_or", np.logical_or))
 
 
-logical_xor = _no_grad_result("logical_xor", np.logical_xor)
+logical_xor = public(function=True, method=True)(_no_grad_result("logical_xor", np.logical_xor))
 
 
 bitwise_and = _no_grad_result("bitwise_and", np.bitwise_and, "bitwise_and_cpu", (0, 1))

@@ -1,8 +1,9 @@
-"""Issue 17's learning tools in Notebook 7 (the `notebook` package's pages, served by the same
-server as JupyterLab), with a live kernel: practice mode answered by typing, the answers reaching
-Python through the widget's synced state, the chain rule in words, the local Jacobian, and
-"check this node" asking the running kernel. The same in JupyterLab and in saved pages is tested
-by tests/test_widget_browser_practice.py and tests/test_widget_browser_nodecheck.py."""
+"""Issue 17's learning tools with a live kernel, in Notebook 7 (the `notebook` package's pages)
+and in JupyterLab, served by the same server: practice mode answered by typing, the answers
+reaching Python through the widget's synced state, the chain rule in words; in Notebook 7 the
+local Jacobian and "check this node" asking the running kernel (in JupyterLab and in saved pages:
+tests/test_widget_browser_nodecheck.py; practice in saved pages:
+tests/test_widget_browser_practice.py)."""
 
 import json
 import re
@@ -55,10 +56,16 @@ def _answer(practice, edge, text, page):
     page.keyboard.press("Enter")
 
 
-def test_practice_mode_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: F811
-    put_notebook(lab, "practice7.ipynb", PRACTICE_CELLS)
+# Notebook 7's pages and JupyterLab's, served by the same server
+FRONT_ENDS = {"notebook7": "notebooks", "jupyterlab": "lab/tree"}
+
+
+@pytest.mark.parametrize("front_end", FRONT_ENDS)
+def test_practice_mode_typed_and_read_back_in_python(worktree_kernel_path, lab, page, front_end):  # noqa: F811
+    name = f"practice-{front_end}.ipynb"
+    put_notebook(lab, name, PRACTICE_CELLS)
     try:
-        _open_notebook(page, f"{lab}/notebooks/practice7.ipynb")
+        _open_notebook(page, f"{lab}/{FRONT_ENDS[front_end]}/{name}")
         _run_all(page)
         practice = page.locator('.nbgrad-widget [data-role="practice"]').first
         practice.wait_for(timeout=60_000)
@@ -83,10 +90,10 @@ def test_practice_mode_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: 
         assert answers == [[0, True], [1, False]]
         ARTIFACTS.mkdir(exist_ok=True)
         practice.scroll_into_view_if_needed()
-        page.screenshot(path=str(ARTIFACTS / "notebook7-practice.png"))
+        page.screenshot(path=str(ARTIFACTS / f"practice-live-{front_end}.png"))
     except Exception:
         ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "failure-notebook7-practice.png"))
+        page.screenshot(path=str(ARTIFACTS / f"failure-practice-live-{front_end}.png"))
         raise
 
 

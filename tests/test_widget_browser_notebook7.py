@@ -97,13 +97,13 @@ def test_practice_mode_typed_and_read_back_in_python(worktree_kernel_path, lab, 
         raise
 
 
-def test_jacobian_and_node_check_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: F811
+def test_node_check_and_jacobian_in_notebook_7(worktree_kernel_path, lab, page):  # noqa: F811
     put_notebook(lab, "nodecheck7.ipynb", LIVE_CELLS)
     try:
         _open_notebook(page, f"{lab}/notebooks/nodecheck7.ipynb")
         _run_all(page)
         inspector = page.locator('.nbgrad-widget [data-role="inspector"]').first
-        inspector.locator('[data-role="jacobian-matrix"]').wait_for(timeout=60_000)
+        inspector.locator('[data-role="check-node"]').wait_for(timeout=60_000)
         inspector.locator('[data-role="check-node"]').click()
         verdict = inspector.locator('[data-role="check-verdict"]')
         verdict.wait_for(timeout=60_000)
@@ -116,6 +116,15 @@ def test_jacobian_and_node_check_in_notebook_7(worktree_kernel_path, lab, page):
         verdict.scroll_into_view_if_needed()
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "notebook7-nodecheck.png"))
+        # a built-in node's local Jacobian: y * w is diag(w)
+        page.locator('.nbgrad-widget [data-label="MulBackward0"]').first.click()
+        matrix = inspector.locator('[data-role="jacobian-matrix"]')
+        matrix.wait_for(timeout=30_000)
+        rows = [
+            [float(v) for v in row.locator("td").all_inner_texts()]
+            for row in matrix.locator("tbody tr").all()
+        ]
+        assert np.allclose(rows, np.diag(WEIGHTS))
     except Exception:
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "failure-notebook7-nodecheck.png"))

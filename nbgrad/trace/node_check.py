@@ -728,6 +728,10 @@ def _jacobian_entries(node):
     rerun = node.rerun
     if rerun is None or rerun.why_not is not None:
         return None
+    if rerun.kind == "function":
+        # a custom Function's backward is the user's code (it may print, count, write): it runs
+        # when the user asks (node.check()), not behind their back when a trace is written
+        return None
     inputs = [r for r in _records_in(rerun) if r.requires_grad]
     outputs = list(node.outputs)
     if not inputs or not outputs:

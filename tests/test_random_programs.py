@@ -13,6 +13,7 @@ every leaf's ``.grad`` must agree, as must the ``.grad`` of intermediates that `
 """
 
 import itertools
+import os
 import warnings
 
 import numpy as np
@@ -22,8 +23,9 @@ from hypothesis import strategies as st
 
 import nbgrad
 
+# NBGRAD_RANDOM_PROGRAMS=5000 runs the long version (thousands of programs) before a release.
 SETTINGS = settings(
-    max_examples=500,
+    max_examples=int(os.environ.get("NBGRAD_RANDOM_PROGRAMS", 500)),
     deadline=None,
     derandomize=True,
     database=None,
@@ -953,9 +955,56 @@ UNARY_SPECIAL = [
 UNARY += UNARY_SPECIAL
 
 
+def _mha_self_attention(T, x):
+    """F.multi_head_attention_forward on a (length, batch, embed) value, one head, with fixed
+    projection weights (the same numbers in both libraries)."""
+    embed = x.shape[-1]
+    w = T.linspace(-0.5, 0.6, 3 * embed * embed, dtype=x.dtype).reshape(3 * embed, embed)
+    out_w = T.linspace(0.4, -0.3, embed * embed, dtype=x.dtype).reshape(embed, embed)
+    return T.nn.functional.multi_head_attention_forward(
+        x, x, x, embed, 1, w, None, None, None, False, 0.0, out_w, None
+    )[0]
+
+
+# The attention calls: in-place transposes, renorm, quantile, nanquantile,
+# scaled_dot_product_attention's composite path, multi_head_attention_forward.
+UNARY_ATTENTION = [
+    ("({} * 1).transpose_(0, -1)", lambda T, x: (x * 1).transpose_(0, -1), lambda a: a.ndim),
+    ("({} * 1).swapdims_(-1, 0)", lambda T, x: (x * 1).swapdims_(-1, 0), lambda a: a.ndim),
+    ("{}.swapaxes_(0, -1) (in place)", lambda T, x: x.swapaxes_(0, -1), lambda a: a.ndim),
+    ("T.renorm({}, 2, 0, 1.0)", lambda T, x: T.renorm(x, 2, 0, 1.0), lambda a: a.ndim >= 2),
+    ("{}.renorm(1, -1, 0.5)", lambda T, x: x.renorm(1, -1, 0.5), lambda a: a.ndim >= 2),
+    ("T.quantile({}, 0.3)", lambda T, x: T.quantile(x, 0.3), _unique_values),
+    (
+        "{}.nanquantile(T.tensor([0.2, 0.9], dtype=T.float64), dim=-1)",
+        lambda T, x: x.nanquantile(T.tensor([0.2, 0.9], dtype=T.float64), dim=-1),
+        lambda a: a.ndim and _unique_values(a),
+    ),
+    (
+        "F.scaled_dot_product_attention({0}, {0}, {0})",
+        lambda T, x: T.nn.functional.scaled_dot_product_attention(x, x, x),
+        lambda a: a.ndim >= 2 and np.all(np.abs(a) < 20),
+    ),
+    (
+        "F.multi_head_attention_forward({0}, {0}, {0}, ...)[0]",
+        _mha_self_attention,
+        lambda a: a.ndim == 3 and np.all(np.abs(a) < 20),
+    ),
+]
+UNARY += UNARY_ATTENTION
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))
+    if x is not None:
+        p.step(text, fn, x)
+
+
+def attention(p):
+    """One of the attention calls, drawn more often than its share of UNARY gives it."""
+    text, fn, domain = p.choice(UNARY_ATTENTION, "attention call")
+    x = p.pick("operand", domain)
     if x is not None:
         p.step(text, fn, x)
 
@@ -1314,6 +1363,7 @@ OPERATIONS = [
 ]
 OPERATIONS += [binary_more]
 OPERATIONS += [einsum_like]
+OPERATIONS += [attention]
 
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 

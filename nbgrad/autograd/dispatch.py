@@ -22,6 +22,7 @@ from nbgrad.autograd.node import (
 from nbgrad.autograd.tensor import Tensor, VersionCounter
 from nbgrad.flags import FAST_PATHS
 from nbgrad.generated import compile_registered
+from nbgrad.ops import result_layout
 
 _make = Tensor._make
 # The very list observe holds, bound here so that the test on every op is one global read.
@@ -98,12 +99,9 @@ def run_op(spec, inputs, attrs=()):
         extras = [np.asarray(e) if isinstance(e, np.generic) else e for e in extras]
     if type(out) is not np.ndarray:
         out = np.asarray(out)
-    if spec.name in ELEMENTWISE and out.ndim > 1:
-        # where's condition (an attr here) is the first of TensorIterator's operands in PyTorch
-        if spec.name == "where" and attrs[0].shape == out.shape:
-            out = _laid_out_like(out, (attrs[0], *arrays))
-        else:
-            out = _laid_out_like(out, arrays)
+    if spec.layout is not None and out.ndim > 1:
+        out = _laid_out(spec, out, arrays, attrs)
+        extras = [_laid_out(spec, e, arrays, attrs) if e.shape == out.shape else e for e in extras]
 
     result = _make(out)
     # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
@@ -392,39 +390,10 @@ def _make_saver(spec, needs):
     return scope["saver"]
 
 
-# Element-wise ops of several tensors. PyTorch lays their result out in the memory order of
-# their first operand (when it is not broadcast); NumPy's order="K" falls back to C order when
-# the operands disagree ((a.t() * 1) + ones(3, 2) stays transposed in PyTorch).
-ELEMENTWISE = frozenset(
-    {
-        "add", "add_scaled", "sub", "sub_scaled", "mul", "div", "div_rounded", "maximum",
-        "minimum", "pow_tensor", "remainder_tensor", "fmod_tensor", "clamp_tensor",
-        "clamp_min_tensor", "clamp_max_tensor", "where",
-        "atan2", "xlogy", "hypot", "copysign", "logaddexp", "logaddexp2", "lerp", "lerp_tensor",
-        "addcmul", "addcdiv", "prelu",
-    }
-)  # fmt: skip
-
-
-def _stride_order(array):
-    """The dims from the outermost in memory (largest stride) to the innermost."""
-    strides = array.strides
-    return sorted(range(array.ndim), key=lambda d: -abs(strides[d]))
-
-
-def _laid_out_like(out, arrays):
-    """``out`` in the memory order of its first tensor operand, if that one has out's shape."""
-    first = arrays[0] if type(arrays[0]) is np.ndarray else arrays[1]
-    if type(first) is not np.ndarray or first.flags.c_contiguous:
-        return out
-    if first.shape != out.shape or 0 in first.strides:
-        return out
-    order = _stride_order(first)
-    if order == _stride_order(out):
-        return out
-    fresh = np.empty([out.shape[d] for d in order], out.dtype).transpose(np.argsort(order))
-    fresh[...] = out
-    return fresh
+def _laid_out(spec, out, arrays, attrs):
+    """``out`` in the memory layout PyTorch gives the op's result (``OpSpec.layout``)."""
+    operands = [arrays[i] if kind == "input" else attrs[i] for kind, i in spec.layout_positions]
+    return result_layout.lay_out(spec.layout, out, operands)
 
 
 _FILLS = frozenset({"zero", "fill"})  # fill_ of a tensor value is refused, as in PyTorch

@@ -18,6 +18,7 @@ from nbgrad.autograd.node import AccumulateGrad
 from nbgrad.autograd.ready_queue import ReadyQueue
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.flags import FAST_PATHS
+from nbgrad.ops import result_layout
 from nbgrad.ops.formula_math import sum_to
 
 
@@ -354,10 +355,17 @@ def accumulate_into_leaf(variable, grad, create_graph, owned=False):
     if create_graph:
         variable._grad = grad if old is None else old + grad
     elif old is None:
+        # In the layout PyTorch's "gradient layout contract" gives it (as the leaf, if dense).
+        data = variable._data
         if owned and type(grad) is np.ndarray and grad.base is None:
+            if not (data.flags.c_contiguous and grad.flags.c_contiguous):
+                grad = result_layout.gradient_layout(grad, data)
             variable._grad = Tensor._make(grad)
         else:
-            variable._grad = Tensor._make(np.array(grad, dtype=variable._dtype.numpy))
+            copy = np.array(grad, dtype=variable._dtype.numpy)
+            if not data.flags.c_contiguous or not copy.flags.c_contiguous:
+                copy = result_layout.gradient_layout(copy, data)
+            variable._grad = Tensor._make(copy)
     elif old._requires_grad or not old._data.flags.writeable:
         variable._grad = Tensor._make(old._data + grad)
     else:

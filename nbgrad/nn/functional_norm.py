@@ -73,7 +73,7 @@ def instance_norm(
         if stat is not None and stat.numel() != c:
             raise RuntimeError(f"{name} should contain {n * c} elements not {stat.numel() * n}")
     shape = input.shape
-    reshaped = input.view((1, n * c, *shape[2:]))
+    reshaped = input.contiguous().view((1, n * c, *shape[2:]))  # as PyTorch: a copy if strided
     weight_ = weight.repeat(n) if weight is not None else None
     bias_ = bias.repeat(n) if bias is not None else None
     with grad_mode.no_grad():
@@ -115,7 +115,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     out = ops.mul(input, rstd)
     if weight is not None:
         out = ops.mul(out, weight)
-    return out
+    return out.contiguous()  # ATen's last step: CloneBackward0 for a strided input
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002

@@ -31,24 +31,24 @@ def op(name, node, inputs, grads, forward, **options):
 # Tensors broadcast against each other and Python numbers; inputs that need no grad cost nothing.
 
 op("add", "AddBackward0", ("self", "other"), {"self": "grad", "other": "grad"},
-   np.add, saves=("alpha",), constants={"alpha": 1}, promote=True)
+   np.add, saves=("alpha",), constants={"alpha": 1}, promote=True, layout="elementwise")
 op("add_scaled", "AddBackward0", ("self", "other"), {"self": "grad", "other": "grad * alpha"},
    lambda self, other, alpha: self + alpha * other, attrs=("alpha",), saves=("alpha",),
-   promote=True)
+   promote=True, layout="elementwise")
 op("sub", "SubBackward0", ("self", "other"), {"self": "grad", "other": "-grad"},
-   np.subtract, saves=("alpha",), constants={"alpha": 1}, promote=True)
+   np.subtract, saves=("alpha",), constants={"alpha": 1}, promote=True, layout="elementwise")
 op("sub_scaled", "SubBackward0", ("self", "other"), {"self": "grad", "other": "-grad * alpha"},
    lambda self, other, alpha: self - alpha * other, attrs=("alpha",), saves=("alpha",),
-   promote=True)
+   promote=True, layout="elementwise")
 op("rsub", "RsubBackward1", ("self",), {"self": "-grad * alpha"},
    lambda self, other, alpha: other - alpha * self, attrs=("other", "alpha"), saves=("alpha",),
    promote=True)
 op("mul", "MulBackward0", ("self", "other"),
    {"self": "grad * other", "other": "grad * self"},
-   np.multiply, saves=("other", "self"), promote=True)
+   np.multiply, saves=("other", "self"), promote=True, layout="elementwise")
 op("div", "DivBackward0", ("self", "other"),
    {"self": "grad / other", "other": "-grad * self / (other * other)"},
-   np.true_divide, saves=("other", "self"), promote=True, floating=True)
+   np.true_divide, saves=("other", "self"), promote=True, floating=True, layout="elementwise")
 op("div_rounded", "DivBackward2", ("self", "other"),
    # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them. An
    # explicit rounding_mode=None is this node too, dividing truly.
@@ -56,19 +56,20 @@ op("div_rounded", "DivBackward2", ("self", "other"),
     "other": "-grad * self / (other * other) if rounding_mode is None else "
              "zeros_like(grad * self / other)"},
    lambda self, other, rounding_mode: _rounded_divide(self, other, rounding_mode),
-   attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True)
+   attrs=("rounding_mode",), saves=("other", "rounding_mode", "self"), promote=True,
+   layout="elementwise")
 # remainder and fmod: the result moves with self at slope 1; a tensor divisor moves it at
 # -floor(self / other) (remainder) or -trunc(self / other) (fmod), as derivatives.yaml says.
 op("remainder", "RemainderBackward0", ("self",), {"self": "grad"},
    lambda self, other: np.remainder(self, other), attrs=("other",), same_shape=True)
 op("remainder_tensor", "RemainderBackward1", ("self", "other"),
    {"self": "grad", "other": "-grad * rounded_divide(self, other, 'floor')"},
-   np.remainder, saves=("other", "self"), promote=True)
+   np.remainder, saves=("other", "self"), promote=True, layout="elementwise")
 op("fmod", "FmodBackward0", ("self",), {"self": "grad"},
    lambda self, other: np.fmod(self, other), attrs=("other",), same_shape=True)
 op("fmod_tensor", "FmodBackward1", ("self", "other"),
    {"self": "grad", "other": "-grad * rounded_divide(self, other, 'trunc')"},
-   np.fmod, saves=("other", "self"), promote=True)
+   np.fmod, saves=("other", "self"), promote=True, layout="elementwise")
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
    inplace=True)
 op("pow", "PowBackward0", ("self",),
@@ -79,7 +80,7 @@ op("pow_tensor", "PowBackward1", ("self", "exponent"),
     "exponent": "grad * where((self == 0) & (exponent >= 0), 0 * result, result * log(self))"},
    # saved in PyTorch's order (inputs, then the result): it packs them and checks their
    # versions at backward in that order
-   np.power, saves=("exponent", "self", "result"), promote=True)
+   np.power, saves=("exponent", "self", "result"), promote=True, layout="elementwise")
 op("rpow", "PowBackward2", ("exponent",),
    {"exponent": "grad * result * scalar_log(self) if self != 0 else "
                 "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},
@@ -88,11 +89,11 @@ op("rpow", "PowBackward2", ("exponent",),
 op("maximum", "MaximumBackward0", ("self", "other"),
    {"self": "where(self > other, grad, where(self == other, grad / 2, 0 * grad))",
     "other": "where(other > self, grad, where(self == other, grad / 2, 0 * grad))"},
-   np.maximum, saves=("other", "self"), promote=True)
+   np.maximum, saves=("other", "self"), promote=True, layout="elementwise")
 op("minimum", "MinimumBackward0", ("self", "other"),
    {"self": "where(self < other, grad, where(self == other, grad / 2, 0 * grad))",
     "other": "where(other < self, grad, where(self == other, grad / 2, 0 * grad))"},
-   np.minimum, saves=("other", "self"), promote=True)
+   np.minimum, saves=("other", "self"), promote=True, layout="elementwise")
 
 # --- backward functions that are ops of their own --------------------------------------------
 # PyTorch computes many first derivatives with a function of their own, itself an op with an
@@ -284,19 +285,20 @@ op("clamp_max", "ClampMaxBackward0", ("self",), {"self": "clamp_backward(grad, s
    lambda self, max: np.minimum(self, max), attrs=("max",), saves=("max", "self"))  # noqa: A006
 op("clamp_min_tensor", "ClampMinBackward1", ("self", "min"),
    {"self": "clamp_backward(grad, self, min, None)", "min": "where(self < min, grad, 0 * grad)"},
-   np.maximum, saves=("min", "self"), promote=True)
+   np.maximum, saves=("min", "self"), promote=True, layout="elementwise")
 op("clamp_max_tensor", "ClampMaxBackward1", ("self", "max"),
    {"self": "clamp_backward(grad, self, None, max)", "max": "where(self > max, grad, 0 * grad)"},
-   np.minimum, saves=("max", "self"), promote=True)
+   np.minimum, saves=("max", "self"), promote=True, layout="elementwise")
 op("clamp_tensor", "ClampBackward0", ("self", "min", "max"),
    {"self": "clamp_backward(grad, self, min, max)",
     "min": "where(self < min, grad, 0 * grad)", "max": "where(self > max, grad, 0 * grad)"},
    lambda self, min, max: np.clip(self, min, max),  # noqa: A006
-   saves=("max", "min", "self"), promote=True)
+   saves=("max", "min", "self"), promote=True, layout="elementwise")
 op("where", "WhereBackward0", ("self", "other"),
    {"self": "where(condition, grad, 0)", "other": "where(condition, 0, grad)"},
    lambda self, other, condition: np.where(condition, self, other), attrs=("condition",),
-   saves=("condition",), promote=True)
+   saves=("condition",), promote=True,
+   layout="elementwise", layout_from=("condition", "self", "other"))
 op("masked_fill", "MaskedFillBackward0", ("self",), {"self": "masked_zero(grad, mask)"},
    lambda self, mask, value: np.where(mask, np.asarray(value, self.dtype), self),
    attrs=("mask", "value"), saves=("mask",))
@@ -307,11 +309,11 @@ op("masked_fill_tensor", "MaskedFillBackward1", ("self", "value"),
 op("softmax", "SoftmaxBackward0", ("self",),
    {"self": "softmax_backward_data(grad, result, dim)"},
    lambda self, dim: _softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
-   floating=True, same_shape=True)
+   floating=True, same_shape=True, layout="contiguous")
 op("log_softmax", "LogSoftmaxBackward0", ("self",),
    {"self": "log_softmax_backward_data(grad, result, dim)"},
    lambda self, dim: _log_softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
-   floating=True, same_shape=True)
+   floating=True, same_shape=True, layout="contiguous")
 
 
 def _rounded_divide(a, b, rounding_mode):
@@ -432,7 +434,7 @@ op("sum_dim", "SumBackward1", ("self",),
    lambda self, dim, keepdim: self.sum(axis=_axis(self, dim), keepdims=keepdim),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"))
 op("mean", "MeanBackward0", ("self",),
-   {"self": "expand(grad / self_sym_numel, self_sym_sizes)"},
+   {"self": "expand(grad, self_sym_sizes) / self_sym_numel"},  # a new tensor, as PyTorch's
    lambda self: _mean(self), saves=("self_sym_numel", "self_sym_sizes"),
    floating=True)
 op("mean_dim", "MeanBackward1", ("self",),
@@ -540,10 +542,11 @@ op("stack", "StackBackward0", ("tensors",),
    {"tensors": "unstack(grad, dim, len(tensors_sym_sizes))"},
    lambda tensors, dim: np.stack(tensors, axis=dim), attrs=("dim",),
    saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
-op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True)
+op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True,
+   layout="like_self")
 op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
    lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",),
-   hidden=("self_dtype",))  # PyTorch keeps the input's options privately
+   hidden=("self_dtype",), layout="self_strides")  # PyTorch keeps the input's options privately
 
 # The backward of the indexing ops, as ops of their own, so that create_graph can differentiate
 # a gradient that went through indexing.
@@ -572,7 +575,7 @@ op("copy_slices", "CopySlices", ("self", "src"),
 op("index_put", "IndexPutBackward0", ("self", "values"),
    {"self": "zero_at(grad, indices)", "values": "grad[indices]"},
    lambda self, values, indices, accumulate: _assign(self, indices, values),
-   attrs=("indices", "accumulate"), saves=("accumulate", "indices"))
+   attrs=("indices", "accumulate"), saves=("accumulate", "indices"), layout="like_self")
 op("fill_whole", "FillBackward3", ("self", "value"),
    {"self": "zeros_like(grad)", "value": "grad"},  # summed to value's 0-d shape
    lambda self, value: np.full_like(self, value))
@@ -659,7 +662,7 @@ for _dims in (1, 2, 3):
         op(f"{_mode}_pad{_dims}d", f"{_name}Pad{_dims}DBackward0", ("self",),
            {"self": f"index_pad_backward(grad, self.shape, padding, {_mode!r})"},
            lambda self, padding, _mode=_mode: nn_kernels.index_pad(self, padding, _mode),
-           attrs=("padding",), saves=("padding", "self"))
+           attrs=("padding",), saves=("padding", "self"), layout="contiguous")
 op("embedding", "EmbeddingBackward0", ("weight",),
    {"weight": "embedding_backward(grad, indices, weight_sym_argsize_0, padding_idx, "
               "scale_grad_by_freq, sparse)"},
@@ -678,7 +681,7 @@ op("layer_norm", "NativeLayerNormBackward0", ("input", "weight", "bias"),
        x, normalized_shape, weight, bias, eps),
    attrs=("normalized_shape", "eps"), extra_outputs=("result1", "result2"),
    saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"),
-   hidden=("eps",), joint=True)
+   hidden=("eps",), joint=True, layout="contiguous")
 op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    {"input": "batch_norm_input_grad(grad, input, weight, running_mean, running_var, result1, "
              "result2, training, eps)",
@@ -688,7 +691,7 @@ op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    nn_kernels.batch_norm, attrs=("running_mean", "running_var", "training", "momentum", "eps"),
    extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
-          "weight"), joint=True)
+          "weight"), joint=True, layout="contiguous")
 op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
    nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
 op("leaky_relu", "LeakyReluBackward0", ("self",),
@@ -794,11 +797,13 @@ op("logcumsumexp", "LogcumsumexpBackward0", ("self",),
 op("cummax", "CummaxBackward0", ("self",),
    {"self": "scatter_add_into_zeros(grad, self.shape, dim, indices)"},
    lambda self, dim: _cumulative_extreme(self, dim, np.maximum, np.greater_equal),
-   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"))
+   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"),
+   layout="contiguous")
 op("cummin", "CumminBackward0", ("self",),
    {"self": "scatter_add_into_zeros(grad, self.shape, dim, indices)"},
    lambda self, dim: _cumulative_extreme(self, dim, np.minimum, np.less_equal),
-   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"))
+   attrs=("dim",), extra_outputs=("indices",), saves=("dim", "indices", "self"),
+   layout="contiguous")
 
 
 def _scan(accumulate, x, dim, dtype):
@@ -826,17 +831,17 @@ def _cumulative_extreme(x, dim, ufunc, reaches):
 
 op("roll", "RollBackward0", ("self",), {"self": "roll(grad, tuple(-s for s in shifts), dims)"},
    lambda self, shifts, dims: formula_more.roll(self, shifts, dims), attrs=("shifts", "dims"),
-   saves=("dims", "shifts"))
+   saves=("dims", "shifts"), layout="contiguous")
 op("flip", "FlipBackward0", ("self",), {"self": "flip(grad, dims)"},
    formula_more.flip, attrs=("dims",),
-   saves=("dims",))
+   saves=("dims",), layout="like_self")
 op("repeat", "RepeatBackward0", ("self",),
    {"self": "repeat_backward(grad, repeats, self_sym_sizes)"},
    np.tile, attrs=("repeats",), saves=("repeats", "self_sym_sizes"))
 op("tril", "TrilBackward0", ("self",), {"self": "tril(grad, diagonal)"},
-   np.tril, attrs=("diagonal",), saves=("diagonal",))
+   np.tril, attrs=("diagonal",), saves=("diagonal",), layout="contiguous")
 op("triu", "TriuBackward0", ("self",), {"self": "triu(grad, diagonal)"},
-   np.triu, attrs=("diagonal",), saves=("diagonal",))
+   np.triu, attrs=("diagonal",), saves=("diagonal",), layout="contiguous")
 op("index_select", "IndexSelectBackward0", ("self",),
    {"self": "index_select_backward(grad, self_sym_sizes, dim, index)"},
    lambda self, dim, index: np.take(self, index.reshape(-1), axis=dim) if self.ndim
@@ -867,7 +872,8 @@ op("addr", "AddrBackward0", ("self", "vec1", "vec2"),
     "vec1": "grad @ vec2 if alpha == 1 else grad @ vec2 * alpha",
     "vec2": "matrix_t(grad) @ vec1 if alpha == 1 else matrix_t(grad) @ vec1 * alpha"},
    lambda self, vec1, vec2, beta, alpha: _addmm(self, vec1[:, None], vec2[None, :], beta, alpha),
-   attrs=("beta", "alpha"), saves=("alpha", "beta", "vec1", "vec2"), promote=True)
+   attrs=("beta", "alpha"), saves=("alpha", "beta", "vec1", "vec2"), promote=True,
+   layout="elementwise", layout_from=("self",))
 op("baddbmm", "BaddbmmBackward0", ("self", "batch1", "batch2"),
    {"self": "grad if beta == 1 else grad * beta",
     "batch1": "grad @ swap_last(batch2) if alpha == 1 else grad @ swap_last(batch2) * alpha",
@@ -939,12 +945,12 @@ op("sort", "SortBackward0", ("self",),
    {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
    lambda self, dim, descending: _sorted(self, dim, descending),
    attrs=("dim", "descending"), extra_outputs=("indices",),
-   saves=("dim", "indices", "self_sym_sizes"))
+   saves=("dim", "indices", "self_sym_sizes"), layout="like_self")
 op("sort_stable", "SortBackward1", ("self",),
    {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
    lambda self, dim, descending: _sorted(self, dim, descending),
    attrs=("dim", "descending"), extra_outputs=("indices",),
-   saves=("dim", "indices", "self_sym_sizes"))
+   saves=("dim", "indices", "self_sym_sizes"), layout="like_self")
 op("topk", "TopkBackward0", ("self",),
    {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, True)"},
    lambda self, k, dim, largest, sorted: _top(self, k, dim, largest),  # noqa: A006
@@ -1070,7 +1076,7 @@ op("dist", "DistBackward0", ("self", "other"),
 op("linalg_cross", "LinalgCrossBackward0", ("self", "other"),
    {"self": "cross(other, grad, dim)", "other": "cross(grad, self, dim)"},
    lambda self, other, dim: np.cross(self, other, axis=dim), attrs=("dim",),
-   saves=("dim", "other", "self"), promote=True)
+   saves=("dim", "other", "self"), promote=True, layout="contiguous")
 
 
 # --- scatters (scatter, scatter_add, index_add, index_fill, index_copy) --------------------------
@@ -1178,7 +1184,8 @@ for _name, _node, _forward in (("asinh", "AsinhBackward1", np.arcsinh),
 op("atan2", "Atan2Backward0", ("self", "other"),
    {"self": "grad * other / (self * self + other * other)",
     "other": "grad * -self / (self * self + other * other)"},
-   np.arctan2, saves=("other", "self"), promote=True, floating=True)  # ops/functions: atan2
+   np.arctan2, saves=("other", "self"), promote=True, floating=True,
+   layout="elementwise")  # ops/functions: atan2
 
 
 # --- element-wise functions, more (activations: nn.functional and torch.selu, ...) -------------
@@ -1202,7 +1209,8 @@ op("hardtanh", "HardtanhBackward0", ("self",),
    attrs=("min_val", "max_val"), saves=("max_val", "min_val", "self"), same_shape=True)
 op("log_sigmoid", "LogSigmoidBackward0", ("self",),
    {"self": "log_sigmoid_backward(grad, self, buffer)"},
-   lambda self: _log_sigmoid(self), extra_outputs=("buffer",), saves=("buffer", "self"))
+   lambda self: _log_sigmoid(self), extra_outputs=("buffer",), saves=("buffer", "self"),
+   layout="contiguous")
 op("silu", "SiluBackward0", ("self",),
    {"self": "grad * sigmoid(self) * (1 + self * (1 - sigmoid(self)))"},
    lambda self: self / (1 + np.exp(-self)), saves=("self",), same_shape=True)
@@ -1300,7 +1308,8 @@ op("nan_to_num", "NanToNumBackward0", ("self",), {"self": "grad * isfinite(self)
 op("xlogy", "XlogyBackward0", ("self", "other"),
    {"self": "masked_zero(xlogy(grad, other), (self == 0) & (other <= 0))",
     "other": "grad * self / other"},
-   lambda self, other: _xlogy(self, other), saves=("other", "self"), promote=True, floating=True)
+   lambda self, other: _xlogy(self, other), saves=("other", "self"), promote=True, floating=True,
+   layout="elementwise")
 op("xlogy_scalar_self", "XlogyBackward1", ("other",), {"other": "grad * self / other"},
    lambda other, self: _xlogy(np.asarray(self, other.dtype), other), attrs=("self",),
    saves=("other", "self"), floating=True)
@@ -1310,37 +1319,37 @@ op("xlogy_scalar_other", "XlogyBackward2", ("self",),
    saves=("other", "self"), floating=True)
 op("hypot", "HypotBackward0", ("self", "other"),
    {"self": "grad * self / result", "other": "grad * other / result"},
-   np.hypot, saves=("other", "result", "self"), promote=True, floating=True)
+   np.hypot, saves=("other", "result", "self"), promote=True, floating=True, layout="elementwise")
 op("copysign", "CopysignBackward0", ("self", "other"),
    {"self": "copysign_backward(grad, self, result)", "other": "zeros_like(grad)"},
-   np.copysign, saves=("result", "self"), promote=True, floating=True)
+   np.copysign, saves=("result", "self"), promote=True, floating=True, layout="elementwise")
 op("copysign_scalar", "CopysignBackward1", ("self",),
    {"self": "copysign_backward(grad, self, result)"},
    lambda self, other: np.copysign(self, np.asarray(other, self.dtype)), attrs=("other",),
    saves=("result", "self"), floating=True)
 op("logaddexp", "LogaddexpBackward0", ("self", "other"),
    {"self": "grad / (1 + exp(other - self))", "other": "grad / (1 + exp(self - other))"},
-   np.logaddexp, saves=("other", "self"), promote=True, floating=True)
+   np.logaddexp, saves=("other", "self"), promote=True, floating=True, layout="elementwise")
 op("logaddexp2", "Logaddexp2Backward0", ("self", "other"),
    {"self": "grad / (1 + 2 ** (other - self))", "other": "grad / (1 + 2 ** (self - other))"},
-   np.logaddexp2, saves=("other", "self"), promote=True, floating=True)
+   np.logaddexp2, saves=("other", "self"), promote=True, floating=True, layout="elementwise")
 op("lerp", "LerpBackward0", ("self", "end"),
    {"self": "grad * (1 - weight)", "end": "grad * weight"},
    lambda self, end, weight: _lerp(self, end, weight), attrs=("weight",), saves=("weight",),
-   promote=True)
+   promote=True, layout="elementwise")
 op("lerp_tensor", "LerpBackward1", ("self", "end", "weight"),
    {"self": "grad * (1 - weight)", "end": "grad * weight", "weight": "grad * (end - self)"},
    lambda self, end, weight: _lerp(self, end, weight), saves=("end", "self", "weight"),
-   promote=True)
+   promote=True, layout="elementwise")
 op("addcmul", "AddcmulBackward0", ("self", "tensor1", "tensor2"),
    {"self": "grad", "tensor1": "grad * tensor2 * value", "tensor2": "grad * tensor1 * value"},
    lambda self, tensor1, tensor2, value: self + value * tensor1 * tensor2, attrs=("value",),
-   saves=("tensor1", "tensor2", "value"), promote=True)
+   saves=("tensor1", "tensor2", "value"), promote=True, layout="elementwise")
 op("addcdiv", "AddcdivBackward0", ("self", "tensor1", "tensor2"),
    {"self": "grad", "tensor1": "grad * value / tensor2",
     "tensor2": "-grad * value * tensor1 / (tensor2 * tensor2)"},
    lambda self, tensor1, tensor2, value: self + value * tensor1 / tensor2, attrs=("value",),
-   saves=("tensor1", "tensor2", "value"), promote=True)
+   saves=("tensor1", "tensor2", "value"), promote=True, layout="elementwise")
 
 
 def _frac(x):
@@ -1460,7 +1469,8 @@ op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
 op("prelu", "PreluKernelBackward0", ("self", "weight"),
    {"self": "where(self > 0, grad, weight * grad)",
     "weight": "where(self > 0, 0 * grad, self * grad)"},
-   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"))
+   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"),
+   layout="elementwise")
 
 
 def _glu(x, dim):
@@ -1559,8 +1569,8 @@ op("adaptive_max_pool3d", "AdaptiveMaxPool3DBackward0", ("self",),
 op("unsafe_split", "UnsafeSplitBackward0", ("self",),
    {"self": "cat_pieces(grad, dim, self_sym_sizes,"
             " split_lengths(self_sym_sizes, dim, split_size))"},
-   lambda self, split_size, dim: [np.ascontiguousarray(piece)
-                                  for piece in _split(self, split_size, dim)],
+   # The pieces share the input's memory, as PyTorch's do, without being views (own versions).
+   lambda self, split_size, dim: list(_split(self, split_size, dim)),
    attrs=("split_size", "dim"), saves=("dim", "self_sym_sizes", "split_size"), multi_output=True)
 
 
@@ -1635,7 +1645,8 @@ op("native_group_norm", "NativeGroupNormBackward0", ("input", "weight", "bias"),
     "bias": "channel_sum(grad)"},
    misc_kernels.group_norm, attrs=("N", "C", "HxW", "group", "eps"),
    extra_outputs=("result1", "result2"),
-   saves=("C", "HxW", "N", "eps", "group", "input", "result1", "result2", "weight"), joint=True)
+   saves=("C", "HxW", "N", "eps", "group", "input", "result1", "result2", "weight"), joint=True,
+   layout="contiguous")
 # Tensor.unfold is a view (windows of the input's memory); its backward adds each window's
 # gradient back, and is linear, so an op too, whose own gradient is unfold again.
 op("unfold", "UnfoldBackward0", ("self",),
@@ -1659,7 +1670,7 @@ op("masked_scatter", "MaskedScatterBackward0", ("self", "source"),
     "source": "masked_scatter_backward(grad, mask, source_sym_sizes)"},
    lambda self, source, mask: misc_kernels.masked_scatter(self, source, mask),
    attrs=("mask",), saves=("mask", "self_sym_sizes", "source_sym_sizes"),
-   hidden=("self_sym_sizes",))
+   hidden=("self_sym_sizes",), layout="contiguous")
 # torch.index_put and index_put_(..., accumulate=True): with accumulate the values are added and
 # self's gradient passes whole; values broadcast to the indexed region.
 op("index_put_values", "IndexPutBackward0", ("self", "values"),
@@ -1668,7 +1679,8 @@ op("index_put_values", "IndexPutBackward0", ("self", "values"),
    lambda self, values, indices, accumulate, values_sym_sizes: misc_kernels.index_put(
        self, indices, values, accumulate),
    attrs=("indices", "accumulate", "values_sym_sizes"),
-   saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",))
+   saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",),
+   layout="like_self")
 # F.scaled_dot_product_attention on 4-d CPU inputs: PyTorch's fused flash-attention node, which
 # keeps the output and each row's logsumexp (the mask as the additive float mask it applied).
 op("scaled_dot_product_attention", "ScaledDotProductFlashAttentionForCpuBackward0",
@@ -1807,7 +1819,8 @@ formula_math.ARRAY_NAMESPACE.update(layer_kernels_more.ARRAY_FUNCTIONS)
 op("pack_padded_sequence", "PackPaddedSequenceBackward0", ("input",),
    {"input": "pack_padded_sequence_backward(grad, input_sym_sizes, result1, batch_first)"},
    layer_kernels_more.pack_padded_sequence, attrs=("lengths", "batch_first"),
-   extra_outputs=("result1",), saves=("batch_first", "input_sym_sizes", "result1"))
+   extra_outputs=("result1",), saves=("batch_first", "input_sym_sizes", "result1"),
+   layout="contiguous")
 op("channel_shuffle", "ChannelShuffleBackward0", ("self",),
    {"self": "channel_shuffle(grad, grad.shape[1] // groups)"},
    layer_kernels_more.channel_shuffle, attrs=("groups",), saves=("groups",))
@@ -1831,7 +1844,7 @@ op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"),
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"), layout="contiguous")
 # F.interpolate's 3-d modes and bicubic, as the entries of the section above ("recurrent layers,
 # pooling, transposed convolution"): separable interpolation matrices, one entry per node.
 for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
@@ -1897,7 +1910,7 @@ op("rrelu_with_noise", "RreluWithNoiseBackward0", ("self",),
    {"self": "rrelu_backward(grad, self, noise, lower, upper, training)"},
    nn_extra_kernels.rrelu_with_noise,
    attrs=("noise", "lower", "upper", "training", "generator"),
-   saves=("lower", "noise", "self", "training", "upper"))
+   saves=("lower", "noise", "self", "training", "upper"), layout="contiguous")
 op("rrelu_with_noise_inplace", "RreluWithNoiseBackward1", ("self",),
    {"self": "rrelu_backward(grad, result, noise, lower, upper, training)"},
    nn_extra_kernels.rrelu_with_noise,
@@ -1908,7 +1921,7 @@ op("_weight_norm_interface", "WeightNormInterfaceBackward0", ("v", "g"),
    {"v": "weight_norm_backward(grad, v, g, result1, dim, 0)",
     "g": "weight_norm_backward(grad, v, g, result1, dim, 1)"},
    nn_extra_kernels.weight_norm, attrs=("dim",), extra_outputs=("result1",),
-   saves=("dim", "g", "result1", "v"), joint=True, promote=True)
+   saves=("dim", "g", "result1", "v"), joint=True, promote=True, layout="contiguous")
 op("conv_tbc", "ConvTbcBackward0", ("self", "weight", "bias"),
    {"self": "conv_tbc_backward(grad, self, weight, bias, pad, 0)",
     "weight": "conv_tbc_backward(grad, self, weight, bias, pad, 1)",
@@ -1963,7 +1976,7 @@ op("_masked_softmax", "MaskedSoftmaxBackward0", ("self",),
    {"self": "masked_softmax_backward(grad, result, mask, dim)"},
    lambda self, mask, dim, mask_type: nn_extra_kernels.masked_softmax(
        self, mask, self.ndim - 1 if dim is None else dim, mask_type),
-   attrs=("mask", "dim", "mask_type"), saves=("dim", "mask", "result"))
+   attrs=("mask", "dim", "mask_type"), saves=("dim", "mask", "result"), layout="like_self")
 # torch._ctc_loss (F.ctc_loss runs it, then its reduction as ordinary ops): result0 is each
 # sample's loss, result1 its log_alpha (see nn_extra_kernels).
 op("_ctc_loss", "CtcLossBackward0", ("log_probs",),
@@ -2015,7 +2028,7 @@ op("polygamma_inplace", "PolygammaBackward1", ("self",),
    attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)
 op("mvlgamma", "MvlgammaBackward0", ("self",), {"self": "mvlgamma_backward(grad, self, p)"},
    lambda self, p: special_kernels.mvlgamma(self, p).astype(self.dtype, copy=False),
-   attrs=("p",), saves=("p", "self"), floating=True, same_shape=True)
+   attrs=("p",), saves=("p", "self"), floating=True, same_shape=True, layout="contiguous")
 op("i0", "I0Backward0", ("self",), {"self": "grad * special_i1(self)"},
    lambda self: special_kernels.i0(self, self.dtype).astype(self.dtype), saves=("self",),
    floating=True, same_shape=True,
@@ -2042,36 +2055,40 @@ op("special_erfcx", "SpecialErfcxBackward0", ("self",),
 op("special_xlog1py", "SpecialXlog1PyBackward0", ("self", "other"),
    {"self": "masked_zero(xlog1py(grad, other), (self == 0) & (other <= -1))",
     "other": "grad * self / (other + 1)"},
-   _special(special_kernels.xlog1py), saves=("other", "self"), promote=True, floating=True)
+   _special(special_kernels.xlog1py), saves=("other", "self"), promote=True, floating=True,
+   layout="elementwise")
 op("special_xlog1py_scalar_self", "SpecialXlog1PyBackward1", ("other",),
    {"other": "grad * self / (other + 1)"},
    lambda other, self: special_kernels.xlog1py(self, other).astype(other.dtype, copy=False),
-   attrs=("self",), saves=("other", "self"), floating=True)
+   attrs=("self",), saves=("other", "self"), floating=True, layout="elementwise")
 op("special_xlog1py_scalar_other", "SpecialXlog1PyBackward2", ("self",),
    {"self": "masked_zero(xlog1py(grad, other), (self == 0) & (other <= -1))"},
    lambda self, other: special_kernels.xlog1py(self, other).astype(self.dtype, copy=False),
-   attrs=("other",), saves=("other", "self"), floating=True)
+   attrs=("other",), saves=("other", "self"), floating=True, layout="elementwise")
 # Only the derivative in x is known in closed form: PyTorch's formulas for a (igamma's self,
 # zeta's self) raise when backward reaches them.
 op("igamma", "IgammaBackward0", ("self", "other"),
    {"self": "not_implemented('igamma: input')",
     "other": "grad * exp((self - 1) * log(other) - other - lgamma(self))"},
-   _special(special_kernels.igamma), saves=("other", "self"), promote=True, floating=True)
+   _special(special_kernels.igamma), saves=("other", "self"), promote=True, floating=True,
+   layout="elementwise")
 op("igammac", "IgammacBackward0", ("self", "other"),
    {"self": "not_implemented('igammac: input')",
     "other": "-grad * exp((self - 1) * log(other) - other - lgamma(self))"},
-   _special(special_kernels.igammac), saves=("other", "self"), promote=True, floating=True)
+   _special(special_kernels.igammac), saves=("other", "self"), promote=True, floating=True,
+   layout="elementwise")
 op("special_zeta", "SpecialZetaBackward0", ("self", "other"),
    {"self": "not_implemented('zeta')", "other": "grad * -self * special_zeta(self + 1.0, other)"},
-   _special(special_kernels.zeta), saves=("other", "self"), promote=True, floating=True)
+   _special(special_kernels.zeta), saves=("other", "self"), promote=True, floating=True,
+   layout="elementwise")
 op("special_zeta_scalar_self", "SpecialZetaBackward1", ("other",),
    {"other": "grad * -self * special_zeta(self + 1.0, other)"},
    lambda other, self: special_kernels.zeta(self, other).astype(other.dtype, copy=False),
-   attrs=("self",), saves=("other", "self"), floating=True)
+   attrs=("self",), saves=("other", "self"), floating=True, layout="elementwise")
 op("special_zeta_scalar_other", "SpecialZetaBackward2", ("self",),
    {"self": "not_implemented('zeta')"},
    lambda self, other: special_kernels.zeta(self, other).astype(self.dtype, copy=False),
-   attrs=("other",), floating=True)
+   attrs=("other",), floating=True, layout="elementwise")
 
 
 # --- element-wise, more (branch special: fmax, fmin, nextafter, ldexp, frexp, angle, rsub) ------
@@ -2079,20 +2096,20 @@ op("special_zeta_scalar_other", "SpecialZetaBackward2", ("self",),
 op("fmax", "FmaxBackward0", ("self", "other"),
    {"self": "masked_zero(grad, ~((self >= other) | isnan(other)))",
     "other": "masked_zero(grad, (self >= other) | isnan(other))"},
-   np.fmax, saves=("other", "self"), promote=True)
+   np.fmax, saves=("other", "self"), promote=True, layout="elementwise")
 op("fmin", "FminBackward0", ("self", "other"),
    {"self": "masked_zero(grad, ~((self <= other) | isnan(other)))",
     "other": "masked_zero(grad, (self <= other) | isnan(other))"},
-   np.fmin, saves=("other", "self"), promote=True)
+   np.fmin, saves=("other", "self"), promote=True, layout="elementwise")
 op("nextafter", "NextafterBackward0", ("self", "other"),
    {"self": "masked_zero(grad, self == other)", "other": "zeros_like(grad)"},
-   np.nextafter, saves=("other", "self"), promote=True)
+   np.nextafter, saves=("other", "self"), promote=True, layout="elementwise")
 # x * 2 ** other; ``other`` may be an integer tensor (no gradient) or a float one. PyTorch's
 # formula computes 2 ** other in other's dtype: an integer power, 0 for a negative exponent.
 op("ldexp", "LdexpBackward0", ("self", "other"),
    {"self": "grad * power_of_two(other)", "other": "grad * result * 0.6931471805599453"},
    lambda self, other: self * np.exp2(other).astype(self.dtype, copy=False),
-   saves=("other", "result"), promote=True, floating=True)
+   saves=("other", "result"), promote=True, floating=True, layout="elementwise")
 op("frexp", "FrexpBackward0", ("self",), {"self": "grad / exp2(exponent)"},
    np.frexp, extra_outputs=("exponent",), saves=("exponent",))
 # A real number's angle is 0 or pi: flat, so its gradient is zero.
@@ -2213,21 +2230,23 @@ op("slice_scatter", "SliceScatterBackward0", ("self", "src"),
     "src": "grad[slice_key(grad.ndim, dim, start, end, step)]"},
    lambda self, src, dim, start, end, step: special_kernels.scatter_into(
        self, src, special_kernels.slice_key(self.ndim, dim, start, end, step)),
-   attrs=("dim", "start", "end", "step"), saves=("dim", "end", "start", "step"), promote=True)
+   attrs=("dim", "start", "end", "step"), saves=("dim", "end", "start", "step"), promote=True,
+   layout="self_strides")
 op("select_scatter", "SelectScatterBackward0", ("self", "src"),
    {"self": "select_scatter(grad, zeros_like(grad[select_key(grad.ndim, dim, index)]), dim,"
             " index)",
     "src": "grad[select_key(grad.ndim, dim, index)]"},
    lambda self, src, dim, index: special_kernels.scatter_into(
        self, src, special_kernels.select_key(self.ndim, dim, index)),
-   attrs=("dim", "index"), saves=("dim", "index"), promote=True)
+   attrs=("dim", "index"), saves=("dim", "index"), promote=True, layout="self_strides")
 op("diagonal_scatter", "DiagonalScatterBackward0", ("self", "src"),
    {"self": "diagonal_scatter(grad, zeros_like(grad.diagonal(offset, dim1, dim2)), offset, dim1,"
             " dim2)",
     "src": "grad.diagonal(offset, dim1, dim2)"},
    lambda self, src, offset, dim1, dim2: special_kernels.diagonal_scatter(
        self, src, offset, dim1, dim2),
-   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"), promote=True)
+   attrs=("offset", "dim1", "dim2"), saves=("dim1", "dim2", "offset"), promote=True,
+   layout="self_strides")
 op("narrow_copy", "NarrowCopyBackward0", ("self",),
    # (start is saved as given: a negative one counts from the end)
    {"self": "slice_backward(grad, self_sym_sizes, dim, start % self_sym_sizes[dim],"
@@ -2237,9 +2256,8 @@ op("narrow_copy", "NarrowCopyBackward0", ("self",),
    attrs=("dim", "start", "length"), saves=("dim", "length", "self_sym_sizes", "start"))
 op("unsafe_split_with_sizes", "UnsafeSplitWithSizesBackward0", ("self",),
    {"self": "cat_pieces(grad, dim, self_sym_sizes, split_sizes)"},
-   lambda self, split_sizes, dim: [
-       np.ascontiguousarray(piece)
-       for piece in np.split(self, np.cumsum(split_sizes)[:-1].tolist(), axis=dim)],
+   # (pieces sharing the input's memory, as unsafe_split's)
+   lambda self, split_sizes, dim: _split_with_sizes(self, split_sizes, dim),
    attrs=("split_sizes", "dim"), saves=("dim", "self_sym_sizes", "split_sizes"),
    multi_output=True)
 # softmax that gives 0 (not nan) on a row that is all -inf (attention masks)
@@ -2248,7 +2266,7 @@ op("safe_softmax", "SafeSoftmaxBackward0", ("self",),
    # (a new contiguous tensor whatever the input's layout, as PyTorch's)
    lambda self, dim: np.ascontiguousarray(np.nan_to_num(_softmax(self, dim), nan=0.0))
    if self.size else self.copy(),
-   attrs=("dim",), saves=("dim", "result"), floating=True, same_shape=True)
+   attrs=("dim",), saves=("dim", "result"), floating=True, same_shape=True, layout="contiguous")
 # index_fill with a 0-d tensor value (ATen's int_Tensor overload): the value gets the sum of the
 # gradient over the filled places, each counted once.
 op("index_fill_tensor", "IndexFillBackward1", ("self", "value"),

@@ -144,11 +144,12 @@ def rot90(x, k, dims):
     """``torch.rot90`` laid out as PyTorch lays it out: a flipped copy, transposed for odd k."""
     d0, d1 = dims
     k %= 4
+    # PyTorch flips into a tensor laid out as x (order="K"), then transposes that for odd k.
     if k == 0:
-        return x.copy()
+        return x.copy(order="K")
     if k == 2:
-        return np.flip(x, (d0, d1)).copy()
-    flipped = np.flip(x, d1 if k == 1 else d0).copy()
+        return np.flip(x, (d0, d1)).copy(order="K")
+    flipped = np.flip(x, d1 if k == 1 else d0).copy(order="K")
     return np.swapaxes(flipped, d0, d1)
 
 
@@ -215,7 +216,8 @@ def _prod_backward(grad, self, result, dim, keepdim):
 def _reverse_cumsum(grad, dim):
     if grad.ndim == 0:
         return grad
-    return np.flip(np.cumsum(np.flip(grad, dim), dim), dim)
+    # (a copy, as PyTorch's flip makes: NumPy's flip is a view with a negative stride)
+    return np.ascontiguousarray(np.flip(np.cumsum(np.flip(grad, dim), dim), dim))
 
 
 def _last(x, dim):

@@ -11,6 +11,7 @@ widget shows the very same text, so the engine and the pictures cannot disagree.
 """
 
 from nbgrad.generated import compile_registered
+from nbgrad.ops import result_layout
 
 
 class OpSpec:
@@ -48,6 +49,12 @@ class OpSpec:
     out       ``nbgrad.<name>`` also takes ``out=``
     joint     PyTorch computes every input's gradient with one formula (the norm layers), so it
               keeps every saved tensor whichever inputs need a gradient
+    layout    how PyTorch lays the result out in memory (``ops/result_layout.py``):
+              "elementwise", "like_self", "self_strides", "contiguous", or None for the
+              forward's array as it is; element-wise functions (``same_shape``) default to
+              "elementwise", everything else to None
+    layout_from  the operands that decide the layout, in PyTorch's order, as names of inputs
+              and attrs (``where``: its condition first); the inputs by default
     """
 
     __slots__ = (
@@ -85,6 +92,8 @@ class OpSpec:
         "method",
         "inplace",
         "out",
+        "layout",
+        "layout_positions",
     )
 
     def __init__(
@@ -111,6 +120,8 @@ class OpSpec:
         inplace=False,
         out=False,
         joint=False,
+        layout="default",
+        layout_from=None,
     ):
         self.name = name
         self.node = node
@@ -136,6 +147,16 @@ class OpSpec:
         self.method = method
         self.inplace = inplace
         self.out = out
+        if layout == "default":
+            layout = "elementwise" if same_shape else None
+        if layout not in result_layout.RULES:
+            raise ValueError(f"{node}: unknown layout {layout!r}")
+        self.layout = layout
+        # (kind, index) of each operand that decides the layout: ("input", i) or ("attr", j)
+        self.layout_positions = tuple(
+            ("input", self.inputs.index(n)) if n in self.inputs else ("attr", self.attrs.index(n))
+            for n in (layout_from or self.inputs)
+        )
         unknown = set(self.grads) - set(self.inputs)
         if unknown:
             raise ValueError(f"{node}: formulas for unknown inputs {sorted(unknown)}")

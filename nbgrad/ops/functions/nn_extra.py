@@ -9,6 +9,7 @@ from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions.arithmetic import div, mul, where
 from nbgrad.ops.functions.reductions import mean, sum  # noqa: A004
+from nbgrad.ops.functions.shapes import _viewable, view_size_error
 from nbgrad.ops.public import public
 
 
@@ -57,6 +58,11 @@ def conv_tbc(input, weight, bias, pad=0):  # noqa: A002
         raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
     if weight.shape[2] != bias.shape[0]:
         raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    # PyTorch's kernel views the input as (time * batch, channels): a layout that cannot be
+    # read so raises its view error.
+    time, batch, channels = input.shape
+    if not _viewable(input._data, (time * batch, channels)):
+        raise view_size_error()
     return run_op(OPS["conv_tbc"], (input, weight, bias), (int(pad),))
 
 
@@ -72,6 +78,7 @@ def _weight_norm(v, g, dim=0):
     ndim = v.dim()
     if dim != -1:
         wrap_dim(dim, max(ndim, 1))  # PyTorch's IndexError for a dim out of range
+    v, g = v.contiguous(), g.contiguous()  # as ATen does first: CloneBackward0 if strided
     if dim == 0 or dim == ndim - 1:
         return _weight_norm_interface(v, g, dim)[0]
     return mul(v, div(g, norm_except_dim(v, 2, dim)))

@@ -68,14 +68,19 @@ def _viewable(array, shape):
     return True
 
 
+def view_size_error():
+    """PyTorch's error for a view its input's memory cannot give (view, and kernels that view)."""
+    return RuntimeError(
+        "view size is not compatible with input tensor's size and stride (at least one "
+        "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+    )
+
+
 @public(method=True)
 def view(input, *shape):  # noqa: A002
     shape = _infer_shape(_shape_args(shape), input._data.size)
     if not _viewable(input._data, shape):
-        raise RuntimeError(
-            "view size is not compatible with input tensor's size and stride (at least one "
-            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
-        )
+        raise view_size_error()
     return run_op(OPS["view"], (input,), (shape,))
 
 

@@ -16,6 +16,7 @@ from nbgrad.ops.functions.arithmetic import mul
 from nbgrad.ops.functions.shapes import (
     _infer_shape,
     _shape_args,
+    _viewable,
     cat,
     expand,
     permute,
@@ -23,6 +24,7 @@ from nbgrad.ops.functions.shapes import (
     stack,
     transpose,
     unsqueeze,
+    view_size_error,
 )
 from nbgrad.ops.public import public
 
@@ -459,7 +461,10 @@ def kron(input, other):  # noqa: A002
     left = run_op(OPS["unsafe_view"], (input,), (tuple(s for d in a for s in (d, 1)),))
     right = run_op(OPS["unsafe_view"], (other,), (tuple(s for d in b for s in (1, d)),))
     product = mul(left, right)
-    return run_op(OPS["unsafe_view"], (product,), (tuple(x * y for x, y in zip(a, b)),))
+    merged = tuple(x * y for x, y in zip(a, b))
+    if not _viewable(product._data, merged):  # operands laid out unlike each other: PyTorch's
+        raise view_size_error()  # _unsafe_view of the product fails
+    return run_op(OPS["unsafe_view"], (product,), (merged,))
 
 
 # --- meshgrid, cartesian_prod, block_diag, addbmm ------------------------------------------------
@@ -497,7 +502,7 @@ def meshgrid(*tensors, indexing=None):
     grids = []
     for i, t in enumerate(ordered):
         view_shape = tuple(s if d == i else 1 for d, s in enumerate(shape))
-        grids.append(expand(reshape(t, view_shape), shape))
+        grids.append(expand(t.view(view_shape), shape))  # view, not reshape: ViewBackward0
     if swap:
         grids[0], grids[1] = grids[1], grids[0]
     return tuple(grids)

@@ -861,7 +861,8 @@ UNARY_NN_EXTRA = [
     (
         "T._masked_softmax({0}, {0} < {0}.amax(-1, keepdim=True) - 1)",
         lambda T, x: T._masked_softmax(x, x.detach() < x.detach().amax(-1, keepdim=True) - 1),
-        lambda a: a.ndim >= 1 and a.size > 0 and np.all(np.abs(a) < 50),
+        # (contiguous only: PyTorch 2.13's CPU kernel reads a permuted input wrongly, README)
+        lambda a: a.ndim >= 1 and a.size > 0 and np.all(np.abs(a) < 50) and a.flags.c_contiguous,
     ),
     (
         "F.ctc_loss({0}.log_softmax(2), T.ones({0}.shape[1], 1, dtype=T.long), "
@@ -1475,13 +1476,16 @@ def test_random_programs_match_pytorch(torch, data):
         for k, mine, real in zip(wanted, *results):
             assert (mine is None) == (real is None), f"leaf{k}\n" + "\n".join(p.log)
             if real is not None:
-                np.testing.assert_allclose(_array(mine), _array(real), RTOL, ATOL)
+                np.testing.assert_allclose(
+                    _array(mine), _array(real), RTOL, ATOL, err_msg=f"leaf{k}\n" + "\n".join(p.log)
+                )
                 if mine.requires_grad != real.requires_grad:
                     # only where PyTorch's gradient is connected by a zero derivative: README
                     assert real.requires_grad and not mine.requires_grad, "\n".join(p.log)
         check_grads(p, f"{mode} (no .grad anywhere)")
-        if create_graph:
-            # The gradient's own graph, differentiated: d/dleaf of sum(g * g).
+        if create_graph and not any("_weight_norm(" in line for line in p.log):
+            # The gradient's own graph, differentiated: d/dleaf of sum(g * g). (Not through
+            # _weight_norm: PyTorch 2.13's double backward of its fused kernel is wrong, README.)
             def second(which, T):
                 terms = [(g * g).sum() for g in results[which] if g is not None and g.requires_grad]
                 if terms:

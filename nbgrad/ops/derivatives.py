@@ -528,7 +528,7 @@ op("as_strided", "AsStridedBackward0", ("self",),
 op("index", "IndexBackward0", ("self",),
    {"self": "index_backward(grad, self_sym_sizes, indices)"},
    lambda self, indices: self[indices], attrs=("indices",),
-   saves=("indices", "self_sym_sizes"))
+   saves=("indices", "self_sym_sizes"), layout="advanced_index", layout_from=("self", "indices"))
 op("gather", "GatherBackward0", ("self",),
    {"self": "gather_backward(grad, self.shape, dim, index)"},
    # Index's shape, which may be smaller than self's (np.take_along_axis would broadcast it).
@@ -716,10 +716,13 @@ op("mse_loss", "MseLossBackward0", ("self", "target"),
    nn_kernels.mse_loss, attrs=("reduction",), saves=("reduction", "self", "target"), promote=True)
 # nll_loss's backward is linear in the incoming gradient and flat in the log-probabilities: its
 # own gradient is nll_loss again, of the gradient-of-gradient (PyTorch's entry, as an op too).
-for _name, _node in (("nll_loss", "NllLossBackward0"), ("nll_loss2d", "NllLoss2DBackward0")):
+for _name, _node, _backward in (
+    ("nll_loss", "NllLossBackward0", nn_kernels.nll_loss_backward),
+    ("nll_loss2d", "NllLoss2DBackward0", nn_kernels.nll_loss2d_backward),
+):
     backward_function(
         f"{_name}_backward", _node.replace("Backward0", "BackwardBackward0"),
-        ("grad_output", "self"), nn_kernels.nll_loss_backward,
+        ("grad_output", "self"), _backward,
         {"grad_output": "nll_loss_value(grad, target, weight, reduction, ignore_index)",
          "self": "zeros_like(grad)"},
         attrs=("target", "weight", "reduction", "ignore_index", "total_weight"),

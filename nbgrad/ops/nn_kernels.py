@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from nbgrad.ops import result_layout
+
 # --- shapes ---------------------------------------------------------------------------------
 
 
@@ -657,6 +659,16 @@ def nll_loss_backward(grad, log_probs, target, weight, reduction, ignore_index, 
     out = np.zeros(log_probs.shape, grad.dtype)
     out[key] = -grad * weights
     return out
+
+
+def nll_loss2d_backward(grad, log_probs, target, weight, reduction, ignore_index, total_weight):
+    """nll_loss_backward for images. ATen's CPU kernel writes into ``zeros_like(self)`` and
+    requires it contiguous: log-probabilities laid out otherwise (a permuted batch) raise."""
+    innermost_first = result_layout.iterator_order(log_probs.shape, [log_probs])
+    sized = [d for d in innermost_first if log_probs.shape[d] > 1]
+    if sized != sorted(sized, reverse=True):  # not C order
+        raise RuntimeError("grad_input must be contiguous")
+    return nll_loss_backward(grad, log_probs, target, weight, reduction, ignore_index, total_weight)
 
 
 def _log_clamped(x):

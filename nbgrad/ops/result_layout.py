@@ -15,6 +15,10 @@ PyTorch's rules its result follows (``OpSpec.layout``), and ``lay_out`` applies 
                    ``slice_scatter``: PyTorch clones with ``clone_preserve_strides``).
 ``"contiguous"``   a fresh C-contiguous tensor, whatever the inputs (reductions over a dim,
                    ``softmax``, ``cumsum``, ``roll``, ``triu``, the normalization layers).
+``"advanced_index"``  ``self[indices]`` with index tensors: TensorIterator again, over ``self``
+                   restrided to the result's shape (a step of 0 along the index's dims) and
+                   each index tensor (a step of 0 along every other dim); see
+                   ``advanced_index_order``.
 ``None``           the forward's array as it is: views, and ops whose NumPy result already has
                    PyTorch's layout.
 
@@ -24,7 +28,7 @@ only (below the engine, like ``storage_geometry``).
 
 import numpy as np
 
-RULES = ("elementwise", "like_self", "self_strides", "contiguous", None)
+RULES = ("elementwise", "like_self", "self_strides", "contiguous", "advanced_index", None)
 
 
 def lay_out(rule, out, operands):
@@ -37,6 +41,9 @@ def lay_out(rule, out, operands):
     arrays = [a for a in operands if type(a) is np.ndarray]
     if out.flags.c_contiguous and all(a.flags.c_contiguous for a in arrays):
         return out  # contiguous operands give a contiguous result under every rule
+    if rule == "advanced_index":
+        order = advanced_index_order(arrays[0], operands[1], out.shape)
+        return out if order is None else _dense_in_order(out, order)
     if rule == "elementwise":
         order = iterator_order(out.shape, arrays)
     else:  # the rules that copy self's layout
@@ -154,3 +161,55 @@ def gradient_layout(grad, variable):
     if is_dense(variable):
         return _dense_in_order(grad, iterator_order(grad.shape, [variable]))
     return grad if grad.flags.c_contiguous else np.ascontiguousarray(grad)
+
+
+def advanced_index_order(self, key, shape):
+    """The dim order (innermost first) of ``self[key]``, of ``shape``, as PyTorch's index kernel
+    lays it out; ``key`` holds, for ``self``'s leading dims, ``slice(None)`` or an integer or
+    boolean array (nbgrad's ``index`` entry). None if the key is not of that form.
+
+    As ATen's ``AdvancedIndex``: masks become the columns of their ``nonzero()``; the index
+    arrays broadcast together; when they are not next to each other their dims move to the
+    front (the result's index dims come first); then TensorIterator orders the result's dims
+    from ``self`` seen in the result's shape (``restride_src``) and the index arrays seen there
+    (``reshape_indexer``)."""
+    indices = []
+    for k in key:
+        if isinstance(k, slice):
+            indices.append(None)
+        elif isinstance(k, np.ndarray) and k.dtype == bool:
+            if k.ndim == 0:
+                return None
+            columns = np.stack(np.nonzero(k), axis=1)  # nonzero(): one row per True
+            indices.extend(columns[:, j] for j in range(k.ndim))
+        elif isinstance(k, np.ndarray):
+            indices.append(k)
+        else:
+            return None
+    indices += [None] * (self.ndim - len(indices))
+    if len(indices) != self.ndim:
+        return None
+    positions = [d for d, k in enumerate(indices) if k is not None]
+    if not positions:
+        return None
+    if positions != list(range(positions[0], positions[-1] + 1)):  # not adjacent: to the front
+        front = positions + [d for d in range(self.ndim) if d not in positions]
+        self = self.transpose(front)
+        indices = [indices[d] for d in front]
+        positions = list(range(len(positions)))
+    arrays = np.broadcast_arrays(*(indices[d] for d in positions))
+    start, stop = positions[0], positions[-1] + 1
+    before, after = start, self.ndim - stop
+    index_shape = arrays[0].shape
+    if tuple(shape) != self.shape[:start] + index_shape + self.shape[stop:]:
+        return None
+    as_strided = np.lib.stride_tricks.as_strided
+    restrided = as_strided(
+        self, shape, self.strides[:start] + (0,) * len(index_shape) + self.strides[stop:]
+    )
+    reshaped = [
+        as_strided(a, (1,) * before + index_shape + (1,) * after,
+                   (0,) * before + a.strides + (0,) * after)
+        for a in arrays
+    ]  # fmt: skip
+    return iterator_order(shape, [restrided, *reshaped])

@@ -118,8 +118,6 @@ def getitem(tensor, key):
     if has_advanced:
         _check_advanced(result, advanced)
         result = run_op(OPS["index"], (result,), (tuple(advanced),))
-        # PyTorch's index result is a fresh C-contiguous tensor; NumPy may lay it out otherwise.
-        result._data = np.ascontiguousarray(result._data)
     if result is tensor:
         # ``x[...]`` gives a new view of the same memory (PyTorch: AliasBackward0).
         result = run_op(OPS["alias"], (tensor,))

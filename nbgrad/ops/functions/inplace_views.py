@@ -2,8 +2,8 @@
 ``t_`` and ``transpose_`` (the tensor itself takes the new shape and a new grad_fn), and
 ``torch.fill``."""
 
-from nbgrad.autograd import errors, grad_mode
-from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd import grad_mode
+from nbgrad.autograd.dispatch import _check_inplace_allowed, run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _check_tensor, _number
@@ -35,14 +35,18 @@ del _name, _method
 def _reshape_in_place(input, spec, attrs=()):  # noqa: A002
     """``input`` takes the shape ``spec`` gives it, keeping its memory; with a graph its grad_fn
     becomes ``spec``'s node (whose edge is its previous history), and its version goes up."""
-    if grad_mode._enabled and input._grad_fn is None and input._requires_grad:
-        raise RuntimeError(errors.LEAF_INPLACE)
+    view = input._extras.view if input._extras is not None else None
+    if grad_mode._enabled and (
+        input._requires_grad
+        or (view is not None and view.made_in_no_grad and view.base._requires_grad)
+    ):
+        # PyTorch's checks of any in-place op: a leaf, a view of a leaf, a view made in no_grad
+        _check_inplace_allowed(input, view)
     reshaped = run_op(spec, (input,), attrs)
     input._data = reshaped._data
     if reshaped._grad_fn is not None:
         input._grad_fn, input._output_nr = reshaped._grad_fn, 0
     input._version_counter.value += 1
-    view = input._extras.view if input._extras is not None else None
     if view is not None:  # its new grad_fn is current: no AsStridedBackward0 over its base
         view.version = input._version_counter.value
     return input

@@ -351,3 +351,106 @@ def test_every_case_is_compared_or_explained():
     assert list(OURS) == list(THEIRS)
     assert set(OURS) >= set(NOT_COMPARABLE) | RANDOM | set(PYTORCH_VALUES_WRONG)
     assert {f"{c}-{layout}" for c, layout in COMPARED} >= RAW_GRADIENT_LAYOUT_DIFFERS
+
+
+# --- calls the cases above do not make ------------------------------------------------------------
+# Each expression sees a (2x3, stored transposed), s (2x3, every other element of a 2x6), v (3,
+# every other element of a 6), c (2x3, contiguous), all leaves requiring grad, and T.
+
+EXPRESSIONS = [
+    "T.kron(a, c)",  # operands laid out unlike each other: PyTorch's view error
+    "T.kron(a, a)",
+    "T.kron(c, v)",
+    "T.conv_tbc(a.unsqueeze(0).expand(2, 2, 3).transpose(0, 1), c.view(1, 3, 2), c[0, :2], 0)",
+    "T.conv_tbc(a[None], T.ones(1, 3, 2), T.ones(2), 0)",  # float32 weight: PyTorch's dtype error
+    "T.cartesian_prod(v, v)",  # meshgrid views a strided vector: ViewBackward0
+    "T.meshgrid(v, v, indexing='ij')[1]",
+    "T.nn.functional.rms_norm(a, (3,))",  # ATen ends with contiguous(): CloneBackward0
+    "T._weight_norm(a, c[:1], 1)",  # ATen makes v contiguous first
+    "T._weight_norm(a, c[:, :1], 0)",
+    "T._weight_norm(a, T.ones(1, 3), 1)",  # a float32 g: PyTorch's dtype error
+    "T.nn.functional.instance_norm(a.unsqueeze(0))",
+    "a[0].t_()",  # an in-place reshape of a view of a leaf: PyTorch's error
+    "a[0:1].transpose_(0, 1)",
+    "a[0].unsqueeze_(0)",
+    "a.t()[0].squeeze_()",
+    "T.unsafe_split_with_sizes(a * 1, [1, 1])[1]",
+    "a.double()",
+    "s.double()",
+    "v.double()",
+    "a.float() * 1",
+    "T.where(a > 0.5, c, s)",  # the condition's layout decides
+    "T.where(a.t().contiguous().t() > 0.5, 1.0, c)",
+    "a[[1, 0]]",
+    "a[:, [2, 0]]",
+    "a.t()[[0, 2], None]",
+    "a[a > 0.5]",
+    "a.flip(0).sum(0)",
+    "a.sort(1)[1]",
+    "a.cummax(1)[1]",
+    "a.max(1)[1]",
+    "T.slice_scatter(s, s[:1] * 2)",
+    "T.slice_scatter(v, v[:1] * 2)",
+    "a.t().softmax(0)",
+    "(a * 1).cumsum(1)",
+    "T.var_mean(a, 0)[1]",
+    "a.mean()",
+]
+
+
+def _inputs(T):
+    data = np.arange(1.0, 7.0).reshape(2, 3) / 7
+    # (detached: leaves that are not views, whose strides are those of the view they were)
+    return {
+        "a": T.tensor(data.T.copy()).t().detach().requires_grad_(),
+        "s": T.tensor(np.repeat(data, 2, axis=1))[:, ::2].detach().requires_grad_(),
+        "v": T.tensor(np.repeat(data[0], 2))[::2].detach().requires_grad_(),
+        "c": T.tensor(data * 0.5).requires_grad_(),
+    }
+
+
+def _node_names(fn):
+    names, queue = [], [fn]
+    while queue:
+        node = queue.pop(0)
+        if node is not None and type(node).__name__ not in names:
+            names.append(type(node).__name__)
+            queue.extend(child for child, _ in node.next_functions)
+    return names
+
+
+def outcome(T, expression):
+    inputs = _inputs(T)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = eval(expression, {"T": T, **inputs})  # noqa: S307 - our own list
+    except Exception as error:  # noqa: BLE001 - compared with PyTorch's
+        return ("raised", type(error).__name__, str(error))
+    seen = {"layout": _layout(result), "nodes": _node_names(result.grad_fn)}
+    seen["values"] = result.detach().numpy().astype(np.float64)
+    if result.requires_grad and result.is_floating_point():
+        result.backward(T.ones_like(result))
+        seen["grads"] = [_layout(t.grad) for t in inputs.values() if t.grad is not None]
+    return seen
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_expression_layouts_match_pytorch(expression):
+    ours, theirs = outcome(nbgrad, expression), outcome(torch, expression)
+    if isinstance(theirs, tuple) or isinstance(ours, tuple):  # raised
+        assert ours == theirs
+        return
+    np.testing.assert_allclose(ours.pop("values"), theirs.pop("values"), rtol=1e-9, atol=1e-12)
+    assert ours == theirs
+
+
+def test_unsafe_split_pieces_share_memory_but_not_versions():
+    """As PyTorch's: a write into a piece shows in the input, whose version does not move."""
+    seen = []
+    for T in (nbgrad, torch):
+        x = T.arange(6.0).reshape(2, 3)
+        piece = T.unsafe_split_with_sizes(x, [1, 1])[1]
+        piece.add_(10)
+        seen.append((x.tolist(), x._version, piece._version, piece.stride()))
+    assert seen[0] == seen[1] == ([[0.0, 1.0, 2.0], [13.0, 14.0, 15.0]], 0, 1, (3, 1))

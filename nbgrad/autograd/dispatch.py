@@ -91,7 +91,9 @@ def run_op(spec, inputs, attrs=()):
     else:  # without attrs (most ops), a call that does not join two argument lists
         out = spec.forward(*arrays, *attrs) if attrs else spec.forward(*arrays)
     if spec.multi_output:
-        return _multi_output_results(spec, tensors, out, attrs, edges, metas, needs, graph_wanted)
+        return _multi_output_results(
+            spec, tensors, out, attrs, edges, metas, needs, graph_wanted, arrays
+        )
     extras = ()
     if spec.extra_outputs:
         out, *extras = out
@@ -99,7 +101,12 @@ def run_op(spec, inputs, attrs=()):
         extras = [np.asarray(e) if isinstance(e, np.generic) else e for e in extras]
     if type(out) is not np.ndarray:
         out = np.asarray(out)
-    if spec.layout is not None and out.ndim > 1:
+    # (contiguous operands give a contiguous result under every rule: the common case, cheap)
+    if (
+        spec.layout is not None
+        and (out.ndim > 1 or spec.layout == "self_strides")
+        and not (out.flags.c_contiguous and _contiguous_operands(spec, arrays))
+    ):
         out = _laid_out(spec, out, arrays, attrs)
         extras = [_laid_out(spec, e, arrays, attrs) if e.shape == out.shape else e for e in extras]
 
@@ -127,13 +134,18 @@ def run_op(spec, inputs, attrs=()):
     return result
 
 
-def _multi_output_results(spec, tensors, arrays, attrs, edges, metas, needs, graph_wanted):
+def _multi_output_results(
+    spec, tensors, arrays, attrs, edges, metas, needs, graph_wanted, tensor_arrays
+):
     """The outputs of an op with several differentiable outputs (split, unbind, var_mean): one
     node, each output its edge ``(node, i)``; views of the input for the view ops."""
     extras = ()
     if spec.extra_outputs:  # (outputs, *arrays saved but never returned: LU, pivots)
         arrays, *extras = arrays
-    results = [_make(a if type(a) is np.ndarray else np.asarray(a)) for a in arrays]
+    arrays = [a if type(a) is np.ndarray else np.asarray(a) for a in arrays]
+    if spec.layout is not None:
+        arrays = [_laid_out(spec, a, tensor_arrays, attrs) for a in arrays]
+    results = [_make(a) for a in arrays]
     if spec.view:
         source = tensors[0]
         for output_nr, result in enumerate(results):
@@ -388,6 +400,14 @@ def _make_saver(spec, needs):
     }
     exec(compile_registered("\n".join(lines), f"<save {spec.node}>"), scope)  # noqa: S102
     return scope["saver"]
+
+
+def _contiguous_operands(spec, arrays):
+    """Whether every array operand is C-contiguous (an op whose layout reads an attr, as where's
+    condition, is never taken as such)."""
+    if spec.layout_reads_attrs:
+        return False
+    return all(type(a) is not np.ndarray or a.flags.c_contiguous for a in arrays)
 
 
 def _laid_out(spec, out, arrays, attrs):

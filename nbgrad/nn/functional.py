@@ -1735,10 +1735,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
         raise NotImplementedError(f"nbgrad computes 1- and 2-norms only, not p={p}")
     diff = _add_number(ops.sub(x1, x2), eps)
     dims = (innermost,) if innermost >= 0 else None
-    # a reduction over a dim: a new C-contiguous tensor, whatever diff's layout (as PyTorch)
-    from nbgrad.ops.functions._common import contiguous_result
-
-    return contiguous_result(run_op(OPS["norm_dim"], (diff,), (float(p), dims, keepdim)))
+    return run_op(OPS["norm_dim"], (diff,), (float(p), dims, keepdim))
 
 
 def margin_ranking_loss(

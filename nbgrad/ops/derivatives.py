@@ -85,7 +85,7 @@ op("rpow", "PowBackward2", ("exponent",),
    {"exponent": "grad * result * scalar_log(self) if self != 0 else "
                 "grad * where(exponent >= 0, 0 * result, result * scalar_log(self))"},
    lambda exponent, self: np.power(self, exponent), attrs=("self",),
-   saves=("self", "exponent", "result"))
+   saves=("self", "exponent", "result"), layout="contiguous")
 op("maximum", "MaximumBackward0", ("self", "other"),
    {"self": "where(self > other, grad, where(self == other, grad / 2, 0 * grad))",
     "other": "where(other > self, grad, where(self == other, grad / 2, 0 * grad))"},
@@ -301,11 +301,11 @@ op("where", "WhereBackward0", ("self", "other"),
    layout="elementwise", layout_from=("condition", "self", "other"))
 op("masked_fill", "MaskedFillBackward0", ("self",), {"self": "masked_zero(grad, mask)"},
    lambda self, mask, value: np.where(mask, np.asarray(value, self.dtype), self),
-   attrs=("mask", "value"), saves=("mask",))
+   attrs=("mask", "value"), saves=("mask",), layout="contiguous")
 op("masked_fill_tensor", "MaskedFillBackward1", ("self", "value"),
    {"self": "masked_zero(grad, mask)", "value": "where(mask, grad, 0 * grad)"},
    lambda self, value, mask: np.where(mask, value.astype(self.dtype), self),
-   attrs=("mask",), saves=("mask",))
+   attrs=("mask",), saves=("mask",), layout="contiguous")
 op("softmax", "SoftmaxBackward0", ("self",),
    {"self": "softmax_backward_data(grad, result, dim)"},
    lambda self, dim: _softmax(self, dim), attrs=("dim",), saves=("dim", "result"),
@@ -432,7 +432,7 @@ op("sum", "SumBackward0", ("self",), {"self": "expand(grad, self_sym_sizes)"},
 op("sum_dim", "SumBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"},
    lambda self, dim, keepdim: self.sum(axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"))
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"), layout="contiguous")
 op("mean", "MeanBackward0", ("self",),
    {"self": "expand(grad, self_sym_sizes) / self_sym_numel"},  # a new tensor, as PyTorch's
    lambda self: _mean(self), saves=("self_sym_numel", "self_sym_sizes"),
@@ -442,7 +442,7 @@ op("mean_dim", "MeanBackward1", ("self",),
             " / reduced_count(self_sym_sizes, dim)"},
    lambda self, dim, keepdim: self.mean(axis=_axis(self, dim), keepdims=keepdim),
    attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"),
-   floating=True)
+   floating=True, layout="contiguous")
 op("max", "MaxBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
    lambda self: self.max(), saves=("result", "self"))
 op("min", "MinBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
@@ -451,18 +451,18 @@ op("max_dim", "MaxBackward0", ("self",),
    {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
    lambda self, dim, keepdim: _select_extreme(self, dim, keepdim, np.argmax),
    attrs=("dim", "keepdim"), extra_outputs=("indices",),
-   saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+   saves=("dim", "indices", "keepdim", "self_sym_sizes"), layout="contiguous")
 op("min_dim", "MinBackward0", ("self",),
    {"self": "value_selecting_backward(grad, self_sym_sizes, dim, indices, keepdim)"},
    lambda self, dim, keepdim: _select_extreme(self, dim, keepdim, np.argmin),
    attrs=("dim", "keepdim"), extra_outputs=("indices",),
-   saves=("dim", "indices", "keepdim", "self_sym_sizes"))
+   saves=("dim", "indices", "keepdim", "self_sym_sizes"), layout="contiguous")
 op("amax", "AmaxBackward0", ("self",), {"self": "amax_backward(grad, self, result, dim, keepdim)"},
    lambda self, dim, keepdim: self.max(axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"), layout="contiguous")
 op("amin", "AminBackward0", ("self",), {"self": "amax_backward(grad, self, result, dim, keepdim)"},
    lambda self, dim, keepdim: self.min(axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"), layout="contiguous")
 
 
 def _select_extreme(x, dim, keepdim, arg):
@@ -537,16 +537,18 @@ op("gather", "GatherBackward0", ("self",),
    attrs=("dim", "index", "sparse_grad"), saves=("dim", "index", "self", "sparse_grad"))
 op("cat", "CatBackward0", ("tensors",), {"tensors": "split_along(grad, dim, tensors_sym_sizes)"},
    lambda tensors, dim: np.concatenate(tensors, axis=dim), attrs=("dim",),
-   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
+   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True,
+   layout="contiguous")
 op("stack", "StackBackward0", ("tensors",),
    {"tensors": "unstack(grad, dim, len(tensors_sym_sizes))"},
    lambda tensors, dim: np.stack(tensors, axis=dim), attrs=("dim",),
-   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True)
+   saves=("dim", "tensors_sym_sizes"), hidden=("tensors_sym_sizes",), variadic=True,
+   layout="contiguous")
 op("clone", "CloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True,
    layout="like_self")
 op("to_dtype", "ToCopyBackward0", ("self",), {"self": "astype(grad, self_dtype)"},
    lambda self, dtype: self.astype(dtype.numpy), attrs=("dtype",), saves=("self_dtype",),
-   hidden=("self_dtype",), layout="self_strides")  # PyTorch keeps the input's options privately
+   hidden=("self_dtype",), layout="like_self")  # PyTorch keeps the input's options privately
 
 # The backward of the indexing ops, as ops of their own, so that create_graph can differentiate
 # a gradient that went through indexing.
@@ -761,18 +763,19 @@ op("leaky_relu_inplace", "LeakyReluBackward1", ("self",),
 op("var", "VarBackward0", ("self",),
    {"self": "var_backward(grad, self, dim, correction, keepdim)"},
    lambda self, dim, correction, keepdim: _var(self, dim, correction, keepdim),
-   attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"))
+   attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"),
+   layout="contiguous")
 op("std", "StdBackward0", ("self",),
    {"self": "std_backward(grad, self, result, dim, correction, keepdim)"},
    lambda self, dim, correction, keepdim: np.sqrt(_var(self, dim, correction, keepdim)),
    attrs=("dim", "correction", "keepdim"),
-   saves=("correction", "dim", "keepdim", "result", "self"))
+   saves=("correction", "dim", "keepdim", "result", "self"), layout="contiguous")
 op("prod", "ProdBackward0", ("self",), {"self": "prod_backward(grad, self, result, None, False)"},
    lambda self: np.prod(self), saves=("result", "self"))
 op("prod_dim", "ProdBackward1", ("self",),
    {"self": "prod_backward(grad, self, result, dim, keepdim)"},
    lambda self, dim, keepdim: np.prod(self, axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"))
+   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"), layout="contiguous")
 
 
 def _var(x, dim, correction, keepdim):
@@ -912,7 +915,7 @@ op("var_mean", "VarMeanBackward0", ("self",),
    lambda self, dim, correction, keepdim: [_var(self, dim, correction, keepdim),
                                            _mean_over(self, dim, keepdim)],
    attrs=("dim", "correction", "keepdim"), saves=("correction", "dim", "keepdim", "self"),
-   multi_output=True)
+   multi_output=True, layout="contiguous")
 op("std_mean", "StdMeanBackward0", ("self",),
    {"self": "(zeros_like(self) if grad[0] is None else"
             " std_backward(grad[0], self, result0, dim, correction, keepdim))"
@@ -920,7 +923,8 @@ op("std_mean", "StdMeanBackward0", ("self",),
    lambda self, dim, correction, keepdim: [np.sqrt(_var(self, dim, correction, keepdim)),
                                            _mean_over(self, dim, keepdim)],
    attrs=("dim", "correction", "keepdim"),
-   saves=("correction", "dim", "keepdim", "result0", "self"), multi_output=True)
+   saves=("correction", "dim", "keepdim", "result0", "self"), multi_output=True,
+   layout="contiguous")
 
 
 def _split(x, split_size, dim):
@@ -1200,7 +1204,7 @@ op("logsumexp", "LogsumexpBackward0", ("self",),
    {"self": "restore_reduced(grad, self.shape, dim, keepdim) * "
             "exp(self - restore_reduced(result, self.shape, dim, keepdim))"},
    lambda self, dim, keepdim: _logsumexp(self, dim, keepdim), attrs=("dim", "keepdim"),
-   saves=("dim", "keepdim", "result", "self"), floating=True)
+   saves=("dim", "keepdim", "result", "self"), floating=True, layout="contiguous")
 op("softplus", "SoftplusBackward0", ("self",),
    {"self": "softplus_backward(grad, self, beta, threshold)"},
    lambda self, beta, threshold: np.where(
@@ -1462,7 +1466,8 @@ op("sub_scalar", "SubBackward1", ("self",), {"self": "grad"},
 op("norm_dim", "NormBackward1", ("self",),
    {"self": "norm_backward(grad, self, p, result, dim, keepdim)"},
    lambda self, p, dim, keepdim: nn_kernels.vector_norm(self, p, dim, keepdim),
-   attrs=("p", "dim", "keepdim"), saves=("dim", "keepdim", "p", "result", "self"), floating=True)
+   attrs=("p", "dim", "keepdim"), saves=("dim", "keepdim", "p", "result", "self"), floating=True,
+   layout="contiguous")
 
 
 # --- activations, more (glu, prelu) -------------------------------------------------------------
@@ -2179,7 +2184,7 @@ op("nansum", "NansumBackward0", ("self",), {"self": "nansum_backward(grad, self,
    lambda self, dim, keepdim, dtype: np.nansum(
        self, axis=None if dim is None else _axis(self, dim), keepdims=keepdim,
        dtype=dtype).astype(dtype or self.dtype, copy=False),
-   attrs=("dim", "keepdim", "dtype"), saves=("dim", "keepdim", "self"))
+   attrs=("dim", "keepdim", "dtype"), saves=("dim", "keepdim", "self"), layout="contiguous")
 op("nanmedian", "NanmedianBackward0", ("self",), {"self": "evenly_distribute(grad, self, result)"},
    lambda self: _lower_nanmedian(self), saves=("result", "self"))
 op("nanmedian_dim", "NanmedianBackward1", ("self",),

@@ -94,6 +94,7 @@ class OpSpec:
         "out",
         "layout",
         "layout_positions",
+        "layout_reads_attrs",
     )
 
     def __init__(
@@ -157,6 +158,7 @@ class OpSpec:
             ("input", self.inputs.index(n)) if n in self.inputs else ("attr", self.attrs.index(n))
             for n in (layout_from or self.inputs)
         )
+        self.layout_reads_attrs = any(kind == "attr" for kind, _ in self.layout_positions)
         unknown = set(self.grads) - set(self.inputs)
         if unknown:
             raise ValueError(f"{node}: formulas for unknown inputs {sorted(unknown)}")

@@ -17,7 +17,6 @@ from nbgrad.ops.functions._common import (
     _number,
     _operand,
     _shapes_error,
-    contiguous_result,
     to_dtype,
 )
 from nbgrad.ops.public import public
@@ -120,7 +119,7 @@ def pow(input, exponent):  # noqa: A001, A002
         base = _operand(input)
         exponent = _promoted(_check_tensor(exponent, "exponent"), base)
         _check_bool_pow(base, exponent)
-        return contiguous_result(run_op(OPS["rpow"], (exponent,), (base,)))
+        return run_op(OPS["rpow"], (exponent,), (base,))
     _check_bool_pow(input, exponent)
     if input._dtype is dtypes.bool and isinstance(exponent, bool):
         return _make(np.power(input._data, exponent).astype(bool))
@@ -272,8 +271,8 @@ def masked_fill(input, mask, value):  # noqa: A002
     _check_mask_shape(mask, input)
     if isinstance(value, Tensor) and value._requires_grad:
         # A fill value that requires grad gets the gradient of every place it filled.
-        return contiguous_result(run_op(OPS["masked_fill_tensor"], (input, value), (mask,)))
-    return contiguous_result(run_op(OPS["masked_fill"], (input,), (mask, _number(value))))
+        return run_op(OPS["masked_fill_tensor"], (input, value), (mask,))
+    return run_op(OPS["masked_fill"], (input,), (mask, _number(value)))
 
 
 @public(function=True, method=True)
@@ -281,7 +280,7 @@ def softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
     wrap_dim(dim, input.dim())  # checked, but saved as given (-1 stays -1), as PyTorch does
-    return contiguous_result(run_op(OPS["softmax"], (input,), (dim,)))
+    return run_op(OPS["softmax"], (input,), (dim,))
 
 
 @public(function=True, method=True)
@@ -289,4 +288,4 @@ def log_softmax(input, dim, dtype=None):  # noqa: A002
     if dtype is not None:
         input = input.to(dtype)
     wrap_dim(dim, input.dim())
-    return contiguous_result(run_op(OPS["log_softmax"], (input,), (dim,)))
+    return run_op(OPS["log_softmax"], (input,), (dim,))

@@ -14,7 +14,6 @@ from nbgrad.ops.functions._common import (
     _broadcast_error,
     _number,
     _shapes_error,
-    contiguous_result,
 )
 from nbgrad.ops.functions.arithmetic import _tensors_only
 from nbgrad.ops.functions.inplace import _inplace_operand
@@ -69,7 +68,7 @@ def logsumexp(input, dim, keepdim=False):  # noqa: A002 - PyTorch's argument nam
             f"output with shape [] doesn't match the broadcast shape [{', '.join('1' * ndim)}]"
         )
     dims = _dims(dim, ndim)
-    return contiguous_result(run_op(OPS["logsumexp"], (input,), (dims, bool(keepdim))))
+    return run_op(OPS["logsumexp"], (input,), (dims, bool(keepdim)))
 
 
 def _check_floating(input, kernel):  # noqa: A002

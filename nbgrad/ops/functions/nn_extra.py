@@ -58,6 +58,11 @@ def conv_tbc(input, weight, bias, pad=0):  # noqa: A002
         raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
     if weight.shape[2] != bias.shape[0]:
         raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    if input._dtype is not weight._dtype:  # its kernel's matrix product refuses to mix them
+        raise RuntimeError(
+            "self and mat2 must have the same dtype, but got "
+            f"{dtypes.name_of(input)} and {dtypes.name_of(weight)}"
+        )
     # PyTorch's kernel views the input as (time * batch, channels): a layout that cannot be
     # read so raises its view error.
     time, batch, channels = input.shape
@@ -78,6 +83,10 @@ def _weight_norm(v, g, dim=0):
     ndim = v.dim()
     if dim != -1:
         wrap_dim(dim, max(ndim, 1))  # PyTorch's IndexError for a dim out of range
+    if g._dtype is not v._dtype:
+        raise RuntimeError(
+            f"expected scalar type {dtypes.name_of(v)} but found {dtypes.name_of(g)}"
+        )
     v, g = v.contiguous(), g.contiguous()  # as ATen does first: CloneBackward0 if strided
     if dim == 0 or dim == ndim - 1:
         return _weight_norm_interface(v, g, dim)[0]

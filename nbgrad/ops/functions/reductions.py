@@ -6,7 +6,6 @@ from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions._common import contiguous_result
 from nbgrad.ops.functions.arithmetic import maximum, minimum
 from nbgrad.ops.public import public
 
@@ -31,7 +30,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001, A002
         input = input.to(dtypes.int64) if input._dtype is not dtypes.int64 else input
     if dim is None:
         return run_op(OPS["sum"], (input,))
-    return contiguous_result(run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim)))
+    return run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim))
 
 
 @public(function=True, method=True, out=True)
@@ -45,7 +44,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
         )
     if dim is None:
         return run_op(OPS["mean"], (input,))
-    return contiguous_result(run_op(OPS["mean_dim"], (input,), (_dims(dim, input.dim()), keepdim)))
+    return run_op(OPS["mean_dim"], (input,), (_dims(dim, input.dim()), keepdim))
 
 
 MaxResult = collections.namedtuple("max", ["values", "indices"])
@@ -63,7 +62,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001, A002
         return run_op(OPS["max"], (input,))
     _check_reduced_sizes(input, "max", (dim,))
     values, indices = run_op(OPS["max_dim"], (input,), (wrap_dim(dim, input.dim()), keepdim))
-    return MaxResult(contiguous_result(values), contiguous_result(indices))
+    return MaxResult(values, indices)
 
 
 @public(function=True, method=True)
@@ -75,7 +74,7 @@ def min(input, dim=None, keepdim=False):  # noqa: A001, A002
         return run_op(OPS["min"], (input,))
     _check_reduced_sizes(input, "min", (dim,))
     values, indices = run_op(OPS["min_dim"], (input,), (wrap_dim(dim, input.dim()), keepdim))
-    return MinResult(contiguous_result(values), contiguous_result(indices))
+    return MinResult(values, indices)
 
 
 def _check_not_empty(input, name):  # noqa: A002
@@ -104,14 +103,14 @@ def _check_reduced_sizes(input, name, dims, wrapped=True):  # noqa: A002
 def amax(input, dim=(), keepdim=False):  # noqa: A002
     dims = _dims(dim, input.dim())
     _check_reduced_sizes(input, "amax", dims, wrapped=False)
-    return contiguous_result(run_op(OPS["amax"], (input,), (dims, keepdim)))
+    return run_op(OPS["amax"], (input,), (dims, keepdim))
 
 
 @public(function=True, method=True)
 def amin(input, dim=(), keepdim=False):  # noqa: A002
     dims = _dims(dim, input.dim())
     _check_reduced_sizes(input, "amin", dims, wrapped=False)
-    return contiguous_result(run_op(OPS["amin"], (input,), (dims, keepdim)))
+    return run_op(OPS["amin"], (input,), (dims, keepdim))
 
 
 @public(function=True, method=True)

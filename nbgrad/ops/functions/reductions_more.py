@@ -11,7 +11,6 @@ from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops import formula_more
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions._common import contiguous_result
 from nbgrad.ops.functions.reductions import _dims
 from nbgrad.ops.public import public
 
@@ -52,13 +51,13 @@ def _correction_and_dims(input, name, dim, unbiased, correction):  # noqa: A002
 @public(function=True, method=True, out=True)
 def var(input, dim=_UNSET, unbiased=_UNSET, keepdim=False, *, correction=_UNSET):  # noqa: A002
     dims, correction = _correction_and_dims(input, "var", dim, unbiased, correction)
-    return contiguous_result(run_op(OPS["var"], (input,), (dims, correction, keepdim)))
+    return run_op(OPS["var"], (input,), (dims, correction, keepdim))
 
 
 @public(function=True, method=True, out=True)
 def std(input, dim=_UNSET, unbiased=_UNSET, keepdim=False, *, correction=_UNSET):  # noqa: A002
     dims, correction = _correction_and_dims(input, "std", dim, unbiased, correction)
-    return contiguous_result(run_op(OPS["std"], (input,), (dims, correction, keepdim)))
+    return run_op(OPS["std"], (input,), (dims, correction, keepdim))
 
 
 def _integers_widened(input, dtype):  # noqa: A002
@@ -81,7 +80,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
             ", but expected (int dim, bool keepdim = False, *, torch.dtype dtype = None)"
         )
     wrap_dim(dim, input.dim())
-    return contiguous_result(run_op(OPS["prod_dim"], (input,), (dim, keepdim)))
+    return run_op(OPS["prod_dim"], (input,), (dim, keepdim))
 
 
 def _scan_dtype(input, dtype):  # noqa: A002
@@ -132,14 +131,10 @@ def cummin(input, dim):  # noqa: A002
 @public(function=True)
 def var_mean(input, dim=_UNSET, unbiased=_UNSET, keepdim=False, *, correction=_UNSET):  # noqa: A002
     dims, correction = _correction_and_dims(input, "var_mean", dim, unbiased, correction)
-    return tuple(
-        contiguous_result(r) for r in run_op(OPS["var_mean"], (input,), (dims, correction, keepdim))
-    )
+    return tuple(run_op(OPS["var_mean"], (input,), (dims, correction, keepdim)))
 
 
 @public(function=True)
 def std_mean(input, dim=_UNSET, unbiased=_UNSET, keepdim=False, *, correction=_UNSET):  # noqa: A002
     dims, correction = _correction_and_dims(input, "std_mean", dim, unbiased, correction)
-    return tuple(
-        contiguous_result(r) for r in run_op(OPS["std_mean"], (input,), (dims, correction, keepdim))
-    )
+    return tuple(run_op(OPS["std_mean"], (input,), (dims, correction, keepdim)))

@@ -6,7 +6,6 @@ from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions._common import contiguous_result
 from nbgrad.ops.functions.reductions import _dims
 from nbgrad.ops.public import public
 
@@ -23,7 +22,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
         return plain_sum(input, dim, keepdim, dtype=dtype)
     dims = None if dim is None else _dims(dim, input.dim())
     numpy_dtype = None if dtype is None else dtypes.to_dtype(dtype).numpy
-    return contiguous_result(run_op(OPS["nansum"], (input,), (dims, keepdim, numpy_dtype)))
+    return run_op(OPS["nansum"], (input,), (dims, keepdim, numpy_dtype))
 
 
 @public(function=True, method=True)

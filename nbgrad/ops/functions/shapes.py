@@ -9,7 +9,7 @@ from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops import storage_geometry
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions._common import _listed, contiguous_result
+from nbgrad.ops.functions._common import _listed
 from nbgrad.ops.functions.reductions import sum
 from nbgrad.ops.public import public
 
@@ -243,7 +243,7 @@ def cat(tensors, dim=0):
                     f"Sizes of tensors must match except in dimension {dim}. Expected size {a} "
                     f"but got size {b} for tensor number {i} in the list."
                 )
-    return contiguous_result(run_op(OPS["cat"], (tensors,), (dim,)))
+    return run_op(OPS["cat"], (tensors,), (dim,))
 
 
 @public(function=True, out=True)
@@ -258,9 +258,7 @@ def stack(tensors, dim=0):
                 f"[{', '.join(map(str, tensors[0]._data.shape))}] at entry 0 and "
                 f"[{', '.join(map(str, t._data.shape))}] at entry {i}"
             )
-    return contiguous_result(
-        run_op(OPS["stack"], (tensors,), (wrap_dim(dim, tensors[0].dim() + 1),))
-    )
+    return run_op(OPS["stack"], (tensors,), (wrap_dim(dim, tensors[0].dim() + 1),))
 
 
 @public(function=True, method=True)

@@ -1348,6 +1348,7 @@ case(
 # branch attention: renorm (slices above maxnorm scaled down), the composite attention paths
 case("renorm", lambda x: torch.renorm(x, 2, 0, 1.0), normal(3, 4))
 case("renorm-p3-last-dim", lambda x: x.renorm(3, -1, 0.5), normal(3, 4))
+case("renorm_", clone_of(lambda c: c.renorm_(2, 0, 1.0)), normal(3, 4))
 case(
     "scaled_dot_product_attention-3d",
     lambda q, k, v: F.scaled_dot_product_attention(q, k, v),

@@ -431,6 +431,7 @@ EXPRESSIONS_REDUCTIONS_MORE = [
     "T.block_diag(s, x.t(), m)",
     "T.addbmm(m[:2, :], b3, c3)",
     "T.addbmm(m[:2, :], b3, c3, beta=0.5, alpha=2)",
+    "(x * 1).renorm_(2, 0, 3.)",
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 

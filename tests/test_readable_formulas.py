@@ -99,7 +99,8 @@ def test_the_issue_examples():
     mean = readable(
         OPS["mean"].grads, "MeanBackward0", {"self_sym_numel": 15, "self_sym_sizes": (5, 3)}
     )
-    assert to_text(mean["self"]) == "(∂L/∂out / 15) broadcast to shape (5, 3)"
+    # (PyTorch's order: the gradient broadcast, then divided, so that it is a new tensor)
+    assert to_text(mean["self"]) == "∂L/∂out broadcast to shape (5, 3) / 15"
     mean_dim = readable(
         OPS["mean_dim"].grads,
         "MeanBackward1",

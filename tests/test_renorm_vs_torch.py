@@ -68,3 +68,38 @@ def test_gradcheck_renorm(p, dim, maxnorm):
     x = nbgrad.tensor(np.random.default_rng(7).standard_normal((3, 4)) + 0.5, requires_grad=True)
     assert gradcheck(lambda x: nbgrad.renorm(x, p, dim, maxnorm), [x])
     assert gradgradcheck(lambda x: nbgrad.renorm(x, p, dim, maxnorm), [x])
+
+
+# --- renorm_, in place ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("p", "dim", "maxnorm", "shape"), CASES)
+def test_renorm_in_place(torch, p, dim, maxnorm, shape):
+    """Tensor.renorm_: the same node (RenormBackward0), saving the input as it was before the
+    write (CloneBackward0 below _saved_self), the version bumped, the same tensor returned."""
+    run_both(torch, lambda T, x: (x * 2).renorm_(p, dim, maxnorm), [shape])
+    for T in (torch, nbgrad):
+        x = T.tensor(np.random.default_rng(1).standard_normal(shape), requires_grad=True)
+        y = x * 2
+        assert y.renorm_(p, dim, maxnorm) is y and y._version == 1
+        assert type(y.grad_fn._saved_self.grad_fn).__name__ == "CloneBackward0"
+
+
+def test_renorm_in_place_errors(torch):
+    seen = []
+    for T in (torch, nbgrad):
+        messages = []
+        for args, tensor in (
+            ((0, 0, 1.0), T.ones(2, 2)),
+            ((2, 0, -1.0), T.ones(2, 2)),
+            ((2, 0, 1.0), T.ones(3)),
+            ((2, 5, 1.0), T.ones(2, 2)),
+            ((2, 0, 1), T.ones(2, 2, dtype=T.int64)),
+            ((2, 0, 1.0), T.ones(2, 2, requires_grad=True)),  # a leaf
+        ):
+            with pytest.raises((RuntimeError, IndexError)) as caught:
+                tensor.renorm_(*args)
+            messages.append((type(caught.value).__name__, str(caught.value)))
+        seen.append(messages)
+    assert seen[0] == seen[1]
+    assert not hasattr(torch, "renorm_") and not hasattr(nbgrad, "renorm_")

@@ -43,6 +43,10 @@ def _root_grads(outputs, grad_outputs, create_graph):
                 f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] "
                 f"has a shape of {out.shape}."
             )
+        if grad._dtype is not out._dtype and grad._dtype.is_floating_point:
+            # PyTorch's engine casts a root's gradient to its output's dtype first
+            # (validate_outputs): a float64 gradient for a float32 output runs in float32.
+            grad = grad.to(out.dtype)
         grads.append(grad if create_graph else grad._data)
     return grads
 

@@ -11,8 +11,9 @@ PyTorch's rules its result follows (``OpSpec.layout``), and ``lay_out`` applies 
                    no say). A transposed input gives a transposed result.
 ``"like_self"``    ``empty_like(self)`` (``clone``, ``flip``, ``sort``, ``index_put``): ``self``'s
                    own strides when it is dense, otherwise a dense layout in ``self``'s dim order.
-``"self_strides"`` ``self``'s strides exactly, even when they skip memory (``_to_copy``,
-                   ``slice_scatter``: PyTorch clones with ``clone_preserve_strides``).
+``"self_strides"`` ``self``'s strides exactly, even when they skip memory (``slice_scatter``:
+                   PyTorch clones with ``clone_preserve_strides``; an expanded ``self``, whose
+                   elements overlap, is cloned as by "like_self").
 ``"contiguous"``   a fresh C-contiguous tensor, whatever the inputs (reductions over a dim,
                    ``softmax``, ``cumsum``, ``roll``, ``triu``, the normalization layers).
 ``"advanced_index"``  ``self[indices]`` with index tensors: TensorIterator again, over ``self``
@@ -50,7 +51,8 @@ def lay_out(rule, out, operands):
         self = arrays[0] if arrays else None
         if self is None or self.shape != out.shape:
             return out
-        if rule == "self_strides":
+        overlapping = any(step == 0 and n > 1 for n, step in zip(self.shape, self.strides))
+        if rule == "self_strides" and not overlapping:  # (an expanded self is cloned densely)
             return _with_strides(out, self.strides)
         order = iterator_order(out.shape, [self])
     return _dense_in_order(out, order)

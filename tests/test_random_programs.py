@@ -91,15 +91,16 @@ class Program:
         self.log.append(f"v{len(self.values)} = " + text.format(*names))
         real, real_error = self._run(fn, 1, operands)
         mine, my_error = self._run(fn, 0, operands)
+        context = "\n".join(self.log)
         if real_error is not None:
-            assert my_error is not None, f"PyTorch raised {real_error!r}; nbgrad did not"
+            assert my_error is not None, f"PyTorch raised {real_error!r}; nbgrad did not\n{context}"
             assert (type(my_error).__name__, str(my_error)) == (
                 type(real_error).__name__,
                 str(real_error),
             )
             self.log.append("  (both raised)")
             return None
-        assert my_error is None, f"nbgrad raised {my_error!r}; PyTorch did not"
+        assert my_error is None, f"nbgrad raised {my_error!r}; PyTorch did not\n{context}"
         pair = (mine, real)
         check_same_tensor(pair, self)
         self.values.append(pair)

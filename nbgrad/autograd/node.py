@@ -556,6 +556,8 @@ def set_history(tensor, node):
 def accumulator_of(tensor):
     """The leaf's AccumulateGrad, made on first use; kept alive only by the graphs that use it."""
     extras = tensor._extras  # read directly: this runs for every leaf input of a recorded op
+    if extras is not None and extras.view is not None and extras.view.gradient_goes_nowhere:
+        return None  # a view made in no_grad mode: its gradient has nowhere to go (views.py)
     ref = extras.accumulator if extras is not None else None
     node = ref() if ref is not None else None
     if node is None:

@@ -276,7 +276,8 @@ class Tensor:
 
     @property
     def requires_grad(self):
-        if self._extras is not None and self._extras.view is not None:
+        view = self._extras.view if self._extras is not None else None
+        if view is not None and not view.made_in_no_grad:
             _refresh_view(self)  # a write into its base may have brought it a history
         return self._requires_grad
 
@@ -305,6 +306,12 @@ class Tensor:
             raise RuntimeError(errors.NON_LEAF_REQUIRES_GRAD)
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError(not_float_message)
+        view = self._extras.view if self._extras is not None else None
+        if view is not None and view.made_in_no_grad and view.base._requires_grad:
+            # Its own flag only (views.ViewInfo): it still requires grad through its base.
+            view.gradient_goes_nowhere = not requires_grad
+            self._requires_grad = True
+            return self
         self._requires_grad = bool(requires_grad)
         return self
 

@@ -362,6 +362,7 @@ def accumulate_into_leaf(variable, grad, create_graph, owned=False):
         variable._grad = Tensor._make(old._data + grad)
     else:
         old._data += grad
+        old._version_counter.value += 1  # an in-place add, as PyTorch's ``grad += new``
     extras = variable._extras  # read directly: this runs for every leaf of every backward
     if extras is not None and extras.post_accumulate_hooks:
         for fn in list(extras.post_accumulate_hooks.values()):

@@ -114,8 +114,9 @@ export function createApp(el, options) {
     h("span", { class: "search-box" }, search, searchPrevious, searchNext, searchCount),
     status,
   );
-  const layers = { groups: s("g", { class: "groups" }), edges: s("g", { class: "edges" }), nodes: s("g", { class: "nodes" }) };
-  const root = s("g", { class: "viewport" }, layers.groups, layers.edges, layers.nodes);
+  const layers = { groups: s("g", { class: "groups" }), edges: s("g", { class: "edges" }), titles: s("g", { class: "group-titles" }), nodes: s("g", { class: "nodes" }) };
+  // group titles above the edges, so that none is drawn across one (titles.js)
+  const root = s("g", { class: "viewport" }, layers.groups, layers.edges, layers.titles, layers.nodes);
   const svg = s("svg", { class: "graph", "data-role": "graph" }, arrowDefs(arrowId), root);
   const banner = h("div", { class: "banner", "data-role": "banner" });
   const message = h("div", { class: "message", "data-role": "message" });

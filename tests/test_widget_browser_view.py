@@ -28,8 +28,9 @@ from nbgrad.widget import GraphWidget
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 torch = pytest.importorskip("torch")
 
-from nbgrad.trace.torch_recorder import TorchRecorder  # noqa: E402
 from test_widget_browser import ARTIFACTS, browser  # noqa: E402, F401 - a fixture
+
+from nbgrad.trace.torch_recorder import TorchRecorder  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
@@ -46,9 +47,7 @@ ENGINES = {"nbgrad": nbgrad, "torch": torch}
 def record(program, T):
     """Run ``program(T)`` under the recorder of T's engine; the trace."""
     recorder_class = TorchRecorder if T is torch else Recorder
-    recorder = recorder_class(
-        source_for(__file__), base_frame=sys._getframe(), source_kind="file"
-    )
+    recorder = recorder_class(source_for(__file__), base_frame=sys._getframe(), source_kind="file")
     recorder.start()
     variables = program(T)
     return recorder.finish([variables])

@@ -21,14 +21,26 @@ least one parameter: ``autograd.grad`` calls, which fill no ``.grad``, are not s
 How each engine is watched past the recorder's limit, cheaply:
 
 - nbgrad's engine: two of its observation points (``observe``): the backward pass's start and
-  end, and each accumulation into a leaf. At a pass's end, each parameter it reached is read.
+  end, and each accumulation into a leaf. At a pass's end, the parameters it reached are read.
 - real PyTorch: ``register_post_accumulate_grad_hook`` on each parameter (PyTorch runs it once
-  per pass, after summing into ``.grad``); the pass is told apart by PyTorch's graph task id.
+  per pass, after summing into ``.grad``) notes the parameter; the first one of a pass asks
+  PyTorch's engine to call back when the pass ends (``queue_callback``, what PyTorch's
+  DistributedDataParallel uses), and the parameters it reached are read then.
 
-The cost, per parameter and pass, is a few vectorised NumPy calls (two norms, a difference
-with the previous values and a copy); ``benchmarks/record_history.py`` measures it against the
-same loop unrecorded. A fault in this code stops the history (noted in ``error``), never the
-user's program.
+What reading costs (``benchmarks/record_history.py`` measures it against the same loop
+unrecorded; the goal is under 10% of a training step). Per pass and parameter the history
+reads the grad once, the values twice, and writes a copy of the values: for a large parameter
+that memory traffic is the cost, for a small one the fixed cost of each NumPy call (about a
+microsecond). So the parameters of a pass are read in two ways:
+
+- small ones (up to ``BATCH_LIMIT`` elements) together, in a ``_Batch``: their values and grads
+  copied into one float64 buffer, five NumPy calls for all of them;
+- large ones (and the rare dtypes a float64 buffer cannot hold) one by one in their own dtype:
+  a BLAS dot product per norm, and the difference with the copy computed in that copy.
+
+Only squared norms are kept while the loop runs; the square roots are taken once, when the
+recording ends. A fault in this code stops the history (noted in ``error``), never the user's
+program.
 
 ``history_rows(trace)`` gives the numbers to Python (``Trace.history``), ``history_json`` to
 the trace JSON (docs/trace-schema.md, ``history``).
@@ -43,14 +55,16 @@ from nbgrad.autograd import observe, reading
 
 COLUMNS = ("step", "parameter", "tensor", "grad_norm", "update_norm", "value_norm")
 
+# Parameters of up to this many elements are read in the pass's batch; larger ones alone, where
+# a NumPy call's fixed cost is small beside its work and their own dtype keeps the traffic low.
+BATCH_LIMIT = 4096
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _squared_norm(array):
-    """The squared L2 norm of an array, as a Python float (NaN and inf pass through). float32
-    and float64, nearly every parameter, take one BLAS dot product over a flat view."""
-    flat = array.reshape(-1)
+def _squared_norm(flat):
+    """The squared L2 norm of a flat array, as a Python float (NaN and inf pass through).
+    float32 and float64, nearly every parameter, take one BLAS dot product."""
     if flat.dtype in _FAST:
         return float(np.dot(flat, flat))
     kind = flat.dtype.kind
@@ -62,22 +76,18 @@ def _squared_norm(array):
     return float(np.dot(flat, flat))
 
 
-def _norm(array):
-    return math.sqrt(_squared_norm(np.asarray(array)))
-
-
 class _Parameter:
-    """One parameter's numbers, step by step, and what is needed to measure the next update."""
+    """One watched parameter: its numbers so far, and its values at its last step."""
 
     __slots__ = (
         "ref",
         "records",
         "steps",
-        "grad_norm",
-        "value_norm",
-        "update_norm",
+        "grad_squared",
+        "change_squared",
+        "value_squared",
         "previous",
-        "previous_finite",
+        "previous_dtype",
         "view",
     )
 
@@ -85,67 +95,133 @@ class _Parameter:
         self.ref = weakref.ref(leaf)
         # its TensorRecords, one per recorded value that received a grad (and the newest)
         self.records = [record] if record is not None else []
+        # Per step, squared norms: of the grad, of the values, and of the change of the values
+        # since the parameter's step before (NaN at its first step, or when it was resized).
+        # ParameterHistory turns them into the three norms.
         self.steps = []
-        self.grad_norm = []
-        self.value_norm = []
-        self.update_norm = []  # one shorter than steps until the next pass (or the end)
-        self.previous = None  # a copy of the values at its last step
-        self.previous_finite = True  # whether every one of those values was finite
+        self.grad_squared = []
+        self.change_squared = []
+        self.value_squared = []
+        # Its values at its last step, flat: its own copy when read alone, its segment of its
+        # batch's float64 copy when read in a batch; and the dtype they had.
+        self.previous = None
+        self.previous_dtype = None
         self.view = None  # PyTorch: (data_ptr, NumPy view of the leaf's memory), read again
 
-    def sample(self, step, values, grad):
-        """The numbers of ``step``: ``values`` the leaf's array now, ``grad`` its .grad's."""
-        steps = self.steps
-        if steps and steps[-1] == step:
-            return  # read already in this pass
-        # Every pass of a loop comes here for every parameter: the common case (float32 or
-        # float64, C order) is written out, one BLAS dot product per norm over a flat view.
-        flat = values.reshape(-1)
-        fast = flat.dtype in _FAST
-        squared = float(np.dot(flat, flat)) if fast else _squared_norm(flat)
+    def add(self, step, grad_squared, change_squared, value_squared):
+        self.steps.append(step)
+        self.grad_squared.append(grad_squared)
+        self.change_squared.append(change_squared)
+        self.value_squared.append(value_squared)
+
+    def comparable(self, values):
+        """Whether ``values`` (flat) can be compared with the values of the last step."""
         previous = self.previous
-        if previous is not None:
-            if previous.shape == flat.shape and previous.dtype == flat.dtype:
-                # The copy becomes the change, then the copy of the new values: three passes
-                # over the array, none allocated (benchmarks/record_history.py).
-                if math.isfinite(squared) and self.previous_finite:
-                    np.subtract(flat, previous, out=previous)
-                else:  # inf - inf: NaN, said by the norm, not by a NumPy warning
-                    with np.errstate(all="ignore"):
-                        np.subtract(flat, previous, out=previous)
-                change = float(np.dot(previous, previous)) if fast else _squared_norm(previous)
-                self.update_norm.append(math.sqrt(change))
-                np.copyto(previous, flat)
-            else:  # resized in place: no meaningful difference
-                self.update_norm.append(math.nan)
-                self.previous = flat.copy()
-        else:
-            self.previous = flat.copy()
-        self.previous_finite = math.isfinite(squared)
-        steps.append(step)
-        self.value_norm.append(math.sqrt(squared))
-        if grad is None:
-            self.grad_norm.append(math.nan)
-        else:
-            grad_flat = grad.reshape(-1)
-            squared = (
-                float(np.dot(grad_flat, grad_flat))
-                if grad_flat.dtype in _FAST
-                else _squared_norm(grad_flat)
-            )
-            self.grad_norm.append(math.sqrt(squared))
+        return (
+            previous is not None
+            and previous.size == values.size
+            and self.previous_dtype == values.dtype
+        )
+
+    def read_alone(self, step, values, grad):
+        """The numbers of ``step`` from the parameter's own arrays: ``values`` flat in C order,
+        ``grad`` flat in any order (only its norm is read), or None."""
+        value_squared = _squared_norm(values)
+        if self.comparable(values):
+            previous = self.previous
+            # The copy becomes the change, then the copy of the new values: three passes over
+            # the array, none allocated.
+            with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm, not a warning
+                np.subtract(values, previous, out=previous)
+            change_squared = _squared_norm(previous)
+            np.copyto(previous, values)
+        else:  # its first step, or resized in place: no meaningful difference
+            change_squared = math.nan
+            self.previous = values.copy()
+        self.previous_dtype = values.dtype
+        grad_squared = math.nan if grad is None else _squared_norm(grad)
+        self.add(step, grad_squared, change_squared, value_squared)
 
     def close(self, values):
-        """The recording ends: the update after the last step, if the leaf still lives."""
+        """The recording ends: the change after the last step, from ``values`` (the leaf's
+        array now, or None when the leaf is gone or cannot be read)."""
+        if not self.steps:
+            return
         previous = self.previous
-        if previous is not None and len(self.update_norm) < len(self.steps):
-            same = values is not None and values.size == previous.size
-            change = None
-            if same:
-                with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm
-                    change = np.subtract(values.reshape(-1), previous, dtype=np.float64)
-            self.update_norm.append(_norm(change) if same else math.nan)
+        change_squared = math.nan
+        if values is not None and previous is not None and values.size == previous.size:
+            exact = np.result_type(values.dtype, previous.dtype, np.float64)
+            with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm
+                change = np.subtract(values.reshape(-1), previous, dtype=exact)
+            change_squared = _squared_norm(change)
+        self.change_squared.append(change_squared)
         self.previous = None
+
+
+class _Batch:
+    """The small parameters of a pass, read together: about five NumPy calls for all of them
+    instead of five per parameter. Kept from pass to pass while the same parameters, of the
+    same sizes and dtypes, come in the same order (a training loop); made again otherwise.
+
+    ``buffer`` (float64) has three parts, each with one segment per parameter in order: their
+    values, their grads, and the change of their values since the last step. Squared in
+    place, one ``np.add.reduceat`` sums every segment: three squared norms per parameter.
+    ``previous`` holds their values at the last step; each parameter's ``previous`` is its
+    segment of it (so a parameter later read elsewhere keeps its last values)."""
+
+    def __init__(self, parameters, values):
+        self.parameters = parameters
+        self.layout = [(array.size, array.dtype) for array in values]
+        sizes = [array.size for array in values]
+        total = sum(sizes)
+        self.buffer = np.empty(3 * total)
+        self.values_and_grads = self.buffer[: 2 * total]
+        self.values = self.buffer[:total]
+        self.change = self.buffer[2 * total :]
+        self.previous = np.zeros(total)
+        starts = np.cumsum([0, *sizes[:-1]])
+        self.starts = np.concatenate([starts, starts + total, starts + 2 * total])
+        # Positions of the parameters with no values to compare with at the first read.
+        self.first = []
+        for position, (parameter, array, start) in enumerate(zip(parameters, values, starts)):
+            segment = self.previous[start : start + array.size]
+            if parameter.comparable(array):
+                segment[...] = parameter.previous
+            else:
+                self.first.append(position)
+            parameter.previous = segment
+            parameter.previous_dtype = array.dtype
+
+    def read(self, step, values, grads):
+        """The numbers of ``step`` for every parameter of the batch: ``values`` their flat
+        arrays in C order, ``grads`` their grads' flat arrays (NaN for a missing one)."""
+        count = len(self.parameters)
+        # inf - inf, overflowing squares: said by the numbers (NaN, inf), not by NumPy warnings
+        with np.errstate(all="ignore"):
+            np.concatenate(values + grads, out=self.values_and_grads)
+            np.subtract(self.values, self.previous, out=self.change)
+            np.copyto(self.previous, self.values)
+            np.square(self.buffer, out=self.buffer)
+            sums = np.add.reduceat(self.buffer, self.starts).tolist()
+        value_squared, grad_squared = sums[:count], sums[count : 2 * count]
+        change_squared = sums[2 * count :]
+        for position in self.first:
+            change_squared[position] = math.nan
+        self.first = []
+        for parameter, grad, change, value in zip(
+            self.parameters, grad_squared, change_squared, value_squared, strict=True
+        ):
+            parameter.add(step, grad, change, value)
+
+
+def _batched(values, grad):
+    """Whether a parameter goes in the pass's batch: small, real floating point (its values
+    exact in float64), and a grad of its size or none."""
+    return (
+        0 < values.size <= BATCH_LIMIT
+        and values.dtype.kind == "f"
+        and (grad is None or (grad.size == values.size and grad.dtype.kind == "f"))
+    )
 
 
 class ParameterHistory:
@@ -163,12 +239,13 @@ class ParameterHistory:
 
 
 class _HistoryTracker:
-    """The engine-neutral part: the watched parameters and the step count."""
+    """The engine-neutral part: the watched parameters, the step count, reading a pass."""
 
     def __init__(self):
         self._watched = {}  # id(leaf) -> _Parameter
         self._step = -1
-        self._last_pass = None  # the key of the pass the last sample came from
+        self._last_pass = None  # the key of the pass the last step came from
+        self._batch = None  # the _Batch of the last pass that had small parameters
         self.error = None
 
     def watch(self, leaf, record):
@@ -190,6 +267,39 @@ class _HistoryTracker:
             self._step += 1
         return self._step
 
+    def _read_pass(self, pass_key, leaves):
+        """Read the watched parameters among ``leaves``, the leaves the pass ``pass_key`` (just
+        ended) summed a gradient into: the small ones in one batch, the others one by one."""
+        batched, batched_values, batched_grads, alone = [], [], [], []
+        for leaf in leaves:
+            parameter = self._watched.get(id(leaf))
+            if parameter is None or parameter.ref() is not leaf:
+                continue
+            values, grad = self._arrays(parameter, leaf)
+            values = values.reshape(-1)  # C order: compared element by element with the last
+            if grad is not None:
+                grad = grad.ravel(order="K")  # memory order: a transposed grad is not copied
+            if _batched(values, grad):
+                batched.append(parameter)
+                batched_values.append(values)
+                batched_grads.append(np.full(values.size, math.nan) if grad is None else grad)
+            else:
+                alone.append((parameter, values, grad))
+        if not batched and not alone:
+            return
+        step = self._step_of(pass_key)
+        if batched:
+            batch = self._batch
+            if (
+                batch is None
+                or batch.parameters != batched
+                or batch.layout != [(array.size, array.dtype) for array in batched_values]
+            ):
+                batch = self._batch = _Batch(batched, batched_values)
+            batch.read(step, batched_values, batched_grads)
+        for parameter, values, grad in alone:
+            parameter.read_alone(step, values, grad)
+
     def _failed(self, error):
         self.error = f"the history failed and stopped: {type(error).__name__}: {error}"
         self.stop()
@@ -199,6 +309,7 @@ class _HistoryTracker:
         when no parameter was watched). ``recorder_tensors`` is the recorder's map id(tensor)
         -> (weakref, latest record): a parameter still alive is named by its newest record."""
         self.stop()
+        self._batch = None
         parameters = []
         for key, parameter in self._watched.items():
             leaf = parameter.ref()
@@ -222,10 +333,14 @@ class _HistoryTracker:
         return ParameterHistory(parameters, self.error)
 
 
+def _roots(squares):
+    return np.sqrt(np.array(squares, dtype=np.float64)).tolist()
+
+
 class _Finished:
     """One parameter's history once the recording has ended (no engine object kept):
     ``record`` its newest TensorRecord (None if the recording kept none), ``tensors`` the ids
-    of its records in the trace, oldest first."""
+    of its records in the trace, oldest first, and its numbers step by step."""
 
     __slots__ = ("record", "tensors", "steps", "grad_norm", "update_norm", "value_norm")
 
@@ -234,9 +349,11 @@ class _Finished:
         self.record = records[-1] if records else None
         self.tensors = [record.id for record in records]
         self.steps = parameter.steps
-        self.grad_norm = parameter.grad_norm
-        self.update_norm = parameter.update_norm
-        self.value_norm = parameter.value_norm
+        self.grad_norm = _roots(parameter.grad_squared)
+        self.value_norm = _roots(parameter.value_squared)
+        # The change measured at a step is the update after the parameter's step before it
+        # (the change measured at its first step is nothing's; close() measured the last).
+        self.update_norm = _roots(parameter.change_squared[1:])
 
     @property
     def name(self):
@@ -271,6 +388,10 @@ class NbgradHistory(_HistoryTracker):
     def _values(self, leaf):
         return reading.values(leaf)
 
+    def _arrays(self, parameter, leaf):
+        grad = reading.grad(leaf)
+        return reading.values(leaf), None if grad is None else reading.values(grad)
+
     def _on_accumulate(self, leaf, grad, total):
         if self._depth:
             self._reached[id(leaf)] = leaf
@@ -284,27 +405,15 @@ class NbgradHistory(_HistoryTracker):
                 return
             self._depth = max(self._depth - 1, 0)
             if self._depth == 0 and self._reached:
-                self._read_reached()
+                reached, self._reached = self._reached, {}
+                self._read_pass(self._passes, reached.values())
         except Exception as error:  # a fault here must not break the user's program
             self._failed(error)
 
-    def _read_reached(self):
-        reached, self._reached = self._reached, {}
-        step = None
-        for key, leaf in reached.items():
-            parameter = self._watched.get(key)
-            if parameter is None or parameter.ref() is not leaf:
-                continue
-            if step is None:
-                step = self._step_of(self._passes)
-            grad = reading.grad(leaf)
-            parameter.sample(
-                step, reading.values(leaf), None if grad is None else reading.values(grad)
-            )
-
 
 class TorchHistory(_HistoryTracker):
-    """Watches real PyTorch through a post-accumulate-grad hook on each parameter."""
+    """Watches real PyTorch: a post-accumulate-grad hook on each parameter notes it, and the
+    parameters a pass reached are read when PyTorch's engine ends that pass."""
 
     def __init__(self):
         import torch
@@ -313,9 +422,11 @@ class TorchHistory(_HistoryTracker):
 
         super().__init__()
         self._handles = []
+        self._reached = {}  # graph task id -> {id(leaf): leaf} of a pass not ended yet
         # Looked up once: the hook runs for every parameter of every pass.
         self._no_torch_function = torch._C.DisableTorchFunction
         self._graph_task_id = torch._C._current_graph_task_id
+        self._queue_callback = torch.autograd.Variable._execution_engine.queue_callback
         self._array_of = array_of
 
     def start(self):
@@ -325,6 +436,7 @@ class TorchHistory(_HistoryTracker):
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._reached = {}
 
     def _values(self, leaf):
         with self._no_torch_function():
@@ -332,7 +444,7 @@ class TorchHistory(_HistoryTracker):
 
     def _started_watching(self, leaf):
         # Watched from inside the pass that reached it (the recorder's AccumulateGrad hook),
-        # after PyTorch ran the post-accumulate hooks of that pass: this pass is read now.
+        # after PyTorch ran the post-accumulate hooks of that pass: noted for this pass now.
         self._handles.append(leaf.register_post_accumulate_grad_hook(self._on_accumulated))
         self._on_accumulated(leaf)
 
@@ -349,17 +461,30 @@ class TorchHistory(_HistoryTracker):
             parameter.view = (address, values)
         return values
 
+    def _arrays(self, parameter, leaf):
+        grad = leaf.grad
+        return self._leaf_values(parameter, leaf), None if grad is None else self._array_of(grad)
+
     def _on_accumulated(self, leaf):
         try:
-            parameter = self._watched.get(id(leaf))
-            if parameter is None or parameter.ref() is not leaf or self.error is not None:
-                return
-            # Read with no mode: the recorder's mode must not see these reads as operations.
-            with self._no_torch_function():
-                step = self._step_of(self._graph_task_id())
-                grad = leaf.grad
-                values = self._leaf_values(parameter, leaf)
-                parameter.sample(step, values, None if grad is None else self._array_of(grad))
+            task = self._graph_task_id()
+            if task < 0 or self.error is not None:
+                return  # outside a backward pass (nothing to read), or stopped
+            reached = self._reached.get(task)
+            if reached is None:  # the pass's first parameter: be called when it ends
+                reached = self._reached[task] = {}
+                self._queue_callback(lambda: self._pass_ended(task))
+            reached[id(leaf)] = leaf
+        except Exception as error:  # a fault here must not break the user's program
+            self._failed(error)
+
+    def _pass_ended(self, task):
+        try:
+            reached = self._reached.pop(task, None)
+            if reached and self.error is None:
+                # Read with no mode: the recorder's mode must not see these reads as operations.
+                with self._no_torch_function():
+                    self._read_pass(task, reached.values())
         except Exception as error:  # a fault here must not break the user's program
             self._failed(error)
 

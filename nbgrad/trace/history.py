@@ -87,7 +87,6 @@ class _Parameter:
         "change_squared",
         "value_squared",
         "previous",
-        "previous_dtype",
         "view",
     )
 
@@ -97,50 +96,40 @@ class _Parameter:
         self.records = [record] if record is not None else []
         # Per step, squared norms: of the grad, of the values, and of the change of the values
         # since the parameter's step before (NaN at its first step, or when it was resized).
-        # ParameterHistory turns them into the three norms.
+        # _Finished turns them into the three norms. While the parameter is in a _Batch, the
+        # batch keeps the numbers of its steps and hands them over later (release).
         self.steps = []
         self.grad_squared = []
         self.change_squared = []
         self.value_squared = []
-        # Its values at its last step, flat: its own copy when read alone, its segment of its
-        # batch's float64 copy when read in a batch; and the dtype they had.
+        # Its values at its last step, flat: its own copy when read alone, its segment of the
+        # batch's float64 copy when read in a batch.
         self.previous = None
-        self.previous_dtype = None
         self.view = None  # PyTorch: (data_ptr, NumPy view of the leaf's memory), read again
 
-    def add(self, step, grad_squared, change_squared, value_squared):
-        self.steps.append(step)
-        self.grad_squared.append(grad_squared)
-        self.change_squared.append(change_squared)
-        self.value_squared.append(value_squared)
-
-    def comparable(self, values):
-        """Whether ``values`` (flat) can be compared with the values of the last step."""
-        previous = self.previous
-        return (
-            previous is not None
-            and previous.size == values.size
-            and self.previous_dtype == values.dtype
-        )
-
     def read_alone(self, step, values, grad):
-        """The numbers of ``step`` from the parameter's own arrays: ``values`` flat in C order,
-        ``grad`` flat in any order (only its norm is read), or None."""
+        """The numbers of ``step`` from the parameter's own arrays, in their own dtype."""
+        values = values.reshape(-1)  # C order: compared element by element with the last step
         value_squared = _squared_norm(values)
-        if self.comparable(values):
-            previous = self.previous
+        previous = self.previous
+        if previous is None or previous.size != values.size:
+            change_squared = math.nan  # its first step, or resized in place: no difference
+            self.previous = values.copy()
+        elif previous.dtype == values.dtype:
             # The copy becomes the change, then the copy of the new values: three passes over
             # the array, none allocated.
             with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm, not a warning
                 np.subtract(values, previous, out=previous)
             change_squared = _squared_norm(previous)
             np.copyto(previous, values)
-        else:  # its first step, or resized in place: no meaningful difference
-            change_squared = math.nan
+        else:  # its dtype changed, or it was in a batch: compared exactly, then copied anew
+            change_squared = _squared_norm(_difference(values, previous))
             self.previous = values.copy()
-        self.previous_dtype = values.dtype
-        grad_squared = math.nan if grad is None else _squared_norm(grad)
-        self.add(step, grad_squared, change_squared, value_squared)
+        grad_squared = _squared_norm(grad.ravel(order="K"))  # in memory order: never a copy
+        self.steps.append(step)
+        self.grad_squared.append(grad_squared)
+        self.change_squared.append(change_squared)
+        self.value_squared.append(value_squared)
 
     def close(self, values):
         """The recording ends: the change after the last step, from ``values`` (the leaf's
@@ -150,78 +139,90 @@ class _Parameter:
         previous = self.previous
         change_squared = math.nan
         if values is not None and previous is not None and values.size == previous.size:
-            exact = np.result_type(values.dtype, previous.dtype, np.float64)
-            with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm
-                change = np.subtract(values.reshape(-1), previous, dtype=exact)
-            change_squared = _squared_norm(change)
+            change_squared = _squared_norm(_difference(values.reshape(-1), previous))
         self.change_squared.append(change_squared)
         self.previous = None
 
 
-class _Batch:
-    """The small parameters of a pass, read together: about five NumPy calls for all of them
-    instead of five per parameter. Kept from pass to pass while the same parameters, of the
-    same sizes and dtypes, come in the same order (a training loop); made again otherwise.
+def _difference(values, previous):
+    """``values - previous`` in float64 at least (complex stays complex); inf - inf is NaN,
+    said by the norm, not by a NumPy warning."""
+    with np.errstate(all="ignore"):
+        return np.subtract(values, previous, dtype=np.result_type(values, previous, np.float64))
 
-    ``buffer`` (float64) has three parts, each with one segment per parameter in order: their
-    values, their grads, and the change of their values since the last step. Squared in
-    place, one ``np.add.reduceat`` sums every segment: three squared norms per parameter.
-    ``previous`` holds their values at the last step; each parameter's ``previous`` is its
-    segment of it (so a parameter later read elsewhere keeps its last values)."""
+
+def _missing_grad(values):
+    """What a parameter reached by a pass but with no .grad reads as: NaN, of its shape."""
+    return np.full(values.shape, math.nan)
+
+
+class _Batch:
+    """The small parameters of a pass, read together: five NumPy calls for all of them
+    instead of five per parameter. Kept from pass to pass while the same parameters, of the
+    same sizes, come in the same order (a training loop); made again otherwise.
+
+    ``buffer`` (float64) has three parts, each with one segment per parameter, in order: their
+    values, their grads, and the change of their values since the last step. Squared in place,
+    one ``np.add.reduceat`` sums every segment: the three squared norms of every parameter,
+    written as one row of ``sums`` (grown by doubling), whose rows are the passes read.
+    ``release`` hands those rows to the parameters. ``previous`` holds their values at the last
+    step; each parameter's ``previous`` is its segment of it."""
 
     def __init__(self, parameters, values):
         self.parameters = parameters
-        self.layout = [(array.size, array.dtype) for array in values]
-        sizes = [array.size for array in values]
-        total = sum(sizes)
+        self.sizes = [array.size for array in values]
+        total = sum(self.sizes)
         self.buffer = np.empty(3 * total)
         self.values_and_grads = self.buffer[: 2 * total]
         self.values = self.buffer[:total]
         self.change = self.buffer[2 * total :]
         self.previous = np.zeros(total)
-        starts = np.cumsum([0, *sizes[:-1]])
+        starts = np.cumsum([0, *self.sizes[:-1]])
         self.starts = np.concatenate([starts, starts + total, starts + 2 * total])
-        # Positions of the parameters with no values to compare with at the first read.
+        self.steps = []  # the step of each row of sums
+        self.sums = np.empty((64, 3 * len(parameters)))
+        # The positions of the parameters with no values to compare with, at the first read.
         self.first = []
-        for position, (parameter, array, start) in enumerate(zip(parameters, values, starts)):
-            segment = self.previous[start : start + array.size]
-            if parameter.comparable(array):
-                segment[...] = parameter.previous
+        for position, (parameter, start, size) in enumerate(
+            zip(parameters, starts, self.sizes, strict=True)
+        ):
+            segment = self.previous[start : start + size]
+            previous = parameter.previous
+            if previous is not None and previous.size == size and previous.dtype.kind == "f":
+                segment[...] = previous
             else:
                 self.first.append(position)
             parameter.previous = segment
-            parameter.previous_dtype = array.dtype
 
     def read(self, step, values, grads):
-        """The numbers of ``step`` for every parameter of the batch: ``values`` their flat
-        arrays in C order, ``grads`` their grads' flat arrays (NaN for a missing one)."""
-        count = len(self.parameters)
+        """The numbers of ``step``: ``values`` and ``grads`` the parameters' arrays, in order."""
+        row = len(self.steps)
+        if row == len(self.sums):
+            self.sums = np.concatenate([self.sums, np.empty_like(self.sums)])
         # inf - inf, overflowing squares: said by the numbers (NaN, inf), not by NumPy warnings
         with np.errstate(all="ignore"):
-            np.concatenate(values + grads, out=self.values_and_grads)
+            np.concatenate(values + grads, axis=None, out=self.values_and_grads)
             np.subtract(self.values, self.previous, out=self.change)
             np.copyto(self.previous, self.values)
             np.square(self.buffer, out=self.buffer)
-            sums = np.add.reduceat(self.buffer, self.starts).tolist()
-        value_squared, grad_squared = sums[:count], sums[count : 2 * count]
-        change_squared = sums[2 * count :]
-        for position in self.first:
-            change_squared[position] = math.nan
-        self.first = []
-        for parameter, grad, change, value in zip(
-            self.parameters, grad_squared, change_squared, value_squared, strict=True
-        ):
-            parameter.add(step, grad, change, value)
+            np.add.reduceat(self.buffer, self.starts, out=self.sums[row])
+        if self.first:
+            count = len(self.parameters)
+            self.sums[row, [2 * count + position for position in self.first]] = math.nan
+            self.first = []
+        self.steps.append(step)
 
-
-def _batched(values, grad):
-    """Whether a parameter goes in the pass's batch: small, real floating point (its values
-    exact in float64), and a grad of its size or none."""
-    return (
-        0 < values.size <= BATCH_LIMIT
-        and values.dtype.kind == "f"
-        and (grad is None or (grad.size == values.size and grad.dtype.kind == "f"))
-    )
+    def release(self):
+        """Hand the numbers of the passes read so far to the parameters (the batch is being
+        replaced, or the recording ends)."""
+        count = len(self.parameters)
+        columns = self.sums[: len(self.steps)].T.tolist()
+        for position, parameter in enumerate(self.parameters):
+            parameter.steps.extend(self.steps)
+            parameter.value_squared.extend(columns[position])
+            parameter.grad_squared.extend(columns[count + position])
+            parameter.change_squared.extend(columns[2 * count + position])
+        self.steps = []
 
 
 class ParameterHistory:
@@ -271,31 +272,37 @@ class _HistoryTracker:
         """Read the watched parameters among ``leaves``, the leaves the pass ``pass_key`` (just
         ended) summed a gradient into: the small ones in one batch, the others one by one."""
         batched, batched_values, batched_grads, alone = [], [], [], []
+        watched = self._watched
         for leaf in leaves:
-            parameter = self._watched.get(id(leaf))
+            parameter = watched.get(id(leaf))
             if parameter is None or parameter.ref() is not leaf:
                 continue
             values, grad = self._arrays(parameter, leaf)
-            values = values.reshape(-1)  # C order: compared element by element with the last
-            if grad is not None:
-                grad = grad.ravel(order="K")  # memory order: a transposed grad is not copied
-            if _batched(values, grad):
+            if (
+                0 < values.size <= BATCH_LIMIT
+                and values.dtype.kind == "f" == grad.dtype.kind
+                and grad.size == values.size
+            ):
                 batched.append(parameter)
                 batched_values.append(values)
-                batched_grads.append(np.full(values.size, math.nan) if grad is None else grad)
-            else:
+                batched_grads.append(grad)
+            else:  # large, complex, empty
                 alone.append((parameter, values, grad))
         if not batched and not alone:
             return
         step = self._step_of(pass_key)
-        if batched:
-            batch = self._batch
-            if (
-                batch is None
-                or batch.parameters != batched
-                or batch.layout != [(array.size, array.dtype) for array in batched_values]
-            ):
-                batch = self._batch = _Batch(batched, batched_values)
+        batch = self._batch
+        if (
+            batch is None
+            or batch.parameters != batched
+            or batch.sizes != [array.size for array in batched_values]
+        ):
+            # Others than last time: the old batch hands over its numbers first, so that
+            # a parameter's steps stay in order.
+            if batch is not None:
+                batch.release()
+            batch = self._batch = _Batch(batched, batched_values) if batched else None
+        if batch is not None:
             batch.read(step, batched_values, batched_grads)
         for parameter, values, grad in alone:
             parameter.read_alone(step, values, grad)
@@ -309,7 +316,9 @@ class _HistoryTracker:
         when no parameter was watched). ``recorder_tensors`` is the recorder's map id(tensor)
         -> (weakref, latest record): a parameter still alive is named by its newest record."""
         self.stop()
-        self._batch = None
+        if self._batch is not None:
+            self._batch.release()
+            self._batch = None
         parameters = []
         for key, parameter in self._watched.items():
             leaf = parameter.ref()
@@ -389,8 +398,9 @@ class NbgradHistory(_HistoryTracker):
         return reading.values(leaf)
 
     def _arrays(self, parameter, leaf):
-        grad = reading.grad(leaf)
-        return reading.values(leaf), None if grad is None else reading.values(grad)
+        """The leaf's values and its .grad's, as NumPy arrays (NaN for a missing grad)."""
+        values, grad = reading.values(leaf), reading.grad(leaf)
+        return values, _missing_grad(values) if grad is None else reading.values(grad)
 
     def _on_accumulate(self, leaf, grad, total):
         if self._depth:
@@ -454,7 +464,7 @@ class TorchHistory(_HistoryTracker):
         The view keeps that memory alive, so its address cannot be another tensor's."""
         address = leaf.data_ptr()
         view = parameter.view
-        if view is not None and view[0] == address and view[1].shape == tuple(leaf.shape):
+        if view is not None and view[0] == address and view[1].shape == leaf.shape:
             return view[1]
         values = self._array_of(leaf)
         if values.ctypes.data == address:  # on the leaf's memory, not a converted copy
@@ -462,8 +472,9 @@ class TorchHistory(_HistoryTracker):
         return values
 
     def _arrays(self, parameter, leaf):
-        grad = leaf.grad
-        return self._leaf_values(parameter, leaf), None if grad is None else self._array_of(grad)
+        """The leaf's values and its .grad's, as NumPy arrays (NaN for a missing grad)."""
+        values, grad = self._leaf_values(parameter, leaf), leaf.grad
+        return values, _missing_grad(values) if grad is None else self._array_of(grad)
 
     def _on_accumulated(self, leaf):
         try:

@@ -58,6 +58,9 @@ COLUMNS = ("step", "parameter", "tensor", "grad_norm", "update_norm", "value_nor
 # Parameters of up to this many elements are read in the pass's batch; larger ones alone, where
 # a NumPy call's fixed cost is small beside its work and their own dtype keeps the traffic low.
 BATCH_LIMIT = 4096
+# A batch measures its passes every ROWS passes at most, its copies taking ROWS_BYTES at most.
+ROWS = 64
+ROWS_BYTES = 4 * 2**20
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -97,7 +100,7 @@ class _Parameter:
         # Per step, squared norms: of the grad, of the values, and of the change of the values
         # since the parameter's step before (NaN at its first step, or when it was resized).
         # _Finished turns them into the three norms. While the parameter is in a _Batch, the
-        # batch keeps the numbers of its steps and hands them over later (release).
+        # batch keeps copies of its last passes and hands their numbers over later (measure).
         self.steps = []
         self.grad_squared = []
         self.change_squared = []
@@ -157,71 +160,73 @@ def _missing_grad(values):
 
 
 class _Batch:
-    """The small parameters of a pass, read together: five NumPy calls for all of them
-    instead of five per parameter. Kept from pass to pass while the same parameters, of the
-    same sizes, come in the same order (a training loop); made again otherwise.
+    """The small parameters of a pass, read together. Kept from pass to pass while the same
+    parameters, of the same sizes, come in the same order (a training loop); made again
+    otherwise.
 
-    ``buffer`` (float64) has three parts, each with one segment per parameter, in order: their
-    values, their grads, and the change of their values since the last step. Squared in place,
-    one ``np.add.reduceat`` sums every segment: the three squared norms of every parameter,
-    written as one row of ``sums`` (grown by doubling), whose rows are the passes read.
-    ``release`` hands those rows to the parameters. ``previous`` holds their values at the last
-    step; each parameter's ``previous`` is its segment of it."""
+    A pass only copies their values and grads, one NumPy call for all of them, into the next
+    row of ``rows`` (float64). Each row has three parts, each with one segment per parameter,
+    in order: their values, their grads, and (filled by ``measure``) the change of their values
+    since the pass before. Every ``capacity`` passes, and when the batch is replaced or the
+    recording ends, ``measure`` takes the norms of all the passes copied since, with five NumPy
+    calls for all of them: the changes are differences of consecutive rows, and one
+    ``np.add.reduceat`` over the squares sums every segment of every row. Row 0 holds the
+    values of the last pass measured: each parameter's ``previous`` is its segment of it."""
 
     def __init__(self, parameters, values):
         self.parameters = parameters
         self.sizes = [array.size for array in values]
-        total = sum(self.sizes)
-        self.buffer = np.empty(3 * total)
-        self.values_and_grads = self.buffer[: 2 * total]
-        self.values = self.buffer[:total]
-        self.change = self.buffer[2 * total :]
-        self.previous = np.zeros(total)
+        self.total = total = sum(self.sizes)
+        self.capacity = max(1, min(ROWS, ROWS_BYTES // (8 * 3 * total)))
+        self.rows = np.empty((self.capacity + 1, 3 * total))
+        # where each pass's values and grads are copied: row 1, 2, ... (views made once)
+        self.copies = [row[: 2 * total] for row in self.rows[1:]]
+        self.steps = []  # of the passes copied and not measured yet
         starts = np.cumsum([0, *self.sizes[:-1]])
         self.starts = np.concatenate([starts, starts + total, starts + 2 * total])
-        self.steps = []  # the step of each row of sums
-        self.sums = np.empty((64, 3 * len(parameters)))
-        # The positions of the parameters with no values to compare with, at the first read.
+        # The positions of the parameters with no values to compare with, at the first pass.
         self.first = []
         for position, (parameter, start, size) in enumerate(
             zip(parameters, starts, self.sizes, strict=True)
         ):
-            segment = self.previous[start : start + size]
+            segment = self.rows[0, start : start + size]
             previous = parameter.previous
             if previous is not None and previous.size == size and previous.dtype.kind == "f":
                 segment[...] = previous
             else:
+                segment[...] = 0.0
                 self.first.append(position)
             parameter.previous = segment
 
     def read(self, step, values, grads):
-        """The numbers of ``step``: ``values`` and ``grads`` the parameters' arrays, in order."""
-        row = len(self.steps)
-        if row == len(self.sums):
-            self.sums = np.concatenate([self.sums, np.empty_like(self.sums)])
-        # inf - inf, overflowing squares: said by the numbers (NaN, inf), not by NumPy warnings
-        with np.errstate(all="ignore"):
-            np.concatenate(values + grads, axis=None, out=self.values_and_grads)
-            np.subtract(self.values, self.previous, out=self.change)
-            np.copyto(self.previous, self.values)
-            np.square(self.buffer, out=self.buffer)
-            np.add.reduceat(self.buffer, self.starts, out=self.sums[row])
-        if self.first:
-            count = len(self.parameters)
-            self.sums[row, [2 * count + position for position in self.first]] = math.nan
-            self.first = []
+        """Copy the values and grads of ``step`` (the parameters' arrays, in order)."""
+        if len(self.steps) == self.capacity:
+            self.measure()
+        np.concatenate(values + grads, axis=None, out=self.copies[len(self.steps)])
         self.steps.append(step)
 
-    def release(self):
-        """Hand the numbers of the passes read so far to the parameters (the batch is being
-        replaced, or the recording ends)."""
-        count = len(self.parameters)
-        columns = self.sums[: len(self.steps)].T.tolist()
+    def measure(self):
+        """The numbers of the passes copied since the last time, handed to the parameters."""
+        count, total = len(self.steps), self.total
+        if not count:
+            return
+        passes = self.rows[1 : count + 1]
+        # inf - inf, overflowing squares: said by the numbers (NaN, inf), not NumPy warnings
+        with np.errstate(all="ignore"):
+            np.subtract(passes[:, :total], self.rows[:count, :total], out=passes[:, 2 * total :])
+            self.rows[0, :total] = passes[-1, :total]  # the values to compare the next with
+            np.square(passes, out=passes)
+            sums = np.add.reduceat(passes, self.starts, axis=1)
+        number = len(self.parameters)
+        if self.first:  # their first pass: no change to measure
+            sums[0, [2 * number + position for position in self.first]] = math.nan
+            self.first = []
+        columns = sums.T.tolist()
         for position, parameter in enumerate(self.parameters):
             parameter.steps.extend(self.steps)
             parameter.value_squared.extend(columns[position])
-            parameter.grad_squared.extend(columns[count + position])
-            parameter.change_squared.extend(columns[2 * count + position])
+            parameter.grad_squared.extend(columns[number + position])
+            parameter.change_squared.extend(columns[2 * number + position])
         self.steps = []
 
 
@@ -300,7 +305,7 @@ class _HistoryTracker:
             # Others than last time: the old batch hands over its numbers first, so that
             # a parameter's steps stay in order.
             if batch is not None:
-                batch.release()
+                batch.measure()
             batch = self._batch = _Batch(batched, batched_values) if batched else None
         if batch is not None:
             batch.read(step, batched_values, batched_grads)
@@ -317,7 +322,7 @@ class _HistoryTracker:
         -> (weakref, latest record): a parameter still alive is named by its newest record."""
         self.stop()
         if self._batch is not None:
-            self._batch.release()
+            self._batch.measure()
             self._batch = None
         parameters = []
         for key, parameter in self._watched.items():

@@ -29,14 +29,17 @@ How each engine is watched past the recorder's limit, cheaply:
 
 What reading costs (``benchmarks/record_history.py`` measures it against the same loop
 unrecorded; the goal is under 10% of a training step). Per pass and parameter the history
-reads the grad once, the values twice, and writes a copy of the values: for a large parameter
-that memory traffic is the cost, for a small one the fixed cost of each NumPy call (about a
-microsecond). So the parameters of a pass are read in two ways:
+reads the grad and the values and keeps a copy of the values: for a large parameter that
+memory traffic is the cost, for a small one the fixed cost of each NumPy call (about a
+microsecond, as much as the Python around it). So the parameters of a pass are read in two
+ways:
 
-- small ones (up to ``BATCH_LIMIT`` elements) together, in a ``_Batch``: their values and grads
-  copied into one float64 buffer, five NumPy calls for all of them;
-- large ones (and the rare dtypes a float64 buffer cannot hold) one by one in their own dtype:
-  a BLAS dot product per norm, and the difference with the copy computed in that copy.
+- small ones (up to ``BATCH_LIMIT`` elements) together, in a ``_Batch``: a pass only copies
+  their values and grads into one float64 row, one NumPy call for all of them; every
+  ``ROWS`` passes (and at the end) five NumPy calls measure all the rows copied since;
+- large ones (and the rare dtypes a float64 row cannot hold) one by one, in their own dtype:
+  a BLAS dot product per norm, the difference with the copy computed in that copy, and the
+  grad read in its memory order (a transposed grad is not copied).
 
 Only squared norms are kept while the loop runs; the square roots are taken once, when the
 recording ends. A fault in this code stops the history (noted in ``error``), never the user's
@@ -283,11 +286,8 @@ class _HistoryTracker:
             if parameter is None or parameter.ref() is not leaf:
                 continue
             values, grad = self._arrays(parameter, leaf)
-            if (
-                0 < values.size <= BATCH_LIMIT
-                and values.dtype.kind == "f" == grad.dtype.kind
-                and grad.size == values.size
-            ):
+            small = 0 < values.size <= BATCH_LIMIT and grad.size == values.size
+            if small and values.dtype.kind == "f" and grad.dtype.kind == "f":
                 batched.append(parameter)
                 batched_values.append(values)
                 batched_grads.append(grad)
@@ -322,7 +322,10 @@ class _HistoryTracker:
         -> (weakref, latest record): a parameter still alive is named by its newest record."""
         self.stop()
         if self._batch is not None:
-            self._batch.measure()
+            try:
+                self._batch.measure()
+            except Exception as error:  # noqa: BLE001 - its last passes are lost, said in error
+                self.error = self.error or f"the history failed: {type(error).__name__}: {error}"
             self._batch = None
         parameters = []
         for key, parameter in self._watched.items():

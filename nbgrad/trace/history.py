@@ -123,9 +123,15 @@ class _Parameter:
             self.previous = values.copy()
         elif previous.dtype == values.dtype:
             # The copy becomes the change, then the copy of the new values: three passes over
-            # the array, none allocated.
-            with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm, not a warning
+            # the array, none allocated. Finite norms, now and at the step before, mean finite
+            # values and no overflow: no NumPy warning to silence (np.errstate costs a
+            # microsecond or two).
+            before = self.value_squared[-1] if self.value_squared else math.nan
+            if math.isfinite(value_squared) and math.isfinite(before):
                 np.subtract(values, previous, out=previous)
+            else:
+                with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm
+                    np.subtract(values, previous, out=previous)
             change_squared = _squared_norm(previous)
             np.copyto(previous, values)
         else:  # its dtype changed, or it was in a batch: compared exactly, then copied anew

@@ -72,7 +72,10 @@ op("fmod_tensor", "FmodBackward1", ("self", "other"),
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
    inplace=True)
 op("pow", "PowBackward0", ("self",),
-   {"self": "0 * grad if exponent == 0 else grad * exponent * power(self, exponent - 1)"},
+   # pow_backward's order: grad * (exponent * self.pow(exponent - 1)), the inner product being
+   # the Scalar overload (create_graph records MulBackward1 below MulBackward0, as PyTorch does)
+   {"self": "0 * grad if exponent == 0 else "
+            "grad * scalar_times(exponent, power(self, exponent - 1.0))"},
    formula_math.power, attrs=("exponent",), saves=("self", "exponent"))
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",

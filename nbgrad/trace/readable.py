@@ -3,12 +3,12 @@
 The op table (``nbgrad/ops/derivatives.py``) writes each input's gradient as Python over
 ``grad`` and the names the node saved, calling the helpers of ``formula_math``:
 ``0 * grad if exponent == 0 else grad * scalar_times(exponent, power(self, exponent - 1.0))``.
-That text runs; it does not read as math. ``readable(...)`` parses it with ``ast`` and, knowing what this node
-saved (``exponent`` is 2), rewrites it exactly: constants put in, conditions decided, trivial
-factors dropped (``* 1``, ``** 1``, ``0 * grad`` is 0), helper calls turned into math
-(``matrix_t(W)`` is Wᵀ, ``sum_to(g, s)`` is "g summed to shape s"). What has no exact rewrite
-is described in words ("computed by NativeLayerNormBackward0 from ∂L/∂out, input, ..."), never
-shown as the helper's name.
+That text runs; it does not read as math. ``readable(...)`` parses it with ``ast`` and, knowing
+what this node saved (``exponent`` is 2), rewrites it exactly: constants put in, conditions
+decided, trivial factors dropped (``* 1``, ``** 1``, ``0 * grad`` is 0), helper calls turned
+into math (``matrix_t(W)`` is Wᵀ, ``sum_to(g, s)`` is "g summed to shape s"). What has no
+exact rewrite is described in words ("computed by NativeLayerNormBackward0 from ∂L/∂out, input,
+..."), never shown as the helper's name.
 
 The result is a small tree of JSON lists (the trace's ``readable`` table, docs/trace-schema.md)
 that the widget typesets as MathML with the program's names, and also reads as plain text:

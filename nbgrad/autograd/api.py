@@ -124,8 +124,12 @@ def grad(
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     capture = [edge_of(t) for t in inputs]
-    captured = engine.execute(roots, grads, retain_graph, create_graph, capture=capture)
+    versions = [0] * len(capture)
+    captured = engine.execute(
+        roots, grads, retain_graph, create_graph, capture=capture, capture_versions=versions
+    )
     results = []
+    made = {}  # id(array) -> its Tensor: an input listed twice gets the same tensor, as in PyTorch
     for i, (t, g) in enumerate(zip(inputs, captured)):
         if g is None:
             if materialize_grads:
@@ -135,5 +139,12 @@ def grad(
             else:
                 results.append(None)
                 continue
-        results.append(g if isinstance(g, Tensor) else Tensor._make(g))
+        if not isinstance(g, Tensor):
+            tensor = made.get(id(g))
+            if tensor is None:
+                tensor = made[id(g)] = Tensor._make(np.asarray(g))
+                if versions[i]:
+                    tensor._version_counter.value = versions[i]
+            g = tensor
+        results.append(g)
     return tuple(results)

@@ -249,34 +249,40 @@ def _add_to_buffer(buffers, node, nr, grad, create_graph, written, delivered):
 
 
 def _accumulate(buffer, node, nr, grad, create_graph, written, delivered):
-    """Add ``grad`` to the gradient already waiting in ``buffer[nr]``, as PyTorch's InputBuffer
-    does: in place when nothing else refers to the waiting gradient and it owns dense memory
-    (outside create_graph), which bumps its version, else into a new gradient. ``delivered``:
-    the gradients the node that made ``grad`` is handing out (PyTorch moves them into the
-    buffers; here that list still refers to them)."""
+    """Add ``grad`` to the gradient already waiting in ``buffer[nr]``. PyTorch's InputBuffer
+    adds in place when nothing else refers to the waiting gradient and it owns dense memory
+    (outside create_graph), a new version of it, else into a new tensor (version 0). Here the
+    sum is always a new array: nothing else refers to the old one, so no one can tell, but
+    the version is counted as PyTorch's (and the recorder, which knows a gradient by its array,
+    never sees one array with two values). ``delivered``: the gradients the node that made
+    ``grad`` is handing out (PyTorch moves them into the buffers; that list still holds them)."""
     old = buffer[nr]
-    if create_graph or old is grad or np.shape(grad) != np.shape(old):
-        buffer[nr] = old + grad
-        return
     # References to ``old`` when nothing else holds it: the buffer, this name, getrefcount's
     # argument, and ``delivered`` once per time it lists it. A view of it (another gradient made
     # from it), a hook or a saved value would hold one more.
-    owned = sys.getrefcount(old) == 3 + sum(1 for g in delivered if g is old)
-    if owned and type(old) is np.ndarray:
-        if old.base is None and old.flags.writeable and old.dtype == grad.dtype:
-            np.add(old, grad, out=old)
-        else:
-            buffer[nr] = old + grad
-            return
-    elif owned and isinstance(old, np.generic):  # a 0-d gradient NumPy made a scalar
-        buffer[nr] = old + grad
-    else:
-        buffer[nr] = old + grad
-        return
+    in_place = (
+        not create_graph
+        and old is not grad
+        and np.shape(grad) == np.shape(old)
+        and sys.getrefcount(old) == 3 + sum(1 for g in delivered if g is old)
+        and (
+            isinstance(old, np.generic)  # a 0-d gradient NumPy made a scalar
+            or (
+                type(old) is np.ndarray
+                and old.base is None
+                and old.flags.writeable
+                and old.dtype == grad.dtype
+            )
+        )
+    )
+    buffer[nr] = old + grad
     counts = written.get(node)
-    if counts is None:
-        counts = written[node] = [0] * node.num_outputs
-    counts[nr] += 1
+    if in_place:
+        if counts is None:
+            counts = written[node] = [0] * node.num_outputs
+        counts[nr] += 1
+    elif counts is not None:
+        counts[nr] = 0  # a new tensor
 
 
 def _run_node(node, grads, create_graph):

@@ -9,6 +9,7 @@ Gradients travel as NumPy arrays, or as Tensors when ``create_graph`` asks for a
 backward. Hooks always see Tensors.
 """
 
+import itertools
 import sys
 
 import numpy as np
@@ -19,6 +20,17 @@ from nbgrad.autograd.ready_queue import ReadyQueue
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.flags import FAST_PATHS
 from nbgrad.ops.formula_math import sum_to
+
+
+# The passes running, the innermost last: (a number no other pass has, whether the pass computes
+# only chosen gradients: autograd.grad or backward(inputs=...)). Read by torch.utils.checkpoint.
+_running = []
+_pass_numbers = itertools.count(1)
+
+
+def current_pass():
+    """(number, chosen_only) of the innermost backward pass running, or None outside one."""
+    return _running[-1] if _running else None
 
 
 def execute(
@@ -43,11 +55,13 @@ def execute(
         pass_info = (tuple(roots), keep_graph, create_graph, is_grad)
         for listener in announce:
             listener("start", *pass_info)
+    _running.append((next(_pass_numbers), capture is not None))
     try:
         return _execute(
             roots, root_grads, keep_graph, create_graph, capture, run_only, capture_versions
         )
     finally:
+        _running.pop()
         grad_mode._enabled = previous_mode
         for listener in announce:
             listener("end", *pass_info)

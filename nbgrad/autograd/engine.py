@@ -21,7 +21,6 @@ from nbgrad.autograd.tensor import Tensor
 from nbgrad.flags import FAST_PATHS
 from nbgrad.ops.formula_math import sum_to
 
-
 # The passes running, the innermost last: (a number no other pass has, whether the pass computes
 # only chosen gradients: autograd.grad or backward(inputs=...)). Read by torch.utils.checkpoint.
 _running = []

@@ -165,9 +165,10 @@ class _Frame:
         if key not in self.recomputed:
             self.recomputed[key], self.counts[key] = {}, 0
             try:
-                with saved_tensors_hooks(
-                    lambda t: self._keep_recomputed(key, t), lambda t: t
-                ), nbgrad.enable_grad():
+                with (
+                    saved_tensors_hooks(lambda t: self._keep_recomputed(key, t), lambda t: t),
+                    nbgrad.enable_grad(),
+                ):
                     self.recompute(*self.inputs())
             except _StopRecomputation:
                 pass

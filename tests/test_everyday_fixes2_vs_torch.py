@@ -165,6 +165,10 @@ def _grad_versions(T):
     seen["0-d"] = T.autograd.grad(s * s * s, [s])[0]._version
     seen["non-leaf"] = T.autograd.grad((y * y).sum(), [y])[0]._version
     seen["create_graph"] = T.autograd.grad((x * x).sum(), [x], create_graph=True)[0]._version
+    hooked = _leaf(T)
+    hooked.register_hook(lambda g: g.clamp(-1, 1))  # a new tensor in place of the sum
+    g = T.autograd.grad((hooked * hooked).sum(), [hooked, hooked], allow_unused=True)
+    seen["hooked"] = [t._version for t in g]
     return seen
 
 
@@ -281,3 +285,44 @@ def _detached_leaf(T):
 
 def test_a_leaf_detached_in_place_gets_no_grad():
     assert _both(_detached_leaf) == ((None, False, True), (None, False, True))
+
+
+# --- nodes that compute every input's gradient with one formula save everything ---------------
+
+
+def _conv_and_prelu_saves(T):
+    F = T.nn.functional
+    rng = np.random.default_rng(0)
+    image, kernel = rng.standard_normal((1, 2, 5, 5)), rng.standard_normal((3, 2, 3, 3))
+    volume, kernel3 = rng.standard_normal((1, 2, 3, 3, 3)), rng.standard_normal((2, 3, 2, 2, 2))
+    calls = [
+        lambda x, w: F.conv2d(x, w, padding=1),
+        lambda x, w: F.conv_transpose2d(x, w.transpose(0, 1)),
+        lambda x, w: F.conv_transpose3d(x, w),
+        lambda x, w: F.prelu(x, w),
+    ]
+    inputs = [(image, kernel), (image, kernel), (volume, kernel3), (image, np.array([0.25]))]
+    seen = []
+    for call, (x, w) in zip(calls, inputs):
+        for x_grad, w_grad in ((True, False), (False, True)):
+            node = call(
+                T.tensor(x, requires_grad=x_grad), T.tensor(w, requires_grad=w_grad)
+            ).grad_fn
+            saved = {}
+            for name in ("_saved_input", "_saved_self", "_saved_weight"):
+                value = getattr(node, name, "absent")
+                saved[name] = value if isinstance(value, str) else value.detach().numpy().tolist()
+            seen.append((type(node).__name__, saved))
+    return seen
+
+
+def test_convolution_and_prelu_save_input_and_weight_whichever_needs_a_gradient():
+    ours, theirs = _both(_conv_and_prelu_saves)
+    assert [name for name, _ in ours] == [name for name, _ in theirs]
+    for (_, mine), (_, real) in zip(ours, theirs):
+        assert mine.keys() == real.keys()
+        for name, value in real.items():
+            if isinstance(value, str):
+                assert mine[name] == value
+            else:
+                np.testing.assert_allclose(mine[name], value, rtol=1e-12)

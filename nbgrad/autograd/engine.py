@@ -112,7 +112,10 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only, cap
                 if run_only is not None and node in capture_at
                 else ()
             )
+            before = grads
             grads = _run_pre_hooks(node, grads, create_graph, accumulated_later)
+            if versions is not None:  # a gradient a hook replaced is a new tensor: version 0
+                versions = [v if g is b else 0 for v, g, b in zip(versions, grads, before)]
         if capture_at and node in capture_at:
             for nr, slot in capture_at[node]:
                 captured[slot] = grads[nr]

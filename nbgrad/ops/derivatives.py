@@ -604,6 +604,8 @@ def _assign(array, key, value):
 # where they have no edge in next_functions but are still shown as ``_saved_*`` tensors.
 # Reductions are PyTorch's enum: 0 = "none", 1 = "mean", 2 = "sum".
 
+# ConvolutionBackward0: one formula (convolution_backward) for every input in PyTorch, so input
+# and weight are saved whichever needs a gradient (joint).
 op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
    {"input": "convolution_input_grad(grad, input.shape, weight, stride, padding, dilation, "
              "groups)",
@@ -615,7 +617,8 @@ op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 op("im2col", "Im2ColBackward0", ("self",),
    {"self": "col2im(grad, (self_sym_argsize_minus_2, self_sym_argsize_minus_1), kernel_size, "
             "dilation, padding, stride)"},
@@ -1463,7 +1466,9 @@ op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
 op("prelu", "PreluKernelBackward0", ("self", "weight"),
    {"self": "where(self > 0, grad, weight * grad)",
     "weight": "where(self > 0, 0 * grad, self * grad)"},
-   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"))
+   # one formula for both inputs in PyTorch (_prelu_kernel_backward): both always saved
+   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"),
+   joint=True)
 
 
 def _glu(x, dim):
@@ -1509,7 +1514,8 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 # x.transpose_(dim0, dim1) (and swapdims_, swapaxes_): TransposeBackward1, the dims saved as
 # given. Tensor.transpose_ gives the tensor itself the transposed layout
 # (ops/functions/inplace_views.py). ATen's recurrent layers transpose a batch_first output back
@@ -1834,7 +1840,8 @@ op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"),
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 # F.interpolate's 3-d modes and bicubic, as the entries of the section above ("recurrent layers,
 # pooling, transposed convolution"): separable interpolation matrices, one entry per node.
 for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
@@ -1864,7 +1871,8 @@ op("convolution_transposed3d", "ConvolutionBackward0", ("input", "weight", "bias
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 # F.interpolate(..., antialias=True): PIL-style filters stretched when shrinking.
 for _up_name, _up_node, _up_mode in (
         ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0", "bilinear-aa"),

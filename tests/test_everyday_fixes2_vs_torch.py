@@ -65,17 +65,23 @@ def test_a_tensor_made_outside_inference_mode_keeps_its_version():
     assert _both(program) == (1, 1)
 
 
-def test_recording_an_inference_tensor_on_nbgrad_still_works():
-    # the recorder reads versions without the property, so an inference tensor is recorded
-    with nbgrad.record() as trace:
-        x = nbgrad.tensor([0.5, -1.25, 2.0], requires_grad=True)
-        with nbgrad.inference_mode():
+@pytest.mark.parametrize("engine", ["nbgrad", "torch"])
+def test_a_program_with_inference_tensors_is_recorded_by_both_engines(engine):
+    # the recorders never read the version an inference tensor does not have
+    T = nbgrad if engine == "nbgrad" else torch
+    with nbgrad.record(engine=engine) as trace:
+        x = T.tensor([0.5, -1.25, 2.0], requires_grad=True)
+        with T.inference_mode():
             y = x * 2
-        w = (x + y).sum()
+            y.add_(1)
+        z = y.clone()
+        w = (x + y + z * x).sum()
         w.backward()
     data = trace.to_dict()
-    assert data["status"]["truncated"] is None
-    np.testing.assert_allclose(x.grad.numpy(), [1.0, 1.0, 1.0])
+    assert data["status"] == {"complete": True, "truncated": None, "error": None}
+    assert {"AddBackward0", "MulBackward0", "SumBackward0"} <= {n["name"] for n in data["nodes"]}
+    # d/dx of x + y + z * x, z = 2 x + 1 held constant: 1 + z
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, -0.5, 6.0])
 
 
 # --- matrix_rank counts into its result in place ------------------------------------------------

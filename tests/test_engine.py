@@ -195,6 +195,7 @@ def test_create_graph_gives_second_and_third_derivatives():
     assert k.item() == 6.0
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")  # as PyTorch
 def test_backward_create_graph_makes_grad_differentiable():
     u = nbgrad.tensor(2.0, requires_grad=True)
     (u**3).backward(create_graph=True)

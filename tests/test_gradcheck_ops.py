@@ -1875,6 +1875,38 @@ case(
     normal(3),
 )
 case("put_", clone_of(lambda c, s: c.put_(torch.tensor([1, 5]), s)), normal(2, 3), normal(2))
+# branch everyday: grouped query attention, the fused node (4-d, as many key as value heads) and
+# the composite path (key and value with different numbers of heads; 3-d)
+case(
+    "scaled_dot_product_attention-gqa",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+    normal(1, 4, 3, 2),
+    normal(1, 2, 4, 2),
+    normal(1, 2, 4, 2),
+)
+case(
+    "scaled_dot_product_attention-gqa-causal-scale",
+    lambda q, k, v: F.scaled_dot_product_attention(
+        q, k, v, is_causal=True, scale=0.7, enable_gqa=True
+    ),
+    normal(2, 4, 3, 2),
+    normal(2, 1, 4, 2),
+    normal(2, 1, 4, 3),
+)
+case(
+    "scaled_dot_product_attention-gqa-composite",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+    normal(1, 4, 3, 2),
+    normal(1, 2, 4, 2),
+    normal(1, 4, 4, 2),
+)
+case(
+    "scaled_dot_product_attention-gqa-3d",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+    normal(4, 3, 2),
+    normal(2, 4, 2),
+    normal(2, 4, 2),
+)
 
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))

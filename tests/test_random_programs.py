@@ -952,6 +952,19 @@ UNARY_SPECIAL = [
 ]
 UNARY += UNARY_SPECIAL
 
+# branch everyday: grouped query attention, key and value made of every other head of the query
+UNARY_EVERYDAY2 = [
+    (
+        "F.scaled_dot_product_attention({0}, {0}[..., ::2, :, :], {0}[..., ::2, :, :], "
+        "enable_gqa=True)",
+        lambda T, x: T.nn.functional.scaled_dot_product_attention(
+            x, x[..., ::2, :, :], x[..., ::2, :, :], enable_gqa=True
+        ),
+        lambda a: a.ndim >= 3 and a.shape[-3] % 2 == 0 and a.size > 0 and np.all(np.abs(a) < 10),
+    ),
+]
+UNARY += UNARY_EVERYDAY2
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")

@@ -509,7 +509,10 @@ class NotImplementedNode(Node):
     __module__ = "builtins"
 
     def __init__(self, op, inputs):
-        super().__init__()
+        # PyTorch's error nodes take no sequence number: they have AccumulateGrad's, the
+        # largest, so a backward that reaches one raises before other ready nodes run
+        self._sequence_nr = LEAF_SEQUENCE_NR
+        self._extras = None
         self._op = op
         needing = [t for t in inputs if t._requires_grad]
         self.next_functions = tuple(edge_of(t) for t in needing)

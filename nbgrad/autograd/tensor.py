@@ -346,6 +346,9 @@ class Tensor:
 
     @property
     def _version(self):
+        if self._extras is not None and self._extras.inference:
+            # PyTorch keeps no version counter for inference tensors (nothing can save them)
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._version_counter.value
 
     @property

@@ -72,7 +72,10 @@ op("fmod_tensor", "FmodBackward1", ("self", "other"),
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
    inplace=True)
 op("pow", "PowBackward0", ("self",),
-   {"self": "0 * grad if exponent == 0 else grad * exponent * power(self, exponent - 1)"},
+   # pow_backward's order: grad * (exponent * self.pow(exponent - 1)), the inner product being
+   # the Scalar overload (create_graph records MulBackward1 below MulBackward0, as PyTorch does)
+   {"self": "0 * grad if exponent == 0 else "
+            "grad * scalar_times(exponent, power(self, exponent - 1.0))"},
    formula_math.power, attrs=("exponent",), saves=("self", "exponent"))
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
@@ -601,6 +604,8 @@ def _assign(array, key, value):
 # where they have no edge in next_functions but are still shown as ``_saved_*`` tensors.
 # Reductions are PyTorch's enum: 0 = "none", 1 = "mean", 2 = "sum".
 
+# ConvolutionBackward0: one formula (convolution_backward) for every input in PyTorch, so input
+# and weight are saved whichever needs a gradient (joint).
 op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
    {"input": "convolution_input_grad(grad, input.shape, weight, stride, padding, dilation, "
              "groups)",
@@ -612,7 +617,8 @@ op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 op("im2col", "Im2ColBackward0", ("self",),
    {"self": "col2im(grad, (self_sym_argsize_minus_2, self_sym_argsize_minus_1), kernel_size, "
             "dilation, padding, stride)"},
@@ -1460,7 +1466,9 @@ op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
 op("prelu", "PreluKernelBackward0", ("self", "weight"),
    {"self": "where(self > 0, grad, weight * grad)",
     "weight": "where(self > 0, 0 * grad, self * grad)"},
-   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"))
+   # one formula for both inputs in PyTorch (_prelu_kernel_backward): both always saved
+   lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"),
+   joint=True)
 
 
 def _glu(x, dim):
@@ -1506,7 +1514,8 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 # x.transpose_(dim0, dim1) (and swapdims_, swapaxes_): TransposeBackward1, the dims saved as
 # given. Tensor.transpose_ gives the tensor itself the transposed layout
 # (ops/functions/inplace_views.py). ATen's recurrent layers transpose a batch_first output back
@@ -1831,7 +1840,8 @@ op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"),
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 # F.interpolate's 3-d modes and bicubic, as the entries of the section above ("recurrent layers,
 # pooling, transposed convolution"): separable interpolation matrices, one entry per node.
 for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
@@ -1861,7 +1871,8 @@ op("convolution_transposed3d", "ConvolutionBackward0", ("input", "weight", "bias
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 # F.interpolate(..., antialias=True): PIL-style filters stretched when shrinking.
 for _up_name, _up_node, _up_mode in (
         ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0", "bilinear-aa"),

@@ -185,6 +185,7 @@ _CORE_FUNCTIONS = {
     "scalar_log": _scalar_log,
     "power": lambda a, exponent: a**exponent,
     "rounded_divide": lambda a, b, mode: nb.div(a, b, rounding_mode=mode),
+    "scalar_times": lambda number, a: run_op(OPS["mul_scalar"], (a,), (float(number),)),
     "zero_at": zero_at,
     "astype": lambda a, dt: a.to(dt),
 }

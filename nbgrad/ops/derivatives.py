@@ -601,6 +601,12 @@ def _assign(array, key, value):
 # where they have no edge in next_functions but are still shown as ``_saved_*`` tensors.
 # Reductions are PyTorch's enum: 0 = "none", 1 = "mean", 2 = "sum".
 
+# The helpers of the backward functions below that are ops of their own (their Tensor versions
+# join the formulas' Tensor namespace in formula_tensor).
+from nbgrad.ops import double_backward_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(double_backward_kernels.ARRAY_FUNCTIONS)
+
 op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
    {"input": "convolution_input_grad(grad, input.shape, weight, stride, padding, dilation, "
              "groups)",
@@ -628,8 +634,18 @@ op("col2im", "Col2ImBackward0", ("self",),
    nn_kernels.unbatched_col2im,
    attrs=("output_size", "kernel_size", "dilation", "padding", "stride"),
    saves=("dilation", "kernel_size", "padding", "stride"))
+# Max pooling's backward puts each gradient at its maximum's index: linear in the gradient, flat
+# in the input (PyTorch's edge to ``self`` carries zeros), so its own gradient reads the incoming
+# one back at the indices (max_pool_double_backward).
+backward_function(
+    "max_pool2d_with_indices_backward", "MaxPool2DWithIndicesBackwardBackward0",
+    ("grad_output", "self"), "max_pool2d_backward(grad_output, self.shape, indices)",
+    {"grad_output": "max_pool_double_backward(grad, indices, 2)", "self": "zeros_like(grad)"},
+    attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode", "indices"),
+    saves=("indices",))
 op("max_pool2d", "MaxPool2DWithIndicesBackward0", ("self",),
-   {"self": "max_pool2d_backward(grad, self.shape, result1)"},
+   {"self": "max_pool2d_with_indices_backward(grad, self, kernel_size, stride, padding, "
+            "dilation, ceil_mode, result1)"},
    nn_kernels.max_pool2d, attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode"),
    extra_outputs=("result1",),
    saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
@@ -654,10 +670,18 @@ op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", ("grad_output",),
 op("constant_pad_nd", "ConstantPadNdBackward0", ("self",),
    {"self": "constant_pad_nd(grad, [-p for p in pad])"},
    nn_kernels.constant_pad_nd, attrs=("pad", "value"), saves=("pad",))
+# Reflection and replication padding copy input elements: the backward adds each copy's
+# gradient back (linear in the gradient, flat in the input), and its own gradient is the padding.
 for _dims in (1, 2, 3):
     for _mode, _name in (("reflect", "Reflection"), ("replicate", "Replication")):
+        backward_function(
+            f"{_name.lower()}_pad{_dims}d_backward", f"{_name}Pad{_dims}DBackwardBackward0",
+            ("grad_output", "self"),
+            f"index_pad_backward(grad_output, self.shape, padding, {_mode!r})",
+            {"grad_output": f"index_pad(grad, padding, {_mode!r})", "self": "zeros_like(grad)"},
+            attrs=("padding",), saves=("padding",))
         op(f"{_mode}_pad{_dims}d", f"{_name}Pad{_dims}DBackward0", ("self",),
-           {"self": f"index_pad_backward(grad, self.shape, padding, {_mode!r})"},
+           {"self": f"{_name.lower()}_pad{_dims}d_backward(grad, self, padding)"},
            lambda self, padding, _mode=_mode: nn_kernels.index_pad(self, padding, _mode),
            attrs=("padding",), saves=("padding", "self"))
 op("embedding", "EmbeddingBackward0", ("weight",),
@@ -689,6 +713,11 @@ op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
           "weight"), joint=True)
+backward_function(
+    "gelu_backward", "GeluBackwardBackward0", ("grad_output", "self"), nn_kernels.gelu_backward,
+    {"grad_output": "gelu_backward(grad, self, approximate)",
+     "self": "grad * grad_output * gelu_second_derivative(self, approximate)"},
+    attrs=("approximate",), saves=("approximate", "grad_output", "self"))
 op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
    nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
 op("leaky_relu", "LeakyReluBackward0", ("self",),
@@ -1455,6 +1484,12 @@ op("norm_dim", "NormBackward1", ("self",),
 
 # --- activations, more (glu, prelu) -------------------------------------------------------------
 
+backward_function(
+    "glu_backward", "GluBackwardBackward0", ("grad_output", "self"),
+    formula_math._glu_backward,
+    {"grad_output": "glu_double_backward_grad_output(grad, self, dim)",
+     "self": "glu_double_backward(grad, grad_output, self, dim)"},
+    attrs=("dim",), saves=("dim", "grad_output", "self"))
 op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
    lambda self, dim: _glu(self, dim), attrs=("dim",), saves=("dim", "self"))
 op("prelu", "PreluKernelBackward0", ("self", "weight"),
@@ -1489,8 +1524,21 @@ op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", ("grad_
        grad_output, self.shape),
    attrs=("grad_output_sym_argsize_minus_2", "grad_output_sym_argsize_minus_1"),
    saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2"))
+for _dims in (2, 3):
+    backward_function(
+        f"adaptive_max_pool{_dims}d_backward", f"AdaptiveMaxPool{_dims}DBackwardBackward0",
+        ("grad_output", "self"), f"max_pool{_dims}d_backward(grad_output, self.shape, indices)",
+        {"grad_output": f"max_pool_double_backward(grad, indices, {_dims})",
+         "self": "zeros_like(grad)"},
+        attrs=("indices",), saves=("indices",))
+backward_function(
+    "max_pool3d_with_indices_backward", "MaxPool3DWithIndicesBackwardBackward0",
+    ("grad_output", "self"), "max_pool3d_backward(grad_output, self.shape, indices)",
+    {"grad_output": "max_pool_double_backward(grad, indices, 3)", "self": "zeros_like(grad)"},
+    attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode", "indices"),
+    saves=("indices",))
 op("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0", ("self",),
-   {"self": "max_pool2d_backward(grad, self.shape, result1)"},
+   {"self": "adaptive_max_pool2d_backward(grad, self, result1)"},
    layer_kernels.adaptive_max_pool2d, attrs=("output_size",), extra_outputs=("result1",),
    saves=("result1", "self"))
 # conv_transpose1d/2d: ATen's convolution with transposed=True, the same node as convolution.
@@ -1515,6 +1563,27 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
 op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
    lambda self, dim0, dim1: self[...] if self.ndim == 0 else np.swapaxes(self, dim0, dim1),
    attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
+
+def upsample_backward_entry(name, node, mode, dims, corners):
+    """Declare ``<name>_backward``, the backward function of one F.interpolate node: linear in
+    the gradient, so its own gradient is the upsampling again. Returns the forward's formula."""
+    scales = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+    scales = scales[dims]
+    corner_attrs = ("align_corners",) if corners else ()
+    corner_arg = "align_corners" if corners else "False"
+    backward_function(
+        f"{name}_backward", node.replace("Backward0", "BackwardBackward0"), ("grad_output",),
+        lambda grad_output, output_size, input_size, *rest: layer_kernels.upsample_backward(
+            grad_output, input_size, output_size, rest[corners:corners + dims], mode,
+            rest[0] if corners else False),
+        {"grad_output": f"upsample(grad, output_size, ({', '.join(scales)},), {mode!r}, "
+                        f"{corner_arg})"},
+        attrs=("output_size", "input_size", *corner_attrs, *scales),
+        saves=(*corner_attrs, "output_size", *scales))
+    return (f"{name}_backward(grad, output_size, self_sym_sizes, "
+            f"{', '.join((*corner_attrs, *scales))})")
+
+
 # F.interpolate: one entry per PyTorch node; scales are None when an output size was given.
 for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
         ("upsample_nearest1d", "UpsampleNearest1DBackward0", "nearest", 1, False),
@@ -1525,17 +1594,16 @@ for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
         ("upsample_bilinear2d", "UpsampleBilinear2DBackward0", "bilinear", 2, True)):
     _up_scales = ("scales",) if _up_dims == 1 else ("scales_h", "scales_w")
     _up_corner_attrs = ("align_corners",) if _up_corners else ()
-    _up_corner_arg = "align_corners" if _up_corners else "False"
     op(_up_name, _up_node, ("self",),
-       {"self": "upsample_backward(grad, self_sym_sizes, output_size, "
-                f"({', '.join(_up_scales)},), {_up_mode!r}, {_up_corner_arg})"},
+       {"self": upsample_backward_entry(_up_name, _up_node, _up_mode, _up_dims, _up_corners)},
        lambda self, output_size, *rest, m=_up_mode, n=_up_dims, c=_up_corners:
        layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
        attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
        saves=(*_up_corner_attrs, "output_size", *_up_scales, "self_sym_sizes"))
 # 3-d pooling (the formulas' NumPy and Tensor versions are in layer_kernels).
 op("max_pool3d", "MaxPool3DWithIndicesBackward0", ("self",),
-   {"self": "max_pool3d_backward(grad, self.shape, result1)"},
+   {"self": "max_pool3d_with_indices_backward(grad, self, kernel_size, stride, padding, "
+            "dilation, ceil_mode, result1)"},
    layer_kernels.max_pool3d, attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode"),
    extra_outputs=("result1",),
    saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
@@ -1551,7 +1619,7 @@ op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", ("self",),
    {"self": "adaptive_avg_pool3d_backward(grad, self)"},
    layer_kernels.adaptive_avg_pool3d, attrs=("output_size",), saves=("self",))
 op("adaptive_max_pool3d", "AdaptiveMaxPool3DBackward0", ("self",),
-   {"self": "max_pool3d_backward(grad, self.shape, result1)"},
+   {"self": "adaptive_max_pool3d_backward(grad, self, result1)"},
    layer_kernels.adaptive_max_pool3d, attrs=("output_size",), extra_outputs=("result1",),
    saves=("result1", "self"))
 # The gates of ATen's LSTM and GRU cells: unsafe_chunk, a split whose pieces are not tracked as
@@ -1841,10 +1909,8 @@ for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
         ("upsample_bicubic2d", "UpsampleBicubic2DBackward0", "bicubic", 2, True)):
     _up_scales = ("scales_h", "scales_w") if _up_dims == 2 else ("scales_d", "scales_h", "scales_w")
     _up_corner_attrs = ("align_corners",) if _up_corners else ()
-    _up_corner_arg = "align_corners" if _up_corners else "False"
     op(_up_name, _up_node, ("self",),
-       {"self": "upsample_backward(grad, self_sym_sizes, output_size, "
-                f"({', '.join(_up_scales)},), {_up_mode!r}, {_up_corner_arg})"},
+       {"self": upsample_backward_entry(_up_name, _up_node, _up_mode, _up_dims, _up_corners)},
        lambda self, output_size, *rest, m=_up_mode, n=_up_dims, c=_up_corners:
        layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
        attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
@@ -1867,8 +1933,7 @@ for _up_name, _up_node, _up_mode in (
         ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0", "bilinear-aa"),
         ("_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0", "bicubic-aa")):
     op(_up_name, _up_node, ("self",),
-       {"self": "upsample_backward(grad, self_sym_sizes, output_size, (scales_h, scales_w), "
-                f"{_up_mode!r}, align_corners)"},
+       {"self": upsample_backward_entry(_up_name, _up_node, _up_mode, 2, True)},
        lambda self, output_size, align_corners, scales_h, scales_w, self_sym_sizes, m=_up_mode:
        layer_kernels.upsample(self, output_size, (scales_h, scales_w), m, align_corners),
        attrs=("output_size", "align_corners", "scales_h", "scales_w", "self_sym_sizes"),

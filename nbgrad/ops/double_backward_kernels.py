@@ -1,0 +1,154 @@
+"""Helpers of the backward functions that are ops of their own (``gelu_backward``,
+``glu_backward``, the padding and upsampling backwards): what their own formulas call, for NumPy
+arrays (``ARRAY_FUNCTIONS``) and for differentiable Tensors (``tensor_namespace()``).
+
+A backward function's formula differentiates the gradient once more (``create_graph=True``
+twice): GLU's needs the two halves of its input, and the padding and upsampling backwards are
+linear, so their gradient is the forward layer again, run as its own table entry so that it
+records the node PyTorch records.
+"""
+
+import numpy as np
+
+from nbgrad.ops import formula_math, layer_kernels, nn_kernels
+
+# --- GLU: glu(x) = a * sigmoid(b), a and b the two halves of x along dim ------------------------
+# glu_backward(g, x) = cat[g * s, g * a * s * (1 - s)] with s = sigmoid(b). Its derivative in g,
+# read against an incoming gradient cat[A, B], is A * s + B * a * s * (1 - s); its derivative in
+# x is cat[B * g * s(1-s), A * g * s(1-s) + B * g * a * s(1-s)(1-2s)].
+
+
+def _halves(x, dim):
+    return np.split(x, 2, axis=dim)
+
+
+def glu_double_backward_grad_output(grad, self, dim):
+    grad_first, grad_gate = _halves(grad, dim)
+    first, second = _halves(self, dim)
+    gate = formula_math.sigmoid_array(second)
+    return grad_first * gate + grad_gate * first * gate * (1 - gate)
+
+
+def glu_double_backward(grad, grad_output, self, dim):
+    grad_first, grad_gate = _halves(grad, dim)
+    first, second = _halves(self, dim)
+    gate = formula_math.sigmoid_array(second)
+    slope = gate * (1 - gate)
+    return np.concatenate(
+        [
+            grad_gate * grad_output * slope,
+            grad_first * grad_output * slope
+            + grad_gate * grad_output * first * slope * (1 - 2 * gate),
+        ],
+        axis=dim,
+    )
+
+
+def _tensor_halves(x, dim):
+    half = x.shape[dim] // 2
+    return x.narrow(dim, 0, half), x.narrow(dim, half, half)
+
+
+def glu_double_backward_grad_output_tensor(grad, self, dim):
+    grad_first, grad_gate = _tensor_halves(grad, dim)
+    first, second = _tensor_halves(self, dim)
+    gate = second.sigmoid()
+    return grad_first * gate + grad_gate * first * gate * (1 - gate)
+
+
+def glu_double_backward_tensor(grad, grad_output, self, dim):
+    import nbgrad as nb
+
+    grad_first, grad_gate = _tensor_halves(grad, dim)
+    first, second = _tensor_halves(self, dim)
+    gate = second.sigmoid()
+    slope = gate * (1 - gate)
+    return nb.cat(
+        [
+            grad_gate * grad_output * slope,
+            grad_first * grad_output * slope
+            + grad_gate * grad_output * first * slope * (1 - 2 * gate),
+        ],
+        dim,
+    )
+
+
+# --- GELU's second derivative ----------------------------------------------------------------
+# Exact: gelu'(x) = Phi(x) + x phi(x), so gelu''(x) = phi(x) (2 - x^2).
+# tanh form: gelu(x) = x (1 + t) / 2 with t = tanh(u), u = k (x + c x^3); then
+# gelu''(x) = (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2), u' = k (1 + 3 c x^2), u'' = 6 k c x.
+
+_INV_SQRT_2PI = 1 / np.sqrt(2 * np.pi)
+
+
+def gelu_second_derivative(x, approximate, exp, tanh):
+    """``exp`` and ``tanh`` are NumPy's or nbgrad's: the same text serves arrays and Tensors."""
+    if approximate == "tanh":
+        k, c = nn_kernels.SQRT_2_OVER_PI, nn_kernels.GELU_TANH_CUBIC
+        t = tanh(k * (x + c * x * x * x))
+        du = k * (1 + 3 * c * x * x)
+        return (1 - t * t) * (du + 0.5 * x * (6 * k * c * x - 2 * t * du * du))
+    return _INV_SQRT_2PI * exp(-0.5 * x * x) * (2 - x * x)
+
+
+# --- padding and upsampling, run as the layer ----------------------------------------------------
+
+
+def index_pad(x, padding, mode):
+    return nn_kernels.index_pad(x, padding, mode)
+
+
+def upsample(x, output_size, scales, mode, align_corners):
+    return layer_kernels.upsample(x, output_size, scales, mode, align_corners)
+
+
+ARRAY_FUNCTIONS = {
+    "glu_double_backward_grad_output": glu_double_backward_grad_output,
+    "glu_double_backward": glu_double_backward,
+    "gelu_second_derivative": lambda x, approximate: gelu_second_derivative(
+        x, approximate, np.exp, np.tanh
+    ),
+    "index_pad": index_pad,
+    "upsample": upsample,
+}
+
+
+def tensor_namespace():
+    """The Tensor versions: the padding and upsampling layers run their table entries."""
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
+
+    def index_pad_tensor(x, padding, mode):
+        return run_op(OPS[f"{mode}_pad{len(padding) // 2}d"], (x,), (tuple(padding),))
+
+    def upsample_tensor(x, output_size, scales, mode, align_corners):
+        name = UPSAMPLE_OPS[(mode, len(output_size))]
+        corners = () if mode in ("nearest", "nearest-exact") else (align_corners,)
+        attrs = (tuple(output_size), *corners, *scales, tuple(x.shape))
+        return run_op(OPS[name], (x,), attrs)
+
+    return {
+        "glu_double_backward_grad_output": glu_double_backward_grad_output_tensor,
+        "glu_double_backward": glu_double_backward_tensor,
+        "gelu_second_derivative": lambda x, approximate: gelu_second_derivative(
+            x, approximate, lambda t: t.exp(), lambda t: t.tanh()
+        ),
+        "index_pad": index_pad_tensor,
+        "upsample": upsample_tensor,
+    }
+
+
+UPSAMPLE_OPS = {
+    ("nearest", 1): "upsample_nearest1d",
+    ("nearest", 2): "upsample_nearest2d",
+    ("nearest", 3): "upsample_nearest3d",
+    ("nearest-exact", 1): "upsample_nearest_exact1d",
+    ("nearest-exact", 2): "upsample_nearest_exact2d",
+    ("nearest-exact", 3): "upsample_nearest_exact3d",
+    ("linear", 1): "upsample_linear1d",
+    ("bilinear", 2): "upsample_bilinear2d",
+    ("trilinear", 3): "upsample_trilinear3d",
+    ("bicubic", 2): "upsample_bicubic2d",
+    ("bilinear-aa", 2): "_upsample_bilinear2d_aa",
+    ("bicubic-aa", 2): "_upsample_bicubic2d_aa",
+}

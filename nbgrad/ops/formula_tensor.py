@@ -23,6 +23,7 @@ from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import (
     distance_kernels,
+    double_backward_kernels,
     formula_linalg,
     formula_linalg_householder,
     formula_linalg_lstsq,
@@ -540,6 +541,7 @@ def tensor_namespace():
         **special_kernels.tensor_namespace(),
         **rnn_kernels.tensor_namespace(),
         **renorm_kernels.tensor_namespace(),
+        **double_backward_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS
         },

@@ -1939,3 +1939,4 @@ from nbgrad.nn.functional_layers_more import (  # noqa: E402, F401
     max_unpool3d,
 )
 from nbgrad.ops.functions.distances import bilinear, pdist  # noqa: E402, F401
+from nbgrad.nn.functional_grid_sample import grid_sample  # noqa: E402, F401

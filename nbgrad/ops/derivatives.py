@@ -2366,3 +2366,36 @@ op("renorm", "RenormBackward0", ("self",),
    {"self": "renorm_backward(grad, self, p, dim, maxnorm)"},
    renorm_kernels.renorm, attrs=("p", "dim", "maxnorm"), saves=("dim", "maxnorm", "p", "self"),
    floating=True)
+
+# --- grid sampling (F.grid_sample) ------------------------------------------------------------
+# The input read at the grid's points (bilinear, nearest or bicubic; zeros, border or reflection
+# padding); kernels in grid_sample_kernels. PyTorch's backward is one function for both inputs,
+# grid_sampler_2d_backward, itself an op with both outputs (so a gradient of the gradient,
+# create_graph=True, records GridSampler2DBackwardBackward0); its formulas read its outputs'
+# gradients, grad[0] for grad_input and grad[1] for grad_grid.
+
+from nbgrad.ops import grid_sample_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(grid_sample_kernels.ARRAY_FUNCTIONS)
+
+_GRID_SAMPLER_ARGS = "interpolation_mode, padding_mode, align_corners"
+for _dims in (2, 3):
+    op(f"grid_sampler_{_dims}d_backward", f"GridSampler{_dims}DBackwardBackward0",
+       ("grad_output", "input", "grid"),
+       {name: f"grid_sampler_double_backward_output({k}, grad, grad_output, input, grid, "
+              f"{_GRID_SAMPLER_ARGS})"
+        for k, name in enumerate(("grad_output", "input", "grid"))},
+       lambda grad_output, input, grid, mode, padding_mode, align_corners: list(  # noqa: A006
+           grid_sample_kernels.grid_sampler_backward(
+               grad_output, input, grid, mode, padding_mode, align_corners, (True, True))),
+       attrs=("interpolation_mode", "padding_mode", "align_corners"),
+       saves=("align_corners", "grad_output", "grid", "input", "interpolation_mode",
+              "padding_mode"),
+       multi_output=True, joint=True, promote=True)
+    op(f"grid_sampler_{_dims}d", f"GridSampler{_dims}DBackward0", ("input", "grid"),
+       {name: f"grid_sampler_backward_output({k}, grad, input, grid, {_GRID_SAMPLER_ARGS})"
+        for k, name in enumerate(("input", "grid"))},
+       grid_sample_kernels.grid_sampler,
+       attrs=("interpolation_mode", "padding_mode", "align_corners"),
+       saves=("align_corners", "grid", "input", "interpolation_mode", "padding_mode"),
+       joint=True, promote=True)

@@ -29,6 +29,7 @@ from nbgrad.ops import (
     formula_linalg_lstsq,
     formula_linalg_lu,
     formula_more,
+    grid_sample_kernels,
     layer_kernels,
     layer_kernels_more,
     misc_kernels,
@@ -542,6 +543,7 @@ def tensor_namespace():
         **rnn_kernels.tensor_namespace(),
         **renorm_kernels.tensor_namespace(),
         **double_backward_kernels.tensor_namespace(),
+        **grid_sample_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS
         },

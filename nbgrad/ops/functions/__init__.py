@@ -21,6 +21,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     finite_difference,
     float_parts,
     folding,
+    grid_sample,
     histogram,
     indexing,
     inplace,

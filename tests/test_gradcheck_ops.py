@@ -1877,6 +1877,39 @@ case(
 case("put_", clone_of(lambda c, s: c.put_(torch.tensor([1, 5]), s)), normal(2, 3), normal(2))
 
 
+# --- grid sampling (issue 13): every mode and padding, grid points inside and outside ---
+for _mode, _padding, _corners in [
+    ("bilinear", "zeros", False),
+    ("bilinear", "border", True),
+    ("bilinear", "reflection", True),
+    ("nearest", "zeros", False),
+    ("bicubic", "zeros", True),
+    ("bicubic", "reflection", False),
+]:
+    case(
+        f"grid_sample-{_mode}-{_padding}-{'corners' if _corners else 'edges'}",
+        lambda x, g, m=_mode, p=_padding, a=_corners: F.grid_sample(
+            x, g, mode=m, padding_mode=p, align_corners=a
+        ),
+        normal(1, 2, 3, 4),
+        RNG.uniform(-1.4, 1.4, (1, 2, 2, 2)),
+    )
+case(
+    "grid_sample-3d",
+    lambda x, g: F.grid_sample(x, g, padding_mode="border", align_corners=False),
+    normal(1, 1, 2, 3, 2),
+    RNG.uniform(-1.3, 1.3, (1, 1, 1, 2, 3)),
+)
+case(
+    "grid_sample-affine_grid",
+    lambda x, t: F.grid_sample(
+        x, F.affine_grid(t, (1, 1, 2, 2), align_corners=False), align_corners=False
+    ),
+    normal(1, 1, 3, 3),
+    np.array([[[0.9, 0.2, 0.1], [-0.15, 1.1, -0.05]]]),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

@@ -342,8 +342,11 @@ def backward_output(which, grad_output, input, grid, mode, padding_mode, align_c
 
 def double_backward_output(which, grads, grad_output, input, grid, mode, padding_mode,  # noqa: A002
                            align_corners):
+    # (an output of the backward that got no gradient: None here, zeros for the sums)
+    gg_input = np.zeros_like(input) if grads[0] is None else grads[0]
+    gg_grid = np.zeros_like(grid) if grads[1] is None else grads[1]
     return grid_sampler_double_backward(
-        grads[0], grads[1], grad_output, input, grid, mode, padding_mode, align_corners
+        gg_input, gg_grid, grad_output, input, grid, mode, padding_mode, align_corners
     )[which]
 
 
@@ -445,8 +448,10 @@ def tensor_namespace():
         return outputs[which]
 
     def double_backward_output_tensor(which, grads, grad_output, input, grid, *options):  # noqa: A002
+        gg_input = input.new_zeros(input.shape) if grads[0] is None else grads[0]
+        gg_grid = grid.new_zeros(grid.shape) if grads[1] is None else grads[1]
         outputs = shared_double_backward(
-            _wanted(grad_output, input, grid), grads[0], grads[1], grad_output, input, grid,
+            _wanted(grad_output, input, grid), gg_input, gg_grid, grad_output, input, grid,
             *options)
         return outputs[which]
 

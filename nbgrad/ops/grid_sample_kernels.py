@@ -202,7 +202,8 @@ class Taps:
 
 
 def _flat(x):
-    return x.reshape(x.shape[0], x.shape[1], -1)
+    """(N, C, *spatial) as (N, C, L): the spatial elements in a row."""
+    return x.reshape(x.shape[0], x.shape[1], int(np.prod(x.shape[2:], dtype=np.int64)))
 
 
 def _gather(flat_input, index):
@@ -392,7 +393,7 @@ def _tensor_scatter(values, taps, weights, input_shape):
 
 
 def _tensor_flat(x):
-    return x.reshape(x.shape[0], x.shape[1], -1)
+    return x.reshape(x.shape[0], x.shape[1], int(np.prod(tuple(x.shape[2:]), dtype=np.int64)))
 
 
 def grid_sampler_double_backward_tensor(

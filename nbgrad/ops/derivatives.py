@@ -2399,3 +2399,24 @@ for _dims in (2, 3):
        attrs=("interpolation_mode", "padding_mode", "align_corners"),
        saves=("align_corners", "grid", "input", "interpolation_mode", "padding_mode"),
        joint=True, promote=True)
+
+# --- unique values (torch.unique, torch.unique_consecutive) --------------------------------------
+# The values are differentiable outputs without a formula: a float input that requires grad gives
+# a result with PyTorch's node, and backward through it raises its NotImplementedError. The
+# inverse indices and counts are integer outputs that never require grad (empty when not asked
+# for, as ATen returns them).
+
+from nbgrad.ops import unique_kernels  # noqa: E402
+
+op("_unique", "UniqueBackward0", ("self",), {"self": "not_implemented('_unique')"},
+   unique_kernels.unique_sorted, attrs=("sorted", "return_inverse"), extra_outputs=("result1",))
+op("unique_dim", "UniqueDimBackward0", ("self",), {"self": "not_implemented('unique_dim')"},
+   unique_kernels.unique_dim, attrs=("dim", "sorted", "return_inverse", "return_counts"),
+   extra_outputs=("result1", "result2"))
+op("unique_consecutive", "UniqueConsecutiveBackward0", ("self",),
+   {"self": "not_implemented('unique_consecutive')"},
+   unique_kernels.unique_consecutive, attrs=("return_inverse", "return_counts", "dim"),
+   extra_outputs=("result1", "result2"))
+op("_unique2", "Unique2Backward0", ("self",), {"self": "not_implemented('_unique2')"},
+   unique_kernels.unique2, attrs=("sorted", "return_inverse", "return_counts"),
+   extra_outputs=("result1", "result2"))

@@ -47,6 +47,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     shapes,
     shapes_more,
     special,
+    unique,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them
 from nbgrad.ops.functions.reductions import vector_norm  # nbgrad.linalg.norm

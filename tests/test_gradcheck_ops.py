@@ -1910,6 +1910,22 @@ case(
 )
 
 
+# unique's values have no derivative (in PyTorch either: backward raises, as
+# test_unique_vs_torch.py checks): recorded, not reached.
+case(
+    "unique-recorded",
+    lambda x: x * 1
+    + 0
+    * (
+        torch.unique(x * 1).sum()
+        + torch.unique(x * 1, dim=1).sum()
+        + torch.unique_consecutive(x * 1).sum()
+        + torch._unique(x * 1)[0].sum()
+    ).detach(),
+    normal(2, 3),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

@@ -2420,3 +2420,27 @@ op("unique_consecutive", "UniqueConsecutiveBackward0", ("self",),
 op("_unique2", "Unique2Backward0", ("self",), {"self": "not_implemented('_unique2')"},
    unique_kernels.unique2, attrs=("sorted", "return_inverse", "return_counts"),
    extra_outputs=("result1", "result2"))
+
+# --- scatter_reduce and index_reduce ------------------------------------------------------------
+# src's (source's) values reduced into self's places along dim: sum, prod, mean, amax or amin,
+# with or without self's own values. One gradient for both inputs (scatter_reduce_kernels), so
+# both are saved whichever needs a gradient, as PyTorch saves them.
+
+from nbgrad.ops import scatter_reduce_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(scatter_reduce_kernels.ARRAY_FUNCTIONS)
+
+op("scatter_reduce", "ScatterReduceBackward0", ("self", "src"),
+   {name: f"scatter_reduce_backward({k}, grad, self, dim, index, src, reduce, include_self, "
+          "result)" for k, name in enumerate(("self", "src"))},
+   lambda self, src, dim, index, reduce, include_self: scatter_reduce_kernels.scatter_reduce(
+       self, dim, index, src, reduce, include_self),
+   attrs=("dim", "index", "reduce", "include_self"),
+   saves=("dim", "include_self", "index", "reduce", "result", "self", "src"), joint=True)
+op("index_reduce", "IndexReduceBackward0", ("self", "source"),
+   {name: f"index_reduce_backward({k}, grad, self, dim, index, source, reduce, include_self, "
+          "result)" for k, name in enumerate(("self", "source"))},
+   lambda self, source, dim, index, reduce, include_self: scatter_reduce_kernels.index_reduce(
+       self, dim, index, source, reduce, include_self),
+   attrs=("dim", "index", "reduce", "include_self"),
+   saves=("dim", "include_self", "index", "reduce", "result", "self", "source"), joint=True)

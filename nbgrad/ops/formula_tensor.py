@@ -37,6 +37,7 @@ from nbgrad.ops import (
     nn_kernels,
     renorm_kernels,
     rnn_kernels,
+    scatter_reduce_kernels,
     special_kernels,
 )
 from nbgrad.ops.derivatives import BACKWARD_FUNCTIONS, OPS
@@ -544,6 +545,7 @@ def tensor_namespace():
         **renorm_kernels.tensor_namespace(),
         **double_backward_kernels.tensor_namespace(),
         **grid_sample_kernels.tensor_namespace(),
+        **scatter_reduce_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS
         },

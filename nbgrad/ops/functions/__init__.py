@@ -42,6 +42,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     renorm,
     sampling,
     scatter,
+    scatter_reduce,
     scatter_views,
     selection,
     shapes,

@@ -1926,6 +1926,35 @@ case(
 )
 
 
+# --- scatter_reduce, index_reduce (issue 13): distinct values, so no ties for amax/amin ---
+_REDUCE_INDEX = torch.tensor([[0, 1, 0], [1, 1, 1]])
+for _reduce in ("sum", "prod", "mean", "amax", "amin"):
+    for _include in (True, False):
+        case(
+            f"scatter_reduce-{_reduce}-{'with' if _include else 'without'}-self",
+            lambda x, s, r=_reduce, i=_include: x.scatter_reduce(
+                1, _REDUCE_INDEX, s, r, include_self=i
+            ),
+            distinct(2, 3),
+            distinct(2, 3) + 0.05,
+        )
+
+
+def _index_reduce(x, s, reduce, include_self):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch's beta warning)
+        return x.index_reduce(1, torch.tensor([0, 2, 0]), s, reduce, include_self=include_self)
+
+
+for _reduce in ("prod", "mean", "amax", "amin"):
+    case(
+        f"index_reduce-{_reduce}",
+        lambda x, s, r=_reduce, i=_reduce != "mean": _index_reduce(x, s, r, i),
+        distinct(2, 3),
+        distinct(2, 3) + 0.05,
+    )
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

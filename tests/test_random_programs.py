@@ -1601,3 +1601,30 @@ UNARY_GRID_SAMPLE = [
     ),
 ]
 UNARY += UNARY_GRID_SAMPLE
+
+
+# --- issue 13's entries: scatter_reduce and index_reduce, self and src from the program --------
+def _reduce_rows(a):
+    """2-d with at least 2 columns, values apart (no ties for amax/amin) and away from 0."""
+    return (
+        a.ndim == 2
+        and a.shape[1] >= 2
+        and a.size > 0
+        and np.unique(a).size == a.size
+        and np.all(np.abs(a) > 1e-3)
+        and np.all(np.abs(a) < 50)
+    )
+
+
+UNARY_SCATTER_REDUCE = [
+    (
+        f"{{0}}.scatter_reduce(1, T.zeros_like({{0}}, dtype=T.long), {{0}}.flip(1), "
+        f"'{reduce}', include_self={include_self})",
+        lambda T, x, r=reduce, i=include_self: x.scatter_reduce(
+            1, T.zeros_like(x, dtype=T.long), x.flip(1), r, include_self=i
+        ),
+        _reduce_rows,
+    )
+    for reduce, include_self in (("sum", True), ("prod", False), ("mean", True), ("amax", False))
+]
+UNARY += UNARY_SCATTER_REDUCE

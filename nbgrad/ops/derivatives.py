@@ -2444,3 +2444,18 @@ op("index_reduce", "IndexReduceBackward0", ("self", "source"),
        self, dim, index, source, reduce, include_self),
    attrs=("dim", "index", "reduce", "include_self"),
    saves=("dim", "include_self", "index", "reduce", "result", "self", "source"), joint=True)
+
+# --- torch.native_dropout: (output, mask) -----------------------------------------------------
+# The mask is drawn by the caller (nbgrad's generator) and given as an attr. PyTorch's formula
+# scales the gradient by 1 / (1 - p) only when train is True: with train=None the forward drops
+# and scales, the backward does not scale (derivatives.yaml's entry, kept as it is).
+
+op("native_dropout", "NativeDropoutBackward0", ("input",),
+   {"input": "grad * dropout_scale(result1, grad, "
+             "(0.0 if p == 1 else 1.0 / (1.0 - p)) if train else 1.0)"},
+   lambda input, p, train, keep: (  # noqa: A006
+       input * keep.astype(input.dtype) * input.dtype.type(
+           (0.0 if p == 1 else 1.0 / (1.0 - p)) if train is not False else 1.0),
+       keep),
+   attrs=("p", "train", "keep"), extra_outputs=("result1",), saves=("p", "result1", "train"),
+   hidden=("train",))

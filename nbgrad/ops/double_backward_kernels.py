@@ -102,7 +102,24 @@ def upsample(x, output_size, scales, mode, align_corners):
     return layer_kernels.upsample(x, output_size, scales, mode, align_corners)
 
 
+# --- native_dropout: the gradient passes where the mask kept, scaled -----------------------------
+
+
+def dropout_scale(mask, like, scale):
+    """The mask as ``like``'s dtype, times the scale (ATen's
+    infinitely_differentiable_native_dropout_backward multiplies the gradient by it)."""
+    return np.asarray(mask, like.dtype) * scale
+
+
+def dropout_scale_tensor(mask, like, scale):
+    import nbgrad as nb
+
+    mask = np.asarray(getattr(mask, "_data", mask))
+    return nb.as_tensor(mask.astype(like.dtype.numpy) * like.dtype.numpy.type(scale))
+
+
 ARRAY_FUNCTIONS = {
+    "dropout_scale": dropout_scale,
     "glu_double_backward_grad_output": glu_double_backward_grad_output,
     "glu_double_backward": glu_double_backward,
     "gelu_second_derivative": lambda x, approximate: gelu_second_derivative(
@@ -128,6 +145,7 @@ def tensor_namespace():
         return run_op(OPS[name], (x,), attrs)
 
     return {
+        "dropout_scale": dropout_scale_tensor,
         "glu_double_backward_grad_output": glu_double_backward_grad_output_tensor,
         "glu_double_backward": glu_double_backward_tensor,
         "gelu_second_derivative": lambda x, approximate: gelu_second_derivative(

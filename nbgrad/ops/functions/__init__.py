@@ -34,6 +34,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     linalg_lu,
     linalg_more,
     more_elementwise,
+    native_dropout,
     nn_extra,
     quantile,
     reductions,

@@ -1955,6 +1955,11 @@ for _reduce in ("prod", "mean", "amax", "amin"):
     )
 
 
+# native_dropout without randomness: p = 0 keeps everything; train=False is the identity.
+case("native_dropout-p0", lambda x: torch.native_dropout(x, 0.0, True)[0] * x, normal(2, 3))
+case("native_dropout-eval", lambda x: torch.native_dropout(x * x, 0.4, False)[0], normal(2, 3))
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

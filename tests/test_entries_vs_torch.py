@@ -93,6 +93,44 @@ PROGRAMS = {
         values(1, 1, 4, 4),
         lambda T, x: F(T).interpolate(x, size=(3, 2), mode="bicubic", antialias=True),
     ),
+    "binary_cross_entropy": (
+        np.array([[0.2, 0.7, 0.45], [0.9, 0.15, 0.6]]),
+        lambda T, x: F(T).binary_cross_entropy(x, T.tensor([[0.3, 0.9, 0.1], [1.0, 0.0, 0.5]], dtype=x.dtype)),
+    ),
+    "binary_cross_entropy-none-weight": (
+        np.array([[0.2, 0.7, 0.45], [0.9, 0.15, 0.6]]),
+        lambda T, x: F(T).binary_cross_entropy(
+            x, T.tensor([[0.3, 0.9, 0.1], [1.0, 0.0, 0.5]], dtype=x.dtype),
+            weight=T.tensor([1.0, 2.0, 0.5], dtype=x.dtype),
+            reduction="none"),
+    ),
+    "binary_cross_entropy-sum": (
+        np.array([0.2, 0.7, 0.45]),
+        lambda T, x: T.nn.BCELoss(reduction="sum")(x, T.tensor([0.3, 0.9, 0.1], dtype=x.dtype)),
+    ),
+    "soft_margin_loss": (
+        values(2, 3),
+        lambda T, x: F(T).soft_margin_loss(x / 4, T.tensor([[1.0, -1, 1], [-1, -1, 1]])),
+    ),
+    "soft_margin_loss-none": (
+        values(2, 3),
+        lambda T, x: F(T).soft_margin_loss(
+            x / 4, T.tensor([[1.0, -1, 1], [-1, -1, 1]]), reduction="none"),
+    ),
+    "soft_margin_loss-sum": (
+        values(3),
+        lambda T, x: T.nn.SoftMarginLoss(reduction="sum")(x / 4, T.tensor([1.0, -1, -1])),
+    ),
+    "embedding": (values(4, 3), lambda T, x: F(T).embedding(T.tensor([[0, 2], [2, 3]]), x)),
+    "embedding-padding-frequency": (
+        values(4, 3),
+        lambda T, x: F(T).embedding(
+            T.tensor([0, 2, 2, 1, 3, 2]), x, padding_idx=1, scale_grad_by_freq=True),
+    ),
+    "embedding-module": (
+        values(5, 2),
+        lambda T, x: T.nn.functional.embedding(T.tensor([4, 0, 4]), x, padding_idx=-1),
+    ),
 }
 
 

@@ -686,7 +686,8 @@ for _dims in (1, 2, 3):
            attrs=("padding",), saves=("padding", "self"))
 op("embedding", "EmbeddingBackward0", ("weight",),
    {"weight": "embedding_backward(grad, indices, weight_sym_argsize_0, padding_idx, "
-              "scale_grad_by_freq, sparse)"},
+              "scale_grad_by_freq, sparse) if sparse else embedding_dense_backward(grad, "
+              "indices, weight_sym_argsize_0, padding_idx, scale_grad_by_freq)"},
    lambda weight, indices, padding_idx, scale_grad_by_freq, sparse, weight_sym_argsize_0:
    weight[indices],
    attrs=("indices", "padding_idx", "scale_grad_by_freq", "sparse", "weight_sym_argsize_0"),
@@ -2459,3 +2460,33 @@ op("native_dropout", "NativeDropoutBackward0", ("input",),
        keep),
    attrs=("p", "train", "keep"), extra_outputs=("result1",), saves=("p", "result1", "train"),
    hidden=("train",))
+
+# --- the losses' and embedding's backward functions, as ops (create_graph twice) ---------------
+# Their forwards are the functions the loss formulas already call; declared here, a gradient of
+# the gradient records PyTorch's node (BinaryCrossEntropyBackwardBackward0, ...) and uses ATen's
+# formulas for its own derivatives (double_backward_kernels).
+
+backward_function(
+    "binary_cross_entropy_backward", "BinaryCrossEntropyBackwardBackward0",
+    ("grad_output", "self", "target"), nn_kernels.binary_cross_entropy_backward,
+    {"grad_output": "bce_double_backward_grad_output(grad, self, target, weight, reduction)",
+     "self": "bce_double_backward(grad, grad_output, self, target, weight, reduction)",
+     "target": "bce_double_backward_target(grad, grad_output, self, target, weight, reduction)"},
+    attrs=("weight", "reduction"), saves=("grad_output", "reduction", "self", "target", "weight"))
+backward_function(
+    "soft_margin_loss_backward", "SoftMarginLossBackwardBackward0", ("grad_output", "self"),
+    formula_math.ARRAY_NAMESPACE["soft_margin_loss_backward"],
+    {"grad_output": "soft_margin_double_backward_grad_output(grad, grad_output, self, target, "
+                    "reduction)",
+     "self": "soft_margin_double_backward(grad, grad_output, self, target, reduction)"},
+    attrs=("target", "reduction"), saves=("grad_output", "reduction", "self", "target"))
+# embedding's backward (dense: sparse=False) adds each looked-up row's gradient into its row:
+# linear, so its own gradient reads the rows back.
+backward_function(
+    "embedding_dense_backward", "EmbeddingDenseBackwardBackward0", ("grad_output",),
+    lambda grad_output, indices, num_weights, padding_idx, scale_grad_by_freq:
+    nn_kernels.embedding_backward(grad_output, np.asarray(getattr(indices, "_data", indices)),
+                                  num_weights, padding_idx, scale_grad_by_freq),
+    {"grad_output": "embedding_dense_double_backward(grad, indices, padding_idx)"},
+    attrs=("indices", "num_weights", "padding_idx", "scale_grad_by_freq"),
+    saves=("indices", "padding_idx"))

@@ -118,7 +118,128 @@ def dropout_scale_tensor(mask, like, scale):
     return nb.as_tensor(mask.astype(like.dtype.numpy) * like.dtype.numpy.type(scale))
 
 
+# --- the losses' backward functions, differentiated: ATen's formulas -----------------------------
+# Written once over the few operations they need (``ops``: NumPy's or nbgrad's), as ATen writes
+# them: binary cross-entropy's second derivative adds eps to x and 1 - x where its first
+# derivative clamps (1 - x) x from below.
+
+BCE_EPS = 1e-12
+
+
+class _ArrayMath:
+    clamp_min = staticmethod(np.maximum)
+    exp = staticmethod(np.exp)
+    total = staticmethod(np.sum)
+
+    @staticmethod
+    def numel(x):
+        return np.size(x)
+
+
+class _TensorMath:
+    @staticmethod
+    def clamp_min(x, low):
+        return x.clamp(min=low)
+
+    @staticmethod
+    def exp(x):
+        return x.exp()
+
+    @staticmethod
+    def total(x):
+        return x.sum()
+
+    @staticmethod
+    def numel(x):
+        return x.numel()
+
+
+_MEAN, _SUM = 1, 2  # PyTorch's reduction enum (0 = none)
+
+
+def _reduced(m, value, reduction):
+    """What the derivative in a reduced loss's scalar gradient adds up to."""
+    if reduction == _MEAN:
+        return m.total(value) / m.numel(value)
+    if reduction == _SUM:
+        return m.total(value)
+    return value
+
+
+def _bce_grad_output(m, grad, self, target, weight, reduction):
+    out = (self - target) / m.clamp_min((1 - self) * self, BCE_EPS)
+    if weight is not None:
+        out = out * weight
+    return _reduced(m, out * grad, reduction)
+
+
+def _bce_self(m, grad, grad_output, self, target, weight, reduction):
+    out = (self * self - 2 * self * target + target) / (
+        (self + BCE_EPS) ** 2 * (1 - self + BCE_EPS) ** 2
+    )
+    out = out * (grad * grad_output)
+    if weight is not None:
+        out = out * weight
+    return out / m.numel(self) if reduction == _MEAN else out
+
+
+def _bce_target(m, grad, grad_output, self, target, weight, reduction):
+    out = -grad * grad_output
+    if weight is not None:
+        out = out * weight
+    out = out / m.clamp_min((1 - self) * self, BCE_EPS)
+    return out / m.numel(self) if reduction == _MEAN else out
+
+
+def _soft_margin_grad_output(m, grad, grad_output, self, target, reduction):
+    # soft_margin_loss_backward at a gradient of ones, times the incoming gradient
+    scale = m.numel(self) if reduction == _MEAN else 1
+    slope = -target / (1 + m.exp(target * self)) / scale
+    return slope * grad if reduction == 0 else m.total(slope * grad)
+
+
+def _soft_margin_self(m, grad, grad_output, self, target, reduction):
+    z = m.exp(-target * self)
+    out = target * target * z / ((1 + z) * (1 + z)) * grad * grad_output
+    return out / m.numel(self) if reduction == _MEAN else out
+
+
+def _target_of(target, dtype):
+    """A saved target (an array, or a Tensor read back) as an array of ``dtype``."""
+    return np.asarray(getattr(target, "_data", target), dtype)
+
+
+def _embedding_dense_double_backward(grad, indices, padding_idx):
+    """The incoming gradient's rows read back at the indices (the padding index's rows 0): the
+    frequency scaling stays with the first backward, as in ATen."""
+    indices = np.asarray(getattr(indices, "_data", indices))
+    rows = grad[indices.reshape(-1)]
+    if padding_idx >= 0:
+        rows = np.where((indices.reshape(-1) == padding_idx)[:, None], 0 * rows, rows)
+    return rows.reshape(*indices.shape, -1)
+
+
+def _embedding_dense_double_backward_tensor(grad, indices, padding_idx):
+    import nbgrad as nb
+
+    indices = np.asarray(getattr(indices, "_data", indices))
+    rows = grad.index_select(0, nb.as_tensor(indices.reshape(-1).astype(np.int64)))
+    if padding_idx >= 0:
+        rows = rows.masked_fill(nb.as_tensor((indices.reshape(-1) == padding_idx)[:, None]), 0)
+    return rows.view(*indices.shape, -1)
+
+
 ARRAY_FUNCTIONS = {
+    "bce_double_backward_grad_output": lambda *a: _bce_grad_output(_ArrayMath, *a),
+    "bce_double_backward": lambda *a: _bce_self(_ArrayMath, *a),
+    "bce_double_backward_target": lambda *a: _bce_target(_ArrayMath, *a),
+    "soft_margin_double_backward_grad_output": lambda grad, grad_output, self, target, r: (
+        _soft_margin_grad_output(_ArrayMath, grad, grad_output, self, _target_of(target, self.dtype), r)
+    ),
+    "soft_margin_double_backward": lambda grad, grad_output, self, target, r: (
+        _soft_margin_self(_ArrayMath, grad, grad_output, self, _target_of(target, self.dtype), r)
+    ),
+    "embedding_dense_double_backward": _embedding_dense_double_backward,
     "dropout_scale": dropout_scale,
     "glu_double_backward_grad_output": glu_double_backward_grad_output,
     "glu_double_backward": glu_double_backward,
@@ -128,6 +249,12 @@ ARRAY_FUNCTIONS = {
     "index_pad": index_pad,
     "upsample": upsample,
 }
+
+
+def _constant(value, like):
+    import nbgrad as nb
+
+    return nb.as_tensor(_target_of(value, like.dtype.numpy))
 
 
 def tensor_namespace():
@@ -146,6 +273,18 @@ def tensor_namespace():
 
     return {
         "dropout_scale": dropout_scale_tensor,
+        "bce_double_backward_grad_output": lambda *a: _bce_grad_output(_TensorMath, *a),
+        "bce_double_backward": lambda *a: _bce_self(_TensorMath, *a),
+        "bce_double_backward_target": lambda *a: _bce_target(_TensorMath, *a),
+        "soft_margin_double_backward_grad_output": lambda grad, grad_output, self, target, r: (
+            _soft_margin_grad_output(
+                _TensorMath, grad, grad_output, self, _constant(target, self), r
+            )
+        ),
+        "soft_margin_double_backward": lambda grad, grad_output, self, target, r: (
+            _soft_margin_self(_TensorMath, grad, grad_output, self, _constant(target, self), r)
+        ),
+        "embedding_dense_double_backward": _embedding_dense_double_backward_tensor,
         "glu_double_backward_grad_output": glu_double_backward_grad_output_tensor,
         "glu_double_backward": glu_double_backward_tensor,
         "gelu_second_derivative": lambda x, approximate: gelu_second_derivative(

@@ -2490,3 +2490,12 @@ backward_function(
     {"grad_output": "embedding_dense_double_backward(grad, indices, padding_idx)"},
     attrs=("indices", "num_weights", "padding_idx", "scale_grad_by_freq"),
     saves=("indices", "padding_idx"))
+
+# x.as_strided_(size, stride, offset): the tensor itself takes the geometry (in place, like
+# transpose_), AsStridedBackward1 with as_strided's formula.
+op("as_strided_inplace", "AsStridedBackward1", ("self",),
+   {"self": "as_strided_backward(grad, self_geometry, size, stride, storage_offset)"},
+   lambda self, size, stride, storage_offset, self_geometry: storage_geometry.as_strided_view(
+       self, self_geometry, size, stride, storage_offset),
+   attrs=("size", "stride", "storage_offset", "self_geometry"),
+   saves=("self_geometry", "size", "storage_offset", "stride"), hidden=("self_geometry",))

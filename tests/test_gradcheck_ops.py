@@ -1960,6 +1960,10 @@ case("native_dropout-p0", lambda x: torch.native_dropout(x, 0.0, True)[0] * x, n
 case("native_dropout-eval", lambda x: torch.native_dropout(x * x, 0.4, False)[0], normal(2, 3))
 
 
+case("as_strided_", lambda x: (x * 1).as_strided_((2, 2), (1, 2), 1), normal(2, 3))
+case("as_strided_-overlapping", lambda x: (x * 1).as_strided_((2, 2), (1, 1)), normal(2, 3))
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

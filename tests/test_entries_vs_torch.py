@@ -95,14 +95,18 @@ PROGRAMS = {
     ),
     "binary_cross_entropy": (
         np.array([[0.2, 0.7, 0.45], [0.9, 0.15, 0.6]]),
-        lambda T, x: F(T).binary_cross_entropy(x, T.tensor([[0.3, 0.9, 0.1], [1.0, 0.0, 0.5]], dtype=x.dtype)),
+        lambda T, x: F(T).binary_cross_entropy(
+            x, T.tensor([[0.3, 0.9, 0.1], [1.0, 0.0, 0.5]], dtype=x.dtype)
+        ),
     ),
     "binary_cross_entropy-none-weight": (
         np.array([[0.2, 0.7, 0.45], [0.9, 0.15, 0.6]]),
         lambda T, x: F(T).binary_cross_entropy(
-            x, T.tensor([[0.3, 0.9, 0.1], [1.0, 0.0, 0.5]], dtype=x.dtype),
+            x,
+            T.tensor([[0.3, 0.9, 0.1], [1.0, 0.0, 0.5]], dtype=x.dtype),
             weight=T.tensor([1.0, 2.0, 0.5], dtype=x.dtype),
-            reduction="none"),
+            reduction="none",
+        ),
     ),
     "binary_cross_entropy-sum": (
         np.array([0.2, 0.7, 0.45]),
@@ -115,7 +119,8 @@ PROGRAMS = {
     "soft_margin_loss-none": (
         values(2, 3),
         lambda T, x: F(T).soft_margin_loss(
-            x / 4, T.tensor([[1.0, -1, 1], [-1, -1, 1]]), reduction="none"),
+            x / 4, T.tensor([[1.0, -1, 1], [-1, -1, 1]]), reduction="none"
+        ),
     ),
     "soft_margin_loss-sum": (
         values(3),
@@ -125,7 +130,8 @@ PROGRAMS = {
     "embedding-padding-frequency": (
         values(4, 3),
         lambda T, x: F(T).embedding(
-            T.tensor([0, 2, 2, 1, 3, 2]), x, padding_idx=1, scale_grad_by_freq=True),
+            T.tensor([0, 2, 2, 1, 3, 2]), x, padding_idx=1, scale_grad_by_freq=True
+        ),
     ),
     "embedding-module": (
         values(5, 2),
@@ -172,7 +178,9 @@ def _unsigned(description):
     """PyTorch shows a saved negative int64 dim through an unsigned 64-bit read (glu's dim -1 is
     18446744073709551615); nbgrad's existing GluBackward0 shows -1. Compare the signed value."""
     name, saved, children = description
-    fixed = {k: (v - (1 << 64) if isinstance(v, int) and v >= 1 << 63 else v) for k, v in saved.items()}
+    fixed = {
+        k: (v - (1 << 64) if isinstance(v, int) and v >= 1 << 63 else v) for k, v in saved.items()
+    }
     return name, fixed, children
 
 

@@ -1914,14 +1914,16 @@ case(
 # test_unique_vs_torch.py checks): recorded, not reached.
 case(
     "unique-recorded",
-    lambda x: x * 1
-    + 0
-    * (
-        torch.unique(x * 1).sum()
-        + torch.unique(x * 1, dim=1).sum()
-        + torch.unique_consecutive(x * 1).sum()
-        + torch._unique(x * 1)[0].sum()
-    ).detach(),
+    lambda x: (
+        x * 1
+        + 0
+        * (
+            torch.unique(x * 1).sum()
+            + torch.unique(x * 1, dim=1).sum()
+            + torch.unique_consecutive(x * 1).sum()
+            + torch._unique(x * 1)[0].sum()
+        ).detach()
+    ),
     normal(2, 3),
 )
 

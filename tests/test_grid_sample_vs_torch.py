@@ -53,15 +53,17 @@ def run(T, data, grid_data, mode, padding, corners):
     """Values and derivatives to the third order, and the nodes on the way."""
     x = T.tensor(data, requires_grad=True)
     grid = T.tensor(grid_data, requires_grad=True)
-    y = T.nn.functional.grid_sample(x, grid, mode=mode, padding_mode=padding,
-                                    align_corners=corners)
+    y = T.nn.functional.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=corners)
     weights = T.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
     grad_x, grad_grid = T.autograd.grad((y * y * weights).sum(), (x, grid), create_graph=True)
     seen = [describe(y.grad_fn), describe(grad_x.grad_fn), grad_x.grad_fn is grad_grid.grad_fn]
     loss = (grad_x * grad_x.detach().sin()).sum() + (grad_grid * grad_grid.detach().cos()).sum()
     second_x, second_grid = T.autograd.grad(loss, (x, grid), create_graph=True)
-    third = T.autograd.grad((second_x * second_x).sum() + (second_grid * second_grid).sum(),
-                            (x, grid), allow_unused=True)
+    third = T.autograd.grad(
+        (second_x * second_x).sum() + (second_grid * second_grid).sum(),
+        (x, grid),
+        allow_unused=True,
+    )
     arrays = [y, grad_x, grad_grid, second_x, second_grid, *third]
     return seen, [None if a is None else a.detach().numpy() for a in arrays]
 
@@ -86,8 +88,9 @@ def test_the_nodes_by_hand():
     """The names and saved values PyTorch 2.13 shows, written out (read off torch once)."""
     x = nbgrad.ones(1, 1, 2, 2, requires_grad=True)
     grid = nbgrad.zeros(1, 1, 1, 2, requires_grad=True)
-    y = nbgrad.nn.functional.grid_sample(x, grid, mode="bicubic", padding_mode="border",
-                                         align_corners=True)
+    y = nbgrad.nn.functional.grid_sample(
+        x, grid, mode="bicubic", padding_mode="border", align_corners=True
+    )
     node = y.grad_fn
     assert node.name() == "GridSampler2DBackward0"
     assert (node._saved_interpolation_mode, node._saved_padding_mode) == (2, 1)
@@ -103,8 +106,10 @@ def test_a_spatial_transformer_step():
     """The spatial-transformer tutorial's sampling: affine_grid then grid_sample, backward into
     theta and the image, on float32, against PyTorch."""
     image = RNG.standard_normal((2, 1, 5, 5)).astype(np.float32)
-    theta = np.array([[[0.8, -0.2, 0.1], [0.25, 0.9, -0.1]],
-                      [[1.1, 0.0, 0.0], [0.0, 0.7, 0.3]]], dtype=np.float32)
+    theta = np.array(
+        [[[0.8, -0.2, 0.1], [0.25, 0.9, -0.1]], [[1.1, 0.0, 0.0], [0.0, 0.7, 0.3]]],
+        dtype=np.float32,
+    )
     results = []
     for T in (nbgrad, torch):
         x = T.tensor(image, requires_grad=True)
@@ -114,9 +119,11 @@ def test_a_spatial_transformer_step():
         y.square().mean().backward()
         names = [y.grad_fn.name(), [type(n).__name__ for n, _ in y.grad_fn.next_functions]]
         results.append((names, y.detach().numpy(), x.grad.numpy(), t.grad.numpy()))
-    assert results[0][0] == results[1][0] == [
-        "GridSampler2DBackward0", ["AccumulateGrad", "AffineGridGeneratorBackward0"]
-    ]
+    assert (
+        results[0][0]
+        == results[1][0]
+        == ["GridSampler2DBackward0", ["AccumulateGrad", "AffineGridGeneratorBackward0"]]
+    )
     for a, b in zip(results[0][1:], results[1][1:]):
         assert a.dtype == b.dtype == np.float32
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -150,31 +157,43 @@ def _error(T, make):
 
 BAD_CALLS = {
     "mode": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2), T.zeros(1, 1, 1, 2), mode="area", align_corners=False),
+        T.ones(1, 1, 2, 2), T.zeros(1, 1, 1, 2), mode="area", align_corners=False
+    ),
     "padding": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2), T.zeros(1, 1, 1, 2), padding_mode="circular", align_corners=False),
+        T.ones(1, 1, 2, 2), T.zeros(1, 1, 1, 2), padding_mode="circular", align_corners=False
+    ),
     "batch": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2), T.zeros(2, 1, 1, 2), align_corners=False),
+        T.ones(1, 1, 2, 2), T.zeros(2, 1, 1, 2), align_corners=False
+    ),
     "last-dim": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2), T.zeros(1, 1, 1, 3), align_corners=False),
+        T.ones(1, 1, 2, 2), T.zeros(1, 1, 1, 3), align_corners=False
+    ),
     "dims": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2), T.zeros(1, 1, 2), align_corners=False),
+        T.ones(1, 1, 2, 2), T.zeros(1, 1, 2), align_corners=False
+    ),
     "1d": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2), T.zeros(1, 1, 1), align_corners=False),
+        T.ones(1, 1, 2), T.zeros(1, 1, 1), align_corners=False
+    ),
     "empty": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 0, 2), T.zeros(1, 1, 1, 2), align_corners=False),
+        T.ones(1, 1, 0, 2), T.zeros(1, 1, 1, 2), align_corners=False
+    ),
     "bicubic-3d": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2, 2), T.zeros(1, 1, 1, 1, 3), mode="bicubic", align_corners=False),
+        T.ones(1, 1, 2, 2, 2), T.zeros(1, 1, 1, 1, 3), mode="bicubic", align_corners=False
+    ),
     "dtypes": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2), T.zeros(1, 1, 1, 2, dtype=T.float64), align_corners=False),
+        T.ones(1, 1, 2, 2), T.zeros(1, 1, 1, 2, dtype=T.float64), align_corners=False
+    ),
     "integers": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2, dtype=T.long), T.zeros(1, 1, 1, 2, dtype=T.long),
-        align_corners=False),
+        T.ones(1, 1, 2, 2, dtype=T.long), T.zeros(1, 1, 1, 2, dtype=T.long), align_corners=False
+    ),
     "integers-3d": lambda T: T.nn.functional.grid_sample(
-        T.ones(1, 1, 2, 2, 2, dtype=T.int32), T.zeros(1, 1, 1, 1, 3, dtype=T.int32),
-        align_corners=False),
+        T.ones(1, 1, 2, 2, 2, dtype=T.int32),
+        T.zeros(1, 1, 1, 1, 3, dtype=T.int32),
+        align_corners=False,
+    ),
     "not-a-tensor": lambda T: T.nn.functional.grid_sample(
-        [1.0], T.zeros(1, 1, 1, 2), align_corners=False),
+        [1.0], T.zeros(1, 1, 1, 2), align_corners=False
+    ),
 }
 
 
@@ -198,6 +217,5 @@ def test_no_align_corners_warns_as_pytorch():
 
 def test_an_empty_batch_gives_an_empty_result():
     for T in (nbgrad, torch):
-        y = T.nn.functional.grid_sample(T.ones(0, 2, 3, 3), T.zeros(0, 4, 1, 2),
-                                        align_corners=True)
+        y = T.nn.functional.grid_sample(T.ones(0, 2, 3, 3), T.zeros(0, 4, 1, 2), align_corners=True)
         assert tuple(y.shape) == (0, 2, 4, 1)

@@ -41,7 +41,7 @@ def test_native_dropout_matches_pytorch(p, train):
     ours = run(nbgrad, p, train)
     theirs = run(torch, p, train)
     assert ours[0] == theirs[0]
-    for seen, keep, output, grad in (ours, theirs):
+    for _seen, keep, output, grad in (ours, theirs):
         dropping = train is not False
         forward_scale = (0.0 if p == 1 else 1 / (1 - p)) if dropping else 1.0
         backward_scale = forward_scale if train is True else 1.0

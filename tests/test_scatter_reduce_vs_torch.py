@@ -24,8 +24,9 @@ SCATTER = list(
     )
 )
 INDEX = list(
-    itertools.product(("prod", "mean", "amax", "amin"), (True, False), (False, True),
-                      sorted(DATASETS))
+    itertools.product(
+        ("prod", "mean", "amax", "amin"), (True, False), (False, True), sorted(DATASETS)
+    )
 )
 
 
@@ -85,35 +86,47 @@ def test_values_by_hand():
     y.sum().backward()
     assert x.grad.tolist() == [20.0, 1.0, 6.0]  # the product of the others at each place
     assert src.grad.tolist() == [5.0, 4.0, 3.0]
-    mean = nbgrad.tensor([1.0, 2.0, 3.0]).scatter_reduce(0, index, src.detach(), "mean",
-                                                         include_self=False)
+    mean = nbgrad.tensor([1.0, 2.0, 3.0]).scatter_reduce(
+        0, index, src.detach(), "mean", include_self=False
+    )
     assert mean.tolist() == [4.5, 2.0, 6.0]
 
 
 BAD_CALLS = {
-    "reduce": lambda T: T.ones(2, 3).scatter_reduce(1, T.zeros(2, 3, dtype=T.long),
-                                                    T.ones(2, 3), "foo"),
+    "reduce": lambda T: T.ones(2, 3).scatter_reduce(
+        1, T.zeros(2, 3, dtype=T.long), T.ones(2, 3), "foo"
+    ),
     "index-dtype": lambda T: T.ones(2, 3).scatter_reduce(1, T.zeros(2, 3), T.ones(2, 3), "sum"),
     "src-dtype": lambda T: T.ones(2, 3).scatter_reduce(
-        1, T.zeros(2, 3, dtype=T.long), T.ones(2, 3, dtype=T.float64), "sum"),
+        1, T.zeros(2, 3, dtype=T.long), T.ones(2, 3, dtype=T.float64), "sum"
+    ),
     "out-of-bounds": lambda T: T.ones(2, 3).scatter_reduce(
-        1, T.full((2, 3), 5), T.ones(2, 3), "sum"),
-    "dim": lambda T: T.ones(2, 3).scatter_reduce(3, T.zeros(2, 3, dtype=T.long), T.ones(2, 3),
-                                                 "sum"),
-    "index-dims": lambda T: T.ones(2, 3).scatter_reduce(1, T.zeros(3, dtype=T.long),
-                                                        T.ones(2, 3), "sum"),
-    "index_reduce-sum": lambda T: T.ones(2, 3).index_reduce(1, T.tensor([0, 2, 0]),
-                                                            T.ones(2, 3), "sum"),
+        1, T.full((2, 3), 5), T.ones(2, 3), "sum"
+    ),
+    "dim": lambda T: T.ones(2, 3).scatter_reduce(
+        3, T.zeros(2, 3, dtype=T.long), T.ones(2, 3), "sum"
+    ),
+    "index-dims": lambda T: T.ones(2, 3).scatter_reduce(
+        1, T.zeros(3, dtype=T.long), T.ones(2, 3), "sum"
+    ),
+    "index_reduce-sum": lambda T: T.ones(2, 3).index_reduce(
+        1, T.tensor([0, 2, 0]), T.ones(2, 3), "sum"
+    ),
     "index_reduce-index-dtype": lambda T: T.ones(2, 3).index_reduce(
-        1, T.tensor([0.0, 2.0, 0.0]), T.ones(2, 3), "prod"),
+        1, T.tensor([0.0, 2.0, 0.0]), T.ones(2, 3), "prod"
+    ),
     "index_reduce-out-of-range": lambda T: T.ones(2, 3).index_reduce(
-        1, T.tensor([0, 7, 0]), T.ones(2, 3), "prod"),
+        1, T.tensor([0, 7, 0]), T.ones(2, 3), "prod"
+    ),
     "index_reduce-source-dtype": lambda T: T.ones(2, 3).index_reduce(
-        1, T.tensor([0, 2, 0]), T.ones(2, 3, dtype=T.float64), "prod"),
-    "index_reduce-count": lambda T: T.ones(2, 3).index_reduce(1, T.tensor([0, 2]), T.ones(2, 3),
-                                                              "prod"),
+        1, T.tensor([0, 2, 0]), T.ones(2, 3, dtype=T.float64), "prod"
+    ),
+    "index_reduce-count": lambda T: T.ones(2, 3).index_reduce(
+        1, T.tensor([0, 2]), T.ones(2, 3), "prod"
+    ),
     "index_reduce-matrix-index": lambda T: T.ones(2, 3).index_reduce(
-        1, T.tensor([[0], [2], [0]]), T.ones(2, 3), "prod"),
+        1, T.tensor([[0], [2], [0]]), T.ones(2, 3), "prod"
+    ),
 }
 
 

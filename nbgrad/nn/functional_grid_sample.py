@@ -29,6 +29,4 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             stacklevel=2,
         )
         align_corners = False
-    return ops.grid_sampler(
-        input, grid, _MODES[mode], _PADDING_MODES[padding_mode], align_corners
-    )
+    return ops.grid_sampler(input, grid, _MODES[mode], _PADDING_MODES[padding_mode], align_corners)

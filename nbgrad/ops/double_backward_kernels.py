@@ -234,10 +234,12 @@ ARRAY_FUNCTIONS = {
     "bce_double_backward": lambda *a: _bce_self(_ArrayMath, *a),
     "bce_double_backward_target": lambda *a: _bce_target(_ArrayMath, *a),
     "soft_margin_double_backward_grad_output": lambda grad, grad_output, self, target, r: (
-        _soft_margin_grad_output(_ArrayMath, grad, grad_output, self, _target_of(target, self.dtype), r)
+        _soft_margin_grad_output(
+            _ArrayMath, grad, grad_output, self, _target_of(target, self.dtype), r
+        )
     ),
-    "soft_margin_double_backward": lambda grad, grad_output, self, target, r: (
-        _soft_margin_self(_ArrayMath, grad, grad_output, self, _target_of(target, self.dtype), r)
+    "soft_margin_double_backward": lambda grad, grad_output, self, target, r: _soft_margin_self(
+        _ArrayMath, grad, grad_output, self, _target_of(target, self.dtype), r
     ),
     "embedding_dense_double_backward": _embedding_dense_double_backward,
     "dropout_scale": dropout_scale,
@@ -281,8 +283,8 @@ def tensor_namespace():
                 _TensorMath, grad, grad_output, self, _constant(target, self), r
             )
         ),
-        "soft_margin_double_backward": lambda grad, grad_output, self, target, r: (
-            _soft_margin_self(_TensorMath, grad, grad_output, self, _constant(target, self), r)
+        "soft_margin_double_backward": lambda grad, grad_output, self, target, r: _soft_margin_self(
+            _TensorMath, grad, grad_output, self, _constant(target, self), r
         ),
         "embedding_dense_double_backward": _embedding_dense_double_backward_tensor,
         "glu_double_backward_grad_output": glu_double_backward_grad_output_tensor,

@@ -168,11 +168,12 @@ class Taps:
         self.lead = (grid.shape[0], int(np.prod(points[1:], dtype=np.int64)))
         # axis d of the grid's last dim reads input dim -1 - d
         self.axes = [
-            AxisTaps(grid[..., d].reshape(self.lead), sizes[-1 - d], mode, padding_mode,
-                     align_corners)
+            AxisTaps(
+                grid[..., d].reshape(self.lead), sizes[-1 - d], mode, padding_mode, align_corners
+            )
             for d in range(dims)
         ]
-        strides = [int(np.prod(sizes[len(sizes) - d:], dtype=np.int64)) for d in range(dims)]
+        strides = [int(np.prod(sizes[len(sizes) - d :], dtype=np.int64)) for d in range(dims)]
         self.combos = list(itertools.product(*[range(len(a.polys)) for a in self.axes]))
         self.index, self.valid = [], []
         for combo in self.combos:
@@ -243,7 +244,13 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners): 
 
 
 def grid_sampler_backward(
-    grad_output, input, grid, interpolation_mode, padding_mode, align_corners, output_mask  # noqa: A002
+    grad_output,
+    input,
+    grid,
+    interpolation_mode,
+    padding_mode,
+    align_corners,
+    output_mask,  # noqa: A002
 ):
     """(grad_input, grad_grid); an output the mask does not ask for is zeros."""
     taps = Taps(grid, input.shape, interpolation_mode, padding_mode, align_corners)
@@ -262,8 +269,14 @@ def grid_sampler_backward(
 
 
 def grid_sampler_double_backward(
-    grad_grad_input, grad_grad_grid, grad_output, input, grid,  # noqa: A002
-    interpolation_mode, padding_mode, align_corners,
+    grad_grad_input,
+    grad_grad_grid,
+    grad_output,
+    input,
+    grid,  # noqa: A002
+    interpolation_mode,
+    padding_mode,
+    align_corners,
 ):
     """(d grad_output, d input, d grid) of <grad_grad_input, grad_input> +
     <grad_grad_grid, grad_grid>: see the module's docstring."""
@@ -280,7 +293,9 @@ def grid_sampler_double_backward(
         slopes = [taps.weights(axes, (d,)) for d in range(dims)]
         for d in range(dims):
             d_grad_output += gg_grid[d][:, None, :] * _sample(flat_input, taps, slopes[d])
-        along = [sum(gg_grid[d] * slopes[d][k] for d in range(dims)) for k in range(len(taps.combos))]
+        along = [
+            sum(gg_grid[d] * slopes[d][k] for d in range(dims)) for k in range(len(taps.combos))
+        ]
         d_input = _scatter(grad, taps, along, input.shape)
         for d in range(dims):
             total = _sample(gg_input, taps, slopes[d])
@@ -314,8 +329,10 @@ class SharedCall:
 
     def __call__(self, wanted, *arguments):
         """``wanted``: how many outputs the node's formulas will read from this call."""
-        same = self.arguments is not None and len(arguments) == len(self.arguments) and all(
-            a is b for a, b in zip(arguments, self.arguments)
+        same = (
+            self.arguments is not None
+            and len(arguments) == len(self.arguments)
+            and all(a is b for a, b in zip(arguments, self.arguments))
         )
         if not same:
             self.arguments, self.result = arguments, self.function(*arguments)
@@ -341,8 +358,16 @@ def backward_output(which, grad_output, input, grid, mode, padding_mode, align_c
     ]
 
 
-def double_backward_output(which, grads, grad_output, input, grid, mode, padding_mode,  # noqa: A002
-                           align_corners):
+def double_backward_output(
+    which,
+    grads,
+    grad_output,
+    input,
+    grid,
+    mode,
+    padding_mode,  # noqa: A002
+    align_corners,
+):
     # (an output of the backward that got no gradient: None here, zeros for the sums)
     gg_input = np.zeros_like(input) if grads[0] is None else grads[0]
     gg_grid = np.zeros_like(grid) if grads[1] is None else grads[1]
@@ -373,8 +398,9 @@ def _tensor_sample(flat_input, taps, weights):
 
     out = None
     for index, weight in zip(taps.index, weights):
-        expanded = nb.as_tensor(np.broadcast_to(index[:, None, :], (*flat_input.shape[:2],
-                                                                   index.shape[1])).copy())
+        expanded = nb.as_tensor(
+            np.broadcast_to(index[:, None, :], (*flat_input.shape[:2], index.shape[1])).copy()
+        )
         term = flat_input.gather(2, expanded) * weight.unsqueeze(1)
         out = term if out is None else out + term
     return out
@@ -397,12 +423,19 @@ def _tensor_flat(x):
 
 
 def grid_sampler_double_backward_tensor(
-    grad_grad_input, grad_grad_grid, grad_output, input, grid,  # noqa: A002
-    interpolation_mode, padding_mode, align_corners,
+    grad_grad_input,
+    grad_grad_grid,
+    grad_output,
+    input,
+    grid,  # noqa: A002
+    interpolation_mode,
+    padding_mode,
+    align_corners,
 ):
     """grid_sampler_double_backward over Tensors: the same sums, differentiable in all five."""
-    taps = Taps(grid.detach().numpy(), tuple(input.shape), interpolation_mode, padding_mode,
-                align_corners)
+    taps = Taps(
+        grid.detach().numpy(), tuple(input.shape), interpolation_mode, padding_mode, align_corners
+    )
     constant = _constant_maker(grid)
     dims = grid.shape[-1]
     axes = [grid.select(-1, d).reshape(taps.lead) for d in range(dims)]
@@ -411,12 +444,16 @@ def grid_sampler_double_backward_tensor(
     gg_grid = [grad_grad_grid.select(-1, d).reshape(taps.lead) for d in range(dims)]
     d_grad_output = _tensor_sample(gg_input, taps, taps.weights(axes, (), constant))
     if interpolation_mode == NEAREST:
-        return (d_grad_output.reshape(tuple(grad_output.shape)), input.new_zeros(input.shape),
-                grid.new_zeros(grid.shape))
+        return (
+            d_grad_output.reshape(tuple(grad_output.shape)),
+            input.new_zeros(input.shape),
+            grid.new_zeros(grid.shape),
+        )
     slopes = [taps.weights(axes, (d,), constant) for d in range(dims)]
     for d in range(dims):
         d_grad_output = d_grad_output + gg_grid[d].unsqueeze(1) * _tensor_sample(
-            flat_input, taps, slopes[d])
+            flat_input, taps, slopes[d]
+        )
     along = [sum(gg_grid[d] * slopes[d][k] for d in range(dims)) for k in range(len(taps.combos))]
     d_input = _tensor_scatter(grad, taps, along, tuple(input.shape))
     d_grid = []
@@ -452,8 +489,8 @@ def tensor_namespace():
         gg_input = input.new_zeros(input.shape) if grads[0] is None else grads[0]
         gg_grid = grid.new_zeros(grid.shape) if grads[1] is None else grads[1]
         outputs = shared_double_backward(
-            _wanted(grad_output, input, grid), gg_input, gg_grid, grad_output, input, grid,
-            *options)
+            _wanted(grad_output, input, grid), gg_input, gg_grid, grad_output, input, grid, *options
+        )
         return outputs[which]
 
     return {

@@ -17,8 +17,13 @@ and without include_self, self's old value at a place written to gets nothing.
 import numpy as np
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
-_UFUNCS = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
-           "amin": np.minimum}
+_UFUNCS = {
+    "sum": np.add,
+    "mean": np.add,
+    "prod": np.multiply,
+    "amax": np.maximum,
+    "amin": np.minimum,
+}
 
 
 def _identity(reduce, dtype):
@@ -70,10 +75,12 @@ def spread_index(index, dim, source_shape):
 
 def index_reduce(self, dim, index, source, reduce, include_self):
     if self.ndim == 0:
-        return scatter_reduce(self.reshape(1), 0, index.reshape(1), source.reshape(1), reduce,
-                              include_self).reshape(())
-    return scatter_reduce(self, dim, spread_index(index, dim, source.shape), source, reduce,
-                          include_self)
+        return scatter_reduce(
+            self.reshape(1), 0, index.reshape(1), source.reshape(1), reduce, include_self
+        ).reshape(())
+    return scatter_reduce(
+        self, dim, spread_index(index, dim, source.shape), source, reduce, include_self
+    )
 
 
 # --- the gradient, written once over a small set of operations -----------------------------------
@@ -192,11 +199,20 @@ def scatter_reduce_backward(which, grad, self, dim, index, src, reduce, include_
 def index_reduce_backward(which, grad, self, dim, index, source, reduce, include_self, result):
     if np.ndim(self) == 0:
         return index_reduce_backward(
-            which, grad.reshape(1), self.reshape(1), 0, index, source.reshape(1), reduce,
-            include_self, result.reshape(1)).reshape(())
+            which,
+            grad.reshape(1),
+            self.reshape(1),
+            0,
+            index,
+            source.reshape(1),
+            reduce,
+            include_self,
+            result.reshape(1),
+        ).reshape(())
     spread = spread_index(np.asarray(index), dim, source.shape)
-    return _gradients(ArrayOps, grad, self, dim, spread, source, reduce, include_self,
-                      result)[which]
+    return _gradients(ArrayOps, grad, self, dim, spread, source, reduce, include_self, result)[
+        which
+    ]
 
 
 ARRAY_FUNCTIONS = {
@@ -206,21 +222,33 @@ ARRAY_FUNCTIONS = {
 
 
 def tensor_namespace():
-    def scatter_reduce_backward_tensor(which, grad, self, dim, index, src, reduce, include_self,
-                                       result):
-        return _gradients(TensorOps, grad, self, dim, index, src, reduce, include_self,
-                          result)[which]
+    def scatter_reduce_backward_tensor(
+        which, grad, self, dim, index, src, reduce, include_self, result
+    ):
+        return _gradients(TensorOps, grad, self, dim, index, src, reduce, include_self, result)[
+            which
+        ]
 
-    def index_reduce_backward_tensor(which, grad, self, dim, index, source, reduce,
-                                     include_self, result):
+    def index_reduce_backward_tensor(
+        which, grad, self, dim, index, source, reduce, include_self, result
+    ):
         if self.dim() == 0:
             return index_reduce_backward_tensor(
-                which, grad.reshape(1), self.reshape(1), 0, index, source.reshape(1), reduce,
-                include_self, result.reshape(1)).reshape(())
+                which,
+                grad.reshape(1),
+                self.reshape(1),
+                0,
+                index,
+                source.reshape(1),
+                reduce,
+                include_self,
+                result.reshape(1),
+            ).reshape(())
         index = np.asarray(getattr(index, "_data", index))
         spread = spread_index(index, dim, tuple(source.shape))
-        return _gradients(TensorOps, grad, self, dim, spread, source, reduce, include_self,
-                          result)[which]
+        return _gradients(TensorOps, grad, self, dim, spread, source, reduce, include_self, result)[
+            which
+        ]
 
     return {
         "scatter_reduce_backward": scatter_reduce_backward_tensor,

@@ -46,9 +46,7 @@ def _index_reduce(input, dim, index, source, reduce, include_self, inplace):  # 
     global _warned_beta
     if not _warned_beta:  # ATen's TORCH_WARN_ONCE: once per process
         _warned_beta = True
-        warnings.warn(
-            "index_reduce() is in beta and the API may change at any time.", stacklevel=3
-        )
+        warnings.warn("index_reduce() is in beta and the API may change at any time.", stacklevel=3)
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(
             f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "

@@ -280,8 +280,9 @@ def narrow(input, dim, start, length):  # noqa: A002
 def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     """A view of ``input``'s storage (the memory of the tensor it is a view of, or its own)
     with the given geometry, in elements; by default from where ``input`` itself starts."""
-    return run_op(OPS["as_strided"], (input,), as_strided_arguments(input, size, stride,
-                                                                    storage_offset))
+    return run_op(
+        OPS["as_strided"], (input,), as_strided_arguments(input, size, stride, storage_offset)
+    )
 
 
 def as_strided_arguments(input, size, stride, storage_offset):  # noqa: A002

@@ -23,8 +23,12 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     if dim is None:
         output, inverse, counts = _unique2(input, sorted, return_inverse, return_counts)
     else:
-        attrs = (wrap_dim(dim, input.dim()), bool(sorted), bool(return_inverse),
-                 bool(return_counts))
+        attrs = (
+            wrap_dim(dim, input.dim()),
+            bool(sorted),
+            bool(return_inverse),
+            bool(return_counts),
+        )
         output, inverse, counts = run_op(OPS["unique_dim"], (input,), attrs)
     return _returned(output, inverse, counts, return_inverse, return_counts)
 

@@ -159,3 +159,31 @@ def test_index_reduce_warns_that_it_is_in_beta_once():
     assert [str(w.message) for w in caught] == [
         "index_reduce() is in beta and the API may change at any time."
     ]
+
+
+def _zero_dim(T):
+    x = T.tensor(2.0, dtype=T.float64, requires_grad=True)
+    src = T.tensor(3.0, dtype=T.float64, requires_grad=True)
+    y = x.scatter_reduce(0, T.tensor(0), src, "prod")
+    grad_x, grad_src = T.autograd.grad(y * y, (x, src), create_graph=True)
+    second = T.autograd.grad(grad_x * grad_src, (x, src))
+    return y.grad_fn.name(), [t.item() for t in (y, grad_x, grad_src, *second)]
+
+
+def test_a_0d_tensor():
+    assert _zero_dim(nbgrad) == _zero_dim(torch)
+
+
+def _index_smaller_than_src(T):
+    x = T.ones(2, 3, requires_grad=True)
+    src = T.full((2, 3), 2.0, requires_grad=True)
+    y = x.scatter_reduce(1, T.tensor([[0, 1], [1, 1]]), src, "sum")
+    try:
+        y.sum().backward()
+    except RuntimeError as error:  # PyTorch's engine refuses src's gradient of index's shape
+        return y.tolist(), str(error)
+    return y.tolist(), None
+
+
+def test_an_index_smaller_than_src():
+    assert _index_smaller_than_src(nbgrad) == _index_smaller_than_src(torch)

@@ -44,6 +44,11 @@ def _places(index, dim):
 
 
 def scatter_reduce(self, dim, index, src, reduce, include_self):
+    if self.ndim == 0:  # a 0-d self, index and src: as 1-d of one element
+        one = scatter_reduce(
+            self.reshape(1), 0, index.reshape(1), src.reshape(1), reduce, include_self
+        )
+        return one.reshape(())
     out = self.copy()
     if index.size == 0:
         return out
@@ -193,6 +198,18 @@ def _gradients(ops, grad, self, dim, index, src, reduce, include_self, result):
 
 
 def scatter_reduce_backward(which, grad, self, dim, index, src, reduce, include_self, result):
+    if np.ndim(self) == 0:
+        return scatter_reduce_backward(
+            which,
+            grad.reshape(1),
+            self.reshape(1),
+            0,
+            np.reshape(index, 1),
+            src.reshape(1),
+            reduce,
+            include_self,
+            result.reshape(1),
+        ).reshape(())
     return _gradients(ArrayOps, grad, self, dim, index, src, reduce, include_self, result)[which]
 
 
@@ -225,6 +242,19 @@ def tensor_namespace():
     def scatter_reduce_backward_tensor(
         which, grad, self, dim, index, src, reduce, include_self, result
     ):
+        if self.dim() == 0:
+            index = np.reshape(np.asarray(getattr(index, "_data", index)), 1)
+            return scatter_reduce_backward_tensor(
+                which,
+                grad.reshape(1),
+                self.reshape(1),
+                0,
+                index,
+                src.reshape(1),
+                reduce,
+                include_self,
+                result.reshape(1),
+            ).reshape(())
         return _gradients(TensorOps, grad, self, dim, index, src, reduce, include_self, result)[
             which
         ]

@@ -210,3 +210,26 @@ def test_the_double_backward_node_names_are_pytorchs():
     for name, y in expected.items():
         (grad,) = nbgrad.autograd.grad((y * y).sum(), x, create_graph=True)
         assert grad.grad_fn.name() == name
+
+
+def _prelu(T, weight_size, needs):
+    x = T.tensor([[0.5, -1.0, 2.0], [-0.3, 0.7, -2.0]], dtype=T.float64, requires_grad=needs[0])
+    weight = T.tensor(np.linspace(0.1, 0.3, weight_size), dtype=T.float64, requires_grad=needs[1])
+    y = T.nn.functional.prelu(x, weight)
+    leaves = [t for t in (x, weight) if t.requires_grad]
+    grads = T.autograd.grad((y * y).sum(), leaves, create_graph=True)
+    seen = node_description(grads[0].grad_fn)
+    second = T.autograd.grad(sum((g * g).sum() for g in grads), leaves)
+    return seen, [g.detach().numpy().tolist() for g in grads], [s.numpy().tolist() for s in second]
+
+
+@pytest.mark.parametrize("weight_size", [1, 3])
+@pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
+def test_prelu_gradients_share_one_double_backward_node(weight_size, needs):
+    """PreluKernelBackwardBackward0: one node gives both gradients (its edges: the incoming
+    gradient, the input, the weight's view), as PyTorch's _prelu_kernel_backward."""
+    ours = _prelu(nbgrad, weight_size, needs)
+    theirs = _prelu(torch, weight_size, needs)
+    assert ours[0] == theirs[0]
+    for a, b in zip(ours[1] + ours[2], theirs[1] + theirs[2]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)

@@ -1493,9 +1493,18 @@ backward_function(
     attrs=("dim",), saves=("dim", "grad_output", "self"))
 op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
    lambda self, dim: _glu(self, dim), attrs=("dim",), saves=("dim", "self"))
+# PyTorch computes both gradients with one function, _prelu_kernel_backward, itself an op with
+# two outputs (grad[0], grad[1] in its formulas): PreluKernelBackwardBackward0 under create_graph.
+op("_prelu_kernel_backward", "PreluKernelBackwardBackward0", ("grad_output", "self", "weight"),
+   {name: f"prelu_double_backward_output({k}, grad, grad_output, self, weight)"
+    for k, name in enumerate(("grad_output", "self", "weight"))},
+   lambda grad_output, self, weight: [
+       double_backward_kernels.prelu_backward_output(k, grad_output, self, weight)
+       for k in (0, 1)],
+   saves=("grad_output", "self", "weight"), multi_output=True, joint=True, promote=True)
 op("prelu", "PreluKernelBackward0", ("self", "weight"),
-   {"self": "where(self > 0, grad, weight * grad)",
-    "weight": "where(self > 0, 0 * grad, self * grad)"},
+   {"self": "prelu_backward_output(0, grad, self, weight)",
+    "weight": "prelu_backward_output(1, grad, self, weight)"},
    lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"))
 
 

@@ -229,7 +229,36 @@ def _embedding_dense_double_backward_tensor(grad, indices, padding_idx):
     return rows.view(*indices.shape, -1)
 
 
+# --- PReLU: _prelu_kernel_backward gives both gradients at once (one node under create_graph) ---
+# Its own derivatives, as derivatives.yaml writes them (self >= 0 there, self > 0 in the first
+# backward); an output of it that got no gradient (None) contributes nothing.
+
+
+def _prelu_double_backward(where, which, grads, grad_output, self, weight):
+    grad_input_grad, grad_weight_grad = grads
+    zeros = self * 0
+    if which == 0:  # grad_output
+        if grad_input_grad is None:
+            return where(self >= 0, zeros, grad_weight_grad * self)
+        negative = grad_input_grad * weight
+        if grad_weight_grad is not None:
+            negative = negative + grad_weight_grad * self
+        return where(self >= 0, grad_input_grad, negative)
+    other = grad_weight_grad if which == 1 else grad_input_grad  # self, weight
+    if other is None:
+        return zeros
+    return where(self >= 0, zeros, grad_output * other)
+
+
+def prelu_backward_output(which, grad, self, weight):
+    if which == 0:
+        return np.where(self > 0, grad, weight * grad)
+    return np.where(self > 0, 0 * grad, self * grad)
+
+
 ARRAY_FUNCTIONS = {
+    "prelu_backward_output": prelu_backward_output,
+    "prelu_double_backward_output": lambda *a: _prelu_double_backward(np.where, *a),
     "bce_double_backward_grad_output": lambda *a: _bce_grad_output(_ArrayMath, *a),
     "bce_double_backward": lambda *a: _bce_self(_ArrayMath, *a),
     "bce_double_backward_target": lambda *a: _bce_target(_ArrayMath, *a),
@@ -260,9 +289,19 @@ def _constant(value, like):
 
 
 def tensor_namespace():
-    """The Tensor versions: the padding and upsampling layers run their table entries."""
+    """The Tensor versions: the padding and upsampling layers run their table entries, PReLU's
+    backward its op (one node for both gradients, through grid_sample_kernels.SharedCall)."""
+    import nbgrad as nb
     from nbgrad.autograd.dispatch import run_op
     from nbgrad.ops.derivatives import OPS
+    from nbgrad.ops.grid_sample_kernels import SharedCall, wanted
+
+    shared_prelu_backward = SharedCall(
+        lambda grad, self, weight: run_op(OPS["_prelu_kernel_backward"], (grad, self, weight))
+    )
+
+    def prelu_backward_output_tensor(which, grad, self, weight):
+        return shared_prelu_backward(wanted(self, weight), grad, self, weight)[which]
 
     def index_pad_tensor(x, padding, mode):
         return run_op(OPS[f"{mode}_pad{len(padding) // 2}d"], (x,), (tuple(padding),))
@@ -275,6 +314,8 @@ def tensor_namespace():
 
     return {
         "dropout_scale": dropout_scale_tensor,
+        "prelu_backward_output": prelu_backward_output_tensor,
+        "prelu_double_backward_output": lambda *a: _prelu_double_backward(nb.where, *a),
         "bce_double_backward_grad_output": lambda *a: _bce_grad_output(_TensorMath, *a),
         "bce_double_backward": lambda *a: _bce_self(_TensorMath, *a),
         "bce_double_backward_target": lambda *a: _bce_target(_TensorMath, *a),

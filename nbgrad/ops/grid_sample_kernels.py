@@ -344,7 +344,7 @@ class SharedCall:
         return result
 
 
-def _wanted(*tensors):
+def wanted(*tensors):
     """How many of a node's inputs get a gradient: arrays (a plain backward) cannot tell, so
     there each formula computes its own."""
     flags = [getattr(t, "requires_grad", None) for t in tensors]
@@ -482,14 +482,14 @@ def tensor_namespace():
     shared_double_backward = SharedCall(grid_sampler_double_backward_tensor)
 
     def backward_output_tensor(which, grad_output, input, grid, *options):  # noqa: A002
-        outputs = shared_backward(_wanted(input, grid), grad_output, input, grid, *options)
+        outputs = shared_backward(wanted(input, grid), grad_output, input, grid, *options)
         return outputs[which]
 
     def double_backward_output_tensor(which, grads, grad_output, input, grid, *options):  # noqa: A002
         gg_input = input.new_zeros(input.shape) if grads[0] is None else grads[0]
         gg_grid = grid.new_zeros(grid.shape) if grads[1] is None else grads[1]
         outputs = shared_double_backward(
-            _wanted(grad_output, input, grid), gg_input, gg_grid, grad_output, input, grid, *options
+            wanted(grad_output, input, grid), gg_input, gg_grid, grad_output, input, grid, *options
         )
         return outputs[which]
 

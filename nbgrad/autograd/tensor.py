@@ -192,6 +192,14 @@ class Tensor:
         strides = strides_of(self._data, self._base is None)
         return strides if dim is None else strides[wrap_dim(dim, self._data.ndim)]
 
+    def storage_offset(self):
+        """Where the first element sits in the memory this tensor shares with its base, in
+        elements (0 for a tensor that is not a view)."""
+        from nbgrad.ops.storage_geometry import geometry_in, lowest_address
+
+        owner = self._base if self._base is not None else self
+        return geometry_in(self._data, lowest_address(owner._data))[2]
+
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(

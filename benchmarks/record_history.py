@@ -130,6 +130,8 @@ def check(engine, lib, sizes):
     model, loop = make_loop(lib, sizes)
     trace = recorded(engine, loop, history=True)()
     rows = trace.history
+    if not isinstance(rows, list):  # a pandas DataFrame when pandas is installed
+        rows = rows.to_dict("records")
     parameters = list(model.parameters())
     if len(rows) != STEPS * len(parameters):
         raise SystemExit(f"{engine}: history has {len(rows)} rows, expected {STEPS * 4}")

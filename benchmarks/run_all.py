@@ -13,7 +13,7 @@ import argparse
 import datetime
 import pathlib
 
-from benchmarks import blas, chain, harness, mlp, power, record_scale
+from benchmarks import blas, chain, fan_out, harness, mlp, power, record_scale
 
 README = pathlib.Path(__file__).with_name("README.md")
 START = "<!-- results:start (written by python -m benchmarks.run_all) -->"
@@ -90,7 +90,7 @@ def main():
 
     busy_before = harness.wait_until_quiet()
     print(harness.PINNING)
-    benchmarks = [chain.run, lambda: mlp.run("addmm")]
+    benchmarks = [chain.run, fan_out.run, lambda: mlp.run("addmm")]
     if mlp.has_style("nn"):
         benchmarks.append(lambda: mlp.run("nn"))
     benchmarks.append(power.run)

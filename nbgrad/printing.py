@@ -147,9 +147,12 @@ def tensor_repr(t, prefix="tensor("):
             suffixes.append(f"dtype={t._dtype!r}")
     elif t._dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool):
         suffixes.append(f"dtype={t._dtype!r}")
-    grad_fn = t.grad_fn  # the property: a view's history may be due for a refresh
+    try:
+        grad_fn = t.grad_fn  # the property: a view's history may be due for a refresh
+    except RuntimeError:  # a no_grad view whose base was written to: no valid history (views.py)
+        grad_fn = "Invalid"
     if grad_fn is not None:
-        suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
+        suffixes.append(f"grad_fn=<{grad_fn if grad_fn == 'Invalid' else type(grad_fn).__name__}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
     return _with_suffixes(prefix + values_text(array, indent), suffixes, indent)

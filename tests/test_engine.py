@@ -195,6 +195,7 @@ def test_create_graph_gives_second_and_third_derivatives():
     assert k.item() == 6.0
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")  # as PyTorch
 def test_backward_create_graph_makes_grad_differentiable():
     u = nbgrad.tensor(2.0, requires_grad=True)
     (u**3).backward(create_graph=True)
@@ -493,3 +494,26 @@ def test_a_hook_on_a_0d_tensor_may_change_its_gradient_in_place(torch, program, 
         s.register_hook(lambda grad: grad.mul_(2))
         program(T, s).backward()
         assert s.grad.item() == expected, T.__name__
+
+
+def test_a_second_backward_adds_into_grad_in_place_and_bumps_its_version():
+    """PyTorch adds a later gradient into ``.grad`` in place (``grad += new``): same tensor,
+    version one higher (PyTorch 2.13: 0 after the first backward, 1 after the second)."""
+    w = nbgrad.ones(3, requires_grad=True)
+    (w * 2).sum().backward()
+    grad = w.grad
+    assert grad._version == 0
+    (w * 2).sum().backward()
+    assert w.grad is grad and grad._version == 1 and grad.tolist() == [4.0, 4.0, 4.0]
+
+
+def test_grad_versions_after_two_backwards_as_pytorchs(torch):
+    def versions(T):
+        w = T.ones(3, requires_grad=True)
+        seen = []
+        for _ in range(3):
+            T.exp(w).sum().backward()
+            seen.append(w.grad._version)
+        return seen
+
+    assert versions(nbgrad) == versions(torch) == [0, 1, 2]

@@ -21,7 +21,7 @@ _spec.loader.exec_module(everyday_agreement)
 PROGRAMS = 150
 # The rate measured on these 150 programs: it must only go up (raise it when you fix a cause).
 # Issue 13's target is 98%.
-FLOOR = 140 / 150  # 93.3% on branch attention (main at d5f73ba: 136 / 150, 90.7%)
+FLOOR = 147 / 150  # 98.0% on branch everyday (the floor before it: 140 / 150, 93.3%)
 TARGET = 0.98
 
 

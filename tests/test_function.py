@@ -157,6 +157,7 @@ def test_saved_tensors_are_freed_after_backward():
         y.grad_fn.saved_tensors  # noqa: B018
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")  # as PyTorch
 def test_once_differentiable_backward_runs_without_grad():
     seen = []
 

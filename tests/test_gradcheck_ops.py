@@ -1876,6 +1876,127 @@ case(
     normal(3),
 )
 case("put_", clone_of(lambda c, s: c.put_(torch.tensor([1, 5]), s)), normal(2, 3), normal(2))
+# branch everyday: grouped query attention, the fused node (4-d, as many key as value heads) and
+# the composite path (key and value with different numbers of heads; 3-d)
+case(
+    "scaled_dot_product_attention-gqa",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+    normal(1, 4, 3, 2),
+    normal(1, 2, 4, 2),
+    normal(1, 2, 4, 2),
+)
+case(
+    "scaled_dot_product_attention-gqa-causal-scale",
+    lambda q, k, v: F.scaled_dot_product_attention(
+        q, k, v, is_causal=True, scale=0.7, enable_gqa=True
+    ),
+    normal(2, 4, 3, 2),
+    normal(2, 1, 4, 2),
+    normal(2, 1, 4, 3),
+)
+case(
+    "scaled_dot_product_attention-gqa-composite",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+    normal(1, 4, 3, 2),
+    normal(1, 2, 4, 2),
+    normal(1, 4, 4, 2),
+)
+case(
+    "scaled_dot_product_attention-gqa-3d",
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+    normal(4, 3, 2),
+    normal(2, 4, 2),
+    normal(2, 4, 2),
+)
+
+
+# --- grid sampling (issue 13): every mode and padding, grid points inside and outside ---
+for _mode, _padding, _corners in [
+    ("bilinear", "zeros", False),
+    ("bilinear", "border", True),
+    ("bilinear", "reflection", True),
+    ("nearest", "zeros", False),
+    ("bicubic", "zeros", True),
+    ("bicubic", "reflection", False),
+]:
+    case(
+        f"grid_sample-{_mode}-{_padding}-{'corners' if _corners else 'edges'}",
+        lambda x, g, m=_mode, p=_padding, a=_corners: F.grid_sample(
+            x, g, mode=m, padding_mode=p, align_corners=a
+        ),
+        normal(1, 2, 3, 4),
+        RNG.uniform(-1.4, 1.4, (1, 2, 2, 2)),
+    )
+case(
+    "grid_sample-3d",
+    lambda x, g: F.grid_sample(x, g, padding_mode="border", align_corners=False),
+    normal(1, 1, 2, 3, 2),
+    RNG.uniform(-1.3, 1.3, (1, 1, 1, 2, 3)),
+)
+case(
+    "grid_sample-affine_grid",
+    lambda x, t: F.grid_sample(
+        x, F.affine_grid(t, (1, 1, 2, 2), align_corners=False), align_corners=False
+    ),
+    normal(1, 1, 3, 3),
+    np.array([[[0.9, 0.2, 0.1], [-0.15, 1.1, -0.05]]]),
+)
+
+
+# unique's values have no derivative (in PyTorch either: backward raises, as
+# test_unique_vs_torch.py checks): recorded, not reached.
+case(
+    "unique-recorded",
+    lambda x: (
+        x * 1
+        + 0
+        * (
+            torch.unique(x * 1).sum()
+            + torch.unique(x * 1, dim=1).sum()
+            + torch.unique_consecutive(x * 1).sum()
+            + torch._unique(x * 1)[0].sum()
+        ).detach()
+    ),
+    normal(2, 3),
+)
+
+
+# --- scatter_reduce, index_reduce (issue 13): distinct values, so no ties for amax/amin ---
+_REDUCE_INDEX = torch.tensor([[0, 1, 0], [1, 1, 1]])
+for _reduce in ("sum", "prod", "mean", "amax", "amin"):
+    for _include in (True, False):
+        case(
+            f"scatter_reduce-{_reduce}-{'with' if _include else 'without'}-self",
+            lambda x, s, r=_reduce, i=_include: x.scatter_reduce(
+                1, _REDUCE_INDEX, s, r, include_self=i
+            ),
+            distinct(2, 3),
+            distinct(2, 3) + 0.05,
+        )
+
+
+def _index_reduce(x, s, reduce, include_self):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (PyTorch's beta warning)
+        return x.index_reduce(1, torch.tensor([0, 2, 0]), s, reduce, include_self=include_self)
+
+
+for _reduce in ("prod", "mean", "amax", "amin"):
+    case(
+        f"index_reduce-{_reduce}",
+        lambda x, s, r=_reduce, i=_reduce != "mean": _index_reduce(x, s, r, i),
+        distinct(2, 3),
+        distinct(2, 3) + 0.05,
+    )
+
+
+# native_dropout without randomness: p = 0 keeps everything; train=False is the identity.
+case("native_dropout-p0", lambda x: torch.native_dropout(x, 0.0, True)[0] * x, normal(2, 3))
+case("native_dropout-eval", lambda x: torch.native_dropout(x * x, 0.4, False)[0], normal(2, 3))
+
+
+case("as_strided_", lambda x: (x * 1).as_strided_((2, 2), (1, 2), 1), normal(2, 3))
+case("as_strided_-overlapping", lambda x: (x * 1).as_strided_((2, 2), (1, 1)), normal(2, 3))
 
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))

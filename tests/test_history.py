@@ -8,6 +8,7 @@ real PyTorch's, through ``nbgrad.record`` and through ``%%autograd``.
 
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -83,6 +84,13 @@ def recorded(engine, program, **options):
 
 
 @pytest.fixture(autouse=True)
+def _history_as_lists(monkeypatch):
+    """The history's rows as the list of dicts it is without pandas (the DataFrame it becomes
+    with pandas has the same rows: tests/test_history_pandas.py)."""
+    monkeypatch.setitem(sys.modules, "pandas", None)
+
+
+@pytest.fixture(autouse=True)
 def _no_listener_left():
     yield
     assert not observe.backward_listeners and not observe.accumulate_listeners
@@ -94,7 +102,7 @@ def test_every_step_of_a_loop_is_kept_past_max_passes(engine):
     assert len(trace.passes) == MAX_PASSES  # recorded in full: only the first two
     assert "max_passes" in trace.truncated
     rows = trace.history
-    assert isinstance(rows, list)  # pandas is not installed here: the plain structure
+    assert isinstance(rows, list)  # pandas hidden (_history_as_lists): the plain structure
     assert len(rows) == 2 * STEPS
     assert all(set(row) == set(COLUMNS) for row in rows)
     assert [row["step"] for row in rows] == sorted(list(range(STEPS)) * 2)

@@ -671,3 +671,26 @@ def test_zero_and_fill_of_an_expanded_tensor_without_graph(torch):
         y.expand(3, 4).fill_(2.5)
         seen.append((to_numpy(x).tolist(), to_numpy(y).tolist(), x._version, y._version))
     assert seen[0] == seen[1]
+
+
+def _offsets(T):
+    x = T.arange(12.0).reshape(3, 4)
+    views = [
+        x,
+        x[1:, 2:],
+        x.t(),
+        x[2],
+        x.t()[1:],
+        x.detach()[1],
+        x.view(12)[5:],
+        x.unfold(1, 2, 1)[1],
+    ]
+    return [v.storage_offset() for v in views]
+
+
+def test_storage_offset_of_views():
+    assert _offsets(nbgrad) == [0, 6, 0, 8, 1, 4, 5, 4]  # rows of 4: [1, 2] is 1 * 4 + 2
+
+
+def test_storage_offset_of_views_as_pytorchs(torch):
+    assert _offsets(nbgrad) == _offsets(torch)

@@ -1,5 +1,6 @@
-"""RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam step as torch.optim's do: same
-model, same data, same parameters after each of 20 steps, same state_dict."""
+"""RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, ASGD and Rprop step as torch.optim's do:
+same model, same data, same parameters after each of 20 steps, same state_dict, and every
+optimizer's parameters and state tensors at the same versions."""
 
 import numpy as np
 import pytest
@@ -30,6 +31,14 @@ CONFIGS = {
     "radam": ("RAdam", {}),
     "radam decay": ("RAdam", {"lr": 0.01, "betas": (0.8, 0.9), "weight_decay": 0.1}),
     "radam decoupled": ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    "asgd": ("ASGD", {}),
+    # averaging from step 5 on: ax becomes a running mean instead of a copy
+    "asgd averaging decay": (
+        "ASGD",
+        {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 5, "weight_decay": 0.1, "maximize": True},
+    ),
+    "rprop": ("Rprop", {}),
+    "rprop etas sizes": ("Rprop", {"lr": 0.05, "etas": (0.3, 1.7), "step_sizes": (1e-3, 0.2)}),
 }
 
 TOLERANCE = {"float64": {"rtol": 1e-10, "atol": 1e-12}, "float32": {"rtol": 1e-5, "atol": 1e-6}}
@@ -132,6 +141,11 @@ BAD_ARGUMENTS = [
     ("NAdam", {"eps": -1}),
     ("RAdam", {"betas": (0.9, 1.0)}),
     ("RAdam", {"lr": -0.1}),
+    ("ASGD", {"lr": -0.1}),
+    ("ASGD", {"weight_decay": -1}),
+    ("Rprop", {"etas": (1.5, 2.0)}),
+    ("Rprop", {"etas": (0.5, 0.9)}),
+    ("Rprop", {"lr": -1}),
 ]
 
 
@@ -148,3 +162,41 @@ def test_adagrad_fills_its_state_at_construction(torch):
     ours = nbgrad.optim.Adagrad(_model(nbgrad).parameters(), initial_accumulator_value=0.1)
     theirs = torch.optim.Adagrad(_model(torch).parameters(), initial_accumulator_value=0.1)
     _assert_same_state(ours.state_dict(), theirs.state_dict(), torch)
+
+
+VERSION_CONFIGS = [
+    ("SGD", {}),
+    ("SGD", {"momentum": 0.9, "nesterov": True}),
+    ("SGD", {"momentum": 0.9, "dampening": 0.1, "weight_decay": 0.1}),
+    ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
+    ("AdamW", {}),
+    ("AdamW", {"amsgrad": True}),
+    *CONFIGS.values(),
+]
+
+
+@pytest.mark.parametrize(("kind", "options"), VERSION_CONFIGS)
+def test_versions_after_each_step_as_pytorchs(torch, kind, options):
+    """Each step writes the parameter and every state tensor in place as many times as
+    PyTorch's single-tensor step does (a version shows in PyTorch's "modified by an inplace
+    operation ... is at version N" error)."""
+
+    def versions(T):
+        model = _model(T).double()
+        optimizer = getattr(T.optim, kind)(model.parameters(), **options)
+        seen = []
+        for step in range(3):
+            optimizer.zero_grad()
+            _loss(T, model, step, "float64").backward()
+            optimizer.step()
+            for param in model.parameters():
+                state = optimizer.state[param]
+                seen.append(
+                    (
+                        param._version,
+                        sorted((k, v._version) for k, v in state.items() if hasattr(v, "_version")),
+                    )
+                )
+        return seen
+
+    assert versions(nbgrad) == versions(torch)

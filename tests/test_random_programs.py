@@ -976,6 +976,19 @@ UNARY_SPECIAL = [
 ]
 UNARY += UNARY_SPECIAL
 
+# branch everyday: grouped query attention, key and value made of every other head of the query
+UNARY_EVERYDAY2 = [
+    (
+        "F.scaled_dot_product_attention({0}, {0}[..., ::2, :, :], {0}[..., ::2, :, :], "
+        "enable_gqa=True)",
+        lambda T, x: T.nn.functional.scaled_dot_product_attention(
+            x, x[..., ::2, :, :], x[..., ::2, :, :], enable_gqa=True
+        ),
+        lambda a: a.ndim >= 3 and a.shape[-3] % 2 == 0 and a.size > 0 and np.all(np.abs(a) < 10),
+    ),
+]
+UNARY += UNARY_EVERYDAY2
+
 
 def _mha_self_attention(T, x):
     """F.multi_head_attention_forward on a (length, batch, embed) value, one head, with fixed
@@ -1682,3 +1695,72 @@ def test_rounding_functions_are_recorded(torch):
             "FloorBackward0",
             "CeilBackward0",
         ]
+
+
+# --- issue 13's entries: grid sampling (the image, the grid, or both from the program) ---------
+_GRID_POINTS = [[[[-0.8, 0.3], [0.45, -1.2]], [[1.3, 0.7], [0.05, 0.9]]]]
+
+UNARY_GRID_SAMPLE = [
+    (
+        "F.grid_sample({0}.reshape(1, 1, -1, {0}.shape[-1]), T.tensor(_GRID_POINTS), "
+        "align_corners=False)",
+        lambda T, x: T.nn.functional.grid_sample(
+            x.reshape(1, 1, -1, x.shape[-1]),
+            T.tensor(_GRID_POINTS, dtype=x.dtype),
+            align_corners=False,
+        ),
+        lambda a: a.ndim >= 1 and a.size > 0,
+    ),
+    (
+        "F.grid_sample(T.arange(9.).reshape(1, 1, 3, 3), {0}.reshape(1, 1, -1, 2), "
+        "mode='bicubic', padding_mode='reflection', align_corners=True)",
+        lambda T, x: T.nn.functional.grid_sample(
+            T.arange(9.0, dtype=x.dtype).reshape(1, 1, 3, 3),
+            x.reshape(1, 1, -1, 2),
+            mode="bicubic",
+            padding_mode="reflection",
+            align_corners=True,
+        ),
+        lambda a: a.size > 0 and a.size % 2 == 0 and np.all(np.abs(a) < 50),
+    ),
+    (
+        "F.grid_sample({0}.reshape(1, 1, -1, {0}.shape[-1]), "
+        "{0}.reshape(1, 1, -1, {0}.shape[-1])[..., :2].tanh(), padding_mode='border', "
+        "align_corners=False)",
+        lambda T, x: T.nn.functional.grid_sample(
+            x.reshape(1, 1, -1, x.shape[-1]),
+            x.reshape(1, 1, -1, x.shape[-1])[..., :2].tanh(),
+            padding_mode="border",
+            align_corners=False,
+        ),
+        lambda a: a.ndim >= 1 and a.size > 0 and a.shape[-1] >= 2 and np.all(np.abs(a) < 50),
+    ),
+]
+UNARY += UNARY_GRID_SAMPLE
+
+
+# --- issue 13's entries: scatter_reduce and index_reduce, self and src from the program --------
+def _reduce_rows(a):
+    """2-d with at least 2 columns, values apart (no ties for amax/amin) and away from 0."""
+    return (
+        a.ndim == 2
+        and a.shape[1] >= 2
+        and a.size > 0
+        and np.unique(a).size == a.size
+        and np.all(np.abs(a) > 1e-3)
+        and np.all(np.abs(a) < 50)
+    )
+
+
+UNARY_SCATTER_REDUCE = [
+    (
+        f"{{0}}.scatter_reduce(1, T.zeros_like({{0}}, dtype=T.long), {{0}}.flip(1), "
+        f"'{reduce}', include_self={include_self})",
+        lambda T, x, r=reduce, i=include_self: x.scatter_reduce(
+            1, T.zeros_like(x, dtype=T.long), x.flip(1), r, include_self=i
+        ),
+        _reduce_rows,
+    )
+    for reduce, include_self in (("sum", True), ("prod", False), ("mean", True), ("amax", False))
+]
+UNARY += UNARY_SCATTER_REDUCE

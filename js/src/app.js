@@ -22,7 +22,7 @@ import { shapeOnlyIds, withoutNodes } from "./shapes.js";
 import { createTimeline, forwardHighlight, stepHighlight } from "./timeline.js";
 import { indexTrace, isEmpty } from "./trace.js";
 import { backwardView, drawnIdFor, forwardView } from "./views.js";
-import { createViewport } from "./viewport.js";
+import { MARGIN, createViewport } from "./viewport.js";
 
 export const COLLAPSE_THRESHOLD = 300; // views with more nodes open with every group collapsed
 export const DEFAULT_HEIGHT = 560; // px, the widget's height unless told (GraphWidget(height=...))
@@ -103,7 +103,7 @@ export function createApp(el, options) {
     "div",
     { class: "toolbar" },
     h("span", { class: "view-switch" }, viewButtons.forward, viewButtons.backward),
-    h("button", { type: "button", "data-role": "fit", text: "fit", title: "show the whole graph if it can be read, else the loss and what is around it", onclick: () => fit() }),
+    h("button", { type: "button", "data-role": "fit", text: "fit", title: "show the whole graph if it can be read, else the selected node (or the loss) and what is around it", onclick: () => fit() }),
     h("button", { type: "button", "data-role": "zoom-in", text: "+", title: "zoom in", onclick: () => viewport.zoom(1.25) }),
     h("button", { type: "button", "data-role": "zoom-out", text: "−", title: "zoom out", onclick: () => viewport.zoom(0.8) }),
     h("button", { type: "button", class: "group-button", "data-role": "expand-all", text: "expand all", title: "open every module group", onclick: () => setCollapsedAll(false) }),
@@ -114,8 +114,9 @@ export function createApp(el, options) {
     h("span", { class: "search-box" }, search, searchPrevious, searchNext, searchCount),
     status,
   );
-  const layers = { groups: s("g", { class: "groups" }), edges: s("g", { class: "edges" }), nodes: s("g", { class: "nodes" }) };
-  const root = s("g", { class: "viewport" }, layers.groups, layers.edges, layers.nodes);
+  const layers = { groups: s("g", { class: "groups" }), edges: s("g", { class: "edges" }), titles: s("g", { class: "group-titles" }), nodes: s("g", { class: "nodes" }) };
+  // group titles above the edges, so that none is drawn across one (titles.js)
+  const root = s("g", { class: "viewport" }, layers.groups, layers.edges, layers.titles, layers.nodes);
   const svg = s("svg", { class: "graph", "data-role": "graph" }, arrowDefs(arrowId), root);
   const banner = h("div", { class: "banner", "data-role": "banner" });
   const message = h("div", { class: "message", "data-role": "message" });
@@ -267,10 +268,10 @@ export function createApp(el, options) {
     const pageHeight = page.getBoundingClientRect().height;
     if (!stageHeight || !pageHeight) return; // not laid out by a browser yet
     const k = MIN_READABLE_SCALE;
-    if (state.laid.width * k + 32 > stageWidth) return; // too wide: taller would not help
+    if (state.laid.width * k + 2 * MARGIN > stageWidth) return; // too wide: taller would not help
     // the note under the drawing goes away once the graph fits: its lines are not chrome
     const note = fitNote.hidden ? 0 : fitNote.getBoundingClientRect().height;
-    const needed = pageHeight - stageHeight - note + state.laid.height * k + 32 + 1;
+    const needed = pageHeight - stageHeight - note + state.laid.height * k + 2 * MARGIN + 1;
     const most = Math.max(DEFAULT_HEIGHT, Math.round((globalThis.innerHeight || 0) * 0.85));
     const target = Math.min(most, Math.ceil(needed));
     if (target > pageHeight) page.style.height = `${target}px`;
@@ -290,19 +291,22 @@ export function createApp(el, options) {
       const k = MIN_READABLE_SCALE;
       const { vw, vh } = viewport.size();
       // (a trace with a NaN or Inf opens on where the first one appeared: nonfinite.js)
-      const loss = state.neighbourhood && state.visible.nodes.some((n) => n.id === state.neighbourhood.center) ? state.neighbourhood.center : drawnNodeId(nonfiniteOrigin(state.index)) || lossNodeId(state.index, state.view, state.visible);
+      // a node selected (from Python, a click, the timeline) is framed rather than the loss: a
+      // selection made before the first fit stays in view
+      const selected = drawnNodeId(state.selected);
+      const loss = state.neighbourhood && state.visible.nodes.some((n) => n.id === state.neighbourhood.center) ? state.neighbourhood.center : selected || drawnNodeId(nonfiniteOrigin(state.index)) || lossNodeId(state.index, state.view, state.visible);
       const lossBox = loss ? boundsOf([loss], positions) : null;
       let area = lossBox;
       for (let hops = 1; lossBox && hops <= MAX_FOCUS_HOPS; hops++) {
         const around = boundsOf(neighbourhood(state.visible, loss, hops), positions);
-        if (around.width * k > vw - 32 || around.height * k > vh - 32) break;
+        if (around.width * k > vw - 2 * MARGIN || around.height * k > vh - 2 * MARGIN) break;
         area = around;
       }
       if (area) viewport.frame(area, k, lossBox, { width, height });
       else viewport.fit(width, height, k);
       // a 10,000-node graph needs well under 1%: say how far under, not "0%"
       const percent = whole * 100 >= 1 ? `${Math.round(whole * 100)}%` : `${(whole * 100).toPrecision(1)}%`;
-      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : loss && loss === drawnNodeId(nonfiniteOrigin(state.index)) ? "where the first NaN/Inf appeared" : "the loss";
+      const what = state.neighbourhood && loss === state.neighbourhood.center ? state.neighbourhood.centerLabel : loss && loss === drawnNodeId(nonfiniteOrigin(state.index)) ? "where the first NaN/Inf appeared" : loss && loss === selected ? "the selected node" : "the loss";
       state.fitNote = `Showing ${what} and what is near it: the whole graph would need ${percent} zoom, too small to read. Use −, the overview, or the widget's foot (drag it).`;
     }
     viewport.state.userMoved = false;

@@ -3,6 +3,7 @@
 
 import { s } from "./dom.js";
 import { BOX_PADDING, GROUP_TITLE_FONT_PX, nodeLabels, shortenToWidth, textWidth } from "./labels.js";
+import { TITLE_PAD, placeTitles } from "./titles.js";
 
 function edgePath(points) {
   if (!points || points.length === 0) return "";
@@ -139,19 +140,23 @@ function pointsBox(points) {
   return box;
 }
 
-function drawGroupBox(box, modules) {
-  return s(
+/** A group's title as drawn: shortened to its box's width. */
+function groupTitleText(box, modules) {
+  return shortenToWidth(groupTitle(box.path, modules), box.width - 16, (t) => textWidth(t, GROUP_TITLE_FONT_PX));
+}
+
+/** A group's box, and apart from it (`.titleEl`, for the layer above the edges) its title on
+ * a background at the place titles.js found: no edge or border is drawn across the text. */
+function drawGroupBox(box, modules, place) {
+  const el = s("g", { class: "group-box", "data-group": box.path }, s("rect", { x: box.x, y: box.y, width: box.width, height: box.height, rx: 10 }), s("title", { text: groupTitle(box.path, modules) }));
+  el.titleEl = s(
     "g",
-    { class: "group-box", "data-group": box.path },
-    s("rect", { x: box.x, y: box.y, width: box.width, height: box.height, rx: 10 }),
+    { class: "group-label", "data-group": box.path },
     s("title", { text: groupTitle(box.path, modules) }),
-    s("text", {
-      class: "group-title",
-      x: box.x + 8,
-      y: box.y + 13,
-      text: shortenToWidth(groupTitle(box.path, modules), box.width - 16, (t) => textWidth(t, GROUP_TITLE_FONT_PX)),
-    }),
+    s("rect", { class: "group-title-bg", x: place.x, y: place.y, width: place.width, height: place.height, rx: 3 }),
+    s("text", { class: "group-title", x: place.x + TITLE_PAD, y: place.y + place.height - 3, text: groupTitleText(box, modules) }),
   );
+  return el;
 }
 
 function drawEdge(edge, arrowId) {
@@ -183,6 +188,7 @@ export function createScene(layers, arrowId) {
   let classes = { nodes: new Map(), edges: new Map() };
   let applied = { nodes: new Map(), edges: new Map() }; // element -> classes it was given
   let unchecked = []; // node elements whose texts the browser has not checked yet
+  let titles = null; // group path -> where its title goes (titles.js), made on first need
 
   function show(graph_, laid_, modules_) {
     graph = graph_;
@@ -195,6 +201,7 @@ export function createScene(layers, arrowId) {
     shown = { nodes: new Set(), edges: new Set(), groups: new Set() };
     applied = { nodes: new Map(), edges: new Map() };
     unchecked = [];
+    titles = null;
     outlineEls = null;
     for (const layer of Object.values(layers)) layer.replaceChildren();
   }
@@ -208,7 +215,11 @@ export function createScene(layers, arrowId) {
       el = drawNode(nodeById.get(key), laid.positions.get(key));
       unchecked.push(el);
     } else if (kind === "edges") el = drawEdge(edgeByKey.get(key), arrowId);
-    else el = drawGroupBox(groupByPath.get(key), modules);
+    else {
+      // every title is placed at once (each avoids the others), when the first box is drawn
+      if (!titles) titles = placeTitles(laid, (path) => textWidth(groupTitleText(groupByPath.get(path), modules), GROUP_TITLE_FONT_PX));
+      el = drawGroupBox(groupByPath.get(key), modules, titles.get(key));
+    }
     made[kind].set(key, el);
     return el;
   }
@@ -247,6 +258,7 @@ export function createScene(layers, arrowId) {
       for (const key of shown[kind]) {
         if (next.has(key)) continue;
         made[kind].get(key).remove();
+        made[kind].get(key).titleEl?.remove();
         changed = true;
       }
       const fragment = document.createDocumentFragment();
@@ -255,6 +267,9 @@ export function createScene(layers, arrowId) {
         const el = element(kind, key);
         paintElement(kind, key, el);
         fragment.append(el);
+        // a group's title goes in the layer above the edges (into its box where there is none)
+        if (el.titleEl && layers.titles) layers.titles.append(el.titleEl);
+        else if (el.titleEl) el.append(...[...el.titleEl.childNodes].filter((c) => c.nodeName !== "title"));
         changed = true;
       }
       layer.append(fragment);

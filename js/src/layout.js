@@ -151,10 +151,11 @@ export function layout(graph, expanded = []) {
     rankdir: "TB",
     ranker: longestPathRanks,
     acyclicer: "greedy",
-    nodesep: 24,
-    ranksep: 34,
+    // compact enough that a small model (a 3-layer MLP's 10 nodes) is read whole at 1024x768
+    nodesep: 16,
+    ranksep: 22,
     edgesep: 8,
-    marginx: 16,
+    marginx: 8,
     marginy: 16 + (parentOf.size ? TITLE_SPACE : 0),
   });
   g.setDefaultEdgeLabel(() => ({}));

@@ -1,11 +1,14 @@
 // The overview in the graph's corner: every node as a small box, the part on screen as a
 // rectangle; a click or a drag there moves the view. It hides while the whole drawing is on
-// screen (there is nothing to find).
+// screen (there is nothing to find). It never covers a node: it sits in a corner of the stage
+// with no node under it (corner.js), at its size or smaller, and hides while every corner has one.
 
+import { CORNER_INSET, cornerRects, freeCorner, screenBoxes } from "./corner.js";
 import { h, s } from "./dom.js";
 
 const MAX_WIDTH = 160; // px, and at most a quarter of the graph's width (a third of its height)
 const MAX_HEIGHT = 110;
+const SMALLER = 0.55; // where no corner has room for the map, one this much smaller is tried
 
 export function createMinimap(host, viewport) {
   const nodesPath = s("path", { class: "minimap-nodes" });
@@ -14,7 +17,7 @@ export function createMinimap(host, viewport) {
   const svg = s("svg", { class: "minimap-svg" }, groupsPath, nodesPath, frame);
   const el = h("div", { class: "minimap", "data-role": "minimap", title: "overview: click or drag to move the view" }, svg);
   host.append(el);
-  const state = { width: 0, height: 0, scale: 1, ready: false };
+  const state = { width: 0, height: 0, scale: 1, ready: false, positions: new Map(), map: { w: 0, h: 0 }, shrunk: null };
 
   function update(laid) {
     if (!laid) {
@@ -28,8 +31,10 @@ export function createMinimap(host, viewport) {
     state.scale = Math.min(Math.min(MAX_WIDTH, vw / 4) / state.width, Math.min(MAX_HEIGHT, vh / 3) / state.height);
     const w = Math.max(24, state.width * state.scale);
     const hgt = Math.max(16, state.height * state.scale);
-    svg.setAttribute("width", w.toFixed(1));
-    svg.setAttribute("height", hgt.toFixed(1));
+    state.map = { w, h: hgt };
+    state.shrunk = null;
+    state.positions = laid.positions;
+    resize(false);
     svg.setAttribute("viewBox", `0 0 ${state.width} ${state.height}`);
     // one path for all nodes: a 10,000-node graph costs one element, not 10,000
     let d = "";
@@ -47,7 +52,7 @@ export function createMinimap(host, viewport) {
     if (!state.ready) return;
     const view = viewport.visibleRect();
     const all = view.x <= 0.5 && view.y <= 0.5 && view.x + view.width >= state.width - 0.5 && view.y + view.height >= state.height - 0.5;
-    el.hidden = all;
+    el.hidden = all || !placeInFreeCorner();
     const x0 = Math.max(0, view.x);
     const y0 = Math.max(0, view.y);
     const x1 = Math.min(state.width, view.x + view.width);
@@ -57,7 +62,38 @@ export function createMinimap(host, viewport) {
     frame.setAttribute("width", Math.max(0, x1 - x0));
     frame.setAttribute("height", Math.max(0, y1 - y0));
     // a constant on-screen stroke, whatever the map's scale
-    frame.setAttribute("stroke-width", (2 / state.scale).toFixed(2));
+    frame.setAttribute("stroke-width", (2 / (state.scale * (state.shrunk ? SMALLER : 1))).toFixed(2));
+  }
+
+  /** The map at its size, or SMALLER of it. */
+  function resize(shrunk) {
+    if (state.shrunk === shrunk) return;
+    state.shrunk = shrunk;
+    const f = shrunk ? SMALLER : 1;
+    svg.setAttribute("width", (state.map.w * f).toFixed(1));
+    svg.setAttribute("height", (state.map.h * f).toFixed(1));
+  }
+
+  /** Move the map to the first corner with no node under it, at its size or else smaller;
+   * false if there is none. */
+  function placeInFreeCorner() {
+    const { vw, vh } = viewport.size();
+    const boxes = screenBoxes(state.positions, viewport.state);
+    let corner = null;
+    for (const shrunk of [false, true]) {
+      const f = shrunk ? SMALLER : 1;
+      // its outer size on screen: the map, padding 3 px and a 1 px border on each side (style.css)
+      corner = freeCorner(cornerRects(vw, vh, state.map.w * f + 8, state.map.h * f + 8), boxes);
+      if (corner) {
+        resize(shrunk);
+        break;
+      }
+    }
+    if (!corner) return false;
+    const [vertical, horizontal] = corner.corner.split("-");
+    el.dataset.corner = corner.corner;
+    for (const side of ["top", "bottom", "left", "right"]) el.style[side] = side === vertical || side === horizontal ? `${CORNER_INSET}px` : "auto";
+    return true;
   }
 
   /** The drawing's point under a pointer event on the map. */

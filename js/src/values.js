@@ -7,6 +7,9 @@ import { formatNumber, formatShape, isSummary, shapeOf, toNumber } from "./forma
 
 const NON_FINITE = new Set(["NaN", "Infinity", "-Infinity"]); // how JSON carries them
 const MAX_CELLS = 400; // a fetched array larger than this is shown as rows of its first cells
+// an array of at most this many elements that the kernel kept is loaded as soon as it is shown
+// (a learner should not have to click for a 5x20 weight); a larger one waits for "load full array"
+export const AUTO_LOAD_MAX_ELEMENTS = 1024;
 
 /** A background colour for v on a scale symmetric around 0: blue below, red above. */
 export function cellColour(v, maxAbs) {
@@ -215,7 +218,7 @@ export function renderSummary(summary, { fetchBuffer } = {}) {
   }
   const status = h("div", { class: "load-status" });
   const button = h("button", { class: "load-full", type: "button", text: "load full array" });
-  button.addEventListener("click", () => {
+  const load = () => {
     if (!fetchBuffer) {
       status.className = "load-status error";
       status.textContent = "The full array cannot be loaded here (no kernel).";
@@ -237,8 +240,11 @@ export function renderSummary(summary, { fetchBuffer } = {}) {
         status.textContent = `Could not load the array: ${error && error.message ? error.message : error}`;
       },
     );
-  });
+  };
+  button.addEventListener("click", load);
   box.append(button, status);
+  const elements = summary.shape.reduce((n, d) => n * d, 1);
+  if (fetchBuffer && elements <= AUTO_LOAD_MAX_ELEMENTS) load();
   return box;
 }
 

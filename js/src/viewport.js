@@ -1,7 +1,7 @@
 // Pan (drag the background), zoom (wheel or pinch, around the pointer), fit and framing, by one
 // transform on the SVG's root group. Listeners (the minimap) hear every change.
 
-const MARGIN = 16; // px kept free around a fitted drawing
+export const MARGIN = 8; // px kept free around a fitted drawing (the layout has margins of its own)
 const MAX_FIT_SCALE = 1.2; // a small drawing is not blown up past this
 
 export function createViewport(svg, root) {

@@ -1,5 +1,7 @@
 """``backward()`` and ``autograd.grad()``: check arguments as PyTorch does, then run the engine."""
 
+import warnings
+
 import numpy as np
 
 from nbgrad.autograd import engine, errors
@@ -51,6 +53,16 @@ def _root_grads(outputs, grad_outputs, create_graph):
     return grads
 
 
+_warned_cycle = False  # whether backward(create_graph=True) has warned (PyTorch: once a process)
+
+
+def _warn_reference_cycle():
+    global _warned_cycle
+    if not _warned_cycle:
+        _warned_cycle = True
+        warnings.warn(errors.CREATE_GRAPH_CYCLE_WARNING, UserWarning, stacklevel=4)
+
+
 def _roots(outputs):
     roots = []
     for i, out in enumerate(outputs):
@@ -78,6 +90,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     roots = _roots(tensors)
     grads = _root_grads(tensors, grad_tensors, create_graph)
+    if create_graph:  # PyTorch's engine, when asked to accumulate into .grad with a graph
+        _warn_reference_cycle()
     if inputs is None:
         engine.execute(roots, grads, retain_graph, create_graph)
         return
@@ -128,8 +142,12 @@ def grad(
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     capture = [edge_of(t) for t in inputs]
-    captured = engine.execute(roots, grads, retain_graph, create_graph, capture=capture)
+    versions = [0] * len(capture)
+    captured = engine.execute(
+        roots, grads, retain_graph, create_graph, capture=capture, capture_versions=versions
+    )
     results = []
+    made = {}  # id(array) -> its Tensor: an input listed twice gets the same tensor, as in PyTorch
     for i, (t, g) in enumerate(zip(inputs, captured)):
         if g is None:
             if materialize_grads:
@@ -139,5 +157,12 @@ def grad(
             else:
                 results.append(None)
                 continue
-        results.append(g if isinstance(g, Tensor) else Tensor._make(g))
+        if not isinstance(g, Tensor):
+            tensor = made.get(id(g))
+            if tensor is None:
+                tensor = made[id(g)] = Tensor._make(np.asarray(g))
+                if versions[i]:
+                    tensor._version_counter.value = versions[i]
+            g = tensor
+        results.append(g)
     return tuple(results)

@@ -420,10 +420,12 @@ _FILLS = frozenset({"zero", "fill"})  # fill_ of a tensor value is refused, as i
 
 
 def _check_inplace_allowed(target, view):
-    if target._grad_fn is None and target._requires_grad:
-        raise RuntimeError(errors.LEAF_INPLACE)
+    # PyTorch asks a view first: a view made in no_grad mode is a leaf that requires grad, and
+    # is refused for having been made in no_grad mode.
     if view is not None:
         views.check_view_write(target, view)
+    if target._grad_fn is None and target._requires_grad:
+        raise RuntimeError(errors.LEAF_INPLACE)
 
 
 def _check_no_internal_overlap(array):

@@ -9,6 +9,7 @@ Gradients travel as NumPy arrays, or as Tensors when ``create_graph`` asks for a
 backward. Hooks always see Tensors.
 """
 
+import itertools
 import sys
 
 import numpy as np
@@ -21,14 +22,27 @@ from nbgrad.flags import FAST_PATHS
 from nbgrad.ops import result_layout
 from nbgrad.ops.formula_math import sum_to
 
+# The passes running, the innermost last: (a number no other pass has, whether the pass computes
+# only chosen gradients: autograd.grad or backward(inputs=...)). Read by torch.utils.checkpoint.
+_running = []
+_pass_numbers = itertools.count(1)
 
-def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=None):
+
+def current_pass():
+    """(number, chosen_only) of the innermost backward pass running, or None outside one."""
+    return _running[-1] if _running else None
+
+
+def execute(
+    roots, root_grads, keep_graph, create_graph, capture=None, run_only=None, capture_versions=None
+):
     """Run backward from ``roots`` (edges) seeded with ``root_grads``.
 
     Without ``capture``, every reachable node runs and leaves accumulate their ``.grad``.
     With ``capture`` (a list of edges), the gradient arriving at each of those edges is
     returned, in order, and only the nodes needed to produce them run; AccumulateGrad nodes run
-    only if listed in ``run_only``.
+    only if listed in ``run_only``. ``capture_versions``, a list as long as ``capture``, is
+    filled with how many times each captured gradient was added to in place (its ``_version``).
     """
     previous_mode = grad_mode._enabled
     grad_mode._enabled = bool(create_graph)
@@ -41,15 +55,19 @@ def execute(roots, root_grads, keep_graph, create_graph, capture=None, run_only=
         pass_info = (tuple(roots), keep_graph, create_graph, is_grad)
         for listener in announce:
             listener("start", *pass_info)
+    _running.append((next(_pass_numbers), capture is not None))
     try:
-        return _execute(roots, root_grads, keep_graph, create_graph, capture, run_only)
+        return _execute(
+            roots, root_grads, keep_graph, create_graph, capture, run_only, capture_versions
+        )
     finally:
+        _running.pop()
         grad_mode._enabled = previous_mode
         for listener in announce:
             listener("end", *pass_info)
 
 
-def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
+def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only, capture_versions):
     root_nodes = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(n for n, _ in roots))
     captured = runs = None
     capture_at = {}
@@ -62,8 +80,12 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
             capture_at.setdefault(node, []).append((nr, slot))
 
     buffers = {}
+    # node -> how many times each of its buffered gradients was added to in place, as PyTorch's
+    # InputBuffer does with a gradient nobody else holds (outside create_graph): the count is
+    # that gradient's _version once it is returned by autograd.grad or becomes a leaf's .grad.
+    written = {}
     for (node, nr), grad in zip(roots, root_grads):
-        _add_to_buffer(buffers, node, nr, grad)
+        _add_to_buffer(buffers, node, nr, grad, create_graph, written, root_grads)
     # Newest node first; ready leaves, which share one number, in the order PyTorch's heap
     # gives them (ready_queue.py).
     ready = ReadyQueue()
@@ -81,6 +103,7 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
         else:
             node = ready.pop()
         grads = buffers.pop(node, None) or [None] * node.num_outputs
+        versions = written.pop(node, None) if written else None
         is_leaf_node = type(node) is AccumulateGrad
         if node._extras is not None or (is_leaf_node and _has_backward_hooks(node.variable)):
             # backward(inputs=[non_leaf]) puts the gradient into the non-leaf's .grad itself,
@@ -90,10 +113,15 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
                 if run_only is not None and node in capture_at
                 else ()
             )
+            before = grads
             grads = _run_pre_hooks(node, grads, create_graph, accumulated_later)
+            if versions is not None:  # a gradient a hook replaced is a new tensor: version 0
+                versions = [v if g is b else 0 for v, g, b in zip(versions, grads, before)]
         if capture_at and node in capture_at:
             for nr, slot in capture_at[node]:
                 captured[slot] = grads[nr]
+                if versions is not None and capture_versions is not None:
+                    capture_versions[slot] = versions[nr]
         if runs is not None and node not in runs:
             continue
         if starts:
@@ -102,11 +130,14 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
 
         if is_leaf_node:
             leaf_grad = grads[0]
-            if leaf_grad is not None:
+            # (a leaf detached in place since, detach_(), no longer requires grad: AccumulateGrad
+            # then leaves its .grad alone, as PyTorch's does)
+            if leaf_grad is not None and node.variable._requires_grad:
                 # As PyTorch does, a gradient nothing else refers to becomes ``.grad`` without a
                 # copy. References now: ``grads``, ``leaf_grad`` and getrefcount's argument.
                 owned = sys.getrefcount(leaf_grad) == 3
-                accumulate_into_leaf(node.variable, leaf_grad, create_graph, owned)
+                version = versions[0] if versions is not None else 0
+                accumulate_into_leaf(node.variable, leaf_grad, create_graph, owned, version)
             leaf_grad = None
             outputs = ()
         elif (
@@ -139,7 +170,10 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only):
                 buffer = buffers.get(child)
                 if buffer is None:
                     buffers[child] = buffer = [None] * child.num_outputs
-                buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+                if buffer[nr] is None:
+                    buffer[nr] = grad
+                else:
+                    _accumulate(buffer, child, nr, grad, create_graph, written, outputs)
             remaining = dependencies[child] - 1
             dependencies[child] = remaining
             if remaining == 0:
@@ -221,11 +255,51 @@ def _post_order(root_nodes):
     return order
 
 
-def _add_to_buffer(buffers, node, nr, grad):
+def _add_to_buffer(buffers, node, nr, grad, create_graph, written, delivered):
     buffer = buffers.get(node)
     if buffer is None:
         buffer = buffers[node] = [None] * node.num_outputs
-    buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+    if buffer[nr] is None:
+        buffer[nr] = grad
+    else:
+        _accumulate(buffer, node, nr, grad, create_graph, written, delivered)
+
+
+def _accumulate(buffer, node, nr, grad, create_graph, written, delivered):
+    """Add ``grad`` to the gradient already waiting in ``buffer[nr]``. PyTorch's InputBuffer
+    adds in place when nothing else refers to the waiting gradient and it owns dense memory
+    (outside create_graph), a new version of it, else into a new tensor (version 0). Here the
+    sum is always a new array: nothing else refers to the old one, so no one can tell, but
+    the version is counted as PyTorch's (and the recorder, which knows a gradient by its array,
+    never sees one array with two values). ``delivered``: the gradients the node that made
+    ``grad`` is handing out (PyTorch moves them into the buffers; that list still holds them)."""
+    old = buffer[nr]
+    # References to ``old`` when nothing else holds it: the buffer, this name, getrefcount's
+    # argument, and ``delivered`` once per time it lists it. A view of it (another gradient made
+    # from it), a hook or a saved value would hold one more.
+    in_place = (
+        not create_graph
+        and old is not grad
+        and np.shape(grad) == np.shape(old)
+        and sys.getrefcount(old) == 3 + sum(1 for g in delivered if g is old)
+        and (
+            isinstance(old, np.generic)  # a 0-d gradient NumPy made a scalar
+            or (
+                type(old) is np.ndarray
+                and old.base is None
+                and old.flags.writeable
+                and old.dtype == grad.dtype
+            )
+        )
+    )
+    buffer[nr] = old + grad
+    counts = written.get(node)
+    if in_place:
+        if counts is None:
+            counts = written[node] = [0] * node.num_outputs
+        counts[nr] += 1
+    elif counts is not None:
+        counts[nr] = 0  # a new tensor
 
 
 def _run_node(node, grads, create_graph):
@@ -347,29 +421,44 @@ def _retain(tensor, grad, create_graph):
         tensor._grad = tensor._grad + _as_tensor(grad)
 
 
-def accumulate_into_leaf(variable, grad, create_graph, owned=False):
+def accumulate_into_leaf(variable, grad, create_graph, owned=False, version=0):
     """Add ``grad`` into ``variable.grad``. The first gradient is taken as it is when the caller
-    ``owned`` it, else copied (so that ``.grad`` never shares memory with anything); later ones
-    are added in place."""
+    ``owned`` it, keeping its ``version`` (how often the engine added to it in place), else
+    copied (so that ``.grad`` never shares memory with anything); later ones are added in place,
+    a new version of ``.grad``, as PyTorch's ``variable.grad += new_grad``."""
     old = variable._grad
-    if create_graph:
-        variable._grad = grad if old is None else old + grad
+    if create_graph and old is None:
+        # PyTorch's clone_obey_contract: a new tensor shaped like the variable, then copy_ (so
+        # a .grad that requires grad comes from CopyBackwards, at _version 1)
+        empty = np.empty(variable._data.shape, variable._dtype.numpy)
+        copy = Tensor._make(result_layout.gradient_layout(empty, variable._data))
+        variable._grad = copy.copy_(_as_tensor(grad))
+    elif create_graph:
+        variable._grad = old + grad
     elif old is None:
         # In the layout PyTorch's "gradient layout contract" gives it (as the leaf, if dense).
         data = variable._data
         if owned and type(grad) is np.ndarray and grad.base is None:
             if not (data.flags.c_contiguous and grad.flags.c_contiguous):
-                grad = result_layout.gradient_layout(grad, data)
+                laid_out = result_layout.gradient_layout(grad, data)
+                if laid_out is not grad:
+                    grad, version = laid_out, 0  # a copy: a new tensor
             variable._grad = Tensor._make(grad)
+        elif owned and isinstance(grad, np.generic) and grad.dtype == variable._dtype.numpy:
+            variable._grad = Tensor._make(np.array(grad))
         else:
             copy = np.array(grad, dtype=variable._dtype.numpy)
             if not data.flags.c_contiguous or not copy.flags.c_contiguous:
                 copy = result_layout.gradient_layout(copy, data)
             variable._grad = Tensor._make(copy)
-    elif old._requires_grad or not old._data.flags.writeable:
+            version = 0  # a copy: a new tensor
+        if version:
+            variable._grad._version_counter.value = version
+    elif not old._data.flags.writeable:  # a .grad the user set to an expanded tensor
         variable._grad = Tensor._make(old._data + grad)
-    else:
+    else:  # ``variable.grad += new_grad`` under no_grad, even when .grad requires grad
         old._data += grad
+        old._version_counter.value += 1  # an in-place add, as PyTorch's ``grad += new``
     extras = variable._extras  # read directly: this runs for every leaf of every backward
     if extras is not None and extras.post_accumulate_hooks:
         for fn in list(extras.post_accumulate_hooks.values()):

@@ -509,7 +509,10 @@ class NotImplementedNode(Node):
     __module__ = "builtins"
 
     def __init__(self, op, inputs):
-        super().__init__()
+        # PyTorch's error nodes take no sequence number: they have AccumulateGrad's, the
+        # largest, so a backward that reaches one raises before other ready nodes run
+        self._sequence_nr = LEAF_SEQUENCE_NR
+        self._extras = None
         self._op = op
         needing = [t for t in inputs if t._requires_grad]
         self.next_functions = tuple(edge_of(t) for t in needing)
@@ -556,6 +559,8 @@ def set_history(tensor, node):
 def accumulator_of(tensor):
     """The leaf's AccumulateGrad, made on first use; kept alive only by the graphs that use it."""
     extras = tensor._extras  # read directly: this runs for every leaf input of a recorded op
+    if extras is not None and extras.view is not None and extras.view.gradient_goes_nowhere:
+        return None  # a view made in no_grad mode: its gradient has nowhere to go (views.py)
     ref = extras.accumulator if extras is not None else None
     node = ref() if ref is not None else None
     if node is None:

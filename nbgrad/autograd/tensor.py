@@ -192,6 +192,14 @@ class Tensor:
         strides = strides_of(self._data, self._base is None)
         return strides if dim is None else strides[wrap_dim(dim, self._data.ndim)]
 
+    def storage_offset(self):
+        """Where the first element sits in the memory this tensor shares with its base, in
+        elements (0 for a tensor that is not a view)."""
+        from nbgrad.ops.storage_geometry import geometry_in, lowest_address
+
+        owner = self._base if self._base is not None else self
+        return geometry_in(self._data, lowest_address(owner._data))[2]
+
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(
@@ -276,7 +284,8 @@ class Tensor:
 
     @property
     def requires_grad(self):
-        if self._extras is not None and self._extras.view is not None:
+        view = self._extras.view if self._extras is not None else None
+        if view is not None and not view.made_in_no_grad:
             _refresh_view(self)  # a write into its base may have brought it a history
         return self._requires_grad
 
@@ -305,6 +314,12 @@ class Tensor:
             raise RuntimeError(errors.NON_LEAF_REQUIRES_GRAD)
         if requires_grad and not self._dtype.is_floating_point:
             raise RuntimeError(not_float_message)
+        view = self._extras.view if self._extras is not None else None
+        if view is not None and view.made_in_no_grad and view.base._requires_grad:
+            # Its own flag only (views.ViewInfo): it still requires grad through its base.
+            view.gradient_goes_nowhere = not requires_grad
+            self._requires_grad = True
+            return self
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -339,6 +354,9 @@ class Tensor:
 
     @property
     def _version(self):
+        if self._extras is not None and self._extras.inference:
+            # PyTorch keeps no version counter for inference tensors (nothing can save them)
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._version_counter.value
 
     @property

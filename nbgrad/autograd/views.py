@@ -46,9 +46,22 @@ wrapped_by_copy_slices = weakref.WeakSet()
 class ViewInfo:
     """What autograd knows of a view: the tensor it is a view of (never itself a view), the
     version its grad_fn was set at, and whether it was made in no_grad mode (``made_in_no_grad``
-    names the op whose result inherited that, for PyTorch's "view of a view" message)."""
+    names the op whose result inherited that, for PyTorch's "view of a view" message).
 
-    __slots__ = ("base", "version", "made_in_no_grad", "inherited_from", "multi_output")
+    ``gradient_goes_nowhere``: a view made in no_grad (or inference) mode of a base that requires
+    grad. PyTorch says it requires grad (a view requires grad when its base does) yet it has no
+    grad_fn, and no AccumulateGrad either, since its own flag is off: ops on it in grad mode
+    record nodes whose edge to it is ``(None, 0)``, and backward through them stops there. Setting
+    its own flag (``requires_grad_(True)``) gives it an AccumulateGrad like any leaf."""
+
+    __slots__ = (
+        "base",
+        "version",
+        "made_in_no_grad",
+        "inherited_from",
+        "multi_output",
+        "gradient_goes_nowhere",
+    )
 
     def __init__(self, base, version, made_in_no_grad, inherited_from=None):
         self.base = base
@@ -56,6 +69,7 @@ class ViewInfo:
         self.made_in_no_grad = made_in_no_grad
         self.inherited_from = inherited_from  # the node name of a view of a no_grad view
         self.multi_output = None  # (node name, output_nr) of one of several views (split)
+        self.gradient_goes_nowhere = False
 
 
 def note_view(result, source, node_name, grad_enabled):
@@ -68,6 +82,9 @@ def note_view(result, source, node_name, grad_enabled):
         made_in_no_grad = not grad_enabled or source_view.made_in_no_grad
         inherited = node_name if grad_enabled and source_view.made_in_no_grad else None
     info = result._extras.view = ViewInfo(base, result._counter.value, made_in_no_grad, inherited)
+    if not grad_enabled and base._requires_grad and result._dtype.is_floating_point:
+        result._requires_grad = True
+        info.gradient_goes_nowhere = True
     if source_view is not None and source_view.multi_output is not None:
         info.multi_output = (node_name, 0)  # a view of one of several views: no writes either
 
@@ -107,6 +124,15 @@ def refresh(tensor):
     version = tensor._counter.value
     if view.version != version:
         if tensor._grad_fn is not None or view.base._requires_grad:
+            if view.made_in_no_grad:
+                raise RuntimeError(
+                    "A view was created in no_grad mode and its base or another view of its base "
+                    "has been modified inplace with grad mode enabled. Given that this use case "
+                    "is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+                    "moving both the view and the inplace either both inside the no_grad block "
+                    "(if you don't want the inplace to be tracked) or both outside (if you want "
+                    "the inplace to be tracked)."
+                )
             if view.multi_output is not None:
                 name, output_nr = view.multi_output
                 raise RuntimeError(

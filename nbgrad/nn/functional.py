@@ -1929,6 +1929,7 @@ from nbgrad.nn.functional_extra import (  # noqa: E402, F401
     rrelu,
     rrelu_,
 )
+from nbgrad.nn.functional_grid_sample import grid_sample  # noqa: E402, F401
 from nbgrad.nn.functional_layers_more import (  # noqa: E402, F401
     channel_shuffle,
     max_unpool1d,

@@ -30,8 +30,6 @@ def scaled_dot_product_attention(
     scale=None,
     enable_gqa=False,
 ):
-    if enable_gqa:
-        raise NotImplementedError("nbgrad: scaled_dot_product_attention with enable_gqa=True")
     if not (query._dtype is key._dtype is value._dtype):
         names = dtypes.SCALAR_TYPE_NAMES
         raise RuntimeError(
@@ -39,17 +37,43 @@ def scaled_dot_product_attention(
             f"{names[query._dtype]} key.dtype: {names[key._dtype]} and value.dtype: "
             f"{names[value._dtype]} instead."
         )
-    if not dropout_p and _fused_kernel_runs(query, key, value, attn_mask):
+    if not dropout_p and _fused_kernel_runs(query, key, value, attn_mask, enable_gqa):
+        # (the kernel shares each key and value head among its group of query heads itself)
         return _flash_attention(query, key, value, attn_mask, is_causal, scale)
+    if enable_gqa:
+        key, value = _grouped_query_heads(query, key, value)
     return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale)
 
 
-def _fused_kernel_runs(query, key, value, attn_mask):
-    """PyTorch's conditions for its CPU flash kernel (sdp_utils_cpp: 4-d inputs, one head size,
-    unit stride in the last dimension, no sequence of length 0, no mask needing a gradient);
-    with dropout PyTorch takes the math path too."""
+def _grouped_query_heads(query, key, value):
+    """Grouped query attention (``enable_gqa``): ATen's pre_process_group_query_attention_input.
+    Each key and value head (dim -3) serves a group of consecutive query heads: repeated with
+    ``repeat_interleave`` (the graph shows it) unless every count of heads is the same."""
+    heads, key_heads, value_heads = query.shape[-3], key.shape[-3], value.shape[-3]
+    if heads == key_heads == value_heads:
+        return key, value
+    if heads % key_heads or heads % value_heads:
+        # PyTorch's message ends so, the word "query" lost
+        raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
+    return (
+        key.repeat_interleave(heads // key_heads, -3),
+        value.repeat_interleave(heads // value_heads, -3),
+    )
+
+
+def _fused_kernel_runs(query, key, value, attn_mask, enable_gqa=False):
+    """PyTorch's conditions for its CPU flash kernel (sdp_utils_cpp: 4-d inputs, one batch size,
+    one number of heads, or with ``enable_gqa`` as many key as value heads dividing the query's,
+    one head size, unit stride in the last dimension, no sequence of length 0, no mask needing a
+    gradient); with dropout PyTorch takes the math path too."""
     tensors = (query, key, value)
     if any(t.dim() != 4 for t in tensors):
+        return False
+    if not (query.shape[0] == key.shape[0] == value.shape[0]):
+        return False
+    heads, key_heads, value_heads = query.shape[1], key.shape[1], value.shape[1]
+    grouped = enable_gqa and key_heads == value_heads and heads % key_heads == 0
+    if not (heads == key_heads == value_heads or grouped):
         return False
     if not (query.shape[-1] == key.shape[-1] == value.shape[-1]):
         return False

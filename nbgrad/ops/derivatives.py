@@ -73,7 +73,10 @@ op("fmod_tensor", "FmodBackward1", ("self", "other"),
 op("neg", "NegBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
    inplace=True)
 op("pow", "PowBackward0", ("self",),
-   {"self": "0 * grad if exponent == 0 else grad * exponent * power(self, exponent - 1)"},
+   # pow_backward's order: grad * (exponent * self.pow(exponent - 1)), the inner product being
+   # the Scalar overload (create_graph records MulBackward1 below MulBackward0, as PyTorch does)
+   {"self": "0 * grad if exponent == 0 else "
+            "grad * scalar_times(exponent, power(self, exponent - 1.0))"},
    formula_math.power, attrs=("exponent",), saves=("self", "exponent"))
 op("pow_tensor", "PowBackward1", ("self", "exponent"),
    {"self": "where(exponent == 0, 0 * grad, grad * exponent * self ** (exponent - 1))",
@@ -606,6 +609,14 @@ def _assign(array, key, value):
 # where they have no edge in next_functions but are still shown as ``_saved_*`` tensors.
 # Reductions are PyTorch's enum: 0 = "none", 1 = "mean", 2 = "sum".
 
+# The helpers of the backward functions below that are ops of their own (their Tensor versions
+# join the formulas' Tensor namespace in formula_tensor).
+from nbgrad.ops import double_backward_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(double_backward_kernels.ARRAY_FUNCTIONS)
+
+# ConvolutionBackward0: one formula (convolution_backward) for every input in PyTorch, so input
+# and weight are saved whichever needs a gradient (joint).
 op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
    {"input": "convolution_input_grad(grad, input.shape, weight, stride, padding, dilation, "
              "groups)",
@@ -617,7 +628,8 @@ op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 op("im2col", "Im2ColBackward0", ("self",),
    {"self": "col2im(grad, (self_sym_argsize_minus_2, self_sym_argsize_minus_1), kernel_size, "
             "dilation, padding, stride)"},
@@ -633,8 +645,18 @@ op("col2im", "Col2ImBackward0", ("self",),
    nn_kernels.unbatched_col2im,
    attrs=("output_size", "kernel_size", "dilation", "padding", "stride"),
    saves=("dilation", "kernel_size", "padding", "stride"))
+# Max pooling's backward puts each gradient at its maximum's index: linear in the gradient, flat
+# in the input (PyTorch's edge to ``self`` carries zeros), so its own gradient reads the incoming
+# one back at the indices (max_pool_double_backward).
+backward_function(
+    "max_pool2d_with_indices_backward", "MaxPool2DWithIndicesBackwardBackward0",
+    ("grad_output", "self"), "max_pool2d_backward(grad_output, self.shape, indices)",
+    {"grad_output": "max_pool_double_backward(grad, indices, 2)", "self": "zeros_like(grad)"},
+    attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode", "indices"),
+    saves=("indices",))
 op("max_pool2d", "MaxPool2DWithIndicesBackward0", ("self",),
-   {"self": "max_pool2d_backward(grad, self.shape, result1)"},
+   {"self": "max_pool2d_with_indices_backward(grad, self, kernel_size, stride, padding, "
+            "dilation, ceil_mode, result1)"},
    nn_kernels.max_pool2d, attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode"),
    extra_outputs=("result1",),
    saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
@@ -659,15 +681,24 @@ op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", ("grad_output",),
 op("constant_pad_nd", "ConstantPadNdBackward0", ("self",),
    {"self": "constant_pad_nd(grad, [-p for p in pad])"},
    nn_kernels.constant_pad_nd, attrs=("pad", "value"), saves=("pad",))
+# Reflection and replication padding copy input elements: the backward adds each copy's
+# gradient back (linear in the gradient, flat in the input), and its own gradient is the padding.
 for _dims in (1, 2, 3):
     for _mode, _name in (("reflect", "Reflection"), ("replicate", "Replication")):
+        backward_function(
+            f"{_name.lower()}_pad{_dims}d_backward", f"{_name}Pad{_dims}DBackwardBackward0",
+            ("grad_output", "self"),
+            f"index_pad_backward(grad_output, self.shape, padding, {_mode!r})",
+            {"grad_output": f"index_pad(grad, padding, {_mode!r})", "self": "zeros_like(grad)"},
+            attrs=("padding",), saves=("padding",))
         op(f"{_mode}_pad{_dims}d", f"{_name}Pad{_dims}DBackward0", ("self",),
-           {"self": f"index_pad_backward(grad, self.shape, padding, {_mode!r})"},
+           {"self": f"{_name.lower()}_pad{_dims}d_backward(grad, self, padding)"},
            lambda self, padding, _mode=_mode: nn_kernels.index_pad(self, padding, _mode),
            attrs=("padding",), saves=("padding", "self"), layout="contiguous")
 op("embedding", "EmbeddingBackward0", ("weight",),
    {"weight": "embedding_backward(grad, indices, weight_sym_argsize_0, padding_idx, "
-              "scale_grad_by_freq, sparse)"},
+              "scale_grad_by_freq, sparse) if sparse else embedding_dense_backward(grad, "
+              "indices, weight_sym_argsize_0, padding_idx, scale_grad_by_freq)"},
    lambda weight, indices, padding_idx, scale_grad_by_freq, sparse, weight_sym_argsize_0:
    weight[indices],
    attrs=("indices", "padding_idx", "scale_grad_by_freq", "sparse", "weight_sym_argsize_0"),
@@ -694,6 +725,11 @@ op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
    extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
           "weight"), joint=True, layout="contiguous")
+backward_function(
+    "gelu_backward", "GeluBackwardBackward0", ("grad_output", "self"), nn_kernels.gelu_backward,
+    {"grad_output": "gelu_backward(grad, self, approximate)",
+     "self": "grad * grad_output * gelu_second_derivative(self, approximate)"},
+    attrs=("approximate",), saves=("approximate", "grad_output", "self"))
 op("gelu", "GeluBackward0", ("self",), {"self": "gelu_backward(grad, self, approximate)"},
    nn_kernels.gelu, attrs=("approximate",), saves=("approximate", "self"), floating=True)
 op("leaky_relu", "LeakyReluBackward0", ("self",),
@@ -1472,13 +1508,29 @@ op("norm_dim", "NormBackward1", ("self",),
 
 # --- activations, more (glu, prelu) -------------------------------------------------------------
 
+backward_function(
+    "glu_backward", "GluBackwardBackward0", ("grad_output", "self"),
+    formula_math._glu_backward,
+    {"grad_output": "glu_double_backward_grad_output(grad, self, dim)",
+     "self": "glu_double_backward(grad, grad_output, self, dim)"},
+    attrs=("dim",), saves=("dim", "grad_output", "self"))
 op("glu", "GluBackward0", ("self",), {"self": "glu_backward(grad, self, dim)"},
    lambda self, dim: _glu(self, dim), attrs=("dim",), saves=("dim", "self"))
+# PyTorch computes both gradients with one function, _prelu_kernel_backward, itself an op with
+# two outputs (grad[0], grad[1] in its formulas): PreluKernelBackwardBackward0 under create_graph.
+op("_prelu_kernel_backward", "PreluKernelBackwardBackward0", ("grad_output", "self", "weight"),
+   {name: f"prelu_double_backward_output({k}, grad, grad_output, self, weight)"
+    for k, name in enumerate(("grad_output", "self", "weight"))},
+   lambda grad_output, self, weight: [
+       double_backward_kernels.prelu_backward_output(k, grad_output, self, weight)
+       for k in (0, 1)],
+   saves=("grad_output", "self", "weight"), multi_output=True, joint=True, promote=True)
 op("prelu", "PreluKernelBackward0", ("self", "weight"),
-   {"self": "where(self > 0, grad, weight * grad)",
-    "weight": "where(self > 0, 0 * grad, self * grad)"},
+   {"self": "prelu_backward_output(0, grad, self, weight)",
+    "weight": "prelu_backward_output(1, grad, self, weight)"},
+   # one formula for both inputs in PyTorch (_prelu_kernel_backward): both always saved
    lambda self, weight: np.where(self > 0, self, weight * self), saves=("self", "weight"),
-   layout="elementwise")
+   joint=True, layout="elementwise")
 
 
 def _glu(x, dim):
@@ -1507,8 +1559,21 @@ op("adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", ("grad_
        grad_output, self.shape),
    attrs=("grad_output_sym_argsize_minus_2", "grad_output_sym_argsize_minus_1"),
    saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2"))
+for _dims in (2, 3):
+    backward_function(
+        f"adaptive_max_pool{_dims}d_backward", f"AdaptiveMaxPool{_dims}DBackwardBackward0",
+        ("grad_output", "self"), f"max_pool{_dims}d_backward(grad_output, self.shape, indices)",
+        {"grad_output": f"max_pool_double_backward(grad, indices, {_dims})",
+         "self": "zeros_like(grad)"},
+        attrs=("indices",), saves=("indices",))
+backward_function(
+    "max_pool3d_with_indices_backward", "MaxPool3DWithIndicesBackwardBackward0",
+    ("grad_output", "self"), "max_pool3d_backward(grad_output, self.shape, indices)",
+    {"grad_output": "max_pool_double_backward(grad, indices, 3)", "self": "zeros_like(grad)"},
+    attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode", "indices"),
+    saves=("indices",))
 op("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0", ("self",),
-   {"self": "max_pool2d_backward(grad, self.shape, result1)"},
+   {"self": "adaptive_max_pool2d_backward(grad, self, result1)"},
    layer_kernels.adaptive_max_pool2d, attrs=("output_size",), extra_outputs=("result1",),
    saves=("result1", "self"))
 # conv_transpose1d/2d: ATen's convolution with transposed=True, the same node as convolution.
@@ -1524,7 +1589,8 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 # x.transpose_(dim0, dim1) (and swapdims_, swapaxes_): TransposeBackward1, the dims saved as
 # given. Tensor.transpose_ gives the tensor itself the transposed layout
 # (ops/functions/inplace_views.py). ATen's recurrent layers transpose a batch_first output back
@@ -1533,6 +1599,27 @@ op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias")
 op("transpose_inplace", "TransposeBackward1", ("self",), {"self": "transpose(grad, dim0, dim1)"},
    lambda self, dim0, dim1: self[...] if self.ndim == 0 else np.swapaxes(self, dim0, dim1),
    attrs=("dim0", "dim1"), saves=("dim0", "dim1"))
+
+def upsample_backward_entry(name, node, mode, dims, corners):
+    """Declare ``<name>_backward``, the backward function of one F.interpolate node: linear in
+    the gradient, so its own gradient is the upsampling again. Returns the forward's formula."""
+    scales = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+    scales = scales[dims]
+    corner_attrs = ("align_corners",) if corners else ()
+    corner_arg = "align_corners" if corners else "False"
+    backward_function(
+        f"{name}_backward", node.replace("Backward0", "BackwardBackward0"), ("grad_output",),
+        lambda grad_output, output_size, input_size, *rest: layer_kernels.upsample_backward(
+            grad_output, input_size, output_size, rest[corners:corners + dims], mode,
+            rest[0] if corners else False),
+        {"grad_output": f"upsample(grad, output_size, ({', '.join(scales)},), {mode!r}, "
+                        f"{corner_arg})"},
+        attrs=("output_size", "input_size", *corner_attrs, *scales),
+        saves=(*corner_attrs, "output_size", *scales))
+    return (f"{name}_backward(grad, output_size, self_sym_sizes, "
+            f"{', '.join((*corner_attrs, *scales))})")
+
+
 # F.interpolate: one entry per PyTorch node; scales are None when an output size was given.
 for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
         ("upsample_nearest1d", "UpsampleNearest1DBackward0", "nearest", 1, False),
@@ -1543,17 +1630,16 @@ for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
         ("upsample_bilinear2d", "UpsampleBilinear2DBackward0", "bilinear", 2, True)):
     _up_scales = ("scales",) if _up_dims == 1 else ("scales_h", "scales_w")
     _up_corner_attrs = ("align_corners",) if _up_corners else ()
-    _up_corner_arg = "align_corners" if _up_corners else "False"
     op(_up_name, _up_node, ("self",),
-       {"self": "upsample_backward(grad, self_sym_sizes, output_size, "
-                f"({', '.join(_up_scales)},), {_up_mode!r}, {_up_corner_arg})"},
+       {"self": upsample_backward_entry(_up_name, _up_node, _up_mode, _up_dims, _up_corners)},
        lambda self, output_size, *rest, m=_up_mode, n=_up_dims, c=_up_corners:
        layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
        attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
        saves=(*_up_corner_attrs, "output_size", *_up_scales, "self_sym_sizes"))
 # 3-d pooling (the formulas' NumPy and Tensor versions are in layer_kernels).
 op("max_pool3d", "MaxPool3DWithIndicesBackward0", ("self",),
-   {"self": "max_pool3d_backward(grad, self.shape, result1)"},
+   {"self": "max_pool3d_with_indices_backward(grad, self, kernel_size, stride, padding, "
+            "dilation, ceil_mode, result1)"},
    layer_kernels.max_pool3d, attrs=("kernel_size", "stride", "padding", "dilation", "ceil_mode"),
    extra_outputs=("result1",),
    saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
@@ -1569,7 +1655,7 @@ op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", ("self",),
    {"self": "adaptive_avg_pool3d_backward(grad, self)"},
    layer_kernels.adaptive_avg_pool3d, attrs=("output_size",), saves=("self",))
 op("adaptive_max_pool3d", "AdaptiveMaxPool3DBackward0", ("self",),
-   {"self": "max_pool3d_backward(grad, self.shape, result1)"},
+   {"self": "adaptive_max_pool3d_backward(grad, self, result1)"},
    layer_kernels.adaptive_max_pool3d, attrs=("output_size",), extra_outputs=("result1",),
    saves=("result1", "self"))
 # The gates of ATen's LSTM and GRU cells: unsafe_chunk, a split whose pieces are not tracked as
@@ -1852,7 +1938,8 @@ op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"),
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"), layout="contiguous")
+          "stride", "transposed", "weight"),
+   joint=True, layout="contiguous")
 # F.interpolate's 3-d modes and bicubic, as the entries of the section above ("recurrent layers,
 # pooling, transposed convolution"): separable interpolation matrices, one entry per node.
 for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
@@ -1862,10 +1949,8 @@ for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
         ("upsample_bicubic2d", "UpsampleBicubic2DBackward0", "bicubic", 2, True)):
     _up_scales = ("scales_h", "scales_w") if _up_dims == 2 else ("scales_d", "scales_h", "scales_w")
     _up_corner_attrs = ("align_corners",) if _up_corners else ()
-    _up_corner_arg = "align_corners" if _up_corners else "False"
     op(_up_name, _up_node, ("self",),
-       {"self": "upsample_backward(grad, self_sym_sizes, output_size, "
-                f"({', '.join(_up_scales)},), {_up_mode!r}, {_up_corner_arg})"},
+       {"self": upsample_backward_entry(_up_name, _up_node, _up_mode, _up_dims, _up_corners)},
        lambda self, output_size, *rest, m=_up_mode, n=_up_dims, c=_up_corners:
        layer_kernels.upsample(self, output_size, rest[c:c + n], m, rest[0] if c else False),
        attrs=("output_size", *_up_corner_attrs, *_up_scales, "self_sym_sizes"),
@@ -1882,14 +1967,14 @@ op("convolution_transposed3d", "ConvolutionBackward0", ("input", "weight", "bias
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
    saves=("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding", "padding",
-          "stride", "transposed", "weight"))
+          "stride", "transposed", "weight"),
+   joint=True)
 # F.interpolate(..., antialias=True): PIL-style filters stretched when shrinking.
 for _up_name, _up_node, _up_mode in (
         ("_upsample_bilinear2d_aa", "UpsampleBilinear2DAaBackward0", "bilinear-aa"),
         ("_upsample_bicubic2d_aa", "UpsampleBicubic2DAaBackward0", "bicubic-aa")):
     op(_up_name, _up_node, ("self",),
-       {"self": "upsample_backward(grad, self_sym_sizes, output_size, (scales_h, scales_w), "
-                f"{_up_mode!r}, align_corners)"},
+       {"self": upsample_backward_entry(_up_name, _up_node, _up_mode, 2, True)},
        lambda self, output_size, align_corners, scales_h, scales_w, self_sym_sizes, m=_up_mode:
        layer_kernels.upsample(self, output_size, (scales_h, scales_w), m, align_corners),
        attrs=("output_size", "align_corners", "scales_h", "scales_w", "self_sym_sizes"),
@@ -2327,3 +2412,135 @@ op("renorm", "RenormBackward0", ("self",),
    {"self": "renorm_backward(grad, self, p, dim, maxnorm)"},
    renorm_kernels.renorm, attrs=("p", "dim", "maxnorm"), saves=("dim", "maxnorm", "p", "self"),
    floating=True)
+
+# --- grid sampling (F.grid_sample) ------------------------------------------------------------
+# The input read at the grid's points (bilinear, nearest or bicubic; zeros, border or reflection
+# padding); kernels in grid_sample_kernels. PyTorch's backward is one function for both inputs,
+# grid_sampler_2d_backward, itself an op with both outputs (so a gradient of the gradient,
+# create_graph=True, records GridSampler2DBackwardBackward0); its formulas read its outputs'
+# gradients, grad[0] for grad_input and grad[1] for grad_grid.
+
+from nbgrad.ops import grid_sample_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(grid_sample_kernels.ARRAY_FUNCTIONS)
+
+_GRID_SAMPLER_ARGS = "interpolation_mode, padding_mode, align_corners"
+for _dims in (2, 3):
+    op(f"grid_sampler_{_dims}d_backward", f"GridSampler{_dims}DBackwardBackward0",
+       ("grad_output", "input", "grid"),
+       {name: f"grid_sampler_double_backward_output({k}, grad, grad_output, input, grid, "
+              f"{_GRID_SAMPLER_ARGS})"
+        for k, name in enumerate(("grad_output", "input", "grid"))},
+       lambda grad_output, input, grid, mode, padding_mode, align_corners: list(  # noqa: A006
+           grid_sample_kernels.grid_sampler_backward(
+               grad_output, input, grid, mode, padding_mode, align_corners, (True, True))),
+       attrs=("interpolation_mode", "padding_mode", "align_corners"),
+       saves=("align_corners", "grad_output", "grid", "input", "interpolation_mode",
+              "padding_mode"),
+       multi_output=True, joint=True, promote=True)
+    op(f"grid_sampler_{_dims}d", f"GridSampler{_dims}DBackward0", ("input", "grid"),
+       {name: f"grid_sampler_backward_output({k}, grad, input, grid, {_GRID_SAMPLER_ARGS})"
+        for k, name in enumerate(("input", "grid"))},
+       grid_sample_kernels.grid_sampler,
+       attrs=("interpolation_mode", "padding_mode", "align_corners"),
+       saves=("align_corners", "grid", "input", "interpolation_mode", "padding_mode"),
+       joint=True, promote=True)
+
+# --- unique values (torch.unique, torch.unique_consecutive) --------------------------------------
+# The values are differentiable outputs without a formula: a float input that requires grad gives
+# a result with PyTorch's node, and backward through it raises its NotImplementedError. The
+# inverse indices and counts are integer outputs that never require grad (empty when not asked
+# for, as ATen returns them).
+
+from nbgrad.ops import unique_kernels  # noqa: E402
+
+op("_unique", "UniqueBackward0", ("self",), {"self": "not_implemented('_unique')"},
+   unique_kernels.unique_sorted, attrs=("sorted", "return_inverse"), extra_outputs=("result1",))
+op("unique_dim", "UniqueDimBackward0", ("self",), {"self": "not_implemented('unique_dim')"},
+   unique_kernels.unique_dim, attrs=("dim", "sorted", "return_inverse", "return_counts"),
+   extra_outputs=("result1", "result2"))
+op("unique_consecutive", "UniqueConsecutiveBackward0", ("self",),
+   {"self": "not_implemented('unique_consecutive')"},
+   unique_kernels.unique_consecutive, attrs=("return_inverse", "return_counts", "dim"),
+   extra_outputs=("result1", "result2"))
+op("_unique2", "Unique2Backward0", ("self",), {"self": "not_implemented('_unique2')"},
+   unique_kernels.unique2, attrs=("sorted", "return_inverse", "return_counts"),
+   extra_outputs=("result1", "result2"))
+
+# --- scatter_reduce and index_reduce ------------------------------------------------------------
+# src's (source's) values reduced into self's places along dim: sum, prod, mean, amax or amin,
+# with or without self's own values. One gradient for both inputs (scatter_reduce_kernels), so
+# both are saved whichever needs a gradient, as PyTorch saves them.
+
+from nbgrad.ops import scatter_reduce_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(scatter_reduce_kernels.ARRAY_FUNCTIONS)
+
+op("scatter_reduce", "ScatterReduceBackward0", ("self", "src"),
+   {name: f"scatter_reduce_backward({k}, grad, self, dim, index, src, reduce, include_self, "
+          "result)" for k, name in enumerate(("self", "src"))},
+   lambda self, src, dim, index, reduce, include_self: scatter_reduce_kernels.scatter_reduce(
+       self, dim, index, src, reduce, include_self),
+   attrs=("dim", "index", "reduce", "include_self"),
+   saves=("dim", "include_self", "index", "reduce", "result", "self", "src"), joint=True)
+op("index_reduce", "IndexReduceBackward0", ("self", "source"),
+   {name: f"index_reduce_backward({k}, grad, self, dim, index, source, reduce, include_self, "
+          "result)" for k, name in enumerate(("self", "source"))},
+   lambda self, source, dim, index, reduce, include_self: scatter_reduce_kernels.index_reduce(
+       self, dim, index, source, reduce, include_self),
+   attrs=("dim", "index", "reduce", "include_self"),
+   saves=("dim", "include_self", "index", "reduce", "result", "self", "source"), joint=True)
+
+# --- torch.native_dropout: (output, mask) -----------------------------------------------------
+# The mask is drawn by the caller (nbgrad's generator) and given as an attr. PyTorch's formula
+# scales the gradient by 1 / (1 - p) only when train is True: with train=None the forward drops
+# and scales, the backward does not scale (derivatives.yaml's entry, kept as it is).
+
+op("native_dropout", "NativeDropoutBackward0", ("input",),
+   {"input": "grad * dropout_scale(result1, grad, "
+             "(0.0 if p == 1 else 1.0 / (1.0 - p)) if train else 1.0)"},
+   lambda input, p, train, keep: (  # noqa: A006
+       input * keep.astype(input.dtype) * input.dtype.type(
+           (0.0 if p == 1 else 1.0 / (1.0 - p)) if train is not False else 1.0),
+       keep),
+   attrs=("p", "train", "keep"), extra_outputs=("result1",), saves=("p", "result1", "train"),
+   hidden=("train",))
+
+# --- the losses' and embedding's backward functions, as ops (create_graph twice) ---------------
+# Their forwards are the functions the loss formulas already call; declared here, a gradient of
+# the gradient records PyTorch's node (BinaryCrossEntropyBackwardBackward0, ...) and uses ATen's
+# formulas for its own derivatives (double_backward_kernels).
+
+backward_function(
+    "binary_cross_entropy_backward", "BinaryCrossEntropyBackwardBackward0",
+    ("grad_output", "self", "target"), nn_kernels.binary_cross_entropy_backward,
+    {"grad_output": "bce_double_backward_grad_output(grad, self, target, weight, reduction)",
+     "self": "bce_double_backward(grad, grad_output, self, target, weight, reduction)",
+     "target": "bce_double_backward_target(grad, grad_output, self, target, weight, reduction)"},
+    attrs=("weight", "reduction"), saves=("grad_output", "reduction", "self", "target", "weight"))
+backward_function(
+    "soft_margin_loss_backward", "SoftMarginLossBackwardBackward0", ("grad_output", "self"),
+    formula_math.ARRAY_NAMESPACE["soft_margin_loss_backward"],
+    {"grad_output": "soft_margin_double_backward_grad_output(grad, grad_output, self, target, "
+                    "reduction)",
+     "self": "soft_margin_double_backward(grad, grad_output, self, target, reduction)"},
+    attrs=("target", "reduction"), saves=("grad_output", "reduction", "self", "target"))
+# embedding's backward (dense: sparse=False) adds each looked-up row's gradient into its row:
+# linear, so its own gradient reads the rows back.
+backward_function(
+    "embedding_dense_backward", "EmbeddingDenseBackwardBackward0", ("grad_output",),
+    lambda grad_output, indices, num_weights, padding_idx, scale_grad_by_freq:
+    nn_kernels.embedding_backward(grad_output, np.asarray(getattr(indices, "_data", indices)),
+                                  num_weights, padding_idx, scale_grad_by_freq),
+    {"grad_output": "embedding_dense_double_backward(grad, indices, padding_idx)"},
+    attrs=("indices", "num_weights", "padding_idx", "scale_grad_by_freq"),
+    saves=("indices", "padding_idx"))
+
+# x.as_strided_(size, stride, offset): the tensor itself takes the geometry (in place, like
+# transpose_), AsStridedBackward1 with as_strided's formula.
+op("as_strided_inplace", "AsStridedBackward1", ("self",),
+   {"self": "as_strided_backward(grad, self_geometry, size, stride, storage_offset)"},
+   lambda self, size, stride, storage_offset, self_geometry: storage_geometry.as_strided_view(
+       self, self_geometry, size, stride, storage_offset),
+   attrs=("size", "stride", "storage_offset", "self_geometry"),
+   saves=("self_geometry", "size", "storage_offset", "stride"), hidden=("self_geometry",))

@@ -301,6 +301,7 @@ ARRAY_NAMESPACE = {
     "scalar_log": _scalar_log,
     "power": power,
     "rounded_divide": _rounded_divide,
+    "scalar_times": lambda number, a: number * a,
     "zero_at": _zero_at,
     "as_strided_backward": _as_strided_backward,
     "astype": lambda a, dt: a.astype(dt.numpy, copy=False),

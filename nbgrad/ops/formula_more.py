@@ -226,7 +226,7 @@ def _last(x, dim):
 
 def _cumprod_backward(grad, self, dim, result):  # result: saved as PyTorch saves it
     """sum over j >= k of grad[j] * prod_{i <= j, i != k} self[i], without dividing (zeros)."""
-    if self.ndim == 0:
+    if self.size <= 1:  # PyTorch's cumprod_backward hands grad back as it is (no graph on self)
         return grad
     x, g = _last(self, dim), _last(grad, dim)
     n = x.shape[-1]
@@ -459,7 +459,7 @@ def reverse_cumsum_tensor(grad, dim):
 
 
 def cumprod_backward_tensor(grad, self, dim, result):
-    if self.ndim == 0:
+    if self.numel() <= 1:
         return grad
     x, g = self.transpose(dim, -1), grad.transpose(dim, -1)
     n = x.shape[-1]

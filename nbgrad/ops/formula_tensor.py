@@ -23,11 +23,13 @@ from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import (
     distance_kernels,
+    double_backward_kernels,
     formula_linalg,
     formula_linalg_householder,
     formula_linalg_lstsq,
     formula_linalg_lu,
     formula_more,
+    grid_sample_kernels,
     layer_kernels,
     layer_kernels_more,
     misc_kernels,
@@ -35,6 +37,7 @@ from nbgrad.ops import (
     nn_kernels,
     renorm_kernels,
     rnn_kernels,
+    scatter_reduce_kernels,
     special_kernels,
 )
 from nbgrad.ops.derivatives import BACKWARD_FUNCTIONS, OPS
@@ -185,6 +188,7 @@ _CORE_FUNCTIONS = {
     "scalar_log": _scalar_log,
     "power": lambda a, exponent: a**exponent,
     "rounded_divide": lambda a, b, mode: nb.div(a, b, rounding_mode=mode),
+    "scalar_times": lambda number, a: run_op(OPS["mul_scalar"], (a,), (float(number),)),
     "zero_at": zero_at,
     "astype": lambda a, dt: a.to(dt),
 }
@@ -540,6 +544,9 @@ def tensor_namespace():
         **special_kernels.tensor_namespace(),
         **rnn_kernels.tensor_namespace(),
         **renorm_kernels.tensor_namespace(),
+        **double_backward_kernels.tensor_namespace(),
+        **grid_sample_kernels.tensor_namespace(),
+        **scatter_reduce_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS
         },

@@ -146,9 +146,27 @@ def _scale_of(q, scale):
     return 1 / np.sqrt(q.shape[-1]) if scale is None else scale
 
 
+def _shared_heads(query, tensor):
+    """A key or value with fewer heads (dim -3) than the query (grouped query attention): each
+    head repeated for its group of consecutive query heads."""
+    groups = query.shape[-3] // tensor.shape[-3]
+    return tensor if groups == 1 else np.repeat(tensor, groups, axis=-3)
+
+
+def _summed_over_groups(grad, tensor):
+    """The gradient of a repeated key or value head: the sum over its group of query heads."""
+    heads = tensor.shape[-3]
+    if grad.shape[-3] == heads:
+        return grad
+    shape = grad.shape
+    grouped = grad.reshape(*shape[:-3], heads, shape[-3] // heads, *shape[-2:])
+    return grouped.sum(axis=-3).astype(grad.dtype, copy=False)
+
+
 def attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
     """(output, logsumexp, output): softmax(q k^T * scale + mask) v, and the log of each row's
-    normaliser."""
+    normaliser. Key and value may have fewer heads than the query (grouped query attention)."""
+    key, value = _shared_heads(query, key), _shared_heads(query, value)
     scores = query @ np.swapaxes(key, -1, -2) * _scale_of(query, scale)
     scores = scores + _attention_bias(query, key, attn_mask, is_causal)
     top = scores.max(axis=-1, keepdims=True)
@@ -165,18 +183,20 @@ def attention(query, key, value, attn_mask, dropout_p, is_causal, scale):
 
 def attention_grad(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, which):
     """The gradient of query (0), key (1) or value (2)."""
+    shared_key, shared_value = _shared_heads(query, key), _shared_heads(query, value)
     sc = _scale_of(query, scale)
-    scores = query @ np.swapaxes(key, -1, -2) * sc + _attention_bias(
-        query, key, attn_mask, is_causal
+    scores = query @ np.swapaxes(shared_key, -1, -2) * sc + _attention_bias(
+        query, shared_key, attn_mask, is_causal
     )
     weights = np.exp(scores - logsumexp[..., None])
     if which == 2:
-        return np.swapaxes(weights, -1, -2) @ grad
-    d_weights = grad @ np.swapaxes(value, -1, -2)
+        return _summed_over_groups(np.swapaxes(weights, -1, -2) @ grad, value)
+    d_weights = grad @ np.swapaxes(shared_value, -1, -2)
     d_scores = weights * (d_weights - (d_weights * weights).sum(axis=-1, keepdims=True))
     if which == 0:
-        return (d_scores @ key * sc).astype(query.dtype, copy=False)
-    return (np.swapaxes(d_scores, -1, -2) @ query * sc).astype(query.dtype, copy=False)
+        return (d_scores @ shared_key * sc).astype(query.dtype, copy=False)
+    d_key = (np.swapaxes(d_scores, -1, -2) @ query * sc).astype(query.dtype, copy=False)
+    return _summed_over_groups(d_key, key)
 
 
 ARRAY_FUNCTIONS = {
@@ -244,19 +264,33 @@ def masked_zero_broadcast_tensor(grad, mask):
     return grad.masked_fill(nb.tensor(mask), 0)
 
 
+def shared_heads_tensor(query, tensor):
+    groups = query.shape[-3] // tensor.shape[-3]
+    return tensor if groups == 1 else tensor.repeat_interleave(groups, -3)
+
+
+def summed_over_groups_tensor(grad, tensor):
+    heads = tensor.shape[-3]
+    if grad.shape[-3] == heads:
+        return grad
+    shape = tuple(grad.shape)
+    return grad.reshape(*shape[:-3], heads, shape[-3] // heads, *shape[-2:]).sum(-3)
+
+
 def attention_grad_tensor(grad, query, key, value, attn_mask, is_causal, scale, logsumexp, which):
+    shared_key, shared_value = shared_heads_tensor(query, key), shared_heads_tensor(query, value)
     sc = _scale_of(query, scale)
     mask = getattr(attn_mask, "_data", attn_mask)
-    bias = nb.tensor(_attention_bias(query._data, key._data, mask, is_causal))
-    scores = query.matmul(key.transpose(-1, -2)) * sc + bias
+    bias = nb.tensor(_attention_bias(query._data, shared_key._data, mask, is_causal))
+    scores = query.matmul(shared_key.transpose(-1, -2)) * sc + bias
     weights = scores.softmax(-1)
     if which == 2:
-        return weights.transpose(-1, -2).matmul(grad)
-    d_weights = grad.matmul(value.transpose(-1, -2))
+        return summed_over_groups_tensor(weights.transpose(-1, -2).matmul(grad), value)
+    d_weights = grad.matmul(shared_value.transpose(-1, -2))
     d_scores = weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
     if which == 0:
-        return d_scores.matmul(key) * sc
-    return d_scores.transpose(-1, -2).matmul(query) * sc
+        return d_scores.matmul(shared_key) * sc
+    return summed_over_groups_tensor(d_scores.transpose(-1, -2).matmul(query) * sc, key)
 
 
 def tensor_namespace():

@@ -81,21 +81,26 @@ class Adam(Optimizer):
                     if group["amsgrad"]:
                         state["max_exp_avg_sq"] = Tensor._make(np.zeros_like(values))
                 state["step"]._data += 1
+                bump_version(state["step"])
                 step = float(state["step"]._data)
                 if weight_decay:
                     if group["decoupled_weight_decay"]:
                         values *= 1 - lr * weight_decay
+                        bump_version(param)  # mul_
                     else:
                         grad = grad + weight_decay * values
                 exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 exp_avg += (1 - beta1) * (grad - exp_avg)
                 exp_avg_sq *= beta2
                 exp_avg_sq += (1 - beta2) * grad * grad
+                bump_version(state["exp_avg"])  # lerp_
+                bump_version(state["exp_avg_sq"], 2)  # mul_, addcmul_
                 second_moment = exp_avg_sq
                 if group["amsgrad"]:
                     np.maximum(
                         state["max_exp_avg_sq"]._data, exp_avg_sq, out=state["max_exp_avg_sq"]._data
                     )
+                    bump_version(state["max_exp_avg_sq"])  # torch.maximum(..., out=)
                     second_moment = state["max_exp_avg_sq"]._data
                 step_size = lr / (1 - beta1**step)
                 denominator = np.sqrt(second_moment) / math.sqrt(1 - beta2**step) + eps

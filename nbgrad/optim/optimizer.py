@@ -32,8 +32,12 @@ class _Required:
 required = _Required()
 
 
-def bump_version(tensor):
-    tensor._version_counter.value += 1
+def bump_version(tensor, writes=1):
+    """``tensor`` was written in place ``writes`` times: as many as the in-place ops PyTorch's
+    single-tensor step runs on it (``exp_avg_sq.mul_(b).addcmul_(g, g)`` is two), so that
+    versions, and the version numbers in PyTorch's "modified by an inplace operation" error,
+    read the same."""
+    tensor._version_counter.value += writes
 
 
 class Optimizer:

@@ -72,6 +72,7 @@ class SGD(Optimizer):
                     else:
                         buffer._data *= momentum
                         buffer._data += (1 - group["dampening"]) * grad
+                        bump_version(buffer, 2)  # mul_, add_
                     grad = grad + momentum * buffer._data if group["nesterov"] else buffer._data
                 values -= (lr * grad).astype(values.dtype, copy=False)
                 bump_version(param)

@@ -247,7 +247,7 @@ class GraphReader:
             dtype_name(data.dtype),
             bool(tensor.requires_grad),
             tensor.grad_fn is None,
-            tensor._version,
+            0 if tensor.is_inference() else tensor._version,  # inference tensors have none
             snapshot(data, self.policy),
         )
         name = self.names.get(id(tensor))

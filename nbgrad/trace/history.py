@@ -21,14 +21,29 @@ least one parameter: ``autograd.grad`` calls, which fill no ``.grad``, are not s
 How each engine is watched past the recorder's limit, cheaply:
 
 - nbgrad's engine: two of its observation points (``observe``): the backward pass's start and
-  end, and each accumulation into a leaf. At a pass's end, each parameter it reached is read.
+  end, and each accumulation into a leaf. At a pass's end, the parameters it reached are read.
 - real PyTorch: ``register_post_accumulate_grad_hook`` on each parameter (PyTorch runs it once
-  per pass, after summing into ``.grad``); the pass is told apart by PyTorch's graph task id.
+  per pass, after summing into ``.grad``) notes the parameter; the first one of a pass asks
+  PyTorch's engine to call back when the pass ends (``queue_callback``, what PyTorch's
+  DistributedDataParallel uses), and the parameters it reached are read then.
 
-The cost, per parameter and pass, is a few vectorised NumPy calls (two norms, a difference
-with the previous values and a copy); ``benchmarks/record_history.py`` measures it against the
-same loop unrecorded. A fault in this code stops the history (noted in ``error``), never the
-user's program.
+What reading costs (``benchmarks/record_history.py`` measures it against the same loop
+unrecorded; the goal is under 10% of a training step). Per pass and parameter the history
+reads the grad and the values and keeps a copy of the values: for a large parameter that
+memory traffic is the cost, for a small one the fixed cost of each NumPy call (about a
+microsecond, as much as the Python around it). So the parameters of a pass are read in two
+ways:
+
+- small ones (up to ``BATCH_LIMIT`` elements) together, in a ``_Batch``: a pass only copies
+  their values and grads into one float64 row, one NumPy call for all of them; every
+  ``ROWS`` passes (and at the end) five NumPy calls measure all the rows copied since;
+- large ones (and the rare dtypes a float64 row cannot hold) one by one, in their own dtype:
+  a BLAS dot product per norm, the difference with the copy computed in that copy, and the
+  grad read in its memory order (a transposed grad is not copied).
+
+Only squared norms are kept while the loop runs; the square roots are taken once, when the
+recording ends. A fault in this code stops the history (noted in ``error``), never the user's
+program.
 
 ``history_rows(trace)`` gives the numbers to Python (``Trace.history``), ``history_json`` to
 the trace JSON (docs/trace-schema.md, ``history``).
@@ -43,14 +58,19 @@ from nbgrad.autograd import observe, reading
 
 COLUMNS = ("step", "parameter", "tensor", "grad_norm", "update_norm", "value_norm")
 
+# Parameters of up to this many elements are read in the pass's batch; larger ones alone, where
+# a NumPy call's fixed cost is small beside its work and their own dtype keeps the traffic low.
+BATCH_LIMIT = 4096
+# A batch measures its passes every ROWS passes at most, its copies taking ROWS_BYTES at most.
+ROWS = 64
+ROWS_BYTES = 4 * 2**20
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _squared_norm(array):
-    """The squared L2 norm of an array, as a Python float (NaN and inf pass through). float32
-    and float64, nearly every parameter, take one BLAS dot product over a flat view."""
-    flat = array.reshape(-1)
+def _squared_norm(flat):
+    """The squared L2 norm of a flat array, as a Python float (NaN and inf pass through).
+    float32 and float64, nearly every parameter, take one BLAS dot product."""
     if flat.dtype in _FAST:
         return float(np.dot(flat, flat))
     kind = flat.dtype.kind
@@ -62,22 +82,17 @@ def _squared_norm(array):
     return float(np.dot(flat, flat))
 
 
-def _norm(array):
-    return math.sqrt(_squared_norm(np.asarray(array)))
-
-
 class _Parameter:
-    """One parameter's numbers, step by step, and what is needed to measure the next update."""
+    """One watched parameter: its numbers so far, and its values at its last step."""
 
     __slots__ = (
         "ref",
         "records",
         "steps",
-        "grad_norm",
-        "value_norm",
-        "update_norm",
+        "grad_squared",
+        "change_squared",
+        "value_squared",
         "previous",
-        "previous_finite",
         "view",
     )
 
@@ -85,67 +100,143 @@ class _Parameter:
         self.ref = weakref.ref(leaf)
         # its TensorRecords, one per recorded value that received a grad (and the newest)
         self.records = [record] if record is not None else []
+        # Per step, squared norms: of the grad, of the values, and of the change of the values
+        # since the parameter's step before (NaN at its first step, or when it was resized).
+        # _Finished turns them into the three norms. While the parameter is in a _Batch, the
+        # batch keeps copies of its last passes and hands their numbers over later (measure).
         self.steps = []
-        self.grad_norm = []
-        self.value_norm = []
-        self.update_norm = []  # one shorter than steps until the next pass (or the end)
-        self.previous = None  # a copy of the values at its last step
-        self.previous_finite = True  # whether every one of those values was finite
+        self.grad_squared = []
+        self.change_squared = []
+        self.value_squared = []
+        # Its values at its last step, flat: its own copy when read alone, its segment of the
+        # batch's float64 copy when read in a batch.
+        self.previous = None
         self.view = None  # PyTorch: (data_ptr, NumPy view of the leaf's memory), read again
 
-    def sample(self, step, values, grad):
-        """The numbers of ``step``: ``values`` the leaf's array now, ``grad`` its .grad's."""
-        steps = self.steps
-        if steps and steps[-1] == step:
-            return  # read already in this pass
-        # Every pass of a loop comes here for every parameter: the common case (float32 or
-        # float64, C order) is written out, one BLAS dot product per norm over a flat view.
-        flat = values.reshape(-1)
-        fast = flat.dtype in _FAST
-        squared = float(np.dot(flat, flat)) if fast else _squared_norm(flat)
+    def read_alone(self, step, values, grad):
+        """The numbers of ``step`` from the parameter's own arrays, in their own dtype."""
+        values = values.reshape(-1)  # C order: compared element by element with the last step
+        value_squared = _squared_norm(values)
         previous = self.previous
-        if previous is not None:
-            if previous.shape == flat.shape and previous.dtype == flat.dtype:
-                # The copy becomes the change, then the copy of the new values: three passes
-                # over the array, none allocated (benchmarks/record_history.py).
-                if math.isfinite(squared) and self.previous_finite:
-                    np.subtract(flat, previous, out=previous)
-                else:  # inf - inf: NaN, said by the norm, not by a NumPy warning
-                    with np.errstate(all="ignore"):
-                        np.subtract(flat, previous, out=previous)
-                change = float(np.dot(previous, previous)) if fast else _squared_norm(previous)
-                self.update_norm.append(math.sqrt(change))
-                np.copyto(previous, flat)
-            else:  # resized in place: no meaningful difference
-                self.update_norm.append(math.nan)
-                self.previous = flat.copy()
-        else:
-            self.previous = flat.copy()
-        self.previous_finite = math.isfinite(squared)
-        steps.append(step)
-        self.value_norm.append(math.sqrt(squared))
-        if grad is None:
-            self.grad_norm.append(math.nan)
-        else:
-            grad_flat = grad.reshape(-1)
-            squared = (
-                float(np.dot(grad_flat, grad_flat))
-                if grad_flat.dtype in _FAST
-                else _squared_norm(grad_flat)
-            )
-            self.grad_norm.append(math.sqrt(squared))
+        if previous is None or previous.size != values.size:
+            change_squared = math.nan  # its first step, or resized in place: no difference
+            self.previous = values.copy()
+        elif previous.dtype == values.dtype:
+            # The copy becomes the change, then the copy of the new values: three passes over
+            # the array, none allocated. Finite norms, now and at the step before, mean finite
+            # values and no overflow: no NumPy warning to silence (np.errstate costs a
+            # microsecond or two).
+            before = self.value_squared[-1] if self.value_squared else math.nan
+            if math.isfinite(value_squared) and math.isfinite(before):
+                np.subtract(values, previous, out=previous)
+            else:
+                with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm
+                    np.subtract(values, previous, out=previous)
+            change_squared = _squared_norm(previous)
+            np.copyto(previous, values)
+        else:  # its dtype changed, or it was in a batch: compared exactly, then copied anew
+            change_squared = _squared_norm(_difference(values, previous))
+            self.previous = values.copy()
+        grad_squared = _squared_norm(grad.ravel(order="K"))  # in memory order: never a copy
+        self.steps.append(step)
+        self.grad_squared.append(grad_squared)
+        self.change_squared.append(change_squared)
+        self.value_squared.append(value_squared)
 
     def close(self, values):
-        """The recording ends: the update after the last step, if the leaf still lives."""
+        """The recording ends: the change after the last step, from ``values`` (the leaf's
+        array now, or None when the leaf is gone or cannot be read)."""
+        if not self.steps:
+            return
         previous = self.previous
-        if previous is not None and len(self.update_norm) < len(self.steps):
-            same = values is not None and values.size == previous.size
-            change = None
-            if same:
-                with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm
-                    change = np.subtract(values.reshape(-1), previous, dtype=np.float64)
-            self.update_norm.append(_norm(change) if same else math.nan)
+        change_squared = math.nan
+        if values is not None and previous is not None and values.size == previous.size:
+            change_squared = _squared_norm(_difference(values.reshape(-1), previous))
+        self.change_squared.append(change_squared)
         self.previous = None
+
+
+def _difference(values, previous):
+    """``values - previous`` in float64 at least (complex stays complex); inf - inf is NaN,
+    said by the norm, not by a NumPy warning."""
+    with np.errstate(all="ignore"):
+        return np.subtract(values, previous, dtype=np.result_type(values, previous, np.float64))
+
+
+def _missing_grad(values):
+    """What a parameter reached by a pass but with no .grad reads as: NaN, of its shape."""
+    return np.full(values.shape, math.nan)
+
+
+class _Batch:
+    """The small parameters of a pass, read together. Kept from pass to pass while the same
+    parameters, of the same sizes, come in the same order (a training loop); made again
+    otherwise.
+
+    A pass only copies their values and grads, one NumPy call for all of them, into the next
+    row of ``rows`` (float64). Each row has three parts, each with one segment per parameter,
+    in order: their values, their grads, and (filled by ``measure``) the change of their values
+    since the pass before. Every ``capacity`` passes, and when the batch is replaced or the
+    recording ends, ``measure`` takes the norms of all the passes copied since, with five NumPy
+    calls for all of them: the changes are differences of consecutive rows, and one
+    ``np.add.reduceat`` over the squares sums every segment of every row. Row 0 holds the
+    values of the last pass measured: each parameter's ``previous`` is its segment of it."""
+
+    def __init__(self, parameters, values):
+        self.parameters = parameters
+        self.sizes = [array.size for array in values]
+        self.total = total = sum(self.sizes)
+        self.capacity = max(1, min(ROWS, ROWS_BYTES // (8 * 3 * total)))
+        self.rows = np.empty((self.capacity + 1, 3 * total))
+        # where each pass's values and grads are copied: row 1, 2, ... (views made once)
+        self.copies = [row[: 2 * total] for row in self.rows[1:]]
+        self.steps = []  # of the passes copied and not measured yet
+        starts = np.cumsum([0, *self.sizes[:-1]])
+        self.starts = np.concatenate([starts, starts + total, starts + 2 * total])
+        # The positions of the parameters with no values to compare with, at the first pass.
+        self.first = []
+        for position, (parameter, start, size) in enumerate(
+            zip(parameters, starts, self.sizes, strict=True)
+        ):
+            segment = self.rows[0, start : start + size]
+            previous = parameter.previous
+            if previous is not None and previous.size == size and previous.dtype.kind == "f":
+                segment[...] = previous
+            else:
+                segment[...] = 0.0
+                self.first.append(position)
+            parameter.previous = segment
+
+    def read(self, step, values, grads):
+        """Copy the values and grads of ``step`` (the parameters' arrays, in order)."""
+        if len(self.steps) == self.capacity:
+            self.measure()
+        np.concatenate(values + grads, axis=None, out=self.copies[len(self.steps)])
+        self.steps.append(step)
+
+    def measure(self):
+        """The numbers of the passes copied since the last time, handed to the parameters."""
+        count, total = len(self.steps), self.total
+        if not count:
+            return
+        passes = self.rows[1 : count + 1]
+        # inf - inf, overflowing squares: said by the numbers (NaN, inf), not NumPy warnings
+        with np.errstate(all="ignore"):
+            np.subtract(passes[:, :total], self.rows[:count, :total], out=passes[:, 2 * total :])
+            self.rows[0, :total] = passes[-1, :total]  # the values to compare the next with
+            np.square(passes, out=passes)
+            sums = np.add.reduceat(passes, self.starts, axis=1)
+        number = len(self.parameters)
+        if self.first:  # their first pass: no change to measure
+            sums[0, [2 * number + position for position in self.first]] = math.nan
+            self.first = []
+        columns = sums.T.tolist()
+        for position, parameter in enumerate(self.parameters):
+            parameter.steps.extend(self.steps)
+            parameter.value_squared.extend(columns[position])
+            parameter.grad_squared.extend(columns[number + position])
+            parameter.change_squared.extend(columns[2 * number + position])
+        self.steps = []
 
 
 class ParameterHistory:
@@ -163,12 +254,13 @@ class ParameterHistory:
 
 
 class _HistoryTracker:
-    """The engine-neutral part: the watched parameters and the step count."""
+    """The engine-neutral part: the watched parameters, the step count, reading a pass."""
 
     def __init__(self):
         self._watched = {}  # id(leaf) -> _Parameter
         self._step = -1
-        self._last_pass = None  # the key of the pass the last sample came from
+        self._last_pass = None  # the key of the pass the last step came from
+        self._batch = None  # the _Batch of the last pass that had small parameters
         self.error = None
 
     def watch(self, leaf, record):
@@ -190,6 +282,42 @@ class _HistoryTracker:
             self._step += 1
         return self._step
 
+    def _read_pass(self, pass_key, leaves):
+        """Read the watched parameters among ``leaves``, the leaves the pass ``pass_key`` (just
+        ended) summed a gradient into: the small ones in one batch, the others one by one."""
+        batched, batched_values, batched_grads, alone = [], [], [], []
+        watched = self._watched
+        for leaf in leaves:
+            parameter = watched.get(id(leaf))
+            if parameter is None or parameter.ref() is not leaf:
+                continue
+            values, grad = self._arrays(parameter, leaf)
+            small = 0 < values.size <= BATCH_LIMIT and grad.size == values.size
+            if small and values.dtype.kind == "f" and grad.dtype.kind == "f":
+                batched.append(parameter)
+                batched_values.append(values)
+                batched_grads.append(grad)
+            else:  # large, complex, empty
+                alone.append((parameter, values, grad))
+        if not batched and not alone:
+            return
+        step = self._step_of(pass_key)
+        batch = self._batch
+        if (
+            batch is None
+            or batch.parameters != batched
+            or batch.sizes != [array.size for array in batched_values]
+        ):
+            # Others than last time: the old batch hands over its numbers first, so that
+            # a parameter's steps stay in order.
+            if batch is not None:
+                batch.measure()
+            batch = self._batch = _Batch(batched, batched_values) if batched else None
+        if batch is not None:
+            batch.read(step, batched_values, batched_grads)
+        for parameter, values, grad in alone:
+            parameter.read_alone(step, values, grad)
+
     def _failed(self, error):
         self.error = f"the history failed and stopped: {type(error).__name__}: {error}"
         self.stop()
@@ -199,6 +327,12 @@ class _HistoryTracker:
         when no parameter was watched). ``recorder_tensors`` is the recorder's map id(tensor)
         -> (weakref, latest record): a parameter still alive is named by its newest record."""
         self.stop()
+        if self._batch is not None:
+            try:
+                self._batch.measure()
+            except Exception as error:  # noqa: BLE001 - its last passes are lost, said in error
+                self.error = self.error or f"the history failed: {type(error).__name__}: {error}"
+            self._batch = None
         parameters = []
         for key, parameter in self._watched.items():
             leaf = parameter.ref()
@@ -222,10 +356,14 @@ class _HistoryTracker:
         return ParameterHistory(parameters, self.error)
 
 
+def _roots(squares):
+    return np.sqrt(np.array(squares, dtype=np.float64)).tolist()
+
+
 class _Finished:
     """One parameter's history once the recording has ended (no engine object kept):
     ``record`` its newest TensorRecord (None if the recording kept none), ``tensors`` the ids
-    of its records in the trace, oldest first."""
+    of its records in the trace, oldest first, and its numbers step by step."""
 
     __slots__ = ("record", "tensors", "steps", "grad_norm", "update_norm", "value_norm")
 
@@ -234,9 +372,11 @@ class _Finished:
         self.record = records[-1] if records else None
         self.tensors = [record.id for record in records]
         self.steps = parameter.steps
-        self.grad_norm = parameter.grad_norm
-        self.update_norm = parameter.update_norm
-        self.value_norm = parameter.value_norm
+        self.grad_norm = _roots(parameter.grad_squared)
+        self.value_norm = _roots(parameter.value_squared)
+        # The change measured at a step is the update after the parameter's step before it
+        # (the change measured at its first step is nothing's; close() measured the last).
+        self.update_norm = _roots(parameter.change_squared[1:])
 
     @property
     def name(self):
@@ -271,6 +411,11 @@ class NbgradHistory(_HistoryTracker):
     def _values(self, leaf):
         return reading.values(leaf)
 
+    def _arrays(self, parameter, leaf):
+        """The leaf's values and its .grad's, as NumPy arrays (NaN for a missing grad)."""
+        values, grad = reading.values(leaf), reading.grad(leaf)
+        return values, _missing_grad(values) if grad is None else reading.values(grad)
+
     def _on_accumulate(self, leaf, grad, total):
         if self._depth:
             self._reached[id(leaf)] = leaf
@@ -284,27 +429,15 @@ class NbgradHistory(_HistoryTracker):
                 return
             self._depth = max(self._depth - 1, 0)
             if self._depth == 0 and self._reached:
-                self._read_reached()
+                reached, self._reached = self._reached, {}
+                self._read_pass(self._passes, reached.values())
         except Exception as error:  # a fault here must not break the user's program
             self._failed(error)
 
-    def _read_reached(self):
-        reached, self._reached = self._reached, {}
-        step = None
-        for key, leaf in reached.items():
-            parameter = self._watched.get(key)
-            if parameter is None or parameter.ref() is not leaf:
-                continue
-            if step is None:
-                step = self._step_of(self._passes)
-            grad = reading.grad(leaf)
-            parameter.sample(
-                step, reading.values(leaf), None if grad is None else reading.values(grad)
-            )
-
 
 class TorchHistory(_HistoryTracker):
-    """Watches real PyTorch through a post-accumulate-grad hook on each parameter."""
+    """Watches real PyTorch: a post-accumulate-grad hook on each parameter notes it, and the
+    parameters a pass reached are read when PyTorch's engine ends that pass."""
 
     def __init__(self):
         import torch
@@ -313,9 +446,11 @@ class TorchHistory(_HistoryTracker):
 
         super().__init__()
         self._handles = []
+        self._reached = {}  # graph task id -> {id(leaf): leaf} of a pass not ended yet
         # Looked up once: the hook runs for every parameter of every pass.
         self._no_torch_function = torch._C.DisableTorchFunction
         self._graph_task_id = torch._C._current_graph_task_id
+        self._queue_callback = torch.autograd.Variable._execution_engine.queue_callback
         self._array_of = array_of
 
     def start(self):
@@ -325,6 +460,7 @@ class TorchHistory(_HistoryTracker):
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        self._reached = {}
 
     def _values(self, leaf):
         with self._no_torch_function():
@@ -332,7 +468,7 @@ class TorchHistory(_HistoryTracker):
 
     def _started_watching(self, leaf):
         # Watched from inside the pass that reached it (the recorder's AccumulateGrad hook),
-        # after PyTorch ran the post-accumulate hooks of that pass: this pass is read now.
+        # after PyTorch ran the post-accumulate hooks of that pass: noted for this pass now.
         self._handles.append(leaf.register_post_accumulate_grad_hook(self._on_accumulated))
         self._on_accumulated(leaf)
 
@@ -342,24 +478,38 @@ class TorchHistory(_HistoryTracker):
         The view keeps that memory alive, so its address cannot be another tensor's."""
         address = leaf.data_ptr()
         view = parameter.view
-        if view is not None and view[0] == address and view[1].shape == tuple(leaf.shape):
+        if view is not None and view[0] == address and view[1].shape == leaf.shape:
             return view[1]
         values = self._array_of(leaf)
         if values.ctypes.data == address:  # on the leaf's memory, not a converted copy
             parameter.view = (address, values)
         return values
 
+    def _arrays(self, parameter, leaf):
+        """The leaf's values and its .grad's, as NumPy arrays (NaN for a missing grad)."""
+        values, grad = self._leaf_values(parameter, leaf), leaf.grad
+        return values, _missing_grad(values) if grad is None else self._array_of(grad)
+
     def _on_accumulated(self, leaf):
         try:
-            parameter = self._watched.get(id(leaf))
-            if parameter is None or parameter.ref() is not leaf or self.error is not None:
-                return
-            # Read with no mode: the recorder's mode must not see these reads as operations.
-            with self._no_torch_function():
-                step = self._step_of(self._graph_task_id())
-                grad = leaf.grad
-                values = self._leaf_values(parameter, leaf)
-                parameter.sample(step, values, None if grad is None else self._array_of(grad))
+            task = self._graph_task_id()
+            if task < 0 or self.error is not None:
+                return  # outside a backward pass (nothing to read), or stopped
+            reached = self._reached.get(task)
+            if reached is None:  # the pass's first parameter: be called when it ends
+                reached = self._reached[task] = {}
+                self._queue_callback(lambda: self._pass_ended(task))
+            reached[id(leaf)] = leaf
+        except Exception as error:  # a fault here must not break the user's program
+            self._failed(error)
+
+    def _pass_ended(self, task):
+        try:
+            reached = self._reached.pop(task, None)
+            if reached and self.error is None:
+                # Read with no mode: the recorder's mode must not see these reads as operations.
+                with self._no_torch_function():
+                    self._read_pass(task, reached.values())
         except Exception as error:  # a fault here must not break the user's program
             self._failed(error)
 

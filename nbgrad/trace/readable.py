@@ -2,13 +2,13 @@
 
 The op table (``nbgrad/ops/derivatives.py``) writes each input's gradient as Python over
 ``grad`` and the names the node saved, calling the helpers of ``formula_math``:
-``0 * grad if exponent == 0 else grad * exponent * power(self, exponent - 1)``. That text runs;
-it does not read as math. ``readable(...)`` parses it with ``ast`` and, knowing what this node
-saved (``exponent`` is 2), rewrites it exactly: constants put in, conditions decided, trivial
-factors dropped (``* 1``, ``** 1``, ``0 * grad`` is 0), helper calls turned into math
-(``matrix_t(W)`` is Wᵀ, ``sum_to(g, s)`` is "g summed to shape s"). What has no exact rewrite
-is described in words ("computed by NativeLayerNormBackward0 from ∂L/∂out, input, ..."), never
-shown as the helper's name.
+``0 * grad if exponent == 0 else grad * scalar_times(exponent, power(self, exponent - 1.0))``.
+That text runs; it does not read as math. ``readable(...)`` parses it with ``ast`` and, knowing
+what this node saved (``exponent`` is 2), rewrites it exactly: constants put in, conditions
+decided, trivial factors dropped (``* 1``, ``** 1``, ``0 * grad`` is 0), helper calls turned
+into math (``matrix_t(W)`` is Wᵀ, ``sum_to(g, s)`` is "g summed to shape s"). What has no
+exact rewrite is described in words ("computed by NativeLayerNormBackward0 from ∂L/∂out, input,
+..."), never shown as the helper's name.
 
 The result is a small tree of JSON lists (the trace's ``readable`` table, docs/trace-schema.md)
 that the widget typesets as MathML with the program's names, and also reads as plain text:
@@ -852,6 +852,10 @@ def _swap_last(r, args):
     return ["T", r.tree(args[0])]
 
 
+def _scalar_times(r, args):  # a Python number times a tensor (ATen's Scalar overload)
+    return _product(r.tree(args[0]), r.tree(args[1]))
+
+
 _REWRITES = {
     "matrix_t": _transpose_last,
     "swap_last": _swap_last,
@@ -890,6 +894,7 @@ _REWRITES = {
     "mse_loss_backward": _mse_loss_backward,
     "channel_sum": _channel_sum,
     "norm_backward": _norm_backward,
+    "scalar_times": _scalar_times,
 }
 
 

@@ -179,15 +179,23 @@ class Recorder(BaseRecorder):
         backward_pass = running[-1] if running else None
 
         in_place = bool(outputs) and bool(inputs) and outputs[0] is inputs[0]
+        known_tensors = self._tensors
         input_records = []
         for position, value in enumerate(inputs):
             if type(value) in _NUMBERS:
                 input_records.append(value)
             elif isinstance(value, Tensor):
+                entry = known_tensors.get(id(value))
                 if in_place and position == 0:
                     record = self._value_before_inplace(value)
+                elif (
+                    entry is not None
+                    and entry[0]() is value
+                    and entry[1].version == reading.version(value)
+                ):
+                    record = entry[1]  # ``_record_of``, written out: every input comes here
                 else:
-                    record = self._record_of(value)
+                    record = self._new_tensor(value)
                 if node is not None and record.value is None and record in self._pending:
                     # Read by autograd now: its value is part of the graph, keep it.
                     record.value = snapshot(reading.values(value), self.policy)
@@ -246,8 +254,7 @@ class Recorder(BaseRecorder):
                 record.output_nr = tensor.output_nr
                 if tensor.grad_fn is node:
                     record.grad_fn = node_record
-                    if not tensor.retains_grad:
-                        tensor.retain_grad()  # every intermediate keeps its grad (issue 4)
+                    tensor.retain_grad()  # every intermediate keeps its grad (issue 4); once
             op.outputs.append(record)
         if node_record is not None:
             if is_function_call:
@@ -389,20 +396,22 @@ class Recorder(BaseRecorder):
         self.trace.nodes.append(record)
         self._nodes[id(node)] = (weakref.ref(node), record)
         record.op = op
-        note_backward_source(self.trace, node)
+        if isinstance(node, TableNode):  # nearly every node: an op of the formula table
+            record.observed = op is not None
+            spec = node.spec
+            record.op_name = spec.name
+            record.inputs = spec.inputs
+            record.formulas = self._formulas_of(spec)["grads"]
+            if op is None:
+                self._note_saved(record, node, None, None)
+            return record
+        note_backward_source(self.trace, node)  # a custom Function's node: its backward's text
         if type(node) is AccumulateGrad:
             record.variable = self._record_of(node.variable)
             self._leaf_of_accumulator[record] = weakref.ref(node.variable)
         else:
             record.observed = op is not None
-            if isinstance(node, TableNode):
-                spec = node.spec
-                record.op_name = spec.name
-                record.inputs = spec.inputs
-                record.formulas = self._formulas_of(spec)["grads"]
-                if op is None:
-                    self._note_saved(record, node, None, None)
-            elif type(node) is views.CopySlices:
+            if type(node) is views.CopySlices:
                 self._note_copy_slices_formulas(record, node)
         return record
 
@@ -558,9 +567,9 @@ class Recorder(BaseRecorder):
         (it checks that nothing else refers to it)."""
         if grad is None:
             return None
-        array = reading.values(grad) if isinstance(grad, Tensor) else grad
-        if not isinstance(array, np.ndarray):
-            array = np.asarray(array)
+        array = grad
+        if type(array) is not np.ndarray:
+            array = reading.values(grad) if isinstance(grad, Tensor) else np.asarray(grad)
         key = id(array)
         hit = self._grad_snapshots.get(key)
         if hit is not None and hit[0]() is array:

@@ -59,6 +59,13 @@ from nbgrad.trace.torch_bridge import (
 from nbgrad.trace.trace import Accumulation, NodeRecord, OpRecord, TensorRecord
 from nbgrad.trace.values import keep_plain, snapshot
 
+
+def _version(tensor):
+    """``tensor._version``; an inference tensor has none (PyTorch raises on reading it): 0, as
+    it had when made (a write to it inside inference mode is not seen as a new version)."""
+    return 0 if tensor.is_inference() else tensor._version
+
+
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # Frames in these files only carry a call from the user's expression to PyTorch's C++ (the op
 # is the value of that expression). torch/nn/modules is not among them: an op run inside a
@@ -272,7 +279,7 @@ class TorchRecorder(BaseRecorder):
             return self._run_pass(func, kind.kind, args, kwargs)
         name = kind
         first = args[0] if args else None
-        version_before = first._version if isinstance(first, torch.Tensor) else None
+        version_before = _version(first) if isinstance(first, torch.Tensor) else None
         try:
             result = func(*args, **kwargs)
         except Exception as error:
@@ -324,7 +331,7 @@ class TorchRecorder(BaseRecorder):
         if not tensor_inputs:
             return  # a tensor made from numbers (torch.ones): a constant where it is used
         first = inputs[0]
-        in_place = outputs[0] is first and first._version != version_before
+        in_place = outputs[0] is first and _version(first) != version_before
         if not in_place and _handed_back(outputs, tensor_inputs):
             return  # an input handed back unchanged (``x.to(x.dtype)``)
         if in_place and not torch.is_grad_enabled() and id(first) not in self._tensors:
@@ -424,7 +431,7 @@ class TorchRecorder(BaseRecorder):
         entry = self._tensors.get(id(tensor))
         if entry is not None and entry[0]() is tensor:
             record = entry[1]
-            if record.version == tensor._version:
+            if record.version == _version(tensor):
                 if record.grad_fn is not None or tensor.grad_fn is None:
                     return record
                 if is_custom_function_node(tensor.grad_fn):
@@ -436,7 +443,7 @@ class TorchRecorder(BaseRecorder):
         return record
 
     def _new_tensor(self, tensor, op=None, take_value=True):
-        version = tensor._version
+        version = _version(tensor)
         grad_fn = tensor.grad_fn
         trace = self.trace
         dtype = tensor.dtype
@@ -478,10 +485,10 @@ class TorchRecorder(BaseRecorder):
     def _saved_record(self, tensor):
         """The record of a tensor a node saved: the very tensor, or one on its memory."""
         entry = self._tensors.get(id(tensor))
-        if entry is not None and entry[0]() is tensor and entry[1].version == tensor._version:
+        if entry is not None and entry[0]() is tensor and entry[1].version == _version(tensor):
             return entry[1]
         record = self._by_storage.get(storage_key(tensor))
-        if record is not None and record.version == tensor._version:
+        if record is not None and record.version == _version(tensor):
             return record
         return None
 
@@ -722,7 +729,7 @@ class TorchRecorder(BaseRecorder):
             if came is None:
                 continue
             total_value = snapshot(array_of(total), self.policy)
-            kept = (weakref.ref(total), total._version, total_value)
+            kept = (weakref.ref(total), _version(total), total_value)
             self._last_totals[record] = kept
             self._accumulations.append(
                 Accumulation(record, backward_pass.index, None, came, total_value)
@@ -769,7 +776,7 @@ class TorchRecorder(BaseRecorder):
         ):
             return func(*args, **kwargs)
         first = args[0] if args else None
-        version_before = first._version if isinstance(first, torch.Tensor) else None
+        version_before = _version(first) if isinstance(first, torch.Tensor) else None
         result = func(*args, **kwargs)
         self._unresolved = (func.overloadpacket.__name__, args, kwargs, result, version_before)
         return result
@@ -834,7 +841,7 @@ class TorchRecorder(BaseRecorder):
         record = self._record_of(leaf)
         if self._history is not None and leaf.is_leaf:
             self._history.watch(leaf, record)
-        kept = (weakref.ref(total), total._version, total_value)
+        kept = (weakref.ref(total), _version(total), total_value)
         self._last_totals[record] = kept
         self._known_grads[id(total)] = kept  # ``p.grad`` read next (an optimizer step)
         self._accumulations.append(
@@ -847,7 +854,7 @@ class TorchRecorder(BaseRecorder):
         # The same grad sent along an edge and received by the next node is snapshotted once,
         # unless PyTorch summed another into it in place meanwhile (a tensor used twice).
         hit = self._grad_snapshots.get(id(grad))
-        version = grad._version
+        version = _version(grad)
         if hit is not None and hit[0]() is grad and hit[1] == version:
             return hit[2]
         value = snapshot(array_of(grad), self.policy)
@@ -865,7 +872,7 @@ class TorchRecorder(BaseRecorder):
             tensor = ref()
             if tensor is None:
                 continue
-            if record in self._pending and record.version == tensor._version:
+            if record in self._pending and record.version == _version(tensor):
                 record.value = snapshot(array_of(tensor), self.policy)
             grad = tensor.grad if (tensor.is_leaf or tensor.retains_grad) else None
             if grad is None:
@@ -874,9 +881,9 @@ class TorchRecorder(BaseRecorder):
             # it changed since (a later unrecorded pass, an in-place change).
             last = self._last_totals.get(record)
             received = single_grad_received(record)
-            if last is not None and last[0]() is grad and last[1] == grad._version:
+            if last is not None and last[0]() is grad and last[1] == _version(grad):
                 record.grad = last[2]
-            elif received is not None and grad._version == 0 and not self._passes_after(record):
+            elif received is not None and _version(grad) == 0 and not self._passes_after(record):
                 record.grad = received
             else:
                 record.grad = snapshot(array_of(grad), self.policy)

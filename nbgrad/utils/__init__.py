@@ -1,3 +1,4 @@
-"""nbgrad.utils: helpers around the engine, as torch.utils (``data``: data sets and loaders)."""
+"""nbgrad.utils: helpers around the engine, as torch.utils (``data``: data sets and loaders;
+``checkpoint``: activation checkpointing)."""
 
-from nbgrad.utils import data
+from nbgrad.utils import checkpoint, data

@@ -21,6 +21,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     finite_difference,
     float_parts,
     folding,
+    grid_sample,
     histogram,
     indexing,
     inplace,
@@ -33,6 +34,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     linalg_lu,
     linalg_more,
     more_elementwise,
+    native_dropout,
     nn_extra,
     quantile,
     reductions,
@@ -41,11 +43,13 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     renorm,
     sampling,
     scatter,
+    scatter_reduce,
     scatter_views,
     selection,
     shapes,
     shapes_more,
     special,
+    unique,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them
 from nbgrad.ops.functions.reductions import vector_norm  # nbgrad.linalg.norm

@@ -87,6 +87,14 @@ def transpose_(input, dim0, dim1):  # noqa: A002
     return _reshape_in_place(input, OPS["transpose_inplace"], (dim0, dim1))
 
 
+@public(method=True)
+def as_strided_(input, size, stride, storage_offset=None):  # noqa: A002
+    from nbgrad.ops.functions.shapes import as_strided_arguments
+
+    attrs = as_strided_arguments(input, size, stride, storage_offset)
+    return _reshape_in_place(input, OPS["as_strided_inplace"], attrs)
+
+
 @public(function=True)
 def fill(input, value):  # noqa: A002
     _check_tensor(input)

@@ -171,7 +171,7 @@ def matrix_rank(A, tol=None, *, atol=None, rtol=None, hermitian=False):  # noqa:
         atol, rtol = tol, 0.0
     a = A._data
     if a.size == 0:
-        return Tensor._make(np.zeros(a.shape[:-2], np.int64))
+        return _counted(Tensor._make(np.zeros(a.shape[:-2], np.int64)))
     if hermitian:
         values = np.abs(np.linalg.eigvalsh(a))
     else:
@@ -185,7 +185,13 @@ def matrix_rank(A, tol=None, *, atol=None, rtol=None, hermitian=False):  # noqa:
     threshold = np.maximum(
         np.asarray(atol_value)[..., None], np.asarray(rtol_value)[..., None] * largest
     )
-    return Tensor._make(np.asarray((values > threshold).sum(-1), np.int64))
+    return _counted(Tensor._make(np.asarray((values > threshold).sum(-1), np.int64)))
+
+
+def _counted(rank):
+    # PyTorch counts into its result with an in-place sum (``out=``): ``_version`` 1
+    rank._version_counter.value = 1
+    return rank
 
 
 def _tolerance(value, default):

@@ -283,6 +283,13 @@ def narrow(input, dim, start, length):  # noqa: A002
 def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
     """A view of ``input``'s storage (the memory of the tensor it is a view of, or its own)
     with the given geometry, in elements; by default from where ``input`` itself starts."""
+    return run_op(
+        OPS["as_strided"], (input,), as_strided_arguments(input, size, stride, storage_offset)
+    )
+
+
+def as_strided_arguments(input, size, stride, storage_offset):  # noqa: A002
+    """as_strided's checks; its attrs (size, stride, storage_offset, the input's geometry)."""
     size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -306,7 +313,7 @@ def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
             f"{offset}, and itemsize {itemsize} requiring a storage size of "
             f"{needed * itemsize} are out of bounds for storage of size {available * itemsize}"
         )
-    return run_op(OPS["as_strided"], (input,), (size, stride, storage_offset, geometry))
+    return size, stride, storage_offset, geometry
 
 
 @public(function=True, method=True)

@@ -2504,7 +2504,7 @@ op("native_dropout", "NativeDropoutBackward0", ("input",),
            (0.0 if p == 1 else 1.0 / (1.0 - p)) if train is not False else 1.0),
        keep),
    attrs=("p", "train", "keep"), extra_outputs=("result1",), saves=("p", "result1", "train"),
-   hidden=("train",))
+   hidden=("train",), layout="like_self")
 
 # --- the losses' and embedding's backward functions, as ops (create_graph twice) ---------------
 # Their forwards are the functions the loss formulas already call; declared here, a gradient of

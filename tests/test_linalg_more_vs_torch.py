@@ -528,3 +528,46 @@ def test_matrix_rank_matches_pytorch(torch):
             rank = eval(call, {"T": T, "A": A})  # noqa: S307
             results.append((rank.tolist(), str(rank.dtype), rank.requires_grad, rank.grad_fn))
         assert results[0] == results[1], call
+
+
+EMPTY_BATCH_CALLS = [
+    "det",
+    "slogdet",
+    "inv",
+    "cholesky",
+    "eigh",
+    "qr",
+    "svd",
+    "solve",
+    "matrix_exp",
+    "lu_factor",
+    "pinv",
+    "matrix_norm",
+    "lstsq",
+]
+
+
+def _empty_batches(T):
+    """Each call on a batch of two 0x0 matrices and on an empty batch of 3x3 ones: output
+    shapes, and the gradient of their sum."""
+    seen = {}
+    for shape in ((2, 0, 0), (0, 3, 3)):
+        for name in EMPTY_BATCH_CALLS:
+            x = T.zeros(shape, dtype=T.float64, requires_grad=True)
+            function = getattr(T.linalg, name)
+            outputs = function(x, x) if name in ("solve", "lstsq") else function(x)
+            outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+            floating = [o for o in outputs if o.is_floating_point() and o.requires_grad]
+            sum(o.sum() for o in floating).backward()
+            seen[name, shape] = ([tuple(o.shape) for o in outputs], tuple(x.grad.shape))
+    return seen
+
+
+def test_linalg_on_empty_batches():
+    seen = _empty_batches(nbgrad)
+    assert seen["det", (2, 0, 0)] == ([(2,)], (2, 0, 0))
+    assert seen["inv", (0, 3, 3)] == ([(0, 3, 3)], (0, 3, 3))
+
+
+def test_linalg_on_empty_batches_as_pytorchs(torch):
+    assert _empty_batches(nbgrad) == _empty_batches(torch)

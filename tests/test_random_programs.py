@@ -188,6 +188,8 @@ def check_same_saved(mine, real, context, tolerance=(RTOL, ATOL)):
     for name, value in theirs.items():
         if (type(real).__name__, name) in OPAQUE_SAVES:
             continue
+        if name == "_saved_storage_offset" and 0 in theirs.get("_saved_size", ()):
+            continue  # where an empty view starts is NumPy's: it keeps no offset (README)
         if isinstance(value, tuple) and value[:1] == ("tensor",):
             assert isinstance(ours[name], tuple) and ours[name][0] == "tensor", f"{name}\n{context}"
             np.testing.assert_allclose(ours[name][1], value[1], *tolerance, err_msg=context)

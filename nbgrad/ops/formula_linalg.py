@@ -10,6 +10,7 @@ formulas are FunctionsManual.cpp's, for real inputs.
 """
 
 import functools
+import math
 
 import numpy as np
 
@@ -21,12 +22,19 @@ def column_major(a):
     return np.swapaxes(np.ascontiguousarray(np.swapaxes(a, -1, -2)), -1, -2)
 
 
+def matrix_batch(a):
+    """``a`` of shape (..., m, n) as one (count, m, n) array (a view when NumPy can make one).
+    The count comes from the batch's shape: a reshape to -1 cannot infer it for a batch of
+    empty matrices."""
+    return a.reshape(math.prod(a.shape[:-2]), *a.shape[-2:])
+
+
 def lu_factor(a):
     """LAPACK getrf on a batch: ``(LU, pivots, info)``, pivots 1-based int32, info the 1-based
     position of the first zero pivot (0 if none), per matrix."""
     n = a.shape[-1]
     batch = a.shape[:-2]
-    lu = np.array(a, dtype=a.dtype, copy=True).reshape(-1, n, n)
+    lu = matrix_batch(np.array(a, dtype=a.dtype, copy=True))
     count = lu.shape[0]
     pivots = np.zeros((count, n), np.int32)
     info = np.zeros(count, np.int32)

@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-from nbgrad.ops.formula_linalg import _Arrays, _pinv_backward, _Tensors
+from nbgrad.ops.formula_linalg import _Arrays, _pinv_backward, _Tensors, matrix_batch
 
 DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
@@ -37,7 +37,7 @@ def solve_least_squares(a, b, rcond):
     a = np.broadcast_to(a, (*batch, *a.shape[-2:]))
     b = np.broadcast_to(b, (*batch, *b.shape[-2:]))
     m, n = a.shape[-2:]
-    flat_a, flat_b = a.reshape(-1, m, n), b.reshape(-1, m, b.shape[-1])
+    flat_a, flat_b = matrix_batch(a), matrix_batch(b)
     solutions, ranks, values = [], [], []
     for matrix, rhs in zip(flat_a, flat_b):
         x, _, rank, s = np.linalg.lstsq(matrix, rhs, rcond=rcond)

@@ -13,10 +13,11 @@ inputs from A = P L U (see ``_lu_backward``).
 """
 
 import functools
+import math
 
 import numpy as np
 
-from nbgrad.ops.formula_linalg import _Arrays, _Tensors, column_major
+from nbgrad.ops.formula_linalg import _Arrays, _Tensors, column_major, matrix_batch
 
 # --- forwards ------------------------------------------------------------------------------------
 
@@ -27,7 +28,7 @@ def lu_factor(a):
     m, n = a.shape[-2:]
     k = min(m, n)
     batch = a.shape[:-2]
-    lu = np.array(a, dtype=a.dtype, copy=True).reshape(-1, m, n)
+    lu = matrix_batch(np.array(a, dtype=a.dtype, copy=True))
     count = lu.shape[0]
     pivots = np.zeros((count, k), np.int32)
     info = np.zeros(count, np.int32)
@@ -49,7 +50,7 @@ def lu_factor(a):
 
 def row_order(pivots, m):
     """The rows of A in the order P^T A = L U takes them: the pivots' swaps applied in turn."""
-    flat = pivots.reshape(-1, pivots.shape[-1])
+    flat = pivots.reshape(math.prod(pivots.shape[:-1]), pivots.shape[-1])  # (see matrix_batch)
     order = np.tile(np.arange(m), (flat.shape[0], 1))
     rows = np.arange(flat.shape[0])
     for j in range(flat.shape[-1]):

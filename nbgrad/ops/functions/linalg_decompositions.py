@@ -14,7 +14,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.formula_linalg import lu_factor, solve_vector_case
+from nbgrad.ops.formula_linalg import lu_factor, matrix_batch, solve_vector_case
 from nbgrad.ops.public import public
 
 
@@ -166,7 +166,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False):  # noqa: N803
 
 def _cholesky_failure(a):
     """(batch index, order of the first leading minor that is not positive definite), or None."""
-    flat = a.reshape(-1, *a.shape[-2:])
+    flat = matrix_batch(a)
     for index, matrix in enumerate(flat):
         try:
             np.linalg.cholesky(matrix)

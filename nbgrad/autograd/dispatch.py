@@ -23,6 +23,7 @@ from nbgrad.autograd.tensor import Tensor, VersionCounter
 from nbgrad.flags import FAST_PATHS
 from nbgrad.generated import compile_registered
 from nbgrad.ops import result_layout
+from nbgrad.ops.storage_geometry import partially_overlaps
 
 _make = Tensor._make
 # The very list observe holds, bound here so that the test on every op is one global read.
@@ -252,6 +253,9 @@ def run_inplace(spec, target, others=(), attrs=()):
     # allows it (with a graph, its backward then raises the overlap error; nbgrad raises now).
     if 0 in target._data.strides and (recording or spec.name not in _FILLS):
         _check_no_internal_overlap(target._data)
+    for other in others:
+        if isinstance(other, Tensor) and partially_overlaps(target._data, other._data):
+            raise RuntimeError(errors.PARTIAL_OVERLAP)
     inputs = (target, *others)
     arrays = [t._data if isinstance(t, Tensor) else t for t in inputs]
     if spec.promote:

@@ -133,3 +133,9 @@ CREATE_GRAPH_CYCLE_WARNING = (
     "creating the graph to avoid this. If you have to use this function, make sure to reset the "
     ".grad fields of your parameters to None after use to break the cycle and avoid the leak."
 )
+
+# Writing in place from a tensor whose memory overlaps the written one's in part.
+PARTIAL_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to "
+    "a single memory location. Please clone() the tensor before performing the operation."
+)

@@ -6,8 +6,9 @@ import functools
 import numpy as np
 
 from nbgrad import dtypes
-from nbgrad.autograd import grad_mode
+from nbgrad.autograd import errors, grad_mode
 from nbgrad.autograd.tensor import Tensor
+from nbgrad.ops.storage_geometry import partially_overlaps
 
 
 def with_out(function):
@@ -22,6 +23,9 @@ def with_out(function):
                 f"{function.__name__}(): functions with out=... arguments don't support "
                 "automatic differentiation, but one of the arguments requires grad."
             )
+        for arg in args:
+            if isinstance(arg, Tensor) and partially_overlaps(out._data, arg._data):
+                raise RuntimeError(errors.PARTIAL_OVERLAP)
         result = function(*args, **kwargs)
         if not np.can_cast(result._data.dtype, out._data.dtype, casting="same_kind"):
             raise RuntimeError(

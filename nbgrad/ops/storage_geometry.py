@@ -94,3 +94,34 @@ def as_strided_key(input_geometry, size, stride, storage_offset):
     if not input_geometry[0]:  # a 0-d input: its one element, seen as the view's shape
         return (None,) * source.ndim if source.size == 1 else None
     return np.unravel_index(source, tuple(input_geometry[0]))
+
+
+def _non_overlapping_and_dense(array):
+    """Whether the elements fill their memory exactly, each once (any order of dims)."""
+    step = array.itemsize
+    for size, stride in sorted(
+        ((n, s) for n, s in zip(array.shape, array.strides) if n != 1), key=lambda p: p[1]
+    ):
+        if stride != step:
+            return False
+        step *= size
+    return True
+
+
+def partially_overlaps(written, read):
+    """PyTorch's test before writing into ``written`` from ``read`` (``get_overlap_status``
+    reporting Partial): their memory overlaps, but not as the very same elements laid out the
+    same way (``x.add_(x)`` is fine, ``x[1:].add_(x[:-1])`` and ``x.add_(x.t())`` are not).
+    Arrays that skip or repeat elements are "too hard" for PyTorch, which then lets the write be."""
+    if written is read or written.size == 0 or read.size == 0:
+        return False
+    if not np.may_share_memory(written, read):  # bounds only: cheap, and enough to rule out
+        return False
+    if not (_non_overlapping_and_dense(written) and _non_overlapping_and_dense(read)):
+        return False
+    written_start, read_start = lowest_address(written), lowest_address(read)
+    written_end = written_start + written.size * written.itemsize
+    read_end = read_start + read.size * read.itemsize
+    if written_start == read_start and written_end == read_end:
+        return written.strides != read.strides
+    return written_start < read_end and read_start < written_end

@@ -242,7 +242,7 @@ def run_inplace(spec, target, others=(), attrs=()):
         or (view is not None and view.made_in_no_grad and view.base._requires_grad)
     )
     if recording:
-        _check_inplace_allowed(target, view)
+        check_inplace_allowed(target, view)
         needs = sum(
             1 << i
             for i, t in enumerate((target, *others))
@@ -423,7 +423,9 @@ def _laid_out(spec, out, arrays, attrs):
 _FILLS = frozenset({"zero", "fill"})  # fill_ of a tensor value is refused, as in PyTorch
 
 
-def _check_inplace_allowed(target, view):
+def check_inplace_allowed(target, view):
+    """PyTorch's errors for a write in place into ``target`` (``view``: its ViewInfo or None)
+    that a graph records."""
     # PyTorch asks a view first: a view made in no_grad mode is a leaf that requires grad, and
     # is refused for having been made in no_grad mode.
     if view is not None:

@@ -695,6 +695,17 @@ for _dims in (1, 2, 3):
            {"self": f"{_name.lower()}_pad{_dims}d_backward(grad, self, padding)"},
            lambda self, padding, _mode=_mode: nn_kernels.index_pad(self, padding, _mode),
            attrs=("padding",), saves=("padding", "self"), layout="contiguous")
+# embedding's backward (dense: sparse=False) adds each looked-up row's gradient into its row:
+# linear, so its own gradient reads the rows back. Declared before embedding, whose formula
+# calls it.
+backward_function(
+    "embedding_dense_backward", "EmbeddingDenseBackwardBackward0", ("grad_output",),
+    lambda grad_output, indices, num_weights, padding_idx, scale_grad_by_freq:
+    nn_kernels.embedding_backward(grad_output, np.asarray(getattr(indices, "_data", indices)),
+                                  num_weights, padding_idx, scale_grad_by_freq),
+    {"grad_output": "embedding_dense_double_backward(grad, indices, padding_idx)"},
+    attrs=("indices", "num_weights", "padding_idx", "scale_grad_by_freq"),
+    saves=("indices", "padding_idx"))
 op("embedding", "EmbeddingBackward0", ("weight",),
    {"weight": "embedding_backward(grad, indices, weight_sym_argsize_0, padding_idx, "
               "scale_grad_by_freq, sparse) if sparse else embedding_dense_backward(grad, "
@@ -2525,16 +2536,6 @@ backward_function(
                     "reduction)",
      "self": "soft_margin_double_backward(grad, grad_output, self, target, reduction)"},
     attrs=("target", "reduction"), saves=("grad_output", "reduction", "self", "target"))
-# embedding's backward (dense: sparse=False) adds each looked-up row's gradient into its row:
-# linear, so its own gradient reads the rows back.
-backward_function(
-    "embedding_dense_backward", "EmbeddingDenseBackwardBackward0", ("grad_output",),
-    lambda grad_output, indices, num_weights, padding_idx, scale_grad_by_freq:
-    nn_kernels.embedding_backward(grad_output, np.asarray(getattr(indices, "_data", indices)),
-                                  num_weights, padding_idx, scale_grad_by_freq),
-    {"grad_output": "embedding_dense_double_backward(grad, indices, padding_idx)"},
-    attrs=("indices", "num_weights", "padding_idx", "scale_grad_by_freq"),
-    saves=("indices", "padding_idx"))
 
 # x.as_strided_(size, stride, offset): the tensor itself takes the geometry (in place, like
 # transpose_), AsStridedBackward1 with as_strided's formula.

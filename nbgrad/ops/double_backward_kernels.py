@@ -11,6 +11,7 @@ records the node PyTorch records.
 import numpy as np
 
 from nbgrad.ops import formula_math, layer_kernels, nn_kernels
+from nbgrad.ops.grid_sample_kernels import SharedCall, wanted
 
 # --- GLU: glu(x) = a * sigmoid(b), a and b the two halves of x along dim ------------------------
 # glu_backward(g, x) = cat[g * s, g * a * s * (1 - s)] with s = sigmoid(b). Its derivative in g,
@@ -288,29 +289,52 @@ def _constant(value, like):
     return nb.as_tensor(_target_of(value, like.dtype.numpy))
 
 
+def _run_table_op(name, tensors, attrs=()):
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
+
+    return run_op(OPS[name], tensors, attrs)
+
+
+# PReLU's backward is one op for both gradients: the node's two formulas share one call of it.
+_shared_prelu_backward = SharedCall(
+    lambda grad, self, weight: _run_table_op("_prelu_kernel_backward", (grad, self, weight))
+)
+
+
+def prelu_backward_output_tensor(which, grad, self, weight):
+    return _shared_prelu_backward(wanted(self, weight), grad, self, weight)[which]
+
+
+def index_pad_tensor(x, padding, mode):
+    return _run_table_op(f"{mode}_pad{len(padding) // 2}d", (x,), (tuple(padding),))
+
+
+def upsample_tensor(x, output_size, scales, mode, align_corners):
+    name = UPSAMPLE_OPS[(mode, len(output_size))]
+    corners = () if mode in ("nearest", "nearest-exact") else (align_corners,)
+    attrs = (tuple(output_size), *corners, *scales, tuple(x.shape))
+    return _run_table_op(name, (x,), attrs)
+
+
+def soft_margin_double_backward_grad_output_tensor(grad, grad_output, self, target, reduction):
+    target = _constant(target, self)
+    return _soft_margin_grad_output(_TensorMath, grad, grad_output, self, target, reduction)
+
+
+def soft_margin_double_backward_tensor(grad, grad_output, self, target, reduction):
+    target = _constant(target, self)
+    return _soft_margin_self(_TensorMath, grad, grad_output, self, target, reduction)
+
+
+def gelu_second_derivative_tensor(x, approximate):
+    return gelu_second_derivative(x, approximate, lambda t: t.exp(), lambda t: t.tanh())
+
+
 def tensor_namespace():
     """The Tensor versions: the padding and upsampling layers run their table entries, PReLU's
     backward its op (one node for both gradients, through grid_sample_kernels.SharedCall)."""
     import nbgrad as nb
-    from nbgrad.autograd.dispatch import run_op
-    from nbgrad.ops.derivatives import OPS
-    from nbgrad.ops.grid_sample_kernels import SharedCall, wanted
-
-    shared_prelu_backward = SharedCall(
-        lambda grad, self, weight: run_op(OPS["_prelu_kernel_backward"], (grad, self, weight))
-    )
-
-    def prelu_backward_output_tensor(which, grad, self, weight):
-        return shared_prelu_backward(wanted(self, weight), grad, self, weight)[which]
-
-    def index_pad_tensor(x, padding, mode):
-        return run_op(OPS[f"{mode}_pad{len(padding) // 2}d"], (x,), (tuple(padding),))
-
-    def upsample_tensor(x, output_size, scales, mode, align_corners):
-        name = UPSAMPLE_OPS[(mode, len(output_size))]
-        corners = () if mode in ("nearest", "nearest-exact") else (align_corners,)
-        attrs = (tuple(output_size), *corners, *scales, tuple(x.shape))
-        return run_op(OPS[name], (x,), attrs)
 
     return {
         "dropout_scale": dropout_scale_tensor,
@@ -319,20 +343,12 @@ def tensor_namespace():
         "bce_double_backward_grad_output": lambda *a: _bce_grad_output(_TensorMath, *a),
         "bce_double_backward": lambda *a: _bce_self(_TensorMath, *a),
         "bce_double_backward_target": lambda *a: _bce_target(_TensorMath, *a),
-        "soft_margin_double_backward_grad_output": lambda grad, grad_output, self, target, r: (
-            _soft_margin_grad_output(
-                _TensorMath, grad, grad_output, self, _constant(target, self), r
-            )
-        ),
-        "soft_margin_double_backward": lambda grad, grad_output, self, target, r: _soft_margin_self(
-            _TensorMath, grad, grad_output, self, _constant(target, self), r
-        ),
+        "soft_margin_double_backward_grad_output": soft_margin_double_backward_grad_output_tensor,
+        "soft_margin_double_backward": soft_margin_double_backward_tensor,
         "embedding_dense_double_backward": _embedding_dense_double_backward_tensor,
         "glu_double_backward_grad_output": glu_double_backward_grad_output_tensor,
         "glu_double_backward": glu_double_backward_tensor,
-        "gelu_second_derivative": lambda x, approximate: gelu_second_derivative(
-            x, approximate, lambda t: t.exp(), lambda t: t.tanh()
-        ),
+        "gelu_second_derivative": gelu_second_derivative_tensor,
         "index_pad": index_pad_tensor,
         "upsample": upsample_tensor,
     }

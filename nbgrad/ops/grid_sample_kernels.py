@@ -468,31 +468,36 @@ def grid_sampler_double_backward_tensor(
     return d_grad_output.reshape(tuple(grad_output.shape)), d_input, nb.stack(d_grid, -1)
 
 
-def tensor_namespace():
-    """The formulas' functions over Tensors: the backward runs its table op (one node for both
-    outputs, through SharedCall), the backward's backward the differentiable sums above."""
+def _run_backward(grad_output, input, grid, mode, padding_mode, align_corners):  # noqa: A002
     from nbgrad.autograd.dispatch import run_op
     from nbgrad.ops.derivatives import OPS
 
-    def run_backward(grad_output, input, grid, mode, padding_mode, align_corners):  # noqa: A002
-        spec = OPS[f"grid_sampler_{input.dim() - 2}d_backward"]
-        return run_op(spec, (grad_output, input, grid), (mode, padding_mode, align_corners))
+    spec = OPS[f"grid_sampler_{input.dim() - 2}d_backward"]
+    return run_op(spec, (grad_output, input, grid), (mode, padding_mode, align_corners))
 
-    shared_backward = SharedCall(run_backward)
-    shared_double_backward = SharedCall(grid_sampler_double_backward_tensor)
 
-    def backward_output_tensor(which, grad_output, input, grid, *options):  # noqa: A002
-        outputs = shared_backward(wanted(input, grid), grad_output, input, grid, *options)
-        return outputs[which]
+# One call of the backward op (and of the backward's backward) serves the node's formulas.
+_shared_backward = SharedCall(_run_backward)
+_shared_double_backward = SharedCall(grid_sampler_double_backward_tensor)
 
-    def double_backward_output_tensor(which, grads, grad_output, input, grid, *options):  # noqa: A002
-        gg_input = input.new_zeros(input.shape) if grads[0] is None else grads[0]
-        gg_grid = grid.new_zeros(grid.shape) if grads[1] is None else grads[1]
-        outputs = shared_double_backward(
-            wanted(grad_output, input, grid), gg_input, gg_grid, grad_output, input, grid, *options
-        )
-        return outputs[which]
 
+def backward_output_tensor(which, grad_output, input, grid, *options):  # noqa: A002
+    outputs = _shared_backward(wanted(input, grid), grad_output, input, grid, *options)
+    return outputs[which]
+
+
+def double_backward_output_tensor(which, grads, grad_output, input, grid, *options):  # noqa: A002
+    gg_input = input.new_zeros(input.shape) if grads[0] is None else grads[0]
+    gg_grid = grid.new_zeros(grid.shape) if grads[1] is None else grads[1]
+    outputs = _shared_double_backward(
+        wanted(grad_output, input, grid), gg_input, gg_grid, grad_output, input, grid, *options
+    )
+    return outputs[which]
+
+
+def tensor_namespace():
+    """The formulas' functions over Tensors: the backward runs its table op (one node for both
+    outputs, through SharedCall), the backward's backward the differentiable sums above."""
     return {
         "grid_sampler_backward_output": backward_output_tensor,
         "grid_sampler_double_backward_output": double_backward_output_tensor,

@@ -238,48 +238,48 @@ ARRAY_FUNCTIONS = {
 }
 
 
+def scatter_reduce_backward_tensor(
+    which, grad, self, dim, index, src, reduce, include_self, result
+):
+    if self.dim() == 0:
+        index = np.reshape(np.asarray(getattr(index, "_data", index)), 1)
+        return scatter_reduce_backward_tensor(
+            which,
+            grad.reshape(1),
+            self.reshape(1),
+            0,
+            index,
+            src.reshape(1),
+            reduce,
+            include_self,
+            result.reshape(1),
+        ).reshape(())
+    return _gradients(TensorOps, grad, self, dim, index, src, reduce, include_self, result)[which]
+
+
+def index_reduce_backward_tensor(
+    which, grad, self, dim, index, source, reduce, include_self, result
+):
+    if self.dim() == 0:
+        return index_reduce_backward_tensor(
+            which,
+            grad.reshape(1),
+            self.reshape(1),
+            0,
+            index,
+            source.reshape(1),
+            reduce,
+            include_self,
+            result.reshape(1),
+        ).reshape(())
+    index = np.asarray(getattr(index, "_data", index))
+    spread = spread_index(index, dim, tuple(source.shape))
+    return _gradients(TensorOps, grad, self, dim, spread, source, reduce, include_self, result)[
+        which
+    ]
+
+
 def tensor_namespace():
-    def scatter_reduce_backward_tensor(
-        which, grad, self, dim, index, src, reduce, include_self, result
-    ):
-        if self.dim() == 0:
-            index = np.reshape(np.asarray(getattr(index, "_data", index)), 1)
-            return scatter_reduce_backward_tensor(
-                which,
-                grad.reshape(1),
-                self.reshape(1),
-                0,
-                index,
-                src.reshape(1),
-                reduce,
-                include_self,
-                result.reshape(1),
-            ).reshape(())
-        return _gradients(TensorOps, grad, self, dim, index, src, reduce, include_self, result)[
-            which
-        ]
-
-    def index_reduce_backward_tensor(
-        which, grad, self, dim, index, source, reduce, include_self, result
-    ):
-        if self.dim() == 0:
-            return index_reduce_backward_tensor(
-                which,
-                grad.reshape(1),
-                self.reshape(1),
-                0,
-                index,
-                source.reshape(1),
-                reduce,
-                include_self,
-                result.reshape(1),
-            ).reshape(())
-        index = np.asarray(getattr(index, "_data", index))
-        spread = spread_index(index, dim, tuple(source.shape))
-        return _gradients(TensorOps, grad, self, dim, spread, source, reduce, include_self, result)[
-            which
-        ]
-
     return {
         "scatter_reduce_backward": scatter_reduce_backward_tensor,
         "index_reduce_backward": index_reduce_backward_tensor,

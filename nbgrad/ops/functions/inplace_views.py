@@ -3,7 +3,7 @@
 ``torch.fill``."""
 
 from nbgrad.autograd import grad_mode
-from nbgrad.autograd.dispatch import _check_inplace_allowed, run_inplace, run_op
+from nbgrad.autograd.dispatch import check_inplace_allowed, run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _check_tensor, _number
@@ -41,7 +41,7 @@ def _reshape_in_place(input, spec, attrs=()):  # noqa: A002
         or (view is not None and view.made_in_no_grad and view.base._requires_grad)
     ):
         # PyTorch's checks of any in-place op: a leaf, a view of a leaf, a view made in no_grad
-        _check_inplace_allowed(input, view)
+        check_inplace_allowed(input, view)
     reshaped = run_op(spec, (input,), attrs)
     input._data = reshaped._data
     if reshaped._grad_fn is not None:

@@ -187,3 +187,26 @@ def _index_smaller_than_src(T):
 
 def test_an_index_smaller_than_src():
     assert _index_smaller_than_src(nbgrad) == _index_smaller_than_src(torch)
+
+
+def _mean_gradient_graphs(T):
+    """Under create_graph, the mean's gradients hold no graph: its counts are constants."""
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], dtype=T.float64, requires_grad=True)
+    src = T.tensor([5.0, 6.0, 7.0], dtype=T.float64, requires_grad=True)
+    seen = []
+    for include_self in (True, False):
+        y = x.scatter_reduce(0, T.tensor([0, 1, 0]), src, "mean", include_self=include_self)
+        grads = T.autograd.grad(y.sum(), (x, src), create_graph=True)
+        seen.append([(g.requires_grad, g.tolist()) for g in grads])
+    return seen
+
+
+def test_mean_gradients_hold_no_graph():
+    assert _mean_gradient_graphs(nbgrad) == [
+        [(False, [1 / 3, 1 / 2, 1.0, 1.0]), (False, [1 / 3, 1 / 2, 1 / 3])],
+        [(False, [0.0, 0.0, 1.0, 1.0]), (False, [1 / 2, 1.0, 1 / 2])],
+    ]
+
+
+def test_mean_gradients_hold_no_graph_as_pytorchs(torch):
+    assert _mean_gradient_graphs(nbgrad) == _mean_gradient_graphs(torch)

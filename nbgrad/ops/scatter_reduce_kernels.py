@@ -120,6 +120,10 @@ class ArrayOps:
     def as_float(mask, like):
         return np.asarray(mask, like.dtype)
 
+    @staticmethod
+    def filled_like(x, value):
+        return np.full_like(x, value)
+
 
 class TensorOps:
     @staticmethod
@@ -154,15 +158,23 @@ class TensorOps:
     def as_float(mask, like):
         return mask.to(like.dtype)
 
+    @staticmethod
+    def filled_like(x, value):
+        """A constant of ``x``'s shape and dtype: no graph to ``x``."""
+        import nbgrad as nb
+
+        return nb.full_like(x, value)
+
 
 def _gradients(ops, grad, self, dim, index, src, reduce, include_self, result):
     """(grad_self, grad_src), as PyTorch's scatter_reduce_backward computes them."""
     if reduce == "sum":
         grad_self, grad_src = grad, ops.gather(grad, dim, index)
     elif reduce == "mean":
-        counts = grad * 0 + (1 if include_self else 0)
-        counts = ops.scatter_add(counts, dim, index, src * 0 + 1)
-        counts = ops.where(counts == 0, counts * 0 + 1, counts)
+        # how many values each place averaged: a constant, as PyTorch's N (no graph to src)
+        counts = ops.filled_like(grad, 1 if include_self else 0)
+        counts = ops.scatter_add(counts, dim, index, ops.filled_like(src, 1))
+        counts = ops.where(counts == 0, ops.filled_like(counts, 1), counts)
         grad_self = grad / counts
         grad_src = ops.gather(grad, dim, index) / ops.gather(counts, dim, index)
     elif reduce == "prod":

@@ -71,7 +71,7 @@ class OpSpec:
         "extra_outputs",
         "view",
         "formula_names",
-        "array_vjps",
+        "_array_vjps",
         "_tensor_vjps",
         "saves_for_needs",
         "savers",
@@ -165,9 +165,9 @@ class OpSpec:
         self.formula_names = {
             inp: _names_used(text, self.saves, node) for inp, text in self.grads.items()
         }
-        from nbgrad.ops import formula_math
-
-        self.array_vjps = self._compile(formula_math.ARRAY_NAMESPACE)
+        # Compiled on first use, when every kernel module has added its names to the formulas'
+        # namespaces: an entry may call a function declared further down the table.
+        self._array_vjps = None
         self._tensor_vjps = None
         self.saves_for_needs = {}
         self.savers = {}  # needs -> function making the node's saved list (see dispatch)
@@ -233,6 +233,14 @@ class OpSpec:
             code = compile_registered(source, f"<{self.node}: {inp}>", "eval")
             vjps.append(eval(code, scope))  # noqa: S307 - our own table
         return tuple(vjps)
+
+    @property
+    def array_vjps(self):
+        if self._array_vjps is None:
+            from nbgrad.ops import formula_math
+
+            self._array_vjps = self._compile(formula_math.ARRAY_NAMESPACE)
+        return self._array_vjps
 
     @property
     def tensor_vjps(self):

@@ -696,8 +696,7 @@ for _dims in (1, 2, 3):
            lambda self, padding, _mode=_mode: nn_kernels.index_pad(self, padding, _mode),
            attrs=("padding",), saves=("padding", "self"), layout="contiguous")
 # embedding's backward (dense: sparse=False) adds each looked-up row's gradient into its row:
-# linear, so its own gradient reads the rows back. Declared before embedding, whose formula
-# calls it.
+# linear, so its own gradient reads the rows back.
 backward_function(
     "embedding_dense_backward", "EmbeddingDenseBackwardBackward0", ("grad_output",),
     lambda grad_output, indices, num_weights, padding_idx, scale_grad_by_freq:

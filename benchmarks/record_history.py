@@ -11,7 +11,10 @@ copy). This measures what that adds to the loop:
   every step past ``max_passes`` (the headline number: its extra time over the plain loop);
 - ``recorded, no history``: inside ``nbgrad.record(history=False)``: 3 passes recorded in full,
   the rest unrecorded;
-- ``recorded, with history``: the same with the history (the default).
+- ``recorded, with history``: the same with the history (the default);
+- ``array floor``: the plain loop plus, after each backward, only the five NumPy calls per
+  parameter that exact numbers need (``array_floor``): what any history reading exact update
+  sizes with NumPy costs at the least, shown as its share of a plain step beside the history's.
 
 The history's cost per step is ``history only`` minus ``plain loop``, given per step and as a
 share of a plain step. The two recorded loops differ only by the history too, and their
@@ -21,7 +24,7 @@ engines (nbgrad's and real PyTorch's, SGD from each one's ``optim``): the 784-12
 ``benchmarks/mlp.py`` (batch 64, float32), where the arrays dominate, and a small 8-16-1 MLP
 (batch 8), where the fixed Python cost per parameter dominates: the worst case for the history.
 
-Timing as benchmarks/README.md says: the three loops in the same process, in turns
+Timing as benchmarks/README.md says: the loops in the same process, in turns
 (harness.time_interleaved), minimum of 7 samples, BLAS and OpenMP on one thread.
 
 Run from the repository root:  python -m benchmarks.record_history
@@ -50,9 +53,10 @@ MODELS = {
 }
 
 
-def make_loop(lib, sizes, seed=0):
+def make_loop(lib, sizes, seed=0, after_backward=None):
     """A training loop on ``lib`` (nbgrad or torch): its parameters, and a function running
-    ``STEPS`` SGD steps of a two-layer MLP with a squared-error loss."""
+    ``STEPS`` SGD steps of a two-layer MLP with a squared-error loss (calling
+    ``after_backward(parameters)`` after each backward, when given)."""
     n_in, n_hidden, n_out, batch = sizes
     rng = np.random.default_rng(seed)
     x = lib.tensor(rng.standard_normal((batch, n_in)).astype(np.float32))
@@ -61,12 +65,15 @@ def make_loop(lib, sizes, seed=0):
         lib.nn.Linear(n_in, n_hidden), lib.nn.ReLU(), lib.nn.Linear(n_hidden, n_out)
     )
     optimizer = lib.optim.SGD(model.parameters(), lr=0.01)
+    parameters = list(model.parameters())
 
     def loop():
         for _ in range(STEPS):
             optimizer.zero_grad()
             loss = ((model(x) - y) ** 2).mean()
             loss.backward()
+            if after_backward is not None:
+                after_backward(parameters)
             optimizer.step()
         return loss
 
@@ -124,6 +131,35 @@ def history_only(engine, model, loop):
     return run
 
 
+def array_floor(engine, lib, sizes):
+    """The loop doing, after each backward, only the array work of an exact history and none
+    of its bookkeeping: per parameter its value norm, the difference with a copy of its values
+    at the step before, that difference's norm, the new copy and its grad's norm (five NumPy
+    calls in its own dtype, as the history reads a large parameter). What no reading of exact
+    update sizes with NumPy can go below: the copy is a second array as large as the
+    parameters that the next step's forward and backward compete with for the cache."""
+    copies = {}
+
+    def numbers(parameters):
+        for parameter in parameters:
+            if engine == "torch":
+                values, grad = parameter.detach().numpy(), parameter.grad.numpy()
+            else:
+                values, grad = parameter._data, parameter.grad._data
+            values, grad = values.reshape(-1), grad.ravel(order="K")
+            previous = copies.get(id(parameter))
+            if previous is None:
+                copies[id(parameter)] = values.copy()
+                continue
+            np.dot(values, values)
+            np.subtract(values, previous, out=previous)
+            np.dot(previous, previous)
+            np.copyto(previous, values)
+            np.dot(grad, grad)
+
+    return make_loop(lib, sizes, after_backward=numbers)[1]
+
+
 def check(engine, lib, sizes):
     """Before timing: the history has every step of every parameter, and its last grad norms
     are those of the parameters' .grad computed by hand after the loop."""
@@ -147,6 +183,7 @@ def measure(engine, lib, sizes):
     candidates = {
         "plain loop": loop,
         "history only": history_only(engine, model, loop),
+        "array floor": array_floor(engine, lib, sizes),
         "recorded, no history": recorded(engine, loop, history=False),
         "recorded, with history": recorded(engine, loop, history=True),
     }
@@ -179,6 +216,7 @@ def main():
         "history only ms/step",
         "history us/step",
         "history / plain step",
+        "array floor / plain step",
         "recorded, no history ms/step",
         "recorded, with history ms/step",
         "recorded difference / plain",
@@ -210,6 +248,7 @@ def _row(engine, title, timings):
         f"{alone / STEPS * 1e3:.3f}",
         f"{(alone - plain) / STEPS * 1e6:.1f}",
         f"{(alone - plain) / plain:.1%}",
+        f"{(timings['array floor'].best - plain) / plain:.1%}",
         f"{without / STEPS * 1e3:.3f}",
         f"{with_history / STEPS * 1e3:.3f}",
         f"{(with_history - without) / plain:.1%}",

@@ -151,7 +151,13 @@ class _Parameter:
         previous = self.previous
         change_squared = math.nan
         if values is not None and previous is not None and values.size == previous.size:
-            change_squared = _squared_norm(_difference(values.reshape(-1), previous))
+            values = values.reshape(-1)
+            if previous.dtype == values.dtype and previous.base is None:
+                # its own copy, needed no more: the change is computed in it, as at a step
+                with np.errstate(all="ignore"):  # inf - inf: NaN, said by the norm
+                    change_squared = _squared_norm(np.subtract(values, previous, out=previous))
+            else:  # a segment of a batch's row, or another dtype
+                change_squared = _squared_norm(_difference(values, previous))
         self.change_squared.append(change_squared)
         self.previous = None
 

@@ -1,0 +1,367 @@
+"""``torch.func``: ``grad``, ``grad_and_value``, ``vjp``, ``jacrev``, ``hessian`` and
+``functional_call``, built on ``autograd.grad``.
+
+PyTorch runs these transforms at levels of its own (functorch), so that a transform inside
+another sees its inputs as fresh variables while the outer one still tracks them. nbgrad gets the
+same results from one graph:
+
+- the arguments differentiated are used as they are when they already require grad (an outer
+  transform's variables, or the user's leaves), and as new leaves (``detach().requires_grad_()``)
+  otherwise;
+- the derivatives are taken with ``create_graph=True`` whenever grad mode is on, so that an outer
+  transform, or the user's own backward, can differentiate them again;
+- a result that depends on none of the tensors outside the transform (only on the leaves made
+  for it) is returned detached, as PyTorch returns a plain tensor there; one that depends on the
+  user's tensors keeps its ``grad_fn``, as PyTorch's does (``grad(f)(x)`` with ``x`` requiring
+  grad is differentiable with respect to ``x``).
+
+``argnums`` picks the positional arguments differentiated; each may be a tensor or a tuple, list
+or dict of them (the derivatives come back in the same structure). ``hessian`` is ``jacrev`` of
+``jacrev`` (PyTorch's uses forward mode outside: the same numbers up to rounding). ``vmap``,
+``jacfwd`` and ``jvp`` are not here.
+"""
+
+import numpy as np
+
+from nbgrad.autograd import grad_mode
+from nbgrad.autograd.api import grad as _autograd_grad
+from nbgrad.autograd.node import AccumulateGrad
+from nbgrad.autograd.tensor import Tensor
+
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacrev", "vjp"]
+
+
+# --- pytrees: a tensor, or tuples, lists and dicts of them ------------------------------------
+
+
+def _leaves(tree):
+    """The tensors of ``tree``, in order."""
+    if isinstance(tree, Tensor):
+        return [tree]
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    if isinstance(tree, dict):
+        return [leaf for item in tree.values() for leaf in _leaves(item)]
+    return []
+
+
+def _rebuild(tree, leaves):
+    """``tree`` with its tensors replaced, in order, by those of the iterator ``leaves``."""
+    if isinstance(tree, Tensor):
+        return next(leaves)
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_rebuild(item, leaves) for item in tree)
+    if isinstance(tree, dict):
+        return {key: _rebuild(item, leaves) for key, item in tree.items()}
+    return tree
+
+
+# --- the variables a transform differentiates --------------------------------------------------
+
+
+def _variable(tensor):
+    """The tensor as a variable of this transform: itself when something outside tracks it, a
+    new leaf on its values otherwise (PyTorch's error for integer tensors)."""
+    if tensor.requires_grad:
+        return tensor
+    return tensor.detach().requires_grad_()
+
+
+def _argnums_tuple(argnums, args):
+    numbers = argnums if isinstance(argnums, tuple) else (argnums,)
+    if isinstance(argnums, tuple) and not argnums:
+        raise RuntimeError("argnums must be non-empty")
+    for number in numbers:
+        if not isinstance(number, int):
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+        if not -len(args) <= number < len(args):
+            raise RuntimeError(f"Got argnum={number}, but only {len(args)} positional inputs")
+    return tuple(number % len(args) for number in numbers)
+
+
+def _with_variables(args, numbers):
+    """The arguments with those at ``numbers`` made variables, and the variables, per number."""
+    args = list(args)
+    variables = []
+    for number in numbers:
+        made = [_variable(leaf) for leaf in _leaves(args[number])]
+        args[number] = _rebuild(args[number], iter(made))
+        variables.append(made)
+    return args, variables
+
+
+def _outside_leaves(tensor, made):
+    """Whether ``tensor``'s graph reaches a tensor the transform did not make: a leaf that
+    requires grad other than ``made`` (ids of the transform's own leaves)."""
+    if tensor.grad_fn is None:
+        return tensor.requires_grad and id(tensor) not in made
+    seen, stack = set(), [tensor.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) is AccumulateGrad:
+            if id(node.variable) not in made:
+                return True
+            continue
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return False
+
+
+def _finished(tensors, made):
+    """Results as PyTorch returns them: detached unless they depend on tensors outside."""
+    return [t if t.requires_grad and _outside_leaves(t, made) else t.detach() for t in tensors]
+
+
+def _derivatives(outputs, variables, seeds):
+    """d outputs / d variables seeded with ``seeds``; zeros for a variable not used."""
+    grads = _autograd_grad(
+        outputs,
+        variables,
+        seeds,
+        retain_graph=True,
+        create_graph=grad_mode.is_grad_enabled(),
+        allow_unused=True,
+    )
+    return [
+        Tensor._make(np.zeros(v._data.shape, v._data.dtype)) if g is None else g
+        for g, v in zip(grads, variables, strict=True)
+    ]
+
+
+def _own_ids(variables, args, numbers):
+    """Ids of the leaves the transform made (those that are not the caller's tensors)."""
+    caller = {id(leaf) for number in numbers for leaf in _leaves(args[number])}
+    return {id(v) for group in variables for v in group if id(v) not in caller}
+
+
+# --- the transforms ----------------------------------------------------------------------------
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """``grad_and_value(f)(*args)``: (the gradient of the scalar ``f(*args)`` with respect to
+    the arguments at ``argnums``, and ``f(*args)``); with ``has_aux``, ``f`` returns
+    ``(output, aux)`` and the value is ``(output, aux)``."""
+
+    def wrapper(*args, **kwargs):
+        numbers = _argnums_tuple(argnums, args)
+        with grad_mode.enable_grad():
+            call_args, variables = _with_variables(args, numbers)
+            result = func(*call_args, **kwargs)
+            output, aux = _split_aux(result, has_aux, "grad_and_value(f)(*args)")
+            if not isinstance(output, Tensor):
+                raise RuntimeError(
+                    "grad_and_value(f)(*args): Expected f(*args) to return a Tensor, "
+                    f"got {type(output)}"
+                )
+            if output.dim() != 0:
+                raise RuntimeError(
+                    "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, "
+                    f"got tensor with {output.dim()} dims. Maybe you wanted to use the vjp or "
+                    "jacrev APIs instead?"
+                )
+            flat = [v for group in variables for v in group]
+            if output.requires_grad:
+                grads = _derivatives([output], flat, None)
+            else:  # f does not depend on its inputs at all
+                grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
+        made = _own_ids(variables, args, numbers)
+        grads = iter(_finished(grads, made))
+        per_arg = [_rebuild(args[number], grads) for number in numbers]
+        gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
+        output = _finished([output], made)[0]
+        if has_aux:
+            aux = _rebuild(aux, iter(_finished(_leaves(aux), made)))
+            return gradient, (output, aux)
+        return gradient, output
+
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """``grad(f)(*args)``: the gradient of the scalar ``f(*args)`` with respect to the arguments
+    at ``argnums`` (``(gradient, aux)`` with ``has_aux``)."""
+    transformed = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args, **kwargs):
+        gradient, value = transformed(*args, **kwargs)
+        return (gradient, value[1]) if has_aux else gradient
+
+    return wrapper
+
+
+def _split_aux(result, has_aux, name):
+    if not has_aux:
+        return result, None
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError(
+            f"{name}: output of function f should be a tuple: (output, aux) if has_aux is True"
+        )
+    return result
+
+
+def vjp(func, *primals, has_aux=False):
+    """``vjp(f, *primals)``: ``(f(*primals), vjp_fn)`` (and ``aux`` with ``has_aux``), where
+    ``vjp_fn(cotangents)`` gives, for each primal, the vector-Jacobian product."""
+    numbers = tuple(range(len(primals)))
+    with grad_mode.enable_grad():
+        call_args, variables = _with_variables(primals, numbers)
+        output, aux = _split_aux(func(*call_args), has_aux, "vjp(f, *primals)")
+    made = _own_ids(variables, primals, numbers)
+    outputs = _leaves(output)
+
+    def vjp_fn(cotangents):
+        seeds = _leaves(cotangents)
+        if len(seeds) != len(outputs):
+            raise RuntimeError(
+                "Expected pytree structure of cotangents to be the same as pytree structure "
+                "of outputs to the function"
+            )
+        flat = [v for group in variables for v in group]
+        with grad_mode.enable_grad():
+            tracked = [(o, s) for o, s in zip(outputs, seeds, strict=True) if o.requires_grad]
+            if tracked:
+                grads = _derivatives([o for o, _ in tracked], flat, [s for _, s in tracked])
+            else:
+                grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
+        grads = iter(_finished(grads, made))
+        return tuple(_rebuild(primals[number], grads) for number in numbers)
+
+    shown = _rebuild(output, iter(_finished(outputs, made)))
+    if has_aux:
+        return shown, vjp_fn, _rebuild(aux, iter(_finished(_leaves(aux), made)))
+    return shown, vjp_fn
+
+
+def jacrev(func, argnums=0, has_aux=False, chunk_size=None):
+    """``jacrev(f)(*args)``: the Jacobian of ``f(*args)`` with respect to the arguments at
+    ``argnums``, one reverse pass per output element: for each output tensor and each input,
+    a tensor of shape ``output.shape + input.shape``, in the structure of the outputs (outer)
+    and of ``argnums`` and its arguments (inner)."""
+    from nbgrad.ops.functions import reshape, stack
+
+    def wrapper(*args, **kwargs):
+        numbers = _argnums_tuple(argnums, args)
+        with grad_mode.enable_grad():
+            call_args, variables = _with_variables(args, numbers)
+            output, aux = _split_aux(func(*call_args, **kwargs), has_aux, "jacrev(f)(*args)")
+            flat = [v for group in variables for v in group]
+            per_output = []
+            for out in _leaves(output):
+                rows = [[] for _ in flat]
+                size = out._data.size
+                for k in range(size):
+                    seed = np.zeros(size, out._data.dtype)
+                    seed[k] = 1
+                    if out.requires_grad:
+                        grads = _derivatives([out], flat, [Tensor._make(seed.reshape(out.shape))])
+                    else:
+                        grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
+                    for row, g in zip(rows, grads, strict=True):
+                        row.append(g)
+                blocks = []
+                for v, row in zip(flat, rows, strict=True):
+                    shape = (*out.shape, *v.shape)
+                    if row:
+                        blocks.append(reshape(stack(row), shape))
+                    else:
+                        blocks.append(Tensor._make(np.zeros(shape, v._data.dtype)))
+                per_output.append(blocks)
+        made = _own_ids(variables, args, numbers)
+        results = []
+        for blocks in per_output:
+            blocks = iter(_finished(blocks, made))
+            per_arg = [_rebuild(args[number], blocks) for number in numbers]
+            results.append(tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0])
+        jacobian = _rebuild(output, iter(results))
+        if has_aux:
+            return jacobian, _rebuild(aux, iter(_finished(_leaves(aux), made)))
+        return jacobian
+
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """``hessian(f)(*args)``: the Jacobian of the Jacobian of ``f`` with respect to the
+    arguments at ``argnums``."""
+    return jacrev(jacrev(func, argnums), argnums)
+
+
+# --- functional_call ---------------------------------------------------------------------------
+
+
+def functional_call(
+    module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False
+):
+    """``module(*args, **kwargs)`` run with the tensors of ``parameter_and_buffer_dicts``
+    (a dict, or a tuple of dicts, from dotted names as ``named_parameters`` gives them) in
+    place of the module's own parameters and buffers, which are put back afterwards."""
+    dicts = parameter_and_buffer_dicts
+    if isinstance(dicts, dict):
+        replacements = dict(dicts)
+    else:
+        replacements = {}
+        repeated = []
+        for d in dicts:
+            repeated += [key for key in d if key in replacements and key not in repeated]
+            replacements.update(d)
+        if repeated:
+            raise ValueError(
+                f"{repeated} appeared in multiple dictionaries; behavior of functional call is "
+                "ambiguous"
+            )
+    own = dict(module.named_parameters(remove_duplicate=False))
+    own.update(module.named_buffers(remove_duplicate=False))
+    if strict:
+        missing = sorted(set(own) - set(replacements))
+        unexpected = sorted(set(replacements) - set(own))
+        if missing or unexpected:
+            lines = [f"Error(s) in reparametrizing for {type(module).__name__}:"]
+            if missing:
+                lines.append("\tMissing key(s): " + ", ".join(f"'{k}'" for k in missing) + ".")
+            if unexpected:
+                lines.append(
+                    "\tUnexpected key(s): " + ", ".join(f"'{k}'" for k in unexpected) + "."
+                )
+            raise RuntimeError("\n".join(lines))
+    if tie_weights:  # a tensor shared under several names takes the replacement of any of them
+        names_of = {}
+        for name, tensor in own.items():
+            names_of.setdefault(id(tensor), []).append(name)
+        for names in names_of.values():
+            given = [name for name in names if name in replacements]
+            for name in names:
+                if given and name not in replacements:
+                    replacements[name] = replacements[given[0]]
+    swapped = []
+    try:
+        for name, tensor in replacements.items():
+            owner, _, attribute = name.rpartition(".")
+            holder = module.get_submodule(owner) if owner else module
+            registry = (
+                holder._parameters
+                if attribute in holder._parameters
+                else holder._buffers
+                if attribute in holder._buffers
+                else None
+            )
+            if registry is None:  # not the module's: PyTorch sets it as an attribute
+                swapped.append((holder, None, attribute, holder.__dict__.get(attribute, _ABSENT)))
+                holder.__dict__[attribute] = tensor
+                continue
+            swapped.append((holder, registry, attribute, registry[attribute]))
+            registry[attribute] = tensor
+        args = () if args is None else args if isinstance(args, tuple) else (args,)
+        return module(*args, **(kwargs or {}))
+    finally:
+        for holder, registry, attribute, original in reversed(swapped):
+            if registry is not None:
+                registry[attribute] = original
+            elif original is _ABSENT:
+                del holder.__dict__[attribute]
+            else:
+                holder.__dict__[attribute] = original
+
+
+_ABSENT = object()

@@ -1,0 +1,140 @@
+"""torch.func's grad, grad_and_value, vjp, jacrev, hessian and functional_call: the same
+results, structures, grad_fns and errors as PyTorch's, and derivatives checked against finite
+differences where PyTorch is not installed."""
+
+import numpy as np
+import pytest
+
+import nbgrad
+
+CUBES = "lambda v: (v ** 3).sum()"
+
+# (name, expression). Each sees T (the library), x (3 floats), m (a Linear(3, 1) with set
+# weights) and params (its parameters, detached), and is compared with PyTorch by its repr:
+# values, structure (tuples, dicts), grad_fn names, and exception type and message.
+CASES = [
+    ("grad", f"T.func.grad({CUBES})(x)"),
+    ("grad of a tensor that requires grad", f"T.func.grad({CUBES})(x.clone().requires_grad_())"),
+    ("grad of grad", f"T.func.grad(lambda v: T.func.grad({CUBES})(v).sum())(x)"),
+    ("grad of a vector", "T.func.grad(lambda v: v * 2)(x)"),
+    ("grad of an integer tensor", f"T.func.grad({CUBES})(T.tensor([1, 2]))"),
+    ("grad of a float", "T.func.grad(lambda v: 3.0)(x)"),
+    ("grad, two argnums", "T.func.grad(lambda a, b: (a * b).sum(), argnums=(0, 1))(x, x + 1)"),
+    ("grad, negative argnum", "T.func.grad(lambda a, b: (a * b).sum(), argnums=-1)(x, x + 1)"),
+    ("grad, argnum out of range", "T.func.grad(lambda a, b: (a * b).sum(), argnums=2)(x, x)"),
+    ("grad, has_aux", "T.func.grad(lambda v: ((v ** 2).sum(), v.mean()), has_aux=True)(x)"),
+    ("grad, has_aux without aux", "T.func.grad(lambda v: (v ** 2).sum(), has_aux=True)(x)"),
+    ("grad, no dependence", "T.func.grad(lambda v: T.tensor(1.0))(x)"),
+    (
+        "grad of a dict",
+        "T.func.grad(lambda d: (d['a'] * 2 + d['b'][0]).sum())({'a': x, 'b': (x,)})",
+    ),
+    ("grad_and_value", f"T.func.grad_and_value({CUBES})(x)"),
+    ("vjp", "(lambda out, fn: (out, fn(T.ones(3))))(*T.func.vjp(lambda v: v * v, x))"),
+    (
+        "vjp of two primals",
+        "(lambda out, fn: (out, fn(T.tensor([1.0, -1.0, 2.0]))))"
+        "(*T.func.vjp(lambda a, b: a * b.exp(), x, x / 3))",
+    ),
+    ("jacrev", "T.func.jacrev(lambda v: v ** 2)(x)"),
+    ("jacrev, two argnums", "T.func.jacrev(lambda a, b: a * b, argnums=(0, 1))(x, x)"),
+    ("jacrev of two outputs", "T.func.jacrev(lambda a: (a * 2, a.sum()))(x)"),
+    ("jacrev of a matrix", "T.func.jacrev(lambda a: a.outer(a))(x)"),
+    ("hessian", f"T.func.hessian({CUBES})(x)"),
+    ("hessian of a product", "T.func.hessian(lambda a: (a.sin() * a[0]).sum())(x)"),
+    ("functional_call", "T.func.functional_call(m, params, (x,))"),
+    (
+        "grad through functional_call",
+        "T.func.grad(lambda p: T.func.functional_call(m, p, (x,)).sum())(params)",
+    ),
+    ("functional_call of unknown names", "T.func.functional_call(m, {'nope': x}, (x,))"),
+    (
+        "functional_call, strict",
+        "T.func.functional_call(m, {'weight': params['weight']}, (x,), strict=True)",
+    ),
+    (
+        "functional_call, a name in two dicts",
+        "T.func.functional_call(m, ({'weight': x[None]}, {'weight': x[None]}), (x,))",
+    ),
+    (
+        "functional_call, tied weights",
+        "T.func.functional_call(T.nn.Sequential(m2, T.nn.Tanh(), m2), {'0.weight': T.eye(2) * 2},"
+        " (T.ones(2),))",
+    ),
+    (
+        "functional_call, a parameter shared by two modules",
+        "T.func.functional_call(tied, {'0.weight': T.eye(2) * 2}, (T.ones(2),))",
+    ),
+    (
+        "functional_call, a parameter shared by two modules, untied",
+        "T.func.functional_call(tied, {'0.weight': T.eye(2) * 2}, (T.ones(2),), tie_weights=False)",
+    ),
+    ("the module after functional_call", "(m.weight, m.bias, m.weight.grad)"),
+]
+
+
+def run(T, expression):
+    x = T.tensor([1.0, 2.0, 3.0])
+    m = T.nn.Linear(3, 1)
+    with T.no_grad():
+        m.weight.copy_(T.tensor([[0.5, -1.0, 2.0]]))
+        m.bias.fill_(0.25)
+    m2 = T.nn.Linear(2, 2, bias=False)
+    tied = T.nn.Sequential(
+        T.nn.Linear(2, 2, bias=False), T.nn.Tanh(), T.nn.Linear(2, 2, bias=False)
+    )
+    with T.no_grad():
+        tied[0].weight.copy_(T.tensor([[1.0, -2.0], [0.5, 3.0]]))
+        m2.weight.copy_(T.tensor([[1.0, -2.0], [0.5, 3.0]]))
+    tied[2].weight = tied[0].weight
+    params = {name: p.detach() for name, p in m.named_parameters()}
+    names = {"T": T, "x": x, "m": m, "m2": m2, "tied": tied, "params": params}
+    try:
+        return repr(eval(expression, names))  # noqa: S307
+    except Exception as error:  # noqa: BLE001 - the exception is what is compared
+        return f"{type(error).__name__}: {error}"
+
+
+@pytest.mark.parametrize("name, expression", CASES, ids=[name for name, _ in CASES])
+def test_same_as_pytorch(torch, name, expression):
+    assert run(nbgrad, expression) == run(torch, expression)
+
+
+def finite_difference_hessian(f, x, h=1e-5):
+    n = x.size
+    result = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            e_i, e_j = np.eye(n)[i] * h, np.eye(n)[j] * h
+            result[i, j] = (
+                f(x + e_i + e_j) - f(x + e_i - e_j) - f(x - e_i + e_j) + f(x - e_i - e_j)
+            ) / (4 * h * h)
+    return result
+
+
+def test_hessian_and_grad_agree_with_finite_differences():
+    data = np.array([0.3, -0.7, 1.1])
+
+    def f(v):
+        return (v.sin() * v[0] + v.exp() * v[2]).sum()
+
+    def f_numpy(v):
+        return float(np.sum(np.sin(v) * v[0] + np.exp(v) * v[2]))
+
+    x = nbgrad.tensor(data)
+    hessian = nbgrad.func.hessian(f)(x).numpy()
+    np.testing.assert_allclose(
+        hessian, finite_difference_hessian(f_numpy, data), rtol=1e-5, atol=1e-6
+    )
+    gradient = nbgrad.func.grad(f)(x).numpy()
+    expected = [(f_numpy(data + h) - f_numpy(data - h)) / 2e-6 for h in np.eye(3) * 1e-6]
+    np.testing.assert_allclose(gradient, expected, rtol=1e-6)
+
+
+def test_functional_call_puts_the_parameters_back_when_the_module_raises():
+    m = nbgrad.nn.Linear(3, 1)
+    weight, bias = m.weight, m.bias
+    with pytest.raises(RuntimeError):
+        nbgrad.func.functional_call(m, {"weight": nbgrad.zeros(1, 3)}, (nbgrad.zeros(4),))
+    assert m.weight is weight and m.bias is bias
+    assert [name for name, _ in m.named_parameters()] == ["weight", "bias"]

@@ -16,9 +16,16 @@ same results from one graph:
   grad is differentiable with respect to ``x``).
 
 ``argnums`` picks the positional arguments differentiated; each may be a tensor or a tuple, list
-or dict of them (the derivatives come back in the same structure). ``hessian`` is ``jacrev`` of
-``jacrev`` (PyTorch's uses forward mode outside: the same numbers up to rounding). ``vmap``,
-``jacfwd`` and ``jvp`` are not here.
+or dict of them (the derivatives come back in the same structure).
+
+nbgrad has no forward mode: ``jvp`` differentiates a vector-Jacobian product again (the
+"double backward trick": the same numbers), ``jacfwd`` builds the Jacobian as ``jacrev`` does,
+and ``hessian`` is ``jacfwd(jacrev(f))`` as in PyTorch (the same numbers up to rounding).
+
+``vmap`` runs the function once per element of the mapped dimension and stacks the results, where
+PyTorch runs it once on batched tensors: the same results for the functions vmap accepts, with
+its argument checks and its randomness modes. What PyTorch's batched tensors refuse inside the
+function (``.item()``, a tensor's value deciding an ``if``) works here, one element at a time.
 """
 
 import numpy as np
@@ -28,7 +35,17 @@ from nbgrad.autograd.api import grad as _autograd_grad
 from nbgrad.autograd.node import AccumulateGrad
 from nbgrad.autograd.tensor import Tensor
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacrev", "vjp"]
+__all__ = [
+    "functional_call",
+    "grad",
+    "grad_and_value",
+    "hessian",
+    "jacfwd",
+    "jacrev",
+    "jvp",
+    "vjp",
+    "vmap",
+]
 
 
 # --- pytrees: a tensor, or tuples, lists and dicts of them ------------------------------------
@@ -282,10 +299,230 @@ def jacrev(func, argnums=0, has_aux=False, chunk_size=None):
     return wrapper
 
 
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """``jacfwd(f)(*args)``: the Jacobian ``jacrev`` gives (nbgrad has no forward mode; the
+    same numbers up to rounding)."""
+    return jacrev(func, argnums, has_aux)
+
+
 def hessian(func, argnums=0):
     """``hessian(f)(*args)``: the Jacobian of the Jacobian of ``f`` with respect to the
     arguments at ``argnums``."""
-    return jacrev(jacrev(func, argnums), argnums)
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """``jvp(f, primals, tangents)``: ``(f(*primals), J tangents)`` (and ``aux``), the
+    Jacobian-vector product taken as the derivative of a vector-Jacobian product along
+    ``tangents``."""
+    for name, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, tuple):
+            raise RuntimeError(
+                f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be "
+                "valid to call f(*primals)."
+            )
+    primal_leaves, tangent_leaves = _leaves(primals), _leaves(tangents)
+    if len(primal_leaves) != len(tangent_leaves):
+        raise RuntimeError(
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+            "structure."
+        )
+    for primal, tangent in zip(primal_leaves, tangent_leaves, strict=True):
+        if tuple(primal.shape) != tuple(tangent.shape):
+            raise RuntimeError(
+                "Trying to set a forward gradient that has a different size than that of the "
+                f"original Tensor, this is not supported. Tensor is of size {list(primal.shape)}"
+                f" while the given forward gradient is of size {list(tangent.shape)}."
+            )
+    numbers = tuple(range(len(primals)))
+    with grad_mode.enable_grad():
+        call_args, variables = _with_variables(primals, numbers)
+        output, aux = _split_aux(func(*call_args), has_aux, "jvp(f, primals, tangents)")
+        outputs = _leaves(output)
+        flat = [v for group in variables for v in group]
+        # d/du of (u^T J) t is J t, for any u: u is a variable the vjp is linear in.
+        dummies = [
+            Tensor._make(np.zeros(o._data.shape, o._data.dtype)).requires_grad_() for o in outputs
+        ]
+        tracked = [(o, u) for o, u in zip(outputs, dummies, strict=True) if o.requires_grad]
+        if tracked:
+            vjps = _autograd_grad(
+                [o for o, _ in tracked],
+                flat,
+                [u for _, u in tracked],
+                create_graph=True,
+                allow_unused=True,
+            )
+            used = [(g, t) for g, t in zip(vjps, tangent_leaves, strict=True) if g is not None]
+        else:
+            used = []
+        if used:
+            products = _derivatives([g for g, _ in used], dummies, [t for _, t in used])
+        else:
+            products = [Tensor._make(np.zeros(o._data.shape, o._data.dtype)) for o in outputs]
+    made = _own_ids(variables, primals, numbers) | {id(u) for u in dummies}
+    shown = _rebuild(output, iter(_finished(outputs, made)))
+    products = _rebuild(output, iter(_finished(products, made)))
+    if has_aux:
+        return shown, products, _rebuild(aux, iter(_finished(_leaves(aux), made)))
+    return shown, products
+
+
+# --- vmap --------------------------------------------------------------------------------------
+
+
+def _tree_spec(count):
+    """How PyTorch's pytree prints a flat tuple of ``count`` leaves (in vmap's messages)."""
+    return "TreeSpec(tuple, None, [" + ",\n  ".join("*" * count) + "])"
+
+
+def _mapped(arg, dims, describe):
+    """The (tensor, dim) pairs of ``arg`` mapped by ``dims`` (an int or None for all of the
+    argument's tensors, or a tuple, list or dict of them matching the argument)."""
+    if dims is None:
+        return []
+    if isinstance(dims, int):
+        if isinstance(arg, Tensor):
+            if not -arg.dim() <= dims < max(arg.dim(), 1):
+                raise ValueError(
+                    f"{describe}: Got in_dim={dims} for some input, but that input is a Tensor "
+                    f"of dimensionality {arg.dim()} so expected in_dim to satisfy "
+                    f"-{arg.dim()} <= in_dim < {arg.dim()}."
+                )
+            return [(arg, dims % arg.dim())]
+        if isinstance(arg, (tuple, list)):
+            return [pair for item in arg for pair in _mapped(item, dims, describe)]
+        if isinstance(arg, dict):
+            return [pair for item in arg.values() for pair in _mapped(item, dims, describe)]
+        raise ValueError(
+            f"{describe}: Got in_dim={dims} for an input but the input is of type {type(arg)}. "
+            "We cannot vmap over non-Tensor arguments, please use None as the respective in_dim"
+        )
+    if isinstance(dims, (tuple, list)) and isinstance(arg, (tuple, list)) and len(dims) == len(arg):
+        return [pair for a, d in zip(arg, dims, strict=True) for pair in _mapped(a, d, describe)]
+    if isinstance(dims, dict) and isinstance(arg, dict) and dims.keys() == arg.keys():
+        return [pair for key in arg for pair in _mapped(arg[key], dims[key], describe)]
+    raise ValueError(f"{describe}: in_dims is not compatible with the structure of `inputs`.")
+
+
+def _slice(tree, chosen, index):
+    """``tree`` with each mapped tensor (``chosen``: id -> dim) replaced by its element
+    ``index`` of the mapped dimension."""
+    if isinstance(tree, Tensor):
+        dim = chosen.get(id(tree))
+        return tree if dim is None else tree.select(dim, index)
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_slice(item, chosen, index) for item in tree)
+    if isinstance(tree, dict):
+        return {key: _slice(item, chosen, index) for key, item in tree.items()}
+    return tree
+
+
+def _zero_element(tree, chosen):
+    """``tree`` with each mapped tensor replaced by zeros of one element's shape: what the
+    function is run on to learn its outputs' shapes when the mapped dimension is empty."""
+    if isinstance(tree, Tensor):
+        dim = chosen.get(id(tree))
+        if dim is None:
+            return tree
+        shape = tuple(tree.shape[:dim]) + tuple(tree.shape[dim + 1 :])
+        return Tensor._make(np.zeros(shape, tree._data.dtype))
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_zero_element(item, chosen) for item in tree)
+    if isinstance(tree, dict):
+        return {key: _zero_element(item, chosen) for key, item in tree.items()}
+    return tree
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """``vmap(f)(*args)``: ``f`` mapped over dimension ``in_dims`` of its arguments (an int or
+    None for each argument, or for all), its results stacked along ``out_dims``."""
+    from nbgrad import random
+    from nbgrad.ops.functions import movedim, stack
+
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(
+            "Only allowed values for randomness are 'error', 'different', or 'same'. "
+            f"Got {randomness}"
+        )
+    name = getattr(func, "__name__", repr(func))
+
+    def wrapper(*args, **kwargs):
+        describe = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
+        if isinstance(in_dims, int):
+            per_argument = (in_dims,) * len(args)
+        elif isinstance(in_dims, tuple):
+            if len(in_dims) != len(args):
+                raise ValueError(
+                    f"{describe}: in_dims is not compatible with the structure of `inputs`. "
+                    f"in_dims has structure {_tree_spec(len(in_dims))} but inputs has "
+                    f"structure {_tree_spec(len(args))}."
+                )
+            per_argument = in_dims
+        else:
+            raise ValueError(
+                f"{describe}: expected `in_dims` to be int or a (potentially nested) tuple "
+                f"matching the structure of inputs, got: {type(in_dims)}."
+            )
+        pairs = [
+            pair
+            for arg, dims in zip(args, per_argument, strict=True)
+            for pair in _mapped(arg, dims, describe)
+        ]
+        if not pairs:
+            raise ValueError("vmap: Expected at least one Tensor to vmap over")
+        sizes = [tensor.shape[dim] for tensor, dim in pairs]
+        if len(set(sizes)) > 1:
+            raise ValueError(
+                "vmap: Expected all tensors to have the same size in the mapped dimension, got "
+                f"sizes {sizes} for the mapped dimension"
+            )
+        chosen = {id(tensor): dim for tensor, dim in pairs}
+        with random.drawing_per_element(randomness) as element:
+            if sizes[0] == 0:
+                with element():
+                    results = [func(*_zero_element(args, chosen), **kwargs)]
+            else:
+                results = []
+                for index in range(sizes[0]):
+                    with element():
+                        results.append(func(*_slice(args, chosen, index), **kwargs))
+        first = results[0]
+        if isinstance(out_dims, tuple):
+            if not isinstance(first, tuple) or len(out_dims) != len(first):
+                raise ValueError(
+                    f"vmap({name}, ...): out_dims is not compatible with the structure of "
+                    "`outputs`."
+                )
+            dims_of = list(out_dims)
+        else:
+            dims_of = [out_dims] * (len(first) if isinstance(first, tuple) else 1)
+        items = list(first) if isinstance(first, tuple) else [first]
+        columns = (
+            [list(r) for r in zip(*results, strict=True)] if isinstance(first, tuple) else [results]
+        )
+        stacked = []
+        for item, column, dim in zip(items, columns, dims_of, strict=True):
+            if dim is None:
+                if isinstance(item, Tensor):
+                    raise ValueError(
+                        f"vmap({name}, ...): `{name}` can not return a BatchedTensor when "
+                        "out_dim is None"
+                    )
+                stacked.append(item)
+                continue
+            if not isinstance(item, Tensor):
+                raise ValueError(
+                    f"vmap({name}, ...): `{name}` must only return Tensors, got type "
+                    f"{type(item)}. Did you mean to set out_dims= to None for output?"
+                )
+            whole = stack(column)
+            if sizes[0] == 0:
+                whole = whole[:0]
+            stacked.append(movedim(whole, 0, dim) if dim != 0 else whole)
+        return tuple(stacked) if isinstance(first, tuple) else stacked[0]
+
+    return wrapper
 
 
 # --- functional_call ---------------------------------------------------------------------------

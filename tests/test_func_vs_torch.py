@@ -100,6 +100,88 @@ def test_same_as_pytorch(torch, name, expression):
     assert run(nbgrad, expression) == run(torch, expression)
 
 
+# vmap, jvp and jacfwd: x is 2x3 here (arange), y three ones.
+MAPPED_CASES = [
+    ("vmap", "vmap(lambda a: a * 2)(x)"),
+    ("vmap, in_dims with None", "vmap(lambda a, b: a + b, in_dims=(0, None))(x, y)"),
+    ("vmap over dim 1", "vmap(lambda a: a.sum(), in_dims=1)(x)"),
+    ("vmap over dim -1", "vmap(lambda a: a.sum(), in_dims=-1)(x)"),
+    ("vmap, out_dims 1", "vmap(lambda a: a * 2, out_dims=1)(x)"),
+    ("vmap, out_dims -1", "vmap(lambda a: a * 2, out_dims=-1)(x)"),
+    ("vmap of two outputs", "vmap(lambda a: (a.sum(), a * 2))(x)"),
+    ("vmap, out_dims per output", "vmap(lambda a: (a.sum(), a * 2), out_dims=(0, 1))(x)"),
+    ("vmap, an output not mapped", "vmap(lambda a: (a * 2, 3.0), out_dims=(0, None))(x)"),
+    ("vmap, a constant output", "vmap(lambda a: T.ones(2))(x)"),
+    ("vmap, sizes differ", "vmap(lambda a, b: a + b)(x, T.ones(3, 3))"),
+    ("vmap, in_dims too short", "vmap(lambda a, b: a + b, in_dims=(0,))(x, y)"),
+    ("vmap, in_dims too long", "vmap(lambda a, b: a + b, in_dims=(0, None, 0))(x, y)"),
+    ("vmap, in_dims None", "vmap(lambda a: a, in_dims=None)(x)"),
+    ("vmap, nothing mapped", "vmap(lambda a, b: a + b, in_dims=(None, None))(x, y)"),
+    ("vmap of a float", "vmap(lambda a: 3.0)(x)"),
+    ("vmap, in_dim out of range", "vmap(lambda a: a, in_dims=2)(x)"),
+    ("vmap over an int", "vmap(lambda a, n: a * n)(x, 2)"),
+    ("vmap, out_dims None of a tensor", "vmap(lambda a: a * 2, out_dims=None)(x)"),
+    ("vmap, random in error mode", "vmap(lambda a: a + T.rand(3))(x)"),
+    ("vmap, dropout in error mode", "vmap(lambda a: T.nn.functional.dropout(a, 0.5))(x)"),
+    (
+        "vmap, randomness same",
+        "(lambda r: (r[0] == r[1]).all())(vmap(lambda a: a * 0 + T.rand(1), randomness='same')(x))",
+    ),
+    (
+        "vmap, randomness different",
+        "(lambda r: (r[0] != r[1]).all())"
+        "(vmap(lambda a: a * 0 + T.rand(1), randomness='different')(x))",
+    ),
+    ("vmap, unknown randomness", "vmap(lambda a: a, randomness='nope')(x)"),
+    ("vmap with keywords", "vmap(lambda a, scale: a * scale)(x, scale=3)"),
+    ("vmap of a dict", "vmap(lambda d: d['a'].sum())({'a': x})"),
+    (
+        "vmap, in_dims of a dict",
+        "vmap(lambda d: d['a'].sum() + d['b'].sum(), in_dims=({'a': 0, 'b': None},))"
+        "({'a': x, 'b': y})",
+    ),
+    ("vmap of vmap", "vmap(vmap(lambda a: a * 2))(x)"),
+    ("vmap of grad", "vmap(F.grad(lambda a: (a ** 2).sum()))(x)"),
+    ("vmap over an empty dimension", "vmap(lambda a: a * 2)(T.ones(0, 3))"),
+    (
+        "per-sample gradients",
+        "vmap(F.grad(lambda w, xi: ((xi * w).sum() - 1) ** 2), in_dims=(None, 0))(y, x)",
+    ),
+    ("jvp", "F.jvp(lambda a: a.sin(), (y,), (T.tensor([1.0, 2.0, 3.0]),))"),
+    ("jvp of two primals", "F.jvp(lambda a, b: a * b, (y, y * 2), (y, y))"),
+    ("jvp, has_aux", "F.jvp(lambda a: (a.sin(), a.cos()), (y,), (y,), has_aux=True)"),
+    ("jvp, primals not a tuple", "F.jvp(lambda a: a.sin(), y, y)"),
+    ("jvp, tangent of another size", "F.jvp(lambda a: a.sin(), (y,), (T.ones(2),))"),
+    ("jacfwd", "F.jacfwd(lambda a: a ** 2)(y)"),
+    ("jacfwd, two argnums", "F.jacfwd(lambda a, b: a * b, argnums=(0, 1))(y, y * 2)"),
+]
+
+
+def run_mapped(T, expression):
+    names = {"T": T, "F": T.func, "vmap": T.func.vmap, "x": T.arange(6.0).reshape(2, 3)}
+    names["y"] = T.ones(3)
+    try:
+        return repr(eval(expression, names))  # noqa: S307
+    except Exception as error:  # noqa: BLE001 - the exception is what is compared
+        return f"{type(error).__name__}: {error}"
+
+
+@pytest.mark.parametrize("name, expression", MAPPED_CASES, ids=[name for name, _ in MAPPED_CASES])
+def test_vmap_jvp_jacfwd_same_as_pytorch(torch, name, expression):
+    assert run_mapped(nbgrad, expression) == run_mapped(torch, expression)
+
+
+def test_vmap_randomness_same_draws_once():
+    before = nbgrad.random.get_rng_state()
+    mapped = nbgrad.func.vmap(lambda a: a + nbgrad.rand(3), randomness="same")(nbgrad.zeros(4, 3))
+    after_vmap = nbgrad.random.get_rng_state()
+    nbgrad.random.set_rng_state(before)
+    one_draw = nbgrad.rand(3).numpy()
+    np.testing.assert_array_equal(mapped.numpy(), np.tile(one_draw, (4, 1)))
+    # the generator stands where one draw left it
+    assert after_vmap.tolist() == nbgrad.random.get_rng_state().tolist()
+
+
 def finite_difference_hessian(f, x, h=1e-5):
     n = x.size
     result = np.empty((n, n))

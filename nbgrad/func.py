@@ -28,6 +28,8 @@ its argument checks and its randomness modes. What PyTorch's batched tensors ref
 function (``.item()``, a tensor's value deciding an ``if``) works here, one element at a time.
 """
 
+import functools
+
 import numpy as np
 
 from nbgrad.autograd import grad_mode
@@ -161,6 +163,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     the arguments at ``argnums``, and ``f(*args)``); with ``has_aux``, ``f`` returns
     ``(output, aux)`` and the value is ``(output, aux)``."""
 
+    @functools.wraps(func)
     def wrapper(*args, **kwargs):
         numbers = _argnums_tuple(argnums, args)
         with grad_mode.enable_grad():
@@ -201,6 +204,7 @@ def grad(func, argnums=0, has_aux=False):
     at ``argnums`` (``(gradient, aux)`` with ``has_aux``)."""
     transformed = grad_and_value(func, argnums, has_aux)
 
+    @functools.wraps(func)
     def wrapper(*args, **kwargs):
         gradient, value = transformed(*args, **kwargs)
         return (gradient, value[1]) if has_aux else gradient
@@ -258,6 +262,7 @@ def jacrev(func, argnums=0, has_aux=False, chunk_size=None):
     and of ``argnums`` and its arguments (inner)."""
     from nbgrad.ops.functions import reshape, stack
 
+    @functools.wraps(func)
     def wrapper(*args, **kwargs):
         numbers = _argnums_tuple(argnums, args)
         with grad_mode.enable_grad():
@@ -371,6 +376,24 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 # --- vmap --------------------------------------------------------------------------------------
 
 
+def _items(tree):
+    """Every leaf of ``tree`` (tuples, lists and dicts), tensors or not, in order."""
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in _items(item)]
+    if isinstance(tree, dict):
+        return [leaf for item in tree.values() for leaf in _items(item)]
+    return [tree]
+
+
+def _with_items(tree, items):
+    """``tree`` with its leaves replaced, in order, by those of the iterator ``items``."""
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_with_items(item, items) for item in tree)
+    if isinstance(tree, dict):
+        return {key: _with_items(item, items) for key, item in tree.items()}
+    return next(items)
+
+
 def _tree_spec(count):
     """How PyTorch's pytree prints a flat tuple of ``count`` leaves (in vmap's messages)."""
     return "TreeSpec(tuple, None, [" + ",\n  ".join("*" * count) + "])"
@@ -447,6 +470,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         )
     name = getattr(func, "__name__", repr(func))
 
+    @functools.wraps(func)
     def wrapper(*args, **kwargs):
         describe = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
         if isinstance(in_dims, int):
@@ -488,21 +512,20 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                     with element():
                         results.append(func(*_slice(args, chosen, index), **kwargs))
         first = results[0]
+        # out_dims: one for every output, or one per item of a tuple of outputs
         if isinstance(out_dims, tuple):
             if not isinstance(first, tuple) or len(out_dims) != len(first):
                 raise ValueError(
                     f"vmap({name}, ...): out_dims is not compatible with the structure of "
                     "`outputs`."
                 )
-            dims_of = list(out_dims)
+            dims = [d for item, d in zip(first, out_dims, strict=True) for _ in _items(item)]
         else:
-            dims_of = [out_dims] * (len(first) if isinstance(first, tuple) else 1)
-        items = list(first) if isinstance(first, tuple) else [first]
-        columns = (
-            [list(r) for r in zip(*results, strict=True)] if isinstance(first, tuple) else [results]
-        )
+            dims = [out_dims] * len(_items(first))
+        columns = zip(*(_items(result) for result in results), strict=True)
         stacked = []
-        for item, column, dim in zip(items, columns, dims_of, strict=True):
+        for column, dim in zip(columns, dims, strict=True):
+            item = column[0]
             if dim is None:
                 if isinstance(item, Tensor):
                     raise ValueError(
@@ -520,7 +543,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             if sizes[0] == 0:
                 whole = whole[:0]
             stacked.append(movedim(whole, 0, dim) if dim != 0 else whole)
-        return tuple(stacked) if isinstance(first, tuple) else stacked[0]
+        return _with_items(first, iter(stacked))
 
     return wrapper
 

@@ -141,6 +141,12 @@ MAPPED_CASES = [
         "({'a': x, 'b': y})",
     ),
     ("vmap of vmap", "vmap(vmap(lambda a: a * 2))(x)"),
+    ("vmap of a dict of outputs", "vmap(lambda a: {'k': a, 't': (a.sum(), [a * 2])})(x)"),
+    ("vmap, a float in a dict", "vmap(lambda a: {'k': a, 'f': 3.0})(x)"),
+    (
+        "vmap, out_dims over nested outputs",
+        "vmap(lambda a: ({'k': a}, a.sum()), out_dims=(1, 0))(x)",
+    ),
     ("vmap of grad", "vmap(F.grad(lambda a: (a ** 2).sum()))(x)"),
     ("vmap over an empty dimension", "vmap(lambda a: a * 2)(T.ones(0, 3))"),
     (

@@ -133,14 +133,24 @@ def _finished(tensors, made):
     return [t if t.requires_grad and _outside_leaves(t, made) else t.detach() for t in tensors]
 
 
-def _derivatives(outputs, variables, seeds):
+def _keeps_graph(outputs, made):
+    """Whether derivatives of ``outputs`` need a graph of their own: grad mode is on and the
+    outputs depend on a tensor outside the transform (an outer transform's variable, the
+    user's leaves): only then can anything differentiate them again (a transform's own leaves
+    are gone when it returns, and building that graph for nothing would double its cost)."""
+    return grad_mode.is_grad_enabled() and any(
+        o.requires_grad and _outside_leaves(o, made) for o in outputs
+    )
+
+
+def _derivatives(outputs, variables, seeds, keep_graph):
     """d outputs / d variables seeded with ``seeds``; zeros for a variable not used."""
     grads = _autograd_grad(
         outputs,
         variables,
         seeds,
         retain_graph=True,
-        create_graph=grad_mode.is_grad_enabled(),
+        create_graph=keep_graph,
         allow_unused=True,
     )
     return [
@@ -182,11 +192,11 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     "jacrev APIs instead?"
                 )
             flat = [v for group in variables for v in group]
+            made = _own_ids(variables, args, numbers)
             if output.requires_grad:
-                grads = _derivatives([output], flat, None)
+                grads = _derivatives([output], flat, None, _keeps_graph([output], made))
             else:  # f does not depend on its inputs at all
                 grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
-        made = _own_ids(variables, args, numbers)
         grads = iter(_finished(grads, made))
         per_arg = [_rebuild(args[number], grads) for number in numbers]
         gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
@@ -243,7 +253,13 @@ def vjp(func, *primals, has_aux=False):
         with grad_mode.enable_grad():
             tracked = [(o, s) for o, s in zip(outputs, seeds, strict=True) if o.requires_grad]
             if tracked:
-                grads = _derivatives([o for o, _ in tracked], flat, [s for _, s in tracked])
+                outputs_tracked = [o for o, _ in tracked]
+                grads = _derivatives(
+                    outputs_tracked,
+                    flat,
+                    [s for _, s in tracked],
+                    _keeps_graph(outputs_tracked, made),
+                )
             else:
                 grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
         grads = iter(_finished(grads, made))
@@ -269,15 +285,18 @@ def jacrev(func, argnums=0, has_aux=False, chunk_size=None):
             call_args, variables = _with_variables(args, numbers)
             output, aux = _split_aux(func(*call_args, **kwargs), has_aux, "jacrev(f)(*args)")
             flat = [v for group in variables for v in group]
+            made = _own_ids(variables, args, numbers)
             per_output = []
             for out in _leaves(output):
+                keep_graph = _keeps_graph([out], made)
                 rows = [[] for _ in flat]
                 size = out._data.size
                 for k in range(size):
                     seed = np.zeros(size, out._data.dtype)
                     seed[k] = 1
                     if out.requires_grad:
-                        grads = _derivatives([out], flat, [Tensor._make(seed.reshape(out.shape))])
+                        seeds = [Tensor._make(seed.reshape(out.shape))]
+                        grads = _derivatives([out], flat, seeds, keep_graph)
                     else:
                         grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
                     for row, g in zip(rows, grads, strict=True):
@@ -290,7 +309,6 @@ def jacrev(func, argnums=0, has_aux=False, chunk_size=None):
                     else:
                         blocks.append(Tensor._make(np.zeros(shape, v._data.dtype)))
                 per_output.append(blocks)
-        made = _own_ids(variables, args, numbers)
         results = []
         for blocks in per_output:
             blocks = iter(_finished(blocks, made))
@@ -362,7 +380,11 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         else:
             used = []
         if used:
-            products = _derivatives([g for g, _ in used], dummies, [t for _, t in used])
+            own = _own_ids(variables, primals, numbers) | {id(u) for u in dummies}
+            vjps_used = [g for g, _ in used]
+            products = _derivatives(
+                vjps_used, dummies, [t for _, t in used], _keeps_graph(vjps_used, own)
+            )
         else:
             products = [Tensor._make(np.zeros(o._data.shape, o._data.dtype)) for o in outputs]
     made = _own_ids(variables, primals, numbers) | {id(u) for u in dummies}

@@ -83,7 +83,10 @@ def _variable(tensor):
     new leaf on its values otherwise (PyTorch's error for integer tensors)."""
     if tensor.requires_grad:
         return tensor
-    return tensor.detach().requires_grad_()
+    leaf = tensor.detach()
+    if leaf.is_inference():  # it cannot be made to require grad; a copy of its values can
+        leaf = leaf.clone()
+    return leaf.requires_grad_()
 
 
 def _argnums_tuple(argnums, args):

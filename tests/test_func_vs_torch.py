@@ -69,6 +69,8 @@ CASES = [
         "functional_call, a parameter shared by two modules, untied",
         "T.func.functional_call(tied, {'0.weight': T.eye(2) * 2}, (T.ones(2),), tie_weights=False)",
     ),
+    ("vjp of an inference tensor", "T.func.vjp(lambda v: v.sin(), inference)[1](T.ones(3))"),
+    ("grad of an inference tensor", f"T.func.grad({CUBES})(inference)"),
     ("the module after functional_call", "(m.weight, m.bias, m.weight.grad)"),
 ]
 
@@ -88,7 +90,10 @@ def run(T, expression):
         m2.weight.copy_(T.tensor([[1.0, -2.0], [0.5, 3.0]]))
     tied[2].weight = tied[0].weight
     params = {name: p.detach() for name, p in m.named_parameters()}
+    with T.inference_mode():
+        inference = T.tensor([0.5, 1.0, 2.0])
     names = {"T": T, "x": x, "m": m, "m2": m2, "tied": tied, "params": params}
+    names["inference"] = inference
     try:
         return repr(eval(expression, names))  # noqa: S307
     except Exception as error:  # noqa: BLE001 - the exception is what is compared

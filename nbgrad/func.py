@@ -45,6 +45,7 @@ __all__ = [
     "jacfwd",
     "jacrev",
     "jvp",
+    "stack_module_state",
     "vjp",
     "vmap",
 ]
@@ -650,3 +651,28 @@ def functional_call(
 
 
 _ABSENT = object()
+
+
+def stack_module_state(models):
+    """The parameters and buffers of ``models`` (modules of one architecture) stacked along a
+    new first dimension, as two dicts by name: the parameters new leaves that require grad,
+    the buffers plain tensors. What ``vmap`` over ``functional_call`` runs an ensemble with."""
+    from nbgrad.ops.functions import stack
+
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({model.training for model in models}) > 1:
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode."
+        )
+    names = [name for name, _ in models[0].named_parameters()]
+    params = {
+        name: stack([dict(m.named_parameters())[name].detach() for m in models]).requires_grad_()
+        for name in names
+    }
+    buffer_names = [name for name, _ in models[0].named_buffers()]
+    buffers = {
+        name: stack([dict(m.named_buffers())[name] for m in models]) for name in buffer_names
+    }
+    return params, buffers

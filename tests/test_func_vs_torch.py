@@ -71,6 +71,31 @@ CASES = [
     ),
     ("vjp of an inference tensor", "T.func.vjp(lambda v: v.sin(), inference)[1](T.ones(3))"),
     ("grad of an inference tensor", f"T.func.grad({CUBES})(inference)"),
+    (
+        "stack_module_state",
+        "{k: (v.shape, v.requires_grad, v.is_leaf, v.dtype) for d in "
+        "T.func.stack_module_state([T.nn.Sequential(T.nn.Linear(3, 2), T.nn.BatchNorm1d(2)) "
+        "for _ in range(3)]) for k, v in d.items()}",
+    ),
+    ("stack_module_state of no model", "T.func.stack_module_state([])"),
+    ("stack_module_state of other shapes", "T.func.stack_module_state([m, T.nn.Linear(3, 3)])"),
+    (
+        "stack_module_state, train and eval",
+        "T.func.stack_module_state([m, T.nn.Linear(3, 1).eval()])",
+    ),
+    (
+        # the values (its grad_fn is StackBackward0 here: README, differences) ...
+        "an ensemble by vmap over functional_call",
+        "(lambda state: T.func.vmap(lambda p, b, v: T.func.functional_call(m, (p, b), (v,)), "
+        "in_dims=(0, 0, None))(*state, x).detach())(T.func.stack_module_state([m, m]))",
+    ),
+    (
+        # ... and the gradients backward gives the stacked parameters through it
+        "backward through an ensemble",
+        "(lambda state: (T.func.vmap(lambda p, b, v: T.func.functional_call(m, (p, b), (v,)), "
+        "in_dims=(0, 0, None))(*state, x).pow(2).sum().backward(), "
+        "{k: v.grad for k, v in state[0].items()})[1])(T.func.stack_module_state([m, m]))",
+    ),
     ("the module after functional_call", "(m.weight, m.bias, m.weight.grad)"),
 ]
 

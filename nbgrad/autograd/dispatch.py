@@ -4,9 +4,11 @@
 ``run_inplace`` is its twin for operations that write into an existing tensor.
 """
 
+import warnings
+
 import numpy as np
 
-from nbgrad import dtypes
+from nbgrad import dtypes, float_warnings
 from nbgrad.autograd import anomaly, errors, grad_mode, observe, views
 from nbgrad.autograd.node import (
     SavedTensor,
@@ -28,10 +30,20 @@ from nbgrad.ops.storage_geometry import partially_overlaps
 _make = Tensor._make
 # The very list observe holds, bound here so that the test on every op is one global read.
 _op_starts = observe.op_start_listeners
+# nbgrad's warnings filter as run_op last found it at the front of the filters (float_warnings).
+_quiet_filter = None
 
 
 def run_op(spec, inputs, attrs=()):
     """Apply ``spec`` to ``inputs`` (Tensors or Python numbers; a list for variadic ops)."""
+    global _quiet_filter
+    # NumPy's log(0) notice stays quiet whatever filters the user set since (float_warnings)
+    try:
+        quiet = warnings.filters[0] is _quiet_filter
+    except IndexError:  # the user emptied the filters
+        quiet = False
+    if not quiet:
+        _quiet_filter = float_warnings.put_first()
     if _op_starts:
         for listener in _op_starts:
             listener(spec.name)
@@ -222,6 +234,7 @@ def _check_inference_not_saved(spec, tensors, needs):
 
 def run_inplace(spec, target, others=(), attrs=()):
     """Apply ``spec`` with ``target``'s value as ``self`` and write the result into ``target``."""
+    float_warnings.keep_first()
     if _op_starts:
         for listener in _op_starts:
             listener(spec.name + "_")

@@ -86,3 +86,96 @@ def test_a_users_own_numpy_code_still_warns_under_their_filter():
         nbgrad.tensor([0.0]).log()
         with pytest.raises(RuntimeWarning, match="divide by zero encountered in log"):
             np.log(np.zeros(1))
+
+
+# --- 2. detach(): not a view, the same memory and version counter ------------------------------
+
+
+def _detach_facts(T):
+    """What a user can read of detached tensors: base, is_view, versions, offsets, strides."""
+    x = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    d = x.detach()
+    facts = [d._base is None, d._is_view(), d.requires_grad, d.is_leaf, d._version]
+    d.add_(1)  # the same version counter: x sees the write
+    facts += [x._version, d._version, _values(x)]
+    tail = x[1:]
+    detached_tail = tail.detach()
+    facts += [detached_tail._base is None, detached_tail._is_view(), tail._is_view()]
+    facts += [detached_tail.storage_offset(), detached_tail.stride()]
+    grid = T.arange(12.0).reshape(3, 4)[:, 1:]
+    detached_grid = grid.detach()
+    facts += [detached_grid.storage_offset(), detached_grid.stride()]
+    facts += [detached_grid.is_contiguous(), grid.t().detach().stride()]
+    # a view of a detached tensor is a view of it (not of the tensor it was detached from)
+    corner = detached_grid[1:, 1:]
+    facts += [corner._base is detached_grid, corner._is_view()]
+    facts += [corner.storage_offset(), corner.stride(), _values(corner)]
+    # .data too: no base, its source's place in memory, a version counter of its own
+    data = tail.data
+    facts += [data._base is None, data._is_view(), data.storage_offset()]
+    data.mul_(2)
+    facts += [x._version]
+    return facts
+
+
+def test_detach_is_no_view_yet_shares_memory_and_version():
+    assert _detach_facts(nbgrad) == _detach_facts(torch)
+
+
+def _detach_in_place_outcomes(T):
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    twice = x.detach().detach_()
+    outcomes = [(twice._base is None, twice.requires_grad, twice._version)]
+    outcomes.append(_outcome(lambda: x[1:].detach_()))  # a view: refused, as in PyTorch
+    outcomes.append(_outcome(lambda: x.detach()[1:].detach_()))  # a view of a detached tensor
+    outcomes.append(_outcome(lambda: x.detach().detach().detach_()._version))
+    return outcomes
+
+
+def test_detach_in_place_of_a_detached_tensor_works_as_in_torch():
+    assert _detach_in_place_outcomes(nbgrad) == _detach_in_place_outcomes(torch)
+
+
+def _writes_through_detach(T):
+    """In-place writes into a detached tensor, seen by backward through ops that saved x."""
+    outcomes = []
+    x = T.tensor([0.5, 1.0, 1.5], requires_grad=True)
+    y = x.exp()  # saves its result
+    y.detach().mul_(2)
+    outcomes.append(_outcome(lambda: y.sum().backward()))
+    x = T.tensor([0.5, 1.0, 1.5], requires_grad=True)
+    w = x * 1
+    s = w.sin()  # saves w
+    w.detach().zero_()
+    outcomes.append(_outcome(lambda: s.sum().backward()))
+    x = T.tensor([0.5, 1.0, 1.5], requires_grad=True)
+    s = (x * x).sum()  # saves the leaf x
+    x.detach()[0] = 5.0
+    outcomes.append((x._version, _outcome(lambda: s.backward())))
+    # a view whose base is written through a detached tensor gets a new history
+    base = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True).clone()
+    view = base[1:]
+    names = [view.grad_fn.name()]
+    view.detach().mul_(2)
+    names += [view.grad_fn.name(), base.grad_fn.name(), view._version, base._version]
+    outcomes.append(names)
+    return outcomes
+
+
+def test_writes_into_a_detached_tensor_are_seen_by_backward_as_in_torch():
+    assert _writes_through_detach(nbgrad) == _writes_through_detach(torch)
+
+
+def test_a_detached_tensor_does_not_keep_its_source_alive():
+    import gc
+    import weakref
+
+    for T in (torch, nbgrad):
+        x = T.tensor([1.0, 2.0], requires_grad=True)
+        y = x.exp()
+        source = weakref.ref(y)
+        kept = y.detach()
+        del y
+        gc.collect()
+        assert source() is None, T.__name__
+        assert _values(kept) == _values(T.tensor([1.0, 2.0]).exp())

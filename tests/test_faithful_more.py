@@ -179,3 +179,136 @@ def test_a_detached_tensor_does_not_keep_its_source_alive():
         gc.collect()
         assert source() is None, T.__name__
         assert _values(kept) == _values(T.tensor([1.0, 2.0]).exp())
+
+
+# --- 3. sort / argsort: every argument form, as PyTorch's parser takes or refuses it -----------
+
+
+def _long(T):
+    return T.empty(0, dtype=T.long)
+
+
+SORT_CALLS = {
+    "sort(x)": lambda T, x: T.sort(x),
+    "sort(x, 0)": lambda T, x: T.sort(x, 0),
+    "sort(x, 0, True)": lambda T, x: T.sort(x, 0, True),
+    "sort(x, 0, True, stable=True)": lambda T, x: T.sort(x, 0, True, stable=True),
+    "sort(x, -1, False, True)": lambda T, x: T.sort(x, -1, False, True),
+    "sort(x, stable=True)": lambda T, x: T.sort(x, stable=True),
+    "sort(x, stable=False)": lambda T, x: T.sort(x, stable=False),
+    "sort(x, stable=None)": lambda T, x: T.sort(x, stable=None),
+    "sort(x, dim=0)": lambda T, x: T.sort(x, dim=0),
+    "sort(x, axis=0)": lambda T, x: T.sort(x, axis=0),
+    "sort(x, dim=0, axis=0)": lambda T, x: T.sort(x, dim=0, axis=0),
+    "sort(x, descending=True)": lambda T, x: T.sort(x, descending=True),
+    "sort(x, stable=True, dim=0, descending=True)": lambda T, x: T.sort(
+        x, stable=True, dim=0, descending=True
+    ),
+    "sort(x, True)": lambda T, x: T.sort(x, True),
+    "sort(x, True, 0)": lambda T, x: T.sort(x, True, 0),
+    "sort(x, 0, True, stable=1)": lambda T, x: T.sort(x, 0, True, stable=1),
+    "sort(x, 0, descending=1)": lambda T, x: T.sort(x, 0, descending=1),
+    "sort(x, dim=1.0)": lambda T, x: T.sort(x, dim=1.0),
+    "sort(x, dim='a')": lambda T, x: T.sort(x, dim="a"),
+    "sort(x, dim=2)": lambda T, x: T.sort(x, dim=2),
+    "sort(x, np.int64(0))": lambda T, x: T.sort(x, np.int64(0)),
+    "sort(x, tensor(0))": lambda T, x: T.sort(x, T.tensor(0)),
+    "sort(input=x)": lambda T, x: T.sort(input=x),
+    "sort(input=x, dim=0)": lambda T, x: T.sort(input=x, dim=0),
+    "sort(x, bogus=1)": lambda T, x: T.sort(x, bogus=1),
+    "sort(x, 0, dim=0)": lambda T, x: T.sort(x, 0, dim=0),
+    "sort(x, 0, False, descending=True)": lambda T, x: T.sort(x, 0, False, descending=True),
+    "sort()": lambda T, x: T.sort(),
+    "sort([3, 1])": lambda T, x: T.sort([3, 1]),
+    "sort(x, None)": lambda T, x: T.sort(x, None),
+    "sort(x, dim=None)": lambda T, x: T.sort(x, dim=None),
+    "sort(x, 0, None)": lambda T, x: T.sort(x, 0, None),
+    "sort(x, descending=None)": lambda T, x: T.sort(x, descending=None),
+    "sort(x, out=None)": lambda T, x: T.sort(x, out=None),
+    "sort(x, out=(v, i))": lambda T, x: T.sort(x, out=(T.empty(0), _long(T))),
+    "sort(x, 0, True, out=(v, i))": lambda T, x: T.sort(x, 0, True, out=(T.empty(0), _long(T))),
+    "sort(x, stable=True, out=[v, i])": lambda T, x: T.sort(
+        x, stable=True, out=[T.empty(0), _long(T)]
+    ),
+    "sort(x, out=(v,))": lambda T, x: T.sort(x, out=(T.empty(0),)),
+    "sort(x, out=(v, float))": lambda T, x: T.sort(x, out=(T.empty(0), T.empty(0))),
+    "sort(x, out=(double, i))": lambda T, x: T.sort(x, out=(T.empty(0, dtype=T.float64), _long(T))),
+    "sort(x, out=v)": lambda T, x: T.sort(x, out=T.empty(0)),
+    "x.sort()": lambda T, x: x.sort(),
+    "x.sort(0)": lambda T, x: x.sort(0),
+    "x.sort(0, True)": lambda T, x: x.sort(0, True),
+    "x.sort(0, True, stable=True)": lambda T, x: x.sort(0, True, stable=True),
+    "x.sort(stable=True)": lambda T, x: x.sort(stable=True),
+    "x.sort(stable=None)": lambda T, x: x.sort(stable=None),
+    "x.sort(stable='yes')": lambda T, x: x.sort(stable="yes"),
+    "x.sort(dim=0, descending=True)": lambda T, x: x.sort(dim=0, descending=True),
+    "x.sort(axis=0)": lambda T, x: x.sort(axis=0),
+    "x.sort(True)": lambda T, x: x.sort(True),
+    "x.sort(0, True, True)": lambda T, x: x.sort(0, True, True),
+    "x.sort(bogus=1)": lambda T, x: x.sort(bogus=1),
+    "x.sort(0, dim=0)": lambda T, x: x.sort(0, dim=0),
+    "x.sort(dim=1.5)": lambda T, x: x.sort(dim=1.5),
+    "x.sort(None)": lambda T, x: x.sort(None),
+    "x.sort(0, None)": lambda T, x: x.sort(0, None),
+    "x.sort(0, True, stable=True, descending=False)": lambda T, x: x.sort(
+        0, True, stable=True, descending=False
+    ),
+    "x.sort(out=...)": lambda T, x: x.sort(out=(T.empty(0), _long(T))),
+    "Tensor.sort(x, 0)": lambda T, x: T.Tensor.sort(x, 0),
+    "argsort(x, 0, True)": lambda T, x: T.argsort(x, 0, True),
+    "argsort(x, stable=True)": lambda T, x: T.argsort(x, stable=True),
+    "argsort(x, stable=None)": lambda T, x: T.argsort(x, stable=None),
+    "argsort(x, 0, True, stable=True)": lambda T, x: T.argsort(x, 0, True, stable=True),
+    "argsort(x, 0, True, True)": lambda T, x: T.argsort(x, 0, True, True),
+    "argsort(x, None)": lambda T, x: T.argsort(x, None),
+    "argsort(x, out=i)": lambda T, x: T.argsort(x, out=_long(T)),
+    "argsort(x, stable=True, out=i)": lambda T, x: T.argsort(x, stable=True, out=_long(T)),
+    "argsort(x, stable=True, out=float)": lambda T, x: T.argsort(x, stable=True, out=T.empty(0)),
+    "argsort(x, 0, True, out=i)": lambda T, x: T.argsort(x, 0, True, out=_long(T)),
+    "x.argsort(stable=True, dim=0)": lambda T, x: x.argsort(stable=True, dim=0),
+    "x.argsort(True)": lambda T, x: x.argsort(True),
+    "x.argsort(stable=None)": lambda T, x: x.argsort(stable=None),
+    "x.argsort(stable=True, out=None)": lambda T, x: x.argsort(stable=True, out=None),
+    "x.argsort(None)": lambda T, x: x.argsort(None),
+    "msort(x)": lambda T, x: T.msort(x),
+}
+
+
+def _sort_outcome(T, call):
+    x = T.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+
+    def run():
+        result = call(T, x)
+        if isinstance(result, tuple):
+            return (type(result).__name__, *(r.tolist() for r in result))
+        return result.tolist()
+
+    return _outcome(run)
+
+
+@pytest.mark.parametrize("name", list(SORT_CALLS))
+def test_sort_argument_forms_as_torch(name):
+    call = SORT_CALLS[name]
+    assert _sort_outcome(nbgrad, call) == _sort_outcome(torch, call)
+
+
+def _sort_graph_facts(T):
+    x = T.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    names = [
+        T.sort(x)[0].grad_fn.name(),
+        T.sort(x, stable=False)[0].grad_fn.name(),
+        T.sort(x, stable=None)[0].grad_fn.name(),
+        x.sort(dim=0, descending=True, stable=True)[0].grad_fn.name(),
+        x.sort(0, True)[0].grad_fn.name(),
+    ]
+    values, indices = T.sort(x, dim=0, descending=True, stable=True)
+    (values * T.tensor([1.0, 10.0, 100.0])).sum().backward()
+    out_values, out_indices = T.empty(0), _long(T)
+    given = T.sort(x.detach(), out=(out_values, out_indices))
+    outs = [given.values is out_values, out_values._version, out_indices._version]
+    refused = _outcome(lambda: T.sort(x, out=(T.empty(0), _long(T))))
+    return names, indices.tolist(), x.grad.tolist(), outs, refused
+
+
+def test_sort_records_the_node_of_the_overload_taken_as_torch():
+    assert _sort_graph_facts(nbgrad) == _sort_graph_facts(torch)

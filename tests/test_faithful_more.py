@@ -312,3 +312,83 @@ def _sort_graph_facts(T):
 
 def test_sort_records_the_node_of_the_overload_taken_as_torch():
     assert _sort_graph_facts(nbgrad) == _sort_graph_facts(torch)
+
+
+# --- 4. _weight_norm with a g of another shape ---------------------------------------------------
+
+V_ROWS = np.arange(12.0).reshape(3, 4)
+
+
+@pytest.mark.parametrize(
+    "g_shape, dim",
+    [((3, 1), 0), ((3,), 0), ((3, 1, 1), 0), ((1, 4), 1), ((4,), 1), ((4,), -1)],
+)
+def test_weight_norm_reads_a_g_of_the_right_count_in_order_as_torch(g_shape, dim):
+    outcomes = []
+    for T in (torch, nbgrad):
+        v = T.tensor(V_ROWS, dtype=T.float32)
+        g = T.arange(1.0, 1.0 + int(np.prod(g_shape))).reshape(g_shape)
+        w = T._weight_norm(v, g, dim)
+        outcomes.append((_values(w), w.shape == v.shape))
+    assert outcomes[0] == outcomes[1]
+
+
+def _weight_norm_outcomes(T, v_shape, g_shape, dim):
+    v = T.arange(1.0, 1.0 + int(np.prod(v_shape))).reshape(v_shape)
+    return _outcome(lambda: _values(T._weight_norm(v, T.ones(g_shape), dim)))
+
+
+@pytest.mark.parametrize(
+    "v_shape, g_shape, dim",
+    [
+        ((), (), 0),  # a 0-d v: no dims to keep, whatever g is
+        ((), (1,), -1),
+        ((), (), 1),
+        ((3, 4), (3, 1), 2),
+        ((3, 4), (12,), -1),  # dim -1 is not the fused kernel's "last dim": the whole norm
+        ((2, 3, 4), (3,), 1),  # a middle dim: g broadcasts against the norms, or cannot
+        ((2, 3, 4), (2, 1), 1),
+        ((2, 3, 4), (1, 3, 1), 1),
+    ],
+)
+def test_weight_norm_errors_and_values_as_torch(v_shape, g_shape, dim):
+    ours = _weight_norm_outcomes(nbgrad, v_shape, g_shape, dim)
+    assert ours == _weight_norm_outcomes(torch, v_shape, g_shape, dim)
+
+
+@pytest.mark.parametrize(
+    "g_shape, dim, count, expected",
+    [
+        ((2, 1), 0, "3 elements", [3, 1]),
+        ((1, 1), 0, "3 elements", [3, 1]),
+        ((3, 2), 0, "3 elements", [3, 1]),
+        ((3, 1), 1, "4 elements", [1, 4]),
+        ((12,), 1, "4 elements", [1, 4]),
+    ],
+)
+def test_weight_norm_refuses_a_g_of_another_count_with_a_clear_error(g_shape, dim, count, expected):
+    # PyTorch 2.13 does not check: with fewer elements its kernel reads past g's memory (values
+    # of order 1e30 where g ends), with more it takes the first ones. nbgrad refuses both.
+    v = nbgrad.tensor(V_ROWS, dtype=nbgrad.float32, requires_grad=True)
+    g = nbgrad.ones(g_shape, requires_grad=True)
+    message = (
+        f"_weight_norm: expected g to hold one element per slice of v along dim {dim}: {count} "
+        f"(a tensor of size {expected}), but got g of size {list(g_shape)}"
+    )
+    with pytest.raises(RuntimeError) as caught:
+        nbgrad._weight_norm(v, g, dim)
+    assert str(caught.value) == message
+    with pytest.raises(RuntimeError) as caught:
+        nbgrad._weight_norm_interface(v, g, dim)
+    assert str(caught.value) == message
+
+
+def test_weight_norm_module_with_a_replaced_g_of_another_count_says_so():
+    with pytest.warns(FutureWarning):  # both deprecate it for parametrizations.weight_norm
+        layer = nbgrad.nn.utils.weight_norm(nbgrad.nn.Linear(4, 3))
+    with pytest.warns(FutureWarning):
+        theirs = torch.nn.utils.weight_norm(torch.nn.Linear(4, 3))
+    assert list(layer.weight_g.shape) == list(theirs.weight_g.shape) == [3, 1]
+    layer.weight_g = nbgrad.nn.Parameter(nbgrad.ones(2, 1))
+    with pytest.raises(RuntimeError, match=r"one element per slice of v along dim 0: 3 elements"):
+        layer(nbgrad.ones(1, 4))

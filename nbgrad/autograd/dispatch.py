@@ -21,7 +21,7 @@ from nbgrad.autograd.node import (
     saved_tensors_hook_stack,
     set_history,
 )
-from nbgrad.autograd.tensor import Tensor, VersionCounter
+from nbgrad.autograd.tensor import Tensor, VersionCounter, strides_of
 from nbgrad.flags import FAST_PATHS
 from nbgrad.generated import compile_registered
 from nbgrad.ops import result_layout
@@ -128,6 +128,8 @@ def run_op(spec, inputs, attrs=()):
     recording = needs and result._dtype.is_floating_point
     if spec.view:
         source = tensors[0]
+        if not out.size:
+            result._data = _empty_view(spec, source, out, attrs)
         result._version_counter = source._version_counter
         result._base = source if source._base is None else source._base
         views.note_view(result, source, spec.node, graph_wanted)
@@ -145,6 +147,20 @@ def run_op(spec, inputs, attrs=()):
     if extras:
         return (result, *(_make(e) for e in extras))
     return result
+
+
+def _empty_view(spec, source, out, attrs):
+    """An empty view with PyTorch's strides. NumPy gives a new empty array strides of 0 where
+    PyTorch gives contiguous ones, which its views keep (``torch.zeros(3, 0).t().stride()`` is
+    ``(1, 1)``): a view of such a tensor is taken again from its memory laid out as PyTorch's."""
+    array = source._data
+    if array.size or len(spec.inputs) != 1 or not source._has_fresh_strides():
+        return out
+    strides = tuple(step * array.itemsize for step in strides_of(array))
+    if array.strides == strides:
+        return out
+    laid_out = np.lib.stride_tricks.as_strided(array, array.shape, strides)
+    return spec.forward(laid_out, *attrs) if attrs else spec.forward(laid_out)
 
 
 def _multi_output_results(

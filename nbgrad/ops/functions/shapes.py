@@ -271,7 +271,8 @@ def narrow(input, dim, start, length):  # noqa: A002
         raise IndexError(
             f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
         )
-    start %= builtins.max(size, 1)
+    if start < 0:  # (start == size is a place too: where an empty narrow starts)
+        start += size
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > size:

@@ -392,3 +392,238 @@ def test_weight_norm_module_with_a_replaced_g_of_another_count_says_so():
     layer.weight_g = nbgrad.nn.Parameter(nbgrad.ones(2, 1))
     with pytest.raises(RuntimeError, match=r"one element per slice of v along dim 0: 3 elements"):
         layer(nbgrad.ones(1, 4))
+
+
+# --- 5. in-place writes into views of views --------------------------------------------------
+
+
+def _history(t):
+    """What a user reads of a tensor's place in the graph and in memory."""
+    name = t.grad_fn.name() if t.grad_fn is not None else None
+    return (name, t.requires_grad, t.is_leaf, t._version, t._base is not None, t.storage_offset())
+
+
+def _view_of_view_of_leaf(T):
+    base = T.zeros(4, requires_grad=True)
+    return base[1:][1:].mul_(2)
+
+
+def _view_of_no_grad_view(T):
+    base = T.zeros(4, requires_grad=True)
+    with T.no_grad():
+        view = base[1:]
+    return view[1:].add_(1)
+
+
+def _base_written_under_no_grad_then_view_read(T):
+    base = T.zeros(4, requires_grad=True)
+    with T.no_grad():
+        view = base[1:]
+        inner = view[1:]
+        inner.add_(1)
+    return _history(inner), _history(view), _history(base)
+
+
+def _view_of_view_of_non_leaf(T):
+    base = T.zeros(4, requires_grad=True).clone()
+    view = base[1:]
+    inner = view[1:]
+    inner.add_(1)
+    return _history(inner), _history(view), _history(base)
+
+
+def _reshape_of_slice_written(T):
+    leaf = T.arange(6.0, requires_grad=True)
+    base = leaf * 1
+    part = base[1:5]
+    square = part.reshape(2, 2)  # a view of the slice
+    square.mul_(3)
+    base.sum().backward()
+    return _history(square), _history(part), _history(base), _values(leaf.grad)
+
+
+def _reshape_that_copies_written(T):
+    leaf = T.arange(6.0, requires_grad=True)
+    base = leaf * 1
+    copied = base.reshape(2, 3).t().reshape(6)  # not viewable: a copy
+    copied.mul_(3)
+    return _history(copied), _history(base)
+
+
+def _view_written_with_a_leaf(T):
+    leaf = T.arange(6.0, requires_grad=True)
+    base = leaf * 2
+    column = base.view(2, 3)[:, 1]
+    column.mul_(leaf[:2])
+    (base * base).sum().backward()
+    return _history(column), _history(base), _values(leaf.grad)
+
+
+def _written_under_no_grad_then_backward(T):
+    leaf = T.arange(6.0, requires_grad=True)
+    base = leaf.clone()
+    inner = base[1:][1:]
+    with T.no_grad():
+        inner.mul_(2)
+    base.sum().backward()
+    return _history(inner), _history(base), _values(leaf.grad)
+
+
+def _no_grad_view_of_a_view(T):
+    leaf = T.arange(6.0, requires_grad=True)
+    base = leaf * 1
+    view = base[1:]
+    with T.no_grad():
+        inner = view[1:]
+    return inner.add_(1)
+
+
+def _view_of_a_no_grad_view_of_a_view(T):
+    leaf = T.arange(6.0, requires_grad=True)
+    base = leaf * 1
+    view = base[1:]
+    with T.no_grad():
+        inner = view[1:]
+    return inner[1:].add_(1)
+
+
+def _saved_view_written_through_its_base_view(T):
+    leaf = T.arange(6.0, requires_grad=True)
+    base = leaf * 1
+    view = base[1:]
+    inner = view[1:]
+    product = inner * inner
+    inner.mul_(2)
+    return product.sum().backward()
+
+
+def _in_place_view_op_on_a_view(T):
+    leaf = T.arange(6.0, requires_grad=True)
+    base = leaf * 1
+    row = base.view(2, 3)[1]
+    row.unsqueeze_(0)
+    row.mul_(2)
+    base.sum().backward()
+    return _history(row), list(row.shape), _values(leaf.grad)
+
+
+def _view_of_a_detached_tensor_written(T):
+    x = T.arange(6.0, requires_grad=True)
+    inner = x.detach()[1:][1:]
+    inner.zero_()
+    return _history(inner), x._version, _values(x)
+
+
+VIEW_CHAINS = [
+    _view_of_view_of_leaf,
+    _view_of_no_grad_view,
+    _base_written_under_no_grad_then_view_read,
+    _view_of_view_of_non_leaf,
+    _reshape_of_slice_written,
+    _reshape_that_copies_written,
+    _view_written_with_a_leaf,
+    _written_under_no_grad_then_backward,
+    _no_grad_view_of_a_view,
+    _view_of_a_no_grad_view_of_a_view,
+    _saved_view_written_through_its_base_view,
+    _in_place_view_op_on_a_view,
+    _view_of_a_detached_tensor_written,
+]
+
+
+@pytest.mark.parametrize("chain", VIEW_CHAINS, ids=[c.__name__.strip("_") for c in VIEW_CHAINS])
+def test_in_place_writes_into_views_of_views_as_torch(chain):
+    ours, theirs = _outcome(lambda: _plain(chain(nbgrad))), _outcome(lambda: _plain(chain(torch)))
+    assert ours == theirs
+
+
+def _plain(result):
+    """A chain's result as comparable data (a tensor: its history)."""
+    if isinstance(result, (nbgrad.Tensor, torch.Tensor)):
+        return _history(result)
+    return result
+
+
+# --- 6. empty views: storage_offset, stride, _version ------------------------------------------
+
+EMPTY_VIEWS = {
+    "x[5:]": lambda T: T.zeros(5)[5:],
+    "x[2:2]": lambda T: T.zeros(5)[2:2],
+    "x[7:]": lambda T: T.zeros(5)[7:],
+    "x[3:1]": lambda T: T.zeros(5)[3:1],
+    "x[-1:-1]": lambda T: T.zeros(5)[-1:-1],
+    "x[::2][3:]": lambda T: T.zeros(5)[::2][3:],
+    "x.narrow(0, 3, 0)": lambda T: T.zeros(5).narrow(0, 3, 0),
+    "x.narrow(0, 5, 0)": lambda T: T.zeros(5).narrow(0, 5, 0),
+    "x.split([2, 0, 3, 0])[3]": lambda T: T.zeros(5).split([2, 0, 3, 0])[3],
+    "x.split([2, 0, 3, 0])[1]": lambda T: T.zeros(5).split([2, 0, 3, 0])[1],
+    "m[1:1, 2:]": lambda T: T.zeros(3, 4)[1:1, 2:],
+    "m[:, 4:]": lambda T: T.zeros(3, 4)[:, 4:],
+    "m[2:, 4:]": lambda T: T.zeros(3, 4)[2:, 4:],
+    "x.view(5, 1)[5:]": lambda T: T.zeros(5).view(5, 1)[5:],
+    "x[4:4].unsqueeze(1)": lambda T: T.zeros(5)[4:4].unsqueeze(1),
+    "x[2:2].expand(3, 0)": lambda T: T.zeros(5)[2:2].expand(3, 0),
+    "x.view(5, 1)[5:].diagonal()": lambda T: T.zeros(5).view(5, 1)[5:].diagonal(),
+    "zeros(3, 0).t()": lambda T: T.zeros(3, 0).t(),
+    "zeros(0, 3)[1:]": lambda T: T.zeros(0, 3)[1:],
+    "zeros(0, 3)[1:].detach()": lambda T: T.zeros(0, 3)[1:].detach(),
+    "zeros(2, 0, 3).permute(2, 0, 1)": lambda T: T.zeros(2, 0, 3).permute(2, 0, 1),
+}
+
+
+def _empty_view_facts(T, make):
+    view = make(T)
+    facts = [tuple(view.shape), view.stride(), view.storage_offset(), view._version]
+    facts.append((view._base is not None, view.is_contiguous()))
+    view.add_(1)
+    view.zero_()
+    facts += [view._version, view.storage_offset(), view.stride()]
+    return facts
+
+
+@pytest.mark.parametrize("name", list(EMPTY_VIEWS))
+def test_empty_views_lie_in_memory_as_torch(name):
+    make = EMPTY_VIEWS[name]
+    assert _empty_view_facts(nbgrad, make) == _empty_view_facts(torch, make)
+
+
+def test_empty_view_writes_bump_the_base_version_as_torch():
+    def versions(T):
+        x = T.zeros(5)
+        empty = x[5:]
+        empty.add_(1)
+        x.narrow(0, 3, 0).mul_(2)
+        return x._version, empty._version, _values(x)
+
+    assert versions(nbgrad) == versions(torch)
+
+
+# --- 7. a leaf used twice in one op: the gradient's values and version ---------------------------
+
+TWICE = {
+    "stack([w, w])": lambda T, w: T.stack([w, w]).sum(),
+    "stack([w, w, w])": lambda T, w: T.stack([w, w, w]).sum(),
+    "stack([w, w], 1)": lambda T, w: T.stack([w, w], 1).sum(),
+    "stack([w, w], -1)": lambda T, w: T.stack([w, w], -1).sum(),
+    "cat([w, w])": lambda T, w: T.cat([w, w]).sum(),
+    "cat([w, w[:1]])": lambda T, w: T.cat([w, w[:1]]).sum(),
+    "w + w": lambda T, w: (w + w).sum(),
+    "w * w": lambda T, w: (w * w).sum(),
+    "add(w, w, alpha=2)": lambda T, w: T.add(w, w, alpha=2).sum(),
+    "vstack([w, w])": lambda T, w: T.vstack([w, w]).sum(),
+}
+
+
+def _gradient_facts(T, program):
+    w = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    program(T, w).backward()
+    first = w.grad
+    facts = [_values(first), first._version, first.stride(), first._base is not None]
+    program(T, w).backward()  # the second backward adds into the same .grad, in place
+    facts += [_values(w.grad), w.grad._version, w.grad is first]
+    return facts
+
+
+@pytest.mark.parametrize("name", list(TWICE))
+def test_gradient_of_a_leaf_used_twice_as_torch(name):
+    assert _gradient_facts(nbgrad, TWICE[name]) == _gradient_facts(torch, TWICE[name])

@@ -51,6 +51,16 @@ def _gradient_of_sqrt_at_zero(T):
     return x.grad
 
 
+# NumPy's reductions and scans warn from NumPy's own Python code (np.sum around the ufunc):
+NONFINITE_PROGRAMS.update(
+    {
+        "sum overflow": lambda T: T.tensor([3e38, 3e38]).sum(),
+        "cumprod overflow": lambda T: T.tensor([1e30, 1e30, 1e30]).cumprod(0),
+        "mean of inf and -inf": lambda T: T.tensor([float("inf"), float("-inf")]).mean(),
+        "prod overflow": lambda T: T.tensor([1e30, 1e30]).prod(),
+        "float32 from 1e308": lambda T: T.tensor([1e308]),
+    }
+)
 NONFINITE_PROGRAMS["log backward at 0"] = _gradient_of_log_at_zero
 NONFINITE_PROGRAMS["sqrt backward at 0"] = _gradient_of_sqrt_at_zero
 
@@ -79,13 +89,28 @@ def test_nonfinite_results_stay_quiet_after_the_user_empties_the_filters():
     assert values == _values(torch.tensor([0.0, -1.0]).log())
 
 
+@pytest.mark.parametrize("action", ["default", "always"])
+def test_nonfinite_reductions_warn_no_more_than_torch_under_default_filters(action):
+    # (before any filter of the user's: NumPy's np.sum warned from NumPy's module, not nbgrad's)
+    for name in ["sum overflow", "cumprod overflow", "mean of inf and -inf", "prod overflow"]:
+        for T in (torch, nbgrad):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter(action)
+                nbgrad.float_warnings.put_first()  # as import nbgrad left it
+                _values(NONFINITE_PROGRAMS[name](T))
+            assert [str(w.message) for w in caught] == [], (name, T.__name__)
+
+
 def test_a_users_own_numpy_code_still_warns_under_their_filter():
     nbgrad.tensor([0.0]).log()  # nbgrad has put its filter back in front
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         nbgrad.tensor([0.0]).log()
+        nbgrad.tensor([3e38, 3e38]).sum()
         with pytest.raises(RuntimeWarning, match="divide by zero encountered in log"):
             np.log(np.zeros(1))
+        with pytest.raises(RuntimeWarning, match="overflow encountered in reduce"):
+            np.sum(np.array([3e38, 3e38], dtype=np.float32))
 
 
 # --- 2. detach(): not a view, the same memory and version counter ------------------------------

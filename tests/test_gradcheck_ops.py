@@ -844,7 +844,11 @@ case("var_mean", lambda x: torch.var_mean(x, 1), normal(2, 3))
 case("var_mean-mean-only", lambda x: torch.var_mean(x)[1], normal(2, 3))
 case("std_mean", lambda x: torch.std_mean(x, 0, keepdim=True, correction=0), normal(3, 2))
 case("sort", lambda x: x.sort()[0], distinct(2, 4))
-case("sort-stable-descending", lambda x: torch.sort(x, 0, True, stable=True).values, distinct(3, 2))
+case(
+    "sort-stable-descending",
+    lambda x: torch.sort(x, dim=0, descending=True, stable=True).values,
+    distinct(3, 2),
+)
 case("topk", lambda x: x.topk(2)[0], distinct(2, 4))
 case("kthvalue", lambda x: x.kthvalue(2, 0)[0], distinct(3, 2))
 case("median", lambda x: x.median(), distinct(2, 3))

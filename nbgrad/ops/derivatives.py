@@ -515,8 +515,7 @@ op("select", "SelectBackward0", ("self",),
    attrs=("dim", "index"), saves=("dim", "index", "self_sym_sizes"), view=True)
 op("slice", "SliceBackward0", ("self",),
    {"self": "slice_backward(grad, self_sym_sizes, dim, start, end, step)"},
-   lambda self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
-   attrs=("dim", "start", "end", "step"),
+   storage_geometry.sliced, attrs=("dim", "start", "end", "step"),
    saves=("dim", "end", "self_sym_sizes", "start", "step"), view=True)
 # The view any view is, once an in-place write went through it or one of its siblings: PyTorch
 # then describes it by its geometry in the base's storage (size, stride, offset, in elements).
@@ -975,12 +974,20 @@ op("std_mean", "StdMeanBackward0", ("self",),
 
 def _split(x, split_size, dim):
     size = x.shape[dim]
-    bounds = list(range(split_size, size, split_size)) if split_size else []
-    return np.split(x, bounds, axis=dim)
+    starts = list(range(0, size, split_size)) if split_size else []
+    return _pieces(x, dim, starts or [0], [min(s + split_size, size) for s in starts] or [size])
 
 
 def _split_with_sizes(x, split_sizes, dim):
-    return np.split(x, np.cumsum(split_sizes)[:-1].tolist(), axis=dim)
+    starts = np.cumsum([0, *split_sizes[:-1]]).tolist()
+    return _pieces(x, dim, starts, [s + n for s, n in zip(starts, split_sizes)])
+
+
+def _pieces(x, dim, starts, ends):
+    """Views of ``x`` from each start to each end along ``dim`` (an empty one where PyTorch
+    puts it in memory: see storage_geometry.sliced)."""
+    dim %= x.ndim
+    return [storage_geometry.sliced(x, dim, s, e, 1) for s, e in zip(starts, ends)]
 
 
 def _mean_over(x, dim, keepdim):

@@ -156,7 +156,11 @@ def _split_along(grad, dim, sizes):
 
 
 def _unstack(grad, dim, count):
-    return [np.take(grad, i, axis=dim) for i in range(count)]
+    """The slices of ``grad`` along ``dim``: views of it, as PyTorch's unbind gives. So when two
+    of them meet (``torch.stack([w, w])``) their sum is a new array, not one added to in place,
+    and ``w.grad._version`` stays 0 as in PyTorch."""
+    dim = dim % grad.ndim
+    return [grad[(slice(None),) * dim + (i,)] for i in range(count)]
 
 
 def _permute_back(grad, dims):

@@ -281,7 +281,7 @@ def run_inplace(spec, target, others=(), attrs=()):
     # Writing one value everywhere (zero_, fill_) into repeated elements is fine: PyTorch
     # allows it (with a graph, its backward then raises the overlap error; nbgrad raises now).
     if 0 in target._data.strides and (recording or spec.name not in _FILLS):
-        _check_no_internal_overlap(target._data)
+        check_no_internal_overlap(target._data)
     for other in others:
         if isinstance(other, Tensor) and partially_overlaps(target._data, other._data):
             raise RuntimeError(errors.PARTIAL_OVERLAP)
@@ -463,9 +463,9 @@ def check_inplace_allowed(target, view):
         raise RuntimeError(errors.LEAF_INPLACE)
 
 
-def _check_no_internal_overlap(array):
+def check_no_internal_overlap(array):
     """An expanded tensor repeats elements (a stride of 0): PyTorch refuses to write into it
-    (an empty one repeats nothing)."""
+    (an empty one repeats nothing), or into a part of it that repeats one."""
     if array.size == 0:
         return
     for size, stride in zip(array.shape, array.strides):

@@ -35,6 +35,7 @@ from nbgrad.ops import (
     misc_kernels,
     nn_extra_kernels,
     nn_kernels,
+    norm_conv_double_backward,
     renorm_kernels,
     rnn_kernels,
     scatter_reduce_kernels,
@@ -545,6 +546,7 @@ def tensor_namespace():
         **rnn_kernels.tensor_namespace(),
         **renorm_kernels.tensor_namespace(),
         **double_backward_kernels.tensor_namespace(),
+        **norm_conv_double_backward.tensor_namespace(),
         **grid_sample_kernels.tensor_namespace(),
         **scatter_reduce_kernels.tensor_namespace(),
         **{

@@ -142,8 +142,8 @@ def convolution_backward_output_tensor(which, grad, input, weight, *geometry):  
     return _shared_convolution_backward(readers, grad, input, weight, *geometry)[which]
 
 
-def _convolution_double_backward(names, run_forward, which, grads, grad_output, input, weight,  # noqa: A002
-                                 geometry):  # fmt: skip
+def _convolution_double_backward(names, run_forward, expand, which, grads, grad_output, input,  # noqa: A002
+                                 weight, geometry):  # fmt: skip
     gg_input, gg_weight, gg_bias = grads
     if which == 1:  # input
         return None if gg_weight is None else _input_grad(
@@ -165,7 +165,8 @@ def _convolution_double_backward(names, run_forward, which, grads, grad_output, 
     total = terms[0]
     for term in terms[1:]:
         total = total + term
-    return total
+    # (ggB alone is one value per channel)
+    return expand(total, grad_output.shape) if total.shape != grad_output.shape else total
 
 
 def _forward_arrays(x, weight, geometry):
@@ -181,14 +182,16 @@ def _forward_tensors(x, weight, geometry):
 
 def convolution_double_backward(which, grads, grad_output, input, weight, *geometry):  # noqa: A002
     return _convolution_double_backward(
-        _array_names(), _forward_arrays, which, grads, grad_output, input, weight, geometry
-    )
+        _array_names(), _forward_arrays, _ArrayOps.expand, which, grads, grad_output, input,
+        weight, geometry,
+    )  # fmt: skip
 
 
 def convolution_double_backward_tensor(which, grads, grad_output, input, weight, *geometry):  # noqa: A002
     return _convolution_double_backward(
-        _tensor_names(), _forward_tensors, which, grads, grad_output, input, weight, geometry
-    )
+        _tensor_names(), _forward_tensors, _TensorOps.expand, which, grads, grad_output, input,
+        weight, geometry,
+    )  # fmt: skip
 
 
 # --- layer norm and batch norm ---------------------------------------------------------------

@@ -86,6 +86,12 @@ CASES = {
         lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True, momentum=0.3),
         [(2, 2, 3, 3), (2,), (2,)], (1, 2),
     ),
+    # instance norm is batch norm over the input seen as (1, N * C, ...), in PyTorch and here
+    # (with the input alone requiring grad: the path to an instance norm's weight records other
+    # nodes than PyTorch's already in the forward graph)
+    "instance_norm": (
+        lambda T, x, w, b: T.nn.functional.instance_norm(x, weight=w, bias=b), [(2, 3, 4), (3,), (3,)], (0,),
+    ),
 }  # fmt: skip
 
 NODE_NAMES = {
@@ -141,11 +147,17 @@ def _second_order(T, name, create_graph):
 def test_the_gradient_records_pytorchs_one_node(name):
     ours = _first_grads(nbgrad, name)
     theirs = _first_grads(torch, name)
-    expected_name = NODE_NAMES[name.split("-")[0].replace("_transpose", "").rstrip("123d")]
     for mine, real in zip(ours[2], theirs[2]):
         np.testing.assert_allclose(mine.detach().numpy(), real.detach().numpy(), rtol=1e-10, atol=1e-12)
-        assert real.grad_fn.name() == expected_name
         assert describe(mine.grad_fn) == describe(real.grad_fn)
+        for (child, _), (real_child, _) in zip(mine.grad_fn.next_functions, real.grad_fn.next_functions):
+            if real_child is not None:  # one level further down
+                assert describe(child) == describe(real_child)
+    if name == "instance_norm":  # batch norm's node, beneath the views back to (N, C, ...)
+        assert theirs[2][0].grad_fn.next_functions[0][0].name() == NODE_NAMES["batch_norm"]
+        return
+    expected_name = NODE_NAMES[name.split("-")[0].replace("_transpose", "").rstrip("123d")]
+    assert theirs[2][0].grad_fn.name() == expected_name
     # input, weight and bias gradients are three outputs of one node, as in PyTorch
     assert len({id(g.grad_fn) for g in ours[2]}) == 1 == len({id(g.grad_fn) for g in theirs[2]})
     assert [g.output_nr for g in ours[2]] == [g.output_nr for g in theirs[2]]

@@ -24,75 +24,134 @@ def _running(T, values):
 
 # name -> (the layer, called with the tensors; the tensors' shapes; which of them need a grad)
 CASES = {
-    "conv2d": (lambda T, x, w, b: T.nn.functional.conv2d(x, w, b), [(1, 2, 5, 5), (3, 2, 3, 3), (3,)], (0, 1, 2)),
-    "conv2d-geometry": (
-        lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
-        [(2, 4, 6, 7), (4, 2, 3, 2), (4,)], (0, 1, 2),
+    "conv2d": (
+        lambda T, x, w, b: T.nn.functional.conv2d(x, w, b),
+        [(1, 2, 5, 5), (3, 2, 3, 3), (3,)],
+        (0, 1, 2),
     ),
-    "conv2d-no-bias": (lambda T, x, w: T.nn.functional.conv2d(x, w, padding=2), [(2, 1, 4, 4), (2, 1, 3, 3)], (0, 1)),
-    "conv2d-weight-only": (lambda T, x, w, b: T.nn.functional.conv2d(x, w, b), [(1, 2, 4, 4), (2, 2, 2, 2), (2,)], (1,)),
-    "conv2d-input-only": (lambda T, x, w: T.nn.functional.conv2d(x, w, stride=2), [(1, 2, 5, 5), (2, 2, 3, 3)], (0,)),
+    "conv2d-geometry": (
+        lambda T, x, w, b: T.nn.functional.conv2d(
+            x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2
+        ),
+        [(2, 4, 6, 7), (4, 2, 3, 2), (4,)],
+        (0, 1, 2),
+    ),
+    "conv2d-no-bias": (
+        lambda T, x, w: T.nn.functional.conv2d(x, w, padding=2),
+        [(2, 1, 4, 4), (2, 1, 3, 3)],
+        (0, 1),
+    ),
+    "conv2d-weight-only": (
+        lambda T, x, w, b: T.nn.functional.conv2d(x, w, b),
+        [(1, 2, 4, 4), (2, 2, 2, 2), (2,)],
+        (1,),
+    ),
+    "conv2d-input-only": (
+        lambda T, x, w: T.nn.functional.conv2d(x, w, stride=2),
+        [(1, 2, 5, 5), (2, 2, 3, 3)],
+        (0,),
+    ),
     "conv1d": (
         lambda T, x, w, b: T.nn.functional.conv1d(x, w, b, stride=2, padding=2, dilation=2),
-        [(2, 2, 9), (3, 2, 3), (3,)], (0, 1, 2),
+        [(2, 2, 9), (3, 2, 3), (3,)],
+        (0, 1, 2),
     ),
-    "conv1d-groups": (lambda T, x, w: T.nn.functional.conv1d(x, w, groups=3), [(1, 3, 6), (6, 1, 2)], (0, 1)),
+    "conv1d-groups": (
+        lambda T, x, w: T.nn.functional.conv1d(x, w, groups=3),
+        [(1, 3, 6), (6, 1, 2)],
+        (0, 1),
+    ),
     "conv3d": (
         lambda T, x, w, b: T.nn.functional.conv3d(x, w, b, padding=1, groups=2, stride=(1, 2, 1)),
-        [(1, 2, 4, 4, 3), (4, 1, 2, 2, 2), (4,)], (0, 1, 2),
+        [(1, 2, 4, 4, 3), (4, 1, 2, 2, 2), (4,)],
+        (0, 1, 2),
     ),
-    "conv_transpose1d": (lambda T, x, w: T.nn.functional.conv_transpose1d(x, w, stride=2), [(1, 2, 4), (2, 3, 3)], (0, 1)),
+    "conv_transpose1d": (
+        lambda T, x, w: T.nn.functional.conv_transpose1d(x, w, stride=2),
+        [(1, 2, 4), (2, 3, 3)],
+        (0, 1),
+    ),
     "conv_transpose2d": (
         lambda T, x, w, b: T.nn.functional.conv_transpose2d(
             x, w, b, stride=2, padding=1, output_padding=1, groups=2, dilation=1
         ),
-        [(1, 4, 3, 3), (4, 1, 3, 3), (2,)], (0, 1, 2),
+        [(1, 4, 3, 3), (4, 1, 3, 3), (2,)],
+        (0, 1, 2),
     ),
     "conv_transpose3d": (
         lambda T, x, w, b: T.nn.functional.conv_transpose3d(x, w, b, stride=2, padding=1),
-        [(1, 2, 3, 3, 2), (2, 2, 2, 2, 2), (2,)], (0, 1, 2),
+        [(1, 2, 3, 3, 2), (2, 2, 2, 2, 2), (2,)],
+        (0, 1, 2),
     ),
-    "layer_norm": (lambda T, x, w, b: T.nn.functional.layer_norm(x, (4,), w, b), [(2, 3, 4), (4,), (4,)], (0, 1, 2)),
+    "layer_norm": (
+        lambda T, x, w, b: T.nn.functional.layer_norm(x, (4,), w, b),
+        [(2, 3, 4), (4,), (4,)],
+        (0, 1, 2),
+    ),
     "layer_norm-2d-shape": (
         lambda T, x, w, b: T.nn.functional.layer_norm(x, (3, 4), w, b, eps=1e-3),
-        [(2, 3, 4), (3, 4), (3, 4)], (0, 1),
+        [(2, 3, 4), (3, 4), (3, 4)],
+        (0, 1),
     ),
     "layer_norm-no-affine": (lambda T, x: T.nn.functional.layer_norm(x, (5,)), [(3, 5)], (0,)),
-    "layer_norm-weight-only": (lambda T, x, w: T.nn.functional.layer_norm(x, (4,), w), [(2, 4), (4,)], (0, 1)),
+    "layer_norm-weight-only": (
+        lambda T, x, w: T.nn.functional.layer_norm(x, (4,), w),
+        [(2, 4), (4,)],
+        (0, 1),
+    ),
     "batch_norm-train": (
         lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True),
-        [(4, 3, 2), (3,), (3,)], (0, 1, 2),
+        [(4, 3, 2), (3,), (3,)],
+        (0, 1, 2),
     ),
     "batch_norm-train-running": (
         lambda T, x, w, b: T.nn.functional.batch_norm(
-            x, _running(T, [0.0, 0.5, -1]), _running(T, [1.0, 2, 0.5]), w, b, training=True, eps=1e-3
+            x,
+            _running(T, [0.0, 0.5, -1]),
+            _running(T, [1.0, 2, 0.5]),
+            w,
+            b,
+            training=True,
+            eps=1e-3,
         ),
-        [(3, 3, 2, 2), (3,), (3,)], (0, 1, 2),
+        [(3, 3, 2, 2), (3,), (3,)],
+        (0, 1, 2),
     ),
     "batch_norm-eval": (
         lambda T, x, w, b: T.nn.functional.batch_norm(
             x, _running(T, [0.1, 0.2, -0.3]), _running(T, [1.5, 0.5, 2.0]), w, b, training=False
         ),
-        [(4, 3, 2), (3,), (3,)], (0, 1, 2),
+        [(4, 3, 2), (3,), (3,)],
+        (0, 1, 2),
     ),
     "batch_norm-eval-no-affine": (
         lambda T, x: T.nn.functional.batch_norm(
             x, _running(T, [0.1, 0.2]), _running(T, [1.5, 0.5]), training=False
         ),
-        [(3, 2, 2)], (0,),
+        [(3, 2, 2)],
+        (0,),
     ),
-    "batch_norm-no-affine": (lambda T, x: T.nn.functional.batch_norm(x, None, None, training=True), [(5, 2)], (0,)),
+    "batch_norm-no-affine": (
+        lambda T, x: T.nn.functional.batch_norm(x, None, None, training=True),
+        [(5, 2)],
+        (0,),
+    ),
     "batch_norm-module": (
-        lambda T, x, w, b: T.nn.functional.batch_norm(x, None, None, w, b, training=True, momentum=0.3),
-        [(2, 2, 3, 3), (2,), (2,)], (1, 2),
+        lambda T, x, w, b: T.nn.functional.batch_norm(
+            x, None, None, w, b, training=True, momentum=0.3
+        ),
+        [(2, 2, 3, 3), (2,), (2,)],
+        (1, 2),
     ),
     # instance norm is batch norm over the input seen as (1, N * C, ...), in PyTorch and here
     # (with the input alone requiring grad: the path to an instance norm's weight records other
     # nodes than PyTorch's already in the forward graph)
     "instance_norm": (
-        lambda T, x, w, b: T.nn.functional.instance_norm(x, weight=w, bias=b), [(2, 3, 4), (3,), (3,)], (0,),
+        lambda T, x, w, b: T.nn.functional.instance_norm(x, weight=w, bias=b),
+        [(2, 3, 4), (3,), (3,)],
+        (0,),
     ),
-}  # fmt: skip
+}
 
 NODE_NAMES = {
     "conv": "ConvolutionBackwardBackward0",
@@ -148,9 +207,13 @@ def test_the_gradient_records_pytorchs_one_node(name):
     ours = _first_grads(nbgrad, name)
     theirs = _first_grads(torch, name)
     for mine, real in zip(ours[2], theirs[2]):
-        np.testing.assert_allclose(mine.detach().numpy(), real.detach().numpy(), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            mine.detach().numpy(), real.detach().numpy(), rtol=1e-10, atol=1e-12
+        )
         assert describe(mine.grad_fn) == describe(real.grad_fn)
-        for (child, _), (real_child, _) in zip(mine.grad_fn.next_functions, real.grad_fn.next_functions):
+        for (child, _), (real_child, _) in zip(
+            mine.grad_fn.next_functions, real.grad_fn.next_functions
+        ):
             if real_child is not None:  # one level further down
                 assert describe(child) == describe(real_child)
     if name == "instance_norm":  # batch norm's node, beneath the views back to (N, C, ...)
@@ -171,7 +234,9 @@ def test_gradients_of_the_gradients_match_pytorch(name, create_graph):
     for mine, real in zip(ours[3], theirs[3]):
         assert (mine is None) == (real is None)
         if real is not None:
-            np.testing.assert_allclose(mine.detach().numpy(), real.detach().numpy(), rtol=1e-9, atol=1e-10)
+            np.testing.assert_allclose(
+                mine.detach().numpy(), real.detach().numpy(), rtol=1e-9, atol=1e-10
+            )
 
 
 def _third_order(T, name):
@@ -262,11 +327,11 @@ def test_the_example_of_the_issue():
         F = T.nn.functional
         x, w = (T.tensor(a, requires_grad=True) for a in _arrays((1, 2, 5, 5), (3, 2, 3, 3)))
         (g,) = T.autograd.grad(F.conv2d(x, w).pow(2).sum(), x, create_graph=True)
-        seen.append(
-            (g.grad_fn.name(), [type(n).__name__ for n, _ in g.grad_fn.next_functions])
-        )
-    assert seen[0] == seen[1] == (
-        "ConvolutionBackwardBackward0", ["MulBackward0", "AccumulateGrad", "AccumulateGrad"]
+        seen.append((g.grad_fn.name(), [type(n).__name__ for n, _ in g.grad_fn.next_functions]))
+    assert (
+        seen[0]
+        == seen[1]
+        == ("ConvolutionBackwardBackward0", ["MulBackward0", "AccumulateGrad", "AccumulateGrad"])
     )
 
 

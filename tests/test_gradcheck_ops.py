@@ -2033,7 +2033,11 @@ def test_second_derivatives(c):
 # which hold the saved mean and 1/std fixed: PyTorch's third derivative is not the exact one, and
 # nbgrad gives PyTorch's (tests/test_double_backward_norm_conv.py compares them).
 THIRD_ORDER_AS_PYTORCH = {
-    "layer_norm", "layer_norm-2d", "batch_norm-training", "batch_norm-training-3d", "instance_norm"
+    "layer_norm",
+    "layer_norm-2d",
+    "batch_norm-training",
+    "batch_norm-training-3d",
+    "instance_norm",
 }
 THIRD = [c for c in SECOND if c.id not in THIRD_ORDER_AS_PYTORCH]
 

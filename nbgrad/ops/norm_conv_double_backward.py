@@ -131,8 +131,8 @@ def _run_table_op(name, tensors, attrs):
 
 
 _shared_convolution_backward = SharedCall(
-    lambda grad, input, weight, *geometry: _run_table_op(
-        "convolution_backward", (grad, input, weight), geometry
+    lambda grad, x, weight, *geometry: _run_table_op(
+        "convolution_backward", (grad, x, weight), geometry
     )
 )
 
@@ -142,17 +142,30 @@ def convolution_backward_output_tensor(which, grad, input, weight, *geometry):  
     return _shared_convolution_backward(readers, grad, input, weight, *geometry)[which]
 
 
-def _convolution_double_backward(names, run_forward, expand, which, grads, grad_output, input,  # noqa: A002
-                                 weight, geometry):  # fmt: skip
+def _convolution_double_backward(
+    names,
+    run_forward,
+    expand,
+    which,
+    grads,
+    grad_output,
+    input,  # noqa: A002
+    weight,
+    geometry,
+):
     gg_input, gg_weight, gg_bias = grads
     if which == 1:  # input
-        return None if gg_weight is None else _input_grad(
-            names, grad_output, input.shape, gg_weight, geometry
-        )  # fmt: skip
+        return (
+            None
+            if gg_weight is None
+            else _input_grad(names, grad_output, input.shape, gg_weight, geometry)
+        )
     if which == 2:  # weight
-        return None if gg_input is None else _weight_grad(
-            names, grad_output, gg_input, weight.shape, geometry
-        )  # fmt: skip
+        return (
+            None
+            if gg_input is None
+            else _weight_grad(names, grad_output, gg_input, weight.shape, geometry)
+        )
     terms = []
     if gg_input is not None:
         terms.append(run_forward(gg_input, weight, geometry))
@@ -182,16 +195,30 @@ def _forward_tensors(x, weight, geometry):
 
 def convolution_double_backward(which, grads, grad_output, input, weight, *geometry):  # noqa: A002
     return _convolution_double_backward(
-        _array_names(), _forward_arrays, _ArrayOps.expand, which, grads, grad_output, input,
-        weight, geometry,
-    )  # fmt: skip
+        _array_names(),
+        _forward_arrays,
+        _ArrayOps.expand,
+        which,
+        grads,
+        grad_output,
+        input,
+        weight,
+        geometry,
+    )
 
 
 def convolution_double_backward_tensor(which, grads, grad_output, input, weight, *geometry):  # noqa: A002
     return _convolution_double_backward(
-        _tensor_names(), _forward_tensors, _TensorOps.expand, which, grads, grad_output, input,
-        weight, geometry,
-    )  # fmt: skip
+        _tensor_names(),
+        _forward_tensors,
+        _TensorOps.expand,
+        which,
+        grads,
+        grad_output,
+        input,
+        weight,
+        geometry,
+    )
 
 
 # --- layer norm and batch norm ---------------------------------------------------------------
@@ -230,8 +257,7 @@ class _Normalisation:
     """What the formulas of one norm layer read: its axes, count and statistics, and how a
     per-weight vector (gamma, ggG, ggB) lines up with x and comes back."""
 
-    def __init__(self, ops, x, mean, invstd, weight, axes, weight_axes, weight_shape,
-                 as_broadcast):  # fmt: skip
+    def __init__(self, ops, x, mean, invstd, weight, axes, weight_axes, weight_shape, as_broadcast):
         self.ops, self.axes, self.weight_axes = ops, axes, weight_axes
         self.count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
         self.xmu = x - mean
@@ -253,14 +279,12 @@ class _Normalisation:
         """gI of the first backward, for a gradient ``grad`` (gamma None: no scaling)."""
         r, n = self.invstd, self.count
         scale = r / n if gamma is None else gamma * r / n
-        return scale * (
-            n * grad - self.sum(grad) - self.xmu * (r * r) * self.sum(grad * self.xmu)
-        )
+        return scale * (n * grad - self.sum(grad) - self.xmu * (r * r) * self.sum(grad * self.xmu))
 
 
 def _norm_double_backward(norm, which, grads, grad_out, training):
-    """``which``: 0 for the input, 1 for the weight, 2 for grad_out (the outputs of ATen's
-    *_double_backward), or None when nothing flows to it."""
+    """The gradient for ``which``: 0 the input, 1 the weight, 2 grad_out (the order of ATen's
+    *_double_backward outputs); None when no incoming gradient reaches it."""
     gg_input, gg_weight, gg_bias = grads
     if norm.gamma is None:
         gg_weight = gg_bias = None  # (no affine: the first backward had no such outputs)
@@ -279,9 +303,10 @@ def _norm_double_backward(norm, which, grads, grad_out, training):
     terms = []
     if gg_input is not None:
         terms.append(
-            norm.first_backward(gg_input, norm.gamma) if training
+            norm.first_backward(gg_input, norm.gamma)
+            if training
             else gg_input * r * (1 if norm.gamma is None else norm.gamma)
-        )  # fmt: skip
+        )
     if gg_weight_b is not None:
         terms.append(gg_weight_b * xmu * r)
     if gg_bias is not None:
@@ -291,7 +316,9 @@ def _norm_double_backward(norm, which, grads, grad_out, training):
     total = terms[0]
     for term in terms[1:]:
         total = total + term
-    return norm.ops.expand(total, xmu.shape)  # (ggB alone is one value per weight)
+    if total.shape != xmu.shape:  # (ggB alone is one value per weight)
+        total = norm.ops.expand(total, xmu.shape)
+    return total
 
 
 def _norm_input_term(norm, gg_input, gg_weight_b, grad_out, training):
@@ -330,8 +357,18 @@ def _layer_norm(ops, input, normalized_shape, mean, rstd, weight):  # noqa: A002
     )
 
 
-def _batch_norm(ops, input, weight, running_mean, running_var, save_mean, save_invstd, train,  # noqa: A002
-                eps, constant):  # fmt: skip
+def _batch_norm(
+    ops,
+    input,
+    weight,
+    running_mean,
+    running_var,
+    save_mean,
+    save_invstd,
+    train,  # noqa: A002
+    eps,
+    constant,
+):
     shape = nn_kernels.channel_shape(input)
     if train:
         mean, invstd = save_mean.reshape(shape), save_invstd.reshape(shape)
@@ -358,7 +395,8 @@ def _tensor_constant(values, like):
 # The first backward's outputs, on arrays (a plain backward, or the ops' forwards).
 
 
-def layer_norm_backward_output(which, grad, input, normalized_shape, mean, rstd, weight):  # noqa: A002
+def layer_norm_backward_output(which, grad, input, normalized_shape, mean, rstd, weight, bias):  # noqa: A002
+    """(bias: read by the Tensor version only, to count the node's readers)"""
     norm = _layer_norm(_ArrayOps, input, normalized_shape, mean, rstd, weight)
     if which == 0:
         return norm.first_backward(grad if weight is None else grad * weight, None)
@@ -369,33 +407,73 @@ def layer_norm_backward_output(which, grad, input, normalized_shape, mean, rstd,
 
 def native_layer_norm_backward(grad_out, input, mean, rstd, weight, bias, normalized_shape):  # noqa: A002
     return [
-        layer_norm_backward_output(k, grad_out, input, normalized_shape, mean, rstd, weight)
+        layer_norm_backward_output(k, grad_out, input, normalized_shape, mean, rstd, weight, bias)
         for k in range(3)
     ]
 
 
-def batch_norm_backward_output(which, grad, input, weight, running_mean, running_var,  # noqa: A002
-                               save_mean, save_invstd, train, eps):  # fmt: skip
+def batch_norm_backward_output(
+    which,
+    grad,
+    input,
+    weight,
+    running_mean,
+    running_var,  # noqa: A002
+    save_mean,
+    save_invstd,
+    train,
+    eps,
+):
     if which == 0:
         return nn_kernels.batch_norm_input_grad(
-            grad, input, weight, _as_array(running_mean), _as_array(running_var), save_mean,
-            save_invstd, train, eps,
-        )  # fmt: skip
+            grad,
+            input,
+            weight,
+            _as_array(running_mean),
+            _as_array(running_var),
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+        )
     if which == 1:
         return nn_kernels.batch_norm_weight_grad(
-            grad, input, _as_array(running_mean), _as_array(running_var), save_mean,
-            save_invstd, train, eps,
-        )  # fmt: skip
+            grad,
+            input,
+            _as_array(running_mean),
+            _as_array(running_var),
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+        )
     return nn_kernels.channel_sum(grad)
 
 
-def native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, running_mean,  # noqa: A002
-                               running_var, train, eps):  # fmt: skip
+def native_batch_norm_backward(
+    grad_out,
+    input,
+    weight,
+    save_mean,
+    save_invstd,
+    running_mean,  # noqa: A002
+    running_var,
+    train,
+    eps,
+):
     return [
         batch_norm_backward_output(
-            k, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd,
-            train, eps,
-        )  # fmt: skip
+            k,
+            grad_out,
+            input,
+            weight,
+            running_mean,
+            running_var,
+            save_mean,
+            save_invstd,
+            train,
+            eps,
+        )
         for k in range(3)
     ]
 
@@ -404,49 +482,116 @@ def native_batch_norm_backward(grad_out, input, weight, save_mean, save_invstd, 
 # them (0 input, 1 weight, 2 grad_out).
 
 
-def layer_norm_double_backward(which, grads, grad_out, input, mean, rstd, weight,  # noqa: A002
-                               normalized_shape):  # fmt: skip
+def layer_norm_double_backward(
+    which,
+    grads,
+    grad_out,
+    input,
+    mean,
+    rstd,
+    weight,  # noqa: A002
+    normalized_shape,
+):
     norm = _layer_norm(_ArrayOps, input, normalized_shape, mean, rstd, weight)
     return _norm_double_backward(norm, which, grads, grad_out, True)
 
 
-def layer_norm_double_backward_tensor(which, grads, grad_out, input, mean, rstd, weight,  # noqa: A002
-                                      normalized_shape):  # fmt: skip
+def layer_norm_double_backward_tensor(
+    which,
+    grads,
+    grad_out,
+    input,
+    mean,
+    rstd,
+    weight,  # noqa: A002
+    normalized_shape,
+):
     norm = _layer_norm(_TensorOps, input, normalized_shape, mean, rstd, weight)
     return _norm_double_backward(norm, which, grads, grad_out, True)
 
 
-def batch_norm_double_backward(which, grads, grad_out, input, weight, running_mean,  # noqa: A002
-                               running_var, save_mean, save_invstd, train, eps):  # fmt: skip
-    norm = _batch_norm(_ArrayOps, input, weight, running_mean, running_var, save_mean,
-                       save_invstd, train, eps, _array_constant)  # fmt: skip
+def batch_norm_double_backward(
+    which,
+    grads,
+    grad_out,
+    input,
+    weight,
+    running_mean,  # noqa: A002
+    running_var,
+    save_mean,
+    save_invstd,
+    train,
+    eps,
+):
+    norm = _batch_norm(
+        _ArrayOps,
+        input,
+        weight,
+        running_mean,
+        running_var,
+        save_mean,
+        save_invstd,
+        train,
+        eps,
+        _array_constant,
+    )
     return _norm_double_backward(norm, which, grads, grad_out, train)
 
 
-def batch_norm_double_backward_tensor(which, grads, grad_out, input, weight, running_mean,  # noqa: A002
-                                      running_var, save_mean, save_invstd, train, eps):  # fmt: skip
-    norm = _batch_norm(_TensorOps, input, weight, running_mean, running_var, save_mean,
-                       save_invstd, train, eps, _tensor_constant)  # fmt: skip
+def batch_norm_double_backward_tensor(
+    which,
+    grads,
+    grad_out,
+    input,
+    weight,
+    running_mean,  # noqa: A002
+    running_var,
+    save_mean,
+    save_invstd,
+    train,
+    eps,
+):
+    norm = _batch_norm(
+        _TensorOps,
+        input,
+        weight,
+        running_mean,
+        running_var,
+        save_mean,
+        save_invstd,
+        train,
+        eps,
+        _tensor_constant,
+    )
     return _norm_double_backward(norm, which, grads, grad_out, train)
 
 
 # Under create_graph, the first backward runs its op, one node for the three outputs.
 
 _shared_layer_norm_backward = SharedCall(
-    lambda grad, input, mean, rstd, weight, bias, normalized_shape: _run_table_op(
-        "native_layer_norm_backward", (grad, input, mean, rstd, weight, bias),
+    lambda grad, x, mean, rstd, weight, bias, normalized_shape: _run_table_op(
+        "native_layer_norm_backward",
+        (grad, x, mean, rstd, weight, bias),
         (tuple(normalized_shape),),
-    )  # fmt: skip
+    )
 )
 _shared_batch_norm_backward = SharedCall(
-    lambda grad, input, weight, save_mean, save_invstd, *attrs: _run_table_op(
-        "native_batch_norm_backward", (grad, input, weight, save_mean, save_invstd), attrs
+    lambda grad, x, weight, save_mean, save_invstd, *attrs: _run_table_op(
+        "native_batch_norm_backward", (grad, x, weight, save_mean, save_invstd), attrs
     )
 )
 
 
-def layer_norm_backward_output_tensor(which, grad, input, normalized_shape, mean, rstd, weight,  # noqa: A002
-                                      bias):  # fmt: skip
+def layer_norm_backward_output_tensor(
+    which,
+    grad,
+    input,
+    normalized_shape,
+    mean,
+    rstd,
+    weight,  # noqa: A002
+    bias,
+):
     readers = _readers(which, input, weight)
     outputs = _shared_layer_norm_backward(
         readers, grad, input, mean, rstd, weight, bias, normalized_shape
@@ -454,21 +599,38 @@ def layer_norm_backward_output_tensor(which, grad, input, normalized_shape, mean
     return outputs[which]
 
 
-def batch_norm_backward_output_tensor(which, grad, input, weight, running_mean, running_var,  # noqa: A002
-                                      save_mean, save_invstd, train, eps):  # fmt: skip
+def batch_norm_backward_output_tensor(
+    which,
+    grad,
+    input,
+    weight,
+    running_mean,
+    running_var,  # noqa: A002
+    save_mean,
+    save_invstd,
+    train,
+    eps,
+):
     readers = _readers(which, input, weight)
     outputs = _shared_batch_norm_backward(
-        readers, grad, input, weight, save_mean, save_invstd, running_mean, running_var, train,
+        readers,
+        grad,
+        input,
+        weight,
+        save_mean,
+        save_invstd,
+        running_mean,
+        running_var,
+        train,
         eps,
-    )  # fmt: skip
+    )
     return outputs[which]
 
 
 ARRAY_FUNCTIONS = {
     "convolution_backward_output": convolution_backward_output,
     "convolution_double_backward": convolution_double_backward,
-    "layer_norm_backward_output": lambda which, grad, input, normalized_shape, mean, rstd, weight,
-    bias: layer_norm_backward_output(which, grad, input, normalized_shape, mean, rstd, weight),
+    "layer_norm_backward_output": layer_norm_backward_output,
     "layer_norm_double_backward": layer_norm_double_backward,
     "batch_norm_backward_output": batch_norm_backward_output,
     "batch_norm_double_backward": batch_norm_double_backward,

@@ -394,3 +394,23 @@ def test_modules_under_a_gradient_penalty_match_pytorch():
     for mine, real in zip(*results):
         if real is not None:
             np.testing.assert_allclose(mine, real, rtol=1e-8, atol=1e-10)
+
+
+def test_the_widget_reads_the_bias_gradient_as_a_sum():
+    """The layers' formulas call their backward function for every input; the bias's (output 2)
+    still reads as the sum it is, the others are described in words."""
+    from nbgrad.ops.derivatives import OPS
+    from nbgrad.trace.readable import formula_tree, to_text
+
+    constants = {"normalized_shape": (4,)}
+    for entry, plain in (
+        ("convolution", "channel_sum(grad)"),
+        ("convolution_transposed3d", "channel_sum(grad)"),
+        ("batch_norm", "channel_sum(grad)"),
+        ("layer_norm", "sum_to(grad, normalized_shape)"),
+    ):
+        spec = OPS[entry]
+        bias = formula_tree(spec.grads["bias"], spec.node, constants)
+        assert to_text(bias) == to_text(formula_tree(plain, spec.node, constants))
+        described = to_text(formula_tree(spec.grads["input"], spec.node, constants))
+        assert described.startswith(f"computed by {spec.node} from ∂L/∂out, input")

@@ -396,7 +396,8 @@ def _tensor_constant(values, like):
 
 
 def layer_norm_backward_output(which, grad, input, normalized_shape, mean, rstd, weight, bias):  # noqa: A002
-    """(bias: read by the Tensor version only, to count the node's readers)"""
+    """``bias`` is an input of PyTorch's native_layer_norm_backward (its node has an edge to the
+    bias, which gets no gradient): the Tensor version passes it on; no output reads it."""
     norm = _layer_norm(_ArrayOps, input, normalized_shape, mean, rstd, weight)
     if which == 0:
         return norm.first_backward(grad if weight is None else grad * weight, None)

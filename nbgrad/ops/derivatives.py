@@ -1648,7 +1648,7 @@ op("max_pool3d", "MaxPool3DWithIndicesBackward0", ("self",),
    extra_outputs=("result1",),
    saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
 op("avg_pool3d", "AvgPool3DBackward0", ("self",),
-   {"self": "avg_pool3d_backward(grad, self.shape, kernel_size, stride, padding, ceil_mode, "
+   {"self": "avg_pool3d_backward(grad, self, kernel_size, stride, padding, ceil_mode, "
             "count_include_pad, divisor_override)"},
    layer_kernels.avg_pool3d,
    attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
@@ -2575,3 +2575,25 @@ op("native_batch_norm_backward", "NativeBatchNormBackwardBackward0",
    saves=("eps", "grad_out", "input", "running_mean", "running_var", "save_invstd", "save_mean",
           "train", "weight"),
    multi_output=True, joint=True)
+# Average pooling in 3-d is linear: its backward is an op too (see the 2-d one), whose gradient
+# is the pooling again; ``self`` has PyTorch's edge (a zero gradient: only its shape matters).
+op("avg_pool3d_backward", "AvgPool3DBackwardBackward0", ("grad_output", "self"),
+   {"grad_output": "avg_pool3d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, "
+                   "divisor_override)",
+    "self": "zeros_like(grad)"},
+   lambda grad_output, self, *options: layer_kernels.avg_pool3d_backward(
+       grad_output, self.shape, *options),
+   attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+          "divisor_override"),
+   saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding",
+          "stride"))
+op("adaptive_avg_pool3d_backward", "AdaptiveAvgPool3DBackwardBackward0", ("grad_output", "self"),
+   {"grad_output": "adaptive_avg_pool3d(grad, (grad_output_sym_argsize_minus_3, "
+                   "grad_output_sym_argsize_minus_2, grad_output_sym_argsize_minus_1))",
+    "self": "zeros_like(grad)"},
+   lambda grad_output, self, depth, rows, cols: layer_kernels.adaptive_avg_pool3d_backward(
+       grad_output, self.shape),
+   attrs=("grad_output_sym_argsize_minus_3", "grad_output_sym_argsize_minus_2",
+          "grad_output_sym_argsize_minus_1"),
+   saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2",
+          "grad_output_sym_argsize_minus_3"))

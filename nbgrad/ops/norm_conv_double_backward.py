@@ -1,4 +1,5 @@
-"""The backward functions of convolution, layer norm and batch norm, as ops of their own.
+"""The backward functions of convolution, layer norm, batch norm and 3-d average pooling, as ops
+of their own.
 
 PyTorch computes the three gradients of each of these layers (input, weight, bias) with one
 function, itself an op with three differentiable outputs: ``convolution_backward``,
@@ -628,7 +629,54 @@ def batch_norm_backward_output_tensor(
     return outputs[which]
 
 
+# --- 3-d average pooling: linear, its backward an op whose gradient is the pooling again -------
+
+
+def avg_pool3d_backward(grad, x, *options):
+    from nbgrad.ops import layer_kernels
+
+    return layer_kernels.avg_pool3d_backward(grad, x.shape, *options)
+
+
+def adaptive_avg_pool3d_backward(grad, x):
+    from nbgrad.ops import layer_kernels
+
+    return layer_kernels.adaptive_avg_pool3d_backward(grad, x.shape)
+
+
+def avg_pool3d_backward_tensor(grad, x, *options):
+    return _run_table_op("avg_pool3d_backward", (grad, x), options)
+
+
+def adaptive_avg_pool3d_backward_tensor(grad, x):
+    return _run_table_op("adaptive_avg_pool3d_backward", (grad, x), tuple(grad.shape[-3:]))
+
+
+def avg_pool3d_tensor(x, *options):
+    return _run_table_op("avg_pool3d", (x,), options)
+
+
+def adaptive_avg_pool3d_tensor(x, output_size):
+    return _run_table_op("adaptive_avg_pool3d", (x,), (tuple(output_size),))
+
+
+def _avg_pool3d(x, *options):
+    from nbgrad.ops import layer_kernels
+
+    return layer_kernels.avg_pool3d(x, *options)
+
+
+def _adaptive_avg_pool3d(x, output_size):
+    from nbgrad.ops import layer_kernels
+
+    return layer_kernels.adaptive_avg_pool3d(x, tuple(output_size))
+
+
 ARRAY_FUNCTIONS = {
+    "avg_pool3d_backward": avg_pool3d_backward,
+    "adaptive_avg_pool3d_backward": adaptive_avg_pool3d_backward,
+    "avg_pool3d": _avg_pool3d,
+    "adaptive_avg_pool3d": _adaptive_avg_pool3d,
     "convolution_backward_output": convolution_backward_output,
     "convolution_double_backward": convolution_double_backward,
     "layer_norm_backward_output": layer_norm_backward_output,
@@ -642,6 +690,10 @@ def tensor_namespace():
     """The Tensor versions: the first backwards run their ops (one node for three outputs), the
     double backwards are written with differentiable operations."""
     return {
+        "avg_pool3d_backward": avg_pool3d_backward_tensor,
+        "adaptive_avg_pool3d_backward": adaptive_avg_pool3d_backward_tensor,
+        "avg_pool3d": avg_pool3d_tensor,
+        "adaptive_avg_pool3d": adaptive_avg_pool3d_tensor,
         "convolution_backward_output": convolution_backward_output_tensor,
         "convolution_double_backward": convolution_double_backward_tensor,
         "layer_norm_backward_output": layer_norm_backward_output_tensor,

@@ -169,12 +169,19 @@ CASES = {
         [(1, 2, 4, 5, 3)],
         (0,),
     ),
+    # and its 2-d twin, which has the same edge to the input
+    "avg_pool2d": (
+        lambda T, x: T.nn.functional.avg_pool2d(x, 3, stride=2, padding=1),
+        [(2, 1, 5, 4)],
+        (0,),
+    ),
 }
 
 NODE_NAMES = {
     "conv": "ConvolutionBackwardBackward0",
     "layer_norm": "NativeLayerNormBackwardBackward0",
     "batch_norm": "NativeBatchNormBackwardBackward0",
+    "avg_pool2d": "AvgPool2DBackwardBackward0",
     "avg_pool3d": "AvgPool3DBackwardBackward0",
     "adaptive_avg_pool3d": "AdaptiveAvgPool3DBackwardBackward0",
 }

@@ -662,7 +662,7 @@ op("max_pool2d", "MaxPool2DWithIndicesBackward0", ("self",),
    extra_outputs=("result1",),
    saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
 op("avg_pool2d", "AvgPool2DBackward0", ("self",),
-   {"self": "avg_pool2d_backward(grad, self.shape, kernel_size, stride, padding, ceil_mode, "
+   {"self": "avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, "
             "count_include_pad, divisor_override)"},
    nn_kernels.avg_pool2d,
    attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
@@ -670,12 +670,15 @@ op("avg_pool2d", "AvgPool2DBackward0", ("self",),
    saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding", "self",
           "stride"))
 # Average pooling is linear: its backward is an op too, whose own backward is average pooling
-# again, so that backward(create_graph=True) through a pooling layer can be differentiated.
-op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", ("grad_output",),
+# again, so that backward(create_graph=True) through a pooling layer can be differentiated;
+# ``self`` has PyTorch's edge (a zero gradient: only its shape matters).
+op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", ("grad_output", "self"),
    {"grad_output": "avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, "
-                   "divisor_override)"},
-   nn_kernels.avg_pool2d_backward,
-   attrs=("input_shape", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                   "divisor_override)",
+    "self": "zeros_like(grad)"},
+   lambda grad_output, self, *options: nn_kernels.avg_pool2d_backward(
+       grad_output, self.shape, *options),
+   attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
           "divisor_override"),
    saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding",
           "stride"))

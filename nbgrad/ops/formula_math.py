@@ -335,7 +335,9 @@ ARRAY_NAMESPACE.update(
         "col2im": nn_kernels.unbatched_col2im,
         "max_pool2d_backward": nn_kernels.max_pool2d_backward,
         "avg_pool2d": nn_kernels.avg_pool2d,
-        "avg_pool2d_backward": nn_kernels.avg_pool2d_backward,
+        "avg_pool2d_backward": lambda grad, x, *options: nn_kernels.avg_pool2d_backward(
+            grad, x.shape, *options
+        ),
         "constant_pad_nd": lambda grad, pad: nn_kernels.constant_pad_nd(grad, pad, 0),
         "index_pad_backward": nn_kernels.index_pad_backward,
         "embedding_backward": _embedding_backward,

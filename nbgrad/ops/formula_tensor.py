@@ -270,8 +270,8 @@ def avg_pool2d(x, *options):
     return run_op(OPS["avg_pool2d"], (x,), options)
 
 
-def avg_pool2d_backward(grad, input_shape, *options):
-    return run_op(OPS["avg_pool2d_backward"], (grad,), (tuple(input_shape), *options))
+def avg_pool2d_backward(grad, x, *options):
+    return run_op(OPS["avg_pool2d_backward"], (grad, x), options)
 
 
 def constant_pad_nd(grad, pad):

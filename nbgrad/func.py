@@ -5,9 +5,9 @@ PyTorch runs these transforms at levels of its own (functorch), so that a transf
 another sees its inputs as fresh variables while the outer one still tracks them. nbgrad gets the
 same results from one graph:
 
-- the arguments differentiated are used as they are when they already require grad (an outer
-  transform's variables, or the user's leaves), and as new leaves (``detach().requires_grad_()``)
-  otherwise;
+- the arguments differentiated are aliased (``view_as``) when they already require grad (an
+  outer transform's variables, or the user's tensors), and made new leaves
+  (``detach().requires_grad_()``) otherwise;
 - the derivatives are taken with ``create_graph=True`` whenever grad mode is on, so that an outer
   transform, or the user's own backward, can differentiate them again;
 - a result that depends on none of the tensors outside the transform (only on the leaves made
@@ -80,10 +80,12 @@ def _rebuild(tree, leaves):
 
 
 def _variable(tensor):
-    """The tensor as a variable of this transform: itself when something outside tracks it, a
-    new leaf on its values otherwise (PyTorch's error for integer tensors)."""
+    """The tensor as a variable of this transform: when something outside tracks it, an alias
+    of it (a view: differentiating with respect to the alias takes the partial derivative through
+    this argument only, not through other uses of the tensor, and outside gradients still flow
+    to the tensor); a new leaf on its values otherwise (PyTorch's error for integer tensors)."""
     if tensor.requires_grad:
-        return tensor
+        return tensor.view_as(tensor)
     leaf = tensor.detach()
     if leaf.is_inference():  # it cannot be made to require grad; a copy of its values can
         leaf = leaf.clone()

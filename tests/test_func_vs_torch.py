@@ -16,6 +16,15 @@ CASES = [
     ("grad", f"T.func.grad({CUBES})(x)"),
     ("grad of a tensor that requires grad", f"T.func.grad({CUBES})(x.clone().requires_grad_())"),
     ("grad of grad", f"T.func.grad(lambda v: T.func.grad({CUBES})(v).sum())(x)"),
+    (
+        "grad of an argument also used by the function's closure",
+        "(lambda w: T.func.grad(lambda v: (v * w).sum())(w))(x.clone().requires_grad_())",
+    ),
+    (
+        "backward through grad with respect to a tensor used twice",
+        "(lambda w: (T.func.grad(lambda v: (v * w * v).sum())(w).sum().backward(), w.grad)[1])"
+        "(x.clone().requires_grad_())",
+    ),
     ("grad of a vector", "T.func.grad(lambda v: v * 2)(x)"),
     ("grad of an integer tensor", f"T.func.grad({CUBES})(T.tensor([1, 2]))"),
     ("grad of a float", "T.func.grad(lambda v: 3.0)(x)"),

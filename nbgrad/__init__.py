@@ -167,6 +167,7 @@ from nbgrad import (  # noqa: E402
     backends,
     cuda,
     datasets,
+    distributions,
     linalg,
     nn,
     optim,

@@ -1,0 +1,38 @@
+"""``nbgrad.distributions``: PyTorch's ``torch.distributions`` on nbgrad tensors.
+
+Each distribution is written over nbgrad's public ops in the order PyTorch's Python code uses
+them, so that log_prob, entropy, kl_divergence and rsample build PyTorch's graphs (the same
+grad_fn names). Sampling draws from nbgrad's generator.
+"""
+
+from nbgrad.distributions import constraints
+from nbgrad.distributions.bernoulli import Bernoulli
+from nbgrad.distributions.categorical import Categorical
+from nbgrad.distributions.distribution import Distribution, ExponentialFamily
+from nbgrad.distributions.exponential import Exponential
+from nbgrad.distributions.independent import Independent
+from nbgrad.distributions.kl import kl_divergence, register_kl
+from nbgrad.distributions.laplace import Laplace
+from nbgrad.distributions.normal import Normal
+from nbgrad.distributions.one_hot_categorical import (
+    OneHotCategorical,
+    OneHotCategoricalStraightThrough,
+)
+from nbgrad.distributions.uniform import Uniform
+
+__all__ = [
+    "Bernoulli",
+    "Categorical",
+    "Distribution",
+    "Exponential",
+    "ExponentialFamily",
+    "Independent",
+    "Laplace",
+    "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Uniform",
+    "constraints",
+    "kl_divergence",
+    "register_kl",
+]

@@ -60,8 +60,8 @@ class Laplace(Distribution):
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        distance = (value - self.loc).abs() / self.scale
-        return 0.5 - 0.5 * (value - self.loc).sign() * nbgrad.expm1(-distance)
+        offset_sign = (value - self.loc).sign()
+        return 0.5 - 0.5 * offset_sign * nbgrad.expm1(-(value - self.loc).abs() / self.scale)
 
     def icdf(self, value):
         term = value - 0.5

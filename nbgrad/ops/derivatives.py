@@ -47,7 +47,9 @@ op("mul", "MulBackward0", ("self", "other"),
    {"self": "grad * other", "other": "grad * self"},
    np.multiply, saves=("other", "self"), promote=True, layout="elementwise")
 op("div", "DivBackward0", ("self", "other"),
-   {"self": "grad / other", "other": "-grad * self / (other * other)"},
+   # div_tensor_other_backward's order, -grad * ((self / other) / other): create_graph records
+   # PyTorch's nodes
+   {"self": "grad / other", "other": "-grad * ((self / other) / other)"},
    np.true_divide, saves=("other", "self"), promote=True, floating=True, layout="elementwise")
 op("div_rounded", "DivBackward2", ("self", "other"),
    # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them. An
@@ -250,7 +252,7 @@ op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
 op("rsqrt", "RsqrtBackward0", ("self",), {"self": "-0.5 * grad * result * result * result"},
    lambda self: 1 / np.sqrt(self), saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * result"},
+op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * (result * result)"},
    np.reciprocal, saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",),
@@ -269,11 +271,11 @@ op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round,
    inplace=True)
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",))
-op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True, same_shape=True,
+op("log1p", "Log1PBackward0", ("self",), {"self": "grad / scalar_plus(self, 1)"},
+   np.log1p, saves=("self",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True, same_shape=True,
+op("expm1", "Expm1Backward0", ("self",), {"self": "grad * scalar_plus(result, 1)"},
+   np.expm1, saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
 op("erf", "ErfBackward0", ("self",),
    {"self": "1.1283791670955126 * exp(-self ** 2) * grad"},  # 2 / sqrt(pi)

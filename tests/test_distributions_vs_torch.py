@@ -1,0 +1,215 @@
+"""nbgrad.distributions against torch.distributions: values, gradients and graphs (grad_fn names
+and next_functions) of log_prob / entropy / cdf / icdf / moments / kl_divergence, for the same
+code run with T bound to each library on the same numbers."""
+
+import numpy as np
+import pytest
+from graph_compare import structure
+
+import nbgrad
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(7)
+
+# The numbers every case reads, by name. Float arrays become leaves that require grad.
+LOC = np.array([[0.3, -1.2, 0.5], [2.0, 0.1, -0.4]])
+SCALE = np.array([[0.7, 1.3, 2.1], [0.4, 1.0, 0.9]])
+VALUE = np.array([[0.1, -0.5, 1.7], [1.1, 0.3, -2.0]])
+UNIT = np.array([[0.1, 0.45, 0.7], [0.93, 0.2, 0.55]])  # strictly inside (0, 1)
+LOGITS = np.array([[0.2, -1.0, 2.3, 0.4], [1.5, 1.4, -0.3, 0.0]])
+WEIGHTS = np.array([[1.0, 2.0, 0.5, 0.5], [0.2, 0.3, 3.0, 1.5]])  # unnormalized probabilities
+PROBS = WEIGHTS / WEIGHTS.sum(-1, keepdims=True)
+PROBS_WITH_ZERO = np.array([[0.5, 0.0, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4]])
+ONE_HOT = np.array([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+UNIT_WITH_EDGES = np.array([[0.0, 0.3, 1.0], [0.6, 0.2, 0.5]])
+BITS = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
+
+NUMBERS = {
+    "loc": LOC,
+    "loc2": LOC[::-1].copy() * 0.5,
+    "scale": SCALE,
+    "scale2": SCALE[::-1].copy() + 0.2,
+    "value": VALUE,
+    "unit": UNIT,
+    "unit2": UNIT[::-1].copy(),
+    "logits": LOGITS,
+    "logits2": LOGITS[::-1].copy() * 0.7,
+    "weights": WEIGHTS,
+    "probs": PROBS,
+    "probs2": PROBS[::-1].copy(),
+    "probs_with_zero": PROBS_WITH_ZERO,
+    "one_hot": ONE_HOT,
+    "unit_with_edges": UNIT_WITH_EDGES,
+    "bits": BITS,
+    "low": LOC - 1.0,
+    "high": LOC + SCALE,
+    "rate": SCALE,
+    "rate2": SCALE[::-1].copy() + 0.2,
+    "positive_value": np.abs(VALUE) + 0.1,
+}
+INDICES = {  # integer tensors: never require grad
+    "index": np.array([2, 0]),
+    "index_batch": np.array([[2, 0], [1, 3], [3, 3], [0, 1], [1, 2]]),
+}
+
+CASES = [
+    # Normal
+    "D.Normal(loc, scale).log_prob(value)",
+    "D.Normal(loc, 2.0).log_prob(value)",
+    "D.Normal(0.0, 1.0).log_prob(value)",
+    "D.Normal(loc[0], scale[0]).log_prob(value)",
+    "D.Normal(loc, scale).expand((4, 2, 3)).log_prob(value)",
+    "D.Normal(loc, scale).entropy()",
+    "D.Normal(loc, scale).perplexity()",
+    "D.Normal(loc, scale).cdf(value)",
+    "D.Normal(loc, scale).icdf(unit)",
+    "D.Normal(loc, scale).mean",
+    "D.Normal(loc, scale).mode",
+    "D.Normal(loc, scale).stddev",
+    "D.Normal(loc, scale).variance",
+    "D.ExponentialFamily.entropy(D.Normal(loc, scale))",
+    "D.kl_divergence(D.Normal(loc, scale), D.Normal(loc2, scale2))",
+    "D.kl_divergence(D.Normal(loc, scale), D.Normal(0.0, 1.0))",
+    "D.kl_divergence(D.Normal(loc, scale), D.Normal(T.zeros_like(loc), T.ones_like(scale)))",
+    # Categorical
+    "D.Categorical(probs=probs).log_prob(index)",
+    "D.Categorical(probs=weights).log_prob(index)",
+    "D.Categorical(logits=logits).log_prob(index)",
+    "D.Categorical(logits=logits).log_prob(index_batch)",
+    "D.Categorical(logits=logits[0]).log_prob(index)",
+    "D.Categorical(logits=logits).expand((3, 2)).log_prob(index)",
+    "D.Categorical(logits=logits).entropy()",
+    "D.Categorical(probs=probs).entropy()",
+    "D.Categorical(probs=probs_with_zero, validate_args=False).entropy()",
+    "D.Categorical(logits=logits).probs",
+    "D.Categorical(logits=logits).logits",
+    "D.Categorical(probs=weights).probs",
+    "D.Categorical(probs=probs).logits",
+    "D.Categorical(logits=logits).mean",
+    "D.Categorical(logits=logits).variance",
+    "D.Categorical(logits=logits).mode",
+    "D.Categorical(logits=logits).enumerate_support()",
+    "D.Categorical(logits=logits).enumerate_support(expand=False)",
+    "D.kl_divergence(D.Categorical(logits=logits), D.Categorical(logits=logits2))",
+    "D.kl_divergence(D.Categorical(probs=probs), D.Categorical(logits=logits))",
+    "D.kl_divergence(D.Categorical(probs=probs_with_zero), D.Categorical(probs=probs))",
+    "D.kl_divergence(D.Categorical(probs=probs), D.Categorical(probs=probs_with_zero))",
+    # Bernoulli
+    "D.Bernoulli(probs=unit).log_prob(bits)",
+    "D.Bernoulli(logits=value).log_prob(bits)",
+    "D.Bernoulli(0.3).log_prob(bits.float())",
+    "D.Bernoulli(probs=unit).entropy()",
+    "D.Bernoulli(logits=value).entropy()",
+    "D.Bernoulli(probs=unit).logits",
+    "D.Bernoulli(logits=value).probs",
+    "D.Bernoulli(logits=value).mean",
+    "D.Bernoulli(probs=unit).variance",
+    "D.Bernoulli(probs=unit).mode",
+    "D.Bernoulli(probs=unit).enumerate_support()",
+    "D.ExponentialFamily.entropy(D.Bernoulli(probs=unit))",
+    "D.kl_divergence(D.Bernoulli(probs=unit), D.Bernoulli(probs=unit2))",
+    "D.kl_divergence(D.Bernoulli(logits=value), D.Bernoulli(logits=loc))",
+    "D.kl_divergence(D.Bernoulli(probs=unit_with_edges), D.Bernoulli(probs=unit))",
+    "D.kl_divergence(D.Bernoulli(probs=unit), D.Bernoulli(probs=unit_with_edges))",
+    # Uniform
+    "D.Uniform(low, high).log_prob(loc)",
+    "D.Uniform(low, high, validate_args=False).log_prob(value)",
+    "D.Uniform(0.0, 1.0).log_prob(unit)",
+    "D.Uniform(low, high).entropy()",
+    "D.Uniform(low, high).cdf(loc)",
+    "D.Uniform(low, high, validate_args=False).cdf(value)",
+    "D.Uniform(low, high).icdf(unit)",
+    "D.Uniform(low, high).mean",
+    "D.Uniform(low, high).stddev",
+    "D.Uniform(low, high).variance",
+    "D.kl_divergence(D.Uniform(low, high), D.Uniform(low - 0.5, high + 0.5))",
+    "D.kl_divergence(D.Uniform(low, high), D.Uniform(low + 0.1, high))",
+    "D.kl_divergence(D.Uniform(low, high), D.Normal(loc, scale))",
+    # Independent
+    "D.Independent(D.Normal(loc, scale), 1).log_prob(value)",
+    "D.Independent(D.Normal(loc, scale), 2).log_prob(value)",
+    "D.Independent(D.Normal(loc, scale), 1).entropy()",
+    "D.Independent(D.Normal(loc, scale), 1).mean",
+    "D.Independent(D.Normal(loc, scale), 1).variance",
+    "D.Independent(D.Bernoulli(logits=value), 1).log_prob(bits)",
+    "D.Independent(D.Normal(loc, scale), 1).expand((5, 2)).log_prob(value)",
+    "D.kl_divergence(D.Independent(D.Normal(loc, scale), 1),"
+    " D.Independent(D.Normal(loc2, scale2), 1))",
+    "D.kl_divergence(D.Independent(D.Normal(loc, scale), 2),"
+    " D.Independent(D.Normal(0.0, 1.0).expand((2, 3)), 2))",
+    # OneHotCategorical
+    "D.OneHotCategorical(logits=logits).log_prob(one_hot)",
+    "D.OneHotCategorical(probs=probs).log_prob(one_hot)",
+    "D.OneHotCategorical(logits=logits).entropy()",
+    "D.OneHotCategorical(logits=logits).mean",
+    "D.OneHotCategorical(logits=logits).variance",
+    "D.OneHotCategorical(logits=logits).mode",
+    "D.OneHotCategorical(logits=logits).enumerate_support()",
+    "D.kl_divergence(D.OneHotCategorical(logits=logits), D.OneHotCategorical(probs=probs))",
+    # Laplace
+    "D.Laplace(loc, scale).log_prob(value)",
+    "D.Laplace(loc, scale).entropy()",
+    "D.Laplace(loc, scale).cdf(value)",
+    "D.Laplace(loc, scale).icdf(unit)",
+    "D.Laplace(loc, scale).mean",
+    "D.Laplace(loc, scale).stddev",
+    "D.Laplace(loc, scale).variance",
+    "D.kl_divergence(D.Laplace(loc, scale), D.Laplace(loc2, scale2))",
+    "D.kl_divergence(D.Normal(loc, scale), D.Laplace(loc2, scale2))",
+    # Exponential
+    "D.Exponential(rate).log_prob(positive_value)",
+    "D.Exponential(2.0).log_prob(positive_value)",
+    "D.Exponential(rate).entropy()",
+    "D.Exponential(rate).cdf(positive_value)",
+    "D.Exponential(rate).icdf(unit)",
+    "D.Exponential(rate).mean",
+    "D.Exponential(rate).stddev",
+    "D.Exponential(rate).variance",
+    "D.Exponential(rate).mode",
+    "D.ExponentialFamily.entropy(D.Exponential(rate))",
+    "D.kl_divergence(D.Exponential(rate), D.Exponential(rate2))",
+    "D.kl._kl_expfamily_expfamily(D.Exponential(rate), D.Exponential(rate2))",
+    "D.kl._kl_expfamily_expfamily(D.Normal(loc, scale), D.Normal(loc2, scale2))",
+]
+
+
+def run_case(T, case, dtype_name):
+    dtype = getattr(T, dtype_name)
+    leaves = {name: T.tensor(a, dtype=dtype, requires_grad=True) for name, a in NUMBERS.items()}
+    names = {**leaves, **{name: T.tensor(a) for name, a in INDICES.items()}}
+    out = eval(case, {"T": T, "D": T.distributions, **names})  # noqa: S307
+    grads = {}
+    if out.requires_grad:
+        # A weighted sum, so that every entry's gradient counts separately.
+        weights = T.tensor(np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape)), dtype=dtype)
+        finite = T.isfinite(out)
+        (T.where(finite, out, T.zeros_like(out)) * weights).sum().backward()
+        grads = {name: leaf.grad for name, leaf in leaves.items()}
+    return out, grads
+
+
+def as_array(t):
+    return None if t is None else t.detach().numpy()
+
+
+@pytest.mark.parametrize("dtype_name", ["float64", "float32"])
+@pytest.mark.parametrize("case", CASES)
+def test_values_grads_and_graph_match_torch(case, dtype_name):
+    mine, my_grads = run_case(nbgrad, case, dtype_name)
+    real, real_grads = run_case(torch, case, dtype_name)
+    tolerance = {"rtol": 1e-10, "atol": 1e-12} if dtype_name == "float64" else {"rtol": 2e-5, "atol": 2e-6}
+    assert str(mine.dtype) == str(real.dtype)
+    assert tuple(mine.shape) == tuple(real.shape)
+    np.testing.assert_allclose(as_array(mine), as_array(real), equal_nan=True, **tolerance)
+    assert mine.requires_grad == real.requires_grad
+    assert structure(mine.grad_fn) == structure(real.grad_fn)
+    assert my_grads.keys() == real_grads.keys()
+    for name in real_grads:
+        if real_grads[name] is None:
+            assert my_grads[name] is None, name
+        else:
+            assert my_grads[name] is not None, name
+            np.testing.assert_allclose(
+                as_array(my_grads[name]), as_array(real_grads[name]), err_msg=name, **tolerance
+            )

@@ -182,7 +182,8 @@ def run_case(T, case, dtype_name):
     grads = {}
     if out.requires_grad:
         # A weighted sum, so that every entry's gradient counts separately.
-        weights = T.tensor(np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape)), dtype=dtype)
+        spread = np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape))
+        weights = T.tensor(spread, dtype=dtype)
         finite = T.isfinite(out)
         (T.where(finite, out, T.zeros_like(out)) * weights).sum().backward()
         grads = {name: leaf.grad for name, leaf in leaves.items()}
@@ -198,7 +199,10 @@ def as_array(t):
 def test_values_grads_and_graph_match_torch(case, dtype_name):
     mine, my_grads = run_case(nbgrad, case, dtype_name)
     real, real_grads = run_case(torch, case, dtype_name)
-    tolerance = {"rtol": 1e-10, "atol": 1e-12} if dtype_name == "float64" else {"rtol": 2e-5, "atol": 2e-6}
+    if dtype_name == "float64":
+        tolerance = {"rtol": 1e-10, "atol": 1e-12}
+    else:
+        tolerance = {"rtol": 2e-5, "atol": 2e-6}
     assert str(mine.dtype) == str(real.dtype)
     assert tuple(mine.shape) == tuple(real.shape)
     np.testing.assert_allclose(as_array(mine), as_array(real), equal_nan=True, **tolerance)

@@ -5,7 +5,7 @@ them, so that log_prob, entropy, kl_divergence and rsample build PyTorch's graph
 grad_fn names). Sampling draws from nbgrad's generator.
 """
 
-from nbgrad.distributions import constraints
+from nbgrad.distributions import constraints, exp_family, utils
 from nbgrad.distributions.bernoulli import Bernoulli
 from nbgrad.distributions.categorical import Categorical
 from nbgrad.distributions.distribution import Distribution, ExponentialFamily

@@ -1,4 +1,4 @@
-"""``Categorical(probs=... | logits=...)``: one of K classes, the last dimension of the parameter."""
+"""``Categorical(probs=... | logits=...)``: one of K classes, along the parameter's last dim."""
 
 import math
 

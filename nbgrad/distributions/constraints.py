@@ -1,4 +1,4 @@
-"""The sets a distribution's parameters and values must lie in (``torch.distributions.constraints``).
+"""Where a distribution's parameters and values must lie (``torch.distributions.constraints``).
 
 A constraint answers ``check(value)`` with a boolean tensor, one entry per event (``event_dim``
 rightmost dimensions are one event). Their reprs are PyTorch's (``GreaterThan(lower_bound=0.0)``,

@@ -133,7 +133,8 @@ class Distribution:
 
     def _extended_shape(self, sample_shape=()):
         """The shape of a draw: sample_shape + batch_shape + event_shape."""
-        return nbgrad.Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+        shape = tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape)
+        return nbgrad.Size(shape)
 
     def _validate_sample(self, value):
         """PyTorch's checks on a value to score: a tensor, its rightmost dimensions equal to

@@ -1,5 +1,5 @@
 """``kl_divergence(p, q)`` and ``register_kl``: KL(p || q) by the most specific registered formula
-for the pair of types (PyTorch's dispatch: the registered pair whose types are nearest subclasses)."""
+for the pair of types (PyTorch's dispatch: the registered pair of nearest superclasses)."""
 
 import functools
 import math
@@ -26,9 +26,11 @@ _KL_MEMOIZE = {}  # the dispatch result for concrete (type(p), type(q))
 
 def register_kl(type_p, type_q):
     """Decorator: ``@register_kl(P, Q) def kl_p_q(p, q): ...``."""
-    if not (isinstance(type_p, type) and issubclass(type_p, Distribution)):
+    # PyTorch's checks, as written there: a class that is not a Distribution passes, and
+    # anything that is not a class raises issubclass's own TypeError.
+    if not isinstance(type_p, type) and issubclass(type_p, Distribution):
         raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
-    if not (isinstance(type_q, type) and issubclass(type_q, Distribution)):
+    if not isinstance(type_q, type) and issubclass(type_q, Distribution):
         raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
 
     def decorator(fun):

@@ -37,6 +37,9 @@ DISTRIBUTIONS = {
     "laplace": "D.Laplace(T.tensor(LOC), T.tensor(SCALE))",
     "exponential": "D.Exponential(T.tensor(SCALE))",
     "exponential_scalar": "D.Exponential(1.5)",
+    "mvn_cov": "D.MultivariateNormal(T.tensor(LOC), covariance_matrix=T.eye(3) * 2)",
+    "mvn_tril": "D.MultivariateNormal(T.tensor(LOC[0]), scale_tril=T.eye(3).expand(4, 3, 3))",
+    "mvn_precision": "D.MultivariateNormal(T.zeros(3), precision_matrix=T.eye(3))",
 }
 
 
@@ -93,6 +96,8 @@ def test_sample_shape_dtype_and_graph_match_torch(key, sample_shape):
 
 
 EXPANDABLE = [
+    "mvn_cov",
+    "mvn_precision",
     "normal",
     "normal_scalar",
     "categorical_logits",
@@ -125,6 +130,8 @@ def test_expand_matches_torch(key):
         ("D.Laplace(loc, scale)", (3,)),
         ("D.Exponential(scale)", (3,)),
         ("D.Independent(D.Normal(loc, scale), 1)", (2,)),
+        ("D.MultivariateNormal(loc, scale_tril=T.diag_embed(scale))", (2,)),
+        ("D.MultivariateNormal(loc[0], covariance_matrix=T.diag_embed(scale))", ()),
         ("D.OneHotCategoricalStraightThrough(logits=logits)", (3,)),
     ],
 )
@@ -133,7 +140,8 @@ def test_rsample_graph_matches_torch(make_d, rsample_shape):
         loc = T.tensor(LOC, requires_grad=True)
         scale = T.tensor(SCALE, requires_grad=True)
         logits = T.tensor(LOGITS, requires_grad=True)
-        d = eval(make_d, {"D": T.distributions, "loc": loc, "scale": scale, "logits": logits})  # noqa: S307
+        names = {"T": T, "D": T.distributions, "loc": loc, "scale": scale, "logits": logits}
+        d = eval(make_d, names)  # noqa: S307
         x = d.rsample(rsample_shape)
         x.sum().backward()
         return x, {"loc": loc.grad, "scale": scale.grad, "logits": logits.grad}
@@ -196,6 +204,21 @@ ERRORS = [
     " D.Independent(D.Normal(T.zeros(2, 3), 1.0), 2))",
     "D.kl._kl_expfamily_expfamily(D.Normal(0.0, 1.0), D.Exponential(1.0))",
     "D.Distribution.set_default_validate_args(2)",
+    "D.MultivariateNormal(T.zeros(2), covariance_matrix=T.tensor([[1.0, 2.0], [2.0, 1.0]]))",
+    "D.MultivariateNormal(T.zeros(2), covariance_matrix=T.tensor([[1.0, 0.5], [0.0, 1.0]]))",
+    "D.MultivariateNormal(T.zeros(2), precision_matrix=T.tensor([[1.0, 2.0], [2.0, 1.0]]))",
+    "D.MultivariateNormal(T.zeros(2), scale_tril=T.tensor([[1.0, 0.5], [0.0, 1.0]]))",
+    "D.MultivariateNormal(T.zeros(2), scale_tril=T.tensor([[1.0, 0.0], [0.5, -1.0]]))",
+    "D.MultivariateNormal(T.zeros(2), T.eye(2), scale_tril=T.eye(2))",
+    "D.MultivariateNormal(T.zeros(2))",
+    "D.MultivariateNormal(T.tensor(0.0), T.eye(2))",
+    "D.MultivariateNormal(T.zeros(2), T.ones(2))",
+    "D.MultivariateNormal(T.zeros(2), scale_tril=T.ones(2))",
+    "D.MultivariateNormal(T.zeros(2), precision_matrix=T.ones(2))",
+    "D.MultivariateNormal(T.zeros(2), T.eye(2)).log_prob(T.zeros(3))",
+    "D.MultivariateNormal(T.zeros(2), T.eye(2)).log_prob(T.tensor([0.0, float('nan')]))",
+    "D.kl_divergence(D.MultivariateNormal(T.zeros(2), T.eye(2)),"
+    " D.MultivariateNormal(T.zeros(3), T.eye(3)))",
     "D.Laplace(0.0, 1.0).enumerate_support()",
     "D.Normal(0.0, 1.0).enumerate_support()",
     "D.Independent(D.Normal(T.zeros(2, 3), 1.0), 1).enumerate_support()",
@@ -385,6 +408,20 @@ def test_exponential_samples_have_its_mean_and_no_negatives():
     assert (x >= 0).all()
     for j, rate in enumerate([0.5, 4.0]):
         assert within(x[:, j].astype(float).mean(), 1 / rate, 1 / rate)
+
+
+def test_multivariate_normal_samples_have_its_mean_and_covariance():
+    nbgrad.manual_seed(7)
+    tril = np.array([[1.0, 0.0, 0.0], [0.5, 0.8, 0.0], [-0.3, 0.2, 0.6]])
+    cov = tril @ tril.T
+    loc = np.array([1.0, -2.0, 0.5])
+    d = nbgrad.distributions.MultivariateNormal(
+        nbgrad.tensor(loc), covariance_matrix=nbgrad.tensor(cov)
+    )
+    x = d.rsample((N,)).numpy().astype(float)
+    for j in range(3):
+        assert within(x[:, j].mean(), loc[j], math.sqrt(cov[j, j]))
+    np.testing.assert_allclose(np.cov(x.T), cov, atol=0.03)
 
 
 def test_sampling_follows_nbgrads_seed():

@@ -25,6 +25,11 @@ ONE_HOT = np.array([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
 UNIT_WITH_EDGES = np.array([[0.0, 0.3, 1.0], [0.6, 0.2, 0.5]])
 BITS = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
 
+TRIL = np.array([[1.2, 0.0, 0.0], [0.3, 0.8, 0.0], [-0.5, 0.4, 1.5]])
+COV = TRIL @ TRIL.T
+OTHER_TRIL = np.array([[0.9, 0.0, 0.0], [-0.2, 1.1, 0.0], [0.6, 0.1, 0.7]])
+COV_BATCH = np.stack([COV, OTHER_TRIL @ OTHER_TRIL.T + 0.1 * np.eye(3)])
+
 NUMBERS = {
     "loc": LOC,
     "loc2": LOC[::-1].copy() * 0.5,
@@ -47,6 +52,11 @@ NUMBERS = {
     "rate": SCALE,
     "rate2": SCALE[::-1].copy() + 0.2,
     "positive_value": np.abs(VALUE) + 0.1,
+    "tril": TRIL,
+    "tril2": OTHER_TRIL,
+    "cov": COV,
+    "cov_batch": COV_BATCH,
+    "mvn_value": RNG.normal(size=(4, 2, 3)),
 }
 INDICES = {  # integer tensors: never require grad
     "index": np.array([2, 0]),
@@ -171,6 +181,31 @@ CASES = [
     "D.kl_divergence(D.Exponential(rate), D.Exponential(rate2))",
     "D.kl._kl_expfamily_expfamily(D.Exponential(rate), D.Exponential(rate2))",
     "D.kl._kl_expfamily_expfamily(D.Normal(loc, scale), D.Normal(loc2, scale2))",
+    # MultivariateNormal
+    "D.MultivariateNormal(loc, scale_tril=tril).log_prob(mvn_value)",
+    "D.MultivariateNormal(loc, covariance_matrix=cov).log_prob(mvn_value)",
+    "D.MultivariateNormal(loc, precision_matrix=cov).log_prob(mvn_value)",
+    "D.MultivariateNormal(loc, covariance_matrix=cov_batch).log_prob(mvn_value)",
+    "D.MultivariateNormal(loc[0], covariance_matrix=cov_batch).log_prob(mvn_value)",
+    "D.MultivariateNormal(loc[0], scale_tril=tril).log_prob(mvn_value)",
+    "D.MultivariateNormal(loc[0], scale_tril=tril).log_prob(value[0])",
+    "D.MultivariateNormal(loc, scale_tril=tril).expand((4, 2)).log_prob(mvn_value)",
+    "D.MultivariateNormal(loc[0], scale_tril=tril).entropy()",
+    "D.MultivariateNormal(loc, covariance_matrix=cov).entropy()",
+    "D.MultivariateNormal(loc, precision_matrix=cov_batch).entropy()",
+    "D.MultivariateNormal(loc, scale_tril=tril).covariance_matrix",
+    "D.MultivariateNormal(loc, scale_tril=tril).precision_matrix",
+    "D.MultivariateNormal(loc, covariance_matrix=cov_batch).scale_tril",
+    "D.MultivariateNormal(loc, precision_matrix=cov).covariance_matrix",
+    "D.MultivariateNormal(loc, covariance_matrix=cov).variance",
+    "D.MultivariateNormal(loc, covariance_matrix=cov).stddev",
+    "D.MultivariateNormal(loc, covariance_matrix=cov).mean",
+    "D.kl_divergence(D.MultivariateNormal(loc, covariance_matrix=cov),"
+    " D.MultivariateNormal(loc2, scale_tril=tril2))",
+    "D.kl_divergence(D.MultivariateNormal(loc[0], scale_tril=tril),"
+    " D.MultivariateNormal(loc2, covariance_matrix=cov_batch))",
+    "D.kl_divergence(D.MultivariateNormal(loc, scale_tril=tril),"
+    " D.MultivariateNormal(T.zeros(3, dtype=loc.dtype), T.eye(3, dtype=loc.dtype)))",
 ]
 
 

@@ -13,6 +13,7 @@ from nbgrad.distributions.exponential import Exponential
 from nbgrad.distributions.independent import Independent
 from nbgrad.distributions.kl import kl_divergence, register_kl
 from nbgrad.distributions.laplace import Laplace
+from nbgrad.distributions.multivariate_normal import MultivariateNormal
 from nbgrad.distributions.normal import Normal
 from nbgrad.distributions.one_hot_categorical import (
     OneHotCategorical,
@@ -28,6 +29,7 @@ __all__ = [
     "ExponentialFamily",
     "Independent",
     "Laplace",
+    "MultivariateNormal",
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",

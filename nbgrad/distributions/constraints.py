@@ -5,6 +5,8 @@ rightmost dimensions are one event). Their reprs are PyTorch's (``GreaterThan(lo
 ``Simplex()``), because they appear in the ValueError a user reads when validation fails.
 """
 
+import numpy as np
+
 import nbgrad
 
 __all__ = [
@@ -284,7 +286,20 @@ class _PositiveDefinite(_Symmetric):
         symmetric = super().check(value)
         if not bool(symmetric.all()):
             return symmetric
-        return nbgrad.linalg.cholesky_ex(value).info.eq(0)
+        # PyTorch reads linalg.cholesky_ex's info; nbgrad's cholesky_ex raises instead, so each
+        # matrix is tried here.
+        matrices = value.detach().numpy()
+        n = matrices.shape[-1]
+        factorizable = [_has_cholesky(m) for m in matrices.reshape(-1, n, n)]
+        return nbgrad.tensor(np.array(factorizable, dtype=bool).reshape(matrices.shape[:-2]))
+
+
+def _has_cholesky(matrix):
+    try:
+        np.linalg.cholesky(matrix)
+    except np.linalg.LinAlgError:
+        return False
+    return True
 
 
 dependent = _Dependent()

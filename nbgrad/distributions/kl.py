@@ -5,6 +5,8 @@ import functools
 import math
 import warnings
 
+import numpy as np
+
 import nbgrad
 import nbgrad.nn.functional as F
 from nbgrad.distributions.bernoulli import Bernoulli
@@ -13,6 +15,7 @@ from nbgrad.distributions.distribution import Distribution, ExponentialFamily
 from nbgrad.distributions.exponential import Exponential
 from nbgrad.distributions.independent import Independent
 from nbgrad.distributions.laplace import Laplace
+from nbgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from nbgrad.distributions.normal import Normal
 from nbgrad.distributions.one_hot_categorical import OneHotCategorical
 from nbgrad.distributions.uniform import Uniform
@@ -165,6 +168,42 @@ def _kl_laplace_laplace(p, q):
     t2 = loc_abs_diff / q.scale
     t3 = scale_ratio * nbgrad.exp(-loc_abs_diff / p.scale)
     return t1 + t2 + t3 - 1
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "KL-divergence between two Multivariate Normals with\
+                          different event shapes cannot be computed"
+        )
+    # log det of q's covariance over p's, halved: sums of the factors' log diagonals
+    half_term1 = q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(
+        -1
+    ) - p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    combined_batch_shape = tuple(
+        np.broadcast_shapes(
+            tuple(q._unbroadcasted_scale_tril.shape[:-2]),
+            tuple(p._unbroadcasted_scale_tril.shape[:-2]),
+        )
+    )
+    n = p.event_shape[0]
+    q_scale_tril = q._unbroadcasted_scale_tril.expand(combined_batch_shape + (n, n))
+    p_scale_tril = p._unbroadcasted_scale_tril.expand(combined_batch_shape + (n, n))
+    # trace(Sigma_q^-1 Sigma_p) = |L_q^-1 L_p|^2 (Frobenius)
+    term2 = _batch_trace_XXT(
+        nbgrad.linalg.solve_triangular(q_scale_tril, p_scale_tril, upper=False)
+    )
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+def _batch_trace_XXT(bmat):
+    """trace(X X^T) for each matrix X of the batch: the sum of its squared entries."""
+    n = bmat.size(-1)
+    m = bmat.size(-2)
+    flat_trace = bmat.reshape(-1, m * n).pow(2).sum(-1)
+    return flat_trace.reshape(tuple(bmat.shape[:-2]))
 
 
 @register_kl(Normal, Normal)

@@ -14,7 +14,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.generated import compile_registered
-from nbgrad.ops import formula_math, formula_more, nn_kernels, storage_geometry
+from nbgrad.ops import formula_math, formula_more, gamma_kernels, nn_kernels, storage_geometry
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -2111,6 +2111,12 @@ from nbgrad.ops import special_kernels  # noqa: E402
 formula_math.ARRAY_NAMESPACE.update(special_kernels.ARRAY_FUNCTIONS)
 
 
+def _array_of(value):
+    """A tensor argument passed as an attribute (a formula's ``result`` under create_graph is a
+    Tensor) as its array."""
+    return value._data if hasattr(value, "_data") else value
+
+
 def _special(kernel):
     """A kernel run in float64, its result cast back to its (first) input's dtype."""
     def forward(self, *rest):
@@ -2124,6 +2130,18 @@ op("lgamma", "LgammaBackward0", ("self",), {"self": "grad * digamma(self)"},
 op("digamma", "DigammaBackward0", ("self",), {"self": "grad * polygamma(1, self)"},
    _special(special_kernels.digamma), saves=("self",), floating=True, same_shape=True,
    function=True, method=True, inplace="method", out=True)
+# The Gamma sampler, torch._standard_gamma (what Gamma, Beta and Dirichlet draw with): its
+# gradient holds the draw's quantile fixed (ops/gamma_kernels.py), computed by a function of its
+# own, _standard_gamma_grad, whose derivative PyTorch does not implement; its ``output`` has no
+# formula, so no edge (an attribute here, as PyTorch's node keeps no edge for it).
+backward_function(
+    "_standard_gamma_grad", "StandardGammaGradBackward0", ("self",),
+    lambda self, output: gamma_kernels.standard_gamma_grad(self, _array_of(output)),
+    {"self": "not_implemented('_standard_gamma_grad')"}, attrs=("output",), floating=True)
+op("_standard_gamma", "StandardGammaBackward0", ("self",),
+   {"self": "grad * _standard_gamma_grad(self, result)"},
+   lambda self, rng: gamma_kernels.standard_gamma(self, rng), attrs=("generator",),
+   saves=("self", "result"), same_shape=True)
 op("polygamma", "PolygammaBackward0", ("self",), {"self": "grad * polygamma(n + 1, self)"},
    lambda self, n: special_kernels.polygamma(n, self).astype(self.dtype, copy=False),
    attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)

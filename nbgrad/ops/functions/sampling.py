@@ -240,6 +240,19 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
 
 
 @public(function=True)
+def _standard_gamma(input, generator=None):  # noqa: A002
+    """Draws of Gamma(input, 1), differentiable (StandardGammaBackward0, see derivatives.py)."""
+    _floating_kernel(input, "gamma_cpu")
+    return run_op(_OPS["_standard_gamma"], (input,), (rng_of(generator),))
+
+
+@public(function=True)
+def _standard_gamma_grad(input, output):  # noqa: A002
+    """d output / d input for draws ``output`` of Gamma(input, 1) (ops/gamma_kernels.py)."""
+    return run_op(_OPS["_standard_gamma_grad"], (input,), (output,))
+
+
+@public(function=True)
 def poisson(input, generator=None):  # noqa: A002
     _floating_kernel(input, "poisson_cpu")
     if input._data.size and not (input._data >= 0).all():

@@ -37,6 +37,8 @@ DISTRIBUTIONS = {
     "laplace": "D.Laplace(T.tensor(LOC), T.tensor(SCALE))",
     "exponential": "D.Exponential(T.tensor(SCALE))",
     "exponential_scalar": "D.Exponential(1.5)",
+    "gamma": "D.Gamma(T.tensor(SCALE), T.tensor(SCALE) + 1)",
+    "gamma_scalar": "D.Gamma(2.0, 0.5)",
     "mvn_cov": "D.MultivariateNormal(T.tensor(LOC), covariance_matrix=T.eye(3) * 2)",
     "mvn_tril": "D.MultivariateNormal(T.tensor(LOC[0]), scale_tril=T.eye(3).expand(4, 3, 3))",
     "mvn_precision": "D.MultivariateNormal(T.zeros(3), precision_matrix=T.eye(3))",
@@ -96,6 +98,7 @@ def test_sample_shape_dtype_and_graph_match_torch(key, sample_shape):
 
 
 EXPANDABLE = [
+    "gamma",
     "mvn_cov",
     "mvn_precision",
     "normal",
@@ -130,6 +133,8 @@ def test_expand_matches_torch(key):
         ("D.Laplace(loc, scale)", (3,)),
         ("D.Exponential(scale)", (3,)),
         ("D.Independent(D.Normal(loc, scale), 1)", (2,)),
+        ("D.Gamma(scale, scale + 1)", (3,)),
+        ("D.Gamma(scale, 2.0)", ()),
         ("D.MultivariateNormal(loc, scale_tril=T.diag_embed(scale))", (2,)),
         ("D.MultivariateNormal(loc[0], covariance_matrix=T.diag_embed(scale))", ()),
         ("D.OneHotCategoricalStraightThrough(logits=logits)", (3,)),
@@ -197,6 +202,10 @@ ERRORS = [
     "D.OneHotCategorical(logits=T.zeros(3)).log_prob(T.tensor([1.0, 1.0, 0.0]))",
     "D.OneHotCategorical(logits=T.zeros(3)).log_prob(T.tensor([1.0, 0.0]))",
     "D.Laplace(0.0, -1.0)",
+    "D.Gamma(T.tensor([1.0, -1.0]), 1.0)",
+    "D.Gamma(1.0, 0.0)",
+    "D.Gamma(2.0, 1.0).log_prob(T.tensor([-1.0]))",
+    "D.Gamma(2.0, 1.0).icdf(T.tensor([0.5]))",
     "D.Exponential(T.tensor([1.0, -2.0]))",
     "D.Exponential(1.0).log_prob(T.tensor([-1.0]))",
     "D.kl_divergence(D.Bernoulli(0.5), D.Normal(0.0, 1.0))",
@@ -422,6 +431,28 @@ def test_multivariate_normal_samples_have_its_mean_and_covariance():
     for j in range(3):
         assert within(x[:, j].mean(), loc[j], math.sqrt(cov[j, j]))
     np.testing.assert_allclose(np.cov(x.T), cov, atol=0.03)
+
+
+def test_gamma_samples_have_its_mean_and_variance():
+    nbgrad.manual_seed(8)
+    concentration, rate = nbgrad.tensor([0.5, 4.0]), nbgrad.tensor([2.0, 0.5])
+    x = nbgrad.distributions.Gamma(concentration, rate).rsample((N,)).numpy().astype(float)
+    assert (x > 0).all()
+    for j, (a, b) in enumerate([(0.5, 2.0), (4.0, 0.5)]):
+        assert within(x[:, j].mean(), a / b, math.sqrt(a) / b)
+        assert abs(x[:, j].var() / (a / b**2) - 1) < 0.06
+
+
+def test_gamma_rsample_gradients_match_the_mean_on_average():
+    """d E[x] / d concentration = 1 / rate and d E[x] / d rate = -concentration / rate^2, the
+    averages of the per-draw gradients of rsample."""
+    nbgrad.manual_seed(9)
+    concentration = nbgrad.tensor(3.0, dtype=nbgrad.float64, requires_grad=True)
+    rate = nbgrad.tensor(2.0, dtype=nbgrad.float64, requires_grad=True)
+    x = nbgrad.distributions.Gamma(concentration, rate).rsample((N,))
+    x.mean().backward()
+    assert abs(concentration.grad.item() - 1 / 2.0) < 0.01
+    assert abs(rate.grad.item() + 3.0 / 4.0) < 0.01
 
 
 def test_sampling_follows_nbgrads_seed():

@@ -181,6 +181,19 @@ CASES = [
     "D.kl_divergence(D.Exponential(rate), D.Exponential(rate2))",
     "D.kl._kl_expfamily_expfamily(D.Exponential(rate), D.Exponential(rate2))",
     "D.kl._kl_expfamily_expfamily(D.Normal(loc, scale), D.Normal(loc2, scale2))",
+    # Gamma
+    "D.Gamma(rate, rate2).log_prob(positive_value)",
+    "D.Gamma(rate, 2.0).log_prob(positive_value)",
+    "D.Gamma(2.0, 3.0).log_prob(positive_value)",
+    "D.Gamma(rate, rate2).entropy()",
+    "D.Gamma(rate, rate2).cdf(positive_value)",
+    "D.Gamma(rate, rate2).mean",
+    "D.Gamma(rate, rate2).mode",
+    "D.Gamma(rate, rate2).variance",
+    "D.Gamma(rate, rate2).stddev",
+    "D.ExponentialFamily.entropy(D.Gamma(rate, rate2))",
+    "D.kl_divergence(D.Gamma(rate, rate2), D.Gamma(rate2, rate))",
+    "D.kl._kl_expfamily_expfamily(D.Gamma(rate, rate2), D.Gamma(rate2, rate))",
     # MultivariateNormal
     "D.MultivariateNormal(loc, scale_tril=tril).log_prob(mvn_value)",
     "D.MultivariateNormal(loc, covariance_matrix=cov).log_prob(mvn_value)",
@@ -220,7 +233,10 @@ def run_case(T, case, dtype_name):
         spread = np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape))
         weights = T.tensor(spread, dtype=dtype)
         finite = T.isfinite(out)
-        (T.where(finite, out, T.zeros_like(out)) * weights).sum().backward()
+        try:
+            (T.where(finite, out, T.zeros_like(out)) * weights).sum().backward()
+        except Exception as error:  # noqa: BLE001 - compared as type and message
+            return out, {"raised": (type(error).__name__, str(error))}
         grads = {name: leaf.grad for name, leaf in leaves.items()}
     return out, grads
 
@@ -234,7 +250,10 @@ def as_array(t):
 def test_values_grads_and_graph_match_torch(case, dtype_name):
     mine, my_grads = run_case(nbgrad, case, dtype_name)
     real, real_grads = run_case(torch, case, dtype_name)
-    if dtype_name == "float64":
+    if dtype_name == "float64" and ("Gamma" in case):
+        # lgamma, digamma and their derivatives: nbgrad's kernels and PyTorch's agree to ~1e-9
+        tolerance = {"rtol": 1e-8, "atol": 1e-10}
+    elif dtype_name == "float64":
         tolerance = {"rtol": 1e-10, "atol": 1e-12}
     else:
         tolerance = {"rtol": 2e-5, "atol": 2e-6}
@@ -245,7 +264,9 @@ def test_values_grads_and_graph_match_torch(case, dtype_name):
     assert structure(mine.grad_fn) == structure(real.grad_fn)
     assert my_grads.keys() == real_grads.keys()
     for name in real_grads:
-        if real_grads[name] is None:
+        if name == "raised":  # no derivative: the same error
+            assert my_grads[name] == real_grads[name]
+        elif real_grads[name] is None:
             assert my_grads[name] is None, name
         else:
             assert my_grads[name] is not None, name

@@ -10,6 +10,7 @@ from nbgrad.distributions.bernoulli import Bernoulli
 from nbgrad.distributions.categorical import Categorical
 from nbgrad.distributions.distribution import Distribution, ExponentialFamily
 from nbgrad.distributions.exponential import Exponential
+from nbgrad.distributions.gamma import Gamma
 from nbgrad.distributions.independent import Independent
 from nbgrad.distributions.kl import kl_divergence, register_kl
 from nbgrad.distributions.laplace import Laplace
@@ -27,6 +28,7 @@ __all__ = [
     "Distribution",
     "Exponential",
     "ExponentialFamily",
+    "Gamma",
     "Independent",
     "Laplace",
     "MultivariateNormal",

@@ -13,6 +13,7 @@ from nbgrad.distributions.bernoulli import Bernoulli
 from nbgrad.distributions.categorical import Categorical
 from nbgrad.distributions.distribution import Distribution, ExponentialFamily
 from nbgrad.distributions.exponential import Exponential
+from nbgrad.distributions.gamma import Gamma
 from nbgrad.distributions.independent import Independent
 from nbgrad.distributions.laplace import Laplace
 from nbgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
@@ -150,6 +151,15 @@ def _kl_expfamily_expfamily(p, q):
         term = (q_param - p_param) * grad
         result -= _sum_rightmost(term, len(q.event_shape))
     return result
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = nbgrad.lgamma(q.concentration) - nbgrad.lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * nbgrad.digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
 
 
 @register_kl(Independent, Independent)

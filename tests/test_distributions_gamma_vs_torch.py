@@ -112,8 +112,10 @@ def test_second_derivative_is_not_implemented_as_in_torch():
         with pytest.raises(NotImplementedError) as caught:
             first.sum().backward()
         messages.append(str(caught.value))
-    assert messages[0] == messages[1] == (
-        "the derivative for '_standard_gamma_grad' is not implemented."
+    assert (
+        messages[0]
+        == messages[1]
+        == ("the derivative for '_standard_gamma_grad' is not implemented.")
     )
 
 

@@ -39,6 +39,10 @@ DISTRIBUTIONS = {
     "exponential_scalar": "D.Exponential(1.5)",
     "gamma": "D.Gamma(T.tensor(SCALE), T.tensor(SCALE) + 1)",
     "gamma_scalar": "D.Gamma(2.0, 0.5)",
+    "dirichlet": "D.Dirichlet(T.tensor(PROBS) * 4)",
+    "dirichlet_1d": "D.Dirichlet(T.tensor([0.5, 1.0, 2.0]))",
+    "beta": "D.Beta(T.tensor(SCALE), T.tensor(SCALE) + 1)",
+    "beta_scalar": "D.Beta(0.5, 2.0)",
     "mvn_cov": "D.MultivariateNormal(T.tensor(LOC), covariance_matrix=T.eye(3) * 2)",
     "mvn_tril": "D.MultivariateNormal(T.tensor(LOC[0]), scale_tril=T.eye(3).expand(4, 3, 3))",
     "mvn_precision": "D.MultivariateNormal(T.zeros(3), precision_matrix=T.eye(3))",
@@ -98,6 +102,8 @@ def test_sample_shape_dtype_and_graph_match_torch(key, sample_shape):
 
 
 EXPANDABLE = [
+    "dirichlet",
+    "beta",
     "gamma",
     "mvn_cov",
     "mvn_precision",
@@ -135,6 +141,9 @@ def test_expand_matches_torch(key):
         ("D.Independent(D.Normal(loc, scale), 1)", (2,)),
         ("D.Gamma(scale, scale + 1)", (3,)),
         ("D.Gamma(scale, 2.0)", ()),
+        ("D.Dirichlet(scale)", (3,)),
+        ("D.Beta(scale, scale + 1)", (2,)),
+        ("D.Beta(2.0, scale)", ()),
         ("D.MultivariateNormal(loc, scale_tril=T.diag_embed(scale))", (2,)),
         ("D.MultivariateNormal(loc[0], covariance_matrix=T.diag_embed(scale))", ()),
         ("D.OneHotCategoricalStraightThrough(logits=logits)", (3,)),
@@ -202,6 +211,18 @@ ERRORS = [
     "D.OneHotCategorical(logits=T.zeros(3)).log_prob(T.tensor([1.0, 1.0, 0.0]))",
     "D.OneHotCategorical(logits=T.zeros(3)).log_prob(T.tensor([1.0, 0.0]))",
     "D.Laplace(0.0, -1.0)",
+    "D.ExponentialFamily.entropy(D.Dirichlet(T.ones(3)))",
+    "D.ExponentialFamily.entropy(D.Beta(1.0, 2.0))",
+    "D.Dirichlet(T.tensor([1.0, -1.0]))",
+    "D.Dirichlet(T.tensor(1.0))",
+    "D.Dirichlet(T.ones(3)).log_prob(T.tensor([0.5, 0.5, 0.5]))",
+    "D.Dirichlet(T.ones(3)).log_prob(T.tensor([0.5, 0.5]))",
+    "D.Beta(T.tensor([1.0, -1.0]), 1.0)",
+    "D.Beta(1.0, 2.0).log_prob(T.tensor([1.5]))",
+    "D.kl_divergence(D.Beta(1.0, 2.0), D.Dirichlet(T.ones(2)))",
+    "T._sample_dirichlet(T.tensor([1, 2]))",
+    "T._sample_dirichlet(T.ones(3, requires_grad=True)).sum().backward()",
+    "T._dirichlet_grad(T.tensor([0.2]), T.tensor([1.0]), T.tensor([2.0], dtype=T.float64))",
     "D.Gamma(T.tensor([1.0, -1.0]), 1.0)",
     "D.Gamma(1.0, 0.0)",
     "D.Gamma(2.0, 1.0).log_prob(T.tensor([-1.0]))",
@@ -453,6 +474,70 @@ def test_gamma_rsample_gradients_match_the_mean_on_average():
     x.mean().backward()
     assert abs(concentration.grad.item() - 1 / 2.0) < 0.01
     assert abs(rate.grad.item() + 3.0 / 4.0) < 0.01
+
+
+def test_dirichlet_samples_have_its_mean_and_variance():
+    nbgrad.manual_seed(10)
+    alpha = np.array([0.5, 1.0, 3.0])
+    x = nbgrad.distributions.Dirichlet(nbgrad.tensor(alpha)).rsample((N,)).numpy()
+    x = x.astype(float)
+    np.testing.assert_allclose(x.sum(-1), 1.0, rtol=1e-6)
+    total = alpha.sum()
+    for j, a in enumerate(alpha):
+        mean = a / total
+        var = a * (total - a) / (total**2 * (total + 1))
+        assert within(x[:, j].mean(), mean, math.sqrt(var))
+        assert abs(x[:, j].var() / var - 1) < 0.05
+
+
+def test_beta_samples_have_its_mean():
+    nbgrad.manual_seed(12)
+    x = nbgrad.distributions.Beta(2.0, 5.0).sample((N,)).numpy().astype(float)
+    assert ((x > 0) & (x < 1)).all()
+    assert within(x.mean(), 2 / 7, math.sqrt(2 * 5 / (49 * 8)))
+
+
+def test_dirichlet_rsample_gradients_match_the_mean_on_average():
+    """The average over draws of d x_j / d alpha_i is d E[x_j] / d alpha_i
+    = (delta_ij - E[x_j]) / sum(alpha): the Jacobian of the mean."""
+    nbgrad.manual_seed(13)
+    alpha_values = np.array([0.7, 2.0, 4.0])
+    total = alpha_values.sum()
+    expected = (np.eye(3) - alpha_values / total) / total  # [i, j]
+    for j in range(3):
+        alpha = nbgrad.tensor(alpha_values, dtype=nbgrad.float64, requires_grad=True)
+        x = nbgrad.distributions.Dirichlet(alpha).rsample((N,))
+        x[:, j].mean().backward()
+        np.testing.assert_allclose(alpha.grad.numpy(), expected[:, j], atol=0.006)
+
+
+def test_dirichlet_grad_is_the_exact_quantile_derivative():
+    """_dirichlet_grad(x, a, total) = (dx/da at a fixed Beta(a, total - a) quantile, b fixed)
+    / (1 - x): against mpmath at 30 digits, and PyTorch's approximation to 1e-3."""
+    mpmath = pytest.importorskip("mpmath")
+
+    def exact(x, a, b):
+        with mpmath.workdps(30):
+            x, a, b = (mpmath.mpf(v) for v in (x, a, b))
+            dI = mpmath.diff(lambda s: mpmath.betainc(s, b, 0, x, regularized=True), a)
+            pdf = x ** (a - 1) * (1 - x) ** (b - 1) / mpmath.beta(a, b)
+            return float(-dI / pdf / (1 - x))
+
+    cases = [
+        (0.3, 0.5, 2.0),
+        (0.05, 2.0, 5.0),
+        (0.6, 2.0, 5.0),
+        (0.9, 1.0, 1.0),
+        (0.45, 10.0, 20.0),
+        (0.95, 50.0, 5.0),
+        (0.4, 200.0, 300.0),
+        (0.99, 3.0, 0.3),
+    ]
+    x, a, b = (np.array(v) for v in zip(*cases))
+    mine = nbgrad._dirichlet_grad(*(nbgrad.tensor(v) for v in (x, a, a + b))).numpy()
+    real = torch._dirichlet_grad(*(torch.tensor(v) for v in (x, a, a + b))).numpy()
+    np.testing.assert_allclose(mine, [exact(*c) for c in cases], rtol=1e-10)
+    np.testing.assert_allclose(mine, real, rtol=1e-3)
 
 
 def test_sampling_follows_nbgrads_seed():

@@ -7,7 +7,9 @@ grad_fn names). Sampling draws from nbgrad's generator.
 
 from nbgrad.distributions import constraints, exp_family, utils
 from nbgrad.distributions.bernoulli import Bernoulli
+from nbgrad.distributions.beta import Beta
 from nbgrad.distributions.categorical import Categorical
+from nbgrad.distributions.dirichlet import Dirichlet
 from nbgrad.distributions.distribution import Distribution, ExponentialFamily
 from nbgrad.distributions.exponential import Exponential
 from nbgrad.distributions.gamma import Gamma
@@ -24,7 +26,9 @@ from nbgrad.distributions.uniform import Uniform
 
 __all__ = [
     "Bernoulli",
+    "Beta",
     "Categorical",
+    "Dirichlet",
     "Distribution",
     "Exponential",
     "ExponentialFamily",

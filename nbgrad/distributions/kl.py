@@ -10,7 +10,9 @@ import numpy as np
 import nbgrad
 import nbgrad.nn.functional as F
 from nbgrad.distributions.bernoulli import Bernoulli
+from nbgrad.distributions.beta import Beta
 from nbgrad.distributions.categorical import Categorical
+from nbgrad.distributions.dirichlet import Dirichlet
 from nbgrad.distributions.distribution import Distribution, ExponentialFamily
 from nbgrad.distributions.exponential import Exponential
 from nbgrad.distributions.gamma import Gamma
@@ -119,12 +121,35 @@ def _kl_bernoulli_bernoulli(p, q):
     return t1 + t2
 
 
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    sum_params_p = p.concentration1 + p.concentration0
+    sum_params_q = q.concentration1 + q.concentration0
+    t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sum_params_p.lgamma()
+    t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sum_params_q.lgamma()
+    t3 = (p.concentration1 - q.concentration1) * nbgrad.digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * nbgrad.digamma(p.concentration0)
+    t5 = (sum_params_q - sum_params_p) * nbgrad.digamma(sum_params_p)
+    return t1 - t2 + t3 + t4 + t5
+
+
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
     t = p.probs * (p.logits - q.logits)
     t[(q.probs == 0).expand_as(t)] = math.inf  # p puts mass where q has none
     t[(p.probs == 0).expand_as(t)] = 0  # 0 log 0 = 0
     return t.sum(-1)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p_concentration = p.concentration.sum(-1)
+    sum_q_concentration = q.concentration.sum(-1)
+    t1 = sum_p_concentration.lgamma() - sum_q_concentration.lgamma()
+    t2 = (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = p.concentration.digamma() - sum_p_concentration.digamma().unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
 
 
 @register_kl(Exponential, Exponential)

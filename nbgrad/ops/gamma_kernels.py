@@ -83,3 +83,72 @@ def _by_quadrature(a, x):
     shape_factor = (a - 1) * np.log1p(s / x) - s + u  # log of the rest beyond e^-u
     integrand = np.exp(shape_factor) * (np.log(x + s) - digamma(a))
     return (_LAGUERRE_WEIGHTS[:, None] * integrand).sum(0) / rate
+
+
+# --- Dirichlet --------------------------------------------------------------------------------
+# A Dirichlet draw is independent Gamma draws G_i divided by their sum. Coordinate i moves with
+# alpha_i through G_i alone; the others held fixed, x_i is a Beta(alpha_i, total - alpha_i) draw
+# whose second parameter stays put, differentiated at a fixed quantile: with I the regularized
+# incomplete beta function, dx_i/dalpha_i = -(dI_x/da)(a, b) / beta_pdf(x) at fixed b. PyTorch's
+# _dirichlet_grad(x, alpha, total) returns that divided by (1 - x): the common factor
+# (dG_i/dalpha_i) / sum(G) of every coordinate's derivative, which its backward then spreads
+# (x_j = G_j / sum(G) moves by (delta_ij - x_j) times it).
+
+
+def sample_dirichlet(concentration, rng):
+    """Draws along the last dim: Gamma(concentration_i, 1) draws over their sum, each at least
+    the dtype's smallest normal number (as PyTorch); a row whose draws all underflow to 0 is
+    spread evenly."""
+    alpha = np.asarray(concentration, dtype=np.float64)
+    gammas = np.zeros(alpha.shape)
+    positive = alpha > 0
+    gammas[positive] = rng.standard_gamma(alpha[positive])
+    totals = gammas.sum(-1, keepdims=True)
+    even = 1.0 / alpha.shape[-1]
+    x = np.where(totals > 0, gammas / np.where(totals > 0, totals, 1.0), even)
+    dtype = np.asarray(concentration).dtype
+    return np.maximum(x, np.finfo(dtype).tiny).astype(dtype)
+
+
+def dirichlet_grad(x, alpha, total):
+    """``torch._dirichlet_grad``: (dx/dalpha at a fixed Beta(alpha, total - alpha) quantile, the
+    second parameter fixed) / (1 - x)."""
+    dtype = np.result_type(*(np.asarray(v).dtype for v in (x, alpha, total)))
+    x, a, t = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (x, alpha, total)))
+    b = t - a
+    out = np.full(x.shape, np.nan)
+    inside = (x > 0) & (x < 1) & (a > 0) & (b > 0)
+    # The series converges fastest below the mean; above it, 1 - x is a Beta(b, a) draw.
+    lower = inside & (x <= (a + 1) / (t + 2))
+    upper = inside & ~lower
+    xl, al, bl = x[lower], a[lower], b[lower]
+    s, ds_dp, _ = _beta_series(xl, al, bl)
+    log_ratio = np.log(xl) - 1 / al - digamma(al) + digamma(al + bl)
+    out[lower] = -(xl / al) * (s * log_ratio + ds_dp)
+    y, au, bu = 1 - x[upper], a[upper], b[upper]
+    s, _, ds_dq = _beta_series(y, bu, au)
+    log_ratio = np.log1p(-y) - digamma(au) + digamma(au + bu)
+    out[upper] = ((1 - y) / bu) * (s * log_ratio + ds_dq)  # y (1 - y) / b, over 1 - x = y
+    return out.astype(dtype)
+
+
+def _beta_series(x, p, q):
+    """S = sum_n (p + q)_n / (p + 1)_n x^n, with I_x(p, q) = x^p (1 - x)^q S / (p B(p, q)), and
+    its derivatives in p and in q (term by term: the log-derivatives of the rising factorials)."""
+    term = np.ones_like(x)
+    by_p = np.zeros_like(x)  # d log(term) / dp
+    by_q = np.zeros_like(x)  # d log(term) / dq
+    s, ds_dp, ds_dq = np.ones_like(x), np.zeros_like(x), np.zeros_like(x)
+    n = 0
+    while x.size and n < 200_000:
+        term = term * (p + q + n) / (p + 1 + n) * x
+        by_p = by_p + 1 / (p + q + n) - 1 / (p + 1 + n)
+        by_q = by_q + 1 / (p + q + n)
+        n += 1
+        s += term
+        ds_dp += term * by_p
+        ds_dq += term * by_q
+        small = term * (1 + np.abs(by_p) + by_q) <= 1e-17 * (s + np.abs(ds_dp) + ds_dq)
+        if np.all(small):
+            break
+    return s, ds_dp, ds_dq

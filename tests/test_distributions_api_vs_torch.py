@@ -43,6 +43,14 @@ DISTRIBUTIONS = {
     "dirichlet_1d": "D.Dirichlet(T.tensor([0.5, 1.0, 2.0]))",
     "beta": "D.Beta(T.tensor(SCALE), T.tensor(SCALE) + 1)",
     "beta_scalar": "D.Beta(0.5, 2.0)",
+    "log_normal": "D.LogNormal(T.tensor(LOC), T.tensor(SCALE))",
+    "log_normal_scalar": "D.LogNormal(0.0, 1.0)",
+    "tanh_normal": "D.TransformedDistribution(D.Normal(T.tensor(LOC), T.tensor(SCALE)),"
+    " [D.TanhTransform(cache_size=1)])",
+    "affine_broadcast": "D.TransformedDistribution(D.Normal(0.0, 1.0),"
+    " [D.AffineTransform(T.tensor(LOC), T.tensor(SCALE)), D.ExpTransform()])",
+    "affine_event": "D.TransformedDistribution(D.Normal(T.tensor(LOC), 1.0),"
+    " D.AffineTransform(0.0, T.tensor(SCALE), event_dim=1))",
     "mvn_cov": "D.MultivariateNormal(T.tensor(LOC), covariance_matrix=T.eye(3) * 2)",
     "mvn_tril": "D.MultivariateNormal(T.tensor(LOC[0]), scale_tril=T.eye(3).expand(4, 3, 3))",
     "mvn_precision": "D.MultivariateNormal(T.zeros(3), precision_matrix=T.eye(3))",
@@ -102,6 +110,9 @@ def test_sample_shape_dtype_and_graph_match_torch(key, sample_shape):
 
 
 EXPANDABLE = [
+    "log_normal",
+    "tanh_normal",
+    "affine_event",
     "dirichlet",
     "beta",
     "gamma",
@@ -141,6 +152,13 @@ def test_expand_matches_torch(key):
         ("D.Independent(D.Normal(loc, scale), 1)", (2,)),
         ("D.Gamma(scale, scale + 1)", (3,)),
         ("D.Gamma(scale, 2.0)", ()),
+        ("D.LogNormal(loc, scale)", (2,)),
+        ("D.TransformedDistribution(D.Normal(loc, scale), [D.TanhTransform()])", (2,)),
+        (
+            "D.TransformedDistribution(D.Normal(loc, scale),"
+            " [D.AffineTransform(1.0, scale), D.SigmoidTransform()])",
+            (),
+        ),
         ("D.Dirichlet(scale)", (3,)),
         ("D.Beta(scale, scale + 1)", (2,)),
         ("D.Beta(2.0, scale)", ()),
@@ -211,6 +229,20 @@ ERRORS = [
     "D.OneHotCategorical(logits=T.zeros(3)).log_prob(T.tensor([1.0, 1.0, 0.0]))",
     "D.OneHotCategorical(logits=T.zeros(3)).log_prob(T.tensor([1.0, 0.0]))",
     "D.Laplace(0.0, -1.0)",
+    "D.LogNormal(0.0, 1.0).log_prob(T.tensor([-1.0]))",
+    "D.LogNormal(0.0, -1.0)",
+    "D.TransformedDistribution(D.Normal(0.0, 1.0), 3)",
+    "D.TransformedDistribution(D.Normal(0.0, 1.0), [3])",
+    "D.TransformedDistribution(D.Normal(0.0, 1.0), D.AffineTransform(0.0, 1.0, event_dim=1))",
+    "D.TransformedDistribution(D.Normal(0.0, 1.0), D.TanhTransform()).log_prob(T.tensor(2.0))",
+    "D.TransformedDistribution(D.Normal(0.0, 1.0), D.ExpTransform()).entropy()",
+    "D.ExpTransform(cache_size=2)",
+    "D.AffineTransform(0.0, 1.0).with_cache(1).inv.with_cache(2)",
+    "D.Transform().inv(T.zeros(1))",
+    "D.Transform().sign",
+    "D.Transform().with_cache(1).event_dim",
+    "D.kl_divergence(D.LogNormal(0.0, 1.0),"
+    " D.TransformedDistribution(D.Normal(0.0, 1.0), D.TanhTransform()))",
     "D.ExponentialFamily.entropy(D.Dirichlet(T.ones(3)))",
     "D.ExponentialFamily.entropy(D.Beta(1.0, 2.0))",
     "D.Dirichlet(T.tensor([1.0, -1.0]))",
@@ -538,6 +570,55 @@ def test_dirichlet_grad_is_the_exact_quantile_derivative():
     real = torch._dirichlet_grad(*(torch.tensor(v) for v in (x, a, a + b))).numpy()
     np.testing.assert_allclose(mine, [exact(*c) for c in cases], rtol=1e-10)
     np.testing.assert_allclose(mine, real, rtol=1e-3)
+
+
+def test_transform_reprs_equality_and_domains_match_torch():
+    def seen(T):
+        D = T.distributions
+        affine = D.AffineTransform(T.zeros(2), T.ones(2), event_dim=1)
+        compose = D.ComposeTransform([D.ExpTransform(), affine, D.TanhTransform()])
+        return [
+            repr(compose),
+            repr(compose.inv),
+            repr(D.ExpTransform().inv),
+            repr(compose.domain),
+            repr(compose.codomain),
+            repr(compose.inv.domain),
+            repr(compose.sign),
+            compose.bijective,
+            D.ExpTransform() == D.ExpTransform(),
+            D.ExpTransform().inv == D.ExpTransform().inv,
+            affine == D.AffineTransform(T.zeros(2), T.ones(2)),
+            D.AffineTransform(0.0, -2.0).sign,
+            repr(D.TanhTransform().codomain),
+            repr(D.SigmoidTransform().codomain),
+            tuple(affine.forward_shape((3, 1))),
+            compose.with_cache(1)._cache_size,
+        ]
+
+    assert seen(nbgrad) == seen(torch)
+
+
+def test_cached_transform_inverts_to_the_same_tensor():
+    """With cache_size=1, log_prob of a value the transform produced reads the x it came from
+    (the same tensor object) instead of atanh(tanh(x)): PyTorch's SAC-style policies rely on it."""
+    for T in (nbgrad, torch):
+        loc = T.tensor([0.3, 8.0], dtype=T.float64, requires_grad=True)
+        d = T.distributions.TransformedDistribution(
+            T.distributions.Normal(loc, 1.0), [T.distributions.TanhTransform(cache_size=1)]
+        )
+        x = T.tensor([0.1, 9.0], dtype=T.float64)
+        y = d.transforms[0](x)  # tanh(9) rounds to 1.0: atanh would give inf
+        assert d.transforms[0].inv(y) is x
+        assert T.isfinite(d.log_prob(y)).all()
+
+
+def test_log_normal_samples_have_its_median_and_log_moments():
+    nbgrad.manual_seed(14)
+    x = nbgrad.distributions.LogNormal(1.0, 0.5).rsample((N,)).numpy().astype(float)
+    assert (x > 0).all()
+    assert within(np.log(x).mean(), 1.0, 0.5)
+    assert within((x < math.e).mean(), 0.5, 0.5)
 
 
 def test_sampling_follows_nbgrads_seed():

@@ -109,6 +109,28 @@ def fixed_eps(monkeypatch):
     return patch
 
 
+def squashed_gaussian_policy(T, eps_patch):
+    """A SAC-style policy: Normal(mu, std) squashed by tanh (cached, as SAC implementations
+    write it), a reparameterized action, its log-probability, and the actor loss."""
+    D = T.distributions
+    encoder = T.nn.Linear(6, 4)
+    copy_weights(T, encoder, ENC_W, ENC_B)
+    h = encoder(T.tensor(X, dtype=T.float32))
+    mu, log_std = h[:, :2], h[:, 2:].clamp(-5, 2)
+    policy = D.TransformedDistribution(D.Normal(mu, log_std.exp()), [D.TanhTransform(cache_size=1)])
+    eps_patch(T)
+    action = policy.rsample()
+    log_prob = policy.log_prob(action).sum(-1)
+    loss = (0.2 * log_prob - action.pow(2).sum(-1)).mean()
+    loss.backward()
+    return {
+        "action": action,
+        "log_prob": log_prob,
+        "loss": loss,
+        "grads": [p.grad for p in encoder.parameters()],
+    }
+
+
 def close(a, b, rtol=2e-5, atol=2e-6):
     np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
 
@@ -135,6 +157,16 @@ def test_vae_loss_and_gradients_match_torch(monkeypatch):
     for a, b in zip(mine["grads"], real["grads"]):
         close(a, b)
     close(mine["kl"], mine["kl_by_hand"])
+
+
+def test_squashed_gaussian_policy_matches_torch(monkeypatch):
+    patch = fixed_eps(monkeypatch)
+    mine, real = squashed_gaussian_policy(nbgrad, patch), squashed_gaussian_policy(torch, patch)
+    for key in ("action", "log_prob", "loss"):
+        close(mine[key], real[key])
+        assert structure(mine[key].grad_fn) == structure(real[key].grad_fn), key
+    for a, b in zip(mine["grads"], real["grads"]):
+        close(a, b)
 
 
 def test_vae_rsample_is_mu_plus_eps_times_std(monkeypatch):

@@ -213,6 +213,36 @@ CASES = [
     "D.Beta(rate, rate2).variance",
     "D.Beta(rate, rate2).concentration1",
     "D.kl_divergence(D.Beta(rate, rate2), D.Beta(rate2, rate))",
+    # LogNormal and TransformedDistribution
+    "D.LogNormal(loc, scale).log_prob(positive_value)",
+    "D.LogNormal(0.0, 1.0).log_prob(positive_value)",
+    "D.LogNormal(loc, scale).entropy()",
+    "D.LogNormal(loc, scale).mean",
+    "D.LogNormal(loc, scale).mode",
+    "D.LogNormal(loc, scale).variance",
+    "D.LogNormal(loc, scale).cdf(positive_value)",
+    "D.LogNormal(loc, scale).icdf(unit)",
+    "D.LogNormal(loc, scale).expand((4, 2, 3)).log_prob(positive_value)",
+    "D.kl_divergence(D.LogNormal(loc, scale), D.LogNormal(loc2, scale2))",
+    "D.TransformedDistribution(D.Normal(loc, scale), [D.TanhTransform()]).log_prob(unit)",
+    "D.TransformedDistribution(D.Normal(loc, scale),"
+    " [D.AffineTransform(loc2, scale2), D.SigmoidTransform()]).log_prob(unit)",
+    "D.TransformedDistribution(D.Normal(loc, scale),"
+    " [D.AffineTransform(loc2, scale2), D.SigmoidTransform()]).cdf(unit)",
+    "D.TransformedDistribution(D.Normal(loc, scale),"
+    " [D.AffineTransform(loc2, -2.0), D.ExpTransform()]).cdf(positive_value)",
+    "D.TransformedDistribution(D.Normal(loc, scale),"
+    " [D.AffineTransform(loc2, -2.0), D.ExpTransform()]).icdf(unit)",
+    "D.TransformedDistribution(D.Normal(loc[0], scale[0]),"
+    " D.AffineTransform(loc2, scale2)).log_prob(value)",
+    "D.TransformedDistribution(D.Independent(D.Normal(loc, scale), 1),"
+    " D.AffineTransform(loc2[0], scale2[0], event_dim=1)).log_prob(value)",
+    "D.TransformedDistribution(D.Normal(loc, scale),"
+    " D.AffineTransform(1.0, scale2, event_dim=1)).log_prob(value)",
+    "D.ComposeTransform([D.AffineTransform(loc, scale), D.ExpTransform()])"
+    ".log_abs_det_jacobian(value, (loc + scale * value).exp())",
+    "D.ExpTransform().inv(positive_value)",
+    "D.TanhTransform().inv.log_abs_det_jacobian(unit, unit.atanh())",
     # MultivariateNormal
     "D.MultivariateNormal(loc, scale_tril=tril).log_prob(mvn_value)",
     "D.MultivariateNormal(loc, covariance_matrix=cov).log_prob(mvn_value)",

@@ -5,7 +5,7 @@ them, so that log_prob, entropy, kl_divergence and rsample build PyTorch's graph
 grad_fn names). Sampling draws from nbgrad's generator.
 """
 
-from nbgrad.distributions import constraints, exp_family, utils
+from nbgrad.distributions import constraints, exp_family, transforms, utils
 from nbgrad.distributions.bernoulli import Bernoulli
 from nbgrad.distributions.beta import Beta
 from nbgrad.distributions.categorical import Categorical
@@ -16,15 +16,31 @@ from nbgrad.distributions.gamma import Gamma
 from nbgrad.distributions.independent import Independent
 from nbgrad.distributions.kl import kl_divergence, register_kl
 from nbgrad.distributions.laplace import Laplace
+from nbgrad.distributions.log_normal import LogNormal
 from nbgrad.distributions.multivariate_normal import MultivariateNormal
 from nbgrad.distributions.normal import Normal
 from nbgrad.distributions.one_hot_categorical import (
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
 )
+from nbgrad.distributions.transformed_distribution import TransformedDistribution
+from nbgrad.distributions.transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+)
 from nbgrad.distributions.uniform import Uniform
 
 __all__ = [
+    "AffineTransform",
+    "ComposeTransform",
+    "ExpTransform",
+    "SigmoidTransform",
+    "TanhTransform",
+    "Transform",
     "Bernoulli",
     "Beta",
     "Categorical",
@@ -35,10 +51,12 @@ __all__ = [
     "Gamma",
     "Independent",
     "Laplace",
+    "LogNormal",
     "MultivariateNormal",
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
+    "TransformedDistribution",
     "Uniform",
     "constraints",
     "kl_divergence",

@@ -21,6 +21,7 @@ from nbgrad.distributions.laplace import Laplace
 from nbgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from nbgrad.distributions.normal import Normal
 from nbgrad.distributions.one_hot_categorical import OneHotCategorical
+from nbgrad.distributions.transformed_distribution import TransformedDistribution
 from nbgrad.distributions.uniform import Uniform
 from nbgrad.distributions.utils import _sum_rightmost
 
@@ -251,6 +252,16 @@ def _kl_normal_normal(p, q):
 @register_kl(OneHotCategorical, OneHotCategorical)
 def _kl_onehotcategorical_onehotcategorical(p, q):
     return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    # the same invertible map on both sides leaves KL unchanged
+    if p.transforms != q.transforms:
+        raise NotImplementedError
+    if p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
 
 
 @register_kl(Uniform, Uniform)

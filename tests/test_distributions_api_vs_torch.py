@@ -51,6 +51,10 @@ DISTRIBUTIONS = {
     " [D.AffineTransform(T.tensor(LOC), T.tensor(SCALE)), D.ExpTransform()])",
     "affine_event": "D.TransformedDistribution(D.Normal(T.tensor(LOC), 1.0),"
     " D.AffineTransform(0.0, T.tensor(SCALE), event_dim=1))",
+    "poisson": "D.Poisson(T.tensor(SCALE))",
+    "cauchy": "D.Cauchy(T.tensor(LOC), T.tensor(SCALE))",
+    "chi2": "D.Chi2(T.tensor(SCALE))",
+    "chi2_scalar": "D.Chi2(3.0)",
     "mvn_cov": "D.MultivariateNormal(T.tensor(LOC), covariance_matrix=T.eye(3) * 2)",
     "mvn_tril": "D.MultivariateNormal(T.tensor(LOC[0]), scale_tril=T.eye(3).expand(4, 3, 3))",
     "mvn_precision": "D.MultivariateNormal(T.zeros(3), precision_matrix=T.eye(3))",
@@ -110,6 +114,9 @@ def test_sample_shape_dtype_and_graph_match_torch(key, sample_shape):
 
 
 EXPANDABLE = [
+    "poisson",
+    "cauchy",
+    "chi2",
     "log_normal",
     "tanh_normal",
     "affine_event",
@@ -153,6 +160,8 @@ def test_expand_matches_torch(key):
         ("D.Gamma(scale, scale + 1)", (3,)),
         ("D.Gamma(scale, 2.0)", ()),
         ("D.LogNormal(loc, scale)", (2,)),
+        ("D.Cauchy(loc, scale)", (2,)),
+        ("D.Chi2(scale)", (2,)),
         ("D.TransformedDistribution(D.Normal(loc, scale), [D.TanhTransform()])", (2,)),
         (
             "D.TransformedDistribution(D.Normal(loc, scale),"
@@ -229,6 +238,15 @@ ERRORS = [
     "D.OneHotCategorical(logits=T.zeros(3)).log_prob(T.tensor([1.0, 1.0, 0.0]))",
     "D.OneHotCategorical(logits=T.zeros(3)).log_prob(T.tensor([1.0, 0.0]))",
     "D.Laplace(0.0, -1.0)",
+    "D.ExponentialFamily.entropy(D.Poisson(T.ones(2)))",
+    "D.Poisson(T.ones(2)).entropy()",
+    "D.Poisson(T.tensor([1.0, -1.0]))",
+    "D.Poisson(2.0).log_prob(T.tensor([0.5]))",
+    "D.Poisson(2.0).log_prob(T.tensor([-1.0]))",
+    "D.Poisson(2.0).rsample()",
+    "D.Cauchy(0.0, -1.0)",
+    "D.Chi2(T.tensor([1.0, -1.0]))",
+    "D.kl_divergence(D.Poisson(2.0), D.Normal(0.0, 1.0))",
     "D.LogNormal(0.0, 1.0).log_prob(T.tensor([-1.0]))",
     "D.LogNormal(0.0, -1.0)",
     "D.TransformedDistribution(D.Normal(0.0, 1.0), 3)",
@@ -619,6 +637,20 @@ def test_log_normal_samples_have_its_median_and_log_moments():
     assert (x > 0).all()
     assert within(np.log(x).mean(), 1.0, 0.5)
     assert within((x < math.e).mean(), 0.5, 0.5)
+
+
+def test_poisson_cauchy_and_chi2_samples_follow_their_distributions():
+    nbgrad.manual_seed(15)
+    counts = nbgrad.distributions.Poisson(nbgrad.tensor([0.5, 7.0])).sample((N,)).numpy()
+    assert (counts == np.round(counts)).all() and (counts >= 0).all()
+    for j, rate in enumerate([0.5, 7.0]):
+        assert within(counts[:, j].mean(), rate, math.sqrt(rate))
+    x = nbgrad.distributions.Cauchy(1.0, 2.0).rsample((N,)).numpy().astype(float)
+    # quartiles of Cauchy(1, 2): 1 -/+ 2
+    assert within((x < -1.0).mean(), 0.25, math.sqrt(0.25 * 0.75))
+    assert within((x < 3.0).mean(), 0.75, math.sqrt(0.25 * 0.75))
+    y = nbgrad.distributions.Chi2(4.0).rsample((N,)).numpy().astype(float)
+    assert within(y.mean(), 4.0, math.sqrt(8.0))
 
 
 def test_sampling_follows_nbgrads_seed():

@@ -243,6 +243,28 @@ CASES = [
     ".log_abs_det_jacobian(value, (loc + scale * value).exp())",
     "D.ExpTransform().inv(positive_value)",
     "D.TanhTransform().inv.log_abs_det_jacobian(unit, unit.atanh())",
+    # Poisson, Cauchy, Chi2
+    "D.Poisson(rate).log_prob(bits * 3)",
+    "D.Poisson(T.tensor(2.5, dtype=rate.dtype)).log_prob(bits * 3)",
+    "D.Poisson(rate).mean",
+    "D.Poisson(rate).mode",
+    "D.Poisson(rate).variance",
+    "D.kl_divergence(D.Poisson(rate), D.Poisson(rate2))",
+    "D.kl_divergence(D.Bernoulli(probs=unit), D.Poisson(rate))",
+    "D.kl_divergence(D.Poisson(rate), D.Bernoulli(probs=unit))",
+    "D.Cauchy(loc, scale).log_prob(value)",
+    "D.Cauchy(loc, scale).entropy()",
+    "D.Cauchy(loc, scale).cdf(value)",
+    "D.Cauchy(loc, scale).icdf(unit)",
+    "D.Cauchy(loc, scale).mean",
+    "D.Cauchy(loc, scale).variance",
+    "D.Cauchy(loc, scale).mode",
+    "D.kl_divergence(D.Cauchy(loc, scale), D.Cauchy(loc2, scale2))",
+    "D.Chi2(rate).log_prob(positive_value)",
+    "D.Chi2(rate).entropy()",
+    "D.Chi2(rate).df",
+    "D.Chi2(rate).mean",
+    "D.kl_divergence(D.Chi2(rate), D.Chi2(rate2))",
     # MultivariateNormal
     "D.MultivariateNormal(loc, scale_tril=tril).log_prob(mvn_value)",
     "D.MultivariateNormal(loc, covariance_matrix=cov).log_prob(mvn_value)",
@@ -299,7 +321,9 @@ def as_array(t):
 def test_values_grads_and_graph_match_torch(case, dtype_name):
     mine, my_grads = run_case(nbgrad, case, dtype_name)
     real, real_grads = run_case(torch, case, dtype_name)
-    if dtype_name == "float64" and any(name in case for name in ("Gamma", "Dirichlet", "Beta")):
+    if dtype_name == "float64" and any(
+        name in case for name in ("Gamma", "Dirichlet", "Beta", "Chi2", "Poisson")
+    ):
         # lgamma, digamma and their derivatives: nbgrad's kernels and PyTorch's agree to ~1e-9
         tolerance = {"rtol": 1e-8, "atol": 1e-10}
     elif dtype_name == "float64":

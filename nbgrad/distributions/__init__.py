@@ -9,6 +9,8 @@ from nbgrad.distributions import constraints, exp_family, transforms, utils
 from nbgrad.distributions.bernoulli import Bernoulli
 from nbgrad.distributions.beta import Beta
 from nbgrad.distributions.categorical import Categorical
+from nbgrad.distributions.cauchy import Cauchy
+from nbgrad.distributions.chi2 import Chi2
 from nbgrad.distributions.dirichlet import Dirichlet
 from nbgrad.distributions.distribution import Distribution, ExponentialFamily
 from nbgrad.distributions.exponential import Exponential
@@ -23,6 +25,7 @@ from nbgrad.distributions.one_hot_categorical import (
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
 )
+from nbgrad.distributions.poisson import Poisson
 from nbgrad.distributions.transformed_distribution import TransformedDistribution
 from nbgrad.distributions.transforms import (
     AffineTransform,
@@ -44,6 +47,8 @@ __all__ = [
     "Bernoulli",
     "Beta",
     "Categorical",
+    "Cauchy",
+    "Chi2",
     "Dirichlet",
     "Distribution",
     "Exponential",
@@ -56,6 +61,7 @@ __all__ = [
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
+    "Poisson",
     "TransformedDistribution",
     "Uniform",
     "constraints",

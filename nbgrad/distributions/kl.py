@@ -12,6 +12,7 @@ import nbgrad.nn.functional as F
 from nbgrad.distributions.bernoulli import Bernoulli
 from nbgrad.distributions.beta import Beta
 from nbgrad.distributions.categorical import Categorical
+from nbgrad.distributions.cauchy import Cauchy
 from nbgrad.distributions.dirichlet import Dirichlet
 from nbgrad.distributions.distribution import Distribution, ExponentialFamily
 from nbgrad.distributions.exponential import Exponential
@@ -21,6 +22,7 @@ from nbgrad.distributions.laplace import Laplace
 from nbgrad.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from nbgrad.distributions.normal import Normal
 from nbgrad.distributions.one_hot_categorical import OneHotCategorical
+from nbgrad.distributions.poisson import Poisson
 from nbgrad.distributions.transformed_distribution import TransformedDistribution
 from nbgrad.distributions.uniform import Uniform
 from nbgrad.distributions.utils import _sum_rightmost
@@ -142,6 +144,14 @@ def _kl_categorical_categorical(p, q):
     return t.sum(-1)
 
 
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # a closed form (Chyzak and Nielsen, arXiv:1905.10965)
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    t2 = (4 * p.scale * q.scale).log()
+    return t1 - t2
+
+
 @register_kl(Dirichlet, Dirichlet)
 def _kl_dirichlet_dirichlet(p, q):
     sum_p_concentration = p.concentration.sum(-1)
@@ -252,6 +262,22 @@ def _kl_normal_normal(p, q):
 @register_kl(OneHotCategorical, OneHotCategorical)
 def _kl_onehotcategorical_onehotcategorical(p, q):
     return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Poisson, Bernoulli)
+def _kl_poisson_infinity(p, q):
+    # p puts mass on counts above 1, where q has none
+    return nbgrad.full_like(p.rate, math.inf)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
 
 
 @register_kl(TransformedDistribution, TransformedDistribution)

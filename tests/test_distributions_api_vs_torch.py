@@ -52,6 +52,8 @@ DISTRIBUTIONS = {
     "affine_event": "D.TransformedDistribution(D.Normal(T.tensor(LOC), 1.0),"
     " D.AffineTransform(0.0, T.tensor(SCALE), event_dim=1))",
     "poisson": "D.Poisson(T.tensor(SCALE))",
+    "student_t": "D.StudentT(T.tensor(SCALE) * 3, T.tensor(LOC))",
+    "student_t_scalar": "D.StudentT(4.0)",
     "cauchy": "D.Cauchy(T.tensor(LOC), T.tensor(SCALE))",
     "chi2": "D.Chi2(T.tensor(SCALE))",
     "chi2_scalar": "D.Chi2(3.0)",
@@ -114,6 +116,7 @@ def test_sample_shape_dtype_and_graph_match_torch(key, sample_shape):
 
 
 EXPANDABLE = [
+    "student_t",
     "poisson",
     "cauchy",
     "chi2",
@@ -162,6 +165,7 @@ def test_expand_matches_torch(key):
         ("D.LogNormal(loc, scale)", (2,)),
         ("D.Cauchy(loc, scale)", (2,)),
         ("D.Chi2(scale)", (2,)),
+        ("D.StudentT(scale + 2, loc, scale)", (2,)),
         ("D.TransformedDistribution(D.Normal(loc, scale), [D.TanhTransform()])", (2,)),
         (
             "D.TransformedDistribution(D.Normal(loc, scale),"
@@ -245,6 +249,8 @@ ERRORS = [
     "D.Poisson(2.0).log_prob(T.tensor([-1.0]))",
     "D.Poisson(2.0).rsample()",
     "D.Cauchy(0.0, -1.0)",
+    "D.StudentT(-1.0)",
+    "D.StudentT(2.0, 0.0, -1.0)",
     "D.Chi2(T.tensor([1.0, -1.0]))",
     "D.kl_divergence(D.Poisson(2.0), D.Normal(0.0, 1.0))",
     "D.LogNormal(0.0, 1.0).log_prob(T.tensor([-1.0]))",
@@ -407,6 +413,17 @@ def test_module_paths_match_torch():
         "utils.logits_to_probs",
         "distribution.Distribution",
         "exp_family.ExponentialFamily",
+        "studentT.StudentT",
+        "transforms.ExpTransform",
+        "log_normal.LogNormal",
+        "dirichlet.Dirichlet",
+        "gamma.Gamma",
+        "beta.Beta",
+        "multivariate_normal.MultivariateNormal",
+        "transformed_distribution.TransformedDistribution",
+        "poisson.Poisson",
+        "cauchy.Cauchy",
+        "chi2.Chi2",
     ]:
         module, attr = name.split(".")
         assert hasattr(getattr(torch.distributions, module), attr)
@@ -649,6 +666,9 @@ def test_poisson_cauchy_and_chi2_samples_follow_their_distributions():
     # quartiles of Cauchy(1, 2): 1 -/+ 2
     assert within((x < -1.0).mean(), 0.25, math.sqrt(0.25 * 0.75))
     assert within((x < 3.0).mean(), 0.75, math.sqrt(0.25 * 0.75))
+    t = nbgrad.distributions.StudentT(5.0, 1.0, 2.0).rsample((N,)).numpy().astype(float)
+    assert within(t.mean(), 1.0, 2.0 * math.sqrt(5.0 / 3.0))
+    assert within((t < 1.0).mean(), 0.5, 0.5)
     y = nbgrad.distributions.Chi2(4.0).rsample((N,)).numpy().astype(float)
     assert within(y.mean(), 4.0, math.sqrt(8.0))
 

@@ -265,6 +265,13 @@ CASES = [
     "D.Chi2(rate).df",
     "D.Chi2(rate).mean",
     "D.kl_divergence(D.Chi2(rate), D.Chi2(rate2))",
+    # StudentT
+    "D.StudentT(rate, loc, scale).log_prob(value)",
+    "D.StudentT(3.0).log_prob(value)",
+    "D.StudentT(rate, loc, scale).entropy()",
+    "D.StudentT(rate * 2, loc, scale).mean",
+    "D.StudentT(rate * 2, loc, scale).variance",
+    "D.StudentT(rate, loc, scale).mode",
     # MultivariateNormal
     "D.MultivariateNormal(loc, scale_tril=tril).log_prob(mvn_value)",
     "D.MultivariateNormal(loc, covariance_matrix=cov).log_prob(mvn_value)",
@@ -322,7 +329,7 @@ def test_values_grads_and_graph_match_torch(case, dtype_name):
     mine, my_grads = run_case(nbgrad, case, dtype_name)
     real, real_grads = run_case(torch, case, dtype_name)
     if dtype_name == "float64" and any(
-        name in case for name in ("Gamma", "Dirichlet", "Beta", "Chi2", "Poisson")
+        name in case for name in ("Gamma", "Dirichlet", "Beta", "Chi2", "Poisson", "StudentT")
     ):
         # lgamma, digamma and their derivatives: nbgrad's kernels and PyTorch's agree to ~1e-9
         tolerance = {"rtol": 1e-8, "atol": 1e-10}

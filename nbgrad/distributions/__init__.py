@@ -26,6 +26,7 @@ from nbgrad.distributions.one_hot_categorical import (
     OneHotCategoricalStraightThrough,
 )
 from nbgrad.distributions.poisson import Poisson
+from nbgrad.distributions.studentT import StudentT
 from nbgrad.distributions.transformed_distribution import TransformedDistribution
 from nbgrad.distributions.transforms import (
     AffineTransform,
@@ -62,6 +63,7 @@ __all__ = [
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
     "Poisson",
+    "StudentT",
     "TransformedDistribution",
     "Uniform",
     "constraints",

@@ -12,6 +12,19 @@ import nbgrad
 
 torch = pytest.importorskip("torch")
 
+
+@pytest.fixture(autouse=True)
+def validation_on_in_both_libraries():
+    """Validation on, as by default: torch.compile (run by other test files) turns PyTorch's
+    default off for the whole process (its tracer cannot follow the checks)."""
+    saved = [T.distributions.Distribution._validate_args for T in (nbgrad, torch)]
+    for T in (nbgrad, torch):
+        T.distributions.Distribution.set_default_validate_args(True)
+    yield
+    for T, value in zip((nbgrad, torch), saved):
+        T.distributions.Distribution.set_default_validate_args(value)
+
+
 LOC = [[0.3, -1.2, 0.5], [2.0, 0.1, -0.4]]
 SCALE = [[0.7, 1.3, 2.1], [0.4, 1.0, 0.9]]
 LOGITS = [[0.2, -1.0, 2.3, 0.4], [1.5, 1.4, -0.3, 0.0]]

@@ -169,3 +169,40 @@ def test_generator_makes_draws_reproducible():
     first = nbgrad._standard_gamma(alpha, generator=nbgrad.Generator().manual_seed(5))
     again = nbgrad._standard_gamma(alpha, generator=nbgrad.Generator().manual_seed(5))
     assert nbgrad.equal(first, again)
+
+
+# --- gradcheck of the distributions' deterministic functions, first and second order -----------
+
+GRADCHECKED = [
+    ("Gamma.log_prob", lambda D, a, b: D.Gamma(a, b).log_prob(a + b)),
+    ("Gamma.entropy", lambda D, a, b: D.Gamma(a, b).entropy()),
+    ("KL(Gamma || Gamma)", lambda D, a, b: D.kl_divergence(D.Gamma(a, b), D.Gamma(b, a))),
+    ("Beta.log_prob", lambda D, a, b: D.Beta(a, b).log_prob(a / (a + b))),
+    ("KL(Beta || Beta)", lambda D, a, b: D.kl_divergence(D.Beta(a, b), D.Beta(b, a))),
+    ("Dirichlet.entropy", lambda D, a, b: D.Dirichlet(a * b).entropy()),
+    ("StudentT.log_prob", lambda D, a, b: D.StudentT(a, b, a).log_prob(b)),
+    ("Normal.log_prob", lambda D, a, b: D.Normal(a, b).log_prob(a * b)),
+    ("Categorical.entropy", lambda D, a, b: D.Categorical(logits=a * b).entropy()),
+    (
+        "KL(MVN || MVN)",
+        lambda D, a, b: D.kl_divergence(
+            D.MultivariateNormal(a, scale_tril=_diagonal_factor(a, b)),
+            D.MultivariateNormal(b, scale_tril=_diagonal_factor(b, a)),
+        ),
+    ),
+]
+
+
+def _diagonal_factor(a, b):
+    """A lower-triangular factor with a positive diagonal (a * b)."""
+    return (a * b).diag_embed()
+
+
+@pytest.mark.parametrize("name", [name for name, _ in GRADCHECKED])
+def test_gradcheck_and_gradgradcheck_in_float64(name):
+    fn = dict(GRADCHECKED)[name]
+    a = nbgrad.tensor([0.7, 1.9, 3.2], dtype=nbgrad.float64, requires_grad=True)
+    b = nbgrad.tensor([1.3, 0.6, 2.4], dtype=nbgrad.float64, requires_grad=True)
+    D = nbgrad.distributions
+    assert nbgrad.autograd.gradcheck(lambda x, y: fn(D, x, y), (a, b))
+    assert nbgrad.autograd.gradgradcheck(lambda x, y: fn(D, x, y), (a, b))

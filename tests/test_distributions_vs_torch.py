@@ -368,7 +368,7 @@ def test_values_grads_and_graph_match_torch(case, dtype_name):
 
 
 # Not here: distributions whose first derivatives, taken with create_graph=True, are built from
-# other nodes than PyTorch's by ops outside nbgrad.distributions (the values agree): abs's
+# other nodes than PyTorch's by ops outside nbgrad.distributions (their values agree): abs's
 # gradient uses sign (PyTorch: sgn, so Laplace), logsumexp's adds a view (Categorical from
 # logits), binary_cross_entropy_with_logits's (Bernoulli), xlogy/stack's (Beta, Dirichlet's
 # log_prob) and digamma/lgamma sums' (Dirichlet's entropy).

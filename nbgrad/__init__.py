@@ -3,9 +3,8 @@
 ``import nbgrad as torch`` runs the autograd parts of PyTorch code unchanged.
 """
 
-import warnings
-
 from nbgrad import autograd, dtypes
+from nbgrad import float_warnings as _float_warnings
 from nbgrad.autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -90,13 +89,9 @@ autograd.Variable = _legacy.Variable
 
 # PyTorch computes log(0) = -inf or 0/0 = nan silently; NumPy would warn from inside nbgrad.
 # Only NumPy's floating-point notices: any other warning from nbgrad's code is a bug (the test
-# suite, which repeats this filter in pyproject.toml, turns those into errors).
-warnings.filterwarnings(
-    "ignore",
-    r"(divide by zero|invalid value|overflow|underflow) encountered",
-    RuntimeWarning,
-    r"nbgrad\.",
-)
+# suite, which repeats this filter in pyproject.toml, turns those into errors). The engine keeps
+# the filter in front of any the user sets later (see float_warnings).
+_float_warnings.put_first()
 
 __version__ = "0.1.0"
 
@@ -168,6 +163,7 @@ from nbgrad import (  # noqa: E402
     cuda,
     datasets,
     distributions,
+    func,
     linalg,
     nn,
     optim,

@@ -117,12 +117,55 @@ def rng_of(generator):
     """The NumPy generator to draw from: the default one's, a Generator's, or (for nbgrad's
     own callers, as ``utils.data`` always allowed) a NumPy Generator given as is."""
     if generator is None:
-        return _default()._rng
-    if isinstance(generator, Generator):
-        return generator._rng
-    if isinstance(generator, np.random.Generator):
-        return generator
-    raise TypeError(f"expected a torch.Generator as generator=, got {type(generator).__name__}")
+        rng = _default()._rng
+    elif isinstance(generator, Generator):
+        rng = generator._rng
+    elif isinstance(generator, np.random.Generator):
+        rng = generator
+    else:
+        raise TypeError(f"expected a torch.Generator as generator=, got {type(generator).__name__}")
+    if _vmaps:
+        _drawing_in_vmap(rng)
+    return rng
+
+
+# --- draws inside torch.func.vmap, which runs its function once per element --------------------
+
+_vmaps = []  # [randomness, {id(rng): (rng, state before its first draw)}] per vmap running
+
+
+def _drawing_in_vmap(rng):
+    for randomness, first_states in _vmaps:
+        if randomness == "error":
+            raise RuntimeError(
+                "vmap: called random operation while in randomness error mode. Please either "
+                "use the 'same' or 'different' randomness flags on vmap or perform the "
+                "randomness operation out of vmap"
+            )
+        if randomness == "same" and id(rng) not in first_states:
+            first_states[id(rng)] = (rng, rng.bit_generator.state)
+
+
+@contextlib.contextmanager
+def drawing_per_element(randomness):
+    """While ``vmap`` (nbgrad/func.py) runs its function once per element, draws follow its
+    ``randomness``: "error" raises PyTorch's error at any draw, "different" lets each element
+    draw its own numbers, "same" gives every element the numbers the first one drew (each
+    generator it used is put back, before each element, to its state before that first draw).
+    Yields a context manager to enter around each element."""
+    entry = [randomness, {}]
+
+    @contextlib.contextmanager
+    def element():
+        for rng, state in entry[1].values():
+            rng.bit_generator.state = state
+        yield
+
+    _vmaps.append(entry)
+    try:
+        yield element
+    finally:
+        _vmaps.remove(entry)
 
 
 def manual_seed(seed):

@@ -85,9 +85,23 @@ def run(fn, args):
     # PyTorch's warnings from C++ end with where in PyTorch's source they were raised: not
     # something a learner compares, nor nbgrad can say
     messages = sorted(
-        re.sub(r" \(Triggered internally at .*\)$", "", str(w.message), flags=re.S) for w in caught
+        re.sub(r" \(Triggered internally at .*\)$", "", str(w.message), flags=re.S)
+        for w in caught
+        if not _hidden_from_the_user(w)
     )
     return result, error, messages
+
+
+def _hidden_from_the_user(caught_warning):
+    """A deprecation notice a library raises about its own internals, attributed to its own
+    file (``torch.func.jacfwd`` scripting a helper: "`torch.jit.script` is deprecated"):
+    Python's default filters show a DeprecationWarning only where the user's code triggered it,
+    so a learner never sees these."""
+    deprecation = issubclass(
+        caught_warning.category, (DeprecationWarning, PendingDeprecationWarning)
+    )
+    filename = caught_warning.filename.replace("\\", "/")
+    return deprecation and ("/torch/" in filename or "/nbgrad/" in filename)
 
 
 def missing_cause(error, text):

@@ -33,6 +33,7 @@ SUBMODULES = [
     "autograd.function",
     "autograd.functional",
     "autograd.graph",
+    "func",
     "autograd.profiler",
     "utils",
     "utils.data",

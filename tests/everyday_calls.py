@@ -894,6 +894,16 @@ AUTOGRAD = [
     ("T.autograd.functional.hessian(lambda v: (v ** 3).sum(), {0})", "vec"),
     ("T.autograd.functional.vjp(lambda v: v.sin(), {0}, T.ones(3))[1]", "vec"),
     ("T.utils.checkpoint.checkpoint(lambda v: v.exp() * 2, {0}, use_reentrant=False)", "x"),
+    ("T.autograd.functional.hvp(lambda v: (v ** 3).sum(), {0}, T.ones(3))[1]", "vec"),
+    ("T.func.grad(lambda v: (v.sin() * v).sum())({0})", "x"),
+    ("T.func.grad_and_value(lambda v: (v ** 2).sum())({0})[0]", "x"),
+    ("T.func.jacrev(lambda v: v.exp())({0})", "vec"),
+    ("T.func.jacfwd(lambda v: v.sin())({0})", "vec"),
+    ("T.func.hessian(lambda v: (v ** 3).sum())({0})", "vec"),
+    ("T.func.vmap(lambda v: v * v.sum())({0})", "x"),
+    ("T.func.vmap(T.func.grad(lambda v: (v ** 2).sum()))({0})", "x"),
+    ("T.func.jvp(lambda v: v.exp(), ({0},), (T.ones_like({0}),))[1]", "x"),
+    ("T.func.vjp(lambda v: v.sin(), {0})[1](T.ones_like({0}))[0]", "x"),
 ]
 
 LINALG = [

@@ -33,6 +33,13 @@ def results(T):
         "vjp": F.vjp(doubling, x, v=T.tensor([0.1, 1.0, 0.0001])),
         "jvp": F.jvp(lambda a: a**2, x, v=T.tensor([1.0, 0.5, 2.0])),
         "jacobian with create_graph": F.jacobian(lambda a: a.sin(), x, create_graph=True),
+        "vhp": F.vhp(cubes, x, T.tensor([1.0, 2.0, 3.0])),
+        "hvp": F.hvp(lambda a: (a.sin() * a[0]).sum(), x, T.tensor([1.0, -2.0, 0.5])),
+        "vhp of two inputs": F.vhp(
+            lambda a, b: (a * a * b).sum(), (x, y), (T.ones(3), T.tensor([0.0, 1.0, 2.0]))
+        ),
+        "hvp of one element": F.hvp(cubes, T.tensor([2.0])),
+        "hvp with create_graph": F.hvp(cubes, x, T.ones(3), create_graph=True),
     }
     return out
 
@@ -58,3 +65,30 @@ def test_create_graph_keeps_the_jacobian_differentiable():
     assert jac.requires_grad
     (second,) = nbgrad.autograd.grad(jac.sum(), x)
     np.testing.assert_allclose(second.numpy(), -np.sin([0.3, 0.7]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["vhp", "hvp"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "F(lambda a: a ** 2, x, T.ones(3))",
+        "F(cubes, x)",
+        "F(cubes, x, T.ones(2))",
+    ],
+)
+def test_hessian_product_errors_match_pytorch(torch, name, call):
+    messages = []
+    for T in (nbgrad, torch):
+        x = T.tensor([0.3, 0.7, 1.1])
+        names = {"F": getattr(T.autograd.functional, name), "T": T, "x": x, "cubes": cubes}
+        with pytest.raises(RuntimeError) as error:
+            eval(call, names)  # noqa: S307
+        messages.append(str(error.value))
+    assert messages[0] == messages[1]
+
+
+def test_hvp_create_graph_is_differentiable_again():
+    x = nbgrad.tensor([0.3, 0.7], requires_grad=True)
+    _, product = nbgrad.autograd.functional.hvp(cubes, x, nbgrad.ones(2), create_graph=True)
+    (third,) = nbgrad.autograd.grad(product.sum(), x)  # d/dx of 6 x: 6
+    np.testing.assert_allclose(third.numpy(), [6.0, 6.0])

@@ -844,7 +844,11 @@ case("var_mean", lambda x: torch.var_mean(x, 1), normal(2, 3))
 case("var_mean-mean-only", lambda x: torch.var_mean(x)[1], normal(2, 3))
 case("std_mean", lambda x: torch.std_mean(x, 0, keepdim=True, correction=0), normal(3, 2))
 case("sort", lambda x: x.sort()[0], distinct(2, 4))
-case("sort-stable-descending", lambda x: torch.sort(x, 0, True, stable=True).values, distinct(3, 2))
+case(
+    "sort-stable-descending",
+    lambda x: torch.sort(x, dim=0, descending=True, stable=True).values,
+    distinct(3, 2),
+)
 case("topk", lambda x: x.topk(2)[0], distinct(2, 4))
 case("kthvalue", lambda x: x.kthvalue(2, 0)[0], distinct(3, 2))
 case("median", lambda x: x.median(), distinct(2, 3))
@@ -2039,7 +2043,20 @@ def test_second_derivatives(c):
     assert gradgradcheck(c.fn, _leaves(c.arrays), eps=eps, atol=atol)
 
 
-@pytest.mark.parametrize("c", SECOND, ids=_ids(SECOND))
+# The norms' double backwards are PyTorch's formulas (NativeLayerNormBackwardBackward0, ...),
+# which hold the saved mean and 1/std fixed: PyTorch's third derivative is not the exact one, and
+# nbgrad gives PyTorch's (tests/test_double_backward_norm_conv.py compares them).
+THIRD_ORDER_AS_PYTORCH = {
+    "layer_norm",
+    "layer_norm-2d",
+    "batch_norm-training",
+    "batch_norm-training-3d",
+    "instance_norm",
+}
+THIRD = [c for c in SECOND if c.id not in THIRD_ORDER_AS_PYTORCH]
+
+
+@pytest.mark.parametrize("c", THIRD, ids=_ids(THIRD))
 def test_third_derivatives(c):
     vjp, arrays = first_derivative(c.fn, c.arrays)
     vjp2, arrays2 = first_derivative(vjp, arrays, seed=2)

@@ -76,8 +76,6 @@ NOT_COMPARABLE = {
     "mkldnn_rnn_layer": "builds its weights with a NumPy dtype taken from the tensor's dtype",
     "fractional_max_pool2d": "passes _random_samples in float64 next to a float32 input",
     "fractional_max_pool3d": "PyTorch's size check counts the window against another dim",
-    "sort-stable-descending": "torch.sort(x, dim, descending, stable=True): nbgrad accepts the "
-    "positional descending with stable=, PyTorch's parser does not (README)",
 }
 
 # PyTorch computes wrong values here, which nbgrad does not copy: only layouts compare.
@@ -153,12 +151,6 @@ RAW_GRADIENT_LAYOUT_DIFFERS = {
     "addmm-beta-alpha-transposed",
     "max-transposed",
     "min-transposed",
-    "stack-1-transposed",
-    "stack-1-sliced",
-    "stack-2-transposed",
-    "stack-2-sliced",
-    "stack--1-transposed",
-    "stack--1-sliced",
     "clamp_-transposed",
     "clamp_-min-transposed",
     "relu_-transposed",

@@ -1108,6 +1108,61 @@ UNARY_ATTENTION = [
 UNARY += UNARY_ATTENTION
 
 
+# Convolution, layer norm and batch norm with weights cut from the operand itself (so the double
+# backward reaches input and weight): ConvolutionBackwardBackward0, NativeLayerNormBackward-
+# Backward0 and NativeBatchNormBackwardBackward0 under create_graph.
+UNARY_NORM_CONV = [
+    (
+        "F.conv1d({0}, {0}[:2], {0}[0, :2, 0], padding=1)",
+        lambda T, x: T.nn.functional.conv1d(x, x[:2], x[0, :2, 0], padding=1),
+        lambda a: a.ndim == 3 and a.shape[0] >= 2 and a.shape[1] >= 2,
+    ),
+    (
+        "F.conv2d({0}[None], {0}[None, :, :2, :2], stride=2, padding=1)",
+        lambda T, x: T.nn.functional.conv2d(x[None], x[None, :, :2, :2], stride=2, padding=1),
+        lambda a: a.ndim == 3 and a.shape[1] >= 2 and a.shape[2] >= 2,
+    ),
+    (
+        "F.conv_transpose1d({0}, {0}.transpose(0, 1)[:, :2, :2], stride=2, output_padding=1)",
+        lambda T, x: T.nn.functional.conv_transpose1d(
+            x, x.transpose(0, 1)[:, :2, :2], stride=2, output_padding=1
+        ),
+        lambda a: a.ndim == 3 and a.shape[0] >= 2 and a.shape[2] >= 2,
+    ),
+    (
+        "F.layer_norm({0}, {0}.shape[-1:], {0}.reshape(-1, n)[0], {0}.reshape(-1, n)[-1])",
+        lambda T, x: T.nn.functional.layer_norm(
+            x, x.shape[-1:], x.reshape(-1, x.shape[-1])[0], x.reshape(-1, x.shape[-1])[-1]
+        ),
+        lambda a: a.ndim >= 2 and a.shape[-1] >= 3 and a.size // a.shape[-1] >= 2,
+    ),
+    (
+        "F.layer_norm({0}, {0}.shape[-2:])",
+        lambda T, x: T.nn.functional.layer_norm(x, x.shape[-2:]),
+        lambda a: a.ndim >= 2 and a.shape[-1] * a.shape[-2] >= 3,
+    ),
+    (
+        "F.batch_norm({0}, None, None, {0}[0, :, 0], {0}[-1, :, 0], training=True)",
+        lambda T, x: T.nn.functional.batch_norm(
+            x, None, None, x[0, :, 0], x[-1, :, 0], training=True
+        ),
+        lambda a: a.ndim == 3 and a.shape[0] >= 2 and a.shape[0] * a.shape[2] >= 3,
+    ),
+    (
+        "F.batch_norm({0}, zeros(C) + 0.5, ones(C) * 2, {0}[0, :, 0], training=False)",
+        lambda T, x: T.nn.functional.batch_norm(
+            x,
+            T.zeros(x.shape[1], dtype=x.dtype) + 0.5,
+            T.ones(x.shape[1], dtype=x.dtype) * 2,
+            x[0, :, 0],
+            training=False,
+        ),
+        lambda a: a.ndim == 3,
+    ),
+]
+UNARY += UNARY_NORM_CONV
+
+
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")
     x = p.pick("operand", domain or (lambda a: True))
@@ -1118,6 +1173,14 @@ def unary(p):
 def attention(p):
     """One of the attention calls, drawn more often than its share of UNARY gives it."""
     text, fn, domain = p.choice(UNARY_ATTENTION, "attention call")
+    x = p.pick("operand", domain)
+    if x is not None:
+        p.step(text, fn, x)
+
+
+def norm_conv(p):
+    """One of the convolution and norm calls, drawn more often than its share of UNARY gives."""
+    text, fn, domain = p.choice(UNARY_NORM_CONV, "convolution or norm call")
     x = p.pick("operand", domain)
     if x is not None:
         p.step(text, fn, x)
@@ -1504,6 +1567,7 @@ OPERATIONS = [
 OPERATIONS += [binary_more]
 OPERATIONS += [einsum_like]
 OPERATIONS += [attention]
+OPERATIONS += [norm_conv]
 OPERATIONS += [lstm]
 
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]

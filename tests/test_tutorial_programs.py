@@ -557,3 +557,61 @@ def test_histogram_errors_match_torch():
                 call(lib)
             raised.append((type(info.value), str(info.value)))
         assert raised[0] == raised[1]
+
+
+def per_sample_gradients(lib):
+    """The per-sample-gradients tutorial's calls on a smaller CNN: per-sample grads by a loop of
+    ``autograd.grad`` over ``unsqueeze(0)``-ed samples, and by ``vmap(grad(compute_loss),
+    in_dims=(None, None, 0, 0))`` over ``functional_call(model, (params, buffers), ...)`` with
+    detached parameters."""
+    rng = np.random.default_rng(3)
+    model = lib.nn.Sequential(
+        lib.nn.Conv2d(1, 3, 3),
+        lib.nn.ReLU(),
+        lib.nn.MaxPool2d(2),
+        lib.nn.Flatten(),
+        lib.nn.Linear(12, 4),
+        lib.nn.LogSoftmax(dim=1),
+    )
+    with lib.no_grad():
+        for param in model.parameters():
+            param.copy_(lib.tensor(rng.normal(0, 0.4, tuple(param.shape)), dtype=lib.float32))
+    data = lib.tensor(rng.standard_normal((5, 1, 6, 6)), dtype=lib.float32)
+    targets = lib.tensor([0, 3, 1, 1, 2])
+
+    def loss_fn(predictions, target):
+        return lib.nn.functional.nll_loss(predictions, target)
+
+    looped = [
+        lib.autograd.grad(
+            loss_fn(model(data[i].unsqueeze(0)), targets[i].unsqueeze(0)),
+            list(model.parameters()),
+        )
+        for i in range(len(data))
+    ]
+    looped = [lib.stack(shards) for shards in zip(*looped)]
+
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def compute_loss(params, buffers, sample, target):
+        predictions = lib.func.functional_call(model, (params, buffers), (sample.unsqueeze(0),))
+        return loss_fn(predictions, target.unsqueeze(0))
+
+    mapped = lib.func.vmap(lib.func.grad(compute_loss), in_dims=(None, None, 0, 0))(
+        params, buffers, data, targets
+    )
+    return [g.numpy() for g in looped], {k: g.numpy() for k, g in mapped.items()}
+
+
+def test_per_sample_gradients_match_torch():
+    looped, mapped = per_sample_gradients(nbgrad)
+    real_looped, real_mapped = per_sample_gradients(torch)
+    assert list(mapped) == list(real_mapped) == ["0.weight", "0.bias", "4.weight", "4.bias"]
+    for ours, theirs, by_vmap, their_vmap in zip(
+        looped, real_looped, mapped.values(), real_mapped.values(), strict=True
+    ):
+        assert ours.shape == by_vmap.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(by_vmap, their_vmap, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(by_vmap, ours, rtol=1e-6, atol=1e-7)

@@ -4,9 +4,11 @@
 ``run_inplace`` is its twin for operations that write into an existing tensor.
 """
 
+import warnings
+
 import numpy as np
 
-from nbgrad import dtypes
+from nbgrad import dtypes, float_warnings
 from nbgrad.autograd import anomaly, errors, grad_mode, observe, views
 from nbgrad.autograd.node import (
     SavedTensor,
@@ -19,7 +21,7 @@ from nbgrad.autograd.node import (
     saved_tensors_hook_stack,
     set_history,
 )
-from nbgrad.autograd.tensor import Tensor, VersionCounter
+from nbgrad.autograd.tensor import Tensor, VersionCounter, strides_of
 from nbgrad.flags import FAST_PATHS
 from nbgrad.generated import compile_registered
 from nbgrad.ops import result_layout
@@ -28,10 +30,20 @@ from nbgrad.ops.storage_geometry import partially_overlaps
 _make = Tensor._make
 # The very list observe holds, bound here so that the test on every op is one global read.
 _op_starts = observe.op_start_listeners
+# nbgrad's warnings filter as run_op last found it at the front of the filters (float_warnings).
+_quiet_filter = None
 
 
 def run_op(spec, inputs, attrs=()):
     """Apply ``spec`` to ``inputs`` (Tensors or Python numbers; a list for variadic ops)."""
+    global _quiet_filter
+    # NumPy's log(0) notice stays quiet whatever filters the user set since (float_warnings)
+    try:
+        quiet = warnings.filters[0] is _quiet_filter
+    except IndexError:  # the user emptied the filters
+        quiet = False
+    if not quiet:
+        _quiet_filter = float_warnings.put_first()
     if _op_starts:
         for listener in _op_starts:
             listener(spec.name)
@@ -116,6 +128,8 @@ def run_op(spec, inputs, attrs=()):
     recording = needs and result._dtype.is_floating_point
     if spec.view:
         source = tensors[0]
+        if not out.size:
+            result._data = _empty_view(spec, source, out, attrs)
         result._version_counter = source._version_counter
         result._base = source if source._base is None else source._base
         views.note_view(result, source, spec.node, graph_wanted)
@@ -133,6 +147,20 @@ def run_op(spec, inputs, attrs=()):
     if extras:
         return (result, *(_make(e) for e in extras))
     return result
+
+
+def _empty_view(spec, source, out, attrs):
+    """An empty view with PyTorch's strides. NumPy gives a new empty array strides of 0 where
+    PyTorch gives contiguous ones, which its views keep (``torch.zeros(3, 0).t().stride()`` is
+    ``(1, 1)``): a view of such a tensor is taken again from its memory laid out as PyTorch's."""
+    array = source._data
+    if array.size or len(spec.inputs) != 1 or not source._has_fresh_strides():
+        return out
+    strides = tuple(step * array.itemsize for step in strides_of(array))
+    if array.strides == strides:
+        return out
+    laid_out = np.lib.stride_tricks.as_strided(array, array.shape, strides)
+    return spec.forward(laid_out, *attrs) if attrs else spec.forward(laid_out)
 
 
 def _multi_output_results(
@@ -222,6 +250,7 @@ def _check_inference_not_saved(spec, tensors, needs):
 
 def run_inplace(spec, target, others=(), attrs=()):
     """Apply ``spec`` with ``target``'s value as ``self`` and write the result into ``target``."""
+    float_warnings.keep_first()
     if _op_starts:
         for listener in _op_starts:
             listener(spec.name + "_")
@@ -252,7 +281,7 @@ def run_inplace(spec, target, others=(), attrs=()):
     # Writing one value everywhere (zero_, fill_) into repeated elements is fine: PyTorch
     # allows it (with a graph, its backward then raises the overlap error; nbgrad raises now).
     if 0 in target._data.strides and (recording or spec.name not in _FILLS):
-        _check_no_internal_overlap(target._data)
+        check_no_internal_overlap(target._data)
     for other in others:
         if isinstance(other, Tensor) and partially_overlaps(target._data, other._data):
             raise RuntimeError(errors.PARTIAL_OVERLAP)
@@ -434,9 +463,9 @@ def check_inplace_allowed(target, view):
         raise RuntimeError(errors.LEAF_INPLACE)
 
 
-def _check_no_internal_overlap(array):
+def check_no_internal_overlap(array):
     """An expanded tensor repeats elements (a stride of 0): PyTorch refuses to write into it
-    (an empty one repeats nothing)."""
+    (an empty one repeats nothing), or into a part of it that repeats one."""
     if array.size == 0:
         return
     for size, stride in zip(array.shape, array.strides):

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from nbgrad import float_warnings
 from nbgrad.autograd import anomaly, grad_mode, observe
 from nbgrad.autograd.node import AccumulateGrad
 from nbgrad.autograd.ready_queue import ReadyQueue
@@ -44,6 +45,7 @@ def execute(
     only if listed in ``run_only``. ``capture_versions``, a list as long as ``capture``, is
     filled with how many times each captured gradient was added to in place (its ``_version``).
     """
+    float_warnings.keep_first()  # NumPy's 1/0 notice stays quiet whatever the user's filters
     previous_mode = grad_mode._enabled
     grad_mode._enabled = bool(create_graph)
     # The listeners of this pass are those there at its start (one added during the pass, by a

@@ -142,3 +142,55 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     if not create_graph:
         out, result = out.detach(), result.detach()
     return out, result
+
+
+def _hessian_product(name, func, inputs, v, create_graph):
+    """``(func(inputs), v^T H)`` for a function returning one element: its gradient, taken
+    with ``create_graph``, differentiated again along ``v``."""
+    inputs, single_input = _as_tuple(inputs)
+    inputs = _ready(inputs, create_graph)
+    if v is None:
+        if len(inputs) != 1 or inputs[0]._data.size != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function is a "
+                "single Tensor with a single element."
+            )
+        v = Tensor._make(np.ones(inputs[0]._data.shape, inputs[0]._data.dtype))
+    tangents, _ = _as_tuple(v)
+    for x, t in zip(inputs, tangents):
+        if tuple(x.shape) != tuple(t.shape):
+            raise RuntimeError(f"v has invalid size: should be {x.shape} but got {t.shape}.")
+    with grad_mode.enable_grad():
+        out = func(*inputs)
+        if out._data.size != 1:
+            raise RuntimeError(
+                f"The Tensor returned by the function given to {name} should contain a single "
+                "element"
+            )
+        grads = grad(out, inputs, create_graph=True, allow_unused=True)
+        used = [(g, t) for g, t in zip(grads, tangents) if g is not None and g.requires_grad]
+        if used:
+            second = grad(
+                [g for g, _ in used],
+                inputs,
+                [t for _, t in used],
+                create_graph=create_graph,
+                allow_unused=True,
+            )
+        else:
+            second = (None,) * len(inputs)
+    result = _detached(_zeros_if_none(second, inputs), create_graph)
+    out = out if create_graph else out.detach()
+    return out, result[0] if single_input else result
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), v^T H)``: a vector times the Hessian of a one-element function."""
+    return _hessian_product("vhp", func, inputs, v, create_graph)
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """``(func(inputs), H v)``: the Hessian of a one-element function times a vector; the
+    Hessian of a twice-differentiable function is symmetric, so this is ``vhp``'s product
+    (PyTorch computes it by the double-backward trick: the same numbers up to rounding)."""
+    return _hessian_product("hvp", func, inputs, v, create_graph)

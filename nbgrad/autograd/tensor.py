@@ -41,12 +41,13 @@ _BY_NUMPY = {d.numpy: d for d in dtypes.ALL}
 
 class TensorExtras:
     """The rarely set part of a tensor: its base and what autograd follows of it (for views),
-    its AccumulateGrad (a weakref, for leaves that require grad), hooks, and whether it retains
-    its grad."""
+    the memory it was detached from (``detach()``, ``.data``), its AccumulateGrad (a weakref,
+    for leaves that require grad), hooks, and whether it retains its grad."""
 
     __slots__ = (
         "base",
         "view",
+        "detached_memory",
         "accumulator",
         "backward_hooks",
         "post_accumulate_hooks",
@@ -57,6 +58,10 @@ class TensorExtras:
     def __init__(self):
         self.base = None
         self.view = None  # a views.ViewInfo, for a view whose history autograd follows
+        # detach() and .data share a tensor's memory without being views of it (no base):
+        # (the array at the start of that memory, whether the source had fresh strides), for
+        # storage_offset and stride. An array, not the source: that would keep its graph alive.
+        self.detached_memory = None
         self.accumulator = None
         self.backward_hooks = None
         self.post_accumulate_hooks = None
@@ -131,6 +136,7 @@ class Tensor:
     # What only some tensors have, kept in ``_extras`` (made on first write) so that the many
     # tensors an operation makes cost one attribute instead of five; read as plain attributes.
     _base = _extra("base")
+    _detached_memory = _extra("detached_memory")
     _accumulator = _extra("accumulator")
     _backward_hooks = _extra("backward_hooks")
     _post_accumulate_hooks = _extra("post_accumulate_hooks")
@@ -189,7 +195,7 @@ class Tensor:
 
     def stride(self, dim=None):
         """Steps in elements between neighbours along each dim, as PyTorch counts them."""
-        strides = strides_of(self._data, self._base is None)
+        strides = strides_of(self._data, self._has_fresh_strides())
         return strides if dim is None else strides[wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
@@ -197,8 +203,23 @@ class Tensor:
         elements (0 for a tensor that is not a view)."""
         from nbgrad.ops.storage_geometry import geometry_in, lowest_address
 
+        return geometry_in(self._data, lowest_address(self._memory()))[2]
+
+    def _memory(self):
+        """The array at the start of the memory this tensor lies in (PyTorch's storage): its
+        own, its base's, or, for a detached tensor and views of it, its source's."""
         owner = self._base if self._base is not None else self
-        return geometry_in(self._data, lowest_address(owner._data))[2]
+        detached = owner._detached_memory
+        return owner._data if detached is None else detached[0]
+
+    def _has_fresh_strides(self):
+        """Whether the tensor is no view, nor detached from one: its strides are then PyTorch's
+        contiguous ones where NumPy's may differ (see strides_of)."""
+        detached = self._detached_memory
+        return self._base is None and (detached is None or detached[1])
+
+    def _is_view(self):
+        return self._base is not None
 
     def item(self):
         if self._data.size != 1:
@@ -390,7 +411,9 @@ class Tensor:
     @property
     def data(self):
         """The same memory without autograd history (and, as in PyTorch, no version tracking)."""
-        return Tensor._make(self._data)
+        out = Tensor._make(self._data)
+        out._detached_memory = (self._memory(), self._has_fresh_strides())
+        return out
 
     @data.setter
     def data(self, value):
@@ -433,10 +456,13 @@ class Tensor:
         _api.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self):
+        """The same memory and version counter without history. As in PyTorch it is not a
+        view (``_base`` is None, so ``detach_()`` works on it), though writing into it bumps
+        this tensor's version, which backward checks."""
         out = Tensor._make(self._data)
         out._version_counter = self._version_counter
-        out._base = self if self._base is None else self._base
-        out._extras.inference = self.is_inference()  # a view: inference exactly as its base
+        out._detached_memory = (self._memory(), self._has_fresh_strides())
+        out._extras.inference = self.is_inference()
         return out
 
     def detach_(self):

@@ -22,6 +22,7 @@ from nbgrad.autograd.tensor import Size, Tensor, wrap_dim
 from nbgrad.ops import creation, layer_kernels, nn_kernels
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
+from nbgrad.random import rng_of
 
 # The element-wise activations are the tensor functions themselves.
 sigmoid = ops.sigmoid
@@ -935,7 +936,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     if p == 1:
         mask = np.zeros(input.shape, dtype)
     else:
-        keep = creation._generator.random(input.shape) >= p
+        keep = rng_of(None).random(input.shape) >= p
         mask = (keep / (1 - p)).astype(dtype)
     mask = Tensor._make(mask)
     return input.mul_(mask) if inplace else ops.mul(input, mask)

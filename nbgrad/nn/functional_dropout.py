@@ -8,8 +8,8 @@ import math
 import numpy as np
 
 from nbgrad.autograd.tensor import Tensor
-from nbgrad.ops import creation
 from nbgrad.ops import functions as ops
+from nbgrad.random import rng_of
 
 # SELU's negative saturation, -scale * alpha: where alpha dropout sends a dropped element
 _ALPHA = 1.7580993408473766
@@ -27,7 +27,7 @@ def _keep(input, p, feature):  # noqa: A002
         shape = shape[:2] + (1,) * (len(shape) - 2)
     if p == 1:
         return np.zeros(shape, input._dtype.numpy)
-    return (creation._generator.random(shape) >= p).astype(input._dtype.numpy)
+    return (rng_of(None).random(shape) >= p).astype(input._dtype.numpy)
 
 
 def _feature_dropout(input, p, training, inplace, spatial):  # noqa: A002

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from nbgrad.ops import creation
+from nbgrad.random import rng_of
 
 
 def _fill(tensor, values):
@@ -19,7 +19,7 @@ def _fill(tensor, values):
 
 
 def _random():
-    return creation._generator
+    return rng_of(None)
 
 
 def calculate_gain(nonlinearity, param=None):

@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from nbgrad import devices, dtypes, random
+from nbgrad import devices, dtypes, float_warnings, random
 from nbgrad.autograd import errors
 from nbgrad.autograd.tensor import Size, Tensor
 
@@ -104,6 +104,7 @@ def _plain(data):
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     devices.check(device)
+    float_warnings.keep_first()  # torch.tensor([1e308]) is inf in float32, without a word
     if isinstance(data, Tensor):
         warnings.warn(
             "To copy construct from a tensor, it is recommended to use "

@@ -517,8 +517,7 @@ op("select", "SelectBackward0", ("self",),
    attrs=("dim", "index"), saves=("dim", "index", "self_sym_sizes"), view=True)
 op("slice", "SliceBackward0", ("self",),
    {"self": "slice_backward(grad, self_sym_sizes, dim, start, end, step)"},
-   lambda self, dim, start, end, step: self[(slice(None),) * dim + (slice(start, end, step),)],
-   attrs=("dim", "start", "end", "step"),
+   storage_geometry.sliced, attrs=("dim", "start", "end", "step"),
    saves=("dim", "end", "self_sym_sizes", "start", "step"), view=True)
 # The view any view is, once an in-place write went through it or one of its siblings: PyTorch
 # then describes it by its geometry in the base's storage (size, stride, offset, in elements).
@@ -618,13 +617,14 @@ from nbgrad.ops import double_backward_kernels  # noqa: E402
 formula_math.ARRAY_NAMESPACE.update(double_backward_kernels.ARRAY_FUNCTIONS)
 
 # ConvolutionBackward0: one formula (convolution_backward) for every input in PyTorch, so input
-# and weight are saved whichever needs a gradient (joint).
-op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"),
-   {"input": "convolution_input_grad(grad, input.shape, weight, stride, padding, dilation, "
-             "groups)",
-    "weight": "convolution_weight_grad(grad, input, weight.shape, stride, padding, dilation, "
-              "groups)",
-    "bias": "channel_sum(grad)"},
+# and weight are saved whichever needs a gradient (joint). convolution_backward is an op of its
+# own (see "the layers' backward functions, as ops"): a gradient of the gradient records
+# ConvolutionBackwardBackward0. All four convolution entries share these formulas.
+_CONVOLUTION_GRADS = {
+    name: f"convolution_backward_output({k}, grad, input, weight, stride, padding, dilation, "
+          "transposed, output_padding, groups)"
+    for k, name in enumerate(("input", "weight", "bias"))}
+op("convolution", "ConvolutionBackward0", ("input", "weight", "bias"), _CONVOLUTION_GRADS,
    lambda x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
    bias_sym_sizes_opt: nn_kernels.convolution(x, weight, bias, stride, padding, dilation, groups),
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
@@ -663,7 +663,7 @@ op("max_pool2d", "MaxPool2DWithIndicesBackward0", ("self",),
    extra_outputs=("result1",),
    saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
 op("avg_pool2d", "AvgPool2DBackward0", ("self",),
-   {"self": "avg_pool2d_backward(grad, self.shape, kernel_size, stride, padding, ceil_mode, "
+   {"self": "avg_pool2d_backward(grad, self, kernel_size, stride, padding, ceil_mode, "
             "count_include_pad, divisor_override)"},
    nn_kernels.avg_pool2d,
    attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
@@ -671,12 +671,15 @@ op("avg_pool2d", "AvgPool2DBackward0", ("self",),
    saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding", "self",
           "stride"))
 # Average pooling is linear: its backward is an op too, whose own backward is average pooling
-# again, so that backward(create_graph=True) through a pooling layer can be differentiated.
-op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", ("grad_output",),
+# again, so that backward(create_graph=True) through a pooling layer can be differentiated;
+# ``self`` has PyTorch's edge (a zero gradient: only its shape matters).
+op("avg_pool2d_backward", "AvgPool2DBackwardBackward0", ("grad_output", "self"),
    {"grad_output": "avg_pool2d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, "
-                   "divisor_override)"},
-   nn_kernels.avg_pool2d_backward,
-   attrs=("input_shape", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                   "divisor_override)",
+    "self": "zeros_like(grad)"},
+   lambda grad_output, self, *options: nn_kernels.avg_pool2d_backward(
+       grad_output, self.shape, *options),
+   attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
           "divisor_override"),
    saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding",
           "stride"))
@@ -716,23 +719,20 @@ op("embedding", "EmbeddingBackward0", ("weight",),
    attrs=("indices", "padding_idx", "scale_grad_by_freq", "sparse", "weight_sym_argsize_0"),
    saves=("indices", "padding_idx", "scale_grad_by_freq", "sparse", "weight_sym_argsize_0"))
 # result1 and result2 are the mean and 1/std the forward normalised with (per row for layer
-# norm, per channel for batch norm); eps is kept so that a differentiable backward can recompute
-# them from the input.
+# norm, per channel for batch norm). Each layer's three gradients are one function in PyTorch,
+# itself an op (native_layer_norm_backward, native_batch_norm_backward: see "the layers'
+# backward functions, as ops"), so a gradient of the gradient records its node.
 op("layer_norm", "NativeLayerNormBackward0", ("input", "weight", "bias"),
-   {"input": "layer_norm_input_grad(grad, input, normalized_shape, result1, result2, weight, eps)",
-    "weight": "layer_norm_weight_grad(grad, input, normalized_shape, result1, result2, eps)",
-    "bias": "sum_to(grad, normalized_shape)"},
+   {name: f"layer_norm_backward_output({k}, grad, input, normalized_shape, result1, result2, "
+          "weight, bias)" for k, name in enumerate(("input", "weight", "bias"))},
    lambda x, weight, bias, normalized_shape, eps: nn_kernels.layer_norm(
        x, normalized_shape, weight, bias, eps),
    attrs=("normalized_shape", "eps"), extra_outputs=("result1", "result2"),
-   saves=("bias", "eps", "input", "normalized_shape", "result1", "result2", "weight"),
-   hidden=("eps",), joint=True, layout="contiguous")
+   saves=("bias", "input", "normalized_shape", "result1", "result2", "weight"),
+   joint=True, layout="contiguous")
 op("batch_norm", "NativeBatchNormBackward0", ("input", "weight", "bias"),
-   {"input": "batch_norm_input_grad(grad, input, weight, running_mean, running_var, result1, "
-             "result2, training, eps)",
-    "weight": "batch_norm_weight_grad(grad, input, running_mean, running_var, result1, result2, "
-              "training, eps)",
-    "bias": "channel_sum(grad)"},
+   {name: f"batch_norm_backward_output({k}, grad, input, weight, running_mean, running_var, "
+          "result1, result2, training, eps)" for k, name in enumerate(("input", "weight", "bias"))},
    nn_kernels.batch_norm, attrs=("running_mean", "running_var", "training", "momentum", "eps"),
    extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
@@ -977,12 +977,20 @@ op("std_mean", "StdMeanBackward0", ("self",),
 
 def _split(x, split_size, dim):
     size = x.shape[dim]
-    bounds = list(range(split_size, size, split_size)) if split_size else []
-    return np.split(x, bounds, axis=dim)
+    starts = list(range(0, size, split_size)) if split_size else []
+    return _pieces(x, dim, starts or [0], [min(s + split_size, size) for s in starts] or [size])
 
 
 def _split_with_sizes(x, split_sizes, dim):
-    return np.split(x, np.cumsum(split_sizes)[:-1].tolist(), axis=dim)
+    starts = np.cumsum([0, *split_sizes[:-1]]).tolist()
+    return _pieces(x, dim, starts, [s + n for s, n in zip(starts, split_sizes)])
+
+
+def _pieces(x, dim, starts, ends):
+    """Views of ``x`` from each start to each end along ``dim`` (an empty one where PyTorch
+    puts it in memory: see storage_geometry.sliced)."""
+    dim %= x.ndim
+    return [storage_geometry.sliced(x, dim, s, e, 1) for s, e in zip(starts, ends)]
 
 
 def _mean_over(x, dim, keepdim):
@@ -1590,11 +1598,7 @@ op("adaptive_max_pool2d", "AdaptiveMaxPool2DBackward0", ("self",),
    saves=("result1", "self"))
 # conv_transpose1d/2d: ATen's convolution with transposed=True, the same node as convolution.
 op("convolution_transposed", "ConvolutionBackward0", ("input", "weight", "bias"),
-   {"input": "conv_transpose_input_grad(grad, weight, stride, padding, dilation, "
-             "output_padding, groups)",
-    "weight": "conv_transpose_weight_grad(grad, input, weight.shape, stride, padding, "
-              "dilation, output_padding, groups)",
-    "bias": "channel_sum(grad)"},
+   _CONVOLUTION_GRADS,
    lambda x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
    bias_sym_sizes_opt: layer_kernels.conv_transpose(x, weight, bias, stride, padding, dilation,
                                                     output_padding, groups),
@@ -1656,7 +1660,7 @@ op("max_pool3d", "MaxPool3DWithIndicesBackward0", ("self",),
    extra_outputs=("result1",),
    saves=("ceil_mode", "dilation", "kernel_size", "padding", "result1", "self", "stride"))
 op("avg_pool3d", "AvgPool3DBackward0", ("self",),
-   {"self": "avg_pool3d_backward(grad, self.shape, kernel_size, stride, padding, ceil_mode, "
+   {"self": "avg_pool3d_backward(grad, self, kernel_size, stride, padding, ceil_mode, "
             "count_include_pad, divisor_override)"},
    layer_kernels.avg_pool3d,
    attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
@@ -1941,11 +1945,7 @@ op("max_unpool3d", "MaxUnpool3DBackward0", ("self",),
        self, indices, output_size),
    attrs=("indices", "output_size", "stride", "padding"), saves=("indices",))
 # F.conv3d: ATen's convolution with three spatial dims (the same node as conv1d/conv2d).
-op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"),
-   {"input": "conv_nd_input_grad(grad, input.shape, weight, stride, padding, dilation, groups)",
-    "weight": "conv_nd_weight_grad(grad, input, weight.shape, stride, padding, dilation, "
-              "groups)",
-    "bias": "channel_sum(grad)"},
+op("convolution3d", "ConvolutionBackward0", ("input", "weight", "bias"), _CONVOLUTION_GRADS,
    layer_kernels_more.convolution3d,
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
@@ -1969,12 +1969,9 @@ for _up_name, _up_node, _up_mode, _up_dims, _up_corners in (
        saves=(*_up_corner_attrs, "output_size", *_up_scales, "self_sym_sizes"))
 # F.conv_transpose3d: ATen's convolution with transposed=True (ConvolutionBackward0); its input
 # gradient is the convolution it transposes, its weight gradient that convolution's with the
-# roles of input and gradient exchanged.
+# roles of input and gradient exchanged (norm_conv_double_backward picks them).
 op("convolution_transposed3d", "ConvolutionBackward0", ("input", "weight", "bias"),
-   {"input": "conv_nd(grad, weight, stride, padding, dilation, groups)",
-    "weight": "conv_nd_weight_grad(input, grad, weight.shape, stride, padding, dilation, "
-              "groups)",
-    "bias": "channel_sum(grad)"},
+   _CONVOLUTION_GRADS,
    layer_kernels_more.convolution_transposed3d,
    attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups",
           "bias_sym_sizes_opt"),
@@ -2564,3 +2561,69 @@ op("as_strided_inplace", "AsStridedBackward1", ("self",),
        self, self_geometry, size, stride, storage_offset),
    attrs=("size", "stride", "storage_offset", "self_geometry"),
    saves=("self_geometry", "size", "storage_offset", "stride"), hidden=("self_geometry",))
+
+# --- the layers' backward functions, as ops (create_graph twice) --------------------------------
+# convolution_backward, native_layer_norm_backward and native_batch_norm_backward give a layer's
+# three gradients (input, weight, bias) at once: three differentiable outputs of one node, whose
+# formulas read their gradients as grad[0], grad[1], grad[2] (None where none came). Their
+# formulas are ATen's double backwards (kernels and helpers in norm_conv_double_backward).
+# The mean and 1/std a norm saved have an edge but no derivative (PyTorch's not_implemented); a
+# layer norm's bias has an edge and gets no gradient (its formula is "Tensor()" in PyTorch).
+
+from nbgrad.ops import norm_conv_double_backward  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(norm_conv_double_backward.ARRAY_FUNCTIONS)
+
+op("convolution_backward", "ConvolutionBackwardBackward0", ("grad_output", "input", "weight"),
+   {name: f"convolution_double_backward({k}, grad, grad_output, input, weight, stride, padding, "
+          "dilation, transposed, output_padding, groups)"
+    for k, name in enumerate(("grad_output", "input", "weight"))},
+   norm_conv_double_backward.convolution_backward,
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups"),
+   saves=("dilation", "grad_output", "groups", "input", "output_padding", "padding", "stride",
+          "transposed", "weight"),
+   multi_output=True, joint=True)
+op("native_layer_norm_backward", "NativeLayerNormBackwardBackward0",
+   ("grad_out", "input", "mean", "rstd", "weight", "bias"),
+   {**{name: f"layer_norm_double_backward({k}, grad, grad_out, input, mean, rstd, weight, "
+             "normalized_shape)" for k, name in ((2, "grad_out"), (0, "input"), (1, "weight"))},
+    "mean": "not_implemented('native_layer_norm_backward mean')",
+    "rstd": "not_implemented('native_layer_norm_backward rstd')",
+    "bias": "None"},
+   norm_conv_double_backward.native_layer_norm_backward, attrs=("normalized_shape",),
+   saves=("grad_out", "input", "mean", "normalized_shape", "rstd", "weight"),
+   multi_output=True, joint=True)
+op("native_batch_norm_backward", "NativeBatchNormBackwardBackward0",
+   ("grad_out", "input", "weight", "save_mean", "save_invstd"),
+   {**{name: f"batch_norm_double_backward({k}, grad, grad_out, input, weight, running_mean, "
+             "running_var, save_mean, save_invstd, train, eps)"
+       for k, name in ((2, "grad_out"), (0, "input"), (1, "weight"))},
+    "save_mean": "not_implemented('native_batch_norm_backward save_mean')",
+    "save_invstd": "not_implemented('native_batch_norm_backward save_invstd')"},
+   norm_conv_double_backward.native_batch_norm_backward,
+   attrs=("running_mean", "running_var", "train", "eps"),
+   saves=("eps", "grad_out", "input", "running_mean", "running_var", "save_invstd", "save_mean",
+          "train", "weight"),
+   multi_output=True, joint=True)
+# Average pooling in 3-d is linear: its backward is an op too (see the 2-d one), whose gradient
+# is the pooling again; ``self`` has PyTorch's edge (a zero gradient: only its shape matters).
+op("avg_pool3d_backward", "AvgPool3DBackwardBackward0", ("grad_output", "self"),
+   {"grad_output": "avg_pool3d(grad, kernel_size, stride, padding, ceil_mode, count_include_pad, "
+                   "divisor_override)",
+    "self": "zeros_like(grad)"},
+   lambda grad_output, self, *options: layer_kernels.avg_pool3d_backward(
+       grad_output, self.shape, *options),
+   attrs=("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+          "divisor_override"),
+   saves=("ceil_mode", "count_include_pad", "divisor_override", "kernel_size", "padding",
+          "stride"))
+op("adaptive_avg_pool3d_backward", "AdaptiveAvgPool3DBackwardBackward0", ("grad_output", "self"),
+   {"grad_output": "adaptive_avg_pool3d(grad, (grad_output_sym_argsize_minus_3, "
+                   "grad_output_sym_argsize_minus_2, grad_output_sym_argsize_minus_1))",
+    "self": "zeros_like(grad)"},
+   lambda grad_output, self, depth, rows, cols: layer_kernels.adaptive_avg_pool3d_backward(
+       grad_output, self.shape),
+   attrs=("grad_output_sym_argsize_minus_3", "grad_output_sym_argsize_minus_2",
+          "grad_output_sym_argsize_minus_1"),
+   saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2",
+          "grad_output_sym_argsize_minus_3"))

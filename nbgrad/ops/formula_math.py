@@ -156,7 +156,11 @@ def _split_along(grad, dim, sizes):
 
 
 def _unstack(grad, dim, count):
-    return [np.take(grad, i, axis=dim) for i in range(count)]
+    """The slices of ``grad`` along ``dim``: views of it, as PyTorch's unbind gives. So when two
+    of them meet (``torch.stack([w, w])``) their sum is a new array, not one added to in place,
+    and ``w.grad._version`` stays 0 as in PyTorch."""
+    dim = dim % grad.ndim
+    return [grad[(slice(None),) * dim + (i,)] for i in range(count)]
 
 
 def _permute_back(grad, dims):
@@ -321,14 +325,6 @@ def _channel_sum(grad):
     return nn_kernels.channel_sum(grad)
 
 
-def _layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight, eps):
-    return nn_kernels.layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight)
-
-
-def _layer_norm_weight_grad(grad, input, normalized_shape, mean, rstd, eps):
-    return sum_to(grad * ((input - mean) * rstd), normalized_shape)
-
-
 def _embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
     return nn_kernels.embedding_backward(
         grad, indices, num_weights, padding_idx, scale_grad_by_freq
@@ -344,14 +340,12 @@ ARRAY_NAMESPACE.update(
         "col2im": nn_kernels.unbatched_col2im,
         "max_pool2d_backward": nn_kernels.max_pool2d_backward,
         "avg_pool2d": nn_kernels.avg_pool2d,
-        "avg_pool2d_backward": nn_kernels.avg_pool2d_backward,
+        "avg_pool2d_backward": lambda grad, x, *options: nn_kernels.avg_pool2d_backward(
+            grad, x.shape, *options
+        ),
         "constant_pad_nd": lambda grad, pad: nn_kernels.constant_pad_nd(grad, pad, 0),
         "index_pad_backward": nn_kernels.index_pad_backward,
         "embedding_backward": _embedding_backward,
-        "layer_norm_input_grad": _layer_norm_input_grad,
-        "layer_norm_weight_grad": _layer_norm_weight_grad,
-        "batch_norm_input_grad": nn_kernels.batch_norm_input_grad,
-        "batch_norm_weight_grad": nn_kernels.batch_norm_weight_grad,
         "gelu_backward": nn_kernels.gelu_backward,
         "norm_backward": nn_kernels.norm_backward,
         "mse_loss_backward": nn_kernels.mse_loss_backward,

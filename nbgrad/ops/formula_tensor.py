@@ -35,6 +35,7 @@ from nbgrad.ops import (
     misc_kernels,
     nn_extra_kernels,
     nn_kernels,
+    norm_conv_double_backward,
     renorm_kernels,
     rnn_kernels,
     scatter_reduce_kernels,
@@ -199,9 +200,8 @@ _CORE_FUNCTIONS = {
 # --- neural-network layers -------------------------------------------------------------------
 # Built from differentiable operations, including the layers' own table ops (im2col and col2im are
 # each other's backward, and so are average pooling and its backward), so that a gradient through
-# a layer can itself be differentiated. Where the forward saved statistics of its input (a norm's
-# mean and 1/std), the Tensor version recomputes them from the input, so that their dependence on
-# it is differentiated too.
+# a layer can itself be differentiated. (Convolution and the norms differentiate their gradients
+# through backward functions that are ops of their own: norm_conv_double_backward.)
 
 
 def constant(array, like):
@@ -272,8 +272,8 @@ def avg_pool2d(x, *options):
     return run_op(OPS["avg_pool2d"], (x,), options)
 
 
-def avg_pool2d_backward(grad, input_shape, *options):
-    return run_op(OPS["avg_pool2d_backward"], (grad,), (tuple(input_shape), *options))
+def avg_pool2d_backward(grad, x, *options):
+    return run_op(OPS["avg_pool2d_backward"], (grad, x), options)
 
 
 def constant_pad_nd(grad, pad):
@@ -292,63 +292,6 @@ def embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_fr
         scale /= np.bincount(rows, minlength=num_weights)[rows]
     row_grads = grad.reshape(rows.size, -1) * constant(scale[:, None], grad)
     return index_put_into_zeros(row_grads, (num_weights, row_grads.shape[1]), (rows,))
-
-
-def normalized_rows(x, normalized_shape, eps):
-    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    centered = x - x.mean(axes, keepdim=True)
-    rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
-    return axes, centered * rstd, rstd
-
-
-def layer_norm_input_grad(grad, input, normalized_shape, mean, rstd, weight, eps):
-    axes, normalized, rstd = normalized_rows(input, normalized_shape, eps)
-    g = grad * weight if weight is not None else grad
-    return rstd * (
-        g - g.mean(axes, keepdim=True) - normalized * (g * normalized).mean(axes, keepdim=True)
-    )
-
-
-def layer_norm_weight_grad(grad, input, normalized_shape, mean, rstd, eps):
-    _, normalized, _ = normalized_rows(input, normalized_shape, eps)
-    return (grad * normalized).sum_to_size(tuple(normalized_shape))
-
-
-def batch_statistics(x, running_mean, running_var, training, eps):
-    shape = nn_kernels.channel_shape(x)
-    if training:
-        axes = nn_kernels.all_but_channel(x.ndim)
-        mean = x.mean(axes, keepdim=True)
-        centered = x - mean
-        return mean, ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
-    invstd = 1 / np.sqrt(running_var + eps)
-    return constant(running_mean.reshape(shape), x), constant(invstd.reshape(shape), x)
-
-
-def batch_norm_input_grad(
-    grad, input, weight, running_mean, running_var, save_mean, save_invstd, training, eps
-):
-    mean, invstd = batch_statistics(input, running_mean, running_var, training, eps)
-    scale = invstd
-    if weight is not None:
-        scale = invstd * weight.reshape(nn_kernels.channel_shape(input))
-    if not training:
-        return grad * scale
-    axes = nn_kernels.all_but_channel(input.ndim)
-    normalized = (input - mean) * invstd
-    centered_grad = (
-        grad
-        - grad.mean(axes, keepdim=True)
-        - normalized * (grad * normalized).mean(axes, keepdim=True)
-    )
-    return centered_grad * scale
-
-
-def batch_norm_weight_grad(
-    grad, input, running_mean, running_var, save_mean, save_invstd, training, eps
-):
-    mean, invstd = batch_statistics(input, running_mean, running_var, training, eps)
-    return (grad * (input - mean) * invstd).sum(dim=nn_kernels.all_but_channel(input.ndim))
 
 
 def gelu_backward(grad, x, approximate):
@@ -427,10 +370,6 @@ _LAYER_FUNCTIONS = {
     "constant_pad_nd": constant_pad_nd,
     "index_pad_backward": index_pad_backward,
     "embedding_backward": embedding_backward,
-    "layer_norm_input_grad": layer_norm_input_grad,
-    "layer_norm_weight_grad": layer_norm_weight_grad,
-    "batch_norm_input_grad": batch_norm_input_grad,
-    "batch_norm_weight_grad": batch_norm_weight_grad,
     "gelu_backward": gelu_backward,
     "norm_backward": norm_backward,
     "mean_scale": mean_scale,
@@ -547,6 +486,7 @@ def tensor_namespace():
         **rnn_kernels.tensor_namespace(),
         **renorm_kernels.tensor_namespace(),
         **double_backward_kernels.tensor_namespace(),
+        **norm_conv_double_backward.tensor_namespace(),
         **grid_sample_kernels.tensor_namespace(),
         **scatter_reduce_kernels.tensor_namespace(),
         **{

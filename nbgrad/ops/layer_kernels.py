@@ -508,8 +508,6 @@ def adaptive_max_pool3d(x, output_size):
 
 ARRAY_FUNCTIONS.update(
     {
-        "avg_pool3d_backward": avg_pool3d_backward,
-        "adaptive_avg_pool3d_backward": lambda grad, x: adaptive_avg_pool3d_backward(grad, x.shape),
         "max_pool3d_backward": max_pool3d_backward,
     }
 )
@@ -530,20 +528,6 @@ def _matrix_apply_tensor(x, matrices, transpose=False):
 # --- Tensor versions of the 3-d pooling backwards (see tensor_namespace()) ----------------------
 
 
-def avg_pool3d_backward_tensor(grad, input_shape, kernel_size, stride, padding, ceil_mode,
-                               count_include_pad, divisor_override):  # fmt: skip
-    matrices = avg_pool_matrices(tuple(input_shape)[-3:], kernel_size, stride, padding,
-                                 ceil_mode, count_include_pad, divisor_override)  # fmt: skip
-    out = _matrix_apply_tensor(grad, [m.astype(grad.dtype.numpy) for m in matrices], True)
-    return out / divisor_override if divisor_override else out
-
-
-def adaptive_avg_pool3d_backward_tensor(grad, x):
-    sizes = tuple(x.shape)[-3:]
-    matrices = [_averaging_matrix(s, o, grad.dtype.numpy) for s, o in zip(sizes, grad.shape[-3:])]
-    return _matrix_apply_tensor(grad, matrices, True)
-
-
 def max_pool3d_backward_tensor(grad, input_shape, indices):
     from nbgrad.ops.functions import index_put_into_zeros
 
@@ -559,7 +543,5 @@ def max_pool3d_backward_tensor(grad, input_shape, indices):
 def pool3d_tensor_namespace():
     """The formula names mapped to the Tensor versions above."""
     return {
-        "avg_pool3d_backward": avg_pool3d_backward_tensor,
-        "adaptive_avg_pool3d_backward": adaptive_avg_pool3d_backward_tensor,
         "max_pool3d_backward": max_pool3d_backward_tensor,
     }

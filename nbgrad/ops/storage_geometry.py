@@ -125,3 +125,23 @@ def partially_overlaps(written, read):
     if written_start == read_start and written_end == read_end:
         return written.strides != read.strides
     return written_start < read_end and read_start < written_end
+
+
+def shifted(array, shift):
+    """A view of ``array``'s memory ``shift`` bytes further on, of the same shape and strides
+    (no element is read: for an empty array that starts where PyTorch's would)."""
+    as_strided = np.lib.stride_tricks.as_strided
+    origin = as_strided(array, shape=(2,), strides=(shift,))[1, ...]
+    return as_strided(origin, array.shape, array.strides)
+
+
+def sliced(array, dim, start, end, step):
+    """``array[start:end:step]`` along ``dim``, a view. NumPy leaves an empty slice where the
+    array starts along ``dim``; PyTorch puts it at the (clamped) start, which its
+    ``storage_offset()`` shows (``torch.zeros(5)[5:]`` starts at 5): so does this."""
+    view = array[(slice(None),) * dim + (slice(start, end, step),)]
+    if view.shape[dim] == 0 and array.shape[dim] > 0:
+        first = slice(start, end, step).indices(array.shape[dim])[0]
+        if first:
+            return shifted(view, first * array.strides[dim])
+    return view

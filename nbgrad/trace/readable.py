@@ -848,6 +848,22 @@ def _channel_sum(r, args):
     return ["sum", r.tree(args[0]), "every dim but 1"]
 
 
+def _bias_gradient(r, args):
+    """``convolution_backward_output(2, grad, ...)`` and batch norm's: output 2 of the layer's
+    backward function is the bias's gradient, the channel sums of the gradient; the input's and
+    the weight's are described in words."""
+    if isinstance(args[0], ast.Constant) and args[0].value == 2:
+        return _channel_sum(r, args[1:])
+    return None
+
+
+def _layer_norm_bias_gradient(r, args):
+    """``layer_norm_backward_output(2, grad, input, normalized_shape, ...)``: the bias's."""
+    if isinstance(args[0], ast.Constant) and args[0].value == 2:
+        return _sum_to(r, [args[1], args[3]])
+    return None
+
+
 def _swap_last(r, args):
     return ["T", r.tree(args[0])]
 
@@ -897,6 +913,9 @@ _REWRITES = {
     "rounded_divide": _rounded_divide,
     "mse_loss_backward": _mse_loss_backward,
     "channel_sum": _channel_sum,
+    "convolution_backward_output": _bias_gradient,
+    "batch_norm_backward_output": _bias_gradient,
+    "layer_norm_backward_output": _layer_norm_bias_gradient,
     "norm_backward": _norm_backward,
     "scalar_times": _scalar_times,
     "scalar_plus": _scalar_plus,

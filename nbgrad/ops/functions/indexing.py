@@ -2,12 +2,13 @@
 
 import builtins
 import numbers
+import warnings
 
 import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.autograd import grad_mode
-from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.dispatch import check_no_internal_overlap, run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import INT64_MAX, _array, _listed, _operand
@@ -244,6 +245,20 @@ def _check_value_shape(value, shape, key):
     expanded_shape(sizes, value._dtype, shape)
 
 
+# PyTorch writes through index arrays into an expanded tensor, with this notice.
+EXPANDED_INDEX_PUT = (
+    "Use of index_put_ on expanded tensors is deprecated. Please clone() the tensor before "
+    "performing this operation. This also applies to advanced indexing e.g. tensor[indices] = "
+    "tensor"
+)
+
+EXPANDED_MASKED_FILL = (
+    "Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
+    "performing this operation. This also applies to advanced indexing e.g. tensor[mask] = "
+    "scalar"
+)
+
+
 def setitem(tensor, key, value):
     """``tensor[key] = value``: an in-place write, recorded as PyTorch's CopySlices."""
     try:
@@ -276,6 +291,14 @@ def setitem(tensor, key, value):
             "a view of a leaf Variable that requires grad is being used in an in-place operation."
         )
     if not recording:
+        if 0 in tensor._data.strides:  # an expanded tensor
+            if builtins.any(isinstance(k, np.ndarray) for k in key):
+                warnings.warn(EXPANDED_INDEX_PUT, UserWarning, stacklevel=2)
+                one_mask = len(key) == 1 and key[0].dtype == np.bool_
+                if one_mask and (not isinstance(value, Tensor) or value._data.ndim == 0):
+                    warnings.warn(EXPANDED_MASKED_FILL, UserWarning, stacklevel=2)
+            else:  # PyTorch's copy_ into the part written refuses repeated elements
+                check_no_internal_overlap(tensor._data[key])
         tensor._data[key] = value._data if isinstance(value, Tensor) else value
         tensor._version_counter.value += 1
         return

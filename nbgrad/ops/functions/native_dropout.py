@@ -9,6 +9,7 @@ from nbgrad.autograd.dispatch import run_op
 from nbgrad.ops import creation
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.public import public
+from nbgrad.random import rng_of
 
 
 @public(function=True)
@@ -24,7 +25,7 @@ def native_dropout(input, p, train):  # noqa: A002
                 "result type Float can't be cast to the desired output type "
                 f"{dtypes.SCALAR_TYPE_NAMES[input._dtype]}"
             )
-        keep = creation._generator.random(tuple(input.shape)) < 1.0 - p
+        keep = rng_of(None).random(tuple(input.shape)) < 1.0 - p
     else:
         keep = np.ones(tuple(input.shape), bool)
     return run_op(OPS["native_dropout"], (input,), (float(p), train, keep))

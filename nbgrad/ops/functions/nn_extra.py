@@ -73,7 +73,26 @@ def conv_tbc(input, weight, bias, pad=0):  # noqa: A002
 
 @public(function=True)
 def _weight_norm_interface(v, g, dim=0):
+    _check_one_scale_per_slice(v, g, dim)
     return run_op(OPS["_weight_norm_interface"], (v, g), (dim,))
+
+
+def _check_one_scale_per_slice(v, g, dim):
+    """The fused kernel reads one element of ``g`` per slice of ``v`` along ``dim``. PyTorch
+    2.13 does not check that ``g`` has that many: with fewer it reads past ``g``'s memory and
+    returns whatever lies there, with more it takes the first ones. nbgrad refuses both, with a
+    message in the style of PyTorch's size checks (of a ``g`` shaped otherwise but with the
+    right count, as ``[3]`` for ``[3, 1]``, it reads the elements in order, as PyTorch does)."""
+    ndim = v.dim()
+    wrapped = dim % ndim if ndim else 0
+    expected = [v.shape[i] if i == wrapped else 1 for i in range(ndim)]
+    count = v.shape[wrapped] if ndim else 1
+    if g.numel() != count:
+        raise RuntimeError(
+            f"_weight_norm: expected g to hold one element per slice of v along dim {dim}: "
+            f"{count} element{'' if count == 1 else 's'} (a tensor of size {expected}), but got "
+            f"g of size {list(g.shape)}"
+        )
 
 
 @public(function=True)
@@ -83,12 +102,17 @@ def _weight_norm(v, g, dim=0):
     ndim = v.dim()
     if dim != -1:
         wrap_dim(dim, max(ndim, 1))  # PyTorch's IndexError for a dim out of range
+    if ndim == 0:  # ATen's norm_except_dim wraps the dim without a scalar's allowance
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     if g._dtype is not v._dtype:
         raise RuntimeError(
             f"expected scalar type {dtypes.name_of(v)} but found {dtypes.name_of(g)}"
         )
+    fused = dim == 0 or dim == ndim - 1
+    if fused:
+        _check_one_scale_per_slice(v, g, dim)  # before contiguous(): no node for a refused call
     v, g = v.contiguous(), g.contiguous()  # as ATen does first: CloneBackward0 if strided
-    if dim == 0 or dim == ndim - 1:
+    if fused:
         return _weight_norm_interface(v, g, dim)[0]
     return mul(v, div(g, norm_except_dim(v, 2, dim)))
 

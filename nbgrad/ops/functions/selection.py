@@ -7,27 +7,105 @@ import collections
 import numpy as np
 
 from nbgrad import dtypes
+from nbgrad.autograd import errors, grad_mode
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions.overloads import Overload, Param
+from nbgrad.ops.functions.overloads import parse as parse_arguments
 from nbgrad.ops.functions.reductions import _check_not_empty
 from nbgrad.ops.functions.shapes import expand, gather, reshape
-from nbgrad.ops.public import public
+from nbgrad.ops.public import declare, public
+from nbgrad.ops.storage_geometry import partially_overlaps
 
 SortResult = collections.namedtuple("sort", ["values", "indices"])
+SortOutResult = collections.namedtuple("sort_out", ["values", "indices"])
 TopkResult = collections.namedtuple("topk", ["values", "indices"])
 KthvalueResult = collections.namedtuple("kthvalue", ["values", "indices"])
 MedianResult = collections.namedtuple("median", ["values", "indices"])
 ModeResult = collections.namedtuple("mode", ["values", "indices"])
 
 
-@public(function=True, method=True)
-def sort(input, dim=-1, descending=False, *, stable=None):  # noqa: A002
-    if isinstance(dim, bool):  # torch.sort(x, stable=..., dim=..., descending=...) only
-        raise TypeError("sort(): argument 'dim' must be int, not bool")
+def _sort_overloads(name, tensor_param, out_param):
+    """PyTorch's two overloads of sort/argsort (``stable`` keyword-only makes the first), as
+    functions (with ``input`` and ``out``) or as methods (``tensor_param`` None)."""
+    first = [tensor_param] if tensor_param else []
+    dim = Param("int", "dim", "-1", numpy_name="axis")
+    # sort's stable is ``bool?`` (None allowed), argsort's a plain bool
+    stable = Param("bool", "stable", allow_none=name == "sort")
+    stable_form = [*first, "*", stable, dim, Param("bool", "descending", "False")]
+    plain_form = [*first, Param("int", "dim", "-1", numpy_name="axis")]
+    plain_form.append(Param("bool", "descending", "False"))
+    if out_param is not None:
+        stable_form.append(out_param)
+        if name == "sort":  # argsort's plain overload has no out=
+            plain_form += ["*", Param(out_param.type_name, "out", "None")]
+    return [Overload(name, *stable_form), Overload(name, *plain_form)]
+
+
+_SORT = _sort_overloads("sort", Param("Tensor", "input"), Param("tuple of Tensors", "out", "None"))
+_SORT_METHOD = _sort_overloads("sort", None, None)
+_ARGSORT = _sort_overloads("argsort", Param("Tensor", "input"), Param("Tensor", "out", "None"))
+_ARGSORT_METHOD = _sort_overloads("argsort", None, None)
+
+
+@public(function=True)
+def sort(*args, **kwargs):
+    """``torch.sort``: its overloads parsed as PyTorch parses them (see overloads.py)."""
+    overload, given = parse_arguments(_SORT, args, kwargs)
+    return _sorted(given["input"], given, overload == 0)
+
+
+def sort_method(self, *args, **kwargs):
+    """``Tensor.sort``."""
+    overload, given = parse_arguments(_SORT_METHOD, args, kwargs)
+    return _sorted(self, given, overload == 0)
+
+
+declare(sort_method, "sort", as_method=True)
+
+
+def _sorted(input, given, stable_form):  # noqa: A002
+    dim = -1 if given["dim"] is None else int(given["dim"])
+    descending = bool(given["descending"])
     wrap_dim(dim, input.dim())
-    entry = "sort" if stable is None else "sort_stable"
-    return SortResult(*run_op(OPS[entry], (input,), (dim, descending)))
+    # The stable overload records SortBackward1, whatever ``stable`` says (None too).
+    entry = "sort_stable" if stable_form else "sort"
+    out = given.get("out")
+    if out is None:
+        return SortResult(*run_op(OPS[entry], (input,), (dim, descending)))
+    if len(out) != 2:
+        raise TypeError(f"expected tuple of 2 elements but got {len(out)}")
+    _check_out_allowed("sort", input, out)
+    values, indices = run_op(OPS[entry], (input,), (dim, descending))
+    return SortOutResult(_written(values, out[0]), _written(indices, out[1]))
+
+
+def _check_out_allowed(name, input, outs):  # noqa: A002
+    if grad_mode._enabled and input._requires_grad:
+        raise RuntimeError(
+            f"{name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
+    for out in outs:
+        if partially_overlaps(out._data, input._data):
+            raise RuntimeError(errors.PARTIAL_OVERLAP)
+
+
+def _written(result, out):
+    """``result`` written into ``out`` (resized when its shape differs), as PyTorch's sort does:
+    it wants ``out`` of the result's own dtype."""
+    if out._dtype is not result._dtype:
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {dtypes.CPP_TYPE_NAMES[result._dtype]}, but got "
+            f"{dtypes.CPP_TYPE_NAMES[out._dtype]} instead"
+        )
+    if out._data.shape == result._data.shape:
+        np.copyto(out._data, result._data)
+    else:
+        out._data = result._data.copy()
+    out._version_counter.value += 1
+    return out
 
 
 @public(function=True, method=True)
@@ -35,12 +113,34 @@ def msort(input):  # noqa: A002
     return sort(input, 0).values
 
 
-@public(function=True, method=True)
-def argsort(input, dim=-1, descending=False, *, stable=False):  # noqa: A002
+@public(function=True)
+def argsort(*args, **kwargs):
+    """``torch.argsort``: the indices of ``torch.sort``, without a graph."""
+    overload, given = parse_arguments(_ARGSORT, args, kwargs)
+    return _argsorted(given["input"], given, overload == 0)
+
+
+def argsort_method(self, *args, **kwargs):
+    """``Tensor.argsort``."""
+    overload, given = parse_arguments(_ARGSORT_METHOD, args, kwargs)
+    return _argsorted(self, given, overload == 0)
+
+
+declare(argsort_method, "argsort", as_method=True)
+
+
+def _argsorted(input, given, stable_form):  # noqa: A002
     from nbgrad.autograd.grad_mode import no_grad
 
+    out = given.get("out")
+    if out is not None:
+        _check_out_allowed("sort", input, [out])  # (PyTorch's argsort runs sort: its name)
+        given = {**given, "out": None}
+        with no_grad():
+            indices = _sorted(input, given, stable_form).indices
+        return _written(indices, out)
     with no_grad():
-        return sort(input, dim, descending).indices
+        return _sorted(input, given, stable_form).indices
 
 
 @public(function=True, method=True)

@@ -271,7 +271,8 @@ def narrow(input, dim, start, length):  # noqa: A002
         raise IndexError(
             f"start out of range (expected to be in range of [{-size}, {size}], but got {start})"
         )
-    start %= builtins.max(size, 1)
+    if start < 0:  # (start == size is a place too: where an empty narrow starts)
+        start += size
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > size:
@@ -298,15 +299,13 @@ def as_strided_arguments(input, size, stride, storage_offset):  # noqa: A002
             f"as_strided: Negative strides are not supported at the moment, got strides: "
             f"[{_listed(stride)}]"
         )
-    owner = input._base if input._base is not None else input
-    geometry = storage_geometry.geometry_in(
-        input._data, storage_geometry.lowest_address(owner._data)
-    )
+    memory = input._memory()
+    geometry = storage_geometry.geometry_in(input._data, storage_geometry.lowest_address(memory))
     # Not given, the offset is where the input starts (and is saved as None, as PyTorch does).
     offset = geometry[2] if storage_offset is None else storage_offset
     itemsize = input._data.itemsize
     needed = 0 if 0 in size else storage_geometry.storage_size_of((size, stride, offset))
-    available = storage_geometry.storage_size(owner._data)
+    available = storage_geometry.storage_size(memory)
     if needed > available:
         raise RuntimeError(
             f"setStorage: sizes [{_listed(size)}], strides [{_listed(stride)}], storage offset "

@@ -1,0 +1,5 @@
+"""``torch.distributions.exp_family``'s path: ExponentialFamily lives in distribution.py."""
+
+from nbgrad.distributions.distribution import ExponentialFamily
+
+__all__ = ["ExponentialFamily"]

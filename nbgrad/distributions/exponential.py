@@ -1,0 +1,71 @@
+"""``Exponential(rate)``: density rate * exp(-rate * x) on x >= 0."""
+
+import nbgrad
+from nbgrad.distributions import constraints
+from nbgrad.distributions.distribution import ExponentialFamily
+from nbgrad.distributions.utils import _Number, broadcast_all
+
+__all__ = ["Exponential"]
+
+
+class Exponential(ExponentialFamily):
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    _mean_carrier_measure = 0
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        batch_shape = nbgrad.Size() if isinstance(rate, _Number) else self.rate.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Exponential, _instance)
+        batch_shape = nbgrad.Size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        super(Exponential, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self):
+        return nbgrad.zeros_like(self.rate)
+
+    @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self):
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        return nbgrad.empty(shape, dtype=self.rate.dtype).exponential_() / self.rate
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - nbgrad.exp(-self.rate * value)
+
+    def icdf(self, value):
+        return -nbgrad.log1p(-value) / self.rate
+
+    def entropy(self):
+        return 1.0 - nbgrad.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -nbgrad.log(-x)

@@ -2138,7 +2138,7 @@ backward_function(
 op("_standard_gamma", "StandardGammaBackward0", ("self",),
    {"self": "grad * _standard_gamma_grad(self, result)"},
    lambda self, rng: gamma_kernels.standard_gamma(self, rng), attrs=("generator",),
-   saves=("self", "result"), same_shape=True)
+   saves=("self", "result"), same_shape=True, layout="contiguous")
 op("polygamma", "PolygammaBackward0", ("self",), {"self": "grad * polygamma(n + 1, self)"},
    lambda self, n: special_kernels.polygamma(n, self).astype(self.dtype, copy=False),
    attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)

@@ -12,18 +12,7 @@ import nbgrad
 
 torch = pytest.importorskip("torch")
 
-
-@pytest.fixture(autouse=True)
-def validation_on_in_both_libraries():
-    """Validation on, as by default: torch.compile (run by other test files) turns PyTorch's
-    default off for the whole process (its tracer cannot follow the checks)."""
-    saved = [T.distributions.Distribution._validate_args for T in (nbgrad, torch)]
-    for T in (nbgrad, torch):
-        T.distributions.Distribution.set_default_validate_args(True)
-    yield
-    for T, value in zip((nbgrad, torch), saved):
-        T.distributions.Distribution.set_default_validate_args(value)
-
+from distribution_validation import validation_on_in_both_libraries  # noqa: E402, F401
 
 LOC = [[0.3, -1.2, 0.5], [2.0, 0.1, -0.4]]
 SCALE = [[0.7, 1.3, 2.1], [0.4, 1.0, 0.9]]

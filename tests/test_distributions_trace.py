@@ -9,20 +9,8 @@ import nbgrad
 
 torch = pytest.importorskip("torch")
 
+from distribution_validation import validation_on_in_both_libraries  # noqa: E402, F401
 from test_torch_recorder import assert_same_trace, record  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def validation_on_in_both_libraries():
-    """Validation on, as by default: torch.compile (run by other test files) turns PyTorch's
-    default off for the whole process (its tracer cannot follow the checks)."""
-    saved = [T.distributions.Distribution._validate_args for T in (nbgrad, torch)]
-    for T in (nbgrad, torch):
-        T.distributions.Distribution.set_default_validate_args(True)
-    yield
-    for T, value in zip((nbgrad, torch), saved):
-        T.distributions.Distribution.set_default_validate_args(value)
-
 
 LOGITS = np.array([[0.2, -1.0, 2.3], [1.5, 1.4, -0.3]], dtype=np.float32)
 MU = np.array([[0.3, -1.2], [2.0, 0.1]], dtype=np.float32)

@@ -27,6 +27,18 @@ def _zeros_if_none(grads, inputs):
     )
 
 
+def _tangents(inputs, v):
+    """``v`` as a tuple of tensors; None stands for 1 when the input is one single element."""
+    if v is None:
+        if len(inputs) != 1 or inputs[0]._data.size != 1:
+            raise RuntimeError(
+                "The vector v can only be None if the input to the user-provided function is a "
+                "single Tensor with a single element."
+            )
+        v = Tensor._make(np.ones(inputs[0]._data.shape, inputs[0]._data.dtype))
+    return _as_tuple(v)[0]
+
+
 def _detached(values, create_graph):
     return values if create_graph else tuple(v.detach() for v in values)
 
@@ -114,14 +126,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     backward trick"), as PyTorch's reverse-mode jvp does."""
     inputs, single_input = _as_tuple(inputs)
     inputs = _ready(inputs, create_graph)
-    if v is None:
-        if len(inputs) != 1 or inputs[0]._data.size != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is a "
-                "single Tensor with a single element."
-            )
-        v = Tensor._make(np.ones(inputs[0]._data.shape, inputs[0]._data.dtype))
-    tangents, _ = _as_tuple(v)
+    tangents = _tangents(inputs, v)
     with grad_mode.enable_grad():
         out = func(*inputs)
         dummy = Tensor._make(np.zeros(out._data.shape, out._data.dtype)).requires_grad_()
@@ -149,14 +154,7 @@ def _hessian_product(name, func, inputs, v, create_graph):
     with ``create_graph``, differentiated again along ``v``."""
     inputs, single_input = _as_tuple(inputs)
     inputs = _ready(inputs, create_graph)
-    if v is None:
-        if len(inputs) != 1 or inputs[0]._data.size != 1:
-            raise RuntimeError(
-                "The vector v can only be None if the input to the user-provided function is a "
-                "single Tensor with a single element."
-            )
-        v = Tensor._make(np.ones(inputs[0]._data.shape, inputs[0]._data.dtype))
-    tangents, _ = _as_tuple(v)
+    tangents = _tangents(inputs, v)
     for x, t in zip(inputs, tangents):
         if tuple(x.shape) != tuple(t.shape):
             raise RuntimeError(f"v has invalid size: should be {x.shape} but got {t.shape}.")

@@ -135,8 +135,12 @@ def _outside_leaves(tensor, made):
 
 
 def _finished(tensors, made):
-    """Results as PyTorch returns them: detached unless they depend on tensors outside."""
-    return [t if t.requires_grad and _outside_leaves(t, made) else t.detach() for t in tensors]
+    """Results as PyTorch returns them: unless they depend on tensors outside, new tensors on
+    their values (version 0: what the engine added into them in place is not theirs to show)."""
+    return [
+        t if t.requires_grad and _outside_leaves(t, made) else Tensor._make(t._data)
+        for t in tensors
+    ]
 
 
 def _keeps_graph(outputs, made):

@@ -39,6 +39,12 @@ CASES = [
         "T.func.grad(lambda d: (d['a'] * 2 + d['b'][0]).sum())({'a': x, 'b': (x,)})",
     ),
     ("grad_and_value", f"T.func.grad_and_value({CUBES})(x)"),
+    (
+        "versions of results summed in place",
+        "[r._version for r in (T.func.grad(lambda v: (v.sin() * v).sum())(x), "
+        "T.func.vjp(lambda v: v.sin() * v, x)[1](T.ones(3))[0], "
+        "T.func.jacrev(lambda v: v.sin() * v)(x))]",
+    ),
     ("vjp", "(lambda out, fn: (out, fn(T.ones(3))))(*T.func.vjp(lambda v: v * v, x))"),
     (
         "vjp of two primals",

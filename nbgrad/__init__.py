@@ -162,7 +162,6 @@ from nbgrad import (  # noqa: E402
     backends,
     cuda,
     datasets,
-    distributions,
     func,
     linalg,
     nn,

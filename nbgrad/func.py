@@ -98,6 +98,8 @@ def _argnums_tuple(argnums, args):
         raise RuntimeError("argnums must be non-empty")
     for number in numbers:
         if not isinstance(number, int):
+            if isinstance(argnums, tuple):
+                raise RuntimeError(f"argnum must be int, got: {type(number)}")
             raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
         if not -len(args) <= number < len(args):
             raise RuntimeError(f"Got argnum={number}, but only {len(args)} positional inputs")
@@ -253,12 +255,13 @@ def vjp(func, *primals, has_aux=False):
     outputs = _leaves(output)
 
     def vjp_fn(cotangents):
-        seeds = _leaves(cotangents)
-        if len(seeds) != len(outputs):
+        if _outline(cotangents) != _outline(output):
             raise RuntimeError(
                 "Expected pytree structure of cotangents to be the same as pytree structure "
-                "of outputs to the function"
+                f"of outputs to the function. cotangents: {_outline(cotangents)}, primal "
+                f"output: {_outline(output)}"
             )
+        seeds = _leaves(cotangents)
         flat = [v for group in variables for v in group]
         with grad_mode.enable_grad():
             tracked = [(o, s) for o, s in zip(outputs, seeds, strict=True) if o.requires_grad]
@@ -354,12 +357,14 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                 f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be "
                 "valid to call f(*primals)."
             )
-    primal_leaves, tangent_leaves = _leaves(primals), _leaves(tangents)
-    if len(primal_leaves) != len(tangent_leaves):
+    if _outline(primals) != _outline(tangents):
         raise RuntimeError(
             "jvp(f, primals, tangents): Expected primals and tangents to have the same python "
-            "structure."
+            "structure. For example, if primals is a tuple of 3 tensors, tangents also must be. "
+            f"Got primals with structure {_structure(primals)} and tangents with structure "
+            f"{_structure(tangents)}"
         )
+    primal_leaves, tangent_leaves = _leaves(primals), _leaves(tangents)
     for primal, tangent in zip(primal_leaves, tangent_leaves, strict=True):
         if tuple(primal.shape) != tuple(tangent.shape):
             raise RuntimeError(
@@ -426,9 +431,39 @@ def _with_items(tree, items):
     return next(items)
 
 
-def _tree_spec(count):
-    """How PyTorch's pytree prints a flat tuple of ``count`` leaves (in vmap's messages)."""
-    return "TreeSpec(tuple, None, [" + ",\n  ".join("*" * count) + "])"
+def _children(tree):
+    """The items of a tuple, list or dict (None for anything else: a leaf)."""
+    if isinstance(tree, (tuple, list)):
+        return list(tree)
+    if isinstance(tree, dict):
+        return list(tree.values())
+    return None
+
+
+def _structure(tree, indent=0):
+    """The structure of ``tree`` as PyTorch's pytree ``TreeSpec`` prints it in its messages:
+    ``*`` a leaf, ``TreeSpec(tuple, None, [*,\n  *])`` a pair."""
+    children = _children(tree)
+    if children is None:
+        return "*"
+    context = repr(list(tree)) if isinstance(tree, dict) else "None"
+    indent += 2
+    parts = [_structure(child, indent) for child in children]
+    body = ("," + "\n" + " " * indent).join(parts)
+    return f"TreeSpec({type(tree).__name__}, {context}, [{body}])"
+
+
+def _outline(tree):
+    """The structure of ``tree`` as PyTorch's ``treespec_pprint`` writes it: ``(*, [*, *])``."""
+    children = _children(tree)
+    if children is None:
+        return "*"
+    if isinstance(tree, dict):
+        return "{" + ", ".join(f"{key!r}: {_outline(v)}" for key, v in tree.items()) + "}"
+    inner = ", ".join(_outline(child) for child in children)
+    if isinstance(tree, list):
+        return f"[{inner}]"
+    return f"({inner},)" if len(children) == 1 else f"({inner})"
 
 
 def _mapped(arg, dims, describe):
@@ -511,8 +546,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             if len(in_dims) != len(args):
                 raise ValueError(
                     f"{describe}: in_dims is not compatible with the structure of `inputs`. "
-                    f"in_dims has structure {_tree_spec(len(in_dims))} but inputs has "
-                    f"structure {_tree_spec(len(args))}."
+                    f"in_dims has structure {_structure(in_dims)} but inputs has "
+                    f"structure {_structure(args)}."
                 )
             per_argument = in_dims
         else:
@@ -546,12 +581,15 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         first = results[0]
         # out_dims: one for every output, or one per item of a tuple of outputs
         if isinstance(out_dims, tuple):
-            if not isinstance(first, tuple) or len(out_dims) != len(first):
+            # a single output counts as a tuple of one
+            outputs = first if isinstance(first, tuple) else (first,)
+            if len(out_dims) != len(outputs):
                 raise ValueError(
-                    f"vmap({name}, ...): out_dims is not compatible with the structure of "
-                    "`outputs`."
+                    f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                    "compatible with the structure of `outputs`. out_dims has structure "
+                    f"{_structure(out_dims)} but outputs has structure {_structure(first)}."
                 )
-            dims = [d for item, d in zip(first, out_dims, strict=True) for _ in _items(item)]
+            dims = [d for item, d in zip(outputs, out_dims, strict=True) for _ in _items(item)]
         else:
             dims = [out_dims] * len(_items(first))
         columns = zip(*(_items(result) for result in results), strict=True)

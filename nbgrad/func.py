@@ -107,13 +107,14 @@ def _argnums_tuple(argnums, args):
 
 
 def _with_variables(args, numbers):
-    """The arguments with those at ``numbers`` made variables, and the variables, per number."""
+    """The arguments with the tensors of those at ``numbers`` made variables, and those
+    variables, in order."""
     args = list(args)
     variables = []
     for number in numbers:
         made = [_variable(leaf) for leaf in _leaves(args[number])]
         args[number] = _rebuild(args[number], iter(made))
-        variables.append(made)
+        variables += made
     return args, variables
 
 
@@ -155,26 +156,32 @@ def _keeps_graph(outputs, made):
     )
 
 
+def _zeros_like(tensor):
+    return Tensor._make(np.zeros(tensor._data.shape, tensor._data.dtype))
+
+
 def _derivatives(outputs, variables, seeds, keep_graph):
-    """d outputs / d variables seeded with ``seeds``; zeros for a variable not used."""
+    """d outputs / d variables seeded with ``seeds`` (None: a scalar output's 1); zeros for a
+    variable not used, and for all when no output depends on anything."""
+    seeds = [None] * len(outputs) if seeds is None else seeds
+    tracked = [(o, s) for o, s in zip(outputs, seeds, strict=True) if o.requires_grad]
+    if not tracked:
+        return [_zeros_like(v) for v in variables]
     grads = _autograd_grad(
-        outputs,
+        [o for o, _ in tracked],
         variables,
-        seeds,
+        None if all(s is None for _, s in tracked) else [s for _, s in tracked],
         retain_graph=True,
         create_graph=keep_graph,
         allow_unused=True,
     )
-    return [
-        Tensor._make(np.zeros(v._data.shape, v._data.dtype)) if g is None else g
-        for g, v in zip(grads, variables, strict=True)
-    ]
+    return [_zeros_like(v) if g is None else g for g, v in zip(grads, variables, strict=True)]
 
 
 def _own_ids(variables, args, numbers):
-    """Ids of the leaves the transform made (those that are not the caller's tensors)."""
+    """Ids of the variables the transform made (those that are not the caller's tensors)."""
     caller = {id(leaf) for number in numbers for leaf in _leaves(args[number])}
-    return {id(v) for group in variables for v in group if id(v) not in caller}
+    return {id(v) for v in variables if id(v) not in caller}
 
 
 # --- the transforms ----------------------------------------------------------------------------
@@ -189,7 +196,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     def wrapper(*args, **kwargs):
         numbers = _argnums_tuple(argnums, args)
         with grad_mode.enable_grad():
-            call_args, variables = _with_variables(args, numbers)
+            call_args, flat = _with_variables(args, numbers)
             result = func(*call_args, **kwargs)
             output, aux = _split_aux(result, has_aux, "grad_and_value(f)(*args)")
             if not isinstance(output, Tensor):
@@ -203,12 +210,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     f"got tensor with {output.dim()} dims. Maybe you wanted to use the vjp or "
                     "jacrev APIs instead?"
                 )
-            flat = [v for group in variables for v in group]
-            made = _own_ids(variables, args, numbers)
-            if output.requires_grad:
-                grads = _derivatives([output], flat, None, _keeps_graph([output], made))
-            else:  # f does not depend on its inputs at all
-                grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
+            made = _own_ids(flat, args, numbers)
+            grads = _derivatives([output], flat, None, _keeps_graph([output], made))
         grads = iter(_finished(grads, made))
         per_arg = [_rebuild(args[number], grads) for number in numbers]
         gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
@@ -249,9 +252,9 @@ def vjp(func, *primals, has_aux=False):
     ``vjp_fn(cotangents)`` gives, for each primal, the vector-Jacobian product."""
     numbers = tuple(range(len(primals)))
     with grad_mode.enable_grad():
-        call_args, variables = _with_variables(primals, numbers)
+        call_args, flat = _with_variables(primals, numbers)
         output, aux = _split_aux(func(*call_args), has_aux, "vjp(f, *primals)")
-    made = _own_ids(variables, primals, numbers)
+    made = _own_ids(flat, primals, numbers)
     outputs = _leaves(output)
 
     def vjp_fn(cotangents):
@@ -262,19 +265,8 @@ def vjp(func, *primals, has_aux=False):
                 f"output: {_outline(output)}"
             )
         seeds = _leaves(cotangents)
-        flat = [v for group in variables for v in group]
         with grad_mode.enable_grad():
-            tracked = [(o, s) for o, s in zip(outputs, seeds, strict=True) if o.requires_grad]
-            if tracked:
-                outputs_tracked = [o for o, _ in tracked]
-                grads = _derivatives(
-                    outputs_tracked,
-                    flat,
-                    [s for _, s in tracked],
-                    _keeps_graph(outputs_tracked, made),
-                )
-            else:
-                grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
+            grads = _derivatives(outputs, flat, seeds, _keeps_graph(outputs, made))
         grads = iter(_finished(grads, made))
         return tuple(_rebuild(primals[number], grads) for number in numbers)
 
@@ -295,10 +287,9 @@ def jacrev(func, argnums=0, has_aux=False, chunk_size=None):
     def wrapper(*args, **kwargs):
         numbers = _argnums_tuple(argnums, args)
         with grad_mode.enable_grad():
-            call_args, variables = _with_variables(args, numbers)
+            call_args, flat = _with_variables(args, numbers)
             output, aux = _split_aux(func(*call_args, **kwargs), has_aux, "jacrev(f)(*args)")
-            flat = [v for group in variables for v in group]
-            made = _own_ids(variables, args, numbers)
+            made = _own_ids(flat, args, numbers)
             per_output = []
             for out in _leaves(output):
                 keep_graph = _keeps_graph([out], made)
@@ -307,11 +298,8 @@ def jacrev(func, argnums=0, has_aux=False, chunk_size=None):
                 for k in range(size):
                     seed = np.zeros(size, out._data.dtype)
                     seed[k] = 1
-                    if out.requires_grad:
-                        seeds = [Tensor._make(seed.reshape(out.shape))]
-                        grads = _derivatives([out], flat, seeds, keep_graph)
-                    else:
-                        grads = [Tensor._make(np.zeros(v._data.shape, v._data.dtype)) for v in flat]
+                    seeds = [Tensor._make(seed.reshape(out.shape))]
+                    grads = _derivatives([out], flat, seeds, keep_graph)
                     for row, g in zip(rows, grads, strict=True):
                         row.append(g)
                 blocks = []
@@ -374,14 +362,11 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             )
     numbers = tuple(range(len(primals)))
     with grad_mode.enable_grad():
-        call_args, variables = _with_variables(primals, numbers)
+        call_args, flat = _with_variables(primals, numbers)
         output, aux = _split_aux(func(*call_args), has_aux, "jvp(f, primals, tangents)")
         outputs = _leaves(output)
-        flat = [v for group in variables for v in group]
         # d/du of (u^T J) t is J t, for any u: u is a variable the vjp is linear in.
-        dummies = [
-            Tensor._make(np.zeros(o._data.shape, o._data.dtype)).requires_grad_() for o in outputs
-        ]
+        dummies = [_zeros_like(o).requires_grad_() for o in outputs]
         tracked = [(o, u) for o, u in zip(outputs, dummies, strict=True) if o.requires_grad]
         if tracked:
             vjps = _autograd_grad(
@@ -394,15 +379,11 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             used = [(g, t) for g, t in zip(vjps, tangent_leaves, strict=True) if g is not None]
         else:
             used = []
-        if used:
-            own = _own_ids(variables, primals, numbers) | {id(u) for u in dummies}
-            vjps_used = [g for g, _ in used]
-            products = _derivatives(
-                vjps_used, dummies, [t for _, t in used], _keeps_graph(vjps_used, own)
-            )
-        else:
-            products = [Tensor._make(np.zeros(o._data.shape, o._data.dtype)) for o in outputs]
-    made = _own_ids(variables, primals, numbers) | {id(u) for u in dummies}
+        made = _own_ids(flat, primals, numbers) | {id(u) for u in dummies}
+        vjps_used = [g for g, _ in used]
+        products = _derivatives(
+            vjps_used, dummies, [t for _, t in used], _keeps_graph(vjps_used, made)
+        )
     shown = _rebuild(output, iter(_finished(outputs, made)))
     products = _rebuild(output, iter(_finished(products, made)))
     if has_aux:

@@ -290,9 +290,11 @@ def setitem(tensor, key, value):
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation."
         )
+    # index arrays or masks in the key (PyTorch's index_put_), else slices and integers
+    advanced = builtins.any(isinstance(k, np.ndarray) for k in key)
     if not recording:
         if 0 in tensor._data.strides:  # an expanded tensor
-            if builtins.any(isinstance(k, np.ndarray) for k in key):
+            if advanced:
                 warnings.warn(EXPANDED_INDEX_PUT, UserWarning, stacklevel=2)
                 one_mask = len(key) == 1 and key[0].dtype == np.bool_
                 if one_mask and (not isinstance(value, Tensor) or value._data.ndim == 0):
@@ -303,7 +305,7 @@ def setitem(tensor, key, value):
         tensor._version_counter.value += 1
         return
     # PyTorch records different nodes by the kind of key, and so do we.
-    if builtins.any(isinstance(k, np.ndarray) for k in key):
+    if advanced:
         run_inplace(OPS["index_put"], tensor, (value,), (key, False))
     elif builtins.all(k is Ellipsis or k == slice(None) for k in key):
         if isinstance(value, Tensor):  # the whole tensor: copy_ of the expanded value

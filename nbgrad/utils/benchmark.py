@@ -93,7 +93,7 @@ class Measurement:
         return [t / self.number_per_run for t in self.raw_times]
 
     def _quantile(self, q):
-        return float(np.quantile(np.sort(np.array(self.times, dtype=np.float64)), q))
+        return float(np.quantile(np.array(self.times, dtype=np.float64), q))
 
     @property
     def median(self):

@@ -2607,3 +2607,58 @@ op("adaptive_avg_pool3d_backward", "AdaptiveAvgPool3DBackwardBackward0", ("grad_
           "grad_output_sym_argsize_minus_1"),
    saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2",
           "grad_output_sym_argsize_minus_3"))
+
+# --- fake quantization (torch.fake_quantize_per_tensor_affine and its family) -------------------
+# Values rounded to a grid of quant_max - quant_min + 1 steps and back (fake_quantize_kernels).
+# The cachemask entries return the result and the mask of values inside the range, which is all
+# their backward reads (grad * mask); scale and zero point are not differentiable there, so they
+# are attrs. The learnable entries differentiate scale and zero point too, with one backward
+# function for the three gradients that PyTorch cannot differentiate again (NotImplemented).
+# The fused observer updates its running statistics and qparams before the entry runs
+# (nbgrad/ops/functions/fake_quantize.py) and passes the qparams as attrs.
+
+from nbgrad.ops import fake_quantize_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(fake_quantize_kernels.ARRAY_FUNCTIONS)
+
+op("fake_quantize_per_tensor_affine_cachemask", "FakeQuantizePerTensorAffineCachemaskBackward0",
+   ("self",), {"self": "grad * mask"},
+   lambda self, scale, zero_point, quant_min, quant_max: fake_quantize_kernels.per_tensor(
+       self, scale, zero_point, quant_min, quant_max),
+   attrs=("scale", "zero_point", "quant_min", "quant_max"), extra_outputs=("mask",),
+   saves=("mask",), layout="like_self")
+op("_fake_quantize_per_tensor_affine_cachemask_tensor_qparams",
+   "FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0", ("self",), {"self": "grad * mask"},
+   lambda self, scale, zero_point, enabled, quant_min, quant_max: fake_quantize_kernels.per_tensor(
+       self, scale, zero_point, quant_min, quant_max, enabled),
+   attrs=("scale", "zero_point", "fake_quant_enabled", "quant_min", "quant_max"),
+   extra_outputs=("mask",), saves=("mask",), layout="like_self")
+op("fake_quantize_per_channel_affine_cachemask", "FakeQuantizePerChannelAffineCachemaskBackward0",
+   ("self",), {"self": "grad * mask"},
+   lambda self, scale, zero_point, axis, quant_min, quant_max: fake_quantize_kernels.per_channel(
+       self, scale, zero_point, axis, quant_min, quant_max),
+   attrs=("scale", "zero_point", "axis", "quant_min", "quant_max"), extra_outputs=("mask",),
+   saves=("mask",), layout="like_self")
+op("_fake_quantize_learnable_per_tensor_affine", "FakeQuantizeLearnablePerTensorAffineBackward0",
+   ("self", "scale", "zero_point"),
+   {name: f"fake_quantize_learnable_per_tensor_affine_backward_output({k}, grad, self, scale, "
+          "zero_point, quant_min, quant_max, grad_factor)"
+    for k, name in enumerate(("self", "scale", "zero_point"))},
+   fake_quantize_kernels.learnable_per_tensor,
+   attrs=("quant_min", "quant_max", "grad_factor"),
+   saves=("grad_factor", "quant_max", "quant_min", "scale", "self", "zero_point"), joint=True,
+   layout="like_self")
+op("_fake_quantize_learnable_per_channel_affine", "FakeQuantizeLearnablePerChannelAffineBackward0",
+   ("self", "scale", "zero_point"),
+   {name: f"fake_quantize_learnable_per_channel_affine_backward_output({k}, grad, self, scale, "
+          "zero_point, axis, quant_min, quant_max, grad_factor)"
+    for k, name in enumerate(("self", "scale", "zero_point"))},
+   fake_quantize_kernels.learnable_per_channel,
+   attrs=("axis", "quant_min", "quant_max", "grad_factor"),
+   saves=("axis", "grad_factor", "quant_max", "quant_min", "scale", "self", "zero_point"),
+   joint=True, layout="like_self")
+op("_fused_moving_avg_obs_fq_helper", "FusedMovingAvgObsFqHelperBackward0", ("self",),
+   {"self": "grad * mask"}, fake_quantize_kernels.fused_fake_quantize,
+   attrs=("scale", "zero_point", "fake_quant_on", "quant_min", "quant_max", "ch_axis",
+          "per_row_fake_quant"),
+   extra_outputs=("mask",), saves=("mask",), layout="like_self")

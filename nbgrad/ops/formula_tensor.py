@@ -24,6 +24,7 @@ from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import (
     distance_kernels,
     double_backward_kernels,
+    fake_quantize_kernels,
     formula_linalg,
     formula_linalg_householder,
     formula_linalg_lstsq,
@@ -487,6 +488,7 @@ def tensor_namespace():
         **norm_conv_double_backward.tensor_namespace(),
         **grid_sample_kernels.tensor_namespace(),
         **scatter_reduce_kernels.tensor_namespace(),
+        **fake_quantize_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS
         },

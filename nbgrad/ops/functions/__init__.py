@@ -18,6 +18,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     einsum,
     elementwise,
     everyday,
+    fake_quantize,
     finite_difference,
     float_parts,
     folding,

@@ -2003,6 +2003,87 @@ case("as_strided_", lambda x: (x * 1).as_strided_((2, 2), (1, 2), 1), normal(2, 
 case("as_strided_-overlapping", lambda x: (x * 1).as_strided_((2, 2), (1, 1)), normal(2, 3))
 
 
+# Fake quantization rounds: its result is flat between rounding steps, and PyTorch's gradient for
+# the input is the straight-through one (1 inside the range, 0 where the value is clamped), not
+# the derivative of a step function. Finite differences can check it only where the two agree:
+# on clamped values (every input below lies beyond the range, at least 0.3 from its edge), where
+# the result is constant and the gradient 0; the x * x beside it keeps the check meaningful. The
+# scale's gradient there is (quant_min or quant_max) - zero_point, the true derivative of the
+# clamped value. The zero point's gradient (-scale, with the zero point rounded in the forward)
+# is no derivative at all, nor is the gradients' grad_factor (1 here): both are compared with
+# PyTorch in tests/test_fake_quantize_vs_torch.py. The
+# learnable variants' backward takes float32 only (as PyTorch's), hence the casts, the larger
+# eps and tolerances, and second=False: PyTorch does not differentiate that backward (a
+# gradient taken with create_graph has a NotImplemented grad_fn, compared with PyTorch there).
+
+
+def _clamped(*shape):
+    return RNG.choice([-1.0, 1.0], shape) * RNG.uniform(1.0, 2.0, shape)
+
+
+_FQ_INT_ZERO = torch.tensor([1], dtype=torch.int32)
+case(
+    "fake_quantize_per_tensor_affine-clamped",
+    lambda x: torch.fake_quantize_per_tensor_affine(x, 0.1, 1, -6, 6) + x * x,
+    _clamped(2, 3),
+)
+case(
+    "fake_quantize_per_tensor_affine-tensor_qparams-clamped",
+    lambda x: torch.fake_quantize_per_tensor_affine(x, torch.tensor([0.1]), _FQ_INT_ZERO, -6, 6)
+    + x * x,
+    _clamped(2, 3),
+)
+case(
+    "fake_quantize_per_channel_affine-clamped",
+    lambda x: torch.fake_quantize_per_channel_affine(
+        x, torch.tensor([0.1, 0.05, 0.1]), torch.tensor([0, 1, -1], dtype=torch.int32), 1, -6, 6
+    )
+    + x * x,
+    _clamped(2, 3),
+)
+case(
+    "_fake_quantize_learnable_per_tensor_affine-clamped",
+    lambda x, s: torch._fake_quantize_learnable_per_tensor_affine(
+        x.float(), s.float(), torch.tensor([1.2]), -6, 6, 1.0
+    ).double()
+    + x * x,
+    _clamped(2, 3),
+    np.array([0.1]),
+    second=False,
+    eps=1e-3,
+    rtol=1e-3,
+    atol=1e-3,
+)
+case(
+    "_fake_quantize_learnable_per_channel_affine-clamped",
+    lambda x, s: torch._fake_quantize_learnable_per_channel_affine(
+        x.float(), s.float(), torch.tensor([0.0, -1.0]), 0, -6, 6
+    ).double()
+    + x * x,
+    _clamped(2, 3),
+    np.array([0.1, 0.05]),
+    second=False,
+    eps=1e-3,
+    rtol=1e-3,
+    atol=1e-3,
+)
+
+
+def _fused_observer(x, observer_on, fake_quant_on, low, high):
+    return torch._fused_moving_avg_obs_fq_helper(
+        x, torch.tensor([observer_on]), torch.tensor([fake_quant_on]), torch.tensor([low]),
+        torch.tensor([high]), torch.ones(1), torch.zeros(1, dtype=torch.int32), 0.01, 0, 255, 0,
+    )[0]
+
+
+# The fused observer with fake quantization off is the identity (mask all True); on, with a
+# running range of [-0.1, 0.1] fixed (observer off), it clamps these inputs.
+case("_fused_moving_avg_obs_fq_helper-off", lambda x: _fused_observer(x, 0, 0, 0.0, 1.0) * x,
+     normal(2, 3))
+case("_fused_moving_avg_obs_fq_helper-clamped",
+     lambda x: _fused_observer(x, 0, 1, -0.1, 0.1) + x * x, _clamped(2, 3))
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)

@@ -435,6 +435,35 @@ EXPRESSIONS_REDUCTIONS_MORE = [
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 
+# Fake quantization (the values here, 0.5 to 4.7, are partly inside and partly clamped). The
+# learnable variants' backward takes float32 only, as PyTorch's; the fused observer's input too.
+EXPRESSIONS_FAKE_QUANTIZE = [
+    "T.fake_quantize_per_tensor_affine(x, 0.1, 3, -10, 10)",
+    "T.fake_quantize_per_tensor_affine(x * y, 0.25, -1, -8, 7)",
+    "T.fake_quantize_per_tensor_affine(x, T.tensor([0.25]), T.tensor([1], dtype=T.int32), -8, 7)",
+    "T._fake_quantize_per_tensor_affine_cachemask_tensor_qparams("
+    "x.t(), T.tensor(0.3), T.tensor(-2), T.tensor([1]), -4, 4)[0]",
+    "T.fake_quantize_per_channel_affine("
+    "x, T.tensor([0.1, 0.3]), T.tensor([0, -2], dtype=T.int32), 0, -10, 10)",
+    "T.fake_quantize_per_channel_affine("
+    "x.t(), T.tensor([0.1, 0.3]), T.tensor([0.4, -2.6]), 1, -10, 10)",
+    # (the learnable per-tensor variant sums its scale's and zero point's gradients in float32
+    # in another order than PyTorch: tests/test_fake_quantize_vs_torch.py compares it closely)
+    "T._fake_quantize_learnable_per_channel_affine("
+    "x.float(), (v[:2] * 0.1).float(), (v[1:] * 2).float(), 0, -10, 10, 2.0).double()",
+    "T._fake_quantize_learnable_per_channel_affine("
+    "x.t().float(), (v * 0.1).float(), (v - 2.1).float(), 0, -10, 10).double()",
+    "T.fused_moving_avg_obs_fake_quant(x.float(), T.tensor([1]), T.tensor([1]), "
+    "T.tensor([float('inf')]), T.tensor([float('-inf')]), T.tensor([1.0]), "
+    "T.tensor([0], dtype=T.int32), 0.01, 0, 15, 0).double()",
+    "T._fused_moving_avg_obs_fq_helper(x.float(), T.tensor([1]), T.tensor([1]), "
+    "T.tensor([0.0, -1.0]), T.tensor([1.0, 2.0]), T.ones(2), T.zeros(2, dtype=T.int32), "
+    "0.5, -8, 7, 0, True, True)[0].double()",
+    "T._fused_moving_avg_obs_fq_helper(x, T.tensor([0]), T.tensor([0]), T.tensor([0.0]), "
+    "T.tensor([1.0]), T.ones(1), T.zeros(1, dtype=T.int32), 0.5, 0, 255, 0)[0]",
+]
+EXPRESSIONS += EXPRESSIONS_FAKE_QUANTIZE
+
 
 def inputs(T, dtype):
     rng = np.random.default_rng(7)

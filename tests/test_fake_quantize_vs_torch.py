@@ -69,6 +69,50 @@ def test_rounding_is_half_to_even_and_the_mask_marks_unclamped_values():
     np.testing.assert_array_equal(x.grad.numpy(), [1, 1, 1, 1, 0])
 
 
+def _near_ties(count, seed):
+    """Inputs where zero_point + x / scale falls within float32 rounding of a half: PyTorch's
+    kernels compute ``zero_point + x * inv_scale`` as one fused multiply-add there, which rounds
+    otherwise than a product and a sum do."""
+    rng = np.random.default_rng(seed)
+    scale = rng.uniform(0.05, 0.5, count).astype(np.float32)
+    zero = rng.uniform(-3, 3, count).astype(np.float32)
+    x = ((rng.integers(-6, 6, count) + 0.5 - np.rint(zero)) * scale).astype(np.float32)
+    return x, scale, zero
+
+
+def test_per_channel_float_zero_point_rounds_as_pytorch_near_ties(torch):
+    x, scale, zero = _near_ties(2000, 5)
+    for zero_point in (zero, np.rint(zero)):
+        ours, theirs = _both(
+            torch,
+            lambda T, x, s, z: T.fake_quantize_per_channel_affine(x[:, None], s, z, 0, -9, 9),
+            x, scale, zero_point,
+        )
+        np.testing.assert_array_equal(_numpy(ours), _numpy(theirs))
+
+
+@pytest.mark.parametrize("which", ["tensor", "channel"])
+def test_learnable_element_gradients_match_pytorch_near_ties(torch, which):
+    """One element per channel (nothing summed): every gradient bit for bit."""
+    x, scale, zero = _near_ties(400, 6)
+    zero = np.rint(zero)
+    cotangent = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
+    for i in range(len(x)):
+        results = []
+        for T in (nbgrad, torch):
+            leaves = [T.tensor(a[i : i + 1, None], requires_grad=True) for a in (x,)]
+            s, z = T.tensor(scale[i : i + 1], requires_grad=True), T.tensor(zero[i : i + 1])
+            z.requires_grad_()
+            if which == "tensor":
+                y = T._fake_quantize_learnable_per_tensor_affine(leaves[0], s, z, -9, 9, 0.7)
+            else:
+                y = T._fake_quantize_learnable_per_channel_affine(leaves[0], s, z, 0, -9, 9, 0.7)
+            y.backward(T.tensor(cotangent[i : i + 1, None]))
+            results.append([leaves[0].grad.numpy(), s.grad.numpy(), z.grad.numpy()])
+        for mine, real in zip(*results):
+            np.testing.assert_array_equal(mine.reshape(-1), real.reshape(-1))
+
+
 def _learnable(T, which, grad_factor):
     x = T.tensor(X, requires_grad=True)
     if which == "tensor":

@@ -8,7 +8,8 @@ PyTorch's CPU kernels compute in single precision where their C++ types are ``fl
 scale is a float32, so ``x * (1 / scale)`` is a float32 product for float32 and float16 input,
 a float64 one for float64 input), and the per-tensor kernel multiplies back in float32 even
 for float64 input. The functions below follow those types step by step, so that the values and
-the masks are PyTorch's bit for bit.
+the masks are PyTorch's bit for bit. Where the compiler fuses a product and a sum into one
+fused multiply-add (``zero_point + x * inv_scale``, ``fake * 1 - x``), so do they (``_fma32``).
 
 The learnable variants (``_fake_quantize_learnable_per_{tensor,channel}_affine``) also give
 gradients for the scale and the zero point (the LSQ estimator, scaled by ``grad_factor``); their
@@ -21,6 +22,13 @@ import numpy as np
 from nbgrad import dtypes
 
 F32 = np.float32
+
+
+def _fma32(a, b, c):
+    """``a * b + c`` for float32 operands rounded once, as an FMA instruction computes it (the
+    float64 product of two float32 numbers is exact)."""
+    f64 = np.float64
+    return (np.asarray(a, f64) * np.asarray(b, f64) + np.asarray(c, f64)).astype(F32)
 
 
 def _compute_type(array):
@@ -95,9 +103,14 @@ def per_channel(x, scale, zero_point, axis, quant_min, quant_max):
         inv_scale = F32(1.0) / scale
         product = x.astype(kind) * inv_scale.astype(kind)
         if zero_point.dtype.kind == "f":
-            # lrintf(zero_point + x * inv_scale): the sum rounded to float, then to an integer
+            # lrintf(zero_point + x * inv_scale): one FMA in float32 (float64 input: the double
+            # sum rounded to float), then to an integer
             zero = zero_point.astype(F32)
-            quantized = np.rint((zero.astype(kind) + product).astype(F32)).astype(np.int64)
+            if kind is F32:
+                total = _fma32(x.astype(F32), inv_scale, zero)
+            else:
+                total = (zero.astype(kind) + product).astype(F32)
+            quantized = np.rint(total).astype(np.int64)
         else:
             zero = zero_point.astype(np.int64)
             quantized = (zero.astype(kind) + np.rint(product)).astype(np.int64)
@@ -169,11 +182,12 @@ def _learnable_terms(grad, self, scale, zero_point, quant_min, quant_max, grad_f
     factor = F32(grad_factor)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         inv_scale = F32(1.0) / scale
-        rounded = np.rint(zero_point + self * inv_scale)
+        rounded = np.rint(_fma32(self, inv_scale, zero_point))
         below, above = rounded < quant_min, rounded > quant_max
         d_self = grad * ~(below | above)
-        fake = (np.clip(rounded, quant_min, quant_max) - zero_point) * scale
-        inside = (grad * (fake - self)) * inv_scale * factor
+        # the fake-quantized value less x: (q - zero_point) * scale - x, one FMA
+        error = _fma32(np.clip(rounded, quant_min, quant_max) - zero_point, scale, -self)
+        inside = (grad * error) * inv_scale * factor
         d_scale = np.where(
             below,
             grad * (F32(quant_min) - zero_point) * factor,
@@ -229,7 +243,10 @@ def learnable_per_channel_backward(grad, self, scale, zero_point, axis, quant_mi
         grad, self, _along(scale, self.ndim, axis), _along(zero, self.ndim, axis),
         quant_min, quant_max, grad_factor,
     )
-    others = tuple(d for d in range(self.ndim) if d != axis)
+    # summed over every dim but the channels' one: for a 1-d input that is no dim at all, and
+    # ATen's sum over an empty list of dims sums everything (a 0-dim gradient, which autograd
+    # then refuses, as PyTorch's does)
+    others = tuple(d for d in range(self.ndim) if d != axis) or None
     return d_self, d_scale.sum(axis=others, dtype=F32), d_zero.sum(axis=others, dtype=F32)
 
 
@@ -243,6 +260,7 @@ def moving_average(running, current, averaging_const):
     running value is still infinite, as it starts), in float32."""
     const = F32(averaging_const)
     with np.errstate(over="ignore", invalid="ignore"):
+        # (plain float32 arithmetic: this part of ATen is not built with FMA instructions)
         moved = running + const * (current - running)
     return np.where(np.isinf(running), current, moved).astype(F32)
 

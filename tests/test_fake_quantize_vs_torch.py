@@ -86,7 +86,9 @@ def test_per_channel_float_zero_point_rounds_as_pytorch_near_ties(torch):
         ours, theirs = _both(
             torch,
             lambda T, x, s, z: T.fake_quantize_per_channel_affine(x[:, None], s, z, 0, -9, 9),
-            x, scale, zero_point,
+            x,
+            scale,
+            zero_point,
         )
         np.testing.assert_array_equal(_numpy(ours), _numpy(theirs))
 
@@ -224,8 +226,15 @@ def test_fused_observer_updates_its_state_as_pytorch(torch, per_row, symmetric, 
         for observer_on, fake_quant_on, size in steps:
             x = T.tensor(X * size, requires_grad=True)
             output, mask = T._fused_moving_avg_obs_fq_helper(
-                x, T.tensor([observer_on]), T.tensor([fake_quant_on]), *state, 0.25, *qrange, 0,
-                per_row, symmetric,
+                x,
+                T.tensor([observer_on]),
+                T.tensor([fake_quant_on]),
+                *state,
+                0.25,
+                *qrange,
+                0,
+                per_row,
+                symmetric,
             )
             output.backward(T.tensor(np.ones((3, 5), np.float32)))
             history.append(
@@ -264,9 +273,7 @@ def _state(T):
 ERRORS = {
     "quant_min-above-quant_max": lambda T, x: T.fake_quantize_per_tensor_affine(x, 0.1, 0, 5, 3),
     "zero_point-out-of-range": lambda T, x: T.fake_quantize_per_tensor_affine(x, 0.1, 300, 0, 255),
-    "integer-input": lambda T, x: T.fake_quantize_per_tensor_affine(
-        x.long(), 0.1, 0, 0, 255
-    ),
+    "integer-input": lambda T, x: T.fake_quantize_per_tensor_affine(x.long(), 0.1, 0, 0, 255),
     "tensor-scale-requires-grad": lambda T, x: T.fake_quantize_per_tensor_affine(
         x, T.tensor([0.1], requires_grad=True), T.tensor([0]), 0, 255
     ),
@@ -297,19 +304,33 @@ ERRORS = {
     "learnable-0-dim-scale": lambda T, x: T._fake_quantize_learnable_per_tensor_affine(
         x, T.tensor(0.1), T.tensor([0.0]), -8, 7
     ),
-    "learnable-double-backward-dtype": lambda T, x: T._fake_quantize_learnable_per_tensor_affine(
-        x.double().requires_grad_(), T.tensor([0.1]), T.tensor([0.0]), -8, 7
-    ).sum().backward(),
-    "learnable-int-zero-point": lambda T, x: T._fake_quantize_learnable_per_tensor_affine(
-        x.requires_grad_(), T.tensor([0.1]), T.tensor([1]), -8, 7
-    ).sum().backward(),
-    "learnable-range-without-zero": lambda T, x: T._fake_quantize_learnable_per_tensor_affine(
-        x.requires_grad_(), T.tensor([0.1]), T.tensor([1.0]), 1, 7
-    ).sum().backward(),
+    "learnable-double-backward-dtype": lambda T, x: (
+        T._fake_quantize_learnable_per_tensor_affine(
+            x.double().requires_grad_(), T.tensor([0.1]), T.tensor([0.0]), -8, 7
+        )
+        .sum()
+        .backward()
+    ),
+    "learnable-int-zero-point": lambda T, x: (
+        T._fake_quantize_learnable_per_tensor_affine(
+            x.requires_grad_(), T.tensor([0.1]), T.tensor([1]), -8, 7
+        )
+        .sum()
+        .backward()
+    ),
+    "learnable-range-without-zero": lambda T, x: (
+        T._fake_quantize_learnable_per_tensor_affine(
+            x.requires_grad_(), T.tensor([0.1]), T.tensor([1.0]), 1, 7
+        )
+        .sum()
+        .backward()
+    ),
     "learnable_per_channel-range-without-zero": lambda T, x: (
         T._fake_quantize_learnable_per_channel_affine(
             x.requires_grad_(), T.tensor([0.1, 0.2, 0.3]), T.tensor([1.0, 1.0, 1.0]), 0, 1, 7
-        ).sum().backward()
+        )
+        .sum()
+        .backward()
     ),
     "fused-ch_axis": lambda T, x: T._fused_moving_avg_obs_fq_helper(
         x, T.tensor([1]), T.tensor([1]), *_state(T), 0.01, 0, 255, 2
@@ -327,8 +348,15 @@ ERRORS = {
         x[:0], T.tensor([1]), T.tensor([1]), *_state(T), 0.01, 0, 255, 0
     ),
     "fused-running-min-requires-grad": lambda T, x: T._fused_moving_avg_obs_fq_helper(
-        x, T.tensor([1]), T.tensor([1]), T.tensor([0.0], requires_grad=True),
-        *_state(T)[1:], 0.01, 0, 255, 0,
+        x,
+        T.tensor([1]),
+        T.tensor([1]),
+        T.tensor([0.0], requires_grad=True),
+        *_state(T)[1:],
+        0.01,
+        0,
+        255,
+        0,
     ),
 }
 

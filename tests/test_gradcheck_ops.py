@@ -2029,24 +2029,29 @@ case(
 )
 case(
     "fake_quantize_per_tensor_affine-tensor_qparams-clamped",
-    lambda x: torch.fake_quantize_per_tensor_affine(x, torch.tensor([0.1]), _FQ_INT_ZERO, -6, 6)
-    + x * x,
+    lambda x: (
+        torch.fake_quantize_per_tensor_affine(x, torch.tensor([0.1]), _FQ_INT_ZERO, -6, 6) + x * x
+    ),
     _clamped(2, 3),
 )
 case(
     "fake_quantize_per_channel_affine-clamped",
-    lambda x: torch.fake_quantize_per_channel_affine(
-        x, torch.tensor([0.1, 0.05, 0.1]), torch.tensor([0, 1, -1], dtype=torch.int32), 1, -6, 6
-    )
-    + x * x,
+    lambda x: (
+        torch.fake_quantize_per_channel_affine(
+            x, torch.tensor([0.1, 0.05, 0.1]), torch.tensor([0, 1, -1], dtype=torch.int32), 1, -6, 6
+        )
+        + x * x
+    ),
     _clamped(2, 3),
 )
 case(
     "_fake_quantize_learnable_per_tensor_affine-clamped",
-    lambda x, s: torch._fake_quantize_learnable_per_tensor_affine(
-        x.float(), s.float(), torch.tensor([1.2]), -6, 6, 1.0
-    ).double()
-    + x * x,
+    lambda x, s: (
+        torch._fake_quantize_learnable_per_tensor_affine(
+            x.float(), s.float(), torch.tensor([1.2]), -6, 6, 1.0
+        ).double()
+        + x * x
+    ),
     _clamped(2, 3),
     np.array([0.1]),
     second=False,
@@ -2056,10 +2061,12 @@ case(
 )
 case(
     "_fake_quantize_learnable_per_channel_affine-clamped",
-    lambda x, s: torch._fake_quantize_learnable_per_channel_affine(
-        x.float(), s.float(), torch.tensor([0.0, -1.0]), 0, -6, 6
-    ).double()
-    + x * x,
+    lambda x, s: (
+        torch._fake_quantize_learnable_per_channel_affine(
+            x.float(), s.float(), torch.tensor([0.0, -1.0]), 0, -6, 6
+        ).double()
+        + x * x
+    ),
     _clamped(2, 3),
     np.array([0.1, 0.05]),
     second=False,
@@ -2071,17 +2078,32 @@ case(
 
 def _fused_observer(x, observer_on, fake_quant_on, low, high):
     return torch._fused_moving_avg_obs_fq_helper(
-        x, torch.tensor([observer_on]), torch.tensor([fake_quant_on]), torch.tensor([low]),
-        torch.tensor([high]), torch.ones(1), torch.zeros(1, dtype=torch.int32), 0.01, 0, 255, 0,
+        x,
+        torch.tensor([observer_on]),
+        torch.tensor([fake_quant_on]),
+        torch.tensor([low]),
+        torch.tensor([high]),
+        torch.ones(1),
+        torch.zeros(1, dtype=torch.int32),
+        0.01,
+        0,
+        255,
+        0,
     )[0]
 
 
 # The fused observer with fake quantization off is the identity (mask all True); on, with a
 # running range of [-0.1, 0.1] fixed (observer off), it clamps these inputs.
-case("_fused_moving_avg_obs_fq_helper-off", lambda x: _fused_observer(x, 0, 0, 0.0, 1.0) * x,
-     normal(2, 3))
-case("_fused_moving_avg_obs_fq_helper-clamped",
-     lambda x: _fused_observer(x, 0, 1, -0.1, 0.1) + x * x, _clamped(2, 3))
+case(
+    "_fused_moving_avg_obs_fq_helper-off",
+    lambda x: _fused_observer(x, 0, 0, 0.0, 1.0) * x,
+    normal(2, 3),
+)
+case(
+    "_fused_moving_avg_obs_fq_helper-clamped",
+    lambda x: _fused_observer(x, 0, 1, -0.1, 0.1) + x * x,
+    _clamped(2, 3),
+)
 
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))

@@ -39,7 +39,7 @@ def _compute_type(array):
 def _unsupported(array, kernel):
     if array.dtype.kind != "f":
         name = dtypes.SCALAR_TYPE_NAMES[dtypes.from_numpy_dtype(array.dtype)]
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
 
 
 # --- per tensor ---------------------------------------------------------------------------------
@@ -147,8 +147,10 @@ def check_per_channel(x, scale, zero_point, axis, quant_min, quant_max):
             "dimensions of scale and zero-point are not consistent with input tensor"
         )
     check_range(quant_min, quant_max)
-    if zero_point.dtype.kind != "f" and zero_point.size and (
-        zero_point.min() < quant_min or zero_point.max() > quant_max
+    if (
+        zero_point.dtype.kind != "f"
+        and zero_point.size
+        and (zero_point.min() < quant_min or zero_point.max() > quant_max)
     ):
         raise RuntimeError("`zero_point` must be between `quant_min` and `quant_max`.")
     if axis < 0:  # the size check above read a negative axis; ATen refuses it here
@@ -159,7 +161,8 @@ def check_per_channel(x, scale, zero_point, axis, quant_min, quant_max):
 
 
 def _float_checks(grad, self, scale, zero_point):
-    for name, array in (("dY_", grad), ("X_", self), ("scale_", scale), ("zero_point_", zero_point)):
+    named = (("dY_", grad), ("X_", self), ("scale_", scale), ("zero_point_", zero_point))
+    for name, array in named:
         if array.dtype != np.float32:
             raise RuntimeError(
                 f"Expected {name}.scalar_type() == ScalarType::Float to be true, but got false.  "
@@ -197,8 +200,7 @@ def _learnable_terms(grad, self, scale, zero_point, quant_min, quant_max, grad_f
     return d_self.astype(F32), d_scale.astype(F32), d_zero_point.astype(F32)
 
 
-def learnable_per_tensor_backward(grad, self, scale, zero_point, quant_min, quant_max,
-                                  grad_factor):
+def learnable_per_tensor_backward(grad, self, scale, zero_point, quant_min, quant_max, grad_factor):
     zero = learnable_per_tensor_zero_point(zero_point, quant_min, quant_max, False)
     _float_checks(grad, self, scale, zero_point)
     if not (quant_min <= 0 <= quant_max):
@@ -221,8 +223,9 @@ def learnable_per_channel_zero_point(zero_point, quant_min, quant_max):
     return np.clip(np.rint(zero_point), quant_min, quant_max).astype(zero_point.dtype)
 
 
-def learnable_per_channel_backward(grad, self, scale, zero_point, axis, quant_min, quant_max,
-                                   grad_factor):
+def learnable_per_channel_backward(
+    grad, self, scale, zero_point, axis, quant_min, quant_max, grad_factor
+):
     _float_checks(grad, self, scale, zero_point)
     if not (quant_min <= 0 <= quant_max):
         raise RuntimeError("Expecting `quant_min` <= 0 and `quant_max` >= 0")
@@ -240,8 +243,13 @@ def learnable_per_channel_backward(grad, self, scale, zero_point, axis, quant_mi
         return self, scale, zero_point
     zero = learnable_per_channel_zero_point(zero_point, quant_min, quant_max)
     d_self, d_scale, d_zero = _learnable_terms(
-        grad, self, _along(scale, self.ndim, axis), _along(zero, self.ndim, axis),
-        quant_min, quant_max, grad_factor,
+        grad,
+        self,
+        _along(scale, self.ndim, axis),
+        _along(zero, self.ndim, axis),
+        quant_min,
+        quant_max,
+        grad_factor,
     )
     # summed over every dim but the channels' one: for a 1-d input that is no dim at all, and
     # ATen's sum over an empty list of dims sums everything (a 0-dim gradient, which autograd
@@ -322,8 +330,9 @@ def learnable_per_channel(self, scale, zero_point, axis, quant_min, quant_max, g
     return per_channel(self, scale, zero, axis, quant_min, quant_max)[0]
 
 
-def fused_fake_quantize(self, scale, zero_point, fake_quant_on, quant_min, quant_max, ch_axis,
-                        per_row_fake_quant):
+def fused_fake_quantize(
+    self, scale, zero_point, fake_quant_on, quant_min, quant_max, ch_axis, per_row_fake_quant
+):
     """The fused observer's output and mask, once its qparams are chosen: the input as it is
     (and a full mask) while fake quantization is off."""
     if not fake_quant_on:

@@ -1,5 +1,6 @@
-"""Fake quantization: ``torch.fake_quantize_per_tensor_affine``, ``fake_quantize_per_channel_affine``,
-their learnable variants and the fused moving-average observer ``fused_moving_avg_obs_fake_quant``.
+"""Fake quantization: ``torch.fake_quantize_per_tensor_affine``,
+``fake_quantize_per_channel_affine``, their learnable variants and the fused moving-average
+observer ``fused_moving_avg_obs_fake_quant``.
 
 Each runs one table entry (``ops/derivatives.py``, kernels in ``ops/fake_quantize_kernels.py``)
 after PyTorch's checks, in PyTorch's order and with its messages.
@@ -48,7 +49,7 @@ def _first(tensor):
     return tensor._data.reshape(tensor.shape[0], -1)[0, 0]
 
 
-# --- per tensor -----------------------------------------------------------------------------------
+# --- per tensor ----------------------------------------------------------------------------------
 
 
 @public(function=True)
@@ -110,7 +111,7 @@ def _fake_quantize_learnable_per_tensor_affine(
     )
 
 
-# --- per channel ----------------------------------------------------------------------------------
+# --- per channel ---------------------------------------------------------------------------------
 
 
 @public(function=True)
@@ -142,7 +143,7 @@ def _fake_quantize_learnable_per_channel_affine(
     )
 
 
-# --- the fused moving-average observer --------------------------------------------------------------
+# --- the fused moving-average observer -----------------------------------------------------------
 
 
 def _float32(tensor):
@@ -243,7 +244,13 @@ def _fused_moving_avg_obs_fq_helper(
     fake_quant = bool(kernels.to_int(kernels.scalar_of(fake_quant_on._data)))
     if fake_quant:
         _choose(
-            running_min, running_max, scale, zero_point, quant_min, quant_max, symmetric_quant,
+            running_min,
+            running_max,
+            scale,
+            zero_point,
+            quant_min,
+            quant_max,
+            symmetric_quant,
             per_row_fake_quant,
         )
         if per_row_fake_quant:
@@ -285,6 +292,17 @@ def fused_moving_avg_obs_fake_quant(
     symmetric_quant=False,
 ):
     return _fused_moving_avg_obs_fq_helper(
-        self, observer_on, fake_quant_on, running_min, running_max, scale, zero_point,
-        averaging_const, quant_min, quant_max, ch_axis, per_row_fake_quant, symmetric_quant,
+        self,
+        observer_on,
+        fake_quant_on,
+        running_min,
+        running_max,
+        scale,
+        zero_point,
+        averaging_const,
+        quant_min,
+        quant_max,
+        ch_axis,
+        per_row_fake_quant,
+        symmetric_quant,
     ).output

@@ -17,6 +17,8 @@ backward is a function of its own that PyTorch cannot differentiate again (a gra
 ``create_graph=True`` has a ``NotImplemented`` grad_fn).
 """
 
+import functools
+
 import numpy as np
 
 from nbgrad import dtypes
@@ -361,8 +363,10 @@ ARRAY_FUNCTIONS = {
 }
 
 
-def _not_implemented_node(name, inputs, results):
-    """One ``NotImplemented`` node for several outputs (NotImplementedNode has one)."""
+@functools.cache
+def _not_implemented_outputs_class():
+    """NotImplementedNode with several outputs (the node class itself has one): made on first
+    use, as the autograd package imports the op table."""
     from nbgrad.autograd.node import NotImplementedNode
 
     class NotImplementedOutputs(NotImplementedNode):
@@ -370,7 +374,12 @@ def _not_implemented_node(name, inputs, results):
         __module__ = "builtins"
 
     NotImplementedOutputs.__name__ = NotImplementedOutputs.__qualname__ = "NotImplemented"
-    node = NotImplementedOutputs(name, inputs)
+    return NotImplementedOutputs
+
+
+def _not_implemented_node(name, inputs, results):
+    """One ``NotImplemented`` node for all of ``results``."""
+    node = _not_implemented_outputs_class()(name, inputs)
     node.num_outputs = len(results)
     node._output_meta = tuple((r._data.shape, r._dtype) for r in results)
     return node

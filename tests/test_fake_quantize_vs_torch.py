@@ -59,6 +59,21 @@ def test_results_match_pytorch_bit_for_bit(torch, name, dtype):
         np.testing.assert_array_equal(_numpy(ours), _numpy(theirs))
 
 
+def test_zero_dim_tensors_pass_for_numbers(torch):
+    """A 0-dim tensor is taken for the float scale (any dtype) and the int zero point (an
+    integer one): the number overload, its node."""
+    ours, theirs = _both(
+        torch,
+        lambda T, x: T.fake_quantize_per_tensor_affine(
+            x.requires_grad_(), T.tensor(0.25, dtype=T.float64), 1, -6, 6
+        ),
+        X,
+    )
+    names = {type(ours.grad_fn).__name__, type(theirs.grad_fn).__name__}
+    assert names == {"FakeQuantizePerTensorAffineCachemaskBackward0"}
+    np.testing.assert_array_equal(_numpy(ours), _numpy(theirs))
+
+
 def test_rounding_is_half_to_even_and_the_mask_marks_unclamped_values():
     x = nbgrad.tensor([0.125, 0.375, -0.125, 1.625, 1.875], requires_grad=True)
     y = nbgrad.fake_quantize_per_tensor_affine(x, 0.25, 0, -7, 7)
@@ -274,6 +289,18 @@ ERRORS = {
     "quant_min-above-quant_max": lambda T, x: T.fake_quantize_per_tensor_affine(x, 0.1, 0, 5, 3),
     "zero_point-out-of-range": lambda T, x: T.fake_quantize_per_tensor_affine(x, 0.1, 300, 0, 255),
     "integer-input": lambda T, x: T.fake_quantize_per_tensor_affine(x.long(), 0.1, 0, 0, 255),
+    # PyTorch's argument parser picks one of two overloads, or lists why neither fits
+    "float-zero-point": lambda T, x: T.fake_quantize_per_tensor_affine(x, 0.1, 1.5, 0, 255),
+    "bool-zero-point": lambda T, x: T.fake_quantize_per_tensor_affine(x, 0.1, True, 0, 255),
+    "tensor-scale-int-zero-point": lambda T, x: T.fake_quantize_per_tensor_affine(
+        x, T.tensor([0.1]), 1, 0, 255
+    ),
+    "float-0-dim-zero-point": lambda T, x: T.fake_quantize_per_tensor_affine(
+        x, 0.1, T.tensor(1.0), 0, 255
+    ),
+    "per_channel-0-dim-input": lambda T, x: T.fake_quantize_per_channel_affine(
+        x[0, 0], T.tensor([0.1]), T.zeros(1, dtype=T.int32), 0, -8, 7
+    ),
     "tensor-scale-requires-grad": lambda T, x: T.fake_quantize_per_tensor_affine(
         x, T.tensor([0.1], requires_grad=True), T.tensor([0]), 0, 255
     ),

@@ -52,9 +52,55 @@ def _first(tensor):
 # --- per tensor ----------------------------------------------------------------------------------
 
 
+# PyTorch's two overloads, in the order its argument parser tries them
+_PER_TENSOR_OVERLOADS = (
+    ("Tensor input", "Tensor scale", "Tensor zero_point", "int quant_min", "int quant_max"),
+    ("Tensor input", "float scale", "int zero_point", "int quant_min", "int quant_max"),
+)
+
+
+def _takes(type_name, value):
+    """Whether PyTorch's parser takes ``value`` for a parameter of this type (a 0-dim tensor
+    passes for a number, an integer one only for an int)."""
+    if type_name == "Tensor":
+        return isinstance(value, Tensor)
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    if isinstance(value, Tensor):
+        return value.dim() == 0 and (type_name == "float" or not value.is_floating_point())
+    kinds = (int, np.integer) if type_name == "int" else (int, float, np.integer, np.floating)
+    return isinstance(value, kinds)
+
+
+def _type_name(value):
+    return "Tensor" if isinstance(value, Tensor) else type(value).__name__
+
+
+def _per_tensor_overload(args):
+    """0 or 1, the overload that takes ``args``, or PyTorch's TypeError."""
+    for number, overload in enumerate(_PER_TENSOR_OVERLOADS):
+        if all(_takes(p.split()[0], a) for p, a in zip(overload, args)):
+            return number
+    got = ", ".join(_type_name(a) for a in args)
+    lines = [
+        "fake_quantize_per_tensor_affine() received an invalid combination of arguments - "
+        f"got ({got}), but expected one of:"
+    ]
+    for overload in _PER_TENSOR_OVERLOADS:
+        marked = ", ".join(
+            _type_name(a) if _takes(p.split()[0], a) else f"!{_type_name(a)}!"
+            for p, a in zip(overload, args)
+        )
+        lines.append(f" * ({', '.join(overload)})")
+        lines.append(
+            f"      didn't match because some of the arguments have invalid types: ({marked})"
+        )
+    raise TypeError("\n".join(lines) + "\n")
+
+
 @public(function=True)
 def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_max):  # noqa: A002
-    if isinstance(scale, Tensor) and isinstance(zero_point, Tensor):
+    if _per_tensor_overload((input, scale, zero_point, quant_min, quant_max)) == 0:
         enabled = Tensor._make(np.ones(1, np.int64))
         return _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(
             input, scale, zero_point, enabled, quant_min, quant_max
@@ -117,6 +163,8 @@ def _fake_quantize_learnable_per_tensor_affine(
 @public(function=True)
 def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max):  # noqa: A002
     _refuse_grad("fake_quantize_per_channel_affine_cachemask", scale=scale, zero_point=zero_point)
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {axis} but tensor has no dimensions")
     kernels.check_per_channel(
         input._data, scale._data, zero_point._data, axis, quant_min, quant_max
     )

@@ -1834,3 +1834,30 @@ UNARY_SCATTER_REDUCE = [
     for reduce, include_self in (("sum", True), ("prod", False), ("mean", True), ("amax", False))
 ]
 UNARY += UNARY_SCATTER_REDUCE
+
+
+# --- fake quantization: a step function, so only values well away from its rounding ties (a value
+# computed one ulp apart by an earlier op must round the same way on both engines) -------------
+def _away_from_quantization_ties(a):
+    steps = np.abs(a.astype(np.float64)) * 10  # the step is 0.1
+    return (
+        a.dtype.kind == "f"
+        and a.size > 0
+        and np.all(np.abs(steps - np.floor(steps) - 0.5) > 1e-3)
+        and np.all(np.abs(a) < 1e3)
+    )
+
+
+UNARY_FAKE_QUANTIZE = [
+    (
+        "T.fake_quantize_per_tensor_affine({}, 0.1, 3, -60, 60)",
+        lambda T, x: T.fake_quantize_per_tensor_affine(x, 0.1, 3, -60, 60),
+        _away_from_quantization_ties,
+    ),
+    (
+        "T.fake_quantize_per_tensor_affine({}, T.tensor([0.1]), T.tensor([-2]), -50, 50)",
+        lambda T, x: T.fake_quantize_per_tensor_affine(x, T.tensor([0.1]), T.tensor([-2]), -50, 50),
+        _away_from_quantization_ties,
+    ),
+]
+UNARY += UNARY_FAKE_QUANTIZE

@@ -22,6 +22,7 @@ import functools
 import numpy as np
 
 from nbgrad import dtypes
+from nbgrad.ops.grid_sample_kernels import SharedCall, wanted
 
 F32 = np.float32
 
@@ -385,51 +386,65 @@ def _not_implemented_node(name, inputs, results):
     return node
 
 
-def _not_differentiable_backward(name, backward):
-    """The backward function over Tensors: its three gradients share one grad_fn,
-    ``NotImplemented`` (PyTorch has no formula for the backward's own derivative), with an
-    edge to each of its tensor arguments that requires grad."""
+def _not_differentiable(name, backward, tensors, options):
+    """A backward function over Tensors: its gradients share one grad_fn, ``NotImplemented``
+    (PyTorch has no formula for the backward's own derivative), with an edge to each of its
+    tensor arguments that requires grad."""
+    from nbgrad.autograd import grad_mode
+    from nbgrad.autograd.tensor import Tensor
 
-    def run(grad, self, scale, zero_point, *options):
-        from nbgrad.autograd import grad_mode
-        from nbgrad.autograd.tensor import Tensor
+    arrays = backward(*(t._data for t in tensors), *options)
+    results = [Tensor._make(np.asarray(a)) for a in arrays]
+    if grad_mode._enabled and any(t._requires_grad for t in tensors):
+        node = _not_implemented_node(name, tensors, results)
+        for number, result in enumerate(results):
+            result._grad_fn, result._output_nr, result._requires_grad = node, number, True
+    return results
 
-        arrays = backward(grad._data, self._data, scale._data, zero_point._data, *options)
-        results = [Tensor._make(np.asarray(a)) for a in arrays]
-        inputs = (grad, self, scale, zero_point)
-        if grad_mode._enabled and any(t._requires_grad for t in inputs):
-            node = _not_implemented_node(name, inputs, results)
-            for number, result in enumerate(results):
-                result._grad_fn, result._output_nr, result._requires_grad = node, number, True
-        return results
 
-    return run
+def _learnable_per_tensor_backward_tensors(grad, self, scale, zero_point, *options):
+    return _not_differentiable(
+        "_fake_quantize_learnable_per_tensor_affine_backward",
+        learnable_per_tensor_backward,
+        (grad, self, scale, zero_point),
+        options,
+    )
+
+
+def _learnable_per_channel_backward_tensors(grad, self, scale, zero_point, *options):
+    return _not_differentiable(
+        "_fake_quantize_learnable_per_channel_affine_backward",
+        learnable_per_channel_backward,
+        (grad, self, scale, zero_point),
+        options,
+    )
+
+
+# One run of the backward function serves the three formulas of the node (one grad_fn).
+_shared_per_tensor_backward = SharedCall(_learnable_per_tensor_backward_tensors)
+_shared_per_channel_backward = SharedCall(_learnable_per_channel_backward_tensors)
+
+
+def learnable_per_tensor_output_tensor(which, grad, self, scale, zero_point, *options):
+    outputs = _shared_per_tensor_backward(
+        wanted(self, scale, zero_point), grad, self, scale, zero_point, *options
+    )
+    return outputs[which]
+
+
+def learnable_per_channel_output_tensor(which, grad, self, scale, zero_point, *options):
+    outputs = _shared_per_channel_backward(
+        wanted(self, scale, zero_point), grad, self, scale, zero_point, *options
+    )
+    return outputs[which]
 
 
 def tensor_namespace():
-    from nbgrad.ops.grid_sample_kernels import SharedCall, wanted
-
-    shared = {
-        "fake_quantize_learnable_per_tensor_affine_backward_output": SharedCall(
-            _not_differentiable_backward(
-                "_fake_quantize_learnable_per_tensor_affine_backward",
-                learnable_per_tensor_backward,
-            )
+    return {
+        "fake_quantize_learnable_per_tensor_affine_backward_output": (
+            learnable_per_tensor_output_tensor
         ),
-        "fake_quantize_learnable_per_channel_affine_backward_output": SharedCall(
-            _not_differentiable_backward(
-                "_fake_quantize_learnable_per_channel_affine_backward",
-                learnable_per_channel_backward,
-            )
+        "fake_quantize_learnable_per_channel_affine_backward_output": (
+            learnable_per_channel_output_tensor
         ),
     }
-
-    def output_of(call):
-        def output(which, grad, self, scale, zero_point, *options):
-            return call(wanted(self, scale, zero_point), grad, self, scale, zero_point, *options)[
-                which
-            ]
-
-        return output
-
-    return {name: output_of(call) for name, call in shared.items()}

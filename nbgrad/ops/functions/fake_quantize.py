@@ -148,7 +148,9 @@ def _fake_quantize_per_tensor_affine_cachemask_tensor_qparams(
 def _fake_quantize_learnable_per_tensor_affine(
     self, scale, zero_point, quant_min, quant_max, grad_factor=1.0
 ):
-    _first(scale), _first(zero_point)
+    # ATen reads scale[0] and zero_point[0]: their errors for a 0-dim or empty tensor
+    _first(scale)
+    _first(zero_point)
     kernels.check_range(quant_min, quant_max)
     return run_op(
         OPS["_fake_quantize_learnable_per_tensor_affine"],

@@ -152,11 +152,37 @@ def test_learnable_gradients_match_pytorch(torch, which, grad_factor):
         (y * T.tensor(weights)).sum().backward()
         grads.append([x.grad.numpy(), scale.grad.numpy(), zero.grad.numpy()])
     ours, theirs = grads
-    np.testing.assert_array_equal(ours[0], theirs[0])
-    # the scale's and zero point's gradients are float32 sums, added in another order
-    for mine, real in zip(ours[1:], theirs[1:]):
+    # the scale's and zero point's gradients are float32 sums, added in ATen's order
+    for mine, real in zip(ours, theirs):
         assert mine.shape == real.shape
-        np.testing.assert_allclose(mine, real, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(mine, real)
+
+
+@pytest.mark.parametrize(
+    "shape, axis, transposed",
+    [((1000,), None, False), ((70, 64), None, True), ((5, 300), 0, False), ((3, 7, 5), 0, False)],
+)
+def test_learnable_gradient_sums_match_pytorch_bit_for_bit(torch, shape, axis, transposed):
+    """The scale's and zero point's gradients add thousands of float32 terms in at::sum's
+    order (cascaded 8-lane vectors), through the input's memory order when it is transposed."""
+    rng = np.random.default_rng(11)
+    data = (rng.standard_normal(shape) * 3).astype(np.float32)
+    cotangent = rng.standard_normal(shape[::-1] if transposed else shape).astype(np.float32)
+    grads = []
+    for T in (nbgrad, torch):
+        x = T.tensor(data, requires_grad=True)
+        source = x.t() if transposed else x
+        channels = 1 if axis is None else shape[axis]
+        scale = T.tensor(np.linspace(0.05, 0.3, channels, dtype=np.float32), requires_grad=True)
+        zero = T.tensor(np.linspace(-2.6, 1.4, channels, dtype=np.float32), requires_grad=True)
+        if axis is None:
+            y = T._fake_quantize_learnable_per_tensor_affine(source, scale, zero, -20, 20, 0.9)
+        else:
+            y = T._fake_quantize_learnable_per_channel_affine(source, scale, zero, 0, -20, 20)
+        y.backward(T.tensor(cotangent))
+        grads.append([x.grad.numpy(), scale.grad.numpy(), zero.grad.numpy()])
+    for mine, real in zip(*grads):
+        np.testing.assert_array_equal(mine, real)
 
 
 def test_learnable_per_tensor_zero_point_rounds_differently_in_backward(torch):

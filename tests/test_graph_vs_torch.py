@@ -447,8 +447,10 @@ EXPRESSIONS_FAKE_QUANTIZE = [
     "x, T.tensor([0.1, 0.3]), T.tensor([0, -2], dtype=T.int32), 0, -10, 10)",
     "T.fake_quantize_per_channel_affine("
     "x.t(), T.tensor([0.1, 0.3]), T.tensor([0.4, -2.6]), 1, -10, 10)",
-    # (the learnable per-tensor variant sums its scale's and zero point's gradients in float32
-    # in another order than PyTorch: tests/test_fake_quantize_vs_torch.py compares it closely)
+    "T._fake_quantize_learnable_per_tensor_affine("
+    "x.float(), (s * 0.1).float().reshape(1), (v[:1] - 1).float(), -10, 10, 0.5).double()",
+    "T._fake_quantize_learnable_per_tensor_affine("
+    "x.t().float(), (s * 0.1).float().reshape(1), (v[:1] - 1).float(), -10, 10).double()",
     "T._fake_quantize_learnable_per_channel_affine("
     "x.float(), (v[:2] * 0.1).float(), (v[1:] * 2).float(), 0, -10, 10, 2.0).double()",
     "T._fake_quantize_learnable_per_channel_affine("

@@ -84,9 +84,6 @@ PYTORCH_VALUES_WRONG = {
     "contiguous (README)",
 }
 
-# Gradients summed in float32 in another order than PyTorch's (a few units in the last place).
-FLOAT32_SUM_ORDER = {"_fake_quantize_learnable_per_tensor_affine-clamped"}
-
 # The gradients ``autograd.grad`` returns come straight out of each backward formula (``.grad``
 # is then laid out by AccumulateGrad's rule, which nbgrad follows). PyTorch's formulas lay them
 # out by the order of their own operands and their own kernels (``mm``'s backward keeps a
@@ -355,11 +352,10 @@ def test_layouts_match_pytorch(case_id, layout):
     if case_id not in RANDOM and case_id not in PYTORCH_VALUES_WRONG:
         for mine, real in zip(ours["values"], theirs["values"]):
             np.testing.assert_allclose(mine, real, rtol=1e-9, atol=1e-12)
-        rtol = 1e-6 if case_id in FLOAT32_SUM_ORDER else 1e-9
         for mine, real in zip(ours.get("gradients", ()), theirs.get("gradients", ())):
             assert (mine is None) == (real is None)
             if real is not None:
-                np.testing.assert_allclose(mine, real, rtol=rtol, atol=1e-12)
+                np.testing.assert_allclose(mine, real, rtol=1e-9, atol=1e-12)
     assert ours.get("backward raised") == theirs.get("backward raised")
     assert ours.get(".grad") == theirs.get(".grad")
     if f"{case_id}-{layout}" in RAW_GRADIENT_LAYOUT_DIFFERS:

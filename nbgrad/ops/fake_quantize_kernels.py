@@ -219,7 +219,11 @@ def learnable_per_tensor_backward(grad, self, scale, zero_point, quant_min, quan
     d_self, d_scale, d_zero = _learnable_terms(
         grad, self, scale_value, F32(zero), quant_min, quant_max, grad_factor
     )
-    return d_self, d_scale.sum(dtype=F32).reshape(1), d_zero.sum(dtype=F32).reshape(1)
+    return (
+        d_self,
+        aten_float32_sum(_in_memory_order(d_scale, self)).reshape(1),
+        aten_float32_sum(_in_memory_order(d_zero, self)).reshape(1),
+    )
 
 
 def learnable_per_channel_zero_point(zero_point, quant_min, quant_max):
@@ -254,11 +258,109 @@ def learnable_per_channel_backward(
         quant_max,
         grad_factor,
     )
-    # summed over every dim but the channels' one: for a 1-d input that is no dim at all, and
-    # ATen's sum over an empty list of dims sums everything (a 0-dim gradient, which autograd
-    # then refuses, as PyTorch's does)
-    others = tuple(d for d in range(self.ndim) if d != axis) or None
-    return d_self, d_scale.sum(axis=others, dtype=F32), d_zero.sum(axis=others, dtype=F32)
+    return d_self, _sum_per_channel(d_scale, self, axis), _sum_per_channel(d_zero, self, axis)
+
+
+def _sum_per_channel(terms, self, axis):
+    """Each channel's terms summed over every other dim, in ATen's order where that is a plain
+    run along memory (the channels' dim outermost, as in a weight quantized per output
+    channel); in NumPy's otherwise (equal up to the last bits). A 1-d input has no other dim,
+    and ATen's sum over an empty list of dims sums everything: a 0-dim gradient, which autograd
+    then refuses, as PyTorch's does."""
+    if self.ndim < 2:
+        return aten_float32_sum(terms)
+    others = tuple(d for d in range(self.ndim) if d != axis)
+    order = _memory_order(self)
+    if order[0] != axis:
+        return terms.sum(axis=others, dtype=F32)
+    rows = np.moveaxis(terms, axis, 0)
+    return np.array(
+        [aten_float32_sum(_in_memory_order(row, np.moveaxis(self, axis, 0)[0])) for row in rows],
+        F32,
+    )
+
+
+# --- ATen's float32 sum -------------------------------------------------------------------------
+# The learnable variants sum their per-element scale and zero-point gradients with at::sum, whose
+# CPU kernel adds in a fixed order of its own (SumKernel.cpp's cascade_sum): up to 7 values one by
+# one after four running sums; longer runs as 8-lane vectors, four vector accumulators, each
+# level of 16 (or more) loads folded into the next, the lanes added last. Followed here so that
+# the sums are PyTorch's bit for bit (for up to 32768 values: beyond, ATen splits the run over
+# threads, and NumPy's pairwise sum is used).
+
+_LANES = 8  # floats in one of ATen's vectors (its sum kernel has no wider variant)
+_ILP = 4  # independent accumulators
+_LEVELS = 4
+_SPLIT_ABOVE = 32768  # at::internal::GRAIN_SIZE
+
+
+def _memory_order(array):
+    """The dims of ``array`` from the one with the largest step to the smallest."""
+    return sorted(range(array.ndim), key=lambda d: -abs(array.strides[d]))
+
+
+def _in_memory_order(values, like):
+    """``values`` (shaped as ``like``) flattened in the order ``like`` lies in memory."""
+    return np.ascontiguousarray(values.transpose(_memory_order(like))).reshape(-1)
+
+
+def _cascade(load, rows, size, zero):
+    """ATen's multi_row_sum: ``rows`` running sums over ``size`` loads, folded level by level."""
+    log2 = 0 if size <= 1 else (size - 1).bit_length()
+    power = max(4, log2 // _LEVELS)
+    step, mask = 1 << power, (1 << power) - 1
+    levels = [[zero() for _ in range(rows)] for _ in range(_LEVELS)]
+    i = 0
+    while i + step <= size:
+        for _ in range(step):
+            for k in range(rows):
+                levels[0][k] = levels[0][k] + load(i, k)
+            i += 1
+        for j in range(1, _LEVELS):
+            for k in range(rows):
+                levels[j][k] = levels[j][k] + levels[j - 1][k]
+                levels[j - 1][k] = zero()
+            if i & (mask << (j * power)):
+                break
+    for rest in range(i, size):
+        for k in range(rows):
+            levels[0][k] = levels[0][k] + load(rest, k)
+    for j in range(1, _LEVELS):
+        for k in range(rows):
+            levels[0][k] = levels[0][k] + levels[j][k]
+    return levels[0]
+
+
+def _row_sum(load, size, zero):
+    """ATen's row_sum: four interleaved running sums, the leftover loads, then the four."""
+    whole = size // _ILP
+    partial = _cascade(lambda i, k: load(i * _ILP + k), _ILP, whole, zero)
+    for i in range(whole * _ILP, size):
+        partial[0] = partial[0] + load(i)
+    for k in range(1, _ILP):
+        partial[0] = partial[0] + partial[k]
+    return partial[0]
+
+
+def aten_float32_sum(values):
+    """The float32 sum of a 1-d run of values, as at::sum adds them on the CPU."""
+    values = np.asarray(values, F32).reshape(-1)
+    count = values.size
+    if count > _SPLIT_ABOVE:
+        return values.sum(dtype=F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if count < _LANES:
+            return F32(_row_sum(lambda i: values[i], count, lambda: F32(0)))
+        vectors = count // _LANES
+        lanes = _row_sum(
+            lambda i: values[i * _LANES : (i + 1) * _LANES], vectors, lambda: np.zeros(_LANES, F32)
+        )
+        total = F32(0)
+        for value in values[vectors * _LANES :]:
+            total = F32(total + value)
+        for value in lanes:
+            total = F32(total + value)
+    return total
 
 
 # --- the moving-average observer of torch.fused_moving_avg_obs_fake_quant -----------------------

@@ -1,8 +1,6 @@
 """``torch.linalg.norm`` / ``matrix_norm`` (the orders that are vector norms), ``dist`` and
 ``cross`` / ``torch.linalg.cross``."""
 
-import warnings
-
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
@@ -10,6 +8,7 @@ from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _broadcast_error
 from nbgrad.ops.functions.reductions import vector_norm
 from nbgrad.ops.public import public
+from nbgrad.warn_once import warn_once
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):  # noqa: A002, N803
@@ -80,21 +79,11 @@ def cross(input, other, *, dim=-1):  # noqa: A002
 def cross_function(input, other, dim=None):  # noqa: A002
     """``torch.cross``: with no dim, the first dim of size 3 (PyTorch warns it will become -1)."""
     if dim is None:
-        if not _cross_warned:  # PyTorch's TORCH_WARN_ONCE: once per process
-            _cross_warned.append(True)
-            _warn_cross_dim()
+        warn_once(
+            "Using torch.cross without specifying the dim arg is deprecated.\nPlease either "
+            "pass the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim "
+            "will change to agree with that of linalg.cross in a future release.",
+            stacklevel=3,
+        )
         dim = next((d for d, s in enumerate(input._data.shape) if s == 3), -1)
     return cross(input, other, dim=dim)
-
-
-_cross_warned = []
-
-
-def _warn_cross_dim():
-    warnings.warn(
-        "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass "
-        "the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will "
-        "change to agree with that of linalg.cross in a future release.",
-        UserWarning,
-        stacklevel=4,
-    )

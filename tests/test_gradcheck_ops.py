@@ -1241,6 +1241,11 @@ case(
 case("linalg_svdvals", torch.linalg.svdvals, normal(3, 4))
 case("matrix_norm-2", lambda a: torch.linalg.matrix_norm(a, 2), normal(3, 3))
 case("matrix_norm-nuc", lambda a: torch.linalg.matrix_norm(a, "nuc"), normal(2, 3, 4))
+# Orders 1 and inf take the largest column or row sum of magnitudes; normal() draws have no ties
+case("matrix_norm-1", lambda a: torch.linalg.matrix_norm(a, 1), normal(2, 3, 4))
+case("matrix_norm-inf", lambda a: torch.linalg.matrix_norm(a, float("inf")), normal(3, 4))
+case("matrix_norm--1", lambda a: torch.linalg.norm(a, -1, (0, 2), keepdim=True), normal(3, 2, 4))
+case("matrix_norm--inf", lambda a: torch.linalg.norm(a, -float("inf")), normal(4, 3))
 case("linalg_cond", torch.linalg.cond, well_conditioned(3, 3))
 case("linalg_pinv", torch.linalg.pinv, normal(3, 2))
 case("linalg_pinv-wide", torch.linalg.pinv, normal(2, 3))

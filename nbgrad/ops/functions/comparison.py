@@ -4,7 +4,7 @@ and remainder/fmod, whose gradient is 1 almost everywhere."""
 import numpy as np
 
 from nbgrad import dtypes
-from nbgrad.autograd.dispatch import result_dtype, run_op
+from nbgrad.autograd.dispatch import result_dtype, run_op, write_without_derivative
 from nbgrad.autograd.node import not_implemented_history
 from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
@@ -86,6 +86,17 @@ _floor_divide = _no_grad_result("floor_divide", np.floor_divide, "div_floor_cpu"
 def floor_divide(input, other):  # noqa: A002
     """PyTorch records ``x // 2`` with a NotImplemented grad_fn: backward through it raises."""
     return not_implemented_history(_floor_divide(input, other), "floor_divide", (input, other))
+
+
+@public(method=True)
+def floor_divide_(input, other):  # noqa: A002
+    result = _floor_divide(input, other)._data
+    if not np.can_cast(result.dtype, input._data.dtype, casting="same_kind"):
+        raise RuntimeError(
+            f"result type {dtypes.name_of(result.dtype)} can't be cast to the desired output "
+            f"type {dtypes.name_of(input._data.dtype)}"
+        )
+    return write_without_derivative(input, result, "floor_divide_", (other,))
 
 
 _remainder = _no_grad_result("remainder", np.remainder, "remainder_cpu", (1, 2))

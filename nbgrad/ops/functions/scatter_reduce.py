@@ -21,7 +21,7 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, inplace):  # n
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
         )
     wrapped = wrap_dim(dim, input.dim())
-    array = _scatter_args("scatter", input, wrapped, index, src)
+    array = _scatter_args(input, wrapped, index, src)
     attrs = (wrapped, array, reduce, bool(include_self))
     if inplace:
         return run_inplace(OPS["scatter_reduce"], input, (src,), attrs)

@@ -695,8 +695,9 @@ for label, shape, amounts in [
     ("2d", (1, 3, 3), (1, 0, 2, 1)),
     ("3d", (1, 2, 2, 3), (1, 1, 0, 1, 1, 0)),
 ]:
-    for mode in ("reflect", "replicate"):
+    for mode in ("reflect", "replicate", "circular"):
         case(f"pad-{mode}{label}", lambda x, p=amounts, m=mode: F.pad(x, p, mode=m), normal(*shape))
+case("pad-circular-crop", lambda x: F.pad(x, (2, -1, -1, 1), mode="circular"), normal(1, 3, 3))
 case("embedding", lambda w: F.embedding(torch.tensor([[0, 2], [2, 3]]), w), normal(4, 3))
 case("layer_norm", lambda x, w, b: F.layer_norm(x, (3,), w, b), normal(2, 3), normal(3), normal(3))
 case("layer_norm-2d", lambda x: F.layer_norm(x, (2, 3)), normal(2, 2, 3))

@@ -1,7 +1,9 @@
 """Ops PyTorch runs but cannot differentiate: ``scatter`` with ``reduce="add"`` or
-``"multiply"`` (in place too, into a view too) and ``Tensor.floor_divide_``. Compared with
-PyTorch: values, dtype, the NotImplemented grad_fn and its edges (CopySlices over it for a
-view), ``_version``, the error a backward through it raises, and the errors of bad arguments."""
+``"multiply"`` (in place too, into a view too) and ``Tensor.floor_divide_`` (``//=``), whose
+results get a NotImplemented grad_fn; and the logical and bitwise ops, whose in-place forms
+(``&=``, ``logical_and_``, ...) leave the history as it was. Compared with PyTorch: values,
+dtype, grad_fn and its edges (CopySlices over it for a view), ``_version``, what a backward
+through it does, and the errors of bad arguments."""
 
 import subprocess
 import sys
@@ -34,7 +36,39 @@ PROGRAMS = [
     "r = x[0] * 1; r.floor_divide_(x[1])",
     "r = T.arange(6).reshape(2, 3); r.floor_divide_(2)",
     "r = T.tensor(5.0, requires_grad=True) * 1; r.floor_divide_(T.tensor(2.0))",
+    "r = x * 1; r //= 2",
+    # logical and bitwise ops: no derivative at all, so in place the history stays
+    "r = T.bitwise_and(a, 6)",
+    "r = a.bitwise_or(T.tensor([1, 1, 1]))",
+    "r = T.bitwise_xor(b, T.tensor([True, True, False]))",
+    "r = T.bitwise_not(a)",
+    "r = a.bitwise_not()",
+    "r = a.bitwise_and_(T.tensor([1, 2, 4]))",
+    "a.bitwise_or_(8); r = a",
+    "a &= 3; r = a",
+    "a |= 8; r = a",
+    "a ^= 1; r = a",
+    "a //= 2; r = a",
+    "b.bitwise_and_(T.tensor([True, False, True])); r = b",
+    "b.bitwise_not_(); r = b",
+    "r = x[0] * 1; r.logical_and_(T.tensor([1.0, 1.0, 0.0, 1.0]))",
+    "x.logical_or_(T.zeros(4)); r = x",
+    "r = x[0] * 1; v = r[1:]; v.logical_not_(); r = v",
+    "r = x[0] * 1; v = r[1:]; v.logical_xor_(T.ones(3)); r = r",
+    "r = x[0] * 1; y = r * r; r.logical_and_(T.ones(4)); y.sum().backward()",
+    "r = a.logical_and_(T.tensor([0.5, 0.0, 1.0]))",
+    "r = x * 1; r **= 2",
+    # aliases of the comparisons
+    "r = T.greater(x, 1)",
+    "r = x.less_equal(1)",
+    "r = T.not_equal(x, 0)",
+    "r = x.greater_equal(T.ones(4))",
+    "r = T.less(x, 2)",
     # bad arguments
+    "r = T.bitwise_not(x)",
+    "r = T.bitwise_and(x, 1)",
+    "b.bitwise_and_(T.tensor([1, 0, 1])); r = b",
+    "r = x[0] * 1; r.logical_and_(T.ones(2, 4))",
     "r = (x * 1).scatter(0, idx, s, reduce='max')",
     "r = (x * 1).scatter(0, idx, 1.0, reduce='sum')",
     "r = (x * 1).scatter(0, idx + 5, s, reduce='add')",
@@ -50,7 +84,14 @@ def _run(T, program):
     """What a user sees of ``r`` after ``program``, and of a backward through it."""
     x = T.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
     s = T.tensor(np.arange(8.0).reshape(2, 4) + 1, requires_grad=True)
-    names = {"T": T, "x": x, "s": s, "idx": T.tensor([[0, 1, 2, 0], [0, 2, 0, 1]])}
+    names = {
+        "T": T,
+        "x": x,
+        "s": s,
+        "idx": T.tensor([[0, 1, 2, 0], [0, 2, 0, 1]]),
+        "a": T.tensor([5, 3, 6]),
+        "b": T.tensor([True, False, True]),
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the deprecation warning is compared below
         try:

@@ -323,10 +323,11 @@ def run_inplace(spec, target, others=(), attrs=()):
     return target
 
 
-def _check_write(target, others, filling):
+def _check_write(target, others, filling, tracked=True):
     """PyTorch's refusals of an in-place write into ``target`` (``others``: the op's other
-    operands; ``filling``: one value written everywhere, as ``zero_``). Returns the target's
-    ViewInfo (or None) and whether a graph records the write."""
+    operands; ``filling``: one value written everywhere, as ``zero_``; ``tracked``: False for an
+    op whose result autograd never sees). Returns the target's ViewInfo (or None) and whether a
+    graph records the write."""
     # Views among the operands whose base was written to since their grad_fn was set get their
     # new history first: the target's is the one this write starts from.
     for operand in (target, *others):
@@ -336,12 +337,16 @@ def _check_write(target, others, filling):
     view = target._extras.view if target._extras is not None else None
     if target._extras is not None and target._extras.inference and not grad_mode.is_inference():
         raise RuntimeError(errors.INFERENCE_INPLACE)
-    recording = grad_mode._enabled and (
-        target._requires_grad
-        or any(isinstance(t, Tensor) and t._requires_grad for t in others)
-        # PyTorch counts a view made in no_grad mode of a base that requires grad as requiring
-        # grad itself, so that writing into it raises the error below.
-        or (view is not None and view.made_in_no_grad and view.base._requires_grad)
+    recording = (
+        tracked
+        and grad_mode._enabled
+        and (
+            target._requires_grad
+            or any(isinstance(t, Tensor) and t._requires_grad for t in others)
+            # PyTorch counts a view made in no_grad mode of a base that requires grad as requiring
+            # grad itself, so that writing into it raises the error below.
+            or (view is not None and view.made_in_no_grad and view.base._requires_grad)
+        )
     )
     if recording:
         check_inplace_allowed(target, view)
@@ -375,6 +380,16 @@ def write_without_derivative(target, new_value, op, others=()):
             # value, even where that needs no grad and the node has no edge for it.
             metas = [(t._data.shape, t._dtype) for t in (before, *tensors)]
             views.rebase_history(target, view, node, metas)
+    return target
+
+
+def write_untracked(target, new_value, others=()):
+    """An in-place op whose result autograd never differentiates (``logical_and_``,
+    ``bitwise_and_``): as in PyTorch, the value is written and the version goes up, but the
+    history stays as it was (even on a leaf that requires grad, which PyTorch allows here)."""
+    _check_write(target, others, False, tracked=False)
+    np.copyto(target._data, new_value, casting="unsafe")
+    target._version_counter.value += 1
     return target
 
 

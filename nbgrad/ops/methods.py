@@ -11,7 +11,7 @@ from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import functions as F
 from nbgrad.ops import public
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions import comparison, indexing, inplace
+from nbgrad.ops.functions import comparison, indexing, inplace, more_elementwise
 from nbgrad.ops.functions._common import _PYTHON_NUMBERS, _broadcast_error, _operand
 from nbgrad.ops.functions.arithmetic import _check_sub, rdiv
 from nbgrad.warn_once import warn_once
@@ -145,6 +145,11 @@ OPERATORS = {
     "__imul__": _inplace_operator(inplace.mul_),
     "__itruediv__": _inplace_operator(inplace.div_),
     "__imod__": _inplace_operator(inplace.remainder_),
+    "__ifloordiv__": _inplace_operator(comparison.floor_divide_),
+    "__ipow__": _inplace_operator(more_elementwise.pow_),
+    "__iand__": _inplace_operator(comparison.bitwise_and_),
+    "__ior__": _inplace_operator(comparison.bitwise_or_),
+    "__ixor__": _inplace_operator(comparison.bitwise_xor_),
     "__getitem__": indexing.getitem,
     "__setitem__": indexing.setitem,
 }

@@ -158,3 +158,30 @@ def test_tensor_src_with_reduce_warns_once_per_process_as_pytorch(torch):
     assert printed[0] == printed[1]
     assert printed[0].startswith("UserWarning The reduce argument of torch.scatter")
     assert printed[0].count("\n") == 1
+
+
+SEARCHSORTED = [
+    "T.searchsorted(s, v, sorter=T.tensor([1, 2, 0]))",
+    "T.searchsorted(s, v, side='right', sorter=T.tensor([1, 2, 0]))",
+    "T.searchsorted(s, 2.5, sorter=T.tensor([1, 2, 0]))",
+    "T.searchsorted(T.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]]), T.tensor([[2.5], [4.5]]), "
+    "sorter=T.tensor([[1, 2, 0], [0, 2, 1]]))",
+    "T.searchsorted(s, v, sorter=T.tensor([1, 2]))",
+    "T.searchsorted(s, v, sorter=T.tensor([1.0, 2.0, 0.0]))",
+    "T.searchsorted(s, v, sorter=T.tensor([1, 2, 0], dtype=T.int32))",
+    "T.searchsorted(s, v, sorter=T.tensor([1, 2, 5]))",
+]
+
+
+@pytest.mark.parametrize("call", SEARCHSORTED)
+def test_searchsorted_with_a_sorter_as_pytorch(torch, call):
+    """``sorter`` gives the order of unsorted boundaries (argsort's indices along the last dim)."""
+    seen = []
+    for T in (nbgrad, torch):
+        names = {"T": T, "s": T.tensor([3.0, 1.0, 2.0]), "v": T.tensor([2.5, 0.5])}
+        try:
+            result = eval(call, names)  # noqa: S307 - the calls above
+            seen.append((str(result.dtype), result.tolist()))
+        except RuntimeError as error:
+            seen.append(str(error))
+    assert seen[0] == seen[1]

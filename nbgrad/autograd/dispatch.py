@@ -125,8 +125,11 @@ def run_op(spec, inputs, attrs=()):
         extras = [_laid_out(spec, e, arrays, attrs) if e.shape == out.shape else e for e in extras]
 
     result = _make(out)
-    # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
     recording = needs and result._dtype.is_floating_point
+    if needs and not recording and spec.name != "to_dtype":
+        # A cast to an integer type (x.long()) just drops the graph; any other op with a
+        # derivative whose result would be integer (x.sum(dtype=torch.int64)) is refused.
+        raise RuntimeError(f"Autograd not support dtype: {dtypes.SCALAR_TYPE_NAMES[result._dtype]}")
     if spec.view:
         source = tensors[0]
         if not out.size:

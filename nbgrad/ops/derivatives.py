@@ -430,22 +430,28 @@ def _addmm(bias, mat1, mat2, beta, alpha, sum_batches=False):
 
 # --- reductions ---------------------------------------------------------------------------------
 
+# The reductions that take ``dtype=`` accumulate in it (a NumPy dtype, None for the input's);
+# the gradient comes back in the input's dtype.
 op("sum", "SumBackward0", ("self",), {"self": "expand(grad, self_sym_sizes)"},
-   lambda self: self.sum(), saves=("self_sym_sizes",))
+   lambda self, dtype: self.sum(dtype=dtype), attrs=("dtype",), saves=("self_sym_sizes",))
 op("sum_dim", "SumBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"},
-   lambda self, dim, keepdim: self.sum(axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"), layout="contiguous")
+   lambda self, dim, keepdim, dtype: self.sum(axis=_axis(self, dim), keepdims=keepdim,
+                                              dtype=dtype),
+   attrs=("dim", "keepdim", "dtype"), saves=("dim", "keepdim", "self_sym_sizes"),
+   layout="contiguous")
 op("mean", "MeanBackward0", ("self",),
    {"self": "expand(grad, self_sym_sizes) / self_sym_numel"},  # a new tensor, as PyTorch's
-   lambda self: _mean(self), saves=("self_sym_numel", "self_sym_sizes"),
-   floating=True)
+   lambda self, dtype: _mean(self if dtype is None else self.astype(dtype)), attrs=("dtype",),
+   saves=("self_sym_numel", "self_sym_sizes"), floating=True)
 op("mean_dim", "MeanBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"
             " / reduced_count(self_sym_sizes, dim)"},
-   lambda self, dim, keepdim: self.mean(axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"),
-   floating=True, layout="contiguous")
+   lambda self, dim, keepdim, dtype: self.mean(axis=_axis(self, dim), keepdims=keepdim,
+                                               dtype=dtype),
+   attrs=("dim", "keepdim", "dtype"),
+   saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"), floating=True,
+   layout="contiguous")
 op("max", "MaxBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
    lambda self: self.max(), saves=("result", "self"))
 op("min", "MinBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
@@ -817,11 +823,13 @@ op("std", "StdBackward0", ("self",),
    attrs=("dim", "correction", "keepdim"),
    saves=("correction", "dim", "keepdim", "result", "self"), layout="contiguous")
 op("prod", "ProdBackward0", ("self",), {"self": "prod_backward(grad, self, result, None, False)"},
-   lambda self: np.prod(self), saves=("result", "self"))
+   lambda self, dtype: np.prod(self, dtype=dtype), attrs=("dtype",), saves=("result", "self"))
 op("prod_dim", "ProdBackward1", ("self",),
    {"self": "prod_backward(grad, self, result, dim, keepdim)"},
-   lambda self, dim, keepdim: np.prod(self, axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"), layout="contiguous")
+   lambda self, dim, keepdim, dtype: np.prod(self, axis=_axis(self, dim), keepdims=keepdim,
+                                             dtype=dtype),
+   attrs=("dim", "keepdim", "dtype"), saves=("dim", "keepdim", "result", "self"),
+   layout="contiguous")
 
 
 def _var(x, dim, correction, keepdim):
@@ -864,8 +872,8 @@ def _scan(accumulate, x, dim, dtype):
     if x.ndim == 0:
         return x.copy()
     # PyTorch's scans write a new contiguous tensor, whatever the input's layout (NumPy's keep
-    # a transposed input's)
-    return np.ascontiguousarray(accumulate(x, axis=dim))
+    # a transposed input's); without a dtype both widen small integers to int64
+    return np.ascontiguousarray(accumulate(x, axis=dim, dtype=dtype))
 
 
 def _cumulative_extreme(x, dim, ufunc, reaches):

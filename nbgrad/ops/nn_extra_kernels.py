@@ -214,13 +214,6 @@ def rrelu_with_noise(x, noise, lower, upper, training, generator):
     return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
 
-def rrelu_backward(B, grad, x, noise, lower, upper, training):  # noqa: N803
-    if training:
-        return grad * B.const(noise, grad)
-    data = np.asarray(getattr(x, "_data", x))
-    return B.where(data > 0, grad, grad * ((lower + upper) / 2))
-
-
 # --- weight norm ---------------------------------------------------------------------------------
 # w = g * v / ||v||, the norm over every dim but ``dim`` (0 or the last), ``norms`` shaped as g.
 
@@ -710,7 +703,6 @@ def ctc_loss_backward_tensor(
 _HELPERS = {
     "multi_margin_loss_backward": multi_margin_loss_backward,
     "multilabel_margin_loss_backward": multilabel_margin_loss_backward,
-    "rrelu_backward": rrelu_backward,
     "weight_norm_backward": weight_norm_backward,
     "conv_tbc_backward": conv_tbc_backward,
     "affine_grid_generator_backward": affine_grid_generator_backward,

@@ -2071,6 +2071,7 @@ THIRD_ORDER_AS_PYTORCH = {
     "batch_norm-training-3d",
     "instance_norm",
     "_native_batch_norm_legit-training",
+    "_native_batch_norm_legit-no_stats",
 }
 THIRD = [c for c in SECOND if c.id not in THIRD_ORDER_AS_PYTORCH]
 

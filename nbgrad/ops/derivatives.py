@@ -2651,8 +2651,7 @@ op("_native_batch_norm_legit_no_stats", "NativeBatchNormLegitBackward1", _LEGIT_
 # result, whose sign is its input's) changes nothing here, and PyTorch's node does not show it.
 backward_function(
     "rrelu_with_noise_backward", "RreluWithNoiseBackwardBackward0", ("grad_output", "self"),
-    "grad_output * noise if training else "
-    "where(self > 0, grad_output, grad_output * ((lower + upper) / 2))",
+    nn_extra_kernels.rrelu_with_noise_backward,
     {"grad_output": "rrelu_with_noise_backward(grad, self, noise, lower, upper, training, False)",
      "self": "zeros_like(grad)"},
     attrs=("noise", "lower", "upper", "training", "self_is_result"),

@@ -214,6 +214,15 @@ def rrelu_with_noise(x, noise, lower, upper, training, generator):
     return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
 
+def rrelu_with_noise_backward(grad_output, x, noise, lower, upper, training, self_is_result):
+    """rrelu's gradient, an op of its own (RreluWithNoiseBackwardBackward0): in training the
+    incoming gradient times the slopes the forward drew, otherwise leaky_relu's with the mean
+    slope. ``x`` may be rrelu_'s result (``self_is_result``): its sign is its input's."""
+    if training:
+        return grad_output * noise.astype(grad_output.dtype, copy=False)
+    return np.where(x > 0, grad_output, grad_output * ((lower + upper) / 2))
+
+
 # --- weight norm ---------------------------------------------------------------------------------
 # w = g * v / ||v||, the norm over every dim but ``dim`` (0 or the last), ``norms`` shaped as g.
 

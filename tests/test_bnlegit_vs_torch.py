@@ -348,3 +348,59 @@ def test_native_dropout_gradient_of_gradient_multiplies_by_the_mask(p, train):
         np.testing.assert_allclose(inner._saved_other.numpy(), expected)
         (grad_of_seed,) = T.autograd.grad(grad.sum(), seed)
         np.testing.assert_allclose(grad_of_seed.numpy(), expected)
+
+
+# --- recorded by both recorders (nbgrad's engine, real PyTorch): the same trace ---------------
+
+
+def _record(program, T):
+    """``program(T)`` recorded by the recorder of T's engine, as tests/test_torch_recorder.py
+    records (its comparison of two traces is reused)."""
+    import sys
+
+    from nbgrad.trace.recorder import Recorder
+    from nbgrad.trace.source import source_for
+    from nbgrad.trace.torch_recorder import TorchRecorder
+
+    recorder_class = TorchRecorder if T is torch else Recorder
+    recorder = recorder_class(source_for(__file__), base_frame=sys._getframe(), source_kind="file")
+    recorder.start()
+    try:
+        variables = program(T)
+    finally:
+        trace = recorder.finish([locals().get("variables", {})])
+    return trace
+
+
+def legit_batch_norm_twice(T):
+    x = T.tensor(INPUT, requires_grad=True)
+    w, b = T.tensor(WEIGHT, requires_grad=True), T.tensor(BIAS, requires_grad=True)
+    mean, var = T.tensor(RUNNING_MEAN), T.tensor(RUNNING_VAR)
+    out, save_mean, save_rstd = T._native_batch_norm_legit(x, w, b, mean, var, True, 0.1, 1e-5)
+    # Every input's gradient: where PyTorch computes only some (an autograd.grad of x alone, no
+    # bias), nbgrad's trace shows the others too, as it does for F.batch_norm's node.
+    g, gw, gb = T.autograd.grad((out * out * out).sum(), (x, w, b), create_graph=True)
+    ((g * g).sum() + (gw * gb).sum()).backward()
+    return locals()
+
+
+def rrelu_twice(T):
+    x = T.tensor(RRELU_INPUT, requires_grad=True)
+    y = T.nn.functional.rrelu(x, 0.2, 0.2, training=True)
+    (g,) = T.autograd.grad((y * y).sum(), x, create_graph=True)
+    g.sum().backward()
+    return locals()
+
+
+@pytest.mark.parametrize("program", [legit_batch_norm_twice, rrelu_twice])
+def test_both_recorders_give_the_same_trace(program):
+    from test_torch_recorder import assert_same_trace, backward_ops, same_values
+
+    mine, theirs = _record(program, nbgrad), _record(program, torch)
+    assert_same_trace(mine, theirs)
+    ours, real = backward_ops(mine), backward_ops(theirs)
+    assert ours and [o[:3] for o in ours] == [o[:3] for o in real]
+    for op, other in zip(ours, real):
+        assert same_values(op[3], other[3]), (op, other)
+    names = {n.name for n in mine.nodes}
+    assert names & {"NativeBatchNormLegitBackward0", "RreluWithNoiseBackwardBackward0"}

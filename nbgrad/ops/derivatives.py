@@ -2629,8 +2629,8 @@ op("_native_batch_norm_legit_no_training", "NativeBatchNormLegitNoTrainingBackwa
    _LEGIT_GRADIENTS,
    {name: f"batch_norm_backward_output({k}, grad, input, weight, running_mean, running_var, "
           "result1, result2, False, eps)" for k, name in enumerate(_LEGIT_GRADIENTS)},
-   lambda input, weight, bias, running_mean, running_var, momentum, eps: nn_kernels.batch_norm(  # noqa: A006
-       input, weight, bias, running_mean, running_var, False, momentum, eps),
+   lambda x, weight, bias, running_mean, running_var, momentum, eps: nn_kernels.batch_norm(
+       x, weight, bias, running_mean, running_var, False, momentum, eps),
    attrs=("running_mean", "running_var", "momentum", "eps"),
    extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "weight"),
@@ -2638,8 +2638,8 @@ op("_native_batch_norm_legit_no_training", "NativeBatchNormLegitNoTrainingBackwa
 op("_native_batch_norm_legit_no_stats", "NativeBatchNormLegitBackward1", _LEGIT_GRADIENTS,
    {name: f"batch_norm_backward_output({k}, grad, input, weight, None, None, result1, result2, "
           "training, eps)" for k, name in enumerate(_LEGIT_GRADIENTS)},
-   lambda input, weight, bias, training, momentum, eps: nn_kernels.batch_norm(  # noqa: A006
-       input, weight, bias, None, None, training, momentum, eps),
+   lambda x, weight, bias, training, momentum, eps: nn_kernels.batch_norm(
+       x, weight, bias, None, None, training, momentum, eps),
    attrs=("training", "momentum", "eps"), extra_outputs=("result1", "result2"),
    saves=("eps", "input", "result1", "result2", "training", "weight"), joint=True,
    layout="contiguous")

@@ -231,6 +231,12 @@ BAD_CALLS = {
         0.1,
         1e-5,
     ),
+    "running-mean-none": lambda T: T._native_batch_norm_legit(
+        _f64(T, 3, 2), None, None, None, _f64(T, 2), True, 0.1, 1e-5
+    ),
+    "running-var-none": lambda T: T._native_batch_norm_legit(
+        _f64(T, 3, 2), None, None, _f64(T, 2), None, True, 0.1, 1e-5
+    ),
     "too-many-arguments": lambda T: T._native_batch_norm_legit(
         _f64(T, 3, 2), None, None, True, 0.1, 1e-5, 3
     ),

@@ -37,7 +37,11 @@ def _native_batch_norm_legit(*args, **kwargs):
     place (training), or with the running ones (not training). The no_stats overload,
     ``(input, weight, bias, training, momentum, eps)``, keeps no running statistics."""
     name = "_native_batch_norm_legit"
-    with_stats = "running_mean" in kwargs or (len(args) > 3 and isinstance(args[3], Tensor))
+    # The overloads differ in their fourth argument: the running mean (a tensor; None is refused
+    # below, as PyTorch refuses it) or the training flag (no_stats).
+    with_stats = "running_mean" in kwargs or (
+        len(args) > 3 and (args[3] is None or isinstance(args[3], Tensor))
+    )
     values = _bind(name, _WITH_STATS if with_stats else _NO_STATS, args, kwargs)
     if not with_stats:
         input, weight, bias, training, momentum, eps = values  # noqa: A001
@@ -53,6 +57,14 @@ def _native_batch_norm_legit(*args, **kwargs):
         attrs = (True, float(momentum), float(eps))
         return run_op(OPS["_native_batch_norm_legit_no_stats"], (input, weight, bias), attrs)
     input, weight, bias, running_mean, running_var, training, momentum, eps = values  # noqa: A001
+    for position, (argument, value) in enumerate(
+        (("running_mean", running_mean), ("running_var", running_var)), start=4
+    ):
+        if not isinstance(value, Tensor):
+            raise TypeError(
+                f"{name}(): argument '{argument}' (position {position}) must be Tensor, not "
+                f"{type(value).__name__}"
+            )
     _check_flag(name, "training", training, 6)
     _check(name, input, weight, bias, running_mean, running_var)
     attrs = (running_mean._data, running_var._data, training, float(momentum), float(eps))

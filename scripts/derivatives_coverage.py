@@ -201,6 +201,29 @@ NOT_APPLICABLE = [
     ),
     (r"lift(_fresh)?$", "marks a fresh tensor for functionalization (torch.compile tracing)"),
     (r"_test_", "a test op for PyTorch's autograd code generator"),
+    # Ops that only torch.ops.aten reaches (export and torch.compile traces call them): checked
+    # on torch 2.13 over torch.*, Tensor.*, F.*, the nn modules and their create_graph backwards
+    (
+        r"_batch_norm_(with|no)_update$",
+        "only torch.ops.aten reaches it (export traces); F.batch_norm, torch.batch_norm and the"
+        " nn BatchNorm and InstanceNorm modules record NativeBatchNormBackward0",
+    ),
+    (
+        r"batch_norm_backward$",
+        "the backward of the aten-only BatchNormWithUpdateBackward0 and"
+        " BatchNormNoUpdateBackward0; F.batch_norm's double backward records"
+        " NativeBatchNormBackwardBackward0",
+    ),
+    (
+        r"native_dropout_backward$",
+        "only torch.ops.aten reaches it: torch.native_dropout's gradient under create_graph is"
+        " the gradient times mask * scale (MulBackward0)",
+    ),
+    (
+        r"rrelu_with_noise_functional$",
+        "only torch.ops.aten reaches it (functionalized rrelu of torch.compile traces);"
+        " F.rrelu and torch.rrelu record RreluWithNoiseBackward0",
+    ),
 ]
 
 NO_NODE = "no node: no input has a backward formula, so PyTorch records no grad_fn either"

@@ -2009,6 +2009,34 @@ case("as_strided_", lambda x: (x * 1).as_strided_((2, 2), (1, 2), 1), normal(2, 
 case("as_strided_-overlapping", lambda x: (x * 1).as_strided_((2, 2), (1, 1)), normal(2, 3))
 
 
+# --- batch norm's legit entry points (branch bnlegit): fresh running statistics per call -------
+def _legit(x, w, b, training):
+    stats = double([0.5, -1.0]), double([2.0, 0.5])
+    return torch._native_batch_norm_legit(x, w, b, *stats, training, 0.1, 1e-5)[0]
+
+
+case("_native_batch_norm_legit-training", lambda x, w, b: _legit(x, w, b, True),
+     normal(3, 2, 2), normal(2), normal(2))  # fmt: skip
+case("_native_batch_norm_legit-eval", lambda x, w, b: _legit(x, w, b, False),
+     normal(3, 2), normal(2), normal(2))  # fmt: skip
+case(
+    "_native_batch_norm_legit-no_stats",
+    lambda x, w, b: torch._native_batch_norm_legit(x, w, b, True, 0.1, 1e-5)[0],
+    normal(4, 2),
+    normal(2),
+    normal(2),
+)
+case(
+    "_native_batch_norm_legit_no_training",
+    lambda x, w, b: torch._native_batch_norm_legit_no_training(
+        x, w, b, double([0.5, -1.0]), double([2.0, 0.5]), 0.1, 1e-5
+    ),
+    normal(3, 2, 2),
+    normal(2),
+    normal(2),
+)
+
+
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):
     fd_check(c.fn, c.arrays, **c.tol)
@@ -2048,6 +2076,8 @@ THIRD_ORDER_AS_PYTORCH = {
     "batch_norm-training",
     "batch_norm-training-3d",
     "instance_norm",
+    "_native_batch_norm_legit-training",
+    "_native_batch_norm_legit-no_stats",
 }
 THIRD = [c for c in SECOND if c.id not in THIRD_ORDER_AS_PYTORCH]
 

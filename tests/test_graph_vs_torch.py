@@ -435,6 +435,22 @@ EXPRESSIONS_REDUCTIONS_MORE = [
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 
+# Batch norm's legit entry points (b3's dim 1 is the channels) and rrelu with a fixed slope
+# (lower == upper: the noise is that slope, drawn alike by both libraries).
+EXPRESSIONS_BNLEGIT = [
+    "T._native_batch_norm_legit(b3, x[:, 0], y[:, 1], T.zeros(2, dtype=T.float64), "
+    "T.ones(2, dtype=T.float64), True, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3, x[:, 0], None, T.tensor([0.5, -0.2], dtype=T.float64), "
+    "T.tensor([1.5, 0.7], dtype=T.float64), False, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3, None, y[:, 2], True, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3 * 1, x[:, 0], y[:, 1], training=True, momentum=0.1, "
+    "eps=1e-3)[0]",
+    "T._native_batch_norm_legit_no_training(b3, x[:, 0], y[:, 1], "
+    "T.tensor([0.5, -0.2], dtype=T.float64), T.tensor([1.5, 0.7], dtype=T.float64), 0.1, 1e-5)[0]",
+    "T.nn.functional.rrelu(x - 2, 0.2, 0.2, training=True)",
+]
+EXPRESSIONS += EXPRESSIONS_BNLEGIT
+
 
 def inputs(T, dtype):
     rng = np.random.default_rng(7)

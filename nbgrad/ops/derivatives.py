@@ -2015,12 +2015,12 @@ op("multilabel_margin_loss_forward", "MultilabelMarginLossBackward0", ("self",),
 # (an attr the forward fills); in eval it is leaky_relu with the mean slope. In place, the input
 # is overwritten and the result is saved instead (another node, as for leaky_relu_).
 op("rrelu_with_noise", "RreluWithNoiseBackward0", ("self",),
-   {"self": "rrelu_backward(grad, self, noise, lower, upper, training)"},
+   {"self": "rrelu_with_noise_backward(grad, self, noise, lower, upper, training, False)"},
    nn_extra_kernels.rrelu_with_noise,
    attrs=("noise", "lower", "upper", "training", "generator"),
    saves=("lower", "noise", "self", "training", "upper"), layout="contiguous")
 op("rrelu_with_noise_inplace", "RreluWithNoiseBackward1", ("self",),
-   {"self": "rrelu_backward(grad, result, noise, lower, upper, training)"},
+   {"self": "rrelu_with_noise_backward(grad, result, noise, lower, upper, training, True)"},
    nn_extra_kernels.rrelu_with_noise,
    attrs=("noise", "lower", "upper", "training", "generator"),
    saves=("lower", "noise", "result", "training", "upper"))
@@ -2615,3 +2615,52 @@ op("adaptive_avg_pool3d_backward", "AdaptiveAvgPool3DBackwardBackward0", ("grad_
           "grad_output_sym_argsize_minus_1"),
    saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2",
           "grad_output_sym_argsize_minus_3"))
+
+# --- batch norm's "legit" entry points, and rrelu's backward as an op ---------------------------
+# torch._native_batch_norm_legit (with running statistics, or without: the no_stats overload)
+# and torch._native_batch_norm_legit_no_training are batch_norm's kernel under three more node
+# names. Their gradients are native_batch_norm_backward's, as batch_norm's are (so a gradient of
+# the gradient records NativeBatchNormBackwardBackward0): no_training passes training=False,
+# no_stats passes no running statistics (None, saved as None by the double backward's node).
+# The public functions (ops/functions/batch_norm_legit.py) save the running statistics as the
+# tensors they are, so that changing them in place before backward is caught, as in PyTorch.
+
+_LEGIT_GRADIENTS = ("input", "weight", "bias")
+op("_native_batch_norm_legit", "NativeBatchNormLegitBackward0", _LEGIT_GRADIENTS,
+   {name: f"batch_norm_backward_output({k}, grad, input, weight, running_mean, running_var, "
+          "result1, result2, training, eps)" for k, name in enumerate(_LEGIT_GRADIENTS)},
+   nn_kernels.batch_norm, attrs=("running_mean", "running_var", "training", "momentum", "eps"),
+   extra_outputs=("result1", "result2"),
+   saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
+          "weight"), joint=True, layout="contiguous")
+op("_native_batch_norm_legit_no_training", "NativeBatchNormLegitNoTrainingBackward0",
+   _LEGIT_GRADIENTS,
+   {name: f"batch_norm_backward_output({k}, grad, input, weight, running_mean, running_var, "
+          "result1, result2, False, eps)" for k, name in enumerate(_LEGIT_GRADIENTS)},
+   lambda x, weight, bias, running_mean, running_var, momentum, eps: nn_kernels.batch_norm(
+       x, weight, bias, running_mean, running_var, False, momentum, eps),
+   attrs=("running_mean", "running_var", "momentum", "eps"),
+   extra_outputs=("result1", "result2"),
+   saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "weight"),
+   joint=True, layout="contiguous")
+op("_native_batch_norm_legit_no_stats", "NativeBatchNormLegitBackward1", _LEGIT_GRADIENTS,
+   {name: f"batch_norm_backward_output({k}, grad, input, weight, None, None, result1, result2, "
+          "training, eps)" for k, name in enumerate(_LEGIT_GRADIENTS)},
+   lambda x, weight, bias, training, momentum, eps: nn_kernels.batch_norm(
+       x, weight, bias, None, None, training, momentum, eps),
+   attrs=("training", "momentum", "eps"), extra_outputs=("result1", "result2"),
+   saves=("eps", "input", "result1", "result2", "training", "weight"), joint=True,
+   layout="contiguous")
+
+# rrelu's gradient is rrelu_with_noise_backward, an op of its own: under create_graph it records
+# RreluWithNoiseBackwardBackward0. In training it scales the gradient by the noise the forward
+# drew; otherwise it is leaky_relu's with the mean slope. It is linear in grad_output and flat
+# in self (zeros_like, with the edge PyTorch gives it). self_is_result (rrelu_ passes its
+# result, whose sign is its input's) changes nothing here, and PyTorch's node does not show it.
+backward_function(
+    "rrelu_with_noise_backward", "RreluWithNoiseBackwardBackward0", ("grad_output", "self"),
+    nn_extra_kernels.rrelu_with_noise_backward,
+    {"grad_output": "rrelu_with_noise_backward(grad, self, noise, lower, upper, training, False)",
+     "self": "zeros_like(grad)"},
+    attrs=("noise", "lower", "upper", "training", "self_is_result"),
+    saves=("lower", "noise", "self", "training", "upper"))

@@ -435,6 +435,18 @@ EXPRESSIONS_REDUCTIONS_MORE = [
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 
+# torch.segment_reduce (branch ddmore): lengths, offsets, an empty segment, axis, initial.
+EXPRESSIONS_DDMORE = [
+    "T.segment_reduce(x.t(), 'sum', lengths=T.tensor([2, 1]))",
+    "T.segment_reduce(m, 'max', lengths=T.tensor([1, 0, 2]))",
+    "T.segment_reduce(m, 'mean', offsets=T.tensor([0, 2, 3]))",
+    "T.segment_reduce(x, 'amin', lengths=T.tensor([[2, 1], [1, 2]]), axis=-1)",
+    "T.segment_reduce(b3, 'prod', lengths=T.tensor([[1, 1], [2, 0], [0, 2], [1, 1], [1, 1]]),"
+    " axis=1, initial=2.0)",
+    "x.masked_scatter(T.tensor([True, False, True]), m)",
+]
+EXPRESSIONS += EXPRESSIONS_DDMORE
+
 
 def inputs(T, dtype):
     rng = np.random.default_rng(7)

@@ -2005,7 +2005,6 @@ case("as_strided_", lambda x: (x * 1).as_strided_((2, 2), (1, 2), 1), normal(2, 
 case("as_strided_-overlapping", lambda x: (x * 1).as_strided_((2, 2), (1, 1)), normal(2, 3))
 
 
-
 # --- double backwards of pooling and masked_scatter; segment_reduce (branch ddmore) -------------
 # fractional_max_pool2d/3d and masked_scatter above reach their *_backward entries through their
 # second derivatives; these add an unbatched pool and a broadcast mask. segment_reduce's backward
@@ -2015,7 +2014,10 @@ case("as_strided_-overlapping", lambda x: (x * 1).as_strided_((2, 2), (1, 1)), n
 case(
     "fractional_max_pool2d-unbatched",
     lambda x: F.fractional_max_pool2d(
-        x, (2, 3), output_size=(2, 2), _random_samples=torch.tensor([[[0.7, 0.2]]])
+        x,
+        (2, 3),
+        output_size=(2, 2),
+        _random_samples=torch.tensor([[[0.7, 0.2]]], dtype=torch.float64),
     ),
     distinct(1, 4, 5),
 )
@@ -2041,6 +2043,7 @@ for _reduce in ("sum", "mean", "max", "min", "prod"):
         distinct(2, 4, 2),
         second=False,
     )
+
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))
 def test_first_derivatives(c):

@@ -695,8 +695,9 @@ for label, shape, amounts in [
     ("2d", (1, 3, 3), (1, 0, 2, 1)),
     ("3d", (1, 2, 2, 3), (1, 1, 0, 1, 1, 0)),
 ]:
-    for mode in ("reflect", "replicate"):
+    for mode in ("reflect", "replicate", "circular"):
         case(f"pad-{mode}{label}", lambda x, p=amounts, m=mode: F.pad(x, p, mode=m), normal(*shape))
+case("pad-circular-crop", lambda x: F.pad(x, (2, -1, -1, 1), mode="circular"), normal(1, 3, 3))
 case("embedding", lambda w: F.embedding(torch.tensor([[0, 2], [2, 3]]), w), normal(4, 3))
 case("layer_norm", lambda x, w, b: F.layer_norm(x, (3,), w, b), normal(2, 3), normal(3), normal(3))
 case("layer_norm-2d", lambda x: F.layer_norm(x, (2, 3)), normal(2, 2, 3))
@@ -1241,6 +1242,11 @@ case(
 case("linalg_svdvals", torch.linalg.svdvals, normal(3, 4))
 case("matrix_norm-2", lambda a: torch.linalg.matrix_norm(a, 2), normal(3, 3))
 case("matrix_norm-nuc", lambda a: torch.linalg.matrix_norm(a, "nuc"), normal(2, 3, 4))
+# Orders 1 and inf take the largest column or row sum of magnitudes; normal() draws have no ties
+case("matrix_norm-1", lambda a: torch.linalg.matrix_norm(a, 1), normal(2, 3, 4))
+case("matrix_norm-inf", lambda a: torch.linalg.matrix_norm(a, float("inf")), normal(3, 4))
+case("matrix_norm--1", lambda a: torch.linalg.norm(a, -1, (0, 2), keepdim=True), normal(3, 2, 4))
+case("matrix_norm--inf", lambda a: torch.linalg.norm(a, -float("inf")), normal(4, 3))
 case("linalg_cond", torch.linalg.cond, well_conditioned(3, 3))
 case("linalg_pinv", torch.linalg.pinv, normal(3, 2))
 case("linalg_pinv-wide", torch.linalg.pinv, normal(2, 3))

@@ -540,6 +540,17 @@ def _unique_magnitudes(a):
     return np.unique(np.abs(a)).size == a.size
 
 
+def _distinct_sums(dim):
+    """Matrix norms of order 1 and inf pick the largest sum of magnitudes along ``dim``: away
+    from zeros (where abs has its kink) and from ties among those sums."""
+
+    def predicate(a):
+        sums = np.abs(a).sum(dim)
+        return _nonzero(a) and np.unique(sums.round(4)).size == sums.size
+
+    return predicate
+
+
 # Reductions, scans and reorderings, more: composed with everything else like UNARY's.
 UNARY_REDUCTIONS_MORE = [
     ("{}.cumsum(0)", lambda T, x: x.cumsum(0), None),
@@ -593,6 +604,12 @@ UNARY_REDUCTIONS_MORE = [
     ("{}.norm(float('inf'), 0)", lambda T, x: x.norm(float("inf"), 0), _unique_magnitudes),
     ("T.linalg.vector_norm({}, 0.5)", lambda T, x: T.linalg.vector_norm(x, 0.5), _nonzero),
     ("T.linalg.norm({}, dim=-1)", lambda T, x: T.linalg.norm(x, dim=-1), _nonzero),
+    ("T.linalg.matrix_norm({}, 1)", lambda T, x: T.linalg.matrix_norm(x, 1), _distinct_sums(-2)),
+    (
+        "T.linalg.norm({}, -float('inf'))",
+        lambda T, x: T.linalg.norm(x, -float("inf")),
+        _distinct_sums(-1),
+    ),
     ("T.dist({0}, {0} * 0.5 + 1)", lambda T, x: T.dist(x, x * 0.5 + 1), _nonzero),
     ("T.hstack([{0}, {0}])", lambda T, x: T.hstack([x, x]), None),
     ("T.vstack([{0}, {0}])", lambda T, x: T.vstack([x, x]), None),

@@ -192,6 +192,18 @@ NOT_APPLICABLE = [
         "Python's torch.norm and Tensor.norm call linalg.vector_norm"
         " (LinalgVectorNormBackward0), with dtype= too; only C++ callers reach these overloads",
     ),
+    (
+        r"unique_dim_consecutive$",
+        "torch.unique_consecutive(x, dim=d) records UniqueConsecutiveBackward0 (ATen runs"
+        " unique_dim_consecutive beneath it); only torch.ops.aten.unique_dim_consecutive records"
+        " UniqueDimConsecutiveBackward0",
+    ),
+    (
+        r"_embedding_bag_dense_backward$",
+        "a gradient of F.embedding_bag's gradient records EmbeddingBagBackwardBackward0"
+        " (_embedding_bag_backward runs the dense one beneath it); only"
+        " torch.ops.aten._embedding_bag_dense_backward records EmbeddingBagDenseBackwardBackward0",
+    ),
     # PyTorch's own machinery
     (
         r"_foreach_",

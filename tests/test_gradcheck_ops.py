@@ -1450,6 +1450,7 @@ for _mode in ("sum", "mean", "max"):
             torch.tensor([1, 2, 4, 0, 4, 3]), w, torch.tensor([0, 2, 2]), mode=mode, padding_idx=0
         ),
         distinct(5, 3),
+        second=False,  # no derivative of _embedding_bag_backward, in PyTorch either
     )
 case(
     "embedding_bag-per_sample_weights",
@@ -1458,6 +1459,7 @@ case(
     ),
     normal(5, 3),
     normal(2, 3),
+    second=False,  # (as above)
 )
 case(
     "fractional_max_pool2d",
@@ -2035,6 +2037,44 @@ case(
     normal(2),
     normal(2),
 )
+# --- double backwards of pooling and masked_scatter; segment_reduce (branch ddmore) -------------
+# fractional_max_pool2d/3d and masked_scatter above reach their *_backward entries through their
+# second derivatives; these add an unbatched pool and a broadcast mask. segment_reduce's backward
+# has no derivative (in PyTorch either: tests/test_ddmore_vs_torch.py): first order only, with
+# distinct values, so no ties for max and min, and no empty segments (mean, max and min are
+# nan or infinite there; tests/test_ddmore_vs_torch.py compares those with PyTorch).
+case(
+    "fractional_max_pool2d-unbatched",
+    lambda x: F.fractional_max_pool2d(
+        x,
+        (2, 3),
+        output_size=(2, 2),
+        _random_samples=torch.tensor([[[0.7, 0.2]]], dtype=torch.float64),
+    ),
+    distinct(1, 4, 5),
+)
+case(
+    "masked_scatter-broadcast-mask",
+    lambda x, s: x.masked_scatter(torch.tensor([True, False, True]), s),
+    normal(2, 3),
+    normal(5),
+)
+_SEGMENT_LENGTHS = torch.tensor([2, 1, 2, 1])  # no empty segment: its max is -inf
+for _reduce in ("sum", "mean", "max", "min", "prod"):
+    case(
+        f"segment_reduce-{_reduce}",
+        lambda d, r=_reduce: torch.segment_reduce(d, r, lengths=_SEGMENT_LENGTHS),
+        distinct(6, 2),
+        second=False,
+    )
+    case(
+        f"segment_reduce-{_reduce}-offsets-axis1-initial",
+        lambda d, r=_reduce: torch.segment_reduce(
+            d, r, offsets=torch.tensor([[0, 1, 4], [0, 3, 4]]), axis=1, initial=0.5
+        ),
+        distinct(2, 4, 2),
+        second=False,
+    )
 
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))

@@ -450,6 +450,17 @@ EXPRESSIONS_BNLEGIT = [
     "T.nn.functional.rrelu(x - 2, 0.2, 0.2, training=True)",
 ]
 EXPRESSIONS += EXPRESSIONS_BNLEGIT
+# torch.segment_reduce (branch ddmore): lengths, offsets, an empty segment, axis, initial.
+EXPRESSIONS_DDMORE = [
+    "T.segment_reduce(x.t(), 'sum', lengths=T.tensor([2, 1]))",
+    "T.segment_reduce(m, 'max', lengths=T.tensor([1, 0, 2]))",
+    "T.segment_reduce(m, 'mean', offsets=T.tensor([0, 2, 3]))",
+    "T.segment_reduce(x, 'amin', lengths=T.tensor([[2, 1], [1, 2]]), axis=-1)",
+    "T.segment_reduce(b3, 'prod', lengths=T.tensor([[1, 1], [2, 0], [0, 2], [1, 1], [1, 1]]),"
+    " axis=1, initial=2.0)",
+    "x.masked_scatter(T.tensor([True, False, True]), m)",
+]
+EXPRESSIONS += EXPRESSIONS_DDMORE
 
 
 def inputs(T, dtype):

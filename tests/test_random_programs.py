@@ -1851,3 +1851,21 @@ UNARY_SCATTER_REDUCE = [
     for reduce, include_self in (("sum", True), ("prod", False), ("mean", True), ("amax", False))
 ]
 UNARY += UNARY_SCATTER_REDUCE
+
+
+# torch.segment_reduce (branch ddmore) along dim 0, one segment of the first row and one of the
+# rest: values apart (no ties for amax) and bounded (prod). Its backward has no derivative, in
+# PyTorch either: under create_graph both raise the same error, which ``both`` compares.
+def _segment_rows(a):
+    return a.ndim >= 1 and a.shape[0] >= 2 and _reduce_rows(a.reshape(a.shape[0], -1).T)
+
+
+UNARY_SEGMENT_REDUCE = [
+    (
+        f"T.segment_reduce({{0}}, '{reduce}', lengths=T.tensor([1, {{0}}.shape[0] - 1]))",
+        lambda T, x, r=reduce: T.segment_reduce(x, r, lengths=T.tensor([1, x.shape[0] - 1])),
+        _segment_rows,
+    )
+    for reduce in ("sum", "mean", "amax", "prod")
+]
+UNARY += UNARY_SEGMENT_REDUCE

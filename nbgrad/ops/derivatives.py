@@ -1783,7 +1783,7 @@ op("pixel_unshuffle", "PixelUnshuffleBackward0", ("self",),
 # The mask is an attr (no edge, but shown as _saved_mask, as PyTorch shows it).
 op("masked_scatter", "MaskedScatterBackward0", ("self", "source"),
    {"self": "sum_to(masked_zero_broadcast(grad, mask), self_sym_sizes)",
-    "source": "masked_scatter_backward(grad, mask, source_sym_sizes)"},
+    "source": "masked_scatter_backward(grad, mask, source_sym_sizes, grad.shape)"},
    lambda self, source, mask: misc_kernels.masked_scatter(self, source, mask),
    attrs=("mask",), saves=("mask", "self_sym_sizes", "source_sym_sizes"),
    hidden=("self_sym_sizes",), layout="contiguous")
@@ -2049,8 +2049,8 @@ op("affine_grid_generator", "AffineGridGeneratorBackward0", ("theta",),
 # F.embedding_bag (torch.embedding_bag runs _embedding_bag): indices and offsets are attrs; the
 # three extra outputs are what the backward reads (see nn_extra_kernels).
 op("_embedding_bag", "EmbeddingBagBackward0", ("weight", "per_sample_weights"),
-   {"weight": "embedding_bag_backward(grad, indices, offsets, result1, result2, result3, "
-              "weight_sym_argsize_0, scale_grad_by_freq, mode, sparse, per_sample_weights, "
+   {"weight": "_embedding_bag_backward(grad, per_sample_weights, indices, offsets, result1, "
+              "result2, result3, weight_sym_argsize_0, scale_grad_by_freq, mode, sparse, "
               "padding_idx)",
     "per_sample_weights": "embedding_bag_per_sample_weights_backward(grad, weight, indices, "
                           "offsets, result1, mode, padding_idx)"},
@@ -2068,7 +2068,8 @@ op("_embedding_bag", "EmbeddingBagBackward0", ("weight", "per_sample_weights"),
 # samples are an attr); result1 holds each maximum's position in its plane.
 for _k in (2, 3):
     op(f"fractional_max_pool{_k}d", f"FractionalMaxPool{_k}DBackward0", ("self",),
-       {"self": f"fractional_max_pool_backward(grad, self.shape, result1, {_k})"},
+       {"self": f"fractional_max_pool{_k}d_backward(grad, self, kernel_size, output_size, "
+                "result1)"},
        lambda self, kernel_size, output_size, random_samples: (
            nn_extra_kernels.fractional_max_pool(self, kernel_size, output_size, random_samples)),
        attrs=("kernel_size", "output_size", "random_samples"), extra_outputs=("result1",),
@@ -2664,3 +2665,50 @@ backward_function(
      "self": "zeros_like(grad)"},
     attrs=("noise", "lower", "upper", "training", "self_is_result"),
     saves=("lower", "noise", "self", "training", "upper"))
+# --- double backwards of pooling, embedding_bag and masked_scatter; segment_reduce (ddmore) ------
+# Gradients of gradients as PyTorch records them. Fractional max pooling's backward puts each
+# gradient at its maximum's index: linear in the gradient, flat in the input, so its own gradient
+# reads the incoming one back at the indices. masked_scatter's gradient for source picks the
+# masked places of the gradient; its own gradient scatters back into zeros there. PyTorch has no
+# derivative for embedding_bag's backward (its node is recorded, backward through it raises) nor
+# for segment_reduce's (a NotImplemented grad_fn: ddmore_kernels).
+
+from nbgrad.ops import ddmore_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(ddmore_kernels.ARRAY_FUNCTIONS)
+
+for _k in (2, 3):
+    backward_function(
+        f"fractional_max_pool{_k}d_backward", f"FractionalMaxPool{_k}DBackwardBackward0",
+        ("grad_output", "self"), f"max_pool{_k}d_backward(grad_output, self.shape, indices)",
+        {"grad_output": f"max_pool_double_backward(grad, indices, {_k})",
+         "self": "zeros_like(grad)"},
+        attrs=("kernel_size", "output_size", "indices"), saves=("indices",))
+backward_function(
+    "masked_scatter_backward", "MaskedScatterBackwardBackward0", ("grad_output",),
+    lambda grad_output, mask, sizes, grad_output_sym_sizes: misc_kernels.masked_scatter_backward(
+        grad_output, np.asarray(mask), sizes),
+    {"grad_output": "masked_scatter(zeros_shaped(grad_output_sym_sizes, grad), grad, mask)"},
+    attrs=("mask", "sizes", "grad_output_sym_sizes"), saves=("grad_output_sym_sizes", "mask"),
+    hidden=("grad_output_sym_sizes",))
+backward_function(
+    "_embedding_bag_backward", "EmbeddingBagBackwardBackward0", ("grad", "per_sample_weights"),
+    lambda grad, per_sample_weights, indices, offsets, offset2bag, bag_size, maximum_indices,
+    num_weights, scale_grad_by_freq, mode, sparse, padding_idx:
+    nn_extra_kernels.ARRAY_FUNCTIONS["embedding_bag_backward"](
+        grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+        scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx),
+    {"grad": "not_implemented('_embedding_bag_backward')",
+     "per_sample_weights": "not_implemented('_embedding_bag_backward')"},
+    attrs=("indices", "offsets", "offset2bag", "bag_size", "maximum_indices", "num_weights",
+           "scale_grad_by_freq", "mode", "sparse", "padding_idx"))
+# torch.segment_reduce: lengths and offsets are attrs (integer tensors, saved and shown).
+op("segment_reduce", "SegmentReduceBackward0", ("data",),
+   {"data": "_segment_reduce_backward(grad, result, data, reduce, lengths, offsets, axis, "
+            "initial)"},
+   lambda data, reduce, lengths, offsets, axis, unsafe, initial: ddmore_kernels.segment_reduce(
+       data, reduce, offsets if offsets is not None else ddmore_kernels.offsets_of(lengths),
+       axis + data.ndim if axis < 0 else axis, initial),
+   attrs=("reduce", "lengths", "offsets", "axis", "unsafe", "initial"),
+   saves=("axis", "data", "initial", "lengths", "offsets", "reduce", "result"),
+   layout="contiguous")

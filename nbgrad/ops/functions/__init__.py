@@ -46,6 +46,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     scatter,
     scatter_reduce,
     scatter_views,
+    segments,
     selection,
     shapes,
     shapes_more,

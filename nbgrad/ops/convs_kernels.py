@@ -97,7 +97,18 @@ def grouped_mm(self, mat2, offs):
     return out
 
 
+def grouped_mm_tensor(self, mat2, offs):
+    """``grouped_mm`` in a formula under create_graph: the table op, so that it records
+    GroupedMmBackward0."""
+    from nbgrad.ops.functions.convs import run_grouped_mm
+
+    return run_grouped_mm(self, mat2, offs)
+
+
 def tensor_namespace():
     """The Tensor versions of the formulas' functions declared here (the array versions are in
     derivatives.py, beside the entries)."""
-    return {"grid_sampler_fallback_backward_output": fallback_backward_output_tensor}
+    return {
+        "grid_sampler_fallback_backward_output": fallback_backward_output_tensor,
+        "grouped_mm": grouped_mm_tensor,
+    }

@@ -2681,3 +2681,16 @@ op("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0", ("self",),
    layer_kernels.upsample(self, output_size, (scales_h, scales_w), "lanczos-aa", align_corners),
    attrs=("output_size", "align_corners", "scales_h", "scales_w", "self_sym_sizes"),
    saves=("align_corners", "output_size", "scales_h", "scales_w", "self_sym_sizes"))
+
+# torch._grouped_mm (float16 and float32 on the CPU): matrix products group by group. Each
+# gradient is a grouped product again, of the gradient with the other operand's transpose and
+# the same offsets (a gradient of the gradient records GroupedMmBackward0 below
+# TransposeBackward0, as PyTorch does). The sizes and strides are kept because PyTorch keeps them.
+formula_math.ARRAY_NAMESPACE["grouped_mm"] = convs_kernels.grouped_mm
+op("_grouped_mm", "GroupedMmBackward0", ("self", "mat2"),
+   {"self": "grouped_mm(grad, swap_last(mat2), offs)",
+    "mat2": "grouped_mm(swap_last(self), grad, offs)"},
+   lambda self, mat2, offs, *layouts: convs_kernels.grouped_mm(self, mat2, offs),
+   attrs=("offs", "self_sym_sizes", "self_sym_strides", "mat2_sym_sizes", "mat2_sym_strides"),
+   saves=("mat2", "mat2_sym_sizes", "mat2_sym_strides", "offs", "self", "self_sym_sizes",
+          "self_sym_strides"))

@@ -5,6 +5,8 @@ products: ``torch._convolution``, ``torch.mkldnn_convolution``,
 entry (kernels in ``nbgrad/ops/convs_kernels.py``), so that the graph shows PyTorch's node for it.
 """
 
+import numpy as np
+
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
@@ -267,3 +269,86 @@ def _grid_sampler_2d_cpu_fallback(input, grid, interpolation_mode, padding_mode,
         raise RuntimeError(f"Unsupported interpolation mode: {int(interpolation_mode)}")
     attrs = (int(interpolation_mode), int(padding_mode), bool(align_corners))
     return run_op(OPS["_grid_sampler_2d_cpu_fallback"], (input, grid), attrs)
+
+
+# --- grouped matrix products -----------------------------------------------------------------
+
+
+def _check_grouped_operand(tensor, name):
+    """ATen's CPU checks of one operand: its dtype, its dims, and a layout the grouped GEMM
+    reads (one of the last two dims contiguous, the other's stride a multiple of 16 bytes)."""
+    if tensor._dtype not in (dtypes.float32, dtypes.float16):
+        raise RuntimeError(
+            f"Expected {name} to be Float32, BFloat16 or Float16 matrix, got "
+            f"{_scalar_type(tensor)}"
+        )
+    if tensor.dim() not in (2, 3):
+        raise RuntimeError(f"{name} has to be 2 or 3d")
+    rows, columns = tensor.shape[-2:]
+    row_stride, column_stride = tensor.stride()[-2:]
+    alignment = 16 // tensor.element_size()
+    if column_stride == 1 and row_stride >= max(1, columns):
+        leading = row_stride
+    elif row_stride == 1 and column_stride >= max(1, rows):
+        leading = column_stride
+    else:
+        raise RuntimeError(
+            f"Invalid strides/sizes, got {_sizes(tensor.stride())} for strides and "
+            f"{_sizes(tensor.shape)} for sizes"
+        )
+    if leading % alignment:
+        raise RuntimeError("strides should be multiple of 16 bytes")
+
+
+def _offsets(offs):
+    return None if offs is None else np.asarray(getattr(offs, "_data", offs)).copy()
+
+
+def run_grouped_mm(self, mat2, offs):
+    """The table entry on checked operands (also what its own formulas call under
+    create_graph)."""
+    attrs = (
+        _offsets(offs),
+        tuple(self.shape),
+        tuple(self.stride()),
+        tuple(mat2.shape),
+        tuple(mat2.stride()),
+    )
+    return run_op(OPS["_grouped_mm"], (self, mat2), attrs)
+
+
+@public(function=True)
+def _grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None):
+    """Matrix products group by group: over the leading dim of two 3-d operands, or over ranges
+    that ``offs`` (int32 ends) cuts from a 2-d operand's rows, columns or shared dim."""
+    _check_tensors("_grouped_mm", self=self, mat2=mat2, offs=offs, bias=bias)
+    if out_dtype is not None and dtypes.to_dtype(out_dtype) is not self._dtype:
+        raise RuntimeError("Grouped gemm output dtype must match `mat_a` dtype")
+    if mat2._dtype is not self._dtype and mat2._dtype in (dtypes.float32, dtypes.float16):
+        raise RuntimeError(
+            f"Expected out tensor to have dtype {dtypes.CPP_TYPE_NAMES[self._dtype]}, but got "
+            f"{dtypes.CPP_TYPE_NAMES[mat2._dtype]} instead"
+        )
+    _check_grouped_operand(self, "mat_a")
+    _check_grouped_operand(mat2, "mat_b")
+    if self.shape[-1] != mat2.shape[-2]:
+        raise RuntimeError("contraction dimension of mat_a and mat_b must match")
+    grouped = self.dim() == 2 or mat2.dim() == 2
+    if grouped != (offs is not None):
+        raise RuntimeError(
+            "Have to provide offsets if there is a 2d matrix, or no offset if both matrices "
+            "are 3d"
+        )
+    if offs is not None:
+        if offs.dim() != 1:
+            raise RuntimeError("offs has to be 1D")
+        if offs._dtype is not dtypes.int32:
+            raise RuntimeError("Offsets have to be int32")
+        groups = [t.shape[0] for t in (self, mat2) if t.dim() == 3]
+        if groups and groups[0] != offs.shape[0]:
+            raise RuntimeError("matrix batch sizes have to match")
+    elif self.shape[0] != mat2.shape[0]:
+        raise RuntimeError("batched dimension has to match")
+    if bias is not None:
+        raise RuntimeError("Bias not supported yet")
+    return run_grouped_mm(self, mat2, offs)

@@ -326,8 +326,8 @@ def _grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None):
         raise RuntimeError("Grouped gemm output dtype must match `mat_a` dtype")
     if mat2._dtype is not self._dtype and mat2._dtype in (dtypes.float32, dtypes.float16):
         raise RuntimeError(
-            f"Expected out tensor to have dtype {dtypes.CPP_TYPE_NAMES[self._dtype]}, but got "
-            f"{dtypes.CPP_TYPE_NAMES[mat2._dtype]} instead"
+            f"Expected out tensor to have dtype {dtypes.CPP_TYPE_NAMES[mat2._dtype]}, but got "
+            f"{dtypes.CPP_TYPE_NAMES[self._dtype]} instead"
         )
     _check_grouped_operand(self, "mat_a")
     _check_grouped_operand(mat2, "mat_b")

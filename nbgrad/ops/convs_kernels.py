@@ -15,7 +15,7 @@ import numpy as np
 
 from nbgrad.ops import grid_sample_kernels
 
-# --- convolution ---------------------------------------------------------------------------------
+# --- convolution -------------------------------------------------------------------------------
 
 
 def convolution_entry_name(transposed, spatial_dims):
@@ -36,7 +36,7 @@ def convolution(x, weight, bias, stride, padding, dilation, transposed, output_p
     )
 
 
-# --- grid sampling: the CPU fallback ---------------------------------------------------------------
+# --- grid sampling: the CPU fallback ---------------------------------------------------------
 # _grid_sampler_2d_cpu_fallback samples as grid_sampler_2d does; only its backward is another op
 # (_grid_sampler_2d_cpu_fallback_backward), so that a gradient of its gradient records
 # GridSampler2DCpuFallbackBackwardBackward0. On arrays the backward is grid_sampler_2d's.
@@ -61,7 +61,7 @@ def fallback_backward_output_tensor(which, grad_output, input, grid, *options): 
     return _shared_fallback_backward(wanted, grad_output, input, grid, *options)[which]
 
 
-# --- grouped matrix products -----------------------------------------------------------------------
+# --- grouped matrix products -------------------------------------------------------------------
 # torch._grouped_mm(self, mat2, offs): out = self @ mat2 group by group. With 3-d operands the
 # groups are the leading dim (a bmm). With a 2-d operand, ``offs`` (int32, one end per group,
 # increasing) cuts one of its dims into ranges:

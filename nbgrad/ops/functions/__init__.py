@@ -13,8 +13,8 @@ of nbgrad can call ``functions.exp`` as users call ``nbgrad.exp``.
 from nbgrad.ops import public
 from nbgrad.ops.functions import (  # importing each module declares its functions
     arithmetic,
-    convs,
     comparison,
+    convs,
     distances,
     einsum,
     elementwise,

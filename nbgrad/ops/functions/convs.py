@@ -279,8 +279,7 @@ def _check_grouped_operand(tensor, name):
     reads (one of the last two dims contiguous, the other's stride a multiple of 16 bytes)."""
     if tensor._dtype not in (dtypes.float32, dtypes.float16):
         raise RuntimeError(
-            f"Expected {name} to be Float32, BFloat16 or Float16 matrix, got "
-            f"{_scalar_type(tensor)}"
+            f"Expected {name} to be Float32, BFloat16 or Float16 matrix, got {_scalar_type(tensor)}"
         )
     if tensor.dim() not in (2, 3):
         raise RuntimeError(f"{name} has to be 2 or 3d")
@@ -336,8 +335,7 @@ def _grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None):
     grouped = self.dim() == 2 or mat2.dim() == 2
     if grouped != (offs is not None):
         raise RuntimeError(
-            "Have to provide offsets if there is a 2d matrix, or no offset if both matrices "
-            "are 3d"
+            "Have to provide offsets if there is a 2d matrix, or no offset if both matrices are 3d"
         )
     if offs is not None:
         if offs.dim() != 1:

@@ -297,3 +297,60 @@ def test_grouped_mm_accepts_a_column_major_operand():
     theirs = torch._grouped_mm(torch.tensor(a), torch.tensor(m).transpose(-2, -1))
     _assert_close(ours, theirs, 1e-5, "column-major mat2")
     np.testing.assert_allclose(to_numpy(ours), a @ m.transpose(0, 2, 1), rtol=1e-5, atol=1e-5)
+
+
+# --- traces: %%autograd records the same nodes on both engines -------------------------------
+
+
+def _record(program, T):
+    import sys
+
+    from nbgrad.trace.recorder import Recorder
+    from nbgrad.trace.source import source_for
+    from nbgrad.trace.torch_recorder import TorchRecorder
+
+    recorder_class = TorchRecorder if T is torch else Recorder
+    recorder = recorder_class(source_for(__file__), base_frame=sys._getframe(), source_kind="file")
+    recorder.start()
+    variables = program(T)
+    return recorder.finish([variables])
+
+
+def _private_layers(T):
+    values = _values(
+        {"x": ((1, 2, 6, 5), F32), "w": ((3, 2, 2, 2), F32), "grid": ((1, 3, 2, 2), F32)}, seed=9
+    )
+    x, w, grid = _leaves(T, values).values()
+    a = T.tensor(np.linspace(-1, 1, 32, dtype=np.float32).reshape(2, 2, 8), requires_grad=True)
+    m = T.tensor(np.linspace(1, -1, 64, dtype=np.float32).reshape(2, 8, 4), requires_grad=True)
+    h = T.mkldnn_convolution(x, w, None, [1, 0], [1, 1], [1, 1], 1)
+    k = T._nnpack_spatial_convolution(x, w, None, [0, 1])
+    s = T._grid_sampler_2d_cpu_fallback(h, grid, 0, 0, False)
+    u = T.nn.functional.interpolate(k, size=(3, 4), mode="lanczos", antialias=True)
+    g = T._grouped_mm(a, m)
+    loss = s.sum() + (u * u).sum() + (g * g).sum()
+    loss.backward()
+    return locals()
+
+
+def test_traces_of_both_engines_show_the_same_nodes_saved_values_and_gradients():
+    mine, theirs = _record(_private_layers, nbgrad), _record(_private_layers, torch)
+    labels = [[s.node.name for s in trace.backward_steps] for trace in (mine, theirs)]
+    assert labels[0] == labels[1]
+    assert {
+        "MkldnnConvolutionBackward0",
+        "NnpackSpatialConvolutionBackward0",
+        "GridSampler2DCpuFallbackBackward0",
+        "UpsampleLanczos2DAaBackward0",
+        "GroupedMmBackward0",
+    } <= set(labels[1])
+    for ours, real in zip(mine.backward_steps, theirs.backward_steps):
+        assert sorted(ours.node.saved) == sorted(real.node.saved), real.node.name
+        assert ours.node.formulas == real.node.formulas, real.node.name
+        for g, h in zip(ours.grads_in, real.grads_in, strict=True):
+            if h is not None:
+                _assert_close(np.asarray(g), np.asarray(h), 1e-4, real.node.name)
+    for name in ("x", "w", "grid", "a", "m"):
+        _assert_close(
+            np.asarray(mine.tensors[name].grad), np.asarray(theirs.tensors[name].grad), 1e-4, name
+        )

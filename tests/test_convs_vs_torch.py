@@ -288,6 +288,12 @@ def test_errors_as_pytorch(expression):
     assert str(ours.value).splitlines()[0] == str(theirs.value).splitlines()[0]
 
 
+def test_mkldnn_convolution_says_it_takes_no_int8():
+    x, w = nbgrad.ones(1, 2, 3, 3, dtype=nbgrad.int8), nbgrad.ones(1, 2, 2, 2, dtype=nbgrad.int8)
+    with pytest.raises(NotImplementedError, match="takes float32 tensors"):
+        nbgrad.mkldnn_convolution(x, w, None, [0, 0], [1, 1], [1, 1], 1)
+
+
 def test_grouped_mm_accepts_a_column_major_operand():
     """The GEMM reads either layout: a transposed operand is fine, as in PyTorch."""
     rng = np.random.default_rng(8)

@@ -201,7 +201,12 @@ def _check_mkldnn_dtype(tensor):
         raise RuntimeError(
             "mkldnn_convolution: fp16 path needs the cpu support avx_ne_convert or avx512_fp16"
         )
-    if tensor._dtype not in (dtypes.float32, dtypes.int8):
+    if tensor._dtype is dtypes.int8:
+        raise NotImplementedError(
+            "nbgrad's mkldnn_convolution takes float32 tensors (PyTorch's oneDNN kernel also "
+            "takes int8)"
+        )
+    if tensor._dtype is not dtypes.float32:
         raise RuntimeError(
             "itensor_view_from_dense expects float/bfloat16/half/int8/fp8 tensor input"
             f"{_scalar_type(tensor)}"

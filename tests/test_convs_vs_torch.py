@@ -241,7 +241,11 @@ ERRORS = [
     f"False, [0, 0], 2, {_CONV_FLAGS})",
     f"T._convolution({_X}, T.ones(3, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], True, [1, 0], 1, "
     f"{_CONV_FLAGS})",
+    "T._convolution(T.ones(2, 3), T.ones(4, 3), None, [], [], [], False, [], 1, False, False, "
+    "True, True)",
     f"T.mkldnn_convolution({_X}.double(), {_W}.double(), None, [0, 0], [1, 1], [1, 1], 1)",
+    f"T.mkldnn_convolution({_X}, {_W}, T.ones(3), [0, 0], [1, 1], [1, 1], 1)",
+    f"T.mkldnn_convolution({_X}[0], {_W}, None, [0], [1], [1], 1)",
     f"T.mkldnn_convolution({_X}.half(), {_W}.half(), None, [0, 0], [1, 1], [1, 1], 1)",
     f"T.mkldnn_convolution({_X}, {_W}.double(), None, [0, 0], [1, 1], [1, 1], 1)",
     f"T.mkldnn_convolution({_X}, T.ones(4, 2, 3, 3), None, [0, 0], [1, 1], [1, 1], 1)",
@@ -253,6 +257,7 @@ ERRORS = [
     "T._grid_sampler_2d_cpu_fallback(T.ones(2, 3, 5, 6).double(), T.zeros(2, 4, 3, 2).double(), "
     "0, 0, False)",
     "T._grid_sampler_2d_cpu_fallback(T.ones(1, 3, 5, 6), T.zeros(2, 4, 3, 2), 0, 0, False)",
+    "T._grid_sampler_2d_cpu_fallback(T.ones(2, 3, 5, 6), 3, 0, 0, False)",
     "T._grid_sampler_2d_cpu_fallback(T.ones(2, 3, 5, 6), T.zeros(2, 4, 3, 3), 0, 0, False)",
     "T._grid_sampler_2d_cpu_fallback(T.ones(2, 3, 4, 5, 6), T.zeros(2, 1, 4, 3, 3), 0, 0, False)",
     "T.nn.functional.interpolate(T.ones(1, 2, 4, 4), size=2, mode='lanczos')",

@@ -169,6 +169,8 @@ def _convolution(
     """ATen's convolution with the flags of the old TorchScript signature (a backend's choice:
     they change nothing here); ConvolutionBackward1."""
     _check_tensors("_convolution", input=input, weight=weight, bias=bias)
+    if weight.dim() < 3:
+        raise RuntimeError("weight should have at least three dimensions")
     dims = weight.dim() - 2
     stride = _int_list(stride, dims, "stride")
     padding = _int_list(padding, dims, "padding")
@@ -261,6 +263,7 @@ def _nnpack_spatial_convolution(input, weight, bias, padding, stride=1):  # noqa
 def _grid_sampler_2d_cpu_fallback(input, grid, interpolation_mode, padding_mode, align_corners):  # noqa: A002
     """grid_sampler_2d's sampling through ATen's scalar CPU code (float32 only);
     GridSampler2DCpuFallbackBackward0."""
+    _check_tensors("_grid_sampler_2d_cpu_fallback", input=input, grid=grid)
     _check_common(input, grid)
     if input.dim() != 4 or grid.dim() != 4:
         raise RuntimeError(

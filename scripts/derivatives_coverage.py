@@ -100,7 +100,7 @@ def name_nodes(entries):
 # nbgrad's tensors are dense, strided, on the CPU, of dtypes bool, uint8, int8-64, float16-64.
 # Each pattern matches the entry's ``name`` (``op.overload``) from its start; the first match wins.
 # Whatever a dense CPU tensor of a real dtype can reach stays "missing", even when only a private
-# function reaches it (fake_quantize_*, mkldnn_convolution, _nnpack_spatial_convolution).
+# function reaches it (fake_quantize_*, torch._grouped_mm).
 
 NOT_APPLICABLE = [
     # Backends nbgrad does not have
@@ -136,6 +136,13 @@ NOT_APPLICABLE = [
         " dispatch to it",
     ),
     (r"_pin_memory$", "pinned (page-locked) memory only serves copies to CUDA"),
+    (
+        r"(slow_conv_transpose[23]d|_slow_conv2d_forward|_slow_conv2d_backward|slow_conv3d_forward"
+        r"|slow_conv_dilated[23]d)(\.|$)",
+        "CPU kernel beneath convolution: F.conv1d/2d/3d, F.conv_transpose*d and nn.Conv*"
+        " record ConvolutionBackward0 for every dtype, stride, dilation and layout; only"
+        " torch._C._nn.* (thnn_conv2d, slow_conv3d, ...) and torch.ops.aten.* record these",
+    ),
     # Layouts nbgrad does not have
     (
         r"_?sparse|_to_sparse|_to_dense$|_coalesce$|values$|_indices$",

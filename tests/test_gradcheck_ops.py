@@ -2075,6 +2075,84 @@ for _reduce in ("sum", "mean", "max", "min", "prod"):
         distinct(2, 4, 2),
         second=False,
     )
+# --- private convolutions, grid sampler fallback, lanczos, grouped mm (convs) -------------------
+# torch._convolution takes any dtype; the others are float32 only in PyTorch (float16 too for
+# _grouped_mm), so their cases run nbgrad's table entry in float64, as mkldnn_rnn_layer's does.
+case(
+    "_convolution",
+    lambda x, w, b: torch._convolution(
+        x, w, b, [2, 1], [1, 0], [1, 2], False, [0, 0], 1, False, False, True, True
+    ),
+    normal(1, 2, 4, 5),
+    normal(3, 2, 2, 2),
+    normal(3),
+)
+case(
+    "_convolution-transposed-groups-1d",
+    lambda x, w: torch._convolution(
+        x, w, None, [2], [1], [1], True, [1], 2, False, False, True, True
+    ),
+    normal(1, 4, 3),
+    normal(4, 1, 3),
+)
+case(
+    "_convolution-3d",
+    lambda x, w: torch._convolution(
+        x, w, None, [1, 1, 2], [0, 1, 0], [1, 1, 1], False, [0, 0, 0], 1, False, False, True, True
+    ),
+    normal(1, 1, 2, 3, 3),
+    normal(2, 1, 2, 2, 2),
+)
+case(
+    "mkldnn_convolution",
+    lambda x, w, b: run_op(
+        OPS["mkldnn_convolution"], (x, w, b), ((1, 0), (1, 2), (2, 1), 1, (3,), False, (0, 0))
+    ),
+    normal(1, 2, 4, 5),
+    normal(3, 2, 2, 2),
+    normal(3),
+)
+case(
+    "_nnpack_spatial_convolution",
+    lambda x, w, b: run_op(
+        OPS["_nnpack_spatial_convolution"],
+        (x, w, b),
+        ((1, 0), (2, 1), (3,), (1, 1), False, (0, 0), 1),
+    ),
+    normal(2, 2, 3, 4),
+    normal(3, 2, 2, 2),
+    normal(3),
+)
+for _mode in (0, 2):  # bilinear, bicubic (nearest has no gradient for the grid)
+    case(
+        f"_grid_sampler_2d_cpu_fallback-{_mode}",
+        lambda x, g, m=_mode: run_op(OPS["_grid_sampler_2d_cpu_fallback"], (x, g), (m, 1, False)),
+        normal(1, 2, 3, 4),
+        RNG.uniform(-1.1, 1.1, (1, 2, 2, 2)),
+    )
+case(
+    "_upsample_lanczos2d_aa",
+    lambda x: F.interpolate(x, size=(3, 4), mode="lanczos", antialias=True),
+    normal(1, 2, 5, 3),
+)
+case(
+    "_upsample_lanczos2d_aa-scale",
+    lambda x: F.interpolate(x, scale_factor=(0.7, 1.6), mode="lanczos", antialias=True),
+    normal(1, 1, 4, 3),
+)
+
+
+def _grouped_mm(a, b, offs=None):
+    """_grouped_mm's entry in float64, with the attributes its function passes."""
+    attrs = (offs, tuple(a.shape), a.stride(), tuple(b.shape), b.stride())
+    return run_op(OPS["_grouped_mm"], (a, b), attrs)
+
+
+_OFFS = np.array([1, 3], dtype=np.int32)
+case("_grouped_mm-3d-3d", _grouped_mm, normal(2, 2, 3), normal(2, 3, 2))
+case("_grouped_mm-2d-3d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(3, 2), normal(2, 2, 3))
+case("_grouped_mm-3d-2d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(2, 2, 3), normal(3, 3))
+case("_grouped_mm-2d-2d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(2, 3), normal(3, 2))
 
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))

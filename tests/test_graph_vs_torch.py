@@ -461,6 +461,22 @@ EXPRESSIONS_DDMORE = [
     "x.masked_scatter(T.tensor([True, False, True]), m)",
 ]
 EXPRESSIONS += EXPRESSIONS_DDMORE
+# torch._convolution (ConvolutionBackward1) and F.interpolate's lanczos mode; the float32-only
+# private convolutions, the grid sampler's fallback and _grouped_mm are compared in
+# tests/test_convs_vs_torch.py.
+EXPRESSIONS_CONVS = [
+    "T._convolution(b3, y.reshape(1, 2, 3), v[:1], [1], [1], [1], False, [0], 1, False, False,"
+    " True, True)",
+    "T._convolution(b3, x.reshape(2, 3, 1), None, [2], [0], [1], True, [1], 1, False, False, True,"
+    " True)",
+    "T._convolution(c3.reshape(1, 5, 3, 4), c3[:, :2, :3].reshape(2, 5, 1, 3), v[:2], [1, 2],"
+    " [1, 1], [2, 1], False, [0, 0], 1, False, False, True)",
+    "T.nn.functional.interpolate(c3.reshape(1, 5, 3, 4), size=(2, 6), mode='lanczos',"
+    " antialias=True)",
+    "T.nn.functional.interpolate(c3.reshape(1, 5, 3, 4), scale_factor=0.6, mode='lanczos',"
+    " antialias=True)",
+]
+EXPRESSIONS += EXPRESSIONS_CONVS
 
 
 def inputs(T, dtype):

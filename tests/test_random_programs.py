@@ -1516,6 +1516,37 @@ OPERATIONS += [attention]
 OPERATIONS += [norm_conv]
 OPERATIONS += [lstm]
 
+
+# convs: torch.mkldnn_convolution (float32 only: oneDNN's kernel, so float32 rounding from then on)
+# and F.interpolate's lanczos mode.
+def _mkldnn_convolution(T, x):
+    x = x[None].float()
+    weight = (T.linspace(-0.5, 0.7, 2 * x.shape[1] * 2) * 1.0).reshape(2, x.shape[1], 1, 2)
+    return T.mkldnn_convolution(x, weight, T.tensor([0.1, -0.2]), [0, 1], [1, 1], [1, 1], 1)
+
+
+def mkldnn_convolution(p):
+    x = p.pick("operand", lambda a: a.ndim == 3 and a.size > 0)
+    if x is not None:
+        p.allow_float32_rounding()
+        p.step("T.mkldnn_convolution({0}[None].float(), weight 2xCx1x2, bias, ...)",
+               _mkldnn_convolution, x)  # fmt: skip
+
+
+def lanczos(p):
+    x = p.pick("operand", lambda a: a.ndim == 3 and a.size > 0)
+    if x is not None:
+        p.step(
+            "F.interpolate({}[None], size=(2, 3), mode='lanczos', antialias=True)",
+            lambda T, v: T.nn.functional.interpolate(
+                v[None], size=(2, 3), mode="lanczos", antialias=True
+            ),
+            x,
+        )
+
+
+OPERATIONS += [mkldnn_convolution, lanczos]
+
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 
 

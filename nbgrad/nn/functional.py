@@ -769,6 +769,7 @@ _UPSAMPLE_OPS = {
     ("nearest-exact", 3): "upsample_nearest_exact3d",
     ("trilinear", 3): "upsample_trilinear3d",
     ("bicubic", 2): "upsample_bicubic2d",
+    ("lanczos", 2): "_upsample_lanczos2d_aa",  # (antialias=True only: checked above)
 }
 
 
@@ -830,8 +831,13 @@ def interpolate(
             "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
             "requires a 4-D tensor as input"
         )
-    if antialias and mode == "lanczos":
-        raise NotImplementedError("nbgrad's interpolate has no lanczos mode")
+    if mode == "lanczos" and input.dim() == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+        if input._dtype is dtypes.float16:
+            raise NotImplementedError("\"compute_index_ranges_weights\" not implemented for 'Half'")
     if mode == "area" and output_size is None:
         recompute_scale_factor = True  # PyTorch's: area needs an output size
     if recompute_scale_factor and scale_factors is not None:
@@ -863,7 +869,9 @@ def interpolate(
         ]
     scales = tuple(scale_factors) if scale_factors is not None else (None,) * dims
     corners = (
-        (bool(align_corners),) if mode in ("linear", "bilinear", "trilinear", "bicubic") else ()
+        (bool(align_corners),)
+        if mode in ("linear", "bilinear", "trilinear", "bicubic", "lanczos")
+        else ()
     )
     attrs = (tuple(output_size), *corners, *scales, tuple(input.shape))
     if antialias:

@@ -2712,3 +2712,89 @@ op("segment_reduce", "SegmentReduceBackward0", ("data",),
    attrs=("reduce", "lengths", "offsets", "axis", "unsafe", "initial"),
    saves=("axis", "data", "initial", "lengths", "offsets", "reduce", "result"),
    layout="contiguous")
+# --- private convolutions, the grid sampler's CPU fallback, lanczos, grouped mm (convs) ----------
+# torch._convolution, torch.mkldnn_convolution and torch._nnpack_spatial_convolution each record
+# a node of their own whose formula is convolution_backward, as ConvolutionBackward0's: the same
+# helpers (so a gradient of their gradient records ConvolutionBackwardBackward0) and the forward
+# kernels of the convolution entries above (convs_kernels.convolution picks one). What their
+# formulas read but PyTorch's node does not keep is hidden: mkldnn's and nnpack's convolutions are
+# never transposed, have no output padding, and nnpack's have no dilation or groups either.
+
+from nbgrad.ops import convs_kernels  # noqa: E402
+
+_CONVOLUTION_SAVES = ("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding",
+                      "padding", "stride", "transposed", "weight")
+op("_convolution", "ConvolutionBackward1", ("input", "weight", "bias"), _CONVOLUTION_GRADS,
+   lambda x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+   benchmark, deterministic, cudnn_enabled, allow_tf32, bias_sym_sizes_opt:
+   convs_kernels.convolution(x, weight, bias, stride, padding, dilation, transposed,
+                             output_padding, groups),
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups", "benchmark",
+          "deterministic", "cudnn_enabled", "allow_tf32", "bias_sym_sizes_opt"),
+   saves=_CONVOLUTION_SAVES, joint=True)
+op("mkldnn_convolution", "MkldnnConvolutionBackward0", ("self", "weight", "bias"),
+   {name: f"convolution_backward_output({k}, grad, self, weight, stride, padding, dilation, "
+          "transposed, output_padding, groups)"
+    for k, name in enumerate(("self", "weight", "bias"))},
+   lambda x, weight, bias, padding, stride, dilation, groups, bias_sym_sizes_opt, transposed,
+   output_padding: convs_kernels.convolution(x, weight, bias, stride, padding, dilation, False,
+                                             output_padding, groups),
+   attrs=("padding", "stride", "dilation", "groups", "bias_sym_sizes_opt", "transposed",
+          "output_padding"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "output_padding", "padding", "self",
+          "stride", "transposed", "weight"),
+   hidden=("output_padding", "transposed"), joint=True)
+op("_nnpack_spatial_convolution", "NnpackSpatialConvolutionBackward0",
+   ("input", "weight", "bias"), _CONVOLUTION_GRADS,
+   lambda x, weight, bias, padding, stride, bias_sym_sizes_opt, dilation, transposed,
+   output_padding, groups: convs_kernels.convolution(x, weight, bias, stride, padding, dilation,
+                                                     False, output_padding, groups),
+   attrs=("padding", "stride", "bias_sym_sizes_opt", "dilation", "transposed", "output_padding",
+          "groups"),
+   saves=_CONVOLUTION_SAVES, hidden=("dilation", "groups", "output_padding", "transposed"),
+   joint=True)
+
+# torch._grid_sampler_2d_cpu_fallback (float32 only in PyTorch): grid_sampler_2d's sampling, with
+# a backward op of its own, whose own gradients are grid_sampler_2d_backward's.
+formula_math.ARRAY_NAMESPACE["grid_sampler_fallback_backward_output"] = (
+    grid_sample_kernels.backward_output)
+op("_grid_sampler_2d_cpu_fallback_backward", "GridSampler2DCpuFallbackBackwardBackward0",
+   ("grad_output", "input", "grid"),
+   {name: f"grid_sampler_double_backward_output({k}, grad, grad_output, input, grid, "
+          f"{_GRID_SAMPLER_ARGS})"
+    for k, name in enumerate(("grad_output", "input", "grid"))},
+   lambda grad_output, input, grid, mode, padding_mode, align_corners: list(  # noqa: A006
+       grid_sample_kernels.grid_sampler_backward(
+           grad_output, input, grid, mode, padding_mode, align_corners, (True, True))),
+   attrs=("interpolation_mode", "padding_mode", "align_corners"),
+   saves=("align_corners", "grad_output", "grid", "input", "interpolation_mode", "padding_mode"),
+   multi_output=True, joint=True)
+op("_grid_sampler_2d_cpu_fallback", "GridSampler2DCpuFallbackBackward0", ("input", "grid"),
+   {name: f"grid_sampler_fallback_backward_output({k}, grad, input, grid, {_GRID_SAMPLER_ARGS})"
+    for k, name in enumerate(("input", "grid"))},
+   grid_sample_kernels.grid_sampler,
+   attrs=("interpolation_mode", "padding_mode", "align_corners"),
+   saves=("align_corners", "grid", "input", "interpolation_mode", "padding_mode"), joint=True)
+
+# F.interpolate(..., mode="lanczos", antialias=True): the antialiased entries' construction with
+# the Lanczos-3 filter (layer_kernels' "lanczos-aa" matrices); align_corners is always False.
+op("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0", ("self",),
+   {"self": upsample_backward_entry("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0",
+                                    "lanczos-aa", 2, True)},
+   lambda self, output_size, align_corners, scales_h, scales_w, self_sym_sizes:
+   layer_kernels.upsample(self, output_size, (scales_h, scales_w), "lanczos-aa", align_corners),
+   attrs=("output_size", "align_corners", "scales_h", "scales_w", "self_sym_sizes"),
+   saves=("align_corners", "output_size", "scales_h", "scales_w", "self_sym_sizes"))
+
+# torch._grouped_mm (float16 and float32 on the CPU): matrix products group by group. Each
+# gradient is a grouped product again, of the gradient with the other operand's transpose and
+# the same offsets (a gradient of the gradient records GroupedMmBackward0 below
+# TransposeBackward0, as PyTorch does). The sizes and strides are kept because PyTorch keeps them.
+formula_math.ARRAY_NAMESPACE["grouped_mm"] = convs_kernels.grouped_mm
+op("_grouped_mm", "GroupedMmBackward0", ("self", "mat2"),
+   {"self": "grouped_mm(grad, swap_last(mat2), offs)",
+    "mat2": "grouped_mm(swap_last(self), grad, offs)"},
+   lambda self, mat2, offs, *layouts: convs_kernels.grouped_mm(self, mat2, offs),
+   attrs=("offs", "self_sym_sizes", "self_sym_strides", "mat2_sym_sizes", "mat2_sym_strides"),
+   saves=("mat2", "mat2_sym_sizes", "mat2_sym_strides", "offs", "self", "self_sym_sizes",
+          "self_sym_strides"))

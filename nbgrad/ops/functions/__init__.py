@@ -15,6 +15,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     arithmetic,
     batch_norm_legit,
     comparison,
+    convs,
     distances,
     einsum,
     elementwise,

@@ -1,0 +1,158 @@
+"""PyTorch's private indexing functions (``torch._unsafe_index``, ``torch._unsafe_index_put``,
+``torch._unsafe_masked_index``, ``torch._unsafe_masked_index_put_accumulate``,
+``torch._index_put_impl_``), ``as_strided_scatter``, ``slice_inverse``, ``torch._lazy_clone``
+and ``torch._neg_view``: PyTorch's argument checks and messages, then one table entry each.
+
+The "unsafe" functions are what a compiler emits where it has checked the indices itself; run
+eagerly, PyTorch still checks most of them (an index out of range raises), and so do we.
+"""
+
+import numpy as np
+
+from nbgrad import dtypes
+from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.tensor import Tensor
+from nbgrad.ops import idx_kernels
+from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions.folding import _checked_key
+from nbgrad.ops.functions.indexing import _check_advanced
+from nbgrad.ops.functions.shapes import as_strided_arguments
+from nbgrad.ops.public import public
+
+
+def _tensor_list(name, indices, position):
+    """The indices as a tuple of Tensors: PyTorch's Python binding takes no None in these."""
+    if isinstance(indices, Tensor) or not isinstance(indices, (tuple, list)):
+        raise TypeError(
+            f"{name}(): argument 'indices' (position {position + 1}) must be tuple of Tensors, "
+            f"not {type(indices).__name__}"
+        )
+    for k, index in enumerate(indices):
+        if not isinstance(index, Tensor):
+            raise TypeError(
+                f"expected Tensor as element {k} in argument {position}, but got "
+                f"{type(index).__name__}"
+            )
+    return tuple(indices)
+
+
+def _integer_key(name, input, indices, position):  # noqa: A002
+    """The NumPy key of int64 / int32 index tensors (a mask would give a shape that depends on
+    the data, which these functions exist to avoid)."""
+    indices = _tensor_list(name, indices, position)
+    for index in indices:
+        if index._dtype not in (dtypes.int64, dtypes.int32):
+            raise RuntimeError(
+                f"{name} found unexpected index type {dtypes.SCALAR_TYPE_NAMES[index._dtype]}"
+            )
+    if len(indices) > input.dim():
+        raise IndexError(
+            f"too many indices for tensor of dimension {input.dim()} (got {len(indices)})"
+        )
+    return tuple(index._data.astype(np.int64) for index in indices)
+
+
+@public(function=True)
+def _unsafe_index(input, indices):  # noqa: A002
+    key = _integer_key("_unsafe_index", input, indices, 1)
+    _check_advanced(input, list(key))
+    return run_op(OPS["unsafe_index"], (input,), (key,))
+
+
+@public(function=True)
+def _unsafe_index_put(input, indices, values, accumulate=False):  # noqa: A002
+    key = _checked_key(input, _tensor_list("_unsafe_index_put", indices, 1), values)
+    _check_advanced(input, list(key))
+    attrs = (key, bool(accumulate), tuple(values.shape))
+    return run_op(OPS["unsafe_index_put"], (input, values), attrs)
+
+
+@public(function=True)
+def _index_put_impl_(input, indices, values, accumulate=False, unsafe=False):  # noqa: A002
+    key = _checked_key(input, _tensor_list("_index_put_impl_", indices, 1), values)
+    _check_advanced(input, list(key))
+    attrs = (key, bool(accumulate), tuple(values.shape))
+    return run_inplace(OPS["index_put_impl"], input, (values,), attrs)
+
+
+def _masked_key(name, input, mask, indices):  # noqa: A002
+    key = _integer_key(name, input, indices, 2)
+    mask_array = mask._data if mask._dtype is dtypes.bool else mask._data != 0
+    return key, np.array(mask_array, dtype=bool)
+
+
+def _check_mask_fits(mask, shape):
+    """The mask broadcasts to the shape it masks, as masked_fill's does, or PyTorch's error."""
+    for position in range(1, min(len(mask.shape), len(shape)) + 1):
+        have, want = mask.shape[-position], shape[-position]
+        if have not in (1, want):
+            raise RuntimeError(
+                f"The size of tensor a ({have}) must match the size of tensor b ({want}) at "
+                f"non-singleton dimension {len(shape) - position}"
+            )
+
+
+@public(function=True)
+def _unsafe_masked_index(input, mask, indices, fill):  # noqa: A002
+    key, mask_array = _masked_key("_unsafe_masked_index", input, mask, indices)
+    if input.numel():
+        _check_mask_fits(mask_array, input._data[idx_kernels.clamped(key, input.shape)].shape)
+    return run_op(OPS["unsafe_masked_index"], (input,), (mask_array, key, fill))
+
+
+@public(function=True)
+def _unsafe_masked_index_put_accumulate(input, mask, indices, values):  # noqa: A002
+    key, mask_array = _masked_key("_unsafe_masked_index_put_accumulate", input, mask, indices)
+    if input._dtype is not values._dtype:
+        raise RuntimeError(
+            "Index put requires the source and destination dtypes match, got "
+            f"{dtypes.SCALAR_TYPE_NAMES[input._dtype]} for the destination and "
+            f"{dtypes.SCALAR_TYPE_NAMES[values._dtype]} for the source."
+        )
+    _check_mask_fits(mask_array, tuple(values.shape))
+    attrs = (mask_array, key, tuple(values.shape))
+    return run_op(OPS["unsafe_masked_index_put_accumulate"], (input, values), attrs)
+
+
+@public(function=True, method=True)
+def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: A002
+    size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
+    if input.requires_grad and not input.is_contiguous():
+        raise RuntimeError(
+            "!self.requires_grad() || self.is_contiguous() INTERNAL ASSERT FAILED at "
+            '"/__w/pytorch/pytorch/aten/src/ATen/native/TensorShape.cpp":4754, please report a '
+            "bug to PyTorch. as_strided_scatter is currently only supported for contiguous "
+            "inputs"
+        )
+    # The checks of as_strided on a fresh copy of the input (its own memory, from offset 0).
+    as_strided_arguments(input.detach().clone(), size, stride, storage_offset)
+    if tuple(src.shape) != size:
+        raise RuntimeError(
+            "expected src to have a size equal to the slice of self. src size = "
+            f"[{', '.join(map(str, src.shape))}], slice size = [{', '.join(map(str, size))}]"
+        )
+    if src._dtype is not input._dtype:  # copy_ casts it
+        src = src.to(input.dtype)
+    return run_op(OPS["as_strided_scatter"], (input, src), (size, stride, storage_offset))
+
+
+@public(function=True, method=True)
+def slice_inverse(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
+    """A view of ``input``'s memory with ``src``'s geometry there: the inverse of
+    ``input = src[start:end:step]`` along ``dim`` (the slice itself is not looked at)."""
+    src_geometry = (tuple(src.shape), tuple(src.stride()), src.storage_offset())
+    *_, input_geometry = as_strided_arguments(input, *src_geometry)
+    attrs = (dim, start, end, step, input_geometry, src_geometry)
+    return run_op(OPS["slice_inverse"], (input, src), attrs)
+
+
+@public(function=True, method=True)
+def _lazy_clone(input):  # noqa: A002
+    return run_op(OPS["lazy_clone"], (input,))
+
+
+@public(function=True, method=True)
+def _neg_view(input):  # noqa: A002
+    if input._dtype is dtypes.bool:
+        raise NotImplementedError("\"neg_cpu\" not implemented for 'Bool'")
+    return run_op(OPS["neg_view"], (input,))

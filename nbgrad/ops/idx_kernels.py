@@ -1,0 +1,160 @@
+"""Kernels and backward helpers of PyTorch's private indexing ops and of the scatters and views
+written with storage geometry: ``torch._unsafe_index``, ``_unsafe_index_put``,
+``_unsafe_masked_index``, ``_unsafe_masked_index_put_accumulate``, ``as_strided_scatter``.
+
+Each helper a formula calls has two forms: on NumPy arrays (``ARRAY_FUNCTIONS``, a plain
+backward) and on differentiable Tensors (``tensor_namespace()``, backward with
+``create_graph=True``), where it runs the op PyTorch's formula runs, so that a gradient of a
+gradient records PyTorch's node (``_unsafe_index``'s backward is ``_unsafe_index_put`` with
+accumulate, hence UnsafeIndexPutBackward0).
+
+An ``indices`` argument is a tuple of integer index arrays, one per leading dim (NumPy's key).
+"""
+
+import numpy as np
+
+from nbgrad.ops import storage_geometry
+
+# --- the "masked" variants: out-of-range indices where the mask is False ----------------------
+# ATen clamps every index into [-size, size - 1] before indexing, so that the places the mask
+# hides may hold any index; where the mask is True the index was in range anyway.
+
+
+def clamped(indices, sizes):
+    return tuple(np.clip(index, -size, size - 1) for index, size in zip(indices, sizes))
+
+
+def unsafe_masked_index(self, mask, indices, fill):
+    picked = self[clamped(indices, self.shape)]
+    # masked_fill out of place: the mask broadcasts to the picked values, never beyond them
+    filled = np.where(np.broadcast_to(mask, picked.shape), picked, fill)
+    return filled.astype(self.dtype, copy=False)
+
+
+def unsafe_masked_index_put_accumulate(self, values, mask, indices):
+    kept = np.where(np.broadcast_to(mask, values.shape), values, 0).astype(values.dtype)
+    out = self.copy()
+    key = clamped(indices, self.shape)
+    np.add.at(out, key, np.broadcast_to(kept, out[key].shape))
+    return out
+
+
+# --- as_strided_scatter: a copy of self with one as_strided view of it replaced by src --------
+# Positions count from the start of the copy's own memory, laid out as self is (clone's layout);
+# without an offset the view starts at the copy's first element.
+
+
+def as_strided_scatter(self, src, size, stride, storage_offset):
+    out = self.copy(order="K")
+    geometry = storage_geometry.geometry_in(out, storage_geometry.lowest_address(out))
+    view = storage_geometry.as_strided_view(out, geometry, size, stride, storage_offset or 0)
+    view[...] = src
+    return out
+
+
+def _positions(size, stride, storage_offset):
+    return storage_geometry.strided_positions(size, stride, storage_offset or 0)
+
+
+def as_strided_scatter_backward_array(grad, size, stride, storage_offset):
+    """self's gradient, as PyTorch 2.13 gives it: the gradient at the places src was written to,
+    zero elsewhere (the places read in the gradient laid out contiguously). This is not the
+    derivative (which is the reverse: zero at those places), and PyTorch's own gradcheck of
+    as_strided_scatter fails; nbgrad gives the same numbers."""
+    contiguous = np.ascontiguousarray(grad).reshape(-1)
+    out = np.zeros(contiguous.shape, dtype=grad.dtype)
+    places = _positions(size, stride, storage_offset)
+    out[places] = contiguous[places]
+    return out.reshape(grad.shape)
+
+
+def as_strided_scatter_source_array(grad, size, stride, storage_offset):
+    """src's gradient: the places of the view, read in the contiguous gradient."""
+    return np.ascontiguousarray(grad).reshape(-1)[_positions(size, stride, storage_offset)]
+
+
+# --- the helpers the formulas call, on arrays ---------------------------------------------------
+
+
+def _index_into_zeros(grad, sizes, indices):
+    out = np.zeros(tuple(sizes), dtype=grad.dtype)
+    np.add.at(out, tuple(indices), grad)
+    return out
+
+
+def _zero_places(grad, indices):
+    out = np.array(grad)
+    out[tuple(indices)] = 0
+    return out
+
+
+def _masked_into_zeros(grad, mask, indices, sizes):
+    return unsafe_masked_index_put_accumulate(
+        np.zeros(tuple(sizes), dtype=grad.dtype), grad, mask, indices
+    )
+
+
+ARRAY_FUNCTIONS = {
+    "unsafe_index_backward": _index_into_zeros,
+    "unsafe_index_at": lambda grad, indices: grad[tuple(indices)],
+    "unsafe_index_put_zeros": lambda grad, indices, values_sizes: _zero_places(grad, indices),
+    "unsafe_masked_index_backward": _masked_into_zeros,
+    "unsafe_masked_index_at": lambda grad, mask, indices: unsafe_masked_index(
+        grad, mask, indices, 0
+    ),
+    "as_strided_scatter_backward": as_strided_scatter_backward_array,
+    "as_strided_scatter_source": as_strided_scatter_source_array,
+}
+
+
+# --- and on Tensors: the ops PyTorch's formulas run ---------------------------------------------
+
+
+def tensor_namespace():
+    import nbgrad as nb
+    from nbgrad.autograd.dispatch import run_op
+    from nbgrad.ops.derivatives import OPS
+
+    def zeros(sizes, like):
+        return nb.zeros(tuple(sizes), dtype=like.dtype)
+
+    def unsafe_index_backward(grad, sizes, indices):
+        put = (tuple(indices), True, tuple(grad.shape))
+        return run_op(OPS["unsafe_index_put"], (zeros(sizes, grad), grad), put)
+
+    def unsafe_index_put_zeros(grad, indices, values_sizes):
+        put = (tuple(indices), False, tuple(values_sizes))
+        return run_op(OPS["unsafe_index_put"], (grad, zeros(values_sizes, grad)), put)
+
+    def unsafe_masked_index_backward(grad, mask, indices, sizes):
+        return run_op(
+            OPS["unsafe_masked_index_put_accumulate"],
+            (zeros(sizes, grad), grad),
+            (mask, tuple(indices), tuple(grad.shape)),
+        )
+
+    def as_strided_scatter_backward(grad, size, stride, storage_offset):
+        # PyTorch's steps: a zero buffer shaped as the input, and the gradient's places copied
+        # into it through an as_strided view of each
+        contiguous = grad.contiguous()
+        buffer = zeros(grad.shape, grad)
+        whole = buffer.as_strided(tuple(grad.shape), contiguous.stride())
+        place = (tuple(size), tuple(stride), storage_offset)
+        buffer.as_strided(*place).copy_(contiguous.as_strided(*place))
+        return whole
+
+    return {
+        "unsafe_index_backward": unsafe_index_backward,
+        "unsafe_index_at": lambda grad, indices: run_op(
+            OPS["unsafe_index"], (grad,), (tuple(indices),)
+        ),
+        "unsafe_index_put_zeros": unsafe_index_put_zeros,
+        "unsafe_masked_index_backward": unsafe_masked_index_backward,
+        "unsafe_masked_index_at": lambda grad, mask, indices: run_op(
+            OPS["unsafe_masked_index"], (grad,), (mask, tuple(indices), 0)
+        ),
+        "as_strided_scatter_backward": as_strided_scatter_backward,
+        "as_strided_scatter_source": lambda grad, size, stride, storage_offset: (
+            grad.contiguous().as_strided(tuple(size), tuple(stride), storage_offset)
+        ),
+    }

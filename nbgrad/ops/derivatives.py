@@ -2631,7 +2631,7 @@ op("unsafe_index_put", "UnsafeIndexPutBackward0", ("self", "values"),
    saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",),
    layout="like_self")
 op("index_put_impl", "IndexPutImplBackward0", ("self", "values"),
-   {"self": "grad if accumulate else zero_at(grad, indices)",
+   {"self": "grad if accumulate else index_put_zeros(grad, indices, values_sym_sizes)",
     "values": "sum_to(grad[indices], values_sym_sizes)"},
    lambda self, values, indices, accumulate, values_sym_sizes: misc_kernels.index_put(
        self, indices, values, accumulate),

@@ -98,6 +98,7 @@ ARRAY_FUNCTIONS = {
     "unsafe_index_backward": _index_into_zeros,
     "unsafe_index_at": lambda grad, indices: grad[tuple(indices)],
     "unsafe_index_put_zeros": lambda grad, indices, values_sizes: _zero_places(grad, indices),
+    "index_put_zeros": lambda grad, indices, values_sizes: _zero_places(grad, indices),
     "unsafe_masked_index_backward": _masked_into_zeros,
     "unsafe_masked_index_at": lambda grad, mask, indices: unsafe_masked_index(
         grad, mask, indices, 0
@@ -126,6 +127,10 @@ def tensor_namespace():
         put = (tuple(indices), False, tuple(values_sizes))
         return run_op(OPS["unsafe_index_put"], (grad, zeros(values_sizes, grad)), put)
 
+    def index_put_zeros(grad, indices, values_sizes):
+        put = (tuple(indices), False, tuple(values_sizes))
+        return run_op(OPS["index_put_values"], (grad, zeros(values_sizes, grad)), put)
+
     def unsafe_masked_index_backward(grad, mask, indices, sizes):
         return run_op(
             OPS["unsafe_masked_index_put_accumulate"],
@@ -149,6 +154,7 @@ def tensor_namespace():
             OPS["unsafe_index"], (grad,), (tuple(indices),)
         ),
         "unsafe_index_put_zeros": unsafe_index_put_zeros,
+        "index_put_zeros": index_put_zeros,
         "unsafe_masked_index_backward": unsafe_masked_index_backward,
         "unsafe_masked_index_at": lambda grad, mask, indices: run_op(
             OPS["unsafe_masked_index"], (grad,), (mask, tuple(indices), 0)

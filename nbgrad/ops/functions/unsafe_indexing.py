@@ -14,7 +14,7 @@ from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import idx_kernels
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions.folding import _checked_key
+from nbgrad.ops.functions.folding import _checked_key, _index_key
 from nbgrad.ops.functions.indexing import _check_advanced
 from nbgrad.ops.functions.shapes import as_strided_arguments
 from nbgrad.ops.public import public
@@ -59,18 +59,23 @@ def _unsafe_index(input, indices):  # noqa: A002
     return run_op(OPS["unsafe_index"], (input,), (key,))
 
 
+def _checked_put_key(name, input, indices, values):  # noqa: A002
+    """index_put's checks, in PyTorch's order: the indices in range, then dtypes and shapes."""
+    indices = _tensor_list(name, indices, 1)
+    _check_advanced(input, list(_index_key(input, indices)))
+    return _checked_key(input, indices, values)
+
+
 @public(function=True)
 def _unsafe_index_put(input, indices, values, accumulate=False):  # noqa: A002
-    key = _checked_key(input, _tensor_list("_unsafe_index_put", indices, 1), values)
-    _check_advanced(input, list(key))
+    key = _checked_put_key("_unsafe_index_put", input, indices, values)
     attrs = (key, bool(accumulate), tuple(values.shape))
     return run_op(OPS["unsafe_index_put"], (input, values), attrs)
 
 
 @public(function=True)
 def _index_put_impl_(input, indices, values, accumulate=False, unsafe=False):  # noqa: A002
-    key = _checked_key(input, _tensor_list("_index_put_impl_", indices, 1), values)
-    _check_advanced(input, list(key))
+    key = _checked_put_key("_index_put_impl_", input, indices, values)
     attrs = (key, bool(accumulate), tuple(values.shape))
     return run_inplace(OPS["index_put_impl"], input, (values,), attrs)
 

@@ -1,0 +1,218 @@
+"""PyTorch's private indexing ops (torch._unsafe_index, _unsafe_index_put, _index_put_impl_,
+_unsafe_masked_index, _unsafe_masked_index_put_accumulate), as_strided_scatter, slice_inverse,
+torch._lazy_clone and torch._neg_view, against real PyTorch: the gradient's own graph (what
+backward with create_graph=True records), second derivatives, errors, and what a user sees of
+the results as views and copies."""
+
+import numpy as np
+import pytest
+from graph_compare import structure
+
+import nbgrad
+
+# Each expression sees x (3x4), v (3x4), b (5x4), s (2x2), all float64 leaves, and T.
+EXPRESSIONS = [
+    "T._unsafe_index(x, [T.tensor([0, 2, 1])])",
+    "T._unsafe_index(x * 2, (T.tensor([0, 2, 2]), T.tensor([1, 3, -4])))",
+    "T._unsafe_index_put(x, [T.tensor([0, 2, 1])], v[0] * 1)",
+    "T._unsafe_index_put(x, [T.tensor([0, 0, 1])], v, True)",
+    "T._index_put_impl_(x * 1, [T.tensor([0, 2, 1])], v)",
+    "T._index_put_impl_(x * 1, [T.tensor([0, 0, 1])], v, True)",
+    "T._index_put_impl_(x * 1, [T.tensor([True, False, True])], v[0], False, True)",
+    "T._unsafe_masked_index(x, T.tensor([[True], [False], [True]]), [T.tensor([0, 9, 1])], 0.5)",
+    "T._unsafe_masked_index_put_accumulate(x, T.tensor([[True], [False], [True]]),"
+    " [T.tensor([0, 9, 0])], v)",
+    "T.as_strided_scatter(x, s, (2, 2), (1, 2))",
+    "T.as_strided_scatter(x, s, (2, 2), (1, 4), 3)",
+    "x.as_strided_scatter(s, (2, 2), (1, 1))",
+    "T.slice_inverse(b[1:4], b, 0, 1, 4)",
+    "T.slice_inverse((b * 1)[1:4], b * 1, 0, 1, 4)",
+    "(b * 1)[:, 1:3].slice_inverse(b, 1, 1, 3)",
+    "T._lazy_clone(x)",
+    "x.t()._lazy_clone()",
+    "T._neg_view(x).clone()",
+    "x.t()._neg_view().clone()",
+]
+
+
+def _leaves(T):
+    rng = np.random.default_rng(11)
+    shapes = {"x": (3, 4), "v": (3, 4), "b": (5, 4), "s": (2, 2)}
+    return {
+        name: T.tensor(rng.standard_normal(shape), dtype=T.float64, requires_grad=True)
+        for name, shape in shapes.items()
+    }
+
+
+def _run(T, expression):
+    """The result, the first gradients (made with create_graph) and the second ones."""
+    leaves = _leaves(T)
+    result = eval(expression, {"T": T, **leaves})  # noqa: S307 - our own test table
+    inputs = list(leaves.values())
+    grads = T.autograd.grad((result * result).sum(), inputs, allow_unused=True, create_graph=True)
+    used = [g for g in grads if g is not None and g.requires_grad]
+    second = T.autograd.grad(sum((g * g).sum() for g in used), inputs, allow_unused=True)
+    return result, grads, second
+
+
+def _values(tensors):
+    return [None if t is None else np.array(t.detach().tolist()) for t in tensors]
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS)
+def test_gradients_of_gradients_match_pytorch(torch, expression):
+    ours, theirs = _run(nbgrad, expression), _run(torch, expression)
+    assert structure(ours[0].grad_fn) == structure(theirs[0].grad_fn)
+    np.testing.assert_allclose(_values([ours[0]])[0], _values([theirs[0]])[0], rtol=1e-12)
+    assert ours[0].stride() == theirs[0].stride()
+    for mine, real in zip(ours[1], theirs[1]):  # the gradients' own graphs
+        assert (mine is None) == (real is None)
+        if real is not None:
+            assert structure(mine.grad_fn) == structure(real.grad_fn)
+    for order in (1, 2):
+        for mine, real in zip(_values(ours[order]), _values(theirs[order])):
+            assert (mine is None) == (real is None)
+            if real is not None:
+                np.testing.assert_allclose(mine, real, rtol=1e-10, atol=1e-12)
+
+
+def test_saved_values_match_pytorch(torch):
+    for T in (nbgrad, torch):
+        x = T.arange(12.0, dtype=T.float64).reshape(3, 4).requires_grad_()
+        rows = T.tensor([0, 9, 1])
+        node = T._unsafe_masked_index(x, T.tensor([[True], [False], [True]]), [rows], 0.5).grad_fn
+        assert node._saved_self_sym_sizes == (3, 4)
+        assert node._saved_indices[0].tolist() == [0, 9, 1]  # saved as given, not clamped
+        assert node._saved_mask.tolist() == [[True], [False], [True]]
+        node = T.slice_inverse(x[1:], x, -2, 1).grad_fn
+        assert (node._saved_start, node._saved_end, node._saved_step) == (1, None, 1)
+        node = T.as_strided_scatter(x, x[0, :2].detach(), (2,), (3,)).grad_fn
+        assert (node._saved_size, node._saved_stride, node._saved_storage_offset) == (
+            (2,),
+            (3,),
+            None,
+        )
+        node = T._unsafe_index_put(x, [rows[:1]], x[0], True).grad_fn
+        assert node._saved_accumulate is True
+
+
+def test_as_strided_scatter_gives_self_pytorchs_gradient_not_the_derivative():
+    """PyTorch 2.13 (its formula, run on torch by hand): self's gradient is the incoming one at
+    the places src replaced, zero elsewhere: the reverse of the derivative."""
+    x = nbgrad.zeros(3, 4, dtype=nbgrad.float64, requires_grad=True)
+    s = nbgrad.zeros(2, 2, dtype=nbgrad.float64, requires_grad=True)
+    out = nbgrad.as_strided_scatter(x, s, (2, 2), (1, 4), 3)
+    out.backward(nbgrad.arange(12.0, dtype=nbgrad.float64).reshape(3, 4))
+    assert x.grad.tolist() == [[0, 0, 0, 3], [4, 0, 0, 7], [8, 0, 0, 0]]
+    assert s.grad.tolist() == [[3, 7], [4, 8]]
+
+
+def test_unsafe_masked_index_clamps_where_the_mask_hides():
+    x = nbgrad.arange(12.0).reshape(3, 4)
+    mask = nbgrad.tensor([[True], [False], [True]])
+    out = nbgrad._unsafe_masked_index(x, mask, [nbgrad.tensor([0, -9, 1])], 0.5)
+    assert out.tolist() == [[0, 1, 2, 3], [0.5] * 4, [4, 5, 6, 7]]
+    added = nbgrad._unsafe_masked_index_put_accumulate(
+        x, mask, [nbgrad.tensor([0, 9, 1])], nbgrad.ones(3, 4)
+    )
+    assert added.tolist() == [[1, 2, 3, 4], [5, 6, 7, 8], [8, 9, 10, 11]]
+
+
+# --- views and copies, as a user sees them --------------------------------------------------
+
+
+def test_slice_inverse_is_a_view_of_self_with_src_geometry(torch):
+    seen = []
+    for T in (nbgrad, torch):
+        base = T.arange(20.0).reshape(5, 4)
+        inner = base[1:4]
+        whole = T.slice_inverse(inner, base, 0, 1, 4)
+        odd = T.slice_inverse(T.arange(8.0).reshape(2, 4), T.zeros(2, 2), 1, 1, 3)
+        whole.mul_(2)  # a write through the view reaches the base and the slice
+        seen.append(
+            (
+                whole._is_view(),
+                whole._base is base._base,
+                whole.stride(),
+                whole.storage_offset(),
+                inner._version,
+                base.tolist(),
+                odd.tolist(),
+                odd.stride(),
+            )
+        )
+    assert seen[0] == seen[1]
+
+
+def test_lazy_clone_is_an_independent_copy(torch):
+    seen = []
+    for T in (nbgrad, torch):
+        x = T.arange(6.0).reshape(2, 3)
+        copy = T._lazy_clone(x)
+        copy.add_(1)
+        x.mul_(10)
+        seen.append((copy.tolist(), x.tolist(), copy._version, x._version, copy._is_view()))
+    assert seen[0] == seen[1]
+
+
+def test_neg_view_reads_as_the_negated_values(torch):
+    seen = []
+    for T in (nbgrad, torch):
+        x = T.tensor([[1.0, -2.0], [3.0, 0.5]], requires_grad=True)
+        negated = x.t()._neg_view()
+        negated.backward(T.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        ordinary = negated.clone()
+        seen.append((negated.tolist(), negated.stride(), ordinary.tolist(), x.grad.tolist()))
+        if T is torch:
+            assert negated.is_neg() and not ordinary.is_neg()
+    assert seen[0] == seen[1]
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+BAD_CALLS = [
+    "T._unsafe_index(x, [T.tensor([0, 2]).float()])",
+    "T._unsafe_index(x, [T.tensor([True, False, True])])",
+    "T._unsafe_index(x, [T.tensor([5])])",
+    "T._unsafe_index(x, [i, i, i])",
+    "T._unsafe_index(x, i)",
+    "T._unsafe_index(x, [None, i])",
+    "T._unsafe_index_put(x, [i], T.ones(3, 3, dtype=T.float64))",
+    "T._unsafe_index_put(x, [i], T.ones(4))",
+    "T._unsafe_index_put(x, [T.tensor([7])], T.ones(4, dtype=T.float64))",
+    "T._index_put_impl_(x.clone(), [None, i], T.ones(3, 3, dtype=T.float64))",
+    "T._index_put_impl_(x.clone(), [i.float()], T.ones(4, dtype=T.float64))",
+    "T._unsafe_masked_index(x, T.ones(3, 1, dtype=T.bool), [i.float()], 0.5)",
+    "T._unsafe_masked_index(x, T.ones(5, dtype=T.bool), [i], 0.5)",
+    "T._unsafe_masked_index(x, T.ones(3, 1, dtype=T.bool), [None, i], 0.5)",
+    "T._unsafe_masked_index_put_accumulate(x, T.ones(3, 1, dtype=T.bool), [i], T.ones(3, 4))",
+    "T.as_strided_scatter(x, T.ones(2, 2), (3, 3), (1, 2))",
+    "T.as_strided_scatter(x, T.ones(2, 2), (2, 2), (1, 20))",
+    "T.as_strided_scatter(x, T.ones(2, 2), (2,), (1, 2))",
+    "T.as_strided_scatter(x, T.ones(2, 2), (2, 2), (-1, 2))",
+    "T.slice_inverse(T.arange(8.0).reshape(2, 4), T.zeros(5, 4), 0)",
+    "T._neg_view(T.tensor([True]))",
+]
+
+
+@pytest.mark.parametrize("call", BAD_CALLS)
+def test_errors_match_pytorch(torch, call):
+    caught = []
+    for T in (nbgrad, torch):
+        x = T.arange(12.0, dtype=T.float64).reshape(3, 4)
+        i = T.tensor([0, 2, 1])
+        with pytest.raises(Exception) as error:  # noqa: PT011 - compared below
+            result = eval(call, {"T": T, "x": x, "i": i})  # noqa: S307 - our own test table
+            str(result)  # PyTorch's bool neg view fails only when read
+        caught.append((type(error.value), str(error.value).split("\n")[0]))
+    assert caught[0] == caught[1]
+
+
+def test_as_strided_scatter_refuses_a_non_contiguous_input_that_requires_grad(torch):
+    messages = []
+    for T in (nbgrad, torch):
+        x = T.zeros(4, 3, dtype=T.float64, requires_grad=True)
+        with pytest.raises(RuntimeError) as error:
+            T.as_strided_scatter(x.t(), T.ones(2, dtype=T.float64), (2,), (1,))
+        messages.append(str(error.value).split("\n")[0])
+    assert messages[0] == messages[1]

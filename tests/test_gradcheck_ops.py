@@ -2013,7 +2013,12 @@ case(
     lambda x: torch._unsafe_index(x, (_REPEATED_ROWS, torch.tensor([3, 1, 0]))),
     normal(3, 4),
 )
-case("_unsafe_index_put", lambda x, v: torch._unsafe_index_put(x, [_ROWS], v), normal(3, 4), normal(4))
+case(
+    "_unsafe_index_put",
+    lambda x, v: torch._unsafe_index_put(x, [_ROWS], v),
+    normal(3, 4),
+    normal(4),
+)
 case(
     "_unsafe_index_put-accumulate",
     lambda x, v: torch._unsafe_index_put(x * x, [_REPEATED_ROWS], v, True),
@@ -2049,8 +2054,9 @@ case(
 # src, whose gradient is, is checked here; tests/test_idx_vs_torch.py compares self's with torch.
 case(
     "as_strided_scatter",
-    lambda s: torch.as_strided_scatter(torch.ones(3, 4, dtype=torch.float64), s, (2, 2), (1, 4), 3)
-    * 2,
+    lambda s: (
+        torch.as_strided_scatter(torch.ones(3, 4, dtype=torch.float64), s, (2, 2), (1, 4), 3) * 2
+    ),
     normal(2, 2),
 )
 case(

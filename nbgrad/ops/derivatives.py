@@ -2649,7 +2649,8 @@ op("unsafe_masked_index_put_accumulate", "UnsafeMaskedIndexPutAccumulateBackward
    lambda self, values, mask, indices, values_sym_sizes: (
        idx_kernels.unsafe_masked_index_put_accumulate(self, values, mask, indices)),
    attrs=("mask", "indices", "values_sym_sizes"),
-   saves=("indices", "mask", "values_sym_sizes"), hidden=("values_sym_sizes",))
+   saves=("indices", "mask", "values_sym_sizes"), hidden=("values_sym_sizes",),
+   layout="like_self")
 # self with the places of one as_strided view of it (in a copy laid out as self) replaced by src.
 op("as_strided_scatter", "AsStridedScatterBackward0", ("self", "src"),
    {"self": "as_strided_scatter_backward(grad, size, stride, storage_offset)",

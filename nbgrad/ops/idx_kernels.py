@@ -69,8 +69,11 @@ def as_strided_scatter_backward_array(grad, size, stride, storage_offset):
 
 
 def as_strided_scatter_source_array(grad, size, stride, storage_offset):
-    """src's gradient: the places of the view, read in the contiguous gradient."""
-    return np.ascontiguousarray(grad).reshape(-1)[_positions(size, stride, storage_offset)]
+    """src's gradient: the as_strided view of the gradient laid out contiguously (a view, with
+    the view's strides, as PyTorch's is)."""
+    contiguous = np.array(grad, order="C")
+    geometry = storage_geometry.geometry_in(contiguous, storage_geometry.address(contiguous))
+    return storage_geometry.as_strided_view(contiguous, geometry, size, stride, storage_offset or 0)
 
 
 # --- the helpers the formulas call, on arrays ---------------------------------------------------

@@ -144,6 +144,34 @@ def test_slice_inverse_is_a_view_of_self_with_src_geometry(torch):
     assert seen[0] == seen[1]
 
 
+def test_writes_through_slice_inverse_and_into_its_base_rewrite_the_history(torch):
+    seen = []
+    for T in (nbgrad, torch):
+        b = T.tensor(np.arange(20.0).reshape(5, 4), dtype=T.float64, requires_grad=True)
+        base = b * 1
+        whole = T.slice_inverse(base[1:4], base, 0, 1, 4)
+        whole.mul_(2)  # CopySlices on the base, as_strided for the view
+        graphs = [structure(base.grad_fn), structure(whole.grad_fn)]
+        (base * base).sum().backward()
+        c = T.tensor(np.arange(20.0).reshape(5, 4), dtype=T.float64, requires_grad=True)
+        base = c * 1
+        whole = T.slice_inverse(base[1:4], base, 0, 1, 4)
+        base.add_(1)  # the view is rebuilt over the new history
+        graphs.append(structure(whole.grad_fn))
+        (whole * whole).sum().backward()
+        seen.append((graphs, b.grad.tolist(), c.grad.tolist()))
+    assert seen[0] == seen[1]
+
+
+def test_lazy_clone_keeps_the_input_strides(torch):
+    seen = []
+    for T in (nbgrad, torch):
+        x = T.arange(24.0).reshape(4, 6)
+        inputs = (x, x.t(), x[:, ::2], x[1:].t()[::2])
+        seen.append([(T._lazy_clone(y).stride(), T._lazy_clone(y).tolist()) for y in inputs])
+    assert seen[0] == seen[1]
+
+
 def test_lazy_clone_is_an_independent_copy(torch):
     seen = []
     for T in (nbgrad, torch):

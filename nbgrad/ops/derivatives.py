@@ -2668,9 +2668,9 @@ op("slice_inverse", "SliceInverseBackward0", ("self", "src"),
    attrs=("dim", "start", "end", "step", "self_geometry", "src_geometry"),
    saves=("dim", "end", "start", "step"), view=True)
 # torch._lazy_clone: a copy-on-write clone, which PyTorch copies when either side is written;
-# nbgrad copies at once (the values and versions a user sees are the same).
+# nbgrad copies at once (the values, strides and versions a user sees are the same).
 op("lazy_clone", "LazyCloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True,
-   layout="like_self")
+   layout="self_strides")  # PyTorch keeps self's strides (its copy is of self's whole storage)
 # torch._neg_view: PyTorch's view with the negative bit set; nbgrad's result holds the negated
 # values in memory of its own (README, "Differences from PyTorch you can see").
 op("neg_view", "NegViewBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,

@@ -244,3 +244,52 @@ def test_as_strided_scatter_refuses_a_non_contiguous_input_that_requires_grad(to
             T.as_strided_scatter(x.t(), T.ones(2, dtype=T.float64), (2,), (1,))
         messages.append(str(error.value).split("\n")[0])
     assert messages[0] == messages[1]
+
+
+# --- recorded by both recorders (%%autograd on nbgrad and on torch tensors) ---------------------
+
+
+def _record(program, T, torch):
+    """``program(T)`` recorded by T's recorder, as test_torch_recorder.record does."""
+    import sys
+
+    from nbgrad.trace.recorder import Recorder
+    from nbgrad.trace.source import source_for
+    from nbgrad.trace.torch_recorder import TorchRecorder
+
+    recorder_class = TorchRecorder if T is torch else Recorder
+    recorder = recorder_class(source_for(__file__), base_frame=sys._getframe(), source_kind="file")
+    recorder.start()
+    variables = program(T)
+    return recorder.finish([variables])
+
+
+def _indexing_program(T):
+    x = T.tensor(np.arange(12.0).reshape(3, 4) / 5, dtype=T.float64, requires_grad=True)
+    rows = T._unsafe_index(x, [T.tensor([2, 0])])
+    put = T._unsafe_index_put(x, [T.tensor([1])], rows[0] * 2, True)
+    masked = T._unsafe_masked_index(put, T.tensor([[True], [False]]), [T.tensor([0, 7])], 0.5)
+    scattered = T.as_strided_scatter(masked, rows[1, :2] * 1, (2,), (5,))
+    whole = T.slice_inverse(scattered[1:], scattered, 0, 1)
+    loss = (whole * T._neg_view(whole) * T._lazy_clone(x[:2])).sum()
+    loss.backward()
+    return locals()
+
+
+def test_both_recorders_give_the_same_trace(torch):
+    from test_torch_recorder import assert_same_trace
+
+    mine = _record(_indexing_program, nbgrad, torch)
+    theirs = _record(_indexing_program, torch, torch)
+    assert_same_trace(mine, theirs)
+    names = {node.name for node in mine.nodes}
+    assert {
+        "UnsafeIndexBackward0",
+        "UnsafeIndexPutBackward0",
+        "UnsafeMaskedIndexBackward0",
+        "AsStridedScatterBackward0",
+        "SliceInverseBackward0",
+        "NegViewBackward0",
+        "LazyCloneBackward0",
+    } <= names
+    assert mine.to_json() and theirs.to_json()

@@ -59,7 +59,14 @@ def _values(tensors):
     return [None if t is None else np.array(t.detach().tolist()) for t in tensors]
 
 
-@pytest.mark.parametrize("expression", EXPRESSIONS)
+# Written into a view: the base's CopySlices, whose gradient's own graph nbgrad builds from
+# ordinary ops (the values are PyTorch's; its graph is not compared).
+THROUGH_VIEWS = [
+    "T._index_put_impl_((x * 1)[1:], [T.tensor([0, 0])], v[0], accumulate=True, unsafe=True)",
+]
+
+
+@pytest.mark.parametrize("expression", EXPRESSIONS + THROUGH_VIEWS)
 def test_gradients_of_gradients_match_pytorch(torch, expression):
     ours, theirs = _run(nbgrad, expression), _run(torch, expression)
     assert structure(ours[0].grad_fn) == structure(theirs[0].grad_fn)
@@ -67,7 +74,7 @@ def test_gradients_of_gradients_match_pytorch(torch, expression):
     assert ours[0].stride() == theirs[0].stride()
     for mine, real in zip(ours[1], theirs[1]):  # the gradients' own graphs
         assert (mine is None) == (real is None)
-        if real is not None:
+        if real is not None and expression not in THROUGH_VIEWS:
             assert structure(mine.grad_fn) == structure(real.grad_fn)
     for order in (1, 2):
         for mine, real in zip(_values(ours[order]), _values(theirs[order])):
@@ -220,6 +227,11 @@ BAD_CALLS = [
     "T.as_strided_scatter(x, T.ones(2, 2), (2, 2), (-1, 2))",
     "T.slice_inverse(T.arange(8.0).reshape(2, 4), T.zeros(5, 4), 0)",
     "T._neg_view(T.tensor([True]))",
+    "T._unsafe_index(x, [])",
+    "T._unsafe_masked_index(x, T.tensor(True), [], 1.0)",
+    "T._unsafe_index_put(x, [], T.ones(4, dtype=T.float64))",
+    "T._index_put_impl_(x.clone(), [], T.ones(4, dtype=T.float64))",
+    "T._unsafe_masked_index_put_accumulate(x, T.tensor(True), [], x)",
 ]
 
 

@@ -36,10 +36,21 @@ def _tensor_list(name, indices, position):
     return tuple(indices)
 
 
-def _integer_key(name, input, indices, position):  # noqa: A002
+# What PyTorch's CPU kernel of index_put says when given no index at all.
+NO_INDEX_TO_PUT = (
+    'ntensor >= 3 INTERNAL ASSERT FAILED at "/__w/pytorch/pytorch/aten/src/ATen/native/cpu/'
+    'IndexKernelUtils.h":8, please report a bug to PyTorch. '
+)
+
+
+def _integer_key(name, input, indices, position, putting=False):  # noqa: A002
     """The NumPy key of int64 / int32 index tensors (a mask would give a shape that depends on
     the data, which these functions exist to avoid)."""
     indices = _tensor_list(name, indices, position)
+    if not indices:
+        if putting:
+            raise RuntimeError(NO_INDEX_TO_PUT)
+        raise IndexError("at least one index must be provided")
     for index in indices:
         if index._dtype not in (dtypes.int64, dtypes.int32):
             raise RuntimeError(
@@ -62,6 +73,8 @@ def _unsafe_index(input, indices):  # noqa: A002
 def _checked_put_key(name, input, indices, values):  # noqa: A002
     """index_put's checks, in PyTorch's order: the indices in range, then dtypes and shapes."""
     indices = _tensor_list(name, indices, 1)
+    if not indices:
+        raise RuntimeError(NO_INDEX_TO_PUT)
     _check_advanced(input, list(_index_key(input, indices)))
     return _checked_key(input, indices, values)
 
@@ -80,8 +93,8 @@ def _index_put_impl_(input, indices, values, accumulate=False, unsafe=False):  #
     return run_inplace(OPS["index_put_impl"], input, (values,), attrs)
 
 
-def _masked_key(name, input, mask, indices):  # noqa: A002
-    key = _integer_key(name, input, indices, 2)
+def _masked_key(name, input, mask, indices, putting=False):  # noqa: A002
+    key = _integer_key(name, input, indices, 2, putting)
     mask_array = mask._data if mask._dtype is dtypes.bool else mask._data != 0
     return key, np.array(mask_array, dtype=bool)
 
@@ -107,7 +120,9 @@ def _unsafe_masked_index(input, mask, indices, fill):  # noqa: A002
 
 @public(function=True)
 def _unsafe_masked_index_put_accumulate(input, mask, indices, values):  # noqa: A002
-    key, mask_array = _masked_key("_unsafe_masked_index_put_accumulate", input, mask, indices)
+    key, mask_array = _masked_key(
+        "_unsafe_masked_index_put_accumulate", input, mask, indices, putting=True
+    )
     if input._dtype is not values._dtype:
         raise RuntimeError(
             "Index put requires the source and destination dtypes match, got "

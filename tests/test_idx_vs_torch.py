@@ -170,12 +170,15 @@ def test_writes_through_slice_inverse_and_into_its_base_rewrite_the_history(torc
     assert seen[0] == seen[1]
 
 
-def test_lazy_clone_keeps_the_input_strides(torch):
+def test_lazy_clone_and_neg_view_keep_the_input_strides(torch):
     seen = []
     for T in (nbgrad, torch):
         x = T.arange(24.0).reshape(4, 6)
         inputs = (x, x.t(), x[:, ::2], x[1:].t()[::2])
-        seen.append([(T._lazy_clone(y).stride(), T._lazy_clone(y).tolist()) for y in inputs])
+        seen.append(
+            [(T._lazy_clone(y).stride(), T._lazy_clone(y).tolist()) for y in inputs]
+            + [(T._neg_view(y).stride(), T._neg_view(y).clone().tolist()) for y in inputs]
+        )
     assert seen[0] == seen[1]
 
 

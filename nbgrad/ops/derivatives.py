@@ -2674,4 +2674,4 @@ op("lazy_clone", "LazyCloneBackward0", ("self",), {"self": "grad"}, np.array, sa
 # torch._neg_view: PyTorch's view with the negative bit set; nbgrad's result holds the negated
 # values in memory of its own (README, "Differences from PyTorch you can see").
 op("neg_view", "NegViewBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
-   layout="like_self")
+   layout="self_strides")  # a view's strides: self's

@@ -25,6 +25,7 @@ EXPRESSIONS = [
     "T.as_strided_scatter(x, s, (2, 2), (1, 2))",
     "T.as_strided_scatter(x, s, (2, 2), (1, 4), 3)",
     "x.as_strided_scatter(s, (2, 2), (1, 1))",
+    "T.as_strided_scatter((b * 1)[1:], s, (2, 2), (1, 4))",  # from self's offset, 4
     "T.slice_inverse(b[1:4], b, 0, 1, 4)",
     "T.slice_inverse((b * 1)[1:4], b * 1, 0, 1, 4)",
     "(b * 1)[:, 1:3].slice_inverse(b, 1, 1, 3)",
@@ -112,6 +113,21 @@ def test_as_strided_scatter_gives_self_pytorchs_gradient_not_the_derivative():
     out.backward(nbgrad.arange(12.0, dtype=nbgrad.float64).reshape(3, 4))
     assert x.grad.tolist() == [[0, 0, 0, 3], [4, 0, 0, 7], [8, 0, 0, 0]]
     assert s.grad.tolist() == [[3, 7], [4, 8]]
+
+
+def test_as_strided_scatter_writes_into_a_copy_with_self_strides(torch):
+    seen = []
+    for T in (nbgrad, torch):
+        x = T.arange(12.0).reshape(3, 4)
+        inputs = (x, x.t(), x[:, ::2], x[:1].expand(3, 4), x[1:, 1:], x[1:])
+        results = [
+            T.as_strided_scatter(y, T.ones(size), size, stride, *offset)
+            for y in inputs
+            # positions from self's own offset, or from the storage's start; in gaps of a slice
+            for size, stride, *offset in (((2, 2), (1, 5)), ((2, 2), (1, 10), 0), ((3,), (4,), 1))
+        ]
+        seen.append([(r.tolist(), r.stride()) for r in results])
+    assert seen[0] == seen[1]
 
 
 def test_unsafe_masked_index_clamps_where_the_mask_hides():
@@ -228,6 +244,9 @@ BAD_CALLS = [
     "T.as_strided_scatter(x, T.ones(2, 2), (2, 2), (1, 20))",
     "T.as_strided_scatter(x, T.ones(2, 2), (2,), (1, 2))",
     "T.as_strided_scatter(x, T.ones(2, 2), (2, 2), (-1, 2))",
+    "T.as_strided_scatter(x[:, ::2], T.ones(2, 2), (2, 2), (1, 20))",
+    "T.as_strided_scatter(x[:1].expand(3, 4), T.ones(2, 2), (2, 2), (1, 6), 5)",
+    "T.as_strided_scatter(x[1:], T.ones(2, 2), (2, 2), (1, 8))",
     "T.slice_inverse(T.arange(8.0).reshape(2, 4), T.zeros(5, 4), 0)",
     "T._neg_view(T.tensor([True]))",
     "T._unsafe_index(x, [])",

@@ -2651,12 +2651,14 @@ op("unsafe_masked_index_put_accumulate", "UnsafeMaskedIndexPutAccumulateBackward
    attrs=("mask", "indices", "values_sym_sizes"),
    saves=("indices", "mask", "values_sym_sizes"), hidden=("values_sym_sizes",),
    layout="like_self")
-# self with the places of one as_strided view of it (in a copy laid out as self) replaced by src.
+# self with the places of one as_strided view of it (in a copy of self's storage) replaced by src;
+# attrs: where self lies in its storage (size, stride, offset), and how long that storage is.
 op("as_strided_scatter", "AsStridedScatterBackward0", ("self", "src"),
    {"self": "as_strided_scatter_backward(grad, size, stride, storage_offset)",
     "src": "as_strided_scatter_source(grad, size, stride, storage_offset)"},
-   idx_kernels.as_strided_scatter, attrs=("size", "stride", "storage_offset"),
-   saves=("size", "storage_offset", "stride"), layout="like_self")
+   idx_kernels.as_strided_scatter,
+   attrs=("size", "stride", "storage_offset", "self_geometry", "storage_size"),
+   saves=("size", "storage_offset", "stride"), layout="self_strides")
 # slice_inverse(self, src, ...) undoes ``self = src[slice]``: a view of self's memory with src's
 # geometry there (size, stride, offset). Its formulas read it as slice_scatter(src, self, ...).
 op("slice_inverse", "SliceInverseBackward0", ("self", "src"),

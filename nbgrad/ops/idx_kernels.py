@@ -40,14 +40,31 @@ def unsafe_masked_index_put_accumulate(self, values, mask, indices):
 
 
 # --- as_strided_scatter: a copy of self with one as_strided view of it replaced by src --------
-# Positions count from the start of the copy's own memory, laid out as self is (clone's layout);
-# without an offset the view starts at the copy's first element.
+# PyTorch copies self as clone_preserve_strides does: the whole storage self lies in, with self
+# at the same place there (same strides, same offset), so the view's positions, and its default
+# offset (self's own), count in that storage. A self whose elements overlap (expanded) is cloned
+# densely instead, from offset 0.
 
 
-def as_strided_scatter(self, src, size, stride, storage_offset):
-    out = self.copy(order="K")
-    geometry = storage_geometry.geometry_in(out, storage_geometry.lowest_address(out))
-    view = storage_geometry.as_strided_view(out, geometry, size, stride, storage_offset or 0)
+def _overlapping(array):
+    return any(step == 0 and n > 1 for n, step in zip(array.shape, array.strides))
+
+
+def scatter_target(self, self_geometry, storage_size):
+    """The copy as_strided_scatter writes into, and its geometry in its own storage."""
+    if _overlapping(self):
+        out = np.array(self, order="C")  # (order "K" would put a 0 stride's dim innermost)
+        return out, storage_geometry.geometry_in(out, storage_geometry.address(out))
+    storage = storage_geometry.as_strided_view(self, self_geometry, (storage_size,), (1,), 0)
+    copied = storage.copy()
+    origin = storage_geometry.geometry_in(copied, storage_geometry.address(copied))
+    out = storage_geometry.as_strided_view(copied, origin, *self_geometry)
+    return out, self_geometry
+
+
+def as_strided_scatter(self, src, size, stride, storage_offset, self_geometry, storage_size):
+    out, geometry = scatter_target(self, self_geometry, storage_size)
+    view = storage_geometry.as_strided_view(out, geometry, size, stride, storage_offset)
     view[...] = src
     return out
 

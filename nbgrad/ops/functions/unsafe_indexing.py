@@ -12,7 +12,7 @@ import numpy as np
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.tensor import Tensor
-from nbgrad.ops import idx_kernels
+from nbgrad.ops import idx_kernels, storage_geometry
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions.folding import _checked_key, _index_key
 from nbgrad.ops.functions.indexing import _check_advanced
@@ -134,6 +134,35 @@ def _unsafe_masked_index_put_accumulate(input, mask, indices, values):  # noqa: 
     return run_op(OPS["unsafe_masked_index_put_accumulate"], (input, values), attrs)
 
 
+def _scatter_geometry(input, size, stride, storage_offset):  # noqa: A002
+    """Where ``input`` lies in its storage and how long that storage is, which the copy
+    as_strided_scatter writes into keeps (idx_kernels); with as_strided's checks and messages for
+    the view written through."""
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(
+            f"as_strided: Negative strides are not supported at the moment, got strides: "
+            f"[{', '.join(map(str, stride))}]"
+        )
+    memory = input._memory()
+    geometry = storage_geometry.geometry_in(input._data, storage_geometry.lowest_address(memory))
+    available = storage_geometry.storage_size(memory)
+    if idx_kernels._overlapping(input._data):  # copied densely, from offset 0
+        geometry, available = (None, None, 0), input.numel()
+    offset = geometry[2] if storage_offset is None else storage_offset
+    needed = 0 if 0 in size else storage_geometry.storage_size_of((size, stride, offset))
+    if needed > available:
+        itemsize = input._data.itemsize
+        raise RuntimeError(
+            f"setStorage: sizes [{', '.join(map(str, size))}], strides "
+            f"[{', '.join(map(str, stride))}], storage offset {offset}, and itemsize {itemsize} "
+            f"requiring a storage size of {needed * itemsize} are out of bounds for storage of "
+            f"size {available * itemsize}"
+        )
+    return geometry, available
+
+
 @public(function=True, method=True)
 def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: A002
     size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
@@ -144,8 +173,7 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: 
             "bug to PyTorch. as_strided_scatter is currently only supported for contiguous "
             "inputs"
         )
-    # The checks of as_strided on a fresh copy of the input (its own memory, from offset 0).
-    as_strided_arguments(input.detach().clone(), size, stride, storage_offset)
+    geometry, storage_size = _scatter_geometry(input, size, stride, storage_offset)
     if tuple(src.shape) != size:
         raise RuntimeError(
             "expected src to have a size equal to the slice of self. src size = "
@@ -153,7 +181,8 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):  # noqa: 
         )
     if src._dtype is not input._dtype:  # copy_ casts it
         src = src.to(input.dtype)
-    return run_op(OPS["as_strided_scatter"], (input, src), (size, stride, storage_offset))
+    attrs = (size, stride, storage_offset, geometry, storage_size)
+    return run_op(OPS["as_strided_scatter"], (input, src), attrs)
 
 
 @public(function=True, method=True)

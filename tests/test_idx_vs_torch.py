@@ -150,6 +150,7 @@ def test_slice_inverse_is_a_view_of_self_with_src_geometry(torch):
         base = T.arange(20.0).reshape(5, 4)
         inner = base[1:4]
         whole = T.slice_inverse(inner, base, 0, 1, 4)
+        assert whole.data_ptr() == base.data_ptr()  # the same first element of the same memory
         odd = T.slice_inverse(T.arange(8.0).reshape(2, 4), T.zeros(2, 2), 1, 1, 3)
         whole.mul_(2)  # a write through the view reaches the base and the slice
         seen.append(
@@ -203,6 +204,7 @@ def test_lazy_clone_is_an_independent_copy(torch):
     for T in (nbgrad, torch):
         x = T.arange(6.0).reshape(2, 3)
         copy = T._lazy_clone(x)
+        assert copy._version == 0 and copy.data_ptr() != x.data_ptr()
         copy.add_(1)
         x.mul_(10)
         seen.append((copy.tolist(), x.tolist(), copy._version, x._version, copy._is_view()))

@@ -219,6 +219,12 @@ NOT_APPLICABLE = [
         " ordinary one",
     ),
     (r"lift(_fresh)?$", "marks a fresh tensor for functionalization (torch.compile tracing)"),
+    (
+        r"_reshape_copy$",
+        "only torch.ops.aten._reshape_copy reaches it (no torch, Tensor or nn function is"
+        " bound to it): torch.reshape records ViewBackward0, or CloneBackward0 and"
+        " UnsafeViewBackward0, also under vmap; functionalize records ViewBackward0_copy",
+    ),
     (r"_test_", "a test op for PyTorch's autograd code generator"),
     # Ops that only torch.ops.aten reaches (export and torch.compile traces call them): checked
     # on torch 2.13 over torch.*, Tensor.*, F.*, the nn modules and their create_graph backwards

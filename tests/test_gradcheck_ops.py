@@ -2153,6 +2153,69 @@ case("_grouped_mm-3d-3d", _grouped_mm, normal(2, 2, 3), normal(2, 3, 2))
 case("_grouped_mm-2d-3d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(3, 2), normal(2, 2, 3))
 case("_grouped_mm-3d-2d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(2, 2, 3), normal(3, 3))
 case("_grouped_mm-2d-2d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(2, 3), normal(3, 2))
+# --- PyTorch's private indexing ops, as_strided_scatter, slice_inverse, _lazy_clone, _neg_view ---
+_ROWS = torch.tensor([0, 2, 1])
+_REPEATED_ROWS = torch.tensor([0, 0, 2])
+_ROW_MASK = torch.tensor([[True], [False], [True]])
+case("_unsafe_index", lambda x: torch._unsafe_index(x, [_ROWS]) * x, normal(3, 4))
+case(
+    "_unsafe_index-two",
+    lambda x: torch._unsafe_index(x, (_REPEATED_ROWS, torch.tensor([3, 1, 0]))),
+    normal(3, 4),
+)
+case(
+    "_unsafe_index_put",
+    lambda x, v: torch._unsafe_index_put(x, [_ROWS], v),
+    normal(3, 4),
+    normal(4),
+)
+case(
+    "_unsafe_index_put-accumulate",
+    lambda x, v: torch._unsafe_index_put(x * x, [_REPEATED_ROWS], v, True),
+    normal(3, 4),
+    normal(3, 4),
+)
+case(
+    "_index_put_impl_",
+    clone_of(lambda x, v: torch._index_put_impl_(x, (_ROWS,), v * v)),
+    normal(3, 4),
+    normal(3, 4),
+)
+case(
+    "_index_put_impl_-accumulate",
+    clone_of(lambda x, v: torch._index_put_impl_(x, [_REPEATED_ROWS], v, True, True)),
+    normal(3, 4),
+    normal(4),
+)
+case(
+    "_unsafe_masked_index",
+    lambda x: torch._unsafe_masked_index(x * x, _ROW_MASK, [torch.tensor([0, 9, 1])], 0.5),
+    normal(3, 4),
+)
+case(
+    "_unsafe_masked_index_put_accumulate",
+    lambda x, v: torch._unsafe_masked_index_put_accumulate(
+        x, _ROW_MASK, [torch.tensor([1, -7, 1])], v * v
+    ),
+    normal(3, 4),
+    normal(3, 4),
+)
+case(
+    "as_strided_scatter",
+    lambda x, s: torch.as_strided_scatter(x, s, (2, 2), (1, 4), 3) * 2,
+    normal(3, 4),
+    normal(2, 2),
+)
+case(
+    "as_strided_scatter-method",
+    lambda s: torch.zeros(3, 4, dtype=torch.float64).as_strided_scatter(s * s, (2, 3), (4, 1)),
+    normal(2, 3),
+)
+# slice_inverse(b[1:3], b) reads b's own memory, and its formulas give b its whole gradient.
+case("slice_inverse", lambda b: torch.slice_inverse(b[1:3], b, 0, 1, 3) * b, normal(4, 3))
+case("slice_inverse-method", lambda b: (b * 1)[:, 1:].slice_inverse(b * 1, 1, 1), normal(2, 4))
+case("_lazy_clone", lambda x: torch._lazy_clone(x) * x, normal(2, 3))
+case("_neg_view", lambda x: x.t()._neg_view() * 2, normal(2, 3))
 
 
 @pytest.mark.parametrize("c", CASES, ids=_ids(CASES))

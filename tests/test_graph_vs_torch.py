@@ -477,6 +477,27 @@ EXPRESSIONS_CONVS = [
     " antialias=True)",
 ]
 EXPRESSIONS += EXPRESSIONS_CONVS
+# PyTorch's private indexing ops, as_strided_scatter, slice_inverse, _lazy_clone, _neg_view.
+EXPRESSIONS_IDX = [
+    "T._unsafe_index(m, [T.tensor([0, 2, 2])])",
+    "T._unsafe_index(m * 2, (T.tensor([1, 0]), T.tensor([3, -1])))",
+    "T._unsafe_index_put(m, [T.tensor([2, 0])], x[:, :1] * 1)",
+    "T._unsafe_index_put(x, (T.tensor([1, 1]), T.tensor([0, 2])), v[:2], True)",
+    "T._index_put_impl_(m * 1, [T.tensor([1])], v[:1].expand(4) * 2)",
+    "T._index_put_impl_(x * 1, [T.tensor([0, 0])], y, True, True)",
+    "T._unsafe_masked_index(m, T.tensor([[True], [False]]), [T.tensor([2, 5])], -1.5)",
+    "T._unsafe_masked_index_put_accumulate(m, T.tensor([[True], [False]]), [T.tensor([0, 7])],"
+    " x[:, :1].expand(2, 4) * 1)",
+    "T.as_strided_scatter(m.detach(), x, (2, 3), (4, 1), 1)",  # (PyTorch's self grad: README)
+    "m.detach().as_strided_scatter(v, (3,), (5,))",
+    "T.slice_inverse(m[1:], m, 0, 1)",
+    "(m * 1)[:, ::2].slice_inverse(m, 1, None, None, 2)",
+    "T._lazy_clone(x)",
+    "x.t()._lazy_clone()",
+    "T._neg_view(x).clone()",
+    "(x * 2).t()._neg_view().clone()",
+]
+EXPRESSIONS += EXPRESSIONS_IDX
 
 
 def inputs(T, dtype):

@@ -1108,6 +1108,25 @@ UNARY_NORM_CONV = [
 ]
 UNARY += UNARY_NORM_CONV
 
+# slice_inverse and as_strided_scatter (the private indexing ops are not composed: their
+# indices depend on shapes)
+UNARY_IDX = [
+    (
+        "T.slice_inverse({0}[1:], {0}, 0, 1)",
+        lambda T, x: T.slice_inverse(x[1:], x, 0, 1),
+        lambda a: a.ndim and a.shape[0] >= 2,
+    ),
+    (
+        # (self detached: PyTorch 2.13's gradient for it is not the derivative, README)
+        "T.as_strided_scatter({0}.detach().contiguous(), {0}.reshape(-1)[:2] * 2, (2,), (1,))",
+        lambda T, x: T.as_strided_scatter(
+            x.detach().contiguous(), x.reshape(-1)[:2] * 2, (2,), (1,)
+        ),
+        lambda a: a.size >= 2,
+    ),
+]
+UNARY += UNARY_IDX
+
 
 def unary(p):
     text, fn, domain = p.choice(UNARY, "unary")

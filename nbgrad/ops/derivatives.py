@@ -2798,3 +2798,72 @@ op("_grouped_mm", "GroupedMmBackward0", ("self", "mat2"),
    attrs=("offs", "self_sym_sizes", "self_sym_strides", "mat2_sym_sizes", "mat2_sym_strides"),
    saves=("mat2", "mat2_sym_sizes", "mat2_sym_strides", "offs", "self", "self_sym_sizes",
           "self_sym_strides"))
+# --- PyTorch's private indexing ops, as_strided_scatter, slice_inverse, _lazy_clone, _neg_view --
+# torch._unsafe_index and torch._unsafe_index_put are index and index_put without the checks a
+# compiler may skip; their formulas call each other (idx_kernels), so a gradient of a gradient
+# records PyTorch's nodes. The "masked" pair clamps its indices and masks what they read or add.
+# torch._index_put_impl_ is index_put_ as ATen's kernel, in place: index_put's formulas.
+
+from nbgrad.ops import idx_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(idx_kernels.ARRAY_FUNCTIONS)
+
+op("unsafe_index", "UnsafeIndexBackward0", ("self",),
+   {"self": "unsafe_index_backward(grad, self_sym_sizes, indices)"},
+   lambda self, indices: self[indices], attrs=("indices",),
+   saves=("indices", "self_sym_sizes"), layout="advanced_index", layout_from=("self", "indices"))
+op("unsafe_index_put", "UnsafeIndexPutBackward0", ("self", "values"),
+   {"self": "grad if accumulate else unsafe_index_put_zeros(grad, indices, values_sym_sizes)",
+    "values": "sum_to(unsafe_index_at(grad, indices), values_sym_sizes)"},
+   lambda self, values, indices, accumulate, values_sym_sizes: misc_kernels.index_put(
+       self, indices, values, accumulate),
+   attrs=("indices", "accumulate", "values_sym_sizes"),
+   saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",),
+   layout="like_self")
+op("index_put_impl", "IndexPutImplBackward0", ("self", "values"),
+   {"self": "grad if accumulate else index_put_zeros(grad, indices, values_sym_sizes)",
+    "values": "sum_to(grad[indices], values_sym_sizes)"},
+   lambda self, values, indices, accumulate, values_sym_sizes: misc_kernels.index_put(
+       self, indices, values, accumulate),
+   attrs=("indices", "accumulate", "values_sym_sizes"),
+   saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",))
+# The mask is an attr (no edge), shown as _saved_mask; the indices are saved unclamped.
+op("unsafe_masked_index", "UnsafeMaskedIndexBackward0", ("self",),
+   {"self": "unsafe_masked_index_backward(grad, mask, indices, self_sym_sizes)"},
+   idx_kernels.unsafe_masked_index, attrs=("mask", "indices", "fill"),
+   saves=("indices", "mask", "self_sym_sizes"))
+op("unsafe_masked_index_put_accumulate", "UnsafeMaskedIndexPutAccumulateBackward0",
+   ("self", "values"),
+   {"self": "grad",
+    "values": "sum_to(unsafe_masked_index_at(grad, mask, indices), values_sym_sizes)"},
+   lambda self, values, mask, indices, values_sym_sizes: (
+       idx_kernels.unsafe_masked_index_put_accumulate(self, values, mask, indices)),
+   attrs=("mask", "indices", "values_sym_sizes"),
+   saves=("indices", "mask", "values_sym_sizes"), hidden=("values_sym_sizes",),
+   layout="like_self")
+# self with the places of one as_strided view of it (in a copy of self's storage) replaced by src;
+# attrs: where self lies in its storage (size, stride, offset), and how long that storage is.
+op("as_strided_scatter", "AsStridedScatterBackward0", ("self", "src"),
+   {"self": "as_strided_scatter_backward(grad, size, stride, storage_offset)",
+    "src": "as_strided_scatter_source(grad, size, stride, storage_offset)"},
+   idx_kernels.as_strided_scatter,
+   attrs=("size", "stride", "storage_offset", "self_geometry", "storage_size"),
+   saves=("size", "storage_offset", "stride"), layout="self_strides")
+# slice_inverse(self, src, ...) undoes ``self = src[slice]``: a view of self's memory with src's
+# geometry there (size, stride, offset). Its formulas read it as slice_scatter(src, self, ...).
+op("slice_inverse", "SliceInverseBackward0", ("self", "src"),
+   {"self": "grad[slice_key(grad.ndim, dim, start, end, step)]",
+    "src": "slice_scatter(grad, zeros_like(grad[slice_key(grad.ndim, dim, start, end, step)]),"
+           " dim, start, end, step)"},
+   lambda self, src, dim, start, end, step, self_geometry, src_geometry: (
+       storage_geometry.as_strided_view(self, self_geometry, *src_geometry)),
+   attrs=("dim", "start", "end", "step", "self_geometry", "src_geometry"),
+   saves=("dim", "end", "start", "step"), view=True)
+# torch._lazy_clone: a copy-on-write clone, which PyTorch copies when either side is written;
+# nbgrad copies at once (the values, strides and versions a user sees are the same).
+op("lazy_clone", "LazyCloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True,
+   layout="self_strides")  # PyTorch keeps self's strides (its copy is of self's whole storage)
+# torch._neg_view: PyTorch's view with the negative bit set; nbgrad's result holds the negated
+# values in memory of its own (README, "Differences from PyTorch you can see").
+op("neg_view", "NegViewBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
+   layout="self_strides")  # a view's strides: self's

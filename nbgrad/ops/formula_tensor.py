@@ -32,6 +32,7 @@ from nbgrad.ops import (
     formula_linalg_lu,
     formula_more,
     grid_sample_kernels,
+    idx_kernels,
     layer_kernels,
     layer_kernels_more,
     misc_kernels,
@@ -491,6 +492,7 @@ def tensor_namespace():
         **scatter_reduce_kernels.tensor_namespace(),
         **ddmore_kernels.tensor_namespace(),
         **convs_kernels.tensor_namespace(),
+        **idx_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS
         },

@@ -899,6 +899,7 @@ _REWRITES = {
     "select_backward": _select_backward,
     "slice_backward": _slice_backward,
     "index_backward": _index_backward,
+    "unsafe_index_backward": _index_backward,  # the same sum, through _unsafe_index_put
     "split_along": _split_along,
     "unstack": _unstack,
     "astype": _astype,

@@ -53,6 +53,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     shapes_more,
     special,
     unique,
+    unsafe_indexing,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them
 from nbgrad.ops.functions.reductions import vector_norm  # nbgrad.linalg.norm

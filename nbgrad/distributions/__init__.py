@@ -1,0 +1,32 @@
+"""torch.distributions, written for nbgrad: probability distributions whose log-densities,
+entropies, moments and KL divergences are computed by nbgrad's ops (so they carry graphs and
+gradients as PyTorch's do) and whose draws come from nbgrad's generator.
+
+Layout (read in this order): constraints.py (the sets parameters and values live in),
+utils.py, distribution.py (the one base class), location_scale.py (Normal, Laplace, Cauchy share
+it), one module per distribution, transforms.py and transformed_distribution.py, kl.py (the one
+table of KL formulas)."""
+
+from . import constraints, kl
+from .bernoulli import Bernoulli
+from .categorical import Categorical
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .normal import Normal
+from .uniform import Uniform
+
+__all__ = [
+    "Bernoulli",
+    "Categorical",
+    "Distribution",
+    "ExponentialFamily",
+    "Independent",
+    "Normal",
+    "Uniform",
+    "constraints",
+    "kl",
+    "kl_divergence",
+    "register_kl",
+]

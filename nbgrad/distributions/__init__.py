@@ -9,21 +9,42 @@ table of KL formulas)."""
 
 from . import constraints, kl
 from .bernoulli import Bernoulli
+from .beta import Beta
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .chi2 import Chi2
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .laplace import Laplace
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .poisson import Poisson
+from .studentT import StudentT
 from .uniform import Uniform
 
 __all__ = [
     "Bernoulli",
+    "Beta",
     "Categorical",
+    "Cauchy",
+    "Chi2",
+    "Dirichlet",
     "Distribution",
+    "Exponential",
     "ExponentialFamily",
+    "Gamma",
     "Independent",
+    "Laplace",
     "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Poisson",
+    "StudentT",
     "Uniform",
     "constraints",
     "kl",

@@ -83,7 +83,7 @@ class Distribution:
         `arg_constraints` the instance holds) expanded, its event dimensions kept."""
         batch_shape = nbgrad.Size(batch_shape)
         new = self._blank(_instance)
-        for name in self.arg_constraints:
+        for name in self._parameter_names():
             if name in self.__dict__:
                 value = self.__dict__[name]
                 event = tuple(value.shape[len(self.batch_shape) :])
@@ -91,6 +91,10 @@ class Distribution:
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
+
+    def _parameter_names(self):
+        """The names of the tensors that define this distribution (what expand expands)."""
+        return list(self.arg_constraints)
 
     def _blank(self, instance):
         """A new instance of this class without __init__ run (expand fills it)."""

@@ -11,11 +11,19 @@ import math
 import nbgrad
 
 from .bernoulli import Bernoulli
+from .beta import Beta
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
 from .independent import Independent
+from .laplace import Laplace
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
 from .uniform import Uniform
 from .utils import sum_rightmost
 
@@ -119,6 +127,69 @@ def _kl_independent_independent(p, q):
     return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
 
 
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    # with r = sp/sq and d = |mp - mq|: -log r + d / sq + r exp(-d / sp) - 1
+    ratio = p.scale / q.scale
+    distance = (p.loc - q.loc).abs()
+    return -ratio.log() + distance / q.scale + ratio * nbgrad.exp(-distance / p.scale) - 1
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # log(((sp + sq)^2 + (mp - mq)^2) / (4 sp sq))
+    spread = (p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)
+    return spread.log() - (4 * p.scale * q.scale).log()
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    ratio = q.rate / p.rate
+    return -ratio.log() + ratio - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    a, b, c, d = p.concentration, p.rate, q.concentration, q.rate
+    scale_term = c * nbgrad.log(b / d)
+    normalizers = nbgrad.lgamma(c) - nbgrad.lgamma(a)
+    shape_term = (a - c) * nbgrad.digamma(a)
+    rate_term = (d - b) * (a / b)
+    return scale_term + normalizers + shape_term + rate_term
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    a, b = p.concentration, q.concentration
+    total_a = a.sum(-1)
+    normalizers = nbgrad.lgamma(total_a) - nbgrad.lgamma(b.sum(-1))
+    normalizers = normalizers - (nbgrad.lgamma(a) - nbgrad.lgamma(b)).sum(-1)
+    # E_p[log x_i] = digamma(a_i) - digamma(sum a)
+    expected_logs = nbgrad.digamma(a) - nbgrad.digamma(total_a).unsqueeze(-1)
+    return normalizers + ((a - b) * expected_logs).sum(-1)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    a1, a0, b1, b0 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    total_a, total_b = a1 + a0, b1 + b0
+    log_beta_q = nbgrad.lgamma(b1) + nbgrad.lgamma(b0) + nbgrad.lgamma(total_a)
+    log_beta_p = nbgrad.lgamma(a1) + nbgrad.lgamma(a0) + nbgrad.lgamma(total_b)
+    t1 = (a1 - b1) * nbgrad.digamma(a1)
+    t0 = (a0 - b0) * nbgrad.digamma(a0)
+    return log_beta_q - log_beta_p + t1 + t0 + (total_b - total_a) * nbgrad.digamma(total_a)
+
+
 # --- across families --------------------------------------------------------------------------
 
 
@@ -128,6 +199,29 @@ def _kl_uniform_normal(p, q):
     width = p.high - p.low
     spread = width.pow(2) / 12 + ((p.high + p.low - 2 * q.loc) / 2).pow(2)
     return (q.scale * math.sqrt(2 * math.pi) / width).log() + spread * 0.5 / q.scale.pow(2)
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    # -H(p) + log(2 sq) + E_p|x - mq| / sq, with E|x - mq| the folded normal's mean
+    shift = p.loc - q.loc
+    ratio = p.scale / q.scale
+    folded_mean = p.scale * math.sqrt(2 / math.pi) * nbgrad.exp(
+        (shift / p.scale).pow(2) * -0.5
+    ) + shift * nbgrad.erf(shift / p.scale * (1 / math.sqrt(2)))
+    return -ratio.log() + folded_mean / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Poisson, Bernoulli)
+def _kl_poisson_bernoulli(p, q):
+    # a Poisson puts mass on 2, 3, ... where a Bernoulli puts none
+    shape = nbgrad.broadcast_tensors(p.rate, q.probs)[0].shape
+    return nbgrad.full(shape, math.inf, dtype=p.rate.dtype)
 
 
 @register_kl(ExponentialFamily, ExponentialFamily)

@@ -1,0 +1,56 @@
+"""Exponential(rate): density rate exp(-rate x) for x >= 0, the waiting time of a Poisson process."""
+
+from numbers import Number
+
+import nbgrad
+
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import broadcast_all
+
+__all__ = ["Exponential"]
+
+
+class Exponential(ExponentialFamily):
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, rate, validate_args=None):
+        (self.rate,) = broadcast_all(rate)
+        batch_shape = nbgrad.Size() if isinstance(rate, Number) else self.rate.shape
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    @property
+    def mean(self):
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self):
+        return nbgrad.zeros_like(self.rate)
+
+    @property
+    def stddev(self):
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self):
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape=nbgrad.Size()):
+        shape = self._extended_shape(sample_shape)
+        return nbgrad.empty(shape, dtype=self.rate.dtype).exponential_() / self.rate
+
+    def log_prob(self, value):
+        self._checked(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value):
+        self._checked(value)
+        return 1 - nbgrad.exp(-self.rate * value)
+
+    def icdf(self, value):
+        return -nbgrad.log1p(-value) / self.rate
+
+    def entropy(self):
+        return 1.0 - nbgrad.log(self.rate)

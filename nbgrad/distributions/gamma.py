@@ -1,0 +1,70 @@
+"""Gamma(concentration, rate): density rate^a x^(a-1) exp(-rate x) / Gamma(a) for x >= 0, a the
+concentration. Draws come from nbgrad's _standard_gamma, whose gradient is reparameterized."""
+
+from numbers import Number
+
+import numpy as np
+
+import nbgrad
+
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import broadcast_all
+
+__all__ = ["Gamma"]
+
+
+def _in_dtype(value, dtype):
+    return value if value.dtype == dtype else value.to(dtype)
+
+
+class Gamma(ExponentialFamily):
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, concentration, rate, validate_args=None):
+        self.concentration, self.rate = broadcast_all(concentration, rate)
+        numbers_only = isinstance(concentration, Number) and isinstance(rate, Number)
+        batch_shape = nbgrad.Size() if numbers_only else self.concentration.shape
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def _parameter_names(self):
+        return ["concentration", "rate"]
+
+    @property
+    def mean(self):
+        return self.concentration / self.rate
+
+    @property
+    def mode(self):
+        return ((self.concentration - 1) / self.rate).clamp(min=0)
+
+    @property
+    def variance(self):
+        return self.concentration / self.rate.pow(2)
+
+    def rsample(self, sample_shape=nbgrad.Size()):
+        shape = self._extended_shape(sample_shape)
+        draw = nbgrad._standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
+        # a draw that underflowed to 0 is moved to the smallest positive number (log_prob stays finite)
+        tiny = float(np.finfo(draw.dtype.numpy).tiny)
+        draw.detach().clamp_(min=tiny)
+        return draw
+
+    def log_prob(self, value):
+        value = _in_dtype(value, self.rate.dtype)
+        self._checked(value)
+        a, b = self.concentration, self.rate
+        return (
+            nbgrad.xlogy(a, b) + nbgrad.xlogy(a - 1, value) - b * value - nbgrad.lgamma(a)
+        )
+
+    def cdf(self, value):
+        value = _in_dtype(value, self.rate.dtype)
+        self._checked(value)
+        return nbgrad.special.gammainc(self.concentration, self.rate * value)
+
+    def entropy(self):
+        a, b = self.concentration, self.rate
+        return a - nbgrad.log(b) + nbgrad.lgamma(a) + (1.0 - a) * nbgrad.digamma(a)

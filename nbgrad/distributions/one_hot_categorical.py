@@ -1,0 +1,92 @@
+"""OneHotCategorical(probs= or logits=): a Categorical whose outcome k is written as the k-th unit
+vector. It holds a Categorical and reads everything through it."""
+
+import nbgrad
+
+from . import constraints
+from .categorical import Categorical
+from .distribution import Distribution
+
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
+
+
+class OneHotCategorical(Distribution):
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits)
+        batch_shape = self._categorical.batch_shape
+        event_shape = self._categorical.param_shape[-1:]
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._blank(_instance)
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def _param(self):
+        return self._categorical._param
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    @property
+    def mean(self):
+        return self._categorical.probs
+
+    @property
+    def mode(self):
+        probs = self._categorical.probs
+        winner = probs.argmax(dim=-1)
+        return nbgrad.nn.functional.one_hot(winner, num_classes=probs.shape[-1]).to(probs)
+
+    @property
+    def variance(self):
+        probs = self._categorical.probs
+        return probs * (1 - probs)
+
+    def sample(self, sample_shape=nbgrad.Size()):
+        probs = self._categorical.probs
+        drawn = self._categorical.sample(sample_shape)
+        return nbgrad.nn.functional.one_hot(drawn, num_classes=probs.shape[-1]).to(probs)
+
+    def log_prob(self, value):
+        self._checked(value)
+        return self._categorical.log_prob(value.argmax(-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+    def enumerate_support(self, expand=True):
+        n = self.event_shape[0]
+        values = nbgrad.eye(n, dtype=self._param.dtype)
+        values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
+        if expand:
+            values = values.expand((n,) + tuple(self.batch_shape) + (n,))
+        return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """A one-hot draw whose gradient is that of the probabilities (the straight-through estimator):
+    the draw plus (probs - probs), the second term carrying the graph and adding zero."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=nbgrad.Size()):
+        drawn = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return drawn + (probs - probs.detach())

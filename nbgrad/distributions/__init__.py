@@ -21,10 +21,20 @@ from .gamma import Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .log_normal import LogNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .poisson import Poisson
 from .studentT import StudentT
+from .transformed_distribution import TransformedDistribution
+from .transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+)
 from .uniform import Uniform
 
 __all__ = [
@@ -40,12 +50,20 @@ __all__ = [
     "Gamma",
     "Independent",
     "Laplace",
+    "LogNormal",
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
     "Poisson",
     "StudentT",
+    "TransformedDistribution",
     "Uniform",
+    "AffineTransform",
+    "ComposeTransform",
+    "ExpTransform",
+    "SigmoidTransform",
+    "TanhTransform",
+    "Transform",
     "constraints",
     "kl",
     "kl_divergence",

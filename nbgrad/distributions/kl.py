@@ -21,6 +21,7 @@ from .exponential import Exponential
 from .gamma import Gamma
 from .independent import Independent
 from .laplace import Laplace
+from .log_normal import LogNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
@@ -188,6 +189,12 @@ def _kl_beta_beta(p, q):
     t1 = (a1 - b1) * nbgrad.digamma(a1)
     t0 = (a0 - b0) * nbgrad.digamma(a0)
     return log_beta_q - log_beta_p + t1 + t0 + (total_b - total_a) * nbgrad.digamma(total_a)
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):
+    # exp is one-to-one: the divergence of the underlying normals
+    return _kl_normal_normal(p.base_dist, q.base_dist)
 
 
 # --- across families --------------------------------------------------------------------------

@@ -185,39 +185,20 @@ def _kl_dirichlet_dirichlet(p, q):
 
 @register_kl(Beta, Beta)
 def _kl_beta_beta(p, q):
-    a1, a0, b1, b0 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
-    total_a, total_b = a1 + a0, b1 + b0
-    log_beta_q = nbgrad.lgamma(b1) + nbgrad.lgamma(b0) + nbgrad.lgamma(total_a)
-    log_beta_p = nbgrad.lgamma(a1) + nbgrad.lgamma(a0) + nbgrad.lgamma(total_b)
-    t1 = (a1 - b1) * nbgrad.digamma(a1)
-    t0 = (a0 - b0) * nbgrad.digamma(a0)
-    return log_beta_q - log_beta_p + t1 + t0 + (total_b - total_a) * nbgrad.digamma(total_a)
-
-
-@register_kl(LogNormal, LogNormal)
-def _kl_lognormal_lognormal(p, q):
-    # exp is one-to-one: the divergence of the underlying normals
-    return _kl_normal_normal(p.base_dist, q.base_dist)
-
-
-@register_kl(MultivariateNormal, MultivariateNormal)
-def _kl_mvn_mvn(p, q):
-    # (log det Sq - log det Sp) / 2 + (tr(Sq^-1 Sp) + |Lq^-1 (mq - mp)|^2 - n) / 2
-    if p.event_shape != q.event_shape:
-        raise ValueError(
-            "KL-divergence between two Multivariate Normals with                         "
-            " different event shapes cannot be computed"
-        )
-    lower_p, lower_q = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
-    n = p.event_shape[0]
-    both = np.broadcast_shapes(tuple(lower_p.shape[:-2]), tuple(lower_q.shape[:-2]))
-    # tr(Sq^-1 Sp) = |Lq^-1 Lp|^2, the sum of the squares of all entries
-    solved = nbgrad.linalg.solve_triangular(
-        lower_q.expand(both + (n, n)), lower_p.expand(both + (n, n)), upper=False
+    # log B(q) - log B(p) + sum over the two concentrations of (a - b) digamma(a), and the
+    # digamma of the total: each concentration read from the distribution where it is used
+    total_p = p.concentration1 + p.concentration0
+    total_q = q.concentration1 + q.concentration0
+    log_beta_q = (
+        nbgrad.lgamma(q.concentration1) + nbgrad.lgamma(q.concentration0) + nbgrad.lgamma(total_p)
     )
-    trace = solved.reshape(solved.shape[:-2] + (-1,)).pow(2).sum(-1).reshape(both)
-    distance = _squared_norms_of_solves(lower_q, q.loc - p.loc)
-    return q._half_log_det() - p._half_log_det() + 0.5 * (trace + distance - n)
+    log_beta_p = (
+        nbgrad.lgamma(p.concentration1) + nbgrad.lgamma(p.concentration0) + nbgrad.lgamma(total_q)
+    )
+    heads = (p.concentration1 - q.concentration1) * nbgrad.digamma(p.concentration1)
+    tails = (p.concentration0 - q.concentration0) * nbgrad.digamma(p.concentration0)
+    totals = (total_q - total_p) * nbgrad.digamma(total_p)
+    return log_beta_q - log_beta_p + heads + tails + totals
 
 
 # --- across families --------------------------------------------------------------------------

@@ -36,7 +36,9 @@ class Normal(LocationScale):
 
     def log_prob(self, value):
         self._checked(value)
-        return -((value - self.loc) ** 2) / (2 * self.scale**2) - self.scale.log() - _LOG_SQRT_2PI
+        variance = self.scale**2
+        log_scale = self.scale.log()
+        return -((value - self.loc) ** 2) / (2 * variance) - log_scale - _LOG_SQRT_2PI
 
     def cdf(self, value):
         self._checked(value)

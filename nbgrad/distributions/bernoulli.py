@@ -58,6 +58,16 @@ class Bernoulli(ProbsOrLogits, ExponentialFamily):
     def entropy(self):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
+    # as an exponential family: theta = log(p / (1 - p)), T(x) = x
+    @property
+    def _natural_params(self):
+        return (nbgrad.log(self.probs / (1 - self.probs)),)
+
+    def _log_normalizer(self, x):
+        return nbgrad.log1p(nbgrad.exp(x))
+
+    _mean_carrier_measure = 0
+
     def enumerate_support(self, expand=True):
         values = nbgrad.arange(2, dtype=self._param.dtype)
         values = values.view((-1,) + (1,) * len(self._batch_shape))

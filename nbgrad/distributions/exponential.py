@@ -52,5 +52,15 @@ class Exponential(ExponentialFamily):
     def icdf(self, value):
         return -nbgrad.log1p(-value) / self.rate
 
+    # as an exponential family: theta = -rate, T(x) = x
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -nbgrad.log(-x)
+
+    _mean_carrier_measure = 0
+
     def entropy(self):
         return 1.0 - nbgrad.log(self.rate)

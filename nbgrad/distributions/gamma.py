@@ -65,6 +65,16 @@ class Gamma(ExponentialFamily):
         self._checked(value)
         return nbgrad.special.gammainc(self.concentration, self.rate * value)
 
+    # as an exponential family: theta = (concentration - 1, -rate), T(x) = (log x, x)
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return nbgrad.lgamma(x + 1) + (x + 1) * nbgrad.log(-y.reciprocal())
+
+    _mean_carrier_measure = 0
+
     def entropy(self):
         a, b = self.concentration, self.rate
         return a - nbgrad.log(b) + nbgrad.lgamma(a) + (1.0 - a) * nbgrad.digamma(a)

@@ -237,9 +237,16 @@ def _kl_poisson_bernoulli(p, q):
 
 @register_kl(ExponentialFamily, ExponentialFamily)
 def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log-normalizer (see exp_family.py), for two members of one
+    family."""
     if type(p) is not type(q):
         raise NotImplementedError(
             "The cross KL-divergence between different exponential families cannot"
             "                             be computed using Bregman divergences"
         )
-    raise NotImplementedError
+    leaves, log_normalizer_p, means = p._log_normalizer_and_means()
+    q_params = q._natural_params
+    result = q._log_normalizer(*q_params) - log_normalizer_p
+    for theta_p, theta_q, mean in zip(leaves, q_params, means):
+        result = result - sum_rightmost((theta_q - theta_p) * mean, len(q.event_shape))
+    return result

@@ -40,6 +40,16 @@ class Normal(LocationScale):
         log_scale = self.scale.log()
         return -((value - self.loc) ** 2) / (2 * variance) - log_scale - _LOG_SQRT_2PI
 
+    # as an exponential family: theta = (loc / scale^2, -1 / (2 scale^2)), T(x) = (x, x^2)
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * nbgrad.log(-math.pi / y)
+
+    _mean_carrier_measure = 0
+
     def cdf(self, value):
         self._checked(value)
         z = (value - self.loc) * self.scale.reciprocal() / math.sqrt(2)

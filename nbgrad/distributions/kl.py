@@ -201,6 +201,32 @@ def _kl_beta_beta(p, q):
     return log_beta_q - log_beta_p + heads + tails + totals
 
 
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):
+    # exp is one-to-one: the divergence of the underlying normals
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    # (log det Sq - log det Sp) / 2 + (tr(Sq^-1 Sp) + |Lq^-1 (mq - mp)|^2 - n) / 2
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "KL-divergence between two Multivariate Normals with                         "
+            " different event shapes cannot be computed"
+        )
+    lower_p, lower_q = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    n = p.event_shape[0]
+    both = np.broadcast_shapes(tuple(lower_p.shape[:-2]), tuple(lower_q.shape[:-2]))
+    # tr(Sq^-1 Sp) = |Lq^-1 Lp|^2, the sum of the squares of all entries
+    solved = nbgrad.linalg.solve_triangular(
+        lower_q.expand(both + (n, n)), lower_p.expand(both + (n, n)), upper=False
+    )
+    trace = solved.reshape(solved.shape[:-2] + (-1,)).pow(2).sum(-1).reshape(both)
+    distance = _squared_norms_of_solves(lower_q, q.loc - p.loc)
+    return q._half_log_det() - p._half_log_det() + 0.5 * (trace + distance - n)
+
+
 # --- across families --------------------------------------------------------------------------
 
 

@@ -45,7 +45,7 @@ class Bernoulli(ProbsOrLogits, ExponentialFamily):
     def variance(self):
         return self.probs * (1 - self.probs)
 
-    def sample(self, sample_shape=nbgrad.Size()):
+    def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with nbgrad.no_grad():
             return nbgrad.bernoulli(self.probs.expand(shape))

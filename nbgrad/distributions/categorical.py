@@ -80,7 +80,7 @@ class Categorical(ProbsOrLogits, Distribution):
     def variance(self):
         return nbgrad.full(self._extended_shape(), float("nan"), dtype=self._param.dtype)
 
-    def sample(self, sample_shape=nbgrad.Size()):
+    def sample(self, sample_shape=()):
         sample_shape = nbgrad.Size(sample_shape)
         with nbgrad.no_grad():
             rows = self.probs.reshape(-1, self._num_events)

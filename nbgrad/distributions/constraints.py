@@ -37,14 +37,14 @@ __all__ = [
 
 
 def _shown(bound):
-    """A bound as PyTorch prints it inside a constraint's name: a one-number tensor as the number."""
+    """A bound as PyTorch prints it in a constraint's name: a one-number tensor as the number."""
     if isinstance(bound, nbgrad.Tensor) and bound.dim() == 0:
         return str(bound.item())
     return str(bound)
 
 
 class Constraint:
-    """A set, described by `predicate(value) -> bool tensor` (entry by entry), and shown as `name`."""
+    """A set: `predicate(value) -> bool tensor` (entry by entry), shown as `name`."""
 
     def __init__(self, name, predicate, event_dim=0, is_discrete=False):
         self._name = name

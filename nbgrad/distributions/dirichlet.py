@@ -70,7 +70,7 @@ class Dirichlet(ExponentialFamily):
         a, total = self.concentration, self._total
         return a * (total - a) / (total.pow(2) * (total + 1))
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         return _Dirichlet.apply(self.concentration.expand(shape))
 
@@ -85,4 +85,6 @@ class Dirichlet(ExponentialFamily):
         k = a.shape[-1]
         total = a.sum(-1)
         log_beta = nbgrad.lgamma(a).sum(-1) - nbgrad.lgamma(total)
-        return log_beta - (k - total) * nbgrad.digamma(total) - ((a - 1.0) * nbgrad.digamma(a)).sum(-1)
+        return (
+            log_beta - (k - total) * nbgrad.digamma(total) - ((a - 1.0) * nbgrad.digamma(a)).sum(-1)
+        )

@@ -29,7 +29,7 @@ class Distribution:
             raise ValueError
         Distribution._validate_args = value
 
-    def __init__(self, batch_shape=nbgrad.Size(), event_shape=nbgrad.Size(), validate_args=None):
+    def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
         self._batch_shape = nbgrad.Size(batch_shape)
         self._event_shape = nbgrad.Size(event_shape)
         if validate_args is not None:
@@ -74,9 +74,11 @@ class Distribution:
     def event_shape(self):
         return self._event_shape
 
-    def _extended_shape(self, sample_shape=nbgrad.Size()):
+    def _extended_shape(self, sample_shape=()):
         """The shape of a draw of sample_shape: sample_shape + batch_shape + event_shape."""
-        return nbgrad.Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+        return nbgrad.Size(
+            tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape)
+        )
 
     def expand(self, batch_shape, _instance=None):
         """The same distribution repeated to a larger batch_shape: each parameter (the entries of
@@ -126,10 +128,10 @@ class Distribution:
     def stddev(self):
         return self.variance.sqrt()
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         raise NotImplementedError
 
-    def sample(self, sample_shape=nbgrad.Size()):
+    def sample(self, sample_shape=()):
         """A draw without a graph: the reparameterized draw, computed under no_grad."""
         with nbgrad.no_grad():
             return self.rsample(sample_shape)

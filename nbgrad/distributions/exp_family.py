@@ -42,6 +42,8 @@ class ExponentialFamily(Distribution):
         event_dims = len(self.event_shape)
         for theta, mean in zip(leaves, means):
             product = theta * mean
-            per_element = product.reshape(tuple(product.shape[: product.dim() - event_dims]) + (-1,))
+            per_element = product.reshape(
+                tuple(product.shape[: product.dim() - event_dims]) + (-1,)
+            )
             result = result - per_element.sum(-1)
         return result

@@ -1,4 +1,4 @@
-"""Exponential(rate): density rate exp(-rate x) for x >= 0, the waiting time of a Poisson process."""
+"""Exponential(rate): density rate exp(-rate x) for x >= 0 (waiting times of a Poisson process)."""
 
 from numbers import Number
 
@@ -37,7 +37,7 @@ class Exponential(ExponentialFamily):
     def variance(self):
         return self.rate.pow(-2)
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         return nbgrad.empty(shape, dtype=self.rate.dtype).exponential_() / self.rate
 

@@ -44,10 +44,10 @@ class Gamma(ExponentialFamily):
     def variance(self):
         return self.concentration / self.rate.pow(2)
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         draw = nbgrad._standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
-        # a draw that underflowed to 0 is moved to the smallest positive number (log_prob stays finite)
+        # a draw that underflowed to 0 moves to the smallest positive number (finite log_prob)
         tiny = float(np.finfo(draw.dtype.numpy).tiny)
         draw.detach().clamp_(min=tiny)
         return draw
@@ -56,9 +56,7 @@ class Gamma(ExponentialFamily):
         value = _in_dtype(value, self.rate.dtype)
         self._checked(value)
         a, b = self.concentration, self.rate
-        return (
-            nbgrad.xlogy(a, b) + nbgrad.xlogy(a - 1, value) - b * value - nbgrad.lgamma(a)
-        )
+        return nbgrad.xlogy(a, b) + nbgrad.xlogy(a - 1, value) - b * value - nbgrad.lgamma(a)
 
     def cdf(self, value):
         value = _in_dtype(value, self.rate.dtype)

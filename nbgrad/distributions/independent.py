@@ -1,8 +1,6 @@
 """Independent(base, n): the rightmost n batch dimensions of `base` read as one event, so that
 log_prob and entropy sum over them (a diagonal Normal as one multivariate distribution)."""
 
-import nbgrad
-
 from . import constraints
 from .distribution import Distribution
 from .utils import sum_rightmost
@@ -63,10 +61,10 @@ class Independent(Distribution):
     def variance(self):
         return self.base_dist.variance
 
-    def sample(self, sample_shape=nbgrad.Size()):
+    def sample(self, sample_shape=()):
         return self.base_dist.sample(sample_shape)
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         return self.base_dist.rsample(sample_shape)
 
     def log_prob(self, value):

@@ -108,7 +108,9 @@ def _kl_categorical_categorical(p, q):
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
     # log p = -softplus(-logit), log(1 - p) = -softplus(logit)
-    ones = p.probs * (nbgrad.nn.functional.softplus(-q.logits) - nbgrad.nn.functional.softplus(-p.logits))
+    ones = p.probs * (
+        nbgrad.nn.functional.softplus(-q.logits) - nbgrad.nn.functional.softplus(-p.logits)
+    )
     ones = _zero_where(_infinite_where(ones, q.probs == 0), p.probs == 0)
     zeros = (1 - p.probs) * (
         nbgrad.nn.functional.softplus(q.logits) - nbgrad.nn.functional.softplus(p.logits)

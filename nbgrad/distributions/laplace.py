@@ -20,8 +20,8 @@ class Laplace(LocationScale):
     def variance(self):
         return 2 * self.scale.pow(2)
 
-    def rsample(self, sample_shape=nbgrad.Size()):
-        # inverse-cdf sampling: u uniform in (-1, 1) open at both ends, x = loc - scale sgn(u) log(1 - |u|)
+    def rsample(self, sample_shape=()):
+        # inverse cdf: u uniform in the open (-1, 1), x = loc - scale sgn(u) log(1 - |u|)
         shape = self._extended_shape(sample_shape)
         lowest = float(np.nextafter(np.array(-1.0, dtype=self.loc.dtype.numpy), 0))
         u = nbgrad.empty(shape, dtype=self.loc.dtype).uniform_(lowest, 1.0)

@@ -27,7 +27,7 @@ class LocationScale(ExponentialFamily):
         """Draws of Z, of the given shape, in the parameters' dtype, without a graph."""
         raise NotImplementedError
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         z = self._standard_draw(self._extended_shape(sample_shape))
         return self.loc + z * self.scale
 

@@ -1,7 +1,5 @@
 """LogNormal(loc, scale): exp of a Normal(loc, scale) draw, as a TransformedDistribution."""
 
-import nbgrad
-
 from . import constraints
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
@@ -16,8 +14,11 @@ class LogNormal(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        super().__init__(Normal(loc, scale, validate_args=validate_args), ExpTransform(),
-                         validate_args=validate_args)
+        super().__init__(
+            Normal(loc, scale, validate_args=validate_args),
+            ExpTransform(),
+            validate_args=validate_args,
+        )
 
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape, self._blank(_instance))
@@ -45,6 +46,3 @@ class LogNormal(TransformedDistribution):
 
     def entropy(self):
         return self.base_dist.entropy() + self.loc
-
-    def cdf(self, value):
-        return super().cdf(value)

@@ -3,7 +3,7 @@ over vectors, density exp(-(x - loc)' S^-1 (x - loc) / 2) / sqrt((2 pi)^n det S)
 
 Whichever matrix is given, the distribution works with L, the lower-triangular Cholesky factor of
 the covariance S = L L' (computed once, kept at the batch shape it came with): a draw is
-loc + L eps, and (x - loc)' S^-1 (x - loc) = |L^-1 (x - loc)|^2, log sqrt(det S) = sum log diag L."""
+loc + L eps, (x - loc)' S^-1 (x - loc) = |L^-1 (x - loc)|^2 and log sqrt(det S) = sum log diag L."""
 
 import math
 
@@ -150,7 +150,7 @@ class MultivariateNormal(Distribution):
     def _half_log_det(self):
         return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         eps = _standard_normal(shape, dtype=self.loc.dtype)
         return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)

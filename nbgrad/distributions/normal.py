@@ -1,4 +1,4 @@
-"""Normal(loc, scale): the Gaussian, density exp(-(x - loc)^2 / (2 scale^2)) / (scale sqrt(2 pi))."""
+"""Normal(loc, scale): the Gaussian, density exp(-(x - loc)^2 / (2 scale^2)) / (scale sqrt(2pi))."""
 
 import math
 
@@ -21,7 +21,7 @@ class Normal(LocationScale):
     def _standard_draw(self, shape):
         return _standard_normal(shape, dtype=self.loc.dtype)
 
-    def sample(self, sample_shape=nbgrad.Size()):
+    def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with nbgrad.no_grad():
             return nbgrad.normal(self.loc.expand(shape), self.scale.expand(shape))

@@ -59,7 +59,7 @@ class OneHotCategorical(Distribution):
         probs = self._categorical.probs
         return probs * (1 - probs)
 
-    def sample(self, sample_shape=nbgrad.Size()):
+    def sample(self, sample_shape=()):
         probs = self._categorical.probs
         drawn = self._categorical.sample(sample_shape)
         return nbgrad.nn.functional.one_hot(drawn, num_classes=probs.shape[-1]).to(probs)
@@ -86,7 +86,7 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
 
     has_rsample = True
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         drawn = self.sample(sample_shape)
         probs = self._categorical.probs
         return drawn + (probs - probs.detach())

@@ -32,7 +32,7 @@ class Poisson(ExponentialFamily):
     def variance(self):
         return self.rate
 
-    def sample(self, sample_shape=nbgrad.Size()):
+    def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with nbgrad.no_grad():
             return nbgrad.poisson(self.rate.expand(shape))

@@ -1,3 +1,4 @@
+# ruff: noqa: N999 - the module is named as PyTorch's, torch.distributions.studentT
 """StudentT(df, loc, scale): loc + scale * X / sqrt(V / df) for X standard normal and V Chi2(df);
 heavier tails than the Normal, which it becomes as df grows."""
 
@@ -56,7 +57,7 @@ class StudentT(Distribution):
         v[df <= 1] = math.nan
         return v
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         x = _standard_normal(shape, dtype=self.df.dtype)
         v = self._chi2.rsample(sample_shape)

@@ -76,17 +76,17 @@ class TransformedDistribution(Distribution):
         missing = len(self.event_shape) - codomain.event_dim
         return constraints.independent(codomain, missing) if missing > 0 else codomain
 
-    def sample(self, sample_shape=nbgrad.Size()):
-        with nbgrad.no_grad():
-            return self.rsample(sample_shape)
-
-    def rsample(self, sample_shape=nbgrad.Size()):
-        x = self.base_dist.rsample(sample_shape) if self.base_dist.has_rsample else (
-            self.base_dist.sample(sample_shape)
-        )
+    def _pushed_forward(self, x):
         for transform in self.transforms:
             x = transform(x)
         return x
+
+    def sample(self, sample_shape=()):
+        with nbgrad.no_grad():
+            return self._pushed_forward(self.base_dist.sample(sample_shape))
+
+    def rsample(self, sample_shape=()):
+        return self._pushed_forward(self.base_dist.rsample(sample_shape))
 
     def log_prob(self, value):
         self._checked(value)

@@ -275,7 +275,9 @@ class AffineTransform(Transform):
         return per_entry.expand(shape)
 
     def forward_shape(self, shape):
-        return nbgrad.Size(np.broadcast_shapes(tuple(shape), _shape_of(self.loc), _shape_of(self.scale)))
+        return nbgrad.Size(
+            np.broadcast_shapes(tuple(shape), _shape_of(self.loc), _shape_of(self.scale))
+        )
 
     inverse_shape = forward_shape
 
@@ -317,8 +319,9 @@ class ComposeTransform(Transform):
         # the event_dim x must have so that every part gets at least its own
         event_dim = self.parts[-1].codomain.event_dim
         for part in reversed(self.parts):
-            event_dim = max(event_dim - part.codomain.event_dim + part.domain.event_dim,
-                            part.domain.event_dim)
+            event_dim = max(
+                event_dim - part.codomain.event_dim + part.domain.event_dim, part.domain.event_dim
+            )
         return _widened(self.parts[0].domain, event_dim)
 
     @property
@@ -327,8 +330,9 @@ class ComposeTransform(Transform):
             return constraints.real
         event_dim = self.parts[0].domain.event_dim
         for part in self.parts:
-            event_dim = max(event_dim - part.domain.event_dim + part.codomain.event_dim,
-                            part.codomain.event_dim)
+            event_dim = max(
+                event_dim - part.domain.event_dim + part.codomain.event_dim, part.codomain.event_dim
+            )
         return _widened(self.parts[-1].codomain, event_dim)
 
     @property

@@ -51,7 +51,7 @@ class Uniform(Distribution):
     def variance(self):
         return self.width.pow(2) / 12
 
-    def rsample(self, sample_shape=nbgrad.Size()):
+    def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         u = nbgrad.rand(shape, dtype=self.low.dtype)
         return self.low + u * self.width

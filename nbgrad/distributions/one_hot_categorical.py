@@ -17,9 +17,8 @@ class OneHotCategorical(Distribution):
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self._categorical = Categorical(probs, logits)
-        batch_shape = self._categorical.batch_shape
-        event_shape = self._categorical.param_shape[-1:]
-        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        categories = self._categorical.param_shape[-1:]
+        super().__init__(self._categorical.batch_shape, categories, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._blank(_instance)
@@ -46,23 +45,23 @@ class OneHotCategorical(Distribution):
 
     @property
     def mean(self):
-        return self._categorical.probs
+        return self.probs
+
+    def _as_one_hot(self, outcomes):
+        """Outcome indices as unit vectors, in the probabilities' dtype."""
+        k = self.event_shape[0]
+        return nbgrad.nn.functional.one_hot(outcomes, num_classes=k).to(self.probs)
 
     @property
     def mode(self):
-        probs = self._categorical.probs
-        winner = probs.argmax(dim=-1)
-        return nbgrad.nn.functional.one_hot(winner, num_classes=probs.shape[-1]).to(probs)
+        return self._as_one_hot(self.probs.argmax(dim=-1))
 
     @property
     def variance(self):
-        probs = self._categorical.probs
-        return probs * (1 - probs)
+        return self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=()):
-        probs = self._categorical.probs
-        drawn = self._categorical.sample(sample_shape)
-        return nbgrad.nn.functional.one_hot(drawn, num_classes=probs.shape[-1]).to(probs)
+        return self._as_one_hot(self._categorical.sample(sample_shape))
 
     def log_prob(self, value):
         self._checked(value)
@@ -72,12 +71,10 @@ class OneHotCategorical(Distribution):
         return self._categorical.entropy()
 
     def enumerate_support(self, expand=True):
-        n = self.event_shape[0]
-        values = nbgrad.eye(n, dtype=self._param.dtype)
-        values = values.view((n,) + (1,) * len(self.batch_shape) + (n,))
-        if expand:
-            values = values.expand((n,) + tuple(self.batch_shape) + (n,))
-        return values
+        k = self.event_shape[0]
+        unit_vectors = nbgrad.eye(k, dtype=self._param.dtype)
+        batch = tuple(self.batch_shape) if expand else (1,) * len(self.batch_shape)
+        return unit_vectors.reshape((k,) + (1,) * len(batch) + (k,)).expand((k,) + batch + (k,))
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
@@ -88,5 +85,4 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
 
     def rsample(self, sample_shape=()):
         drawn = self.sample(sample_shape)
-        probs = self._categorical.probs
-        return drawn + (probs - probs.detach())
+        return drawn + (self.probs - self.probs.detach())

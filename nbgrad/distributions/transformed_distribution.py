@@ -3,6 +3,9 @@ and f the transforms applied in order. By the change of variables,
     log p_y(y) = log p_x(f^-1(y)) - log |det d f / d x| at (f^-1(y), y),
 taken transform by transform from the last back to the first."""
 
+import functools
+import operator
+
 import nbgrad
 
 from . import constraints
@@ -77,9 +80,7 @@ class TransformedDistribution(Distribution):
         return constraints.independent(codomain, missing) if missing > 0 else codomain
 
     def _pushed_forward(self, x):
-        for transform in self.transforms:
-            x = transform(x)
-        return x
+        return functools.reduce(lambda value, t: t(value), self.transforms, x)
 
     def sample(self, sample_shape=()):
         with nbgrad.no_grad():
@@ -90,36 +91,32 @@ class TransformedDistribution(Distribution):
 
     def log_prob(self, value):
         self._checked(value)
-        event_dim = len(self.event_shape)
-        log_prob = 0.0
-        y = value
-        for transform in reversed(self.transforms):
-            x = transform.inv(y)
-            event_dim += transform.domain.event_dim - transform.codomain.event_dim
-            jacobian = transform.log_abs_det_jacobian(x, y)
-            log_prob = log_prob - sum_rightmost(jacobian, event_dim - transform.domain.event_dim)
-            y = x
-        base = self.base_dist.log_prob(y)
-        return log_prob + sum_rightmost(base, event_dim - len(self.base_dist.event_shape))
+        # from y back to the base's x, one transform at a time, each subtracting its
+        # log|det J| summed over the element it sees (dims: the element's event_dim there)
+        dims = len(self.event_shape)
+        log_density = 0.0
+        for t in self.transforms[::-1]:
+            x = t.inv(value)
+            dims = dims - t.codomain.event_dim + t.domain.event_dim
+            stretch = sum_rightmost(t.log_abs_det_jacobian(x, value), dims - t.domain.event_dim)
+            log_density = log_density - stretch
+            value = x
+        base_dims = dims - len(self.base_dist.event_shape)
+        return log_density + sum_rightmost(self.base_dist.log_prob(value), base_dims)
 
-    def _signed(self, probability):
-        """A cdf read through decreasing transforms: P(Y <= y) = 1 - P(X <= x) where f decreases."""
-        sign = 1
-        for transform in self.transforms:
-            sign = sign * transform.sign
+    def _through_signs(self, probability):
+        """A probability read through the transforms' monotony: where the composition
+        decreases, P(Y <= y) = 1 - P(X <= x), written sign * (p - 1/2) + 1/2."""
+        sign = functools.reduce(operator.mul, (t.sign for t in self.transforms), 1)
         if isinstance(sign, int) and sign == 1:
             return probability
         return sign * (probability - 0.5) + 0.5
 
     def cdf(self, value):
-        for transform in reversed(self.transforms):
-            value = transform.inv(value)
+        x = functools.reduce(lambda v, t: t.inv(v), self.transforms[::-1], value)
         if self._validate_args:
-            self.base_dist._validate_sample(value)
-        return self._signed(self.base_dist.cdf(value))
+            self.base_dist._validate_sample(x)
+        return self._through_signs(self.base_dist.cdf(x))
 
     def icdf(self, value):
-        value = self.base_dist.icdf(self._signed(value))
-        for transform in self.transforms:
-            value = transform(value)
-        return value
+        return self._pushed_forward(self.base_dist.icdf(self._through_signs(value)))

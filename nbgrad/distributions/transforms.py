@@ -1,13 +1,15 @@
 """Transforms: invertible maps y = f(x) between constrained sets, with log |det df/dx|, so that
 the density of y follows from the density of x (TransformedDistribution).
 
-A Transform says what f does (_call), what its inverse does (_inverse), log|det J| at (x, y), the
-sets it maps between (domain, codomain: their event_dim says how many rightmost dimensions form
-one element) and the sign of its derivative (for cdfs). `t.inv` is the same map read backwards.
-With cache_size=1 a transform remembers its last (x, y) pair, so that inverting a value it
-produced gives back the very tensor it came from (no round-off through atanh(tanh(x)))."""
+A transform here is described by three functions, `_forward(x)`, `_backward(y)` and
+`log_abs_det_jacobian(x, y)`, and by the sets it maps between (`domain`, `codomain`; their
+event_dim says how many rightmost dimensions form one element). `t.inv` reads the same map
+backwards. With cache_size=1 a transform remembers its last (x, y) pair, so that inverting a value
+it produced gives back the very tensor it came from (no round-off through atanh(tanh(x)))."""
 
+import functools
 import math
+import operator
 from numbers import Number
 
 import numpy as np
@@ -30,20 +32,46 @@ __all__ = [
 
 class Transform:
     bijective = False
+    _remade_from_class = True  # no parameters: with_cache builds a new one from the class alone
 
     def __init__(self, cache_size=0):
         if cache_size not in (0, 1):
             raise ValueError("cache_size must be 0 or 1")
         self._cache_size = cache_size
-        self._last = None  # (x, y) of the last call, with cache_size 1
+        self._pair = None  # the last (x, y), kept when cache_size is 1
 
-    # --- what a transform is --------------------------------------------------------------------
+    def _through_cache(self, given, side, compute):
+        """compute(given), or its partner from the last pair when `given` is that pair's x
+        (side 0) or y (side 1) itself."""
+        if not self._cache_size:
+            return compute(given)
+        if self._pair is not None and self._pair[side] is given:
+            return self._pair[1 - side]
+        found = compute(given)
+        self._pair = (given, found) if side == 0 else (found, given)
+        return found
+
+    def __call__(self, x):
+        return self._through_cache(x, 0, self._forward)
+
+    def _invert(self, y):
+        return self._through_cache(y, 1, self._backward)
+
+    def _forward(self, x):
+        raise NotImplementedError
+
+    def _backward(self, y):
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x, y):
+        raise NotImplementedError
 
     @property
     def event_dim(self):
-        if self.domain.event_dim == self.codomain.event_dim:
-            return self.domain.event_dim
-        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+        dims = {self.domain.event_dim, self.codomain.event_dim}
+        if len(dims) > 1:
+            raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+        return dims.pop()
 
     @property
     def sign(self):
@@ -56,53 +84,9 @@ class Transform:
     def with_cache(self, cache_size=1):
         if cache_size == self._cache_size:
             return self
-        return self._remade(cache_size)
-
-    def _remade(self, cache_size):
-        """The same transform with another cache size."""
-        if type(self).__init__ is Transform.__init__:
+        if self._remade_from_class:
             return type(self)(cache_size=cache_size)
         raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
-
-    def __eq__(self, other):
-        return self is other
-
-    def __ne__(self, other):
-        return not self.__eq__(other)
-
-    __hash__ = object.__hash__
-
-    def __repr__(self):
-        return type(self).__name__ + "()"
-
-    # --- applying it ----------------------------------------------------------------------------
-
-    def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        if self._last is not None and self._last[0] is x:
-            return self._last[1]
-        y = self._call(x)
-        self._last = (x, y)
-        return y
-
-    def _inv_call(self, y):
-        if self._cache_size == 0:
-            return self._inverse(y)
-        if self._last is not None and self._last[1] is y:
-            return self._last[0]
-        x = self._inverse(y)
-        self._last = (x, y)
-        return x
-
-    def _call(self, x):
-        raise NotImplementedError
-
-    def _inverse(self, y):
-        raise NotImplementedError
-
-    def log_abs_det_jacobian(self, x, y):
-        raise NotImplementedError
 
     def forward_shape(self, shape):
         return shape
@@ -110,9 +94,14 @@ class Transform:
     def inverse_shape(self, shape):
         return shape
 
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
 
 class _Inverse(Transform):
-    """t.inv: calls t's inverse, and its log|det J| is minus t's at the swapped pair."""
+    """t.inv: t's backward map as its forward one; log|det J| is minus t's at the swapped pair."""
+
+    _remade_from_class = False
 
     def __init__(self, transform):
         super().__init__(cache_size=transform._cache_size)
@@ -122,27 +111,16 @@ class _Inverse(Transform):
     codomain = property(lambda self: self._inv.domain)
     bijective = property(lambda self: self._inv.bijective)
     sign = property(lambda self: self._inv.sign)
-
-    @property
-    def inv(self):
-        return self._inv
-
-    def with_cache(self, cache_size=1):
-        return self._inv.with_cache(cache_size).inv
-
-    def __eq__(self, other):
-        return isinstance(other, _Inverse) and self._inv == other._inv
-
-    __hash__ = object.__hash__
-
-    def __repr__(self):
-        return f"_InverseTransform({self._inv!r})"
+    inv = property(lambda self: self._inv)
 
     def __call__(self, y):
-        return self._inv._inv_call(y)
+        return self._inv._invert(y)
 
     def log_abs_det_jacobian(self, x, y):
         return -self._inv.log_abs_det_jacobian(y, x)
+
+    def with_cache(self, cache_size=1):
+        return self._inv.with_cache(cache_size).inv
 
     def forward_shape(self, shape):
         return self._inv.inverse_shape(shape)
@@ -150,10 +128,19 @@ class _Inverse(Transform):
     def inverse_shape(self, shape):
         return self._inv.forward_shape(shape)
 
+    def __eq__(self, other):
+        return isinstance(other, _Inverse) and self._inv == other._inv
 
-class _Elementwise(Transform):
-    """A transform applied entry by entry, increasing, from the reals onto `codomain`."""
+    __hash__ = Transform.__hash__
 
+    def __repr__(self):
+        return f"_InverseTransform({self._inv!r})"
+
+
+# --- increasing bijections of the reals, entry by entry -------------------------------------------
+
+
+class _Pointwise(Transform):
     domain = constraints.real
     bijective = True
     sign = 1
@@ -164,70 +151,81 @@ class _Elementwise(Transform):
     __hash__ = Transform.__hash__
 
 
-class ExpTransform(_Elementwise):
+class ExpTransform(_Pointwise):
     """y = exp(x); log|dy/dx| = x."""
 
     codomain = constraints.positive
 
-    def _call(self, x):
-        return x.exp()
+    def _forward(self, x):
+        return nbgrad.exp(x)
 
-    def _inverse(self, y):
-        return y.log()
+    def _backward(self, y):
+        return nbgrad.log(y)
 
     def log_abs_det_jacobian(self, x, y):
         return x
 
 
-class SigmoidTransform(_Elementwise):
-    """y = 1 / (1 + exp(-x)); log|dy/dx| = log y + log(1 - y) = -softplus(-x) - softplus(x)."""
+def _eps(t):
+    return float(np.finfo(t.dtype.numpy).eps)
+
+
+class SigmoidTransform(_Pointwise):
+    """y = 1 / (1 + exp(-x)), kept an epsilon inside (0, 1); log|dy/dx| = log y + log(1 - y),
+    written -softplus(-x) - softplus(x) so that it stays finite for large |x|."""
 
     codomain = constraints.unit_interval
 
-    def _call(self, x):
-        eps = float(np.finfo(x.dtype.numpy).eps)
-        return nbgrad.sigmoid(x).clamp(min=eps, max=1 - eps)
+    def _forward(self, x):
+        return nbgrad.sigmoid(x).clamp(min=_eps(x), max=1 - _eps(x))
 
-    def _inverse(self, y):
-        eps = float(np.finfo(y.dtype.numpy).eps)
-        y = y.clamp(min=eps, max=1 - eps)
-        return y.log() - nbgrad.log1p(-y)
+    def _backward(self, y):
+        inside = y.clamp(min=_eps(y), max=1 - _eps(y))
+        return nbgrad.log(inside) - nbgrad.log1p(-inside)  # the log-odds
 
     def log_abs_det_jacobian(self, x, y):
-        return -F.softplus(-x) - F.softplus(x)
+        return -(F.softplus(-x)) - F.softplus(x)
 
 
-class TanhTransform(_Elementwise):
+class TanhTransform(_Pointwise):
     """y = tanh(x); log|dy/dx| = log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2x)), a form that
     stays finite where tanh(x) rounds to 1."""
 
     codomain = constraints.interval(-1.0, 1.0)
 
-    def _call(self, x):
-        return x.tanh()
+    def _forward(self, x):
+        return nbgrad.tanh(x)
 
-    def _inverse(self, y):
-        return y.atanh()
+    def _backward(self, y):
+        return nbgrad.atanh(y)
 
     def log_abs_det_jacobian(self, x, y):
         return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+
+
+# --- affine maps -----------------------------------------------------------------------------
 
 
 def _shape_of(v):
     return tuple(v.shape) if isinstance(v, nbgrad.Tensor) else ()
 
 
+def _equal(a, b):
+    if isinstance(a, Number) and isinstance(b, Number):
+        return a == b
+    return bool((nbgrad.as_tensor(a) == nbgrad.as_tensor(b)).all())
+
+
 class AffineTransform(Transform):
-    """y = loc + scale * x, entry by entry; event_dim > 0 reads the rightmost dimensions as one
-    element (log|det J| summed over them)."""
+    """y = loc + scale * x, entry by entry; with event_dim > 0 the rightmost dimensions are one
+    element (its log|det J| the sum over them)."""
 
     bijective = True
+    _remade_from_class = False
 
     def __init__(self, loc, scale, event_dim=0, cache_size=0):
         super().__init__(cache_size=cache_size)
-        self.loc = loc
-        self.scale = scale
-        self._event_dim = event_dim
+        self.loc, self.scale, self._event_dim = loc, scale, event_dim
 
     @property
     def event_dim(self):
@@ -235,162 +233,54 @@ class AffineTransform(Transform):
 
     @property
     def domain(self):
-        if self._event_dim == 0:
+        if not self._event_dim:
             return constraints.real
         return constraints.independent(constraints.real, self._event_dim)
 
     codomain = domain
 
-    def _remade(self, cache_size):
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
         return AffineTransform(self.loc, self.scale, self._event_dim, cache_size=cache_size)
-
-    def __eq__(self, other):
-        if not isinstance(other, AffineTransform):
-            return False
-        return _same(self.loc, other.loc) and _same(self.scale, other.scale)
-
-    __hash__ = Transform.__hash__
 
     @property
     def sign(self):
         if isinstance(self.scale, Number):
-            return 1 if self.scale > 0 else -1 if self.scale < 0 else 0
-        return self.scale.sign()
+            return (self.scale > 0) - (self.scale < 0)
+        return nbgrad.sign(self.scale)
 
-    def _call(self, x):
+    def _forward(self, x):
         return self.loc + self.scale * x
 
-    def _inverse(self, y):
+    def _backward(self, y):
         return (y - self.loc) / self.scale
 
     def log_abs_det_jacobian(self, x, y):
-        shape = x.shape
         if isinstance(self.scale, Number):
-            per_entry = nbgrad.full_like(x, math.log(abs(self.scale)))
+            log_stretch = nbgrad.full_like(x, math.log(abs(self.scale)))
         else:
-            per_entry = self.scale.abs().log()
-        if self._event_dim:
-            per_entry = sum_rightmost(per_entry, self._event_dim)
-            shape = shape[: len(shape) - self._event_dim]
-        return per_entry.expand(shape)
+            log_stretch = nbgrad.log(nbgrad.abs(self.scale))
+        element_shape = tuple(x.shape)[: x.dim() - self._event_dim]
+        return sum_rightmost(log_stretch, self._event_dim).expand(element_shape)
 
     def forward_shape(self, shape):
-        return nbgrad.Size(
-            np.broadcast_shapes(tuple(shape), _shape_of(self.loc), _shape_of(self.scale))
-        )
+        shapes = (tuple(shape), _shape_of(self.loc), _shape_of(self.scale))
+        return nbgrad.Size(np.broadcast_shapes(*shapes))
 
     inverse_shape = forward_shape
 
-
-def _same(a, b):
-    if isinstance(a, Number) and isinstance(b, Number):
-        return a == b
-    return bool((nbgrad.as_tensor(a) == nbgrad.as_tensor(b)).all())
-
-
-class ComposeTransform(Transform):
-    """parts applied in order: y = parts[-1](...parts[0](x))."""
-
-    def __init__(self, parts, cache_size=0):
-        if cache_size:
-            parts = [part.with_cache(cache_size) for part in parts]
-        super().__init__(cache_size=cache_size)
-        self.parts = parts
-
     def __eq__(self, other):
-        return isinstance(other, ComposeTransform) and self.parts == other.parts
+        return (
+            isinstance(other, AffineTransform)
+            and _equal(self.loc, other.loc)
+            and _equal(self.scale, other.scale)
+        )
 
     __hash__ = Transform.__hash__
 
-    def _event_dims_through(self):
-        """The event_dim an element has before each part, walking the parts forward from the
-        largest event_dim any part needs."""
-        dims = []
-        event_dim = self.domain.event_dim
-        for part in self.parts:
-            dims.append(event_dim)
-            event_dim += part.codomain.event_dim - part.domain.event_dim
-        return dims
 
-    @property
-    def domain(self):
-        if not self.parts:
-            return constraints.real
-        # the event_dim x must have so that every part gets at least its own
-        event_dim = self.parts[-1].codomain.event_dim
-        for part in reversed(self.parts):
-            event_dim = max(
-                event_dim - part.codomain.event_dim + part.domain.event_dim, part.domain.event_dim
-            )
-        return _widened(self.parts[0].domain, event_dim)
-
-    @property
-    def codomain(self):
-        if not self.parts:
-            return constraints.real
-        event_dim = self.parts[0].domain.event_dim
-        for part in self.parts:
-            event_dim = max(
-                event_dim - part.domain.event_dim + part.codomain.event_dim, part.codomain.event_dim
-            )
-        return _widened(self.parts[-1].codomain, event_dim)
-
-    @property
-    def bijective(self):
-        return all(part.bijective for part in self.parts)
-
-    @property
-    def sign(self):
-        sign = 1
-        for part in self.parts:
-            sign = sign * part.sign
-        return sign
-
-    @property
-    def inv(self):
-        return ComposeTransform([part.inv for part in reversed(self.parts)])
-
-    def _remade(self, cache_size):
-        return ComposeTransform(self.parts, cache_size=cache_size)
-
-    def __call__(self, x):
-        for part in self.parts:
-            x = part(x)
-        return x
-
-    def log_abs_det_jacobian(self, x, y):
-        if not self.parts:
-            return nbgrad.zeros_like(x)
-        # the intermediate values, each part's log|det J| summed to the compose's event_dim
-        values = [x]
-        for part in self.parts[:-1]:
-            values.append(part(values[-1]))
-        values.append(y)
-        total = None
-        for part, event_dim, before, after in zip(
-            self.parts, self._event_dims_through(), values[:-1], values[1:]
-        ):
-            term = sum_rightmost(
-                part.log_abs_det_jacobian(before, after), event_dim - part.domain.event_dim
-            )
-            total = term if total is None else total + term
-        return total
-
-    def forward_shape(self, shape):
-        for part in self.parts:
-            shape = part.forward_shape(shape)
-        return shape
-
-    def inverse_shape(self, shape):
-        for part in reversed(self.parts):
-            shape = part.inverse_shape(shape)
-        return shape
-
-    def __repr__(self):
-        if not self.parts:
-            return "ComposeTransform(\n)"
-        inner = ",\n".join("    " + repr(part) for part in self.parts)
-        return f"ComposeTransform(\n{inner}\n)"
+# --- a chain of transforms -------------------------------------------------------------------
 
 
 def _widened(constraint, event_dim):
@@ -398,3 +288,91 @@ def _widened(constraint, event_dim):
     if event_dim > constraint.event_dim:
         return constraints.independent(constraint, event_dim - constraint.event_dim)
     return constraint
+
+
+def _element_dims(parts):
+    """The event_dim of the value before each part and after the last: the smallest start that
+    gives every part at least the event_dim its domain needs."""
+    changes = [part.codomain.event_dim - part.domain.event_dim for part in parts]
+    offsets = [0]
+    for change in changes:
+        offsets.append(offsets[-1] + change)
+    start = max([0] + [part.domain.event_dim - offsets[i] for i, part in enumerate(parts)])
+    return [start + offset for offset in offsets]
+
+
+class ComposeTransform(Transform):
+    """parts applied in order: y = parts[-1](...parts[0](x))."""
+
+    _remade_from_class = False
+
+    def __init__(self, parts, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.parts = [part.with_cache(cache_size) for part in parts] if cache_size else parts
+
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
+        return ComposeTransform(self.parts, cache_size=cache_size)
+
+    @property
+    def domain(self):
+        if not self.parts:
+            return constraints.real
+        return _widened(self.parts[0].domain, _element_dims(self.parts)[0])
+
+    @property
+    def codomain(self):
+        if not self.parts:
+            return constraints.real
+        return _widened(self.parts[-1].codomain, _element_dims(self.parts)[-1])
+
+    @property
+    def bijective(self):
+        return all(part.bijective for part in self.parts)
+
+    @property
+    def sign(self):
+        return functools.reduce(operator.mul, (part.sign for part in self.parts), 1)
+
+    @property
+    def inv(self):
+        return ComposeTransform([part.inv for part in self.parts[::-1]])
+
+    def _forward(self, x):
+        return functools.reduce(lambda value, part: part(value), self.parts, x)
+
+    def _backward(self, y):
+        return functools.reduce(lambda value, part: part.inv(value), self.parts[::-1], y)
+
+    def log_abs_det_jacobian(self, x, y):
+        if not self.parts:
+            return nbgrad.zeros_like(x)
+        # the values between the parts, then each part's term summed to the chain's element
+        values = [x]
+        for part in self.parts[:-1]:
+            values.append(part(values[-1]))
+        values.append(y)
+        dims = _element_dims(self.parts)
+        terms = [
+            sum_rightmost(
+                part.log_abs_det_jacobian(values[i], values[i + 1]), dims[i] - part.domain.event_dim
+            )
+            for i, part in enumerate(self.parts)
+        ]
+        return functools.reduce(operator.add, terms)
+
+    def forward_shape(self, shape):
+        return functools.reduce(lambda s, part: part.forward_shape(s), self.parts, shape)
+
+    def inverse_shape(self, shape):
+        return functools.reduce(lambda s, part: part.inverse_shape(s), self.parts[::-1], shape)
+
+    def __eq__(self, other):
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    __hash__ = Transform.__hash__
+
+    def __repr__(self):
+        lines = "".join(f"    {part!r},\n" for part in self.parts).rstrip(",\n")
+        return f"ComposeTransform(\n{lines}\n)" if self.parts else "ComposeTransform(\n)"

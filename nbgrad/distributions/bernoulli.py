@@ -1,7 +1,5 @@
 """Bernoulli(probs= or logits=): 1 with probability p, 0 otherwise."""
 
-from numbers import Number
-
 import nbgrad
 import nbgrad.nn.functional as F
 
@@ -21,9 +19,8 @@ class Bernoulli(ProbsOrLogits, ExponentialFamily):
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         given, value = self._take_probs_or_logits(probs, logits)
-        (self.__dict__[given],) = broadcast_all(value)
+        batch_shape = self._take_parameters(**{given: value})
         self._param = self.__dict__[given]
-        batch_shape = nbgrad.Size() if isinstance(value, Number) else self._param.shape
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

@@ -4,11 +4,12 @@ checking parameters and values, shapes of draws, expand, repr, and the derived q
 (stddev from variance, perplexity from entropy, sample from rsample)."""
 
 import warnings
+from numbers import Number
 
 import nbgrad
 
 from . import constraints
-from .utils import lazy_property
+from .utils import broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -63,6 +64,16 @@ class Distribution:
                     f"distribution {self!r} to satisfy the constraint {constraint!r}, but found "
                     f"invalid values:\n{_shown_value(value)}"
                 )
+
+    def _take_parameters(self, **given):
+        """Keeps the parameters as attributes, tensors of one shape (Python numbers take the
+        tensors' dtype), and returns the batch shape they make: () when all were numbers."""
+        tensors = broadcast_all(*given.values())
+        for name, tensor in zip(given, tensors):
+            setattr(self, name, tensor)
+        if all(isinstance(v, Number) for v in given.values()):
+            return nbgrad.Size()
+        return tensors[0].shape
 
     # --- shapes ----------------------------------------------------------------------------------
 

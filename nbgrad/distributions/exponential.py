@@ -1,12 +1,9 @@
 """Exponential(rate): density rate exp(-rate x) for x >= 0 (waiting times of a Poisson process)."""
 
-from numbers import Number
-
 import nbgrad
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
 
 __all__ = ["Exponential"]
 
@@ -17,9 +14,7 @@ class Exponential(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = nbgrad.Size() if isinstance(rate, Number) else self.rate.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self._take_parameters(rate=rate), validate_args=validate_args)
 
     @property
     def mean(self):

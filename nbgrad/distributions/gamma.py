@@ -1,15 +1,12 @@
 """Gamma(concentration, rate): density rate^a x^(a-1) exp(-rate x) / Gamma(a) for x >= 0, a the
 concentration. Draws come from nbgrad's _standard_gamma, whose gradient is reparameterized."""
 
-from numbers import Number
-
 import numpy as np
 
 import nbgrad
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
 
 __all__ = ["Gamma"]
 
@@ -24,9 +21,7 @@ class Gamma(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
-        self.concentration, self.rate = broadcast_all(concentration, rate)
-        numbers_only = isinstance(concentration, Number) and isinstance(rate, Number)
-        batch_shape = nbgrad.Size() if numbers_only else self.concentration.shape
+        batch_shape = self._take_parameters(concentration=concentration, rate=rate)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def _parameter_names(self):

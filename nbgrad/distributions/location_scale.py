@@ -3,13 +3,8 @@ variable Z (a standard normal for Normal, a standard Cauchy for Cauchy, ...). Pa
 constraints, shapes, expand and the reparameterized draw live here; a member says how to draw Z
 and writes its densities."""
 
-from numbers import Number
-
-import nbgrad
-
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
 
 
 class LocationScale(ExponentialFamily):
@@ -18,9 +13,7 @@ class LocationScale(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        numbers_only = isinstance(loc, Number) and isinstance(scale, Number)
-        batch_shape = nbgrad.Size() if numbers_only else self.loc.shape
+        batch_shape = self._take_parameters(loc=loc, scale=scale)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def _standard_draw(self, shape):

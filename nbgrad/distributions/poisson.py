@@ -1,7 +1,5 @@
 """Poisson(rate): the number of events, P(k) = rate^k exp(-rate) / k! for k = 0, 1, 2, ..."""
 
-from numbers import Number
-
 import nbgrad
 
 from . import constraints
@@ -16,9 +14,7 @@ class Poisson(ExponentialFamily):
     support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = nbgrad.Size() if isinstance(rate, Number) else self.rate.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self._take_parameters(rate=rate), validate_args=validate_args)
 
     @property
     def mean(self):

@@ -3,7 +3,6 @@
 heavier tails than the Normal, which it becomes as df grows."""
 
 import math
-from numbers import Number
 
 import nbgrad
 
@@ -11,7 +10,6 @@ from . import constraints
 from .chi2 import Chi2
 from .distribution import Distribution
 from .normal import _standard_normal
-from .utils import broadcast_all
 
 __all__ = ["StudentT"]
 
@@ -26,10 +24,9 @@ class StudentT(Distribution):
     has_rsample = True
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
-        self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        batch_shape = self._take_parameters(df=df, loc=loc, scale=scale)
+        # V of the definition; built (and its df checked) before StudentT checks its own
         self._chi2 = Chi2(self.df)
-        numbers_only = all(isinstance(v, Number) for v in (df, loc, scale))
-        batch_shape = nbgrad.Size() if numbers_only else self.df.shape
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

@@ -1,12 +1,9 @@
 """Uniform(low, high): every value in [low, high) equally likely."""
 
-from numbers import Number
-
 import nbgrad
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
 
 __all__ = ["Uniform"]
 
@@ -15,10 +12,7 @@ class Uniform(Distribution):
     has_rsample = True
 
     def __init__(self, low, high, validate_args=None):
-        self.low, self.high = broadcast_all(low, high)
-        numbers_only = isinstance(low, Number) and isinstance(high, Number)
-        batch_shape = nbgrad.Size() if numbers_only else self.low.shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(self._take_parameters(low=low, high=high), validate_args=validate_args)
 
     @property
     def arg_constraints(self):

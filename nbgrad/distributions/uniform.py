@@ -1,5 +1,7 @@
 """Uniform(low, high): every value in [low, high) equally likely."""
 
+import math
+
 import nbgrad
 
 from . import constraints
@@ -35,7 +37,7 @@ class Uniform(Distribution):
 
     @property
     def mode(self):
-        return nbgrad.nan * self.high
+        return math.nan * self.high
 
     @property
     def stddev(self):

@@ -30,10 +30,8 @@ class Beta(ExponentialFamily):
         super().__init__(self._dirichlet.batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._blank(_instance)
+        new = self._expanded_shell(batch_shape, _instance)
         new._dirichlet = self._dirichlet.expand(batch_shape)
-        ExponentialFamily.__init__(new, batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     @property

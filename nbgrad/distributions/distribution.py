@@ -94,13 +94,19 @@ class Distribution:
     def expand(self, batch_shape, _instance=None):
         """The same distribution repeated to a larger batch_shape: each parameter (the entries of
         `arg_constraints` the instance holds) expanded, its event dimensions kept."""
-        batch_shape = nbgrad.Size(batch_shape)
-        new = self._blank(_instance)
+        new = self._expanded_shell(batch_shape, _instance)
         for name in self._parameter_names():
             if name in self.__dict__:
                 value = self.__dict__[name]
                 event = tuple(value.shape[len(self.batch_shape) :])
-                new.__dict__[name] = value.expand(tuple(batch_shape) + event)
+                new.__dict__[name] = value.expand(tuple(new.batch_shape) + event)
+        return new
+
+    def _expanded_shell(self, batch_shape, instance=None):
+        """What every expand starts from: an instance of this class (or the one given) with the
+        new batch_shape, this event_shape and this one's validation, its parameters still to be
+        filled in (no __init__ is run: the parameters are already checked)."""
+        new = instance if instance is not None else type(self).__new__(type(self))
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -108,10 +114,6 @@ class Distribution:
     def _parameter_names(self):
         """The names of the tensors that define this distribution (what expand expands)."""
         return list(self.arg_constraints)
-
-    def _blank(self, instance):
-        """A new instance of this class without __init__ run (expand fills it)."""
-        return instance if instance is not None else type(self).__new__(type(self))
 
     # --- what subclasses provide -----------------------------------------------------------------
 

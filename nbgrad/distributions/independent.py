@@ -26,12 +26,10 @@ class Independent(Distribution):
         super().__init__(batch[:split], event, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._blank(_instance)
-        base_batch = tuple(batch_shape) + tuple(self.event_shape[: self.reinterpreted_batch_ndims])
-        new.base_dist = self.base_dist.expand(base_batch)
+        new = self._expanded_shell(batch_shape, _instance)
+        kept_as_event = tuple(self.event_shape[: self.reinterpreted_batch_ndims])
+        new.base_dist = self.base_dist.expand(tuple(batch_shape) + kept_as_event)
         new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     @property

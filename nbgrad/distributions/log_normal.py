@@ -20,9 +20,6 @@ class LogNormal(TransformedDistribution):
             validate_args=validate_args,
         )
 
-    def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, self._blank(_instance))
-
     @property
     def loc(self):
         return self.base_dist.loc

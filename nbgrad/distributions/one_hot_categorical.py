@@ -21,10 +21,8 @@ class OneHotCategorical(Distribution):
         super().__init__(self._categorical.batch_shape, categories, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._blank(_instance)
+        new = self._expanded_shell(batch_shape, _instance)
         new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     @property

@@ -57,14 +57,12 @@ class TransformedDistribution(Distribution):
         super().__init__(shape[:split], shape[split:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._blank(_instance)
+        new = self._expanded_shell(batch_shape, _instance)
         shape = tuple(batch_shape) + tuple(self.event_shape)
         base_shape = tuple(ComposeTransform(self.transforms).inverse_shape(shape))
         base_batch = base_shape[: len(base_shape) - len(self.base_dist.event_shape)]
         new.base_dist = self.base_dist.expand(base_batch)
         new.transforms = self.transforms
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
         return new
 
     @property

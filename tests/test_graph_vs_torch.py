@@ -435,6 +435,49 @@ EXPRESSIONS_REDUCTIONS_MORE = [
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 
+# Batch norm's legit entry points (b3's dim 1 is the channels) and rrelu with a fixed slope
+# (lower == upper: the noise is that slope, drawn alike by both libraries).
+EXPRESSIONS_BNLEGIT = [
+    "T._native_batch_norm_legit(b3, x[:, 0], y[:, 1], T.zeros(2, dtype=T.float64), "
+    "T.ones(2, dtype=T.float64), True, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3, x[:, 0], None, T.tensor([0.5, -0.2], dtype=T.float64), "
+    "T.tensor([1.5, 0.7], dtype=T.float64), False, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3, None, y[:, 2], True, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3 * 1, x[:, 0], y[:, 1], training=True, momentum=0.1, "
+    "eps=1e-3)[0]",
+    "T._native_batch_norm_legit_no_training(b3, x[:, 0], y[:, 1], "
+    "T.tensor([0.5, -0.2], dtype=T.float64), T.tensor([1.5, 0.7], dtype=T.float64), 0.1, 1e-5)[0]",
+    "T.nn.functional.rrelu(x - 2, 0.2, 0.2, training=True)",
+]
+EXPRESSIONS += EXPRESSIONS_BNLEGIT
+# torch.segment_reduce (branch ddmore): lengths, offsets, an empty segment, axis, initial.
+EXPRESSIONS_DDMORE = [
+    "T.segment_reduce(x.t(), 'sum', lengths=T.tensor([2, 1]))",
+    "T.segment_reduce(m, 'max', lengths=T.tensor([1, 0, 2]))",
+    "T.segment_reduce(m, 'mean', offsets=T.tensor([0, 2, 3]))",
+    "T.segment_reduce(x, 'amin', lengths=T.tensor([[2, 1], [1, 2]]), axis=-1)",
+    "T.segment_reduce(b3, 'prod', lengths=T.tensor([[1, 1], [2, 0], [0, 2], [1, 1], [1, 1]]),"
+    " axis=1, initial=2.0)",
+    "x.masked_scatter(T.tensor([True, False, True]), m)",
+]
+EXPRESSIONS += EXPRESSIONS_DDMORE
+# torch._convolution (ConvolutionBackward1) and F.interpolate's lanczos mode; the float32-only
+# private convolutions, the grid sampler's fallback and _grouped_mm are compared in
+# tests/test_convs_vs_torch.py.
+EXPRESSIONS_CONVS = [
+    "T._convolution(b3, y.reshape(1, 2, 3), v[:1], [1], [1], [1], False, [0], 1, False, False,"
+    " True, True)",
+    "T._convolution(b3, x.reshape(2, 3, 1), None, [2], [0], [1], True, [1], 1, False, False, True,"
+    " True)",
+    "T._convolution(c3.reshape(1, 5, 3, 4), c3[:, :2, :3].reshape(2, 5, 1, 3), v[:2], [1, 2],"
+    " [1, 1], [2, 1], False, [0, 0], 1, False, False, True)",
+    "T.nn.functional.interpolate(c3.reshape(1, 5, 3, 4), size=(2, 6), mode='lanczos',"
+    " antialias=True)",
+    "T.nn.functional.interpolate(c3.reshape(1, 5, 3, 4), scale_factor=0.6, mode='lanczos',"
+    " antialias=True)",
+]
+EXPRESSIONS += EXPRESSIONS_CONVS
+
 
 def inputs(T, dtype):
     rng = np.random.default_rng(7)

@@ -540,6 +540,17 @@ def _unique_magnitudes(a):
     return np.unique(np.abs(a)).size == a.size
 
 
+def _distinct_sums(dim):
+    """Matrix norms of order 1 and inf pick the largest sum of magnitudes along ``dim``: away
+    from zeros (where abs has its kink) and from ties among those sums."""
+
+    def predicate(a):
+        sums = np.abs(a).sum(dim)
+        return _nonzero(a) and np.unique(sums.round(4)).size == sums.size
+
+    return predicate
+
+
 # Reductions, scans and reorderings, more: composed with everything else like UNARY's.
 UNARY_REDUCTIONS_MORE = [
     ("{}.cumsum(0)", lambda T, x: x.cumsum(0), None),
@@ -593,6 +604,12 @@ UNARY_REDUCTIONS_MORE = [
     ("{}.norm(float('inf'), 0)", lambda T, x: x.norm(float("inf"), 0), _unique_magnitudes),
     ("T.linalg.vector_norm({}, 0.5)", lambda T, x: T.linalg.vector_norm(x, 0.5), _nonzero),
     ("T.linalg.norm({}, dim=-1)", lambda T, x: T.linalg.norm(x, dim=-1), _nonzero),
+    ("T.linalg.matrix_norm({}, 1)", lambda T, x: T.linalg.matrix_norm(x, 1), _distinct_sums(-2)),
+    (
+        "T.linalg.norm({}, -float('inf'))",
+        lambda T, x: T.linalg.norm(x, -float("inf")),
+        _distinct_sums(-1),
+    ),
     ("T.dist({0}, {0} * 0.5 + 1)", lambda T, x: T.dist(x, x * 0.5 + 1), _nonzero),
     ("T.hstack([{0}, {0}])", lambda T, x: T.hstack([x, x]), None),
     ("T.vstack([{0}, {0}])", lambda T, x: T.vstack([x, x]), None),
@@ -1570,6 +1587,37 @@ OPERATIONS += [attention]
 OPERATIONS += [norm_conv]
 OPERATIONS += [lstm]
 
+
+# convs: torch.mkldnn_convolution (float32 only: oneDNN's kernel, so float32 rounding from then on)
+# and F.interpolate's lanczos mode.
+def _mkldnn_convolution(T, x):
+    x = x[None].float()
+    weight = (T.linspace(-0.5, 0.7, 2 * x.shape[1] * 2) * 1.0).reshape(2, x.shape[1], 1, 2)
+    return T.mkldnn_convolution(x, weight, T.tensor([0.1, -0.2]), [0, 1], [1, 1], [1, 1], 1)
+
+
+def mkldnn_convolution(p):
+    x = p.pick("operand", lambda a: a.ndim == 3 and a.size > 0)
+    if x is not None:
+        p.allow_float32_rounding()
+        p.step("T.mkldnn_convolution({0}[None].float(), weight 2xCx1x2, bias, ...)",
+               _mkldnn_convolution, x)  # fmt: skip
+
+
+def lanczos(p):
+    x = p.pick("operand", lambda a: a.ndim == 3 and a.size > 0)
+    if x is not None:
+        p.step(
+            "F.interpolate({}[None], size=(2, 3), mode='lanczos', antialias=True)",
+            lambda T, v: T.nn.functional.interpolate(
+                v[None], size=(2, 3), mode="lanczos", antialias=True
+            ),
+            x,
+        )
+
+
+OPERATIONS += [mkldnn_convolution, lanczos]
+
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 
 
@@ -1905,3 +1953,21 @@ UNARY_SCATTER_REDUCE = [
     for reduce, include_self in (("sum", True), ("prod", False), ("mean", True), ("amax", False))
 ]
 UNARY += UNARY_SCATTER_REDUCE
+
+
+# torch.segment_reduce (branch ddmore) along dim 0, one segment of the first row and one of the
+# rest: values apart (no ties for amax) and bounded (prod). Its backward has no derivative, in
+# PyTorch either: under create_graph both raise the same error, which ``both`` compares.
+def _segment_rows(a):
+    return a.ndim >= 1 and a.shape[0] >= 2 and _reduce_rows(a.reshape(a.shape[0], -1).T)
+
+
+UNARY_SEGMENT_REDUCE = [
+    (
+        f"T.segment_reduce({{0}}, '{reduce}', lengths=T.tensor([1, {{0}}.shape[0] - 1]))",
+        lambda T, x, r=reduce: T.segment_reduce(x, r, lengths=T.tensor([1, x.shape[0] - 1])),
+        _segment_rows,
+    )
+    for reduce in ("sum", "mean", "amax", "prod")
+]
+UNARY += UNARY_SEGMENT_REDUCE

@@ -22,6 +22,8 @@ from nbgrad.autograd import reading
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import (
+    convs_kernels,
+    ddmore_kernels,
     distance_kernels,
     double_backward_kernels,
     formula_linalg,
@@ -489,6 +491,8 @@ def tensor_namespace():
         **norm_conv_double_backward.tensor_namespace(),
         **grid_sample_kernels.tensor_namespace(),
         **scatter_reduce_kernels.tensor_namespace(),
+        **ddmore_kernels.tensor_namespace(),
+        **convs_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS
         },

@@ -796,7 +796,10 @@ def _reduced_count(r, args):
 
 
 def _not_implemented(r, args):
-    return ["say", f"not differentiable here ({r.text_of(args[0])})"]
+    what = r.text_of(args[0])
+    if what.strip("'\"") in helper_names():  # a backward op of nbgrad's table: its name in words
+        what = what.strip("'\"_").replace("_", " ")
+    return ["say", f"not differentiable here ({what})"]
 
 
 def _mean_part(r, args):

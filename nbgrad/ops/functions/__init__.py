@@ -13,7 +13,9 @@ of nbgrad can call ``functions.exp`` as users call ``nbgrad.exp``.
 from nbgrad.ops import public
 from nbgrad.ops.functions import (  # importing each module declares its functions
     arithmetic,
+    batch_norm_legit,
     comparison,
+    convs,
     distances,
     einsum,
     elementwise,
@@ -45,6 +47,7 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     scatter,
     scatter_reduce,
     scatter_views,
+    segments,
     selection,
     shapes,
     shapes_more,

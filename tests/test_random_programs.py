@@ -776,6 +776,77 @@ UNARY += [
     ),
 ]
 
+# torch.distributions: the calls whose results are deterministic (log_prob, entropy, KL), with
+# their parameters drawn from the program; validation is off where a drawn value could fall
+# outside a support (PyTorch and nbgrad would both raise, which says nothing about the graph).
+_D = "T.distributions."
+UNARY_DISTRIBUTIONS = [
+    (
+        _D + "Normal({0}, 1.5).log_prob({0}.detach() * 0.5)",
+        lambda T, x: T.distributions.Normal(x, 1.5).log_prob(x.detach() * 0.5),
+        None,
+    ),
+    (
+        _D + "Normal(0.0, {}.exp()).entropy()",
+        lambda T, x: T.distributions.Normal(0.0, x.exp()).entropy(),
+        lambda a: np.all(np.abs(a) < 5),
+    ),
+    (
+        _D + "Categorical(logits={}).entropy()",
+        lambda T, x: T.distributions.Categorical(logits=x).entropy(),
+        lambda a: a.ndim >= 1 and a.shape[-1] >= 1 and np.all(np.abs(a) < 30),
+    ),
+    (
+        _D + "Categorical(logits={}).log_prob(T.tensor(0))",
+        lambda T, x: T.distributions.Categorical(logits=x).log_prob(T.tensor(0)),
+        lambda a: a.ndim >= 1 and a.shape[-1] >= 1 and np.all(np.abs(a) < 30),
+    ),
+    (
+        _D + "Bernoulli(logits={0}).log_prob({0}.detach().sign().clamp(min=0))",
+        lambda T, x: T.distributions.Bernoulli(logits=x).log_prob(x.detach().sign().clamp(min=0)),
+        None,
+    ),
+    (
+        _D + "Bernoulli(logits={}).entropy()",
+        lambda T, x: T.distributions.Bernoulli(logits=x).entropy(),
+        None,
+    ),
+    (
+        _D + "kl_divergence(D.Normal({}, 1.0), D.Normal(0.0, 2.0))",
+        lambda T, x: T.distributions.kl_divergence(
+            T.distributions.Normal(x, 1.0), T.distributions.Normal(0.0, 2.0)
+        ),
+        None,
+    ),
+]
+UNARY += UNARY_DISTRIBUTIONS
+BINARY_MORE += [
+    (
+        _D + "Normal({}, {}.exp()).log_prob(T.zeros(()))",
+        lambda T, x, y: T.distributions.Normal(x, y.exp()).log_prob(T.zeros(())),
+        lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) < 5),
+    ),
+    (
+        _D + "kl_divergence(D.Normal({0}, {1}.exp()), D.Normal({1}, 1.0))",
+        lambda T, x, y: T.distributions.kl_divergence(
+            T.distributions.Normal(x, y.exp()), T.distributions.Normal(y, 1.0)
+        ),
+        lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) < 5),
+    ),
+    (
+        _D + "Laplace({}, {}.exp()).log_prob(T.zeros(()))",
+        lambda T, x, y: T.distributions.Laplace(x, y.exp()).log_prob(T.zeros(())),
+        lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) < 5) and np.all(np.abs(a) > 1e-6),
+    ),
+    (
+        _D + "kl_divergence(D.Categorical(logits={}), D.Categorical(logits={}))",
+        lambda T, x, y: T.distributions.kl_divergence(
+            T.distributions.Categorical(logits=x), T.distributions.Categorical(logits=y)
+        ),
+        lambda a, b: a.shape == b.shape and a.ndim >= 1 and a.shape[-1] >= 1,
+    ),
+]
+
 
 # Layers of issue 14's last pieces on the operand read as (steps, batch, ...): packed sequences.
 def _lengths(a):

@@ -14,7 +14,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.generated import compile_registered
-from nbgrad.ops import formula_math, formula_more, nn_kernels, storage_geometry
+from nbgrad.ops import formula_math, formula_more, gamma_kernels, nn_kernels, storage_geometry
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -47,7 +47,9 @@ op("mul", "MulBackward0", ("self", "other"),
    {"self": "grad * other", "other": "grad * self"},
    np.multiply, saves=("other", "self"), promote=True, layout="elementwise")
 op("div", "DivBackward0", ("self", "other"),
-   {"self": "grad / other", "other": "-grad * self / (other * other)"},
+   # div_tensor_other_backward's order, -grad * ((self / other) / other): create_graph records
+   # PyTorch's nodes
+   {"self": "grad / other", "other": "-grad * ((self / other) / other)"},
    np.true_divide, saves=("other", "self"), promote=True, floating=True, layout="elementwise")
 op("div_rounded", "DivBackward2", ("self", "other"),
    # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them. An
@@ -250,7 +252,7 @@ op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
 op("rsqrt", "RsqrtBackward0", ("self",), {"self": "-0.5 * grad * result * result * result"},
    lambda self: 1 / np.sqrt(self), saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * result"},
+op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * (result * result)"},
    np.reciprocal, saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",),
@@ -269,11 +271,11 @@ op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round,
    inplace=True)
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",))
-op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True, same_shape=True,
+op("log1p", "Log1PBackward0", ("self",), {"self": "grad / scalar_plus(self, 1)"},
+   np.log1p, saves=("self",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True, same_shape=True,
+op("expm1", "Expm1Backward0", ("self",), {"self": "grad * scalar_plus(result, 1)"},
+   np.expm1, saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
 op("erf", "ErfBackward0", ("self",),
    {"self": "1.1283791670955126 * exp(-self ** 2) * grad"},  # 2 / sqrt(pi)
@@ -2115,6 +2117,12 @@ from nbgrad.ops import special_kernels  # noqa: E402
 formula_math.ARRAY_NAMESPACE.update(special_kernels.ARRAY_FUNCTIONS)
 
 
+def _array_of(value):
+    """A tensor argument passed as an attribute (a formula's ``result`` under create_graph is a
+    Tensor) as its array."""
+    return value._data if hasattr(value, "_data") else value
+
+
 def _special(kernel):
     """A kernel run in float64, its result cast back to its (first) input's dtype."""
     def forward(self, *rest):
@@ -2128,6 +2136,18 @@ op("lgamma", "LgammaBackward0", ("self",), {"self": "grad * digamma(self)"},
 op("digamma", "DigammaBackward0", ("self",), {"self": "grad * polygamma(1, self)"},
    _special(special_kernels.digamma), saves=("self",), floating=True, same_shape=True,
    function=True, method=True, inplace="method", out=True)
+# The Gamma sampler, torch._standard_gamma (what Gamma, Beta and Dirichlet draw with): its
+# gradient holds the draw's quantile fixed (ops/gamma_kernels.py), computed by a function of its
+# own, _standard_gamma_grad, whose derivative PyTorch does not implement; its ``output`` has no
+# formula, so no edge (an attribute here, as PyTorch's node keeps no edge for it).
+backward_function(
+    "_standard_gamma_grad", "StandardGammaGradBackward0", ("self",),
+    lambda self, output: gamma_kernels.standard_gamma_grad(self, _array_of(output)),
+    {"self": "not_implemented('_standard_gamma_grad')"}, attrs=("output",), floating=True)
+op("_standard_gamma", "StandardGammaBackward0", ("self",),
+   {"self": "grad * _standard_gamma_grad(self, result)"},
+   lambda self, rng: gamma_kernels.standard_gamma(self, rng), attrs=("generator",),
+   saves=("self", "result"), same_shape=True, layout="contiguous")
 op("polygamma", "PolygammaBackward0", ("self",), {"self": "grad * polygamma(n + 1, self)"},
    lambda self, n: special_kernels.polygamma(n, self).astype(self.dtype, copy=False),
    attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)

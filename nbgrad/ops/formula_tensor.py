@@ -193,6 +193,8 @@ _CORE_FUNCTIONS = {
     "power": lambda a, exponent: a**exponent,
     "rounded_divide": lambda a, b, mode: nb.div(a, b, rounding_mode=mode),
     "scalar_times": lambda number, a: run_op(OPS["mul_scalar"], (a,), (float(number),)),
+    # a tensor plus a Python number, ATen's Scalar overload (AddBackward1)
+    "scalar_plus": lambda a, number: run_op(OPS["add_scalar"], (a,), (number,)),
     "zero_at": zero_at,
     "astype": lambda a, dt: a.to(dt),
 }

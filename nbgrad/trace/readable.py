@@ -875,6 +875,10 @@ def _scalar_times(r, args):  # a Python number times a tensor (ATen's Scalar ove
     return _product(r.tree(args[0]), r.tree(args[1]))
 
 
+def _scalar_plus(r, args):  # a tensor plus a Python number (ATen's Scalar overload)
+    return ["add", r.tree(args[0]), r.tree(args[1])]
+
+
 _REWRITES = {
     "matrix_t": _transpose_last,
     "swap_last": _swap_last,
@@ -918,6 +922,7 @@ _REWRITES = {
     "layer_norm_backward_output": _layer_norm_bias_gradient,
     "norm_backward": _norm_backward,
     "scalar_times": _scalar_times,
+    "scalar_plus": _scalar_plus,
 }
 
 

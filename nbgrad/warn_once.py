@@ -4,7 +4,7 @@ PyTorch's text ends with "(Triggered internally at <its build path>)"; nbgrad's 
 
 import warnings
 
-given = set()  # the messages warned already (a test clears it to see a warning again)
+given = set()  # the messages warned already (a test replaces it, with monkeypatch, to see one again)
 
 
 def warn_once(message, category=UserWarning, stacklevel=2):

@@ -445,12 +445,12 @@ def test_singular_factors_give_pytorch_infs_and_nans(torch):
         np.testing.assert_array_equal(mine, real)
 
 
-def test_deprecation_warnings_match_pytorch(torch):
+def test_deprecation_warnings_match_pytorch(torch, monkeypatch):
     """torch.triangular_solve and torch.cholesky warn once per process (TORCH_WARN_ONCE), with
     PyTorch's message less its "(Triggered internally at ...)" suffix."""
     from nbgrad import warn_once
 
-    warn_once.given.clear()
+    monkeypatch.setattr(warn_once, "given", set())
     for call in ("T.triangular_solve(T.ones(2, 1), T.eye(2))", "T.cholesky(T.eye(2))"):
         messages = []
         for T in (nbgrad, torch):

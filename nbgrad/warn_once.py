@@ -4,7 +4,7 @@ PyTorch's text ends with "(Triggered internally at <its build path>)"; nbgrad's 
 
 import warnings
 
-given = set()  # the messages warned already (a test replaces it, with monkeypatch, to see one again)
+given = set()  # the messages warned already (tests swap in a new set to see one again)
 
 
 def warn_once(message, category=UserWarning, stacklevel=2):

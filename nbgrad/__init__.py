@@ -162,6 +162,7 @@ from nbgrad import (  # noqa: E402
     backends,
     cuda,
     datasets,
+    distributions,
     func,
     linalg,
     nn,

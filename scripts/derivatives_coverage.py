@@ -100,7 +100,7 @@ def name_nodes(entries):
 # nbgrad's tensors are dense, strided, on the CPU, of dtypes bool, uint8, int8-64, float16-64.
 # Each pattern matches the entry's ``name`` (``op.overload``) from its start; the first match wins.
 # Whatever a dense CPU tensor of a real dtype can reach stays "missing", even when only a private
-# function reaches it (fake_quantize_*, mkldnn_convolution, _nnpack_spatial_convolution).
+# function reaches it (fake_quantize_*, torch._grouped_mm).
 
 NOT_APPLICABLE = [
     # Backends nbgrad does not have
@@ -136,6 +136,13 @@ NOT_APPLICABLE = [
         " dispatch to it",
     ),
     (r"_pin_memory$", "pinned (page-locked) memory only serves copies to CUDA"),
+    (
+        r"(slow_conv_transpose[23]d|_slow_conv2d_forward|_slow_conv2d_backward|slow_conv3d_forward"
+        r"|slow_conv_dilated[23]d)(\.|$)",
+        "CPU kernel beneath convolution: F.conv1d/2d/3d, F.conv_transpose*d and nn.Conv*"
+        " record ConvolutionBackward0 for every dtype, stride, dilation and layout; only"
+        " torch._C._nn.* (thnn_conv2d, slow_conv3d, ...) and torch.ops.aten.* record these",
+    ),
     # Layouts nbgrad does not have
     (
         r"_?sparse|_to_sparse|_to_dense$|_coalesce$|values$|_indices$",
@@ -192,6 +199,18 @@ NOT_APPLICABLE = [
         "Python's torch.norm and Tensor.norm call linalg.vector_norm"
         " (LinalgVectorNormBackward0), with dtype= too; only C++ callers reach these overloads",
     ),
+    (
+        r"unique_dim_consecutive$",
+        "torch.unique_consecutive(x, dim=d) records UniqueConsecutiveBackward0 (ATen runs"
+        " unique_dim_consecutive beneath it); only torch.ops.aten.unique_dim_consecutive records"
+        " UniqueDimConsecutiveBackward0",
+    ),
+    (
+        r"_embedding_bag_dense_backward$",
+        "a gradient of F.embedding_bag's gradient records EmbeddingBagBackwardBackward0"
+        " (_embedding_bag_backward runs the dense one beneath it); only"
+        " torch.ops.aten._embedding_bag_dense_backward records EmbeddingBagDenseBackwardBackward0",
+    ),
     # PyTorch's own machinery
     (
         r"_foreach_",
@@ -200,7 +219,36 @@ NOT_APPLICABLE = [
         " ordinary one",
     ),
     (r"lift(_fresh)?$", "marks a fresh tensor for functionalization (torch.compile tracing)"),
+    (
+        r"_reshape_copy$",
+        "only torch.ops.aten._reshape_copy reaches it (no torch, Tensor or nn function is"
+        " bound to it): torch.reshape records ViewBackward0, or CloneBackward0 and"
+        " UnsafeViewBackward0, also under vmap; functionalize records ViewBackward0_copy",
+    ),
     (r"_test_", "a test op for PyTorch's autograd code generator"),
+    # Ops that only torch.ops.aten reaches (export and torch.compile traces call them): checked
+    # on torch 2.13 over torch.*, Tensor.*, F.*, the nn modules and their create_graph backwards
+    (
+        r"_batch_norm_(with|no)_update$",
+        "only torch.ops.aten reaches it (export traces); F.batch_norm, torch.batch_norm and the"
+        " nn BatchNorm and InstanceNorm modules record NativeBatchNormBackward0",
+    ),
+    (
+        r"batch_norm_backward$",
+        "the backward of the aten-only BatchNormWithUpdateBackward0 and"
+        " BatchNormNoUpdateBackward0; F.batch_norm's double backward records"
+        " NativeBatchNormBackwardBackward0",
+    ),
+    (
+        r"native_dropout_backward$",
+        "only torch.ops.aten reaches it: torch.native_dropout's gradient under create_graph is"
+        " the gradient times mask * scale (MulBackward0)",
+    ),
+    (
+        r"rrelu_with_noise_functional$",
+        "only torch.ops.aten reaches it (functionalized rrelu of torch.compile traces);"
+        " F.rrelu and torch.rrelu record RreluWithNoiseBackward0",
+    ),
 ]
 
 NO_NODE = "no node: no input has a backward formula, so PyTorch records no grad_fn either"

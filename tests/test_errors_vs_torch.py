@@ -915,12 +915,12 @@ def test_norms_nbgrad_lacks_say_so():
         nbgrad.ones(2, 3).norm("nuc")
 
 
-def test_transpose_property_warns_like_pytorch(torch):
+def test_transpose_property_warns_like_pytorch(torch, monkeypatch):
     """x.T on a 0-d tensor or one of more than 2 dims is deprecated: PyTorch warns once per
     process (its message then says where its C++ warned: left out, as above)."""
-    from nbgrad.ops import methods
+    from nbgrad import warn_once
 
-    methods.t_warned.clear()
+    monkeypatch.setattr(warn_once, "given", set())
     for shape, start in (((2, 3, 4), "The use of `x.T` on tensors"), ((), "Tensor.T is deprec")):
         with pytest.warns(UserWarning) as caught:
             nbgrad.ones(shape).T  # noqa: B018

@@ -695,8 +695,9 @@ for label, shape, amounts in [
     ("2d", (1, 3, 3), (1, 0, 2, 1)),
     ("3d", (1, 2, 2, 3), (1, 1, 0, 1, 1, 0)),
 ]:
-    for mode in ("reflect", "replicate"):
+    for mode in ("reflect", "replicate", "circular"):
         case(f"pad-{mode}{label}", lambda x, p=amounts, m=mode: F.pad(x, p, mode=m), normal(*shape))
+case("pad-circular-crop", lambda x: F.pad(x, (2, -1, -1, 1), mode="circular"), normal(1, 3, 3))
 case("embedding", lambda w: F.embedding(torch.tensor([[0, 2], [2, 3]]), w), normal(4, 3))
 case("layer_norm", lambda x, w, b: F.layer_norm(x, (3,), w, b), normal(2, 3), normal(3), normal(3))
 case("layer_norm-2d", lambda x: F.layer_norm(x, (2, 3)), normal(2, 2, 3))
@@ -1170,6 +1171,16 @@ case(
     "bernoulli", lambda p: torch.bernoulli(p, generator=seeded()) * p, RNG.uniform(0.2, 0.8, (2, 3))
 )
 case("poisson", lambda r: torch.poisson(r, generator=seeded()) * r, positive(2, 3))
+# The Gamma sampler's gradient holds the draw's quantile fixed, which perturbing alpha under one
+# seed does not (NumPy's sampler is not an inverse CDF): checked exactly against mpmath in
+# tests/test_distributions_gamma_vs_torch.py. Here, the entry and its gradient function (whose own
+# derivative PyTorch does not implement: no second derivatives) run with a zero cotangent.
+case(
+    "_standard_gamma",
+    lambda a: torch._standard_gamma(a, generator=seeded()) * 0,
+    positive(2, 3),
+    second=False,
+)
 for _name, _fn in [
     ("normal_", lambda c: c.normal_(generator=seeded())),
     ("uniform_", lambda c: c.uniform_(generator=seeded())),
@@ -1241,6 +1252,11 @@ case(
 case("linalg_svdvals", torch.linalg.svdvals, normal(3, 4))
 case("matrix_norm-2", lambda a: torch.linalg.matrix_norm(a, 2), normal(3, 3))
 case("matrix_norm-nuc", lambda a: torch.linalg.matrix_norm(a, "nuc"), normal(2, 3, 4))
+# Orders 1 and inf take the largest column or row sum of magnitudes; normal() draws have no ties
+case("matrix_norm-1", lambda a: torch.linalg.matrix_norm(a, 1), normal(2, 3, 4))
+case("matrix_norm-inf", lambda a: torch.linalg.matrix_norm(a, float("inf")), normal(3, 4))
+case("matrix_norm--1", lambda a: torch.linalg.norm(a, -1, (0, 2), keepdim=True), normal(3, 2, 4))
+case("matrix_norm--inf", lambda a: torch.linalg.norm(a, -float("inf")), normal(4, 3))
 case("linalg_cond", torch.linalg.cond, well_conditioned(3, 3))
 case("linalg_pinv", torch.linalg.pinv, normal(3, 2))
 case("linalg_pinv-wide", torch.linalg.pinv, normal(2, 3))
@@ -1444,6 +1460,7 @@ for _mode in ("sum", "mean", "max"):
             torch.tensor([1, 2, 4, 0, 4, 3]), w, torch.tensor([0, 2, 2]), mode=mode, padding_idx=0
         ),
         distinct(5, 3),
+        second=False,  # no derivative of _embedding_bag_backward, in PyTorch either
     )
 case(
     "embedding_bag-per_sample_weights",
@@ -1452,6 +1469,7 @@ case(
     ),
     normal(5, 3),
     normal(2, 3),
+    second=False,  # (as above)
 )
 case(
     "fractional_max_pool2d",
@@ -2003,6 +2021,211 @@ case("as_strided_", lambda x: (x * 1).as_strided_((2, 2), (1, 2), 1), normal(2, 
 case("as_strided_-overlapping", lambda x: (x * 1).as_strided_((2, 2), (1, 1)), normal(2, 3))
 
 
+# --- batch norm's legit entry points (branch bnlegit): fresh running statistics per call -------
+def _legit(x, w, b, training):
+    stats = double([0.5, -1.0]), double([2.0, 0.5])
+    return torch._native_batch_norm_legit(x, w, b, *stats, training, 0.1, 1e-5)[0]
+
+
+case("_native_batch_norm_legit-training", lambda x, w, b: _legit(x, w, b, True),
+     normal(3, 2, 2), normal(2), normal(2))  # fmt: skip
+case("_native_batch_norm_legit-eval", lambda x, w, b: _legit(x, w, b, False),
+     normal(3, 2), normal(2), normal(2))  # fmt: skip
+case(
+    "_native_batch_norm_legit-no_stats",
+    lambda x, w, b: torch._native_batch_norm_legit(x, w, b, True, 0.1, 1e-5)[0],
+    normal(4, 2),
+    normal(2),
+    normal(2),
+)
+case(
+    "_native_batch_norm_legit_no_training",
+    lambda x, w, b: torch._native_batch_norm_legit_no_training(
+        x, w, b, double([0.5, -1.0]), double([2.0, 0.5]), 0.1, 1e-5
+    ),
+    normal(3, 2, 2),
+    normal(2),
+    normal(2),
+)
+# --- double backwards of pooling and masked_scatter; segment_reduce (branch ddmore) -------------
+# fractional_max_pool2d/3d and masked_scatter above reach their *_backward entries through their
+# second derivatives; these add an unbatched pool and a broadcast mask. segment_reduce's backward
+# has no derivative (in PyTorch either: tests/test_ddmore_vs_torch.py): first order only, with
+# distinct values, so no ties for max and min, and no empty segments (mean, max and min are
+# nan or infinite there; tests/test_ddmore_vs_torch.py compares those with PyTorch).
+case(
+    "fractional_max_pool2d-unbatched",
+    lambda x: F.fractional_max_pool2d(
+        x,
+        (2, 3),
+        output_size=(2, 2),
+        _random_samples=torch.tensor([[[0.7, 0.2]]], dtype=torch.float64),
+    ),
+    distinct(1, 4, 5),
+)
+case(
+    "masked_scatter-broadcast-mask",
+    lambda x, s: x.masked_scatter(torch.tensor([True, False, True]), s),
+    normal(2, 3),
+    normal(5),
+)
+_SEGMENT_LENGTHS = torch.tensor([2, 1, 2, 1])  # no empty segment: its max is -inf
+for _reduce in ("sum", "mean", "max", "min", "prod"):
+    case(
+        f"segment_reduce-{_reduce}",
+        lambda d, r=_reduce: torch.segment_reduce(d, r, lengths=_SEGMENT_LENGTHS),
+        distinct(6, 2),
+        second=False,
+    )
+    case(
+        f"segment_reduce-{_reduce}-offsets-axis1-initial",
+        lambda d, r=_reduce: torch.segment_reduce(
+            d, r, offsets=torch.tensor([[0, 1, 4], [0, 3, 4]]), axis=1, initial=0.5
+        ),
+        distinct(2, 4, 2),
+        second=False,
+    )
+# --- private convolutions, grid sampler fallback, lanczos, grouped mm (convs) -------------------
+# torch._convolution takes any dtype; the others are float32 only in PyTorch (float16 too for
+# _grouped_mm), so their cases run nbgrad's table entry in float64, as mkldnn_rnn_layer's does.
+case(
+    "_convolution",
+    lambda x, w, b: torch._convolution(
+        x, w, b, [2, 1], [1, 0], [1, 2], False, [0, 0], 1, False, False, True, True
+    ),
+    normal(1, 2, 4, 5),
+    normal(3, 2, 2, 2),
+    normal(3),
+)
+case(
+    "_convolution-transposed-groups-1d",
+    lambda x, w: torch._convolution(
+        x, w, None, [2], [1], [1], True, [1], 2, False, False, True, True
+    ),
+    normal(1, 4, 3),
+    normal(4, 1, 3),
+)
+case(
+    "_convolution-3d",
+    lambda x, w: torch._convolution(
+        x, w, None, [1, 1, 2], [0, 1, 0], [1, 1, 1], False, [0, 0, 0], 1, False, False, True, True
+    ),
+    normal(1, 1, 2, 3, 3),
+    normal(2, 1, 2, 2, 2),
+)
+case(
+    "mkldnn_convolution",
+    lambda x, w, b: run_op(
+        OPS["mkldnn_convolution"], (x, w, b), ((1, 0), (1, 2), (2, 1), 1, (3,), False, (0, 0))
+    ),
+    normal(1, 2, 4, 5),
+    normal(3, 2, 2, 2),
+    normal(3),
+)
+case(
+    "_nnpack_spatial_convolution",
+    lambda x, w, b: run_op(
+        OPS["_nnpack_spatial_convolution"],
+        (x, w, b),
+        ((1, 0), (2, 1), (3,), (1, 1), False, (0, 0), 1),
+    ),
+    normal(2, 2, 3, 4),
+    normal(3, 2, 2, 2),
+    normal(3),
+)
+for _mode in (0, 2):  # bilinear, bicubic (nearest has no gradient for the grid)
+    case(
+        f"_grid_sampler_2d_cpu_fallback-{_mode}",
+        lambda x, g, m=_mode: run_op(OPS["_grid_sampler_2d_cpu_fallback"], (x, g), (m, 1, False)),
+        normal(1, 2, 3, 4),
+        RNG.uniform(-1.1, 1.1, (1, 2, 2, 2)),
+    )
+case(
+    "_upsample_lanczos2d_aa",
+    lambda x: F.interpolate(x, size=(3, 4), mode="lanczos", antialias=True),
+    normal(1, 2, 5, 3),
+)
+case(
+    "_upsample_lanczos2d_aa-scale",
+    lambda x: F.interpolate(x, scale_factor=(0.7, 1.6), mode="lanczos", antialias=True),
+    normal(1, 1, 4, 3),
+)
+
+
+def _grouped_mm(a, b, offs=None):
+    """_grouped_mm's entry in float64, with the attributes its function passes."""
+    attrs = (offs, tuple(a.shape), a.stride(), tuple(b.shape), b.stride())
+    return run_op(OPS["_grouped_mm"], (a, b), attrs)
+
+
+_OFFS = np.array([1, 3], dtype=np.int32)
+case("_grouped_mm-3d-3d", _grouped_mm, normal(2, 2, 3), normal(2, 3, 2))
+case("_grouped_mm-2d-3d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(3, 2), normal(2, 2, 3))
+case("_grouped_mm-3d-2d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(2, 2, 3), normal(3, 3))
+case("_grouped_mm-2d-2d", lambda a, b: _grouped_mm(a, b, _OFFS), normal(2, 3), normal(3, 2))
+# --- PyTorch's private indexing ops, as_strided_scatter, slice_inverse, _lazy_clone, _neg_view ---
+_ROWS = torch.tensor([0, 2, 1])
+_REPEATED_ROWS = torch.tensor([0, 0, 2])
+_ROW_MASK = torch.tensor([[True], [False], [True]])
+case("_unsafe_index", lambda x: torch._unsafe_index(x, [_ROWS]) * x, normal(3, 4))
+case(
+    "_unsafe_index-two",
+    lambda x: torch._unsafe_index(x, (_REPEATED_ROWS, torch.tensor([3, 1, 0]))),
+    normal(3, 4),
+)
+case(
+    "_unsafe_index_put",
+    lambda x, v: torch._unsafe_index_put(x, [_ROWS], v),
+    normal(3, 4),
+    normal(4),
+)
+case(
+    "_unsafe_index_put-accumulate",
+    lambda x, v: torch._unsafe_index_put(x * x, [_REPEATED_ROWS], v, True),
+    normal(3, 4),
+    normal(3, 4),
+)
+case(
+    "_index_put_impl_",
+    clone_of(lambda x, v: torch._index_put_impl_(x, (_ROWS,), v * v)),
+    normal(3, 4),
+    normal(3, 4),
+)
+case(
+    "_index_put_impl_-accumulate",
+    clone_of(lambda x, v: torch._index_put_impl_(x, [_REPEATED_ROWS], v, True, True)),
+    normal(3, 4),
+    normal(4),
+)
+case(
+    "_unsafe_masked_index",
+    lambda x: torch._unsafe_masked_index(x * x, _ROW_MASK, [torch.tensor([0, 9, 1])], 0.5),
+    normal(3, 4),
+)
+case(
+    "_unsafe_masked_index_put_accumulate",
+    lambda x, v: torch._unsafe_masked_index_put_accumulate(
+        x, _ROW_MASK, [torch.tensor([1, -7, 1])], v * v
+    ),
+    normal(3, 4),
+    normal(3, 4),
+)
+case(
+    "as_strided_scatter",
+    lambda x, s: torch.as_strided_scatter(x, s, (2, 2), (1, 4), 3) * 2,
+    normal(3, 4),
+    normal(2, 2),
+)
+case(
+    "as_strided_scatter-method",
+    lambda s: torch.zeros(3, 4, dtype=torch.float64).as_strided_scatter(s * s, (2, 3), (4, 1)),
+    normal(2, 3),
+)
+# slice_inverse(b[1:3], b) reads b's own memory, and its formulas give b its whole gradient.
+case("slice_inverse", lambda b: torch.slice_inverse(b[1:3], b, 0, 1, 3) * b, normal(4, 3))
+case("slice_inverse-method", lambda b: (b * 1)[:, 1:].slice_inverse(b * 1, 1, 1), normal(2, 4))
+case("_lazy_clone", lambda x: torch._lazy_clone(x) * x, normal(2, 3))
+case("_neg_view", lambda x: x.t()._neg_view() * 2, normal(2, 3))
 # Fake quantization rounds: its result is flat between rounding steps, and PyTorch's gradient for
 # the input is the straight-through one (1 inside the range, 0 where the value is clamped), not
 # the derivative of a step function. Finite differences can check it only where the two agree:
@@ -2145,6 +2368,8 @@ THIRD_ORDER_AS_PYTORCH = {
     "batch_norm-training",
     "batch_norm-training-3d",
     "instance_norm",
+    "_native_batch_norm_legit-training",
+    "_native_batch_norm_legit-no_stats",
 }
 THIRD = [c for c in SECOND if c.id not in THIRD_ORDER_AS_PYTORCH]
 

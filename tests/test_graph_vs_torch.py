@@ -435,6 +435,69 @@ EXPRESSIONS_REDUCTIONS_MORE = [
 ]
 EXPRESSIONS += EXPRESSIONS_REDUCTIONS_MORE
 
+# Batch norm's legit entry points (b3's dim 1 is the channels) and rrelu with a fixed slope
+# (lower == upper: the noise is that slope, drawn alike by both libraries).
+EXPRESSIONS_BNLEGIT = [
+    "T._native_batch_norm_legit(b3, x[:, 0], y[:, 1], T.zeros(2, dtype=T.float64), "
+    "T.ones(2, dtype=T.float64), True, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3, x[:, 0], None, T.tensor([0.5, -0.2], dtype=T.float64), "
+    "T.tensor([1.5, 0.7], dtype=T.float64), False, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3, None, y[:, 2], True, 0.1, 1e-5)[0]",
+    "T._native_batch_norm_legit(b3 * 1, x[:, 0], y[:, 1], training=True, momentum=0.1, "
+    "eps=1e-3)[0]",
+    "T._native_batch_norm_legit_no_training(b3, x[:, 0], y[:, 1], "
+    "T.tensor([0.5, -0.2], dtype=T.float64), T.tensor([1.5, 0.7], dtype=T.float64), 0.1, 1e-5)[0]",
+    "T.nn.functional.rrelu(x - 2, 0.2, 0.2, training=True)",
+]
+EXPRESSIONS += EXPRESSIONS_BNLEGIT
+# torch.segment_reduce (branch ddmore): lengths, offsets, an empty segment, axis, initial.
+EXPRESSIONS_DDMORE = [
+    "T.segment_reduce(x.t(), 'sum', lengths=T.tensor([2, 1]))",
+    "T.segment_reduce(m, 'max', lengths=T.tensor([1, 0, 2]))",
+    "T.segment_reduce(m, 'mean', offsets=T.tensor([0, 2, 3]))",
+    "T.segment_reduce(x, 'amin', lengths=T.tensor([[2, 1], [1, 2]]), axis=-1)",
+    "T.segment_reduce(b3, 'prod', lengths=T.tensor([[1, 1], [2, 0], [0, 2], [1, 1], [1, 1]]),"
+    " axis=1, initial=2.0)",
+    "x.masked_scatter(T.tensor([True, False, True]), m)",
+]
+EXPRESSIONS += EXPRESSIONS_DDMORE
+# torch._convolution (ConvolutionBackward1) and F.interpolate's lanczos mode; the float32-only
+# private convolutions, the grid sampler's fallback and _grouped_mm are compared in
+# tests/test_convs_vs_torch.py.
+EXPRESSIONS_CONVS = [
+    "T._convolution(b3, y.reshape(1, 2, 3), v[:1], [1], [1], [1], False, [0], 1, False, False,"
+    " True, True)",
+    "T._convolution(b3, x.reshape(2, 3, 1), None, [2], [0], [1], True, [1], 1, False, False, True,"
+    " True)",
+    "T._convolution(c3.reshape(1, 5, 3, 4), c3[:, :2, :3].reshape(2, 5, 1, 3), v[:2], [1, 2],"
+    " [1, 1], [2, 1], False, [0, 0], 1, False, False, True)",
+    "T.nn.functional.interpolate(c3.reshape(1, 5, 3, 4), size=(2, 6), mode='lanczos',"
+    " antialias=True)",
+    "T.nn.functional.interpolate(c3.reshape(1, 5, 3, 4), scale_factor=0.6, mode='lanczos',"
+    " antialias=True)",
+]
+EXPRESSIONS += EXPRESSIONS_CONVS
+# PyTorch's private indexing ops, as_strided_scatter, slice_inverse, _lazy_clone, _neg_view.
+EXPRESSIONS_IDX = [
+    "T._unsafe_index(m, [T.tensor([0, 2, 2])])",
+    "T._unsafe_index(m * 2, (T.tensor([1, 0]), T.tensor([3, -1])))",
+    "T._unsafe_index_put(m, [T.tensor([2, 0])], x[:, :1] * 1)",
+    "T._unsafe_index_put(x, (T.tensor([1, 1]), T.tensor([0, 2])), v[:2], True)",
+    "T._index_put_impl_(m * 1, [T.tensor([1])], v[:1].expand(4) * 2)",
+    "T._index_put_impl_(x * 1, [T.tensor([0, 0])], y, True, True)",
+    "T._unsafe_masked_index(m, T.tensor([[True], [False]]), [T.tensor([2, 5])], -1.5)",
+    "T._unsafe_masked_index_put_accumulate(m, T.tensor([[True], [False]]), [T.tensor([0, 7])],"
+    " x[:, :1].expand(2, 4) * 1)",
+    "T.as_strided_scatter(m.detach(), x, (2, 3), (4, 1), 1)",  # (PyTorch's self grad: README)
+    "m.detach().as_strided_scatter(v, (3,), (5,))",
+    "T.slice_inverse(m[1:], m, 0, 1)",
+    "(m * 1)[:, ::2].slice_inverse(m, 1, None, None, 2)",
+    "T._lazy_clone(x)",
+    "x.t()._lazy_clone()",
+    "T._neg_view(x).clone()",
+    "(x * 2).t()._neg_view().clone()",
+]
+EXPRESSIONS += EXPRESSIONS_IDX
 # Fake quantization (the values here, 0.5 to 4.7, are partly inside and partly clamped). The
 # learnable variants' backward takes float32 only, as PyTorch's; the fused observer's input too.
 EXPRESSIONS_FAKE_QUANTIZE = [

@@ -47,6 +47,8 @@ def conv_cases():
         "conv2d valid": conv2d(3, 4, 3, padding="valid"),
         "conv2d reflect": conv2d(3, 4, 3, padding=1, padding_mode="reflect"),
         "conv2d replicate": conv2d(3, 4, 3, padding=2, padding_mode="replicate"),
+        "conv2d circular": conv2d(3, 4, 3, padding=(2, 1), padding_mode="circular"),
+        "conv1d circular": conv1d(4, 6, 3, padding=3, padding_mode="circular"),
         "conv1d": conv1d(4, 6, 3),
         "conv1d stride padding dilation": conv1d(4, 6, 3, stride=2, padding=2, dilation=2),
         "conv1d groups": conv1d(4, 6, 3, groups=2),
@@ -267,6 +269,19 @@ def functional_cases():
         ),
         "pad replicate 3d": lambda T, m: T.nn.functional.pad(
             m.input(1, 2, 3, 3, 2), (1, 1, 2, 0, 1, 1), mode="replicate"
+        ),
+        "pad circular 1d": lambda T, m: T.nn.functional.pad(m.input(2, 5), (3, 1), "circular"),
+        "pad circular 2d": lambda T, m: T.nn.functional.pad(
+            m.input(1, 2, 4, 4), (1, 2, 0, 1), mode="circular"
+        ),
+        "pad circular crop": lambda T, m: T.nn.functional.pad(
+            m.input(2, 4, 4), (1, -2, -1, 1), mode="circular"
+        ),
+        "pad circular whole width": lambda T, m: T.nn.functional.pad(
+            m.input(1, 1, 3, 4), (4, 0, 3, 3), mode="circular"
+        ),
+        "pad circular 3d": lambda T, m: T.nn.functional.pad(
+            m.input(1, 1, 2, 3, 4), (1, 1, 1, 1, 1, 1), mode="circular"
         ),
         "unfold": lambda T, m: T.nn.functional.unfold(m.input(2, 3, 6, 7), (2, 3), 1, 1, 2),
         "unfold unbatched": lambda T, m: T.nn.functional.unfold(m.input(3, 5, 5), 2, dilation=2),

@@ -322,12 +322,12 @@ def test_lstm_with_projections_parameters_and_repr_as_pytorch(torch):
     ours.load_state_dict(theirs.state_dict())
 
 
-def test_float32_lstm_with_projections_warns_once_as_pytorch():
+def test_float32_lstm_with_projections_warns_once_as_pytorch(monkeypatch):
     """PyTorch's message (checked on 2.13; it comes once per process, so it cannot be asked for
     again here), without its "(Triggered internally ...)" suffix."""
-    from nbgrad.nn.modules import rnn
+    from nbgrad import warn_once
 
-    rnn._projection_warned.clear()
+    monkeypatch.setattr(warn_once, "given", set())
     lstm = nbgrad.nn.LSTM(2, 4, proj_size=3)
     with pytest.warns(UserWarning) as caught:
         lstm(nbgrad.randn(3, 1, 2))

@@ -540,6 +540,17 @@ def _unique_magnitudes(a):
     return np.unique(np.abs(a)).size == a.size
 
 
+def _distinct_sums(dim):
+    """Matrix norms of order 1 and inf pick the largest sum of magnitudes along ``dim``: away
+    from zeros (where abs has its kink) and from ties among those sums."""
+
+    def predicate(a):
+        sums = np.abs(a).sum(dim)
+        return _nonzero(a) and np.unique(sums.round(4)).size == sums.size
+
+    return predicate
+
+
 # Reductions, scans and reorderings, more: composed with everything else like UNARY's.
 UNARY_REDUCTIONS_MORE = [
     ("{}.cumsum(0)", lambda T, x: x.cumsum(0), None),
@@ -593,6 +604,12 @@ UNARY_REDUCTIONS_MORE = [
     ("{}.norm(float('inf'), 0)", lambda T, x: x.norm(float("inf"), 0), _unique_magnitudes),
     ("T.linalg.vector_norm({}, 0.5)", lambda T, x: T.linalg.vector_norm(x, 0.5), _nonzero),
     ("T.linalg.norm({}, dim=-1)", lambda T, x: T.linalg.norm(x, dim=-1), _nonzero),
+    ("T.linalg.matrix_norm({}, 1)", lambda T, x: T.linalg.matrix_norm(x, 1), _distinct_sums(-2)),
+    (
+        "T.linalg.norm({}, -float('inf'))",
+        lambda T, x: T.linalg.norm(x, -float("inf")),
+        _distinct_sums(-1),
+    ),
     ("T.dist({0}, {0} * 0.5 + 1)", lambda T, x: T.dist(x, x * 0.5 + 1), _nonzero),
     ("T.hstack([{0}, {0}])", lambda T, x: T.hstack([x, x]), None),
     ("T.vstack([{0}, {0}])", lambda T, x: T.vstack([x, x]), None),
@@ -756,6 +773,77 @@ UNARY += [
         "T.linalg.lstsq(gram({0}), {0}).solution",
         lambda T, x: T.linalg.lstsq(_gram(T, x), x).solution,
         _small_matrix,
+    ),
+]
+
+# torch.distributions: the calls whose results are deterministic (log_prob, entropy, KL), with
+# their parameters drawn from the program; validation is off where a drawn value could fall
+# outside a support (PyTorch and nbgrad would both raise, which says nothing about the graph).
+_D = "T.distributions."
+UNARY_DISTRIBUTIONS = [
+    (
+        _D + "Normal({0}, 1.5).log_prob({0}.detach() * 0.5)",
+        lambda T, x: T.distributions.Normal(x, 1.5).log_prob(x.detach() * 0.5),
+        None,
+    ),
+    (
+        _D + "Normal(0.0, {}.exp()).entropy()",
+        lambda T, x: T.distributions.Normal(0.0, x.exp()).entropy(),
+        lambda a: np.all(np.abs(a) < 5),
+    ),
+    (
+        _D + "Categorical(logits={}).entropy()",
+        lambda T, x: T.distributions.Categorical(logits=x).entropy(),
+        lambda a: a.ndim >= 1 and a.shape[-1] >= 1 and np.all(np.abs(a) < 30),
+    ),
+    (
+        _D + "Categorical(logits={}).log_prob(T.tensor(0))",
+        lambda T, x: T.distributions.Categorical(logits=x).log_prob(T.tensor(0)),
+        lambda a: a.ndim >= 1 and a.shape[-1] >= 1 and np.all(np.abs(a) < 30),
+    ),
+    (
+        _D + "Bernoulli(logits={0}).log_prob({0}.detach().sign().clamp(min=0))",
+        lambda T, x: T.distributions.Bernoulli(logits=x).log_prob(x.detach().sign().clamp(min=0)),
+        None,
+    ),
+    (
+        _D + "Bernoulli(logits={}).entropy()",
+        lambda T, x: T.distributions.Bernoulli(logits=x).entropy(),
+        None,
+    ),
+    (
+        _D + "kl_divergence(D.Normal({}, 1.0), D.Normal(0.0, 2.0))",
+        lambda T, x: T.distributions.kl_divergence(
+            T.distributions.Normal(x, 1.0), T.distributions.Normal(0.0, 2.0)
+        ),
+        None,
+    ),
+]
+UNARY += UNARY_DISTRIBUTIONS
+BINARY_MORE += [
+    (
+        _D + "Normal({}, {}.exp()).log_prob(T.zeros(()))",
+        lambda T, x, y: T.distributions.Normal(x, y.exp()).log_prob(T.zeros(())),
+        lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) < 5),
+    ),
+    (
+        _D + "kl_divergence(D.Normal({0}, {1}.exp()), D.Normal({1}, 1.0))",
+        lambda T, x, y: T.distributions.kl_divergence(
+            T.distributions.Normal(x, y.exp()), T.distributions.Normal(y, 1.0)
+        ),
+        lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) < 5),
+    ),
+    (
+        _D + "Laplace({}, {}.exp()).log_prob(T.zeros(()))",
+        lambda T, x, y: T.distributions.Laplace(x, y.exp()).log_prob(T.zeros(())),
+        lambda a, b: _broadcastable(a, b) and np.all(np.abs(b) < 5) and np.all(np.abs(a) > 1e-6),
+    ),
+    (
+        _D + "kl_divergence(D.Categorical(logits={}), D.Categorical(logits={}))",
+        lambda T, x, y: T.distributions.kl_divergence(
+            T.distributions.Categorical(logits=x), T.distributions.Categorical(logits=y)
+        ),
+        lambda a, b: a.shape == b.shape and a.ndim >= 1 and a.shape[-1] >= 1,
     ),
 ]
 
@@ -1090,6 +1178,25 @@ UNARY_NORM_CONV = [
     ),
 ]
 UNARY += UNARY_NORM_CONV
+
+# slice_inverse and as_strided_scatter (the private indexing ops are not composed: their
+# indices depend on shapes)
+UNARY_IDX = [
+    (
+        "T.slice_inverse({0}[1:], {0}, 0, 1)",
+        lambda T, x: T.slice_inverse(x[1:], x, 0, 1),
+        lambda a: a.ndim and a.shape[0] >= 2,
+    ),
+    (
+        # (self detached: PyTorch 2.13's gradient for it is not the derivative, README)
+        "T.as_strided_scatter({0}.detach().contiguous(), {0}.reshape(-1)[:2] * 2, (2,), (1,))",
+        lambda T, x: T.as_strided_scatter(
+            x.detach().contiguous(), x.reshape(-1)[:2] * 2, (2,), (1,)
+        ),
+        lambda a: a.size >= 2,
+    ),
+]
+UNARY += UNARY_IDX
 
 
 def unary(p):
@@ -1499,6 +1606,37 @@ OPERATIONS += [attention]
 OPERATIONS += [norm_conv]
 OPERATIONS += [lstm]
 
+
+# convs: torch.mkldnn_convolution (float32 only: oneDNN's kernel, so float32 rounding from then on)
+# and F.interpolate's lanczos mode.
+def _mkldnn_convolution(T, x):
+    x = x[None].float()
+    weight = (T.linspace(-0.5, 0.7, 2 * x.shape[1] * 2) * 1.0).reshape(2, x.shape[1], 1, 2)
+    return T.mkldnn_convolution(x, weight, T.tensor([0.1, -0.2]), [0, 1], [1, 1], [1, 1], 1)
+
+
+def mkldnn_convolution(p):
+    x = p.pick("operand", lambda a: a.ndim == 3 and a.size > 0)
+    if x is not None:
+        p.allow_float32_rounding()
+        p.step("T.mkldnn_convolution({0}[None].float(), weight 2xCx1x2, bias, ...)",
+               _mkldnn_convolution, x)  # fmt: skip
+
+
+def lanczos(p):
+    x = p.pick("operand", lambda a: a.ndim == 3 and a.size > 0)
+    if x is not None:
+        p.step(
+            "F.interpolate({}[None], size=(2, 3), mode='lanczos', antialias=True)",
+            lambda T, v: T.nn.functional.interpolate(
+                v[None], size=(2, 3), mode="lanczos", antialias=True
+            ),
+            x,
+        )
+
+
+OPERATIONS += [mkldnn_convolution, lanczos]
+
 BASE_SHAPES = [(3,), (2, 3), (3, 2), (2, 3, 2), (4, 1, 3), (2, 2, 3)]
 
 
@@ -1834,6 +1972,24 @@ UNARY_SCATTER_REDUCE = [
     for reduce, include_self in (("sum", True), ("prod", False), ("mean", True), ("amax", False))
 ]
 UNARY += UNARY_SCATTER_REDUCE
+
+
+# torch.segment_reduce (branch ddmore) along dim 0, one segment of the first row and one of the
+# rest: values apart (no ties for amax) and bounded (prod). Its backward has no derivative, in
+# PyTorch either: under create_graph both raise the same error, which ``both`` compares.
+def _segment_rows(a):
+    return a.ndim >= 1 and a.shape[0] >= 2 and _reduce_rows(a.reshape(a.shape[0], -1).T)
+
+
+UNARY_SEGMENT_REDUCE = [
+    (
+        f"T.segment_reduce({{0}}, '{reduce}', lengths=T.tensor([1, {{0}}.shape[0] - 1]))",
+        lambda T, x, r=reduce: T.segment_reduce(x, r, lengths=T.tensor([1, x.shape[0] - 1])),
+        _segment_rows,
+    )
+    for reduce in ("sum", "mean", "amax", "prod")
+]
+UNARY += UNARY_SEGMENT_REDUCE
 
 
 # --- fake quantization: a step function, so only values well away from its rounding ties (a value

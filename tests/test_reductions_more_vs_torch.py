@@ -341,9 +341,9 @@ def test_vector_norm_gradients_at_zeros_and_ties_match_pytorch(torch):
 
 
 def test_cross_without_dim_warns_once_like_pytorch(monkeypatch):
-    from nbgrad.ops.functions import linalg_more
+    from nbgrad import warn_once
 
-    monkeypatch.setattr(linalg_more, "_cross_warned", [])
+    monkeypatch.setattr(warn_once, "given", set())
     code = "T.cross(T.ones(2, 3), T.ones(2, 3)); T.cross(T.ones(3), T.ones(3))"
     (mine,) = _warnings_of(nbgrad, code)  # PyTorch warns once per process (TORCH_WARN_ONCE)
     assert mine[0] is UserWarning
@@ -351,12 +351,12 @@ def test_cross_without_dim_warns_once_like_pytorch(monkeypatch):
 
 
 def test_meshgrid_returns_views_and_warns_once_without_indexing(torch, monkeypatch):
-    from nbgrad.ops.functions import shapes_more
+    from nbgrad import warn_once
 
     x = nbgrad.ones(3, requires_grad=True)
     grids = nbgrad.meshgrid(x, nbgrad.ones(2), indexing="ij")
     assert type(grids) is tuple and grids[0]._base is x
     assert type(grids[0].grad_fn).__name__ == "ExpandBackward0"
-    monkeypatch.setattr(shapes_more, "_meshgrid_warned", [])
+    monkeypatch.setattr(warn_once, "given", set())
     (warning,) = _warnings_of(nbgrad, "T.meshgrid(T.ones(2), T.ones(2)); T.meshgrid(T.ones(2))")
     assert warning[0] is UserWarning and "pass the indexing argument" in warning[1]

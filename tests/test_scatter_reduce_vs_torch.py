@@ -147,11 +147,10 @@ def test_bad_arguments_raise_pytorchs_errors(name):
     assert _error(nbgrad, BAD_CALLS[name]) == theirs
 
 
-def test_index_reduce_warns_that_it_is_in_beta_once():
+def test_index_reduce_warns_that_it_is_in_beta_once(monkeypatch):
     import importlib
 
-    module = importlib.import_module("nbgrad.ops.functions.scatter_reduce")
-    module._warned_beta = False
+    monkeypatch.setattr(importlib.import_module("nbgrad.warn_once"), "given", set())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(2):

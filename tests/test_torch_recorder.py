@@ -880,3 +880,27 @@ def test_recording_does_not_run_saved_tensor_hooks_more():
     assert len(calls) == plain_calls == 3 and recorded_grad == plain_grad
     assert trace.node("MulBackward0").saved == {"other": PACKED, "self": PACKED}
     assert trace.node("SumBackward0").saved == {"self_sym_sizes": (2,)}
+
+
+def _grad_of_one_input(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    w = T.tensor([3.0, 4.0], requires_grad=True)
+    y = (x * w * 2).sum()
+    (gx,) = T.autograd.grad(y, [x])
+    return locals()
+
+
+def test_autograd_grad_of_one_input_sends_no_gradient_to_the_others():
+    """PyTorch's nodes compute no gradient for an edge the pass does not need: the step of
+    ``x * w`` sends x its gradient and w none, in both engines' traces (found by the op helpers:
+    nbgrad's showed w's too)."""
+    sent = []
+    for T in (nbgrad, torch):
+        trace, _ = record(_grad_of_one_input, T)
+        sent.append(
+            [
+                [None if grad is None else grad.tolist() for _, _, grad in step.grads_out]
+                for step in trace.backward_steps
+            ]
+        )
+    assert sent[0] == sent[1] == [[[1.0, 1.0]], [[2.0, 2.0], None], [[6.0, 8.0], None]]

@@ -11,6 +11,7 @@ import numpy as np
 from nbgrad import dtypes, float_warnings
 from nbgrad.autograd import anomaly, errors, grad_mode, observe, views
 from nbgrad.autograd.node import (
+    NotImplementedNode,
     SavedTensor,
     _sequence,
     accumulator_of,
@@ -124,8 +125,11 @@ def run_op(spec, inputs, attrs=()):
         extras = [_laid_out(spec, e, arrays, attrs) if e.shape == out.shape else e for e in extras]
 
     result = _make(out)
-    # Integer results (argmax-like, casts to int) never require grad, as in PyTorch.
     recording = needs and result._dtype.is_floating_point
+    if needs and not recording and spec.name != "to_dtype":
+        # A cast to an integer type (x.long()) just drops the graph; any other op with a
+        # derivative whose result would be integer (x.sum(dtype=torch.int64)) is refused.
+        raise RuntimeError(f"Autograd not support dtype: {dtypes.SCALAR_TYPE_NAMES[result._dtype]}")
     if spec.view:
         source = tensors[0]
         if not out.size:
@@ -254,38 +258,13 @@ def run_inplace(spec, target, others=(), attrs=()):
     if _op_starts:
         for listener in _op_starts:
             listener(spec.name + "_")
-    # Views among the operands whose base was written to since their grad_fn was set get their
-    # new history first: the target's is the one this write starts from.
-    for operand in (target, *others):
-        extras = operand._extras if isinstance(operand, Tensor) else None
-        if extras is not None and extras.view is not None:
-            views.refresh(operand)
-    view = target._extras.view if target._extras is not None else None
-    if target._extras is not None and target._extras.inference and not grad_mode.is_inference():
-        raise RuntimeError(errors.INFERENCE_INPLACE)
-    recording = grad_mode._enabled and (
-        target._requires_grad
-        or any(isinstance(t, Tensor) and t._requires_grad for t in others)
-        # PyTorch counts a view made in no_grad mode of a base that requires grad as requiring
-        # grad itself, so that writing into it raises the error below.
-        or (view is not None and view.made_in_no_grad and view.base._requires_grad)
-    )
-    if recording:
-        check_inplace_allowed(target, view)
-        needs = sum(
-            1 << i
-            for i, t in enumerate((target, *others))
-            if isinstance(t, Tensor) and t._requires_grad
-        )
-        _check_inference_not_saved(spec, (target, *others), needs)
-    # Writing one value everywhere (zero_, fill_) into repeated elements is fine: PyTorch
-    # allows it (with a graph, its backward then raises the overlap error; nbgrad raises now).
-    if 0 in target._data.strides and (recording or spec.name not in _FILLS):
-        check_no_internal_overlap(target._data)
-    for other in others:
-        if isinstance(other, Tensor) and partially_overlaps(target._data, other._data):
-            raise RuntimeError(errors.PARTIAL_OVERLAP)
+    view, recording = _check_write(target, others, spec.name in _FILLS)
     inputs = (target, *others)
+    if recording:
+        needs = sum(
+            1 << i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad
+        )
+        _check_inference_not_saved(spec, inputs, needs)
     arrays = [t._data if isinstance(t, Tensor) else t for t in inputs]
     if spec.promote:
         arrays = _convert(spec, inputs, arrays)
@@ -344,6 +323,76 @@ def run_inplace(spec, target, others=(), attrs=()):
     if observe.op_listeners:
         for listener in observe.op_listeners:
             listener(target._grad_fn, spec.name + "_", inputs, (target,))
+    return target
+
+
+def _check_write(target, others, filling, tracked=True):
+    """PyTorch's refusals of an in-place write into ``target`` (``others``: the op's other
+    operands; ``filling``: one value written everywhere, as ``zero_``; ``tracked``: False for an
+    op whose result autograd never sees). Returns the target's ViewInfo (or None) and whether a
+    graph records the write."""
+    # Views among the operands whose base was written to since their grad_fn was set get their
+    # new history first: the target's is the one this write starts from.
+    for operand in (target, *others):
+        extras = operand._extras if isinstance(operand, Tensor) else None
+        if extras is not None and extras.view is not None:
+            views.refresh(operand)
+    view = target._extras.view if target._extras is not None else None
+    if target._extras is not None and target._extras.inference and not grad_mode.is_inference():
+        raise RuntimeError(errors.INFERENCE_INPLACE)
+    recording = (
+        tracked
+        and grad_mode._enabled
+        and (
+            target._requires_grad
+            or any(isinstance(t, Tensor) and t._requires_grad for t in others)
+            # PyTorch counts a view made in no_grad mode of a base that requires grad as requiring
+            # grad itself, so that writing into it raises the error below.
+            or (view is not None and view.made_in_no_grad and view.base._requires_grad)
+        )
+    )
+    if recording:
+        check_inplace_allowed(target, view)
+    # Writing one value everywhere (zero_, fill_) into repeated elements is fine: PyTorch
+    # allows it (with a graph, its backward then raises the overlap error; nbgrad raises now).
+    if 0 in target._data.strides and (recording or not filling):
+        check_no_internal_overlap(target._data)
+    for other in others:
+        if isinstance(other, Tensor) and partially_overlaps(target._data, other._data):
+            raise RuntimeError(errors.PARTIAL_OVERLAP)
+    return view, recording
+
+
+def write_without_derivative(target, new_value, op, others=()):
+    """An in-place op PyTorch has no derivative for (``x.floor_divide_(2)``, ``scatter_`` with
+    ``reduce=``): ``new_value`` written into ``target`` after the checks every in-place op makes,
+    and, when a graph records the write, a NotImplemented grad_fn (under CopySlices for a view),
+    whose backward raises PyTorch's "derivative for aten::<op> is not implemented"."""
+    view, recording = _check_write(target, others, False)
+    before = _make(target._data, target._requires_grad, target._grad_fn) if recording else None
+    np.copyto(target._data, new_value, casting="unsafe")
+    target._version_counter.value += 1
+    if recording:
+        before._output_nr = target._output_nr
+        tensors = [t for t in others if isinstance(t, Tensor)]
+        node = NotImplementedNode(op, [before, *tensors])
+        if view is None:
+            set_history(target, node)
+        else:
+            # As in PyTorch, CopySlices takes the wrapped node's first edge to be the view's old
+            # value, even where that needs no grad and the node has no edge for it.
+            metas = [(t._data.shape, t._dtype) for t in (before, *tensors)]
+            views.rebase_history(target, view, node, metas)
+    return target
+
+
+def write_untracked(target, new_value, others=()):
+    """An in-place op whose result autograd never differentiates (``logical_and_``,
+    ``bitwise_and_``): as in PyTorch, the value is written and the version goes up, but the
+    history stays as it was (even on a leaf that requires grad, which PyTorch allows here)."""
+    _check_write(target, others, False, tracked=False)
+    np.copyto(target._data, new_value, casting="unsafe")
+    target._version_counter.value += 1
     return target
 
 

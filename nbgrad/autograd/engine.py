@@ -162,8 +162,16 @@ def _execute(roots, root_grads, keep_graph, create_graph, capture, run_only, cap
         if not keep_graph and not is_leaf_node:
             node.release_saved()
         if listeners:
+            shown = outputs
+            if runs is not None:
+                # PyTorch's node computes no gradient for an edge this pass does not need
+                # (autograd.grad of some inputs): watchers see none there either.
+                shown = tuple(
+                    grad if child in dependencies else None
+                    for (child, _), grad in zip(node.next_functions, outputs)
+                )
             for listener in listeners:
-                listener(node, grads, outputs)
+                listener(node, grads, shown)
 
         for (child, nr), grad in zip(node.next_functions, outputs):
             if child is None or (runs is not None and child not in dependencies):

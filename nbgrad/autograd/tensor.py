@@ -10,6 +10,7 @@ import warnings
 
 from nbgrad import dtypes
 from nbgrad.autograd import errors, grad_mode
+from nbgrad.warn_once import warn_once
 
 
 class VersionCounter:
@@ -74,8 +75,6 @@ def _inference_extras():
     extras.inference = True
     return extras
 
-
-_warned_float = False  # whether __float__ has warned (PyTorch warns once per process)
 
 # Whether inference mode is on: set by grad_mode.inference_mode, read by every new tensor.
 _inference_mode = False
@@ -264,15 +263,10 @@ class Tensor:
         return bool(self._data)
 
     def __float__(self):
-        global _warned_float
-        if self._requires_grad and grad_mode._enabled and not _warned_float:
-            # PyTorch's warning, once per process (without its "Triggered internally" suffix)
-            _warned_float = True
-            warnings.warn(
+        if self._requires_grad and grad_mode._enabled:
+            warn_once(
                 "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
-                "behavior.\nConsider using tensor.detach() first.",
-                UserWarning,
-                stacklevel=2,
+                "behavior.\nConsider using tensor.detach() first."
             )
         return float(self._scalar())
 

@@ -769,6 +769,7 @@ _UPSAMPLE_OPS = {
     ("nearest-exact", 3): "upsample_nearest_exact3d",
     ("trilinear", 3): "upsample_trilinear3d",
     ("bicubic", 2): "upsample_bicubic2d",
+    ("lanczos", 2): "_upsample_lanczos2d_aa",  # (antialias=True only: checked above)
 }
 
 
@@ -830,8 +831,13 @@ def interpolate(
             "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and "
             "requires a 4-D tensor as input"
         )
-    if antialias and mode == "lanczos":
-        raise NotImplementedError("nbgrad's interpolate has no lanczos mode")
+    if mode == "lanczos" and input.dim() == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
+        if input._dtype is dtypes.float16:
+            raise NotImplementedError("\"compute_index_ranges_weights\" not implemented for 'Half'")
     if mode == "area" and output_size is None:
         recompute_scale_factor = True  # PyTorch's: area needs an output size
     if recompute_scale_factor and scale_factors is not None:
@@ -863,7 +869,9 @@ def interpolate(
         ]
     scales = tuple(scale_factors) if scale_factors is not None else (None,) * dims
     corners = (
-        (bool(align_corners),) if mode in ("linear", "bilinear", "trilinear", "bicubic") else ()
+        (bool(align_corners),)
+        if mode in ("linear", "bilinear", "trilinear", "bicubic", "lanczos")
+        else ()
     )
     attrs = (tuple(output_size), *corners, *scales, tuple(input.shape))
     if antialias:
@@ -884,7 +892,8 @@ _INDEX_PAD_HELP = (
 def pad(input, pad, mode="constant", value=None):
     """Pad the last dims: ``pad`` lists (left, right) of the last dim, then of the one before.
 
-    ``constant`` (negative amounts crop), ``reflect`` and ``replicate``, as PyTorch.
+    ``constant`` (negative amounts crop), ``reflect``, ``replicate`` and ``circular``, as
+    PyTorch.
     """
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
@@ -898,6 +907,8 @@ def pad(input, pad, mode="constant", value=None):
         return run_op(OPS["constant_pad_nd"], (input,), (pad, 0 if value is None else value))
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value:  # 0 is taken: it is what constant padding would default to
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     dims = len(pad) // 2
     if input.dim() not in (dims + 1, dims + 2) or dims > 3:
         raise NotImplementedError(
@@ -905,7 +916,7 @@ def pad(input, pad, mode="constant", value=None):
             + _INDEX_PAD_HELP
         )
     if mode == "circular":
-        raise NotImplementedError("pad: mode='circular' is not implemented in nbgrad")
+        return _pad_circular(input, pad)
     if mode == "reflect":
         for k in range(dims):
             axis = input.dim() - 1 - k
@@ -916,6 +927,35 @@ def pad(input, pad, mode="constant", value=None):
                     f"{axis} of input {_shape_text(input.shape)}"
                 )
     return run_op(OPS[f"{mode}_pad{dims}d"], (input,), (pad,))
+
+
+def _pad_circular(input, pad):  # noqa: A002
+    """Wrap the input around (the last dims first), as PyTorch composes it: a new tensor, the
+    input copied into its middle (CopySlices over slices of the input), then for each padded dim
+    the padding copied in from the other end of the same tensor (one CopySlices per side)."""
+    sides = [(input.dim() - 1 - k, pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
+    shape = list(input.shape)
+    for axis, left, right in sides:
+        if left > shape[axis] or right > shape[axis]:
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        shape[axis] += left + right
+    out = input.new_empty(shape)
+    middle, inside = out, input
+    for axis, left, right in sides:
+        # negative amounts crop, possibly everything
+        kept = max(input.shape[axis] - max(-left, 0) - max(-right, 0), 0)
+        middle = middle.narrow(axis, max(left, 0), kept)
+        inside = inside.narrow(axis, min(max(-left, 0), input.shape[axis]), kept)
+    middle.copy_(inside)
+    for axis, left, right in sides:
+        size = shape[axis]
+        if size == 0:
+            continue
+        if left > 0:
+            out.narrow(axis, 0, left).copy_(out.narrow(axis, size - max(right, 0) - left, left))
+        if right > 0:
+            out.narrow(axis, size - right, right).copy_(out.narrow(axis, max(left, 0), right))
+    return out
 
 
 # --- dropout, embedding -----------------------------------------------------------------------

@@ -131,6 +131,8 @@ def as_tensor(data, dtype=None, device=None):
     devices.check(device)
     if isinstance(data, Tensor) and (dtype is None or dtypes.to_dtype(dtype) is data._dtype):
         return data
+    if isinstance(data, Tensor):  # another dtype: a differentiable copy (ToCopyBackward0)
+        return data.to(dtypes.to_dtype(dtype))
     if isinstance(data, np.ndarray):
         return _finish(np.asarray(data), dtype, False)
     return tensor(data, dtype=dtype)

@@ -14,7 +14,7 @@ import numpy as np
 
 from nbgrad import dtypes
 from nbgrad.generated import compile_registered
-from nbgrad.ops import formula_math, formula_more, nn_kernels, storage_geometry
+from nbgrad.ops import formula_math, formula_more, gamma_kernels, nn_kernels, storage_geometry
 from nbgrad.ops.formula_math import reduce_keeping
 from nbgrad.ops.spec import OpSpec
 
@@ -47,7 +47,9 @@ op("mul", "MulBackward0", ("self", "other"),
    {"self": "grad * other", "other": "grad * self"},
    np.multiply, saves=("other", "self"), promote=True, layout="elementwise")
 op("div", "DivBackward0", ("self", "other"),
-   {"self": "grad / other", "other": "-grad * self / (other * other)"},
+   # div_tensor_other_backward's order, -grad * ((self / other) / other): create_graph records
+   # PyTorch's nodes
+   {"self": "grad / other", "other": "-grad * ((self / other) / other)"},
    np.true_divide, saves=("other", "self"), promote=True, floating=True, layout="elementwise")
 op("div_rounded", "DivBackward2", ("self", "other"),
    # A step function is flat: zero gradients, shaped as PyTorch's formulas shape them. An
@@ -250,7 +252,7 @@ op("sqrt", "SqrtBackward0", ("self",), {"self": "grad / (2 * result)"}, np.sqrt,
 op("rsqrt", "RsqrtBackward0", ("self",), {"self": "-0.5 * grad * result * result * result"},
    lambda self: 1 / np.sqrt(self), saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * result * result"},
+op("reciprocal", "ReciprocalBackward0", ("self",), {"self": "-grad * (result * result)"},
    np.reciprocal, saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
 op("abs", "AbsBackward0", ("self",), {"self": "grad * sign(self)"}, np.abs, saves=("self",),
@@ -269,11 +271,11 @@ op("round", "RoundBackward0", ("self",), {"self": "zeros_like(grad)"}, np.round,
    inplace=True)
 op("round_decimals", "RoundBackward1", ("self",), {"self": "zeros_like(grad)"},
    lambda self, decimals: np.round(self, decimals), attrs=("decimals",))
-op("log1p", "Log1PBackward0", ("self",), {"self": "grad / (1 + self)"}, np.log1p,
-   saves=("self",), floating=True, same_shape=True,
+op("log1p", "Log1PBackward0", ("self",), {"self": "grad / scalar_plus(self, 1)"},
+   np.log1p, saves=("self",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
-op("expm1", "Expm1Backward0", ("self",), {"self": "grad * (result + 1)"}, np.expm1,
-   saves=("result",), floating=True, same_shape=True,
+op("expm1", "Expm1Backward0", ("self",), {"self": "grad * scalar_plus(result, 1)"},
+   np.expm1, saves=("result",), floating=True, same_shape=True,
    function=True, method=True, inplace=True, out=True)
 op("erf", "ErfBackward0", ("self",),
    {"self": "1.1283791670955126 * exp(-self ** 2) * grad"},  # 2 / sqrt(pi)
@@ -430,22 +432,28 @@ def _addmm(bias, mat1, mat2, beta, alpha, sum_batches=False):
 
 # --- reductions ---------------------------------------------------------------------------------
 
+# The reductions that take ``dtype=`` accumulate in it (a NumPy dtype, None for the input's);
+# the gradient comes back in the input's dtype.
 op("sum", "SumBackward0", ("self",), {"self": "expand(grad, self_sym_sizes)"},
-   lambda self: self.sum(), saves=("self_sym_sizes",))
+   lambda self, dtype: self.sum(dtype=dtype), attrs=("dtype",), saves=("self_sym_sizes",))
 op("sum_dim", "SumBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"},
-   lambda self, dim, keepdim: self.sum(axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_sizes"), layout="contiguous")
+   lambda self, dim, keepdim, dtype: self.sum(axis=_axis(self, dim), keepdims=keepdim,
+                                              dtype=dtype),
+   attrs=("dim", "keepdim", "dtype"), saves=("dim", "keepdim", "self_sym_sizes"),
+   layout="contiguous")
 op("mean", "MeanBackward0", ("self",),
    {"self": "expand(grad, self_sym_sizes) / self_sym_numel"},  # a new tensor, as PyTorch's
-   lambda self: _mean(self), saves=("self_sym_numel", "self_sym_sizes"),
-   floating=True)
+   lambda self, dtype: _mean(self if dtype is None else self.astype(dtype)), attrs=("dtype",),
+   saves=("self_sym_numel", "self_sym_sizes"), floating=True)
 op("mean_dim", "MeanBackward1", ("self",),
    {"self": "expand(restore_reduced(grad, self_sym_sizes, dim, keepdim), self_sym_sizes)"
             " / reduced_count(self_sym_sizes, dim)"},
-   lambda self, dim, keepdim: self.mean(axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"),
-   floating=True, layout="contiguous")
+   lambda self, dim, keepdim, dtype: self.mean(axis=_axis(self, dim), keepdims=keepdim,
+                                               dtype=dtype),
+   attrs=("dim", "keepdim", "dtype"),
+   saves=("dim", "keepdim", "self_sym_numel", "self_sym_sizes"), floating=True,
+   layout="contiguous")
 op("max", "MaxBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
    lambda self: self.max(), saves=("result", "self"))
 op("min", "MinBackward1", ("self",), {"self": "evenly_distribute(grad, self, result)"},
@@ -817,11 +825,13 @@ op("std", "StdBackward0", ("self",),
    attrs=("dim", "correction", "keepdim"),
    saves=("correction", "dim", "keepdim", "result", "self"), layout="contiguous")
 op("prod", "ProdBackward0", ("self",), {"self": "prod_backward(grad, self, result, None, False)"},
-   lambda self: np.prod(self), saves=("result", "self"))
+   lambda self, dtype: np.prod(self, dtype=dtype), attrs=("dtype",), saves=("result", "self"))
 op("prod_dim", "ProdBackward1", ("self",),
    {"self": "prod_backward(grad, self, result, dim, keepdim)"},
-   lambda self, dim, keepdim: np.prod(self, axis=_axis(self, dim), keepdims=keepdim),
-   attrs=("dim", "keepdim"), saves=("dim", "keepdim", "result", "self"), layout="contiguous")
+   lambda self, dim, keepdim, dtype: np.prod(self, axis=_axis(self, dim), keepdims=keepdim,
+                                             dtype=dtype),
+   attrs=("dim", "keepdim", "dtype"), saves=("dim", "keepdim", "result", "self"),
+   layout="contiguous")
 
 
 def _var(x, dim, correction, keepdim):
@@ -864,8 +874,8 @@ def _scan(accumulate, x, dim, dtype):
     if x.ndim == 0:
         return x.copy()
     # PyTorch's scans write a new contiguous tensor, whatever the input's layout (NumPy's keep
-    # a transposed input's)
-    return np.ascontiguousarray(accumulate(x, axis=dim))
+    # a transposed input's); without a dtype both widen small integers to int64
+    return np.ascontiguousarray(accumulate(x, axis=dim, dtype=dtype))
 
 
 def _cumulative_extreme(x, dim, ufunc, reaches):
@@ -1775,7 +1785,7 @@ op("pixel_unshuffle", "PixelUnshuffleBackward0", ("self",),
 # The mask is an attr (no edge, but shown as _saved_mask, as PyTorch shows it).
 op("masked_scatter", "MaskedScatterBackward0", ("self", "source"),
    {"self": "sum_to(masked_zero_broadcast(grad, mask), self_sym_sizes)",
-    "source": "masked_scatter_backward(grad, mask, source_sym_sizes)"},
+    "source": "masked_scatter_backward(grad, mask, source_sym_sizes, grad.shape)"},
    lambda self, source, mask: misc_kernels.masked_scatter(self, source, mask),
    attrs=("mask",), saves=("mask", "self_sym_sizes", "source_sym_sizes"),
    hidden=("self_sym_sizes",), layout="contiguous")
@@ -2007,12 +2017,12 @@ op("multilabel_margin_loss_forward", "MultilabelMarginLossBackward0", ("self",),
 # (an attr the forward fills); in eval it is leaky_relu with the mean slope. In place, the input
 # is overwritten and the result is saved instead (another node, as for leaky_relu_).
 op("rrelu_with_noise", "RreluWithNoiseBackward0", ("self",),
-   {"self": "rrelu_backward(grad, self, noise, lower, upper, training)"},
+   {"self": "rrelu_with_noise_backward(grad, self, noise, lower, upper, training, False)"},
    nn_extra_kernels.rrelu_with_noise,
    attrs=("noise", "lower", "upper", "training", "generator"),
    saves=("lower", "noise", "self", "training", "upper"), layout="contiguous")
 op("rrelu_with_noise_inplace", "RreluWithNoiseBackward1", ("self",),
-   {"self": "rrelu_backward(grad, result, noise, lower, upper, training)"},
+   {"self": "rrelu_with_noise_backward(grad, result, noise, lower, upper, training, True)"},
    nn_extra_kernels.rrelu_with_noise,
    attrs=("noise", "lower", "upper", "training", "generator"),
    saves=("lower", "noise", "result", "training", "upper"))
@@ -2041,8 +2051,8 @@ op("affine_grid_generator", "AffineGridGeneratorBackward0", ("theta",),
 # F.embedding_bag (torch.embedding_bag runs _embedding_bag): indices and offsets are attrs; the
 # three extra outputs are what the backward reads (see nn_extra_kernels).
 op("_embedding_bag", "EmbeddingBagBackward0", ("weight", "per_sample_weights"),
-   {"weight": "embedding_bag_backward(grad, indices, offsets, result1, result2, result3, "
-              "weight_sym_argsize_0, scale_grad_by_freq, mode, sparse, per_sample_weights, "
+   {"weight": "_embedding_bag_backward(grad, per_sample_weights, indices, offsets, result1, "
+              "result2, result3, weight_sym_argsize_0, scale_grad_by_freq, mode, sparse, "
               "padding_idx)",
     "per_sample_weights": "embedding_bag_per_sample_weights_backward(grad, weight, indices, "
                           "offsets, result1, mode, padding_idx)"},
@@ -2060,7 +2070,8 @@ op("_embedding_bag", "EmbeddingBagBackward0", ("weight", "per_sample_weights"),
 # samples are an attr); result1 holds each maximum's position in its plane.
 for _k in (2, 3):
     op(f"fractional_max_pool{_k}d", f"FractionalMaxPool{_k}DBackward0", ("self",),
-       {"self": f"fractional_max_pool_backward(grad, self.shape, result1, {_k})"},
+       {"self": f"fractional_max_pool{_k}d_backward(grad, self, kernel_size, output_size, "
+                "result1)"},
        lambda self, kernel_size, output_size, random_samples: (
            nn_extra_kernels.fractional_max_pool(self, kernel_size, output_size, random_samples)),
        attrs=("kernel_size", "output_size", "random_samples"), extra_outputs=("result1",),
@@ -2106,6 +2117,12 @@ from nbgrad.ops import special_kernels  # noqa: E402
 formula_math.ARRAY_NAMESPACE.update(special_kernels.ARRAY_FUNCTIONS)
 
 
+def _array_of(value):
+    """A tensor argument passed as an attribute (a formula's ``result`` under create_graph is a
+    Tensor) as its array."""
+    return value._data if hasattr(value, "_data") else value
+
+
 def _special(kernel):
     """A kernel run in float64, its result cast back to its (first) input's dtype."""
     def forward(self, *rest):
@@ -2119,6 +2136,18 @@ op("lgamma", "LgammaBackward0", ("self",), {"self": "grad * digamma(self)"},
 op("digamma", "DigammaBackward0", ("self",), {"self": "grad * polygamma(1, self)"},
    _special(special_kernels.digamma), saves=("self",), floating=True, same_shape=True,
    function=True, method=True, inplace="method", out=True)
+# The Gamma sampler, torch._standard_gamma (what Gamma, Beta and Dirichlet draw with): its
+# gradient holds the draw's quantile fixed (ops/gamma_kernels.py), computed by a function of its
+# own, _standard_gamma_grad, whose derivative PyTorch does not implement; its ``output`` has no
+# formula, so no edge (an attribute here, as PyTorch's node keeps no edge for it).
+backward_function(
+    "_standard_gamma_grad", "StandardGammaGradBackward0", ("self",),
+    lambda self, output: gamma_kernels.standard_gamma_grad(self, _array_of(output)),
+    {"self": "not_implemented('_standard_gamma_grad')"}, attrs=("output",), floating=True)
+op("_standard_gamma", "StandardGammaBackward0", ("self",),
+   {"self": "grad * _standard_gamma_grad(self, result)"},
+   lambda self, rng: gamma_kernels.standard_gamma(self, rng), attrs=("generator",),
+   saves=("self", "result"), same_shape=True, layout="contiguous")
 op("polygamma", "PolygammaBackward0", ("self",), {"self": "grad * polygamma(n + 1, self)"},
    lambda self, n: special_kernels.polygamma(n, self).astype(self.dtype, copy=False),
    attrs=("n",), saves=("n", "self"), floating=True, same_shape=True)
@@ -2608,6 +2637,256 @@ op("adaptive_avg_pool3d_backward", "AdaptiveAvgPool3DBackwardBackward0", ("grad_
    saves=("grad_output_sym_argsize_minus_1", "grad_output_sym_argsize_minus_2",
           "grad_output_sym_argsize_minus_3"))
 
+# --- batch norm's "legit" entry points, and rrelu's backward as an op ---------------------------
+# torch._native_batch_norm_legit (with running statistics, or without: the no_stats overload)
+# and torch._native_batch_norm_legit_no_training are batch_norm's kernel under three more node
+# names. Their gradients are native_batch_norm_backward's, as batch_norm's are (so a gradient of
+# the gradient records NativeBatchNormBackwardBackward0): no_training passes training=False,
+# no_stats passes no running statistics (None, saved as None by the double backward's node).
+# The public functions (ops/functions/batch_norm_legit.py) save the running statistics as the
+# tensors they are, so that changing them in place before backward is caught, as in PyTorch.
+
+_LEGIT_GRADIENTS = ("input", "weight", "bias")
+op("_native_batch_norm_legit", "NativeBatchNormLegitBackward0", _LEGIT_GRADIENTS,
+   {name: f"batch_norm_backward_output({k}, grad, input, weight, running_mean, running_var, "
+          "result1, result2, training, eps)" for k, name in enumerate(_LEGIT_GRADIENTS)},
+   nn_kernels.batch_norm, attrs=("running_mean", "running_var", "training", "momentum", "eps"),
+   extra_outputs=("result1", "result2"),
+   saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "training",
+          "weight"), joint=True, layout="contiguous")
+op("_native_batch_norm_legit_no_training", "NativeBatchNormLegitNoTrainingBackward0",
+   _LEGIT_GRADIENTS,
+   {name: f"batch_norm_backward_output({k}, grad, input, weight, running_mean, running_var, "
+          "result1, result2, False, eps)" for k, name in enumerate(_LEGIT_GRADIENTS)},
+   lambda x, weight, bias, running_mean, running_var, momentum, eps: nn_kernels.batch_norm(
+       x, weight, bias, running_mean, running_var, False, momentum, eps),
+   attrs=("running_mean", "running_var", "momentum", "eps"),
+   extra_outputs=("result1", "result2"),
+   saves=("eps", "input", "result1", "result2", "running_mean", "running_var", "weight"),
+   joint=True, layout="contiguous")
+op("_native_batch_norm_legit_no_stats", "NativeBatchNormLegitBackward1", _LEGIT_GRADIENTS,
+   {name: f"batch_norm_backward_output({k}, grad, input, weight, None, None, result1, result2, "
+          "training, eps)" for k, name in enumerate(_LEGIT_GRADIENTS)},
+   lambda x, weight, bias, training, momentum, eps: nn_kernels.batch_norm(
+       x, weight, bias, None, None, training, momentum, eps),
+   attrs=("training", "momentum", "eps"), extra_outputs=("result1", "result2"),
+   saves=("eps", "input", "result1", "result2", "training", "weight"), joint=True,
+   layout="contiguous")
+
+# rrelu's gradient is rrelu_with_noise_backward, an op of its own: under create_graph it records
+# RreluWithNoiseBackwardBackward0. In training it scales the gradient by the noise the forward
+# drew; otherwise it is leaky_relu's with the mean slope. It is linear in grad_output and flat
+# in self (zeros_like, with the edge PyTorch gives it). self_is_result (rrelu_ passes its
+# result, whose sign is its input's) changes nothing here, and PyTorch's node does not show it.
+backward_function(
+    "rrelu_with_noise_backward", "RreluWithNoiseBackwardBackward0", ("grad_output", "self"),
+    nn_extra_kernels.rrelu_with_noise_backward,
+    {"grad_output": "rrelu_with_noise_backward(grad, self, noise, lower, upper, training, False)",
+     "self": "zeros_like(grad)"},
+    attrs=("noise", "lower", "upper", "training", "self_is_result"),
+    saves=("lower", "noise", "self", "training", "upper"))
+# --- double backwards of pooling, embedding_bag and masked_scatter; segment_reduce (ddmore) ------
+# Gradients of gradients as PyTorch records them. Fractional max pooling's backward puts each
+# gradient at its maximum's index: linear in the gradient, flat in the input, so its own gradient
+# reads the incoming one back at the indices. masked_scatter's gradient for source picks the
+# masked places of the gradient; its own gradient scatters back into zeros there. PyTorch has no
+# derivative for embedding_bag's backward (its node is recorded, backward through it raises) nor
+# for segment_reduce's (a NotImplemented grad_fn: ddmore_kernels).
+
+from nbgrad.ops import ddmore_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(ddmore_kernels.ARRAY_FUNCTIONS)
+
+for _k in (2, 3):
+    backward_function(
+        f"fractional_max_pool{_k}d_backward", f"FractionalMaxPool{_k}DBackwardBackward0",
+        ("grad_output", "self"), f"max_pool{_k}d_backward(grad_output, self.shape, indices)",
+        {"grad_output": f"max_pool_double_backward(grad, indices, {_k})",
+         "self": "zeros_like(grad)"},
+        attrs=("kernel_size", "output_size", "indices"), saves=("indices",))
+backward_function(
+    "masked_scatter_backward", "MaskedScatterBackwardBackward0", ("grad_output",),
+    lambda grad_output, mask, sizes, grad_output_sym_sizes: misc_kernels.masked_scatter_backward(
+        grad_output, np.asarray(mask), sizes),
+    {"grad_output": "masked_scatter(zeros_shaped(grad_output_sym_sizes, grad), grad, mask)"},
+    attrs=("mask", "sizes", "grad_output_sym_sizes"), saves=("grad_output_sym_sizes", "mask"),
+    hidden=("grad_output_sym_sizes",))
+backward_function(
+    "_embedding_bag_backward", "EmbeddingBagBackwardBackward0", ("grad", "per_sample_weights"),
+    lambda grad, per_sample_weights, indices, offsets, offset2bag, bag_size, maximum_indices,
+    num_weights, scale_grad_by_freq, mode, sparse, padding_idx:
+    nn_extra_kernels.ARRAY_FUNCTIONS["embedding_bag_backward"](
+        grad, indices, offsets, offset2bag, bag_size, maximum_indices, num_weights,
+        scale_grad_by_freq, mode, sparse, per_sample_weights, padding_idx),
+    {"grad": "not_implemented('_embedding_bag_backward')",
+     "per_sample_weights": "not_implemented('_embedding_bag_backward')"},
+    attrs=("indices", "offsets", "offset2bag", "bag_size", "maximum_indices", "num_weights",
+           "scale_grad_by_freq", "mode", "sparse", "padding_idx"))
+# torch.segment_reduce: lengths and offsets are attrs (integer tensors, saved and shown).
+op("segment_reduce", "SegmentReduceBackward0", ("data",),
+   {"data": "_segment_reduce_backward(grad, result, data, reduce, lengths, offsets, axis, "
+            "initial)"},
+   lambda data, reduce, lengths, offsets, axis, unsafe, initial: ddmore_kernels.segment_reduce(
+       data, reduce, offsets if offsets is not None else ddmore_kernels.offsets_of(lengths),
+       axis + data.ndim if axis < 0 else axis, initial),
+   attrs=("reduce", "lengths", "offsets", "axis", "unsafe", "initial"),
+   saves=("axis", "data", "initial", "lengths", "offsets", "reduce", "result"),
+   layout="contiguous")
+# --- private convolutions, the grid sampler's CPU fallback, lanczos, grouped mm (convs) ----------
+# torch._convolution, torch.mkldnn_convolution and torch._nnpack_spatial_convolution each record
+# a node of their own whose formula is convolution_backward, as ConvolutionBackward0's: the same
+# helpers (so a gradient of their gradient records ConvolutionBackwardBackward0) and the forward
+# kernels of the convolution entries above (convs_kernels.convolution picks one). What their
+# formulas read but PyTorch's node does not keep is hidden: mkldnn's and nnpack's convolutions are
+# never transposed, have no output padding, and nnpack's have no dilation or groups either.
+
+from nbgrad.ops import convs_kernels  # noqa: E402
+
+_CONVOLUTION_SAVES = ("bias_sym_sizes_opt", "dilation", "groups", "input", "output_padding",
+                      "padding", "stride", "transposed", "weight")
+op("_convolution", "ConvolutionBackward1", ("input", "weight", "bias"), _CONVOLUTION_GRADS,
+   lambda x, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+   benchmark, deterministic, cudnn_enabled, allow_tf32, bias_sym_sizes_opt:
+   convs_kernels.convolution(x, weight, bias, stride, padding, dilation, transposed,
+                             output_padding, groups),
+   attrs=("stride", "padding", "dilation", "transposed", "output_padding", "groups", "benchmark",
+          "deterministic", "cudnn_enabled", "allow_tf32", "bias_sym_sizes_opt"),
+   saves=_CONVOLUTION_SAVES, joint=True)
+op("mkldnn_convolution", "MkldnnConvolutionBackward0", ("self", "weight", "bias"),
+   {name: f"convolution_backward_output({k}, grad, self, weight, stride, padding, dilation, "
+          "transposed, output_padding, groups)"
+    for k, name in enumerate(("self", "weight", "bias"))},
+   lambda x, weight, bias, padding, stride, dilation, groups, bias_sym_sizes_opt, transposed,
+   output_padding: convs_kernels.convolution(x, weight, bias, stride, padding, dilation, False,
+                                             output_padding, groups),
+   attrs=("padding", "stride", "dilation", "groups", "bias_sym_sizes_opt", "transposed",
+          "output_padding"),
+   saves=("bias_sym_sizes_opt", "dilation", "groups", "output_padding", "padding", "self",
+          "stride", "transposed", "weight"),
+   hidden=("output_padding", "transposed"), joint=True)
+op("_nnpack_spatial_convolution", "NnpackSpatialConvolutionBackward0",
+   ("input", "weight", "bias"), _CONVOLUTION_GRADS,
+   lambda x, weight, bias, padding, stride, bias_sym_sizes_opt, dilation, transposed,
+   output_padding, groups: convs_kernels.convolution(x, weight, bias, stride, padding, dilation,
+                                                     False, output_padding, groups),
+   attrs=("padding", "stride", "bias_sym_sizes_opt", "dilation", "transposed", "output_padding",
+          "groups"),
+   saves=_CONVOLUTION_SAVES, hidden=("dilation", "groups", "output_padding", "transposed"),
+   joint=True)
+
+# torch._grid_sampler_2d_cpu_fallback (float32 only in PyTorch): grid_sampler_2d's sampling, with
+# a backward op of its own, whose own gradients are grid_sampler_2d_backward's.
+formula_math.ARRAY_NAMESPACE["grid_sampler_fallback_backward_output"] = (
+    grid_sample_kernels.backward_output)
+op("_grid_sampler_2d_cpu_fallback_backward", "GridSampler2DCpuFallbackBackwardBackward0",
+   ("grad_output", "input", "grid"),
+   {name: f"grid_sampler_double_backward_output({k}, grad, grad_output, input, grid, "
+          f"{_GRID_SAMPLER_ARGS})"
+    for k, name in enumerate(("grad_output", "input", "grid"))},
+   lambda grad_output, input, grid, mode, padding_mode, align_corners: list(  # noqa: A006
+       grid_sample_kernels.grid_sampler_backward(
+           grad_output, input, grid, mode, padding_mode, align_corners, (True, True))),
+   attrs=("interpolation_mode", "padding_mode", "align_corners"),
+   saves=("align_corners", "grad_output", "grid", "input", "interpolation_mode", "padding_mode"),
+   multi_output=True, joint=True)
+op("_grid_sampler_2d_cpu_fallback", "GridSampler2DCpuFallbackBackward0", ("input", "grid"),
+   {name: f"grid_sampler_fallback_backward_output({k}, grad, input, grid, {_GRID_SAMPLER_ARGS})"
+    for k, name in enumerate(("input", "grid"))},
+   grid_sample_kernels.grid_sampler,
+   attrs=("interpolation_mode", "padding_mode", "align_corners"),
+   saves=("align_corners", "grid", "input", "interpolation_mode", "padding_mode"), joint=True)
+
+# F.interpolate(..., mode="lanczos", antialias=True): the antialiased entries' construction with
+# the Lanczos-3 filter (layer_kernels' "lanczos-aa" matrices); align_corners is always False.
+op("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0", ("self",),
+   {"self": upsample_backward_entry("_upsample_lanczos2d_aa", "UpsampleLanczos2DAaBackward0",
+                                    "lanczos-aa", 2, True)},
+   lambda self, output_size, align_corners, scales_h, scales_w, self_sym_sizes:
+   layer_kernels.upsample(self, output_size, (scales_h, scales_w), "lanczos-aa", align_corners),
+   attrs=("output_size", "align_corners", "scales_h", "scales_w", "self_sym_sizes"),
+   saves=("align_corners", "output_size", "scales_h", "scales_w", "self_sym_sizes"))
+
+# torch._grouped_mm (float16 and float32 on the CPU): matrix products group by group. Each
+# gradient is a grouped product again, of the gradient with the other operand's transpose and
+# the same offsets (a gradient of the gradient records GroupedMmBackward0 below
+# TransposeBackward0, as PyTorch does). The sizes and strides are kept because PyTorch keeps them.
+formula_math.ARRAY_NAMESPACE["grouped_mm"] = convs_kernels.grouped_mm
+op("_grouped_mm", "GroupedMmBackward0", ("self", "mat2"),
+   {"self": "grouped_mm(grad, swap_last(mat2), offs)",
+    "mat2": "grouped_mm(swap_last(self), grad, offs)"},
+   lambda self, mat2, offs, *layouts: convs_kernels.grouped_mm(self, mat2, offs),
+   attrs=("offs", "self_sym_sizes", "self_sym_strides", "mat2_sym_sizes", "mat2_sym_strides"),
+   saves=("mat2", "mat2_sym_sizes", "mat2_sym_strides", "offs", "self", "self_sym_sizes",
+          "self_sym_strides"))
+# --- PyTorch's private indexing ops, as_strided_scatter, slice_inverse, _lazy_clone, _neg_view --
+# torch._unsafe_index and torch._unsafe_index_put are index and index_put without the checks a
+# compiler may skip; their formulas call each other (idx_kernels), so a gradient of a gradient
+# records PyTorch's nodes. The "masked" pair clamps its indices and masks what they read or add.
+# torch._index_put_impl_ is index_put_ as ATen's kernel, in place: index_put's formulas.
+
+from nbgrad.ops import idx_kernels  # noqa: E402
+
+formula_math.ARRAY_NAMESPACE.update(idx_kernels.ARRAY_FUNCTIONS)
+
+op("unsafe_index", "UnsafeIndexBackward0", ("self",),
+   {"self": "unsafe_index_backward(grad, self_sym_sizes, indices)"},
+   lambda self, indices: self[indices], attrs=("indices",),
+   saves=("indices", "self_sym_sizes"), layout="advanced_index", layout_from=("self", "indices"))
+op("unsafe_index_put", "UnsafeIndexPutBackward0", ("self", "values"),
+   {"self": "grad if accumulate else unsafe_index_put_zeros(grad, indices, values_sym_sizes)",
+    "values": "sum_to(unsafe_index_at(grad, indices), values_sym_sizes)"},
+   lambda self, values, indices, accumulate, values_sym_sizes: misc_kernels.index_put(
+       self, indices, values, accumulate),
+   attrs=("indices", "accumulate", "values_sym_sizes"),
+   saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",),
+   layout="like_self")
+op("index_put_impl", "IndexPutImplBackward0", ("self", "values"),
+   {"self": "grad if accumulate else index_put_zeros(grad, indices, values_sym_sizes)",
+    "values": "sum_to(grad[indices], values_sym_sizes)"},
+   lambda self, values, indices, accumulate, values_sym_sizes: misc_kernels.index_put(
+       self, indices, values, accumulate),
+   attrs=("indices", "accumulate", "values_sym_sizes"),
+   saves=("accumulate", "indices", "values_sym_sizes"), hidden=("values_sym_sizes",))
+# The mask is an attr (no edge), shown as _saved_mask; the indices are saved unclamped.
+op("unsafe_masked_index", "UnsafeMaskedIndexBackward0", ("self",),
+   {"self": "unsafe_masked_index_backward(grad, mask, indices, self_sym_sizes)"},
+   idx_kernels.unsafe_masked_index, attrs=("mask", "indices", "fill"),
+   saves=("indices", "mask", "self_sym_sizes"))
+op("unsafe_masked_index_put_accumulate", "UnsafeMaskedIndexPutAccumulateBackward0",
+   ("self", "values"),
+   {"self": "grad",
+    "values": "sum_to(unsafe_masked_index_at(grad, mask, indices), values_sym_sizes)"},
+   lambda self, values, mask, indices, values_sym_sizes: (
+       idx_kernels.unsafe_masked_index_put_accumulate(self, values, mask, indices)),
+   attrs=("mask", "indices", "values_sym_sizes"),
+   saves=("indices", "mask", "values_sym_sizes"), hidden=("values_sym_sizes",),
+   layout="like_self")
+# self with the places of one as_strided view of it (in a copy of self's storage) replaced by src;
+# attrs: where self lies in its storage (size, stride, offset), and how long that storage is.
+op("as_strided_scatter", "AsStridedScatterBackward0", ("self", "src"),
+   {"self": "as_strided_scatter_backward(grad, size, stride, storage_offset)",
+    "src": "as_strided_scatter_source(grad, size, stride, storage_offset)"},
+   idx_kernels.as_strided_scatter,
+   attrs=("size", "stride", "storage_offset", "self_geometry", "storage_size"),
+   saves=("size", "storage_offset", "stride"), layout="self_strides")
+# slice_inverse(self, src, ...) undoes ``self = src[slice]``: a view of self's memory with src's
+# geometry there (size, stride, offset). Its formulas read it as slice_scatter(src, self, ...).
+op("slice_inverse", "SliceInverseBackward0", ("self", "src"),
+   {"self": "grad[slice_key(grad.ndim, dim, start, end, step)]",
+    "src": "slice_scatter(grad, zeros_like(grad[slice_key(grad.ndim, dim, start, end, step)]),"
+           " dim, start, end, step)"},
+   lambda self, src, dim, start, end, step, self_geometry, src_geometry: (
+       storage_geometry.as_strided_view(self, self_geometry, *src_geometry)),
+   attrs=("dim", "start", "end", "step", "self_geometry", "src_geometry"),
+   saves=("dim", "end", "start", "step"), view=True)
+# torch._lazy_clone: a copy-on-write clone, which PyTorch copies when either side is written;
+# nbgrad copies at once (the values, strides and versions a user sees are the same).
+op("lazy_clone", "LazyCloneBackward0", ("self",), {"self": "grad"}, np.array, same_shape=True,
+   layout="self_strides")  # PyTorch keeps self's strides (its copy is of self's whole storage)
+# torch._neg_view: PyTorch's view with the negative bit set; nbgrad's result holds the negated
+# values in memory of its own (README, "Differences from PyTorch you can see").
+op("neg_view", "NegViewBackward0", ("self",), {"self": "-grad"}, np.negative, same_shape=True,
+   layout="self_strides")  # a view's strides: self's
 # --- fake quantization (torch.fake_quantize_per_tensor_affine and its family) -------------------
 # Values rounded to a grid of quant_max - quant_min + 1 steps and back (fake_quantize_kernels).
 # The cachemask entries return the result and the mask of values inside the range, which is all

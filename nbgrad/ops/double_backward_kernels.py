@@ -367,4 +367,5 @@ UPSAMPLE_OPS = {
     ("bicubic", 2): "upsample_bicubic2d",
     ("bilinear-aa", 2): "_upsample_bilinear2d_aa",
     ("bicubic-aa", 2): "_upsample_bicubic2d_aa",
+    ("lanczos-aa", 2): "_upsample_lanczos2d_aa",
 }

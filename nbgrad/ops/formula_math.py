@@ -306,6 +306,7 @@ ARRAY_NAMESPACE = {
     "power": power,
     "rounded_divide": _rounded_divide,
     "scalar_times": lambda number, a: number * a,
+    "scalar_plus": lambda a, number: a + number,
     "zero_at": _zero_at,
     "as_strided_backward": _as_strided_backward,
     "astype": lambda a, dt: a.astype(dt.numpy, copy=False),

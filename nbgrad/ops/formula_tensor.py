@@ -22,6 +22,8 @@ from nbgrad.autograd import reading
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import (
+    convs_kernels,
+    ddmore_kernels,
     distance_kernels,
     double_backward_kernels,
     fake_quantize_kernels,
@@ -31,6 +33,7 @@ from nbgrad.ops import (
     formula_linalg_lu,
     formula_more,
     grid_sample_kernels,
+    idx_kernels,
     layer_kernels,
     layer_kernels_more,
     misc_kernels,
@@ -191,6 +194,8 @@ _CORE_FUNCTIONS = {
     "power": lambda a, exponent: a**exponent,
     "rounded_divide": lambda a, b, mode: nb.div(a, b, rounding_mode=mode),
     "scalar_times": lambda number, a: run_op(OPS["mul_scalar"], (a,), (float(number),)),
+    # a tensor plus a Python number, ATen's Scalar overload (AddBackward1)
+    "scalar_plus": lambda a, number: run_op(OPS["add_scalar"], (a,), (number,)),
     "zero_at": zero_at,
     "astype": lambda a, dt: a.to(dt),
 }
@@ -488,6 +493,9 @@ def tensor_namespace():
         **norm_conv_double_backward.tensor_namespace(),
         **grid_sample_kernels.tensor_namespace(),
         **scatter_reduce_kernels.tensor_namespace(),
+        **ddmore_kernels.tensor_namespace(),
+        **convs_kernels.tensor_namespace(),
+        **idx_kernels.tensor_namespace(),
         **fake_quantize_kernels.tensor_namespace(),
         **{
             name: functools.partial(run_backward_function, OPS[name]) for name in BACKWARD_FUNCTIONS

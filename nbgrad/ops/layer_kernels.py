@@ -248,7 +248,7 @@ def interpolation_matrix(in_size, out_size, scale, mode, align_corners, dtype):
     out_index = np.arange(out_size)
     if mode == "bicubic":
         return _bicubic_matrix(matrix, in_size, out_size, scale, align_corners, dtype)
-    if mode in ("bilinear-aa", "bicubic-aa"):
+    if mode in ("bilinear-aa", "bicubic-aa", "lanczos-aa"):
         return _antialias_matrix(matrix, in_size, out_size, scale, mode, align_corners, dtype)
     if mode in ("nearest", "nearest-exact"):
         ratio = _scale(in_size, out_size, scale, False, dtype)
@@ -314,12 +314,20 @@ def _cubic_aa(x):
     return np.where(x < 1, near, np.where(x < 2, far, 0))
 
 
+def _lanczos3(x):
+    """The Lanczos-3 windowed sinc of PyTorch's antialiased lanczos (as PIL's LANCZOS)."""
+    x = np.abs(x)
+    return np.where(x < 3, np.sinc(x) * np.sinc(x / 3), 0)
+
+
 def _antialias_matrix(matrix, in_size, out_size, scale, mode, align_corners, dtype):
     """PyTorch's antialiased interpolation (as PIL's resize): when shrinking, each output
     averages the inputs under its filter stretched by the scale, weights normalised to 1."""
     ratio = _scale(in_size, out_size, scale, align_corners, dtype)
     real = ratio.dtype.type
-    taps, kernel = (2, _triangle) if mode == "bilinear-aa" else (4, _cubic_aa)
+    taps, kernel = {"bilinear-aa": (2, _triangle), "bicubic-aa": (4, _cubic_aa)}.get(
+        mode, (6, _lanczos3)
+    )
     support = real(taps * 0.5) * ratio if ratio >= 1 else real(taps * 0.5)
     inverse = real(1) / ratio if ratio >= 1 else real(1)
     for i in range(out_size):

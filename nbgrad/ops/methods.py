@@ -5,17 +5,16 @@ The methods that are a function with the tensor first are declared beside their 
 only as methods (``x.float()``, ``x.view_as(y)``, ``x.to(...)``).
 """
 
-import warnings
-
 from nbgrad import devices, dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor
 from nbgrad.ops import functions as F
 from nbgrad.ops import public
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions import comparison, indexing, inplace
+from nbgrad.ops.functions import comparison, indexing, inplace, more_elementwise
 from nbgrad.ops.functions._common import _PYTHON_NUMBERS, _broadcast_error, _operand
 from nbgrad.ops.functions.arithmetic import _check_sub, rdiv
+from nbgrad.warn_once import warn_once
 
 
 def _reflected(function):
@@ -146,6 +145,11 @@ OPERATORS = {
     "__imul__": _inplace_operator(inplace.mul_),
     "__itruediv__": _inplace_operator(inplace.div_),
     "__imod__": _inplace_operator(inplace.remainder_),
+    "__ifloordiv__": _inplace_operator(comparison.floor_divide_),
+    "__ipow__": _inplace_operator(more_elementwise.pow_),
+    "__iand__": _inplace_operator(comparison.bitwise_and_),
+    "__ior__": _inplace_operator(comparison.bitwise_or_),
+    "__ixor__": _inplace_operator(comparison.bitwise_xor_),
     "__getitem__": indexing.getitem,
     "__setitem__": indexing.setitem,
 }
@@ -198,7 +202,6 @@ T_WARNINGS = {
     ),
     "0-d": "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
 }
-t_warned = set()  # the keys of T_WARNINGS given already
 
 
 def _transposed(self):
@@ -206,9 +209,8 @@ def _transposed(self):
     for a vector or a 0-d tensor)."""
     ndim = self.dim()
     kind = "0-d" if ndim == 0 else "other" if ndim > 2 else None
-    if kind is not None and kind not in t_warned:
-        t_warned.add(kind)
-        warnings.warn(T_WARNINGS[kind], UserWarning, stacklevel=2)
+    if kind is not None:
+        warn_once(T_WARNINGS[kind])
     return F.permute(self, tuple(reversed(range(ndim))))
 
 

@@ -214,11 +214,13 @@ def rrelu_with_noise(x, noise, lower, upper, training, generator):
     return np.where(x > 0, x, x * slope).astype(x.dtype, copy=False)
 
 
-def rrelu_backward(B, grad, x, noise, lower, upper, training):  # noqa: N803
+def rrelu_with_noise_backward(grad_output, x, noise, lower, upper, training, self_is_result):
+    """rrelu's gradient, an op of its own (RreluWithNoiseBackwardBackward0): in training the
+    incoming gradient times the slopes the forward drew, otherwise leaky_relu's with the mean
+    slope. ``x`` may be rrelu_'s result (``self_is_result``): its sign is its input's."""
     if training:
-        return grad * B.const(noise, grad)
-    data = np.asarray(getattr(x, "_data", x))
-    return B.where(data > 0, grad, grad * ((lower + upper) / 2))
+        return grad_output * noise.astype(grad_output.dtype, copy=False)
+    return np.where(x > 0, grad_output, grad_output * ((lower + upper) / 2))
 
 
 # --- weight norm ---------------------------------------------------------------------------------
@@ -710,7 +712,6 @@ def ctc_loss_backward_tensor(
 _HELPERS = {
     "multi_margin_loss_backward": multi_margin_loss_backward,
     "multilabel_margin_loss_backward": multilabel_margin_loss_backward,
-    "rrelu_backward": rrelu_backward,
     "weight_norm_backward": weight_norm_backward,
     "conv_tbc_backward": conv_tbc_backward,
     "affine_grid_generator_backward": affine_grid_generator_backward,

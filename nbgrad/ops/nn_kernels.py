@@ -458,7 +458,12 @@ def batch_norm(x, weight, bias, running_mean, running_var, training, momentum, e
             running_mean *= 1 - momentum
             running_mean += momentum * mean
             running_var *= 1 - momentum
-            running_var += momentum * variance * count / max(count - 1, 1)
+            # The unbiased variance; of a single value per channel it is 0 / 0, NaN, as in
+            # PyTorch (F.batch_norm refuses that input; torch._native_batch_norm_legit takes it).
+            unbiased = (
+                variance * count / (count - 1) if count > 1 else np.full_like(variance, np.nan)
+            )
+            running_var += momentum * unbiased
         save_mean, save_invstd = mean, invstd.astype(x.dtype, copy=False)
     else:
         mean, invstd = running_mean, 1 / np.sqrt(running_var + eps)

@@ -39,8 +39,11 @@ def array_of(tensor):
 
 
 def _converted_array_of(tensor):
-    """Other tensors: on another device, bfloat16, quantized, sparse."""
+    """Other tensors: on another device, bfloat16, quantized, sparse, or a view with the
+    negative bit set (``torch._neg_view``), which NumPy reads only once resolved."""
     data = tensor.detach()
+    if data.is_neg():
+        data = data.resolve_neg()
     if data.device.type != "cpu":
         data = data.cpu()
     if data.dtype in (torch.bfloat16, torch.complex32) or data.is_quantized:

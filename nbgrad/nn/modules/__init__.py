@@ -23,7 +23,14 @@ from nbgrad.nn.modules.activation_more import (
 from nbgrad.nn.modules.container import ModuleDict, ModuleList, Sequential
 from nbgrad.nn.modules.conv import Conv1d, Conv2d, Conv3d
 from nbgrad.nn.modules.conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from nbgrad.nn.modules.dropout import Dropout
+from nbgrad.nn.modules.dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
 from nbgrad.nn.modules.flatten import Flatten, Unflatten
 from nbgrad.nn.modules.fold import Fold, PixelShuffle, PixelUnshuffle, Unfold
 from nbgrad.nn.modules.linear import Identity, Linear

@@ -31,6 +31,7 @@ from nbgrad.nn.utils.rnn import PackedSequence
 from nbgrad.ops import creation, rnn_kernels
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
+from nbgrad.warn_once import warn_once
 
 # --- the multi-output shape ops the decomposition uses ----------------------------------------
 
@@ -109,22 +110,15 @@ def _permute_hidden(hidden, permutation):
     return ops.index_select(hidden, 1, permutation)
 
 
-_projection_warned = []
-
-
 def _warn_projection_once():
     """PyTorch's float32 LSTM with proj_size cannot run oneDNN's kernel, and says so once per
     process (from C++: the warning points at the caller's line)."""
-    if _projection_warned:
-        return
-    _projection_warned.append(True)
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     frame, level = sys._getframe(0), 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
-    warnings.warn(
+    warn_once(
         "LSTM with projections is not supported with oneDNN. Using default implementation.",
-        UserWarning,
         stacklevel=level,
     )
 

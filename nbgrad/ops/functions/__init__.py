@@ -13,7 +13,9 @@ of nbgrad can call ``functions.exp`` as users call ``nbgrad.exp``.
 from nbgrad.ops import public
 from nbgrad.ops.functions import (  # importing each module declares its functions
     arithmetic,
+    batch_norm_legit,
     comparison,
+    convs,
     distances,
     einsum,
     elementwise,
@@ -46,11 +48,13 @@ from nbgrad.ops.functions import (  # importing each module declares its functio
     scatter,
     scatter_reduce,
     scatter_views,
+    segments,
     selection,
     shapes,
     shapes_more,
     special,
     unique,
+    unsafe_indexing,
 )
 from nbgrad.ops.functions._common import _broadcast_error, to_dtype  # nn uses them
 from nbgrad.ops.functions.reductions import vector_norm  # nbgrad.linalg.norm

@@ -1,14 +1,22 @@
 """Results that carry no gradient: comparisons, logical and bitwise ops, ``argmax``, rounding;
 and remainder/fmod, whose gradient is 1 almost everywhere."""
 
+from functools import partial
+
 import numpy as np
 
 from nbgrad import dtypes
-from nbgrad.autograd.dispatch import result_dtype, run_op
+from nbgrad.autograd.dispatch import (
+    result_dtype,
+    run_op,
+    write_untracked,
+    write_without_derivative,
+)
 from nbgrad.autograd.node import not_implemented_history
 from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _array, _broadcast_error, _make, _operand
+from nbgrad.ops.functions.inplace import _inplace_operand
 from nbgrad.ops.functions.reductions import _check_reduced_sizes
 from nbgrad.ops.public import public
 
@@ -46,19 +54,25 @@ def _no_grad_result(name, function, kernel=None, kinds=None):
 eq = public(function=True, method=True)(_no_grad_result("eq", np.equal))
 
 
-ne = public(function=True, method=True)(_no_grad_result("ne", np.not_equal))
+ne = public(function=("ne", "not_equal"), method=("ne", "not_equal"))(
+    _no_grad_result("ne", np.not_equal)
+)
 
 
-lt = public(function=True, method=True)(_no_grad_result("lt", np.less))
+lt = public(function=("lt", "less"), method=("lt", "less"))(_no_grad_result("lt", np.less))
 
 
-le = public(function=True, method=True)(_no_grad_result("le", np.less_equal))
+le = public(function=("le", "less_equal"), method=("le", "less_equal"))(
+    _no_grad_result("le", np.less_equal)
+)
 
 
-gt = public(function=True, method=True)(_no_grad_result("gt", np.greater))
+gt = public(function=("gt", "greater"), method=("gt", "greater"))(_no_grad_result("gt", np.greater))
 
 
-ge = public(function=True, method=True)(_no_grad_result("ge", np.greater_equal))
+ge = public(function=("ge", "greater_equal"), method=("ge", "greater_equal"))(
+    _no_grad_result("ge", np.greater_equal)
+)
 
 
 logical_and = public(function=True, method=True)(_no_grad_result("logical_and", np.logical_and))
@@ -70,13 +84,19 @@ logical_or = public(function=True, method=True)(_no_grad_result("logical_or", np
 logical_xor = public(function=True, method=True)(_no_grad_result("logical_xor", np.logical_xor))
 
 
-bitwise_and = _no_grad_result("bitwise_and", np.bitwise_and, "bitwise_and_cpu", (0, 1))
+bitwise_and = public(function=True, method=True)(
+    _no_grad_result("bitwise_and", np.bitwise_and, "bitwise_and_cpu", (0, 1))
+)
 
 
-bitwise_or = _no_grad_result("bitwise_or", np.bitwise_or, "bitwise_or_cpu", (0, 1))
+bitwise_or = public(function=True, method=True)(
+    _no_grad_result("bitwise_or", np.bitwise_or, "bitwise_or_cpu", (0, 1))
+)
 
 
-bitwise_xor = _no_grad_result("bitwise_xor", np.bitwise_xor, "bitwise_xor_cpu", (0, 1))
+bitwise_xor = public(function=True, method=True)(
+    _no_grad_result("bitwise_xor", np.bitwise_xor, "bitwise_xor_cpu", (0, 1))
+)
 
 
 _floor_divide = _no_grad_result("floor_divide", np.floor_divide, "div_floor_cpu", (1, 2))
@@ -123,8 +143,50 @@ def logical_not(input):  # noqa: A002
     return _make(np.logical_not(input._data))
 
 
+@public(function=True, method=True)
 def bitwise_not(input):  # noqa: A002
+    if input._dtype.is_floating_point:
+        raise NotImplementedError(
+            f"\"bitwise_not_cpu\" not implemented for '{dtypes.SCALAR_TYPE_NAMES[input._dtype]}'"
+        )
     return _make(np.invert(input._data))
+
+
+def _written_in_place(name, function, write):
+    """The in-place method ``x.<name>_(other)``: ``function``'s result, in x's dtype where
+    PyTorch's casting rule allows it, written into x by ``write``."""
+
+    def method(input, *other):  # noqa: A002
+        other = tuple(_inplace_operand(input, o) for o in other)
+        result = function(input, *other)._data
+        if not np.can_cast(result.dtype, input._data.dtype, casting="same_kind"):
+            raise RuntimeError(
+                f"result type {dtypes.name_of(result.dtype)} can't be cast to the desired "
+                f"output type {dtypes.name_of(input._data.dtype)}"
+            )
+        return write(input, result, others=other)
+
+    method.__name__ = method.__qualname__ = f"{name}_"
+    return public(method=True)(method)
+
+
+# Logical and bitwise results are never differentiated: the history stays (write_untracked);
+# floor_divide could be but is not, so PyTorch gives it a NotImplemented grad_fn.
+for _name, _function in (
+    ("logical_and", logical_and),
+    ("logical_or", logical_or),
+    ("logical_xor", logical_xor),
+    ("logical_not", logical_not),
+    ("bitwise_and", bitwise_and),
+    ("bitwise_or", bitwise_or),
+    ("bitwise_xor", bitwise_xor),
+    ("bitwise_not", bitwise_not),
+):
+    globals()[f"{_name}_"] = _written_in_place(_name, _function, write_untracked)
+floor_divide_ = _written_in_place(
+    "floor_divide", floor_divide, partial(write_without_derivative, op="floor_divide_")
+)
+del _name, _function
 
 
 @public(function=True, method=True)

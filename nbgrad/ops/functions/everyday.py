@@ -88,11 +88,11 @@ def argwhere(input):  # noqa: A002
 
 @public(function=True)
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):  # noqa: A002
-    if sorter is not None:
-        raise NotImplementedError("nbgrad.searchsorted does not take sorter")
     side = side or ("right" if right else "left")
     values = input._data if isinstance(input, Tensor) else np.asarray(input)
     boundaries = sorted_sequence._data
+    if sorter is not None:
+        boundaries = _sorted_by(boundaries, sorter)
     if boundaries.ndim == 1:
         found = np.searchsorted(boundaries, values, side=side)
     else:
@@ -102,6 +102,25 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         found = found.reshape(values.shape)
     dtype = np.int32 if out_int32 else np.int64
     return _make(np.asarray(found, dtype=dtype))
+
+
+def _sorted_by(boundaries, sorter):
+    """The boundaries in the order ``sorter`` (indices along the last dim) gives, after
+    PyTorch's checks."""
+    if sorter._dtype is not dtypes.int64:
+        raise RuntimeError(
+            "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+            f"{dtypes.SCALAR_TYPE_NAMES[sorter._dtype]}"
+        )
+    if sorter._data.shape != boundaries.shape:
+        raise RuntimeError(  # PyTorch's message has no space before "and"
+            "torch.searchsorted(): boundary and sorter must have the same size, but got boundary "
+            f"tensor {list(boundaries.shape)}and got sorter tensor {list(sorter._data.shape)}"
+        )
+    order = sorter._data
+    if order.size and (order.min() < 0 or order.max() >= boundaries.shape[-1]):
+        raise RuntimeError("torch.searchsorted(): sorter index out of range")
+    return np.take_along_axis(boundaries, order, axis=-1)
 
 
 @public(function=True)

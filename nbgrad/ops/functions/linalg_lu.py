@@ -3,7 +3,6 @@
 ``torch.cholesky``, with ATen's checks and messages (table entries under "the LU family" in
 ``ops/derivatives.py``)."""
 
-import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -20,6 +19,7 @@ from nbgrad.ops.functions.linalg_decompositions import (
     _first_failure,
 )
 from nbgrad.ops.public import public
+from nbgrad.warn_once import warn_once
 
 LUFactorResult = namedtuple("linalg_lu_factor", ("LU", "pivots"))
 LUFactorExResult = namedtuple("linalg_lu_factor_ex", ("LU", "pivots", "info"))
@@ -170,8 +170,6 @@ def lu_solve_legacy(b, LU_data, LU_pivots):  # noqa: N803
     return lu_solve(LU_data, LU_pivots, b)
 
 
-_legacy_warned = set()  # PyTorch's TORCH_WARN_ONCE: each deprecation once per process
-
 _TRIANGULAR_SOLVE_DEPRECATED = (
     "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will be "
     "removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its arguments "
@@ -187,16 +185,10 @@ _CHOLESKY_DEPRECATED = (
 )
 
 
-def _warn_once(message):
-    if message not in _legacy_warned:
-        _legacy_warned.add(message)
-        warnings.warn(message, UserWarning, stacklevel=3)
-
-
 @public(function=True, method=True)
 def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):  # noqa: A002, N803
     """``torch.triangular_solve(B, A)``: X with op(A) X = B, and a copy of A (deprecated)."""
-    _warn_once(_TRIANGULAR_SOLVE_DEPRECATED)
+    warn_once(_TRIANGULAR_SOLVE_DEPRECATED)
     for name, t in (("b", input), ("A", A)):
         if t.dim() < 2:
             raise RuntimeError(
@@ -226,7 +218,7 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
 @public(function="cholesky", method="cholesky")
 def cholesky_legacy(input, upper=False):  # noqa: A002
     """``torch.cholesky`` (deprecated): the factor L (U with ``upper``), CholeskyBackward0."""
-    _warn_once(_CHOLESKY_DEPRECATED)
+    warn_once(_CHOLESKY_DEPRECATED)
     if input.dim() < 2:
         raise RuntimeError("cholesky: The input tensor A must have at least 2 dimensions.")
     m, n = input.shape[-2:]

@@ -1,48 +1,73 @@
 """``torch.linalg.norm`` / ``matrix_norm`` (the orders that are vector norms), ``dist`` and
 ``cross`` / ``torch.linalg.cross``."""
 
-import warnings
-
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _broadcast_error
-from nbgrad.ops.functions.reductions import vector_norm
+from nbgrad.ops.functions.reductions import amax, amin, vector_norm
 from nbgrad.ops.public import public
+from nbgrad.warn_once import warn_once
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False):  # noqa: A002, N803
-    """The Frobenius norm, PyTorch's LinalgVectorNormBackward0 over the two matrix dims."""
+    """``torch.linalg.matrix_norm``, built from other ops as PyTorch builds it: the Frobenius
+    norm is a vector norm over both dims; orders 1 and inf are the largest vector 1-norm of the
+    columns (1) or rows (inf), -1 and -inf the smallest (LinalgVectorNormBackward0 under
+    AmaxBackward0 / AminBackward0); 2, -2 and "nuc" come from the singular values."""
     if A.dim() < 2:
         raise RuntimeError(
             "linalg.matrix_norm: The input tensor A must have at least 2 dimensions."
         )
+    if not A._dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+            f"{dtypes.SCALAR_TYPE_NAMES[A._dtype]}"
+        )
     dims = tuple(wrap_dim(d, A.dim()) for d in dim)
+    if dims[0] == dims[1]:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got {dims}")
     if ord in (2, -2, "nuc"):
         from nbgrad.ops.functions.linalg_decompositions import singular_value_norm
 
         return singular_value_norm(A, ord, dims, keepdim)
-    if ord != "fro":
-        raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
-    return vector_norm(A, 2, dims, keepdim)
+    if ord == "fro":
+        return vector_norm(A, 2, dims, keepdim)
+    if isinstance(ord, str) or ord not in (1, -1, INF, -INF):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    # The 1-norms run down the dim whose entries are summed (the rows for ord 1, the columns
+    # for inf); the extreme is then taken over the other dim, one lower once the first is gone.
+    summed, across = dims if abs(ord) == 1 else dims[::-1]
+    if not keepdim and summed < across:
+        across -= 1
+    one_norms = vector_norm(A, 1.0, (summed,), keepdim)
+    extreme = amax if ord > 0 else amin
+    return extreme(one_norms, (across,), keepdim)
+
+
+INF = float("inf")
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002, N803
-    """``torch.linalg.norm``: a vector norm (ord a number, or None: 2 over all elements) or the
-    Frobenius norm of matrices (``ord="fro"``)."""
+    """``torch.linalg.norm``: a matrix norm for a string order, two dims, or an order given for a
+    2-d input without dims; a vector norm otherwise (no order: 2, over all elements)."""
     if dtype is not None:
         A = A.to(dtype)
+    if isinstance(dim, int):
+        dim = (dim,)
     if isinstance(ord, str):
         return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim)
-    if dim is not None and not isinstance(dim, int) and len(dim) == 2 and ord is not None:
-        if ord in (2, -2):
-            return matrix_norm(A, ord, dim, keepdim)
-        raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
-    if ord is not None and dim is None and A.dim() == 2:
-        if ord in (2, -2):
+    if ord is not None and dim is None:
+        if A.dim() not in (1, 2):
+            raise RuntimeError(
+                "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                f"Got {A.dim()}D."
+            )
+        if A.dim() == 2:
             return matrix_norm(A, ord, (-2, -1), keepdim)
-        raise NotImplementedError(f"nbgrad has no matrix norm of order {ord}")
+    if ord is not None and dim is not None and len(dim) == 2:
+        return matrix_norm(A, ord, dim, keepdim)
     return vector_norm(A, 2.0 if ord is None else ord, dim, keepdim)
 
 
@@ -80,21 +105,11 @@ def cross(input, other, *, dim=-1):  # noqa: A002
 def cross_function(input, other, dim=None):  # noqa: A002
     """``torch.cross``: with no dim, the first dim of size 3 (PyTorch warns it will become -1)."""
     if dim is None:
-        if not _cross_warned:  # PyTorch's TORCH_WARN_ONCE: once per process
-            _cross_warned.append(True)
-            _warn_cross_dim()
+        warn_once(
+            "Using torch.cross without specifying the dim arg is deprecated.\nPlease either "
+            "pass the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim "
+            "will change to agree with that of linalg.cross in a future release.",
+            stacklevel=3,
+        )
         dim = next((d for d, s in enumerate(input._data.shape) if s == 3), -1)
     return cross(input, other, dim=dim)
-
-
-_cross_warned = []
-
-
-def _warn_cross_dim():
-    warnings.warn(
-        "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass "
-        "the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will "
-        "change to agree with that of linalg.cross in a future release.",
-        UserWarning,
-        stacklevel=4,
-    )

@@ -2,6 +2,8 @@
 
 import collections
 
+import numpy as np
+
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import Tensor, wrap_dim
@@ -24,27 +26,33 @@ def _dims(dim, ndim):
 
 @public(function=True, method=True, out=True)
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001, A002
-    if dtype is not None:
-        input = input.to(dtype)
-    if input._dtype is dtypes.bool or (not input._dtype.is_floating_point and dtype is None):
-        input = input.to(dtypes.int64) if input._dtype is not dtypes.int64 else input
+    accumulated = accumulation_dtype(input, dtype)
     if dim is None:
-        return run_op(OPS["sum"], (input,))
-    return run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim))
+        return run_op(OPS["sum"], (input,), (accumulated,))
+    return run_op(OPS["sum_dim"], (input,), (_dims(dim, input.dim()), keepdim, accumulated))
+
+
+def accumulation_dtype(input, dtype):  # noqa: A002
+    """The NumPy dtype sum and prod accumulate in: the one asked for, else int64 for bool and
+    integer tensors (as PyTorch), else None (the input's own)."""
+    if dtype is not None:
+        return dtypes.to_dtype(dtype).numpy
+    return None if input._dtype.is_floating_point else np.int64
 
 
 @public(function=True, method=True, out=True)
 def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    if dtype is not None:
-        input = input.to(dtype)
-    if not input._dtype.is_floating_point:
+    output = input._dtype if dtype is None else dtypes.to_dtype(dtype)
+    if not output.is_floating_point:
         raise RuntimeError(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point or "
-            f"complex dtype. Got: {dtypes.LEGACY_TYPE_NAMES[input._dtype][:-6]}"
+            f"mean(): could not infer output dtype. {'Input' if dtype is None else 'Optional'} "
+            "dtype must be either a floating point or complex dtype. Got: "
+            f"{dtypes.SCALAR_TYPE_NAMES[output]}"
         )
+    accumulated = None if dtype is None else output.numpy
     if dim is None:
-        return run_op(OPS["mean"], (input,))
-    return run_op(OPS["mean_dim"], (input,), (_dims(dim, input.dim()), keepdim))
+        return run_op(OPS["mean"], (input,), (accumulated,))
+    return run_op(OPS["mean_dim"], (input,), (_dims(dim, input.dim()), keepdim, accumulated))
 
 
 MaxResult = collections.namedtuple("max", ["values", "indices"])

@@ -11,7 +11,7 @@ from nbgrad.autograd.dispatch import run_op
 from nbgrad.autograd.tensor import wrap_dim
 from nbgrad.ops import formula_more
 from nbgrad.ops.derivatives import OPS
-from nbgrad.ops.functions.reductions import _dims
+from nbgrad.ops.functions.reductions import _dims, accumulation_dtype
 from nbgrad.ops.public import public
 
 _UNSET = object()
@@ -60,27 +60,18 @@ def std(input, dim=_UNSET, unbiased=_UNSET, keepdim=False, *, correction=_UNSET)
     return run_op(OPS["std"], (input,), (dims, correction, keepdim))
 
 
-def _integers_widened(input, dtype):  # noqa: A002
-    """As sum does: a dtype casts first; bool and integer tensors add up in int64."""
-    if dtype is not None:
-        return input.to(dtype)
-    if not input._dtype.is_floating_point and input._dtype is not dtypes.int64:
-        return input.to(dtypes.int64)
-    return input
-
-
 @public(function=True, method=True, out=True)
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
-    input = _integers_widened(input, dtype)
+    accumulated = accumulation_dtype(input, dtype)
     if dim is None:
-        return run_op(OPS["prod"], (input,))
+        return run_op(OPS["prod"], (input,), (accumulated,))
     if not isinstance(dim, int):
         raise TypeError(
             f"prod() received an invalid combination of arguments - got (dim={type(dim).__name__})"
             ", but expected (int dim, bool keepdim = False, *, torch.dtype dtype = None)"
         )
     wrap_dim(dim, input.dim())
-    return run_op(OPS["prod_dim"], (input,), (dim, keepdim))
+    return run_op(OPS["prod_dim"], (input,), (dim, keepdim, accumulated))
 
 
 def _scan_dtype(input, dtype):  # noqa: A002

@@ -13,6 +13,7 @@ from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.node import not_implemented_history
 from nbgrad.autograd.tensor import Tensor
+from nbgrad.ops import gamma_kernels
 from nbgrad.ops.derivatives import OPS as _OPS
 from nbgrad.ops.derivatives import op
 from nbgrad.ops.public import public
@@ -237,6 +238,39 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
             "message be improved?  If so, please report an enhancement request to PyTorch.)"
         )
     return run_op(_OPS["bernoulli"], (input,), (rng,))
+
+
+@public(function=True)
+def _standard_gamma(input, generator=None):  # noqa: A002
+    """Draws of Gamma(input, 1), differentiable (StandardGammaBackward0, see derivatives.py)."""
+    _floating_kernel(input, "gamma_cpu")
+    return run_op(_OPS["_standard_gamma"], (input,), (rng_of(generator),))
+
+
+@public(function=True)
+def _standard_gamma_grad(input, output):  # noqa: A002
+    """d output / d input for draws ``output`` of Gamma(input, 1) (ops/gamma_kernels.py)."""
+    return run_op(_OPS["_standard_gamma_grad"], (input,), (output,))
+
+
+@public(function=True)
+def _sample_dirichlet(input, generator=None):  # noqa: A002
+    """Dirichlet draws along the last dim (ops/gamma_kernels.py); PyTorch has no derivative for
+    it (Dirichlet.rsample differentiates through its own Function)."""
+    if not input._dtype.is_floating_point:
+        raise NotImplementedError(f"\"dirichlet\" not implemented for '{_type(input)}'")
+    drawn = gamma_kernels.sample_dirichlet(input._data, rng_of(generator))
+    return not_implemented_history(Tensor._make(drawn), "_sample_dirichlet", (input,))
+
+
+@public(function=True)
+def _dirichlet_grad(x, alpha, total):
+    """Dirichlet.rsample's gradient factor (ops/gamma_kernels.py); no derivative of its own."""
+    values = (x, alpha, total)
+    if len({v._dtype for v in values}) > 1:
+        raise RuntimeError(f"Found dtype {dtypes.name_of(total)} but expected {dtypes.name_of(x)}")
+    grad = gamma_kernels.dirichlet_grad(*(v._data for v in values))
+    return not_implemented_history(Tensor._make(grad), "_dirichlet_grad", values)
 
 
 @public(function=True)

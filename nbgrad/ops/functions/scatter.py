@@ -1,22 +1,28 @@
 """Writes at indices: ``scatter``, ``scatter_add``, ``index_add``, ``index_fill``, ``index_copy``,
 and their in-place methods (``x.scatter_(...)``), as PyTorch records them."""
 
+import numpy as np
+
 from nbgrad import dtypes
-from nbgrad.autograd.dispatch import run_inplace, run_op
+from nbgrad.autograd.dispatch import run_inplace, run_op, write_without_derivative
+from nbgrad.autograd.node import not_implemented_history
 from nbgrad.autograd.tensor import Tensor, wrap_dim
 from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions._common import _listed, _number
 from nbgrad.ops.public import public
+from nbgrad.warn_once import warn_once
 
 
-def _scatter_args(name, input, dim, index, src):  # noqa: A002
+def _scatter_args(input, dim, index, src):  # noqa: A002
+    """The index as an int64 array, after PyTorch's checks (whose messages say "scatter()" for
+    every op of the family, in place or not)."""
     dim_ = wrap_dim(dim, input.dim())
     if index._dtype not in (dtypes.int64, dtypes.int32):
-        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if index.dim() != input.dim() and index.numel():
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if isinstance(src, Tensor) and src._dtype is not input._dtype:
-        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     for d, (i, s) in enumerate(zip(index._data.shape, input._data.shape)):
         if d != dim_ and i > s:
             raise RuntimeError(
@@ -39,18 +45,49 @@ def _scatter_args(name, input, dim, index, src):  # noqa: A002
 
 def _scatter(input, dim, index, src, reduce, inplace):  # noqa: A002
     if reduce is not None:
-        raise NotImplementedError("nbgrad's scatter takes no reduce= (use scatter_add)")
+        return _scatter_reducing(input, dim, index, src, reduce, inplace)
     run = (
         (lambda spec, others, attrs: run_inplace(spec, input, others, attrs))
         if inplace
         else (lambda spec, others, attrs: run_op(spec, (input, *others), attrs))
     )
+    if isinstance(src, Tensor):
+        array = _scatter_args(input, dim, index, src)
+        return run(OPS["scatter"], (src,), (dim, array))
+    array = _scatter_args(input, dim, index, None)
+    return run(OPS["scatter_value"], (), (dim, array, _number(src)))
+
+
+def _scatter_reducing(input, dim, index, src, reduce, inplace):  # noqa: A002
+    """``scatter(..., reduce="add" | "multiply")``, an older form of ``scatter_reduce``: each
+    source value is added to (multiplied into) the element it is sent to. PyTorch has no
+    derivative for it: its result's grad_fn is NotImplemented."""
+    if reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     name = "scatter_" if inplace else "scatter"
     if isinstance(src, Tensor):
-        array = _scatter_args(name, input, dim, index, src)
-        return run(OPS["scatter"], (src,), (dim, array))
-    array = _scatter_args(name, input, dim, index, None)
-    return run(OPS["scatter_value"], (), (dim, array, _number(src)))
+        warn_once(
+            "The reduce argument of torch.scatter with Tensor src is deprecated and will be "
+            "removed in a future PyTorch release. Use torch.scatter_reduce instead for more "
+            "reduction options.",
+            stacklevel=4,
+        )
+        positions = _scatter_args(input, dim, index, src)
+        values = src._data[tuple(slice(0, n) for n in positions.shape)]
+    else:
+        positions = _scatter_args(input, dim, index, None)
+        values = np.asarray(_number(src)).astype(input._data.dtype)
+    result = input._data.copy()
+    if input.dim() == 0:  # one element, along a dim of size 1
+        result, positions, values = result.reshape(1), positions.reshape(-1), np.ravel(values)
+    # Where each source element goes: its own position, with the index along ``dim``
+    destination = list(np.indices(positions.shape))
+    destination[wrap_dim(dim, max(input.dim(), 1))] = positions
+    (np.add if reduce == "add" else np.multiply).at(result, tuple(destination), values)
+    result = result.reshape(input._data.shape)
+    if inplace:
+        return write_without_derivative(input, result, name, (src,))
+    return not_implemented_history(Tensor._make(result), name, (input, src))
 
 
 @public(function=True, method=True, out=True)
@@ -64,7 +101,7 @@ def scatter_(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: 
 
 
 def _scatter_add(input, dim, index, src, inplace):  # noqa: A002
-    array = _scatter_args("scatter_add_" if inplace else "scatter_add", input, dim, index, src)
+    array = _scatter_args(input, dim, index, src)
     if inplace:
         return run_inplace(OPS["scatter_add"], input, (src,), (dim, array))
     return run_op(OPS["scatter_add"], (input, src), (dim, array))

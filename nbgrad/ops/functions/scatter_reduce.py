@@ -1,8 +1,6 @@
 """``scatter_reduce`` and ``index_reduce`` (functions, methods and in-place methods): PyTorch's
 checks and messages, then one table entry each (``nbgrad/ops/scatter_reduce_kernels.py``)."""
 
-import warnings
-
 from nbgrad import dtypes
 from nbgrad.autograd.dispatch import run_inplace, run_op
 from nbgrad.autograd.tensor import wrap_dim
@@ -10,6 +8,7 @@ from nbgrad.ops.derivatives import OPS
 from nbgrad.ops.functions.scatter import _scatter_args
 from nbgrad.ops.public import public
 from nbgrad.ops.scatter_reduce_kernels import REDUCTIONS
+from nbgrad.warn_once import warn_once
 
 # ATen still takes the names scatter's reduce= had before amax and amin.
 _LEGACY_NAMES = {"max": "amax", "min": "amin"}
@@ -22,7 +21,7 @@ def _scatter_reduce(input, dim, index, src, reduce, include_self, inplace):  # n
             f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}"
         )
     wrapped = wrap_dim(dim, input.dim())
-    array = _scatter_args("scatter", input, wrapped, index, src)
+    array = _scatter_args(input, wrapped, index, src)
     attrs = (wrapped, array, reduce, bool(include_self))
     if inplace:
         return run_inplace(OPS["scatter_reduce"], input, (src,), attrs)
@@ -39,14 +38,8 @@ def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):  # no
     return _scatter_reduce(input, dim, index, src, reduce, include_self, True)
 
 
-_warned_beta = False
-
-
 def _index_reduce(input, dim, index, source, reduce, include_self, inplace):  # noqa: A002
-    global _warned_beta
-    if not _warned_beta:  # ATen's TORCH_WARN_ONCE: once per process
-        _warned_beta = True
-        warnings.warn("index_reduce() is in beta and the API may change at any time.", stacklevel=3)
+    warn_once("index_reduce() is in beta and the API may change at any time.", stacklevel=3)
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(
             f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "

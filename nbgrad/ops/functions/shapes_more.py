@@ -3,7 +3,6 @@
 ``addmv``/``addr``/``baddbmm``."""
 
 import builtins
-import warnings
 
 import numpy as np
 
@@ -27,6 +26,7 @@ from nbgrad.ops.functions.shapes import (
     view_size_error,
 )
 from nbgrad.ops.public import public
+from nbgrad.warn_once import warn_once
 
 
 def _int_tuple(value):
@@ -469,8 +469,6 @@ def kron(input, other):  # noqa: A002
 
 # --- meshgrid, cartesian_prod, block_diag, addbmm ------------------------------------------------
 
-_meshgrid_warned = []
-
 
 @public(function=True)
 def meshgrid(*tensors, indexing=None):
@@ -478,14 +476,10 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        if not _meshgrid_warned:  # PyTorch warns once per process
-            _meshgrid_warned.append(True)
-            warnings.warn(
-                "torch.meshgrid: in an upcoming release, it will be required to pass the "
-                "indexing argument.",
-                UserWarning,
-                stacklevel=2,
-            )
+        warn_once(
+            "torch.meshgrid: in an upcoming release, it will be required to pass the "
+            "indexing argument."
+        )
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(

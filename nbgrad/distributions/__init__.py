@@ -1,0 +1,73 @@
+"""torch.distributions, written for nbgrad: probability distributions whose log-densities,
+entropies, moments and KL divergences are computed by nbgrad's ops (so they carry graphs and
+gradients as PyTorch's do) and whose draws come from nbgrad's generator.
+
+Layout (read in this order): constraints.py (the sets parameters and values live in),
+utils.py, distribution.py (the one base class), location_scale.py (Normal, Laplace, Cauchy share
+it), one module per distribution, transforms.py and transformed_distribution.py, kl.py (the one
+table of KL formulas)."""
+
+from . import constraints, kl
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .categorical import Categorical
+from .cauchy import Cauchy
+from .chi2 import Chi2
+from .dirichlet import Dirichlet
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .poisson import Poisson
+from .studentT import StudentT
+from .transformed_distribution import TransformedDistribution
+from .transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    SigmoidTransform,
+    TanhTransform,
+    Transform,
+)
+from .uniform import Uniform
+
+__all__ = [
+    "Bernoulli",
+    "Beta",
+    "Categorical",
+    "Cauchy",
+    "Chi2",
+    "Dirichlet",
+    "Distribution",
+    "Exponential",
+    "ExponentialFamily",
+    "Gamma",
+    "Independent",
+    "Laplace",
+    "LogNormal",
+    "MultivariateNormal",
+    "Normal",
+    "OneHotCategorical",
+    "OneHotCategoricalStraightThrough",
+    "Poisson",
+    "StudentT",
+    "TransformedDistribution",
+    "Uniform",
+    "AffineTransform",
+    "ComposeTransform",
+    "ExpTransform",
+    "SigmoidTransform",
+    "TanhTransform",
+    "Transform",
+    "constraints",
+    "kl",
+    "kl_divergence",
+    "register_kl",
+]

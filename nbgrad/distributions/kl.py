@@ -1,0 +1,280 @@
+"""kl_divergence(p, q) = E_p[log p(x) - log q(x)], in closed form for pairs of families.
+
+The formulas sit in ONE table, _KL_REGISTRY: {(class of p, class of q): function}. A pair of
+distributions is looked up by their classes' ancestries: of all registered pairs (P, Q) with p an
+instance of P and q of Q, the one nearest to the actual classes wins (the fewest steps up both
+ancestries together, then the fewest up p's). The answer is remembered per pair of classes in
+_KL_MEMOIZE, forgotten whenever a formula is registered."""
+
+import math
+
+import numpy as np
+
+import nbgrad
+
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .categorical import Categorical
+from .cauchy import Cauchy
+from .dirichlet import Dirichlet
+from .distribution import Distribution
+from .exp_family import ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
+from .independent import Independent
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .multivariate_normal import MultivariateNormal, _squared_norms_of_solves
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .uniform import Uniform
+from .utils import sum_rightmost
+
+__all__ = ["kl_divergence", "register_kl"]
+
+_KL_REGISTRY = {}
+_KL_MEMOIZE = {}
+
+
+def register_kl(type_p, type_q):
+    """Decorator: the function it wraps computes KL(p || q) for p of type_p and q of type_q."""
+    for cls in (type_p, type_q):
+        if not issubclass(cls, Distribution):
+            raise TypeError(f"Expected a subclass of Distribution, got {cls}")
+
+    def register(function):
+        _KL_REGISTRY[type_p, type_q] = function
+        _KL_MEMOIZE.clear()
+        return function
+
+    return register
+
+
+def _steps_up(cls, ancestor):
+    return cls.__mro__.index(ancestor)
+
+
+def _lookup(type_p, type_q):
+    if (type_p, type_q) not in _KL_MEMOIZE:
+        matches = [
+            (_steps_up(type_p, P) + _steps_up(type_q, Q), _steps_up(type_p, P), function)
+            for (P, Q), function in _KL_REGISTRY.items()
+            if issubclass(type_p, P) and issubclass(type_q, Q)
+        ]
+        nearest = min(matches, key=lambda m: m[:2])[2] if matches else None
+        _KL_MEMOIZE[type_p, type_q] = nearest
+    return _KL_MEMOIZE[type_p, type_q]
+
+
+def kl_divergence(p, q):
+    function = _lookup(type(p), type(q))
+    if function is None:
+        raise NotImplementedError
+    return function(p, q)
+
+
+def _infinite_where(t, mask):
+    """t with +inf written where mask holds (q gives no mass where p does)."""
+    t[mask.expand_as(t)] = math.inf
+    return t
+
+
+def _zero_where(t, mask):
+    """t with 0 written where mask holds (p gives no mass: 0 log 0 counts as 0)."""
+    t[mask.expand_as(t)] = 0
+    return t
+
+
+# --- the same family on both sides ------------------------------------------------------------
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p, q):
+    # log(sq/sp) + (sp^2 + (mp - mq)^2) / (2 sq^2) - 1/2, with r = (sp/sq)^2
+    ratio = (p.scale / q.scale).pow(2)
+    shift = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (ratio + shift - 1 - ratio.log())
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p, q):
+    t = p.probs * (p.logits - q.logits)
+    t = _infinite_where(t, q.probs == 0)
+    t = _zero_where(t, p.probs == 0)
+    return t.sum(-1)
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p, q):
+    # log p = -softplus(-logit), log(1 - p) = -softplus(logit)
+    ones = p.probs * (
+        nbgrad.nn.functional.softplus(-q.logits) - nbgrad.nn.functional.softplus(-p.logits)
+    )
+    ones = _zero_where(_infinite_where(ones, q.probs == 0), p.probs == 0)
+    zeros = (1 - p.probs) * (
+        nbgrad.nn.functional.softplus(q.logits) - nbgrad.nn.functional.softplus(p.logits)
+    )
+    zeros = _zero_where(_infinite_where(zeros, q.probs == 1), p.probs == 1)
+    return ones + zeros
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p, q):
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    result[(q.low > p.low) | (q.high < p.high)] = math.inf
+    return result
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    # with r = sp/sq and d = |mp - mq|: -log r + d / sq + r exp(-d / sp) - 1
+    ratio = p.scale / q.scale
+    distance = (p.loc - q.loc).abs()
+    return -ratio.log() + distance / q.scale + ratio * nbgrad.exp(-distance / p.scale) - 1
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    # log(((sp + sq)^2 + (mp - mq)^2) / (4 sp sq))
+    spread = (p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)
+    return spread.log() - (4 * p.scale * q.scale).log()
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    ratio = q.rate / p.rate
+    return -ratio.log() + ratio - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    a, b, c, d = p.concentration, p.rate, q.concentration, q.rate
+    scale_term = c * nbgrad.log(b / d)
+    normalizers = nbgrad.lgamma(c) - nbgrad.lgamma(a)
+    shape_term = (a - c) * nbgrad.digamma(a)
+    rate_term = (d - b) * (a / b)
+    return scale_term + normalizers + shape_term + rate_term
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    a, b = p.concentration, q.concentration
+    total_a = a.sum(-1)
+    normalizers = nbgrad.lgamma(total_a) - nbgrad.lgamma(b.sum(-1))
+    normalizers = normalizers - (nbgrad.lgamma(a) - nbgrad.lgamma(b)).sum(-1)
+    # E_p[log x_i] = digamma(a_i) - digamma(sum a)
+    expected_logs = nbgrad.digamma(a) - nbgrad.digamma(total_a).unsqueeze(-1)
+    return normalizers + ((a - b) * expected_logs).sum(-1)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    # log B(q) - log B(p) + sum over the two concentrations of (a - b) digamma(a), and the
+    # digamma of the total: each concentration read from the distribution where it is used
+    total_p = p.concentration1 + p.concentration0
+    total_q = q.concentration1 + q.concentration0
+    log_beta_q = (
+        nbgrad.lgamma(q.concentration1) + nbgrad.lgamma(q.concentration0) + nbgrad.lgamma(total_p)
+    )
+    log_beta_p = (
+        nbgrad.lgamma(p.concentration1) + nbgrad.lgamma(p.concentration0) + nbgrad.lgamma(total_q)
+    )
+    heads = (p.concentration1 - q.concentration1) * nbgrad.digamma(p.concentration1)
+    tails = (p.concentration0 - q.concentration0) * nbgrad.digamma(p.concentration0)
+    totals = (total_q - total_p) * nbgrad.digamma(total_p)
+    return log_beta_q - log_beta_p + heads + tails + totals
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):
+    # exp is one-to-one: the divergence of the underlying normals
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    # (log det Sq - log det Sp) / 2 + (tr(Sq^-1 Sp) + |Lq^-1 (mq - mp)|^2 - n) / 2
+    if p.event_shape != q.event_shape:
+        raise ValueError(
+            "KL-divergence between two Multivariate Normals with                         "
+            " different event shapes cannot be computed"
+        )
+    lower_p, lower_q = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    n = p.event_shape[0]
+    both = np.broadcast_shapes(tuple(lower_p.shape[:-2]), tuple(lower_q.shape[:-2]))
+    # tr(Sq^-1 Sp) = |Lq^-1 Lp|^2, the sum of the squares of all entries
+    solved = nbgrad.linalg.solve_triangular(
+        lower_q.expand(both + (n, n)), lower_p.expand(both + (n, n)), upper=False
+    )
+    trace = solved.reshape(solved.shape[:-2] + (-1,)).pow(2).sum(-1).reshape(both)
+    distance = _squared_norms_of_solves(lower_q, q.loc - p.loc)
+    return q._half_log_det() - p._half_log_det() + 0.5 * (trace + distance - n)
+
+
+# --- across families --------------------------------------------------------------------------
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    # -H(p) - E_p[log q]: E_p[(x - m)^2] = width^2 / 12 + (center - m)^2
+    width = p.high - p.low
+    spread = width.pow(2) / 12 + ((p.high + p.low - 2 * q.loc) / 2).pow(2)
+    return (q.scale * math.sqrt(2 * math.pi) / width).log() + spread * 0.5 / q.scale.pow(2)
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    # -H(p) + log(2 sq) + E_p|x - mq| / sq, with E|x - mq| the folded normal's mean
+    shift = p.loc - q.loc
+    ratio = p.scale / q.scale
+    folded_mean = p.scale * math.sqrt(2 / math.pi) * nbgrad.exp(
+        (shift / p.scale).pow(2) * -0.5
+    ) + shift * nbgrad.erf(shift / p.scale * (1 / math.sqrt(2)))
+    return -ratio.log() + folded_mean / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Poisson, Bernoulli)
+def _kl_poisson_bernoulli(p, q):
+    # a Poisson puts mass on 2, 3, ... where a Bernoulli puts none
+    shape = nbgrad.broadcast_tensors(p.rate, q.probs)[0].shape
+    return nbgrad.full(shape, math.inf, dtype=p.rate.dtype)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log-normalizer (see exp_family.py), for two members of one
+    family."""
+    if type(p) is not type(q):
+        raise NotImplementedError(
+            "The cross KL-divergence between different exponential families cannot"
+            "                             be computed using Bregman divergences"
+        )
+    leaves, log_normalizer_p, means = p._log_normalizer_and_means()
+    q_params = q._natural_params
+    result = q._log_normalizer(*q_params) - log_normalizer_p
+    for theta_p, theta_q, mean in zip(leaves, q_params, means):
+        result = result - sum_rightmost((theta_q - theta_p) * mean, len(q.event_shape))
+    return result

@@ -1,0 +1,45 @@
+"""LogNormal(loc, scale): exp of a Normal(loc, scale) draw, as a TransformedDistribution."""
+
+from . import constraints
+from .normal import Normal
+from .transformed_distribution import TransformedDistribution
+from .transforms import ExpTransform
+
+__all__ = ["LogNormal"]
+
+
+class LogNormal(TransformedDistribution):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        super().__init__(
+            Normal(loc, scale, validate_args=validate_args),
+            ExpTransform(),
+            validate_args=validate_args,
+        )
+
+    @property
+    def loc(self):
+        return self.base_dist.loc
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
+
+    @property
+    def mean(self):
+        return (self.loc + self.scale.pow(2) / 2).exp()
+
+    @property
+    def mode(self):
+        return (self.loc - self.scale.square()).exp()
+
+    @property
+    def variance(self):
+        variance = self.scale.pow(2)
+        return variance.expm1() * (2 * self.loc + variance).exp()
+
+    def entropy(self):
+        return self.base_dist.entropy() + self.loc

@@ -1,0 +1,378 @@
+"""Transforms: invertible maps y = f(x) between constrained sets, with log |det df/dx|, so that
+the density of y follows from the density of x (TransformedDistribution).
+
+A transform here is described by three functions, `_forward(x)`, `_backward(y)` and
+`log_abs_det_jacobian(x, y)`, and by the sets it maps between (`domain`, `codomain`; their
+event_dim says how many rightmost dimensions form one element). `t.inv` reads the same map
+backwards. With cache_size=1 a transform remembers its last (x, y) pair, so that inverting a value
+it produced gives back the very tensor it came from (no round-off through atanh(tanh(x)))."""
+
+import functools
+import math
+import operator
+from numbers import Number
+
+import numpy as np
+
+import nbgrad
+import nbgrad.nn.functional as F
+
+from . import constraints
+from .utils import sum_rightmost
+
+__all__ = [
+    "AffineTransform",
+    "ComposeTransform",
+    "ExpTransform",
+    "SigmoidTransform",
+    "TanhTransform",
+    "Transform",
+]
+
+
+class Transform:
+    bijective = False
+    _remade_from_class = True  # no parameters: with_cache builds a new one from the class alone
+
+    def __init__(self, cache_size=0):
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size = cache_size
+        self._pair = None  # the last (x, y), kept when cache_size is 1
+
+    def _through_cache(self, given, side, compute):
+        """compute(given), or its partner from the last pair when `given` is that pair's x
+        (side 0) or y (side 1) itself."""
+        if not self._cache_size:
+            return compute(given)
+        if self._pair is not None and self._pair[side] is given:
+            return self._pair[1 - side]
+        found = compute(given)
+        self._pair = (given, found) if side == 0 else (found, given)
+        return found
+
+    def __call__(self, x):
+        return self._through_cache(x, 0, self._forward)
+
+    def _invert(self, y):
+        return self._through_cache(y, 1, self._backward)
+
+    def _forward(self, x):
+        raise NotImplementedError
+
+    def _backward(self, y):
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x, y):
+        raise NotImplementedError
+
+    @property
+    def event_dim(self):
+        dims = {self.domain.event_dim, self.codomain.event_dim}
+        if len(dims) > 1:
+            raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+        return dims.pop()
+
+    @property
+    def sign(self):
+        raise NotImplementedError
+
+    @property
+    def inv(self):
+        return _Inverse(self)
+
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
+        if self._remade_from_class:
+            return type(self)(cache_size=cache_size)
+        raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
+
+    def forward_shape(self, shape):
+        return shape
+
+    def inverse_shape(self, shape):
+        return shape
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class _Inverse(Transform):
+    """t.inv: t's backward map as its forward one; log|det J| is minus t's at the swapped pair."""
+
+    _remade_from_class = False
+
+    def __init__(self, transform):
+        super().__init__(cache_size=transform._cache_size)
+        self._inv = transform
+
+    domain = property(lambda self: self._inv.codomain)
+    codomain = property(lambda self: self._inv.domain)
+    bijective = property(lambda self: self._inv.bijective)
+    sign = property(lambda self: self._inv.sign)
+    inv = property(lambda self: self._inv)
+
+    def __call__(self, y):
+        return self._inv._invert(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+    def with_cache(self, cache_size=1):
+        return self._inv.with_cache(cache_size).inv
+
+    def forward_shape(self, shape):
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self._inv.forward_shape(shape)
+
+    def __eq__(self, other):
+        return isinstance(other, _Inverse) and self._inv == other._inv
+
+    __hash__ = Transform.__hash__
+
+    def __repr__(self):
+        return f"_InverseTransform({self._inv!r})"
+
+
+# --- increasing bijections of the reals, entry by entry -------------------------------------------
+
+
+class _Pointwise(Transform):
+    domain = constraints.real
+    bijective = True
+    sign = 1
+
+    def __eq__(self, other):
+        return type(other) is type(self)
+
+    __hash__ = Transform.__hash__
+
+
+class ExpTransform(_Pointwise):
+    """y = exp(x); log|dy/dx| = x."""
+
+    codomain = constraints.positive
+
+    def _forward(self, x):
+        return nbgrad.exp(x)
+
+    def _backward(self, y):
+        return nbgrad.log(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return x
+
+
+def _eps(t):
+    return float(np.finfo(t.dtype.numpy).eps)
+
+
+class SigmoidTransform(_Pointwise):
+    """y = 1 / (1 + exp(-x)), kept an epsilon inside (0, 1); log|dy/dx| = log y + log(1 - y),
+    written -softplus(-x) - softplus(x) so that it stays finite for large |x|."""
+
+    codomain = constraints.unit_interval
+
+    def _forward(self, x):
+        return nbgrad.sigmoid(x).clamp(min=_eps(x), max=1 - _eps(x))
+
+    def _backward(self, y):
+        inside = y.clamp(min=_eps(y), max=1 - _eps(y))
+        return nbgrad.log(inside) - nbgrad.log1p(-inside)  # the log-odds
+
+    def log_abs_det_jacobian(self, x, y):
+        return -(F.softplus(-x)) - F.softplus(x)
+
+
+class TanhTransform(_Pointwise):
+    """y = tanh(x); log|dy/dx| = log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2x)), a form that
+    stays finite where tanh(x) rounds to 1."""
+
+    codomain = constraints.interval(-1.0, 1.0)
+
+    def _forward(self, x):
+        return nbgrad.tanh(x)
+
+    def _backward(self, y):
+        return nbgrad.atanh(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+
+
+# --- affine maps -----------------------------------------------------------------------------
+
+
+def _shape_of(v):
+    return tuple(v.shape) if isinstance(v, nbgrad.Tensor) else ()
+
+
+def _equal(a, b):
+    if isinstance(a, Number) and isinstance(b, Number):
+        return a == b
+    return bool((nbgrad.as_tensor(a) == nbgrad.as_tensor(b)).all())
+
+
+class AffineTransform(Transform):
+    """y = loc + scale * x, entry by entry; with event_dim > 0 the rightmost dimensions are one
+    element (its log|det J| the sum over them)."""
+
+    bijective = True
+    _remade_from_class = False
+
+    def __init__(self, loc, scale, event_dim=0, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.loc, self.scale, self._event_dim = loc, scale, event_dim
+
+    @property
+    def event_dim(self):
+        return self._event_dim
+
+    @property
+    def domain(self):
+        if not self._event_dim:
+            return constraints.real
+        return constraints.independent(constraints.real, self._event_dim)
+
+    codomain = domain
+
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
+        return AffineTransform(self.loc, self.scale, self._event_dim, cache_size=cache_size)
+
+    @property
+    def sign(self):
+        if isinstance(self.scale, Number):
+            return (self.scale > 0) - (self.scale < 0)
+        return nbgrad.sign(self.scale)
+
+    def _forward(self, x):
+        return self.loc + self.scale * x
+
+    def _backward(self, y):
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x, y):
+        if isinstance(self.scale, Number):
+            log_stretch = nbgrad.full_like(x, math.log(abs(self.scale)))
+        else:
+            log_stretch = nbgrad.log(nbgrad.abs(self.scale))
+        element_shape = tuple(x.shape)[: x.dim() - self._event_dim]
+        return sum_rightmost(log_stretch, self._event_dim).expand(element_shape)
+
+    def forward_shape(self, shape):
+        shapes = (tuple(shape), _shape_of(self.loc), _shape_of(self.scale))
+        return nbgrad.Size(np.broadcast_shapes(*shapes))
+
+    inverse_shape = forward_shape
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, AffineTransform)
+            and _equal(self.loc, other.loc)
+            and _equal(self.scale, other.scale)
+        )
+
+    __hash__ = Transform.__hash__
+
+
+# --- a chain of transforms -------------------------------------------------------------------
+
+
+def _widened(constraint, event_dim):
+    """constraint, with its element made of event_dim rightmost dimensions."""
+    if event_dim > constraint.event_dim:
+        return constraints.independent(constraint, event_dim - constraint.event_dim)
+    return constraint
+
+
+def _element_dims(parts):
+    """The event_dim of the value before each part and after the last: the smallest start that
+    gives every part at least the event_dim its domain needs."""
+    changes = [part.codomain.event_dim - part.domain.event_dim for part in parts]
+    offsets = [0]
+    for change in changes:
+        offsets.append(offsets[-1] + change)
+    start = max([0] + [part.domain.event_dim - offsets[i] for i, part in enumerate(parts)])
+    return [start + offset for offset in offsets]
+
+
+class ComposeTransform(Transform):
+    """parts applied in order: y = parts[-1](...parts[0](x))."""
+
+    _remade_from_class = False
+
+    def __init__(self, parts, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.parts = [part.with_cache(cache_size) for part in parts] if cache_size else parts
+
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
+        return ComposeTransform(self.parts, cache_size=cache_size)
+
+    @property
+    def domain(self):
+        if not self.parts:
+            return constraints.real
+        return _widened(self.parts[0].domain, _element_dims(self.parts)[0])
+
+    @property
+    def codomain(self):
+        if not self.parts:
+            return constraints.real
+        return _widened(self.parts[-1].codomain, _element_dims(self.parts)[-1])
+
+    @property
+    def bijective(self):
+        return all(part.bijective for part in self.parts)
+
+    @property
+    def sign(self):
+        return functools.reduce(operator.mul, (part.sign for part in self.parts), 1)
+
+    @property
+    def inv(self):
+        return ComposeTransform([part.inv for part in self.parts[::-1]])
+
+    def _forward(self, x):
+        return functools.reduce(lambda value, part: part(value), self.parts, x)
+
+    def _backward(self, y):
+        return functools.reduce(lambda value, part: part.inv(value), self.parts[::-1], y)
+
+    def log_abs_det_jacobian(self, x, y):
+        if not self.parts:
+            return nbgrad.zeros_like(x)
+        # the values between the parts, then each part's term summed to the chain's element
+        values = [x]
+        for part in self.parts[:-1]:
+            values.append(part(values[-1]))
+        values.append(y)
+        dims = _element_dims(self.parts)
+        terms = [
+            sum_rightmost(
+                part.log_abs_det_jacobian(values[i], values[i + 1]), dims[i] - part.domain.event_dim
+            )
+            for i, part in enumerate(self.parts)
+        ]
+        return functools.reduce(operator.add, terms)
+
+    def forward_shape(self, shape):
+        return functools.reduce(lambda s, part: part.forward_shape(s), self.parts, shape)
+
+    def inverse_shape(self, shape):
+        return functools.reduce(lambda s, part: part.inverse_shape(s), self.parts[::-1], shape)
+
+    def __eq__(self, other):
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    __hash__ = Transform.__hash__
+
+    def __repr__(self):
+        lines = "".join(f"    {part!r},\n" for part in self.parts).rstrip(",\n")
+        return f"ComposeTransform(\n{lines}\n)" if self.parts else "ComposeTransform(\n)"

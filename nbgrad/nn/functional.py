@@ -22,6 +22,7 @@ from nbgrad.autograd.tensor import Size, Tensor, wrap_dim
 from nbgrad.ops import creation, layer_kernels, nn_kernels
 from nbgrad.ops import functions as ops
 from nbgrad.ops.derivatives import OPS
+from nbgrad.ops.functions import convs
 from nbgrad.random import rng_of
 
 # The element-wise activations are the tensor functions themselves.
@@ -270,41 +271,9 @@ def _conv_transpose(
             f"Input type ({_legacy_name(input)}) and weight type ({_legacy_name(weight)}) should "
             "be the same or input should be a MKLDNN tensor and weight is a dense tensor"
         )
-    if weight.shape[0] % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
-            f"but got weight of size [{_shape_text(weight.shape)}] instead"
-        )
-    if input.shape[1] != weight.shape[0]:
-        raise RuntimeError(
-            f"Given transposed=1, weight of size {_shape_text(weight.shape)}, expected "
-            f"input{_shape_text(input.shape)} to have {weight.shape[0]} channels, but got "
-            f"{input.shape[1]} channels instead"
-        )
-    out_channels = weight.shape[1] * groups
-    if bias is not None and tuple(bias.shape) != (out_channels,):
-        raise RuntimeError(
-            f"Given transposed=1, weight of size {_shape_text(weight.shape)}, expected bias to "
-            f"be 1-dimensional with {out_channels} elements, but got bias of size "
-            f"{_shape_text(bias.shape)} instead"
-        )
-    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
-        labels = {2: ("height", "width"), 3: ("depth", "height", "width")}.get(spatial_dims, ("",))
-        parts = [
-            *(f"output_padding_{w}: {v}" for w, v in zip(labels, output_padding)),
-            *(f"stride_{w}: {v}" for w, v in zip(labels, stride)),
-            *(f"dilation_{w}: {v}" for w, v in zip(labels, dilation)),
-        ]
-        if spatial_dims == 1:
-            parts = [
-                f"output_padding: {output_padding[0]}",
-                f"stride: {stride[0]}",
-                f"dilation: {dilation[0]}",
-            ]
-        raise RuntimeError(
-            "output padding must be smaller than either stride or dilation, but got "
-            + " ".join(parts)
-        )
+    # ATen's checks, shared with torch._convolution (ops/functions/convs.py)
+    convs.check_shapes(input, weight, bias, padding, dilation, True, groups)
+    convs.check_output_padding(output_padding, stride, dilation)
     sizes = [
         layer_kernels.transposed_size(s, k, st, p, d, op)
         for s, k, st, p, d, op in zip(

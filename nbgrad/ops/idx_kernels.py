@@ -128,53 +128,65 @@ ARRAY_FUNCTIONS = {
 # --- and on Tensors: the ops PyTorch's formulas run ---------------------------------------------
 
 
-def tensor_namespace():
-    import nbgrad as nb
+def _run(name, inputs, attrs):
     from nbgrad.autograd.dispatch import run_op
     from nbgrad.ops.derivatives import OPS
 
-    def zeros(sizes, like):
-        return nb.zeros(tuple(sizes), dtype=like.dtype)
+    return run_op(OPS[name], inputs, attrs)
 
-    def unsafe_index_backward(grad, sizes, indices):
-        put = (tuple(indices), True, tuple(grad.shape))
-        return run_op(OPS["unsafe_index_put"], (zeros(sizes, grad), grad), put)
 
-    def unsafe_index_put_zeros(grad, indices, values_sizes):
-        put = (tuple(indices), False, tuple(values_sizes))
-        return run_op(OPS["unsafe_index_put"], (grad, zeros(values_sizes, grad)), put)
+def _zeros(sizes, like):
+    import nbgrad
 
-    def index_put_zeros(grad, indices, values_sizes):
-        put = (tuple(indices), False, tuple(values_sizes))
-        return run_op(OPS["index_put_values"], (grad, zeros(values_sizes, grad)), put)
+    return nbgrad.zeros(tuple(sizes), dtype=like.dtype)
 
-    def unsafe_masked_index_backward(grad, mask, indices, sizes):
-        return run_op(
-            OPS["unsafe_masked_index_put_accumulate"],
-            (zeros(sizes, grad), grad),
-            (mask, tuple(indices), tuple(grad.shape)),
-        )
 
-    def as_strided_scatter_backward(grad, size, stride, storage_offset):
-        # the gradient with zeros scattered over the places src replaced
-        blank = zeros(tuple(size), grad)
-        return grad.contiguous().as_strided_scatter(
-            blank, tuple(size), tuple(stride), storage_offset
-        )
+def unsafe_index_backward_tensor(grad, sizes, indices):
+    put = (tuple(indices), True, tuple(grad.shape))
+    return _run("unsafe_index_put", (_zeros(sizes, grad), grad), put)
 
+
+def unsafe_index_at_tensor(grad, indices):
+    return _run("unsafe_index", (grad,), (tuple(indices),))
+
+
+def unsafe_index_put_zeros_tensor(grad, indices, values_sizes):
+    put = (tuple(indices), False, tuple(values_sizes))
+    return _run("unsafe_index_put", (grad, _zeros(values_sizes, grad)), put)
+
+
+def index_put_zeros_tensor(grad, indices, values_sizes):
+    put = (tuple(indices), False, tuple(values_sizes))
+    return _run("index_put_values", (grad, _zeros(values_sizes, grad)), put)
+
+
+def unsafe_masked_index_backward_tensor(grad, mask, indices, sizes):
+    put = (mask, tuple(indices), tuple(grad.shape))
+    return _run("unsafe_masked_index_put_accumulate", (_zeros(sizes, grad), grad), put)
+
+
+def unsafe_masked_index_at_tensor(grad, mask, indices):
+    return _run("unsafe_masked_index", (grad,), (mask, tuple(indices), 0))
+
+
+def as_strided_scatter_backward_tensor(grad, size, stride, storage_offset):
+    # the gradient with zeros scattered over the places src replaced
+    blank = _zeros(tuple(size), grad)
+    return grad.contiguous().as_strided_scatter(blank, tuple(size), tuple(stride), storage_offset)
+
+
+def as_strided_scatter_source_tensor(grad, size, stride, storage_offset):
+    return grad.contiguous().as_strided(tuple(size), tuple(stride), storage_offset)
+
+
+def tensor_namespace():
     return {
-        "unsafe_index_backward": unsafe_index_backward,
-        "unsafe_index_at": lambda grad, indices: run_op(
-            OPS["unsafe_index"], (grad,), (tuple(indices),)
-        ),
-        "unsafe_index_put_zeros": unsafe_index_put_zeros,
-        "index_put_zeros": index_put_zeros,
-        "unsafe_masked_index_backward": unsafe_masked_index_backward,
-        "unsafe_masked_index_at": lambda grad, mask, indices: run_op(
-            OPS["unsafe_masked_index"], (grad,), (mask, tuple(indices), 0)
-        ),
-        "as_strided_scatter_backward": as_strided_scatter_backward,
-        "as_strided_scatter_source": lambda grad, size, stride, storage_offset: (
-            grad.contiguous().as_strided(tuple(size), tuple(stride), storage_offset)
-        ),
+        "unsafe_index_backward": unsafe_index_backward_tensor,
+        "unsafe_index_at": unsafe_index_at_tensor,
+        "unsafe_index_put_zeros": unsafe_index_put_zeros_tensor,
+        "index_put_zeros": index_put_zeros_tensor,
+        "unsafe_masked_index_backward": unsafe_masked_index_backward_tensor,
+        "unsafe_masked_index_at": unsafe_masked_index_at_tensor,
+        "as_strided_scatter_backward": as_strided_scatter_backward_tensor,
+        "as_strided_scatter_source": as_strided_scatter_source_tensor,
     }

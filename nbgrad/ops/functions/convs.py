@@ -65,7 +65,7 @@ def _check_geometry(stride, padding, dilation, output_padding=None):
         raise RuntimeError("non-positive dilation is not supported")
 
 
-def _check_output_padding(output_padding, stride, dilation):
+def check_output_padding(output_padding, stride, dilation):
     if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
         labels = {2: ("height", "width"), 3: ("depth", "height", "width")}.get(len(stride))
         if labels is None:
@@ -83,7 +83,7 @@ def _check_output_padding(output_padding, stride, dilation):
         )
 
 
-def _check_shapes(input, weight, bias, padding, dilation, transposed, groups):  # noqa: A002
+def check_shapes(input, weight, bias, padding, dilation, transposed, groups):  # noqa: A002
     """ATen's check_shape_forward: input dims, channels, groups, bias size, kernel size."""
     dims = weight.dim()
     if input.dim() != dims:
@@ -178,8 +178,8 @@ def _convolution(
     output_padding = _int_list(output_padding, dims, "output_padding")
     _check_geometry(stride, padding, dilation, output_padding)
     if transposed:
-        _check_output_padding(output_padding, stride, dilation)
-    _check_shapes(input, weight, bias, padding, dilation, bool(transposed), int(groups))
+        check_output_padding(output_padding, stride, dilation)
+    check_shapes(input, weight, bias, padding, dilation, bool(transposed), int(groups))
     _check_same_dtype(input, weight, bias)
     attrs = (
         stride,
@@ -226,7 +226,7 @@ def mkldnn_convolution(self, weight, bias, padding, stride, dilation, groups):
     _check_geometry(stride, padding, dilation)
     for tensor in (self, weight):
         _check_mkldnn_dtype(tensor)
-    _check_shapes(self, weight, bias, padding, dilation, False, int(groups))
+    check_shapes(self, weight, bias, padding, dilation, False, int(groups))
     attrs = (padding, stride, dilation, int(groups), _bias_sizes(bias), False, (0,) * dims)
     return run_op(OPS["mkldnn_convolution"], (self, weight, bias), attrs)
 
@@ -251,7 +251,7 @@ def _nnpack_spatial_convolution(input, weight, bias, padding, stride=1):  # noqa
     padding = _int_list(padding, 2, "padding")
     stride = _int_list(stride, 2, "stride")
     _check_geometry(stride, padding, (1, 1))
-    _check_shapes(input, weight, bias, padding, (1, 1), False, 1)
+    check_shapes(input, weight, bias, padding, (1, 1), False, 1)
     attrs = (padding, stride, _bias_sizes(bias), (1, 1), False, (0, 0), 1)
     return run_op(OPS["_nnpack_spatial_convolution"], (input, weight, bias), attrs)
 

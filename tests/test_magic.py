@@ -48,8 +48,8 @@ def run(shell, cell):
 def test_the_cell_runs_in_the_users_namespace_and_is_recorded(shell, capsys):
     result = run(shell, "%%autograd\n" + PROGRAM + "e\n")
     assert result.success
-    assert float(result.result) == 20.0  # the last expression is the cell's value
-    assert float(shell.user_ns["c"]) == 5.0  # variables remain
+    assert result.result.item() == 20.0  # the last expression is the cell's value
+    assert shell.user_ns["c"].item() == 5.0  # variables remain
     shown = capsys.readouterr().out
     assert "MulBackward0" in shown and "e = c * d" in shown  # the text summary
     trace = nbgrad.last_trace()

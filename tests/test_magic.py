@@ -293,7 +293,7 @@ await asyncio.sleep(0, result=z)
 
 def test_a_cell_with_top_level_await_runs_as_a_plain_cell_and_is_recorded(shell):
     plain = run(shell, AWAITING)  # IPython runs a plain cell with ``await`` as a coroutine
-    assert plain.success and float(plain.result) == 36.0
+    assert plain.success and plain.result.item() == 36.0
     result = run(shell, "%%autograd --no-show\n" + AWAITING)
     assert result.success
     assert float(result.result) == 36.0  # the awaited last expression is the cell's value

@@ -296,7 +296,7 @@ def test_a_cell_with_top_level_await_runs_as_a_plain_cell_and_is_recorded(shell)
     assert plain.success and plain.result.item() == 36.0
     result = run(shell, "%%autograd --no-show\n" + AWAITING)
     assert result.success
-    assert float(result.result) == 36.0  # the awaited last expression is the cell's value
+    assert result.result.item() == 36.0  # the awaited last expression is the cell's value
     assert float(shell.user_ns["x"].grad) == 36.0  # z = 9 x**2: 18 x, one backward in the cell
     trace = nbgrad.last_trace()
     assert trace.error is None and trace.truncated is None

@@ -421,7 +421,7 @@ def test_the_cell_goes_through_ipythons_own_steps_ast_transformers_included(shel
         shell.ast_transformers.remove(transformer)
     assert plain.success and recorded.success
     assert shell.user_ns["plain_value"] == 6
-    assert float(shell.user_ns["w"]) == 6.0  # the literal 3 became 6 in the recorded cell too
+    assert shell.user_ns["w"].item() == 6.0  # the literal 3 became 6 in the recorded cell too
     assert float(shell.user_ns["w"].grad) == 10.0  # and 5 became 10
     assert nbgrad.last_trace().node("MulBackward0").line == 4  # positions are the cell's own
 

@@ -105,7 +105,7 @@ def test_line_and_span_of_an_op_are_known_while_the_block_runs():
     assert span == (mul_line, 13, mul_line + 1, 14)
     # what was read while recording is what the finished trace keeps
     assert (first.line, first.span) == (line, span) and first.code == "b = (a *"
-    assert float(b) == 9.0
+    assert b.item() == 9.0
 
 
 def test_every_intermediate_keeps_its_grad_without_a_warning():

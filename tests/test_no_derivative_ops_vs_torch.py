@@ -185,3 +185,27 @@ def test_searchsorted_with_a_sorter_as_pytorch(torch, call):
         except RuntimeError as error:
             seen.append(str(error))
     assert seen[0] == seen[1]
+
+
+DATA_POINTERS = [
+    "x[1:].data_ptr() - x.data_ptr()",
+    "x.t().data_ptr() == x.data_ptr()",
+    "x.view(2, 6).data_ptr() == x.data_ptr()",
+    "x.clone().data_ptr() == x.data_ptr()",
+    "x[:, 2:].data_ptr() - x.data_ptr()",
+    "x.expand(2, 3, 4).data_ptr() == x.data_ptr()",
+    "T.zeros(0).data_ptr()",
+    "x[3:].data_ptr()",
+    "T.tensor(1.0).data_ptr() != 0",
+]
+
+
+@pytest.mark.parametrize("expression", DATA_POINTERS)
+def test_data_ptr_tells_shared_memory_as_pytorchs(torch, expression):
+    """data_ptr() is the address of a tensor's first element: views share their base's memory
+    (offset by where they start), copies do not."""
+    seen = [
+        eval(expression, {"T": T, "x": T.arange(12.0, dtype=T.float64).reshape(3, 4)})  # noqa: S307
+        for T in (nbgrad, torch)
+    ]
+    assert seen[0] == seen[1]

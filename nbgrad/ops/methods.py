@@ -157,6 +157,8 @@ OPERATORS = {
 # Methods with no function of their own: conversions, and the ``*_as`` spellings.
 METHOD_ONLY = {
     "view_as": lambda self, other: self.view(other._data.shape),
+    # the address of the first element (0 for an empty tensor, as PyTorch's)
+    "data_ptr": lambda self: self._data.ctypes.data if self._data.size else 0,
     "reshape_as": lambda self, other: F.reshape(self, other._data.shape),
     "expand_as": lambda self, other: F.expand(self, other._data.shape),
     "type_as": lambda self, other: F.to_dtype(self, other._dtype),

@@ -10,6 +10,7 @@ table of KL formulas)."""
 from . import constraints, kl
 from .bernoulli import Bernoulli
 from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
@@ -18,6 +19,10 @@ from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_cauchy import HalfCauchy
+from .half_normal import HalfNormal
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
@@ -29,6 +34,7 @@ from .poisson import Poisson
 from .studentT import StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (
+    AbsTransform,
     AffineTransform,
     ComposeTransform,
     ExpTransform,
@@ -41,6 +47,7 @@ from .uniform import Uniform
 __all__ = [
     "Bernoulli",
     "Beta",
+    "Binomial",
     "Categorical",
     "Cauchy",
     "Chi2",
@@ -49,6 +56,10 @@ __all__ = [
     "Exponential",
     "ExponentialFamily",
     "Gamma",
+    "Geometric",
+    "Gumbel",
+    "HalfCauchy",
+    "HalfNormal",
     "Independent",
     "Laplace",
     "LogNormal",
@@ -60,6 +71,7 @@ __all__ = [
     "StudentT",
     "TransformedDistribution",
     "Uniform",
+    "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",

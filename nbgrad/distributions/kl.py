@@ -14,6 +14,7 @@ import nbgrad
 
 from .bernoulli import Bernoulli
 from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .dirichlet import Dirichlet
@@ -21,6 +22,9 @@ from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
 from .log_normal import LogNormal
@@ -28,8 +32,11 @@ from .multivariate_normal import MultivariateNormal, _squared_norms_of_solves
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import sum_rightmost
+
+_EULER_GAMMA = 0.57721566490153286061
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -70,7 +77,10 @@ def _lookup(type_p, type_q):
 def kl_divergence(p, q):
     function = _lookup(type(p), type(q))
     if function is None:
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type "
+            f"{q.__class__.__name__}"
+        )
     return function(p, q)
 
 
@@ -229,6 +239,55 @@ def _kl_mvn_mvn(p, q):
     return q._half_log_det() - p._half_log_det() + 0.5 * (trace + distance - n)
 
 
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    # |x| is one-to-one on each half and both fold the same way: the normals' divergence
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    # the same one-to-one transforms on both sides leave the divergence of the bases unchanged
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return sum_rightmost(
+        kl_divergence(p.base_dist, q.base_dist),
+        len(p.event_shape) - len(p.base_dist.event_shape),
+    )
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    # with r = sp/sq: log(1/r) + (mp - mq)/sq + gamma r + Gamma(1 + r) exp((mq - mp)/sq) - 1 - gamma;
+    # the locations are read in units of q's scale
+    ratio = p.scale / q.scale
+    q_loc, p_loc = q.loc / q.scale, p.loc / q.scale
+    shift_and_log = -ratio.log() - q_loc + p_loc
+    gamma_term = ratio * _EULER_GAMMA
+    moment = nbgrad.exp(q_loc + nbgrad.lgamma(1 + ratio) - p_loc)
+    return shift_and_log + gamma_term + moment - (1 + _EULER_GAMMA)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    # -H(p) - E_p[k] log(1 - q) - log q, with E_p[k] = 1/p - 1: the log(1 - q) terms
+    # combine into -log(1 - q)/p - logit(q)
+    return -p.entropy() - nbgrad.log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    # for one count n: n (p (logit p - logit q) + log(1 - p) - log(1 - q)). A larger count for
+    # p gives mass where q has none; a larger one for q has no closed form here.
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented"
+        )
+    per_trial = p.probs * (p.logits - q.logits) + nbgrad.log1p(-p.probs)
+    result = p.total_count * (per_trial - nbgrad.log1p(-q.probs))
+    return _infinite_where(result, p.total_count > q.total_count)
+
+
 # --- across families --------------------------------------------------------------------------
 
 
@@ -261,6 +320,12 @@ def _kl_poisson_bernoulli(p, q):
     # a Poisson puts mass on 2, 3, ... where a Bernoulli puts none
     shape = nbgrad.broadcast_tensors(p.rate, q.probs)[0].shape
     return nbgrad.full(shape, math.inf, dtype=p.rate.dtype)
+
+
+@register_kl(Poisson, Binomial)
+def _kl_poisson_binomial(p, q):
+    # a Poisson gives mass to counts above any total_count
+    return nbgrad.full_like(p.rate, math.inf)
 
 
 @register_kl(ExponentialFamily, ExponentialFamily)

@@ -21,6 +21,7 @@ from . import constraints
 from .utils import sum_rightmost
 
 __all__ = [
+    "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
@@ -201,6 +202,25 @@ class TanhTransform(_Pointwise):
 
     def log_abs_det_jacobian(self, x, y):
         return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
+
+
+class AbsTransform(Transform):
+    """y = |x|: not one-to-one, so its "inverse" returns y itself (the non-negative preimage),
+    which is what a density folded onto [0, inf) needs (HalfNormal, HalfCauchy)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+
+    def _forward(self, x):
+        return x.abs()
+
+    def _backward(self, y):
+        return y
+
+    def __eq__(self, other):
+        return isinstance(other, AbsTransform)
+
+    __hash__ = Transform.__hash__
 
 
 # --- affine maps -----------------------------------------------------------------------------

@@ -1,0 +1,351 @@
+"""The distributions added after the first set (HalfNormal, HalfCauchy, Gumbel, Binomial,
+Geometric, AbsTransform) against torch.distributions: values, gradients and graphs of what they
+compute, their shapes, reprs and validation errors, and the statistics of their draws."""
+
+import math
+
+import numpy as np
+import pytest
+from graph_compare import structure
+
+import nbgrad
+
+torch = pytest.importorskip("torch")
+
+from distribution_validation import validation_on_in_both_libraries  # noqa: E402, F401
+
+SCALE = np.array([[0.7, 1.3, 2.1], [0.4, 1.0, 0.9]])
+NUMBERS = {  # float leaves that require grad
+    "loc": np.array([[0.3, -1.2, 0.5], [2.0, 0.1, -0.4]]),
+    "loc2": np.array([[-0.2, 0.05, 1.0], [0.25, -0.6, 0.15]]),
+    "scale": SCALE,
+    "scale2": SCALE[::-1].copy() + 0.2,
+    "value": np.array([[0.1, -0.5, 1.7], [1.1, 0.3, -2.0]]),
+    "positive_value": np.array([[0.2, 0.6, 1.8], [1.2, 0.4, 2.1]]),
+    "unit": np.array([[0.1, 0.45, 0.7], [0.93, 0.2, 0.55]]),
+    "unit2": np.array([[0.55, 0.2, 0.93], [0.7, 0.45, 0.1]]),
+}
+CONSTANTS = {  # tensors that never require grad: counts, outcomes
+    "counts": np.array([[0.0, 1.0, 3.0], [2.0, 5.0, 4.0]]),
+    "total": np.array([[5.0, 5.0, 6.0], [2.0, 7.0, 4.0]]),
+    "with_negative": np.array([[0.5, -0.1, 1.0], [0.0, 2.0, -3.0]]),
+}
+
+CASES = [
+    # HalfNormal
+    "D.HalfNormal(scale).log_prob(positive_value)",
+    "D.HalfNormal(2.0).log_prob(positive_value)",
+    "D.HalfNormal(scale, validate_args=False).log_prob(with_negative)",
+    "D.HalfNormal(scale).entropy()",
+    "D.HalfNormal(scale).cdf(positive_value)",
+    "D.HalfNormal(scale).icdf(unit)",
+    "D.HalfNormal(scale).mean",
+    "D.HalfNormal(scale).mode",
+    "D.HalfNormal(scale).variance",
+    "D.HalfNormal(scale).stddev",
+    "D.HalfNormal(scale).expand((4, 2, 3)).log_prob(positive_value)",
+    # HalfCauchy
+    "D.HalfCauchy(scale).log_prob(positive_value)",
+    "D.HalfCauchy(scale, validate_args=False).log_prob(with_negative)",
+    "D.HalfCauchy(scale).entropy()",
+    "D.HalfCauchy(scale).cdf(positive_value)",
+    "D.HalfCauchy(scale).icdf(unit)",
+    "D.HalfCauchy(scale).mean",
+    "D.HalfCauchy(scale).variance",
+    "D.HalfCauchy(scale).mode",
+    # Gumbel
+    "D.Gumbel(loc, scale).log_prob(value)",
+    "D.Gumbel(0.0, 1.0).log_prob(value)",
+    "D.Gumbel(loc, 2.0).log_prob(value)",
+    "D.Gumbel(loc, scale).entropy()",
+    "D.Gumbel(loc, scale).cdf(value)",
+    "D.Gumbel(loc, scale).icdf(unit)",
+    "D.Gumbel(loc, scale).mean",
+    "D.Gumbel(loc, scale).mode",
+    "D.Gumbel(loc, scale).stddev",
+    "D.Gumbel(loc, scale).variance",
+    "D.Gumbel(loc, scale).expand((4, 2, 3)).log_prob(value)",
+    # Binomial
+    "D.Binomial(7, probs=unit).log_prob(counts)",
+    "D.Binomial(total, probs=unit).log_prob(counts)",
+    "D.Binomial(total, logits=value).log_prob(counts)",
+    "D.Binomial(5, logits=value).log_prob(counts)",
+    "D.Binomial(total, probs=unit).logits",
+    "D.Binomial(5, logits=value).probs",
+    "D.Binomial(7, probs=unit).entropy()",
+    "D.Binomial(5, logits=value).entropy()",
+    "D.Binomial(total, probs=unit).mean",
+    "D.Binomial(total, probs=unit).variance",
+    "D.Binomial(total, probs=unit).mode",
+    "D.Binomial(total, probs=unit).total_count",
+    "D.Binomial(7, probs=unit).enumerate_support()",
+    "D.Binomial(7, probs=unit).enumerate_support(expand=False)",
+    "D.Binomial(total, probs=unit).expand((4, 2, 3)).log_prob(counts)",
+    # Geometric
+    "D.Geometric(probs=unit).log_prob(counts)",
+    "D.Geometric(logits=value).log_prob(counts)",
+    "D.Geometric(probs=unit * 0 + 1).log_prob(counts)",
+    "D.Geometric(probs=unit).entropy()",
+    "D.Geometric(logits=value).entropy()",
+    "D.Geometric(probs=unit).mean",
+    "D.Geometric(probs=unit).variance",
+    "D.Geometric(probs=unit).mode",
+    "D.Geometric(logits=value).probs",
+    "D.Geometric(probs=unit).logits",
+    "D.Geometric(probs=unit).expand((4, 2, 3)).log_prob(counts)",
+    # KL divergences
+    "D.kl_divergence(D.HalfNormal(scale), D.HalfNormal(scale2))",
+    "D.kl_divergence(D.Gumbel(loc, scale), D.Gumbel(loc2, scale2))",
+    "D.kl_divergence(D.Gumbel(0.0, scale), D.Gumbel(loc2, 1.5))",
+    "D.kl_divergence(D.Geometric(probs=unit), D.Geometric(probs=unit2))",
+    "D.kl_divergence(D.Geometric(logits=value), D.Geometric(probs=unit))",
+    "D.kl_divergence(D.Binomial(7, probs=unit), D.Binomial(7, logits=value))",
+    "D.kl_divergence(D.Binomial(total, probs=unit), D.Binomial(total - counts.clamp(max=1),"
+    " probs=unit2))",
+    "D.kl_divergence(D.Binomial(5, probs=unit[0, 0]), D.Binomial(4, probs=unit2[0, 0]))",
+    "D.kl_divergence(D.Poisson(scale), D.Binomial(5, probs=unit))",
+    "D.kl_divergence(D.Poisson(scale[0]), D.Binomial(5, probs=unit))",
+    "D.kl_divergence(D.TransformedDistribution(D.Normal(loc, scale), D.ExpTransform()),"
+    " D.TransformedDistribution(D.Normal(loc2, scale2), D.ExpTransform()))",
+    "D.kl_divergence(D.TransformedDistribution(D.Independent(D.Normal(loc, scale), 1),"
+    " [D.ExpTransform()]), D.TransformedDistribution(D.Independent(D.Normal(loc2, scale2), 1),"
+    " [D.ExpTransform()]))",
+    "D.kl_divergence(D.LogNormal(loc, scale), D.TransformedDistribution(D.Normal(loc2, scale2),"
+    " D.ExpTransform()))",
+    # AbsTransform
+    "D.AbsTransform()(value)",
+    "D.AbsTransform().inv(positive_value)",
+    "D.TransformedDistribution(D.Normal(loc, scale), D.AbsTransform()).sample().shape",
+]
+
+
+def run_case(T, case, dtype_name):
+    dtype = getattr(T, dtype_name)
+    leaves = {name: T.tensor(a, dtype=dtype, requires_grad=True) for name, a in NUMBERS.items()}
+    constants = {name: T.tensor(a, dtype=dtype) for name, a in CONSTANTS.items()}
+    out = eval(case, {"T": T, "D": T.distributions, **leaves, **constants})  # noqa: S307
+    if not isinstance(out, T.Tensor):
+        return out, {}
+    grads = {}
+    if out.requires_grad:
+        # a weighted sum, so that every entry's gradient counts separately
+        spread = np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape))
+        finite = T.where(T.isfinite(out), out, T.zeros_like(out))
+        (finite * T.tensor(spread, dtype=dtype)).sum().backward()
+        grads = {name: leaf.grad for name, leaf in leaves.items()}
+    return out, grads
+
+
+def numpy_of(t):
+    return None if t is None else t.detach().numpy()
+
+
+@pytest.mark.parametrize("dtype_name", ["float64", "float32"])
+@pytest.mark.parametrize("case", CASES)
+def test_values_grads_and_graph_match_torch(case, dtype_name):
+    mine, my_grads = run_case(nbgrad, case, dtype_name)
+    real, real_grads = run_case(torch, case, dtype_name)
+    if not isinstance(real, torch.Tensor):
+        assert tuple(mine) == tuple(real)
+        return
+    if dtype_name == "float64":
+        # lgamma (Binomial) in nbgrad's kernels and PyTorch's agree to ~1e-9
+        tolerance = {"rtol": 1e-8, "atol": 1e-10}
+    else:
+        tolerance = {"rtol": 2e-5, "atol": 2e-6}
+    assert str(mine.dtype) == str(real.dtype)
+    assert tuple(mine.shape) == tuple(real.shape)
+    np.testing.assert_allclose(numpy_of(mine), numpy_of(real), equal_nan=True, **tolerance)
+    assert mine.requires_grad == real.requires_grad
+    assert structure(mine.grad_fn) == structure(real.grad_fn)
+    for name in real_grads:
+        assert (my_grads[name] is None) == (real_grads[name] is None), name
+        if real_grads[name] is not None:
+            np.testing.assert_allclose(
+                numpy_of(my_grads[name]), numpy_of(real_grads[name]), err_msg=name, **tolerance
+            )
+
+
+# --- shapes, attributes, reprs ----------------------------------------------------------------
+
+LOC = [[0.3, -1.2, 0.5], [2.0, 0.1, -0.4]]
+SCALES = [[0.7, 1.3, 2.1], [0.4, 1.0, 0.9]]
+DISTRIBUTIONS = {
+    "half_normal": "D.HalfNormal(T.tensor(SCALES))",
+    "half_normal_scalar": "D.HalfNormal(1.5)",
+    "half_cauchy": "D.HalfCauchy(T.tensor(SCALES))",
+    "gumbel": "D.Gumbel(T.tensor(LOC), T.tensor(SCALES))",
+    "gumbel_scalar": "D.Gumbel(0.0, 2.0)",
+    "binomial": "D.Binomial(T.tensor([[3.0], [8.0]]), probs=T.tensor(SCALES) / 3)",
+    "binomial_logits": "D.Binomial(4, logits=T.tensor(LOC))",
+    "binomial_scalar": "D.Binomial(5, probs=0.3)",
+    "binomial_int_count": "D.Binomial(T.tensor([2, 3]), probs=T.tensor([0.2, 0.9]))",
+    "geometric": "D.Geometric(probs=T.tensor(SCALES) / 3)",
+    "geometric_logits": "D.Geometric(logits=T.tensor(LOC))",
+    "geometric_scalar": "D.Geometric(0.25)",
+}
+
+
+def make(T, key):
+    names = {"T": T, "D": T.distributions, "LOC": LOC, "SCALES": SCALES}
+    return eval(DISTRIBUTIONS[key], names)  # noqa: S307
+
+
+def describe(d):
+    # the distribution classes it is one of (nbgrad's mixins for shared code are left out)
+    base = d.__class__.__mro__[-2]
+    seen = {
+        "type": type(d).__name__,
+        "bases": [c.__name__ for c in type(d).__mro__ if issubclass(c, base)],
+        "batch_shape": tuple(d.batch_shape),
+        "event_shape": tuple(d.event_shape),
+        "has_rsample": d.has_rsample,
+        "has_enumerate_support": d.has_enumerate_support,
+        "repr": repr(d),
+        "arg_constraints": {k: repr(v) for k, v in d.arg_constraints.items()},
+        "support": repr(d.support),
+        "support_event_dim": d.support.event_dim,
+        "support_is_discrete": d.support.is_discrete,
+        "validate_args": d._validate_args,
+    }
+    for shape in [(), (5,), (4, 3)]:
+        seen[f"extended {shape}"] = tuple(d._extended_shape(shape))
+    return seen
+
+
+@pytest.mark.parametrize("key", DISTRIBUTIONS)
+def test_shapes_attributes_and_repr_match_torch(key):
+    assert describe(make(nbgrad, key)) == describe(make(torch, key))
+
+
+@pytest.mark.parametrize("key", DISTRIBUTIONS)
+@pytest.mark.parametrize("sample_shape", [(), (5,), (4, 3)])
+def test_sample_shape_dtype_and_graph_match_torch(key, sample_shape):
+    mine, real = make(nbgrad, key), make(torch, key)
+    for method in ["sample"] + (["rsample"] if real.has_rsample else []):
+        a = getattr(mine, method)(sample_shape)
+        b = getattr(real, method)(sample_shape)
+        assert tuple(a.shape) == tuple(b.shape), method
+        assert str(a.dtype) == str(b.dtype), method
+        assert a.requires_grad == b.requires_grad
+
+
+@pytest.mark.parametrize("key", DISTRIBUTIONS)
+def test_expand_matches_torch(key):
+    mine, real = make(nbgrad, key), make(torch, key)
+    new_batch = (3,) + tuple(real.batch_shape)
+    a, b = mine.expand(new_batch), real.expand(new_batch)
+    assert describe(a) == describe(b)
+    assert tuple(a.sample((2,)).shape) == tuple(b.sample((2,)).shape)
+
+
+@pytest.mark.parametrize(
+    ("make_d", "rsample_shape"),
+    [
+        ("D.HalfNormal(scale)", (3,)),
+        ("D.Gumbel(0.0, scale)", ()),
+        ("D.HalfCauchy(scale)", (2,)),
+        ("D.Gumbel(loc, scale)", (3,)),
+        ("D.Gumbel(loc, 2.0)", ()),
+    ],
+)
+def test_rsample_graph_matches_torch(make_d, rsample_shape):
+    def run(T):
+        loc = T.tensor(LOC, requires_grad=True)
+        scale = T.tensor(SCALES, requires_grad=True)
+        d = eval(make_d, {"T": T, "D": T.distributions, "loc": loc, "scale": scale})  # noqa: S307
+        x = d.rsample(rsample_shape)
+        x.sum().backward()
+        return x, {"loc": loc.grad, "scale": scale.grad}
+
+    (mine, my_grads), (real, real_grads) = run(nbgrad), run(torch)
+    assert structure(mine.grad_fn) == structure(real.grad_fn)
+    assert {k: g is None for k, g in my_grads.items()} == {
+        k: g is None for k, g in real_grads.items()
+    }
+
+
+# --- validation ------------------------------------------------------------------------------
+
+ERRORS = [
+    "D.HalfNormal(-1.0)",
+    "D.HalfNormal(T.tensor([1.0, 0.0]))",
+    "D.HalfNormal(1.0).log_prob(T.tensor([-1.0]))",
+    "D.HalfNormal(1.0).cdf(T.tensor([-1.0]))",
+    "D.HalfCauchy(-1.0)",
+    "D.HalfCauchy(1.0).log_prob(T.tensor([-1.0, 2.0]))",
+    "D.Gumbel(0.0, -1.0)",
+    "D.Gumbel(T.tensor([0.0, float('nan')]), 1.0)",
+    "D.Gumbel(0.0, 1.0).log_prob(T.tensor([float('nan')]))",
+    "D.Binomial(-1, probs=T.tensor([0.2, 0.5]))",
+    "D.Binomial(T.tensor([2.5, 5.5]), probs=T.tensor([0.2, 0.5]))",
+    "D.Binomial(5, probs=T.tensor([0.2, 1.5]))",
+    "D.Binomial(5, probs=T.tensor([0.2]), logits=T.tensor([0.2]))",
+    "D.Binomial(5)",
+    "D.Binomial(5, probs=T.tensor([0.2, 0.5])).log_prob(T.tensor([6.0, 1.0]))",
+    "D.Binomial(5, probs=T.tensor([0.2, 0.5])).log_prob(T.tensor([1.5, 1.0]))",
+    "D.Binomial(T.tensor([2.0, 3.0]), probs=T.tensor([0.2, 0.5])).entropy()",
+    "D.Binomial(T.tensor([2.0, 3.0]), probs=T.tensor([0.2, 0.5])).enumerate_support()",
+    "D.Binomial(5, probs=0.5).rsample()",
+    "D.Geometric(probs=T.tensor([-0.5, 1.0]))",
+    "D.Geometric(probs=T.tensor([0.0, 1.0]))",
+    "D.Geometric(probs=0.0)",
+    "D.Geometric(probs=T.tensor([[0.5, 0.0], [0.0, 0.2]]))",
+    "D.Geometric()",
+    "D.Geometric(probs=0.5).log_prob(T.tensor([-1.0]))",
+    "D.Geometric(probs=0.5).log_prob(T.tensor([0.5]))",
+    "D.Geometric(probs=0.5).enumerate_support()",
+    "D.AbsTransform().sign",
+    "D.AbsTransform().log_abs_det_jacobian(T.ones(1), T.ones(1))",
+    "D.kl_divergence(D.HalfNormal(1.0), D.Normal(0.0, 1.0))",
+    "D.kl_divergence(D.Gumbel(0.0, 1.0), D.Laplace(0.0, 1.0))",
+    "D.kl_divergence(D.Binomial(3, probs=0.5), D.Binomial(5, probs=0.5))",
+    "D.kl_divergence(D.TransformedDistribution(D.Normal(0.0, 1.0), D.ExpTransform()),"
+    " D.TransformedDistribution(D.Normal(0.0, 1.0), D.TanhTransform()))",
+    "D.kl_divergence(D.TransformedDistribution(D.Normal(T.zeros(3), 1.0), D.ExpTransform()),"
+    " D.TransformedDistribution(D.Independent(D.Normal(T.zeros(3), 1.0), 1), D.ExpTransform()))",
+]
+
+
+def outcome(T, expression):
+    try:
+        eval(expression, {"T": T, "D": T.distributions})  # noqa: S307
+    except Exception as error:  # noqa: BLE001 - compared as type and message
+        return type(error).__name__, str(error)
+    return "no error", ""
+
+
+@pytest.mark.parametrize("expression", ERRORS)
+def test_errors_match_torch(expression):
+    mine, real = outcome(nbgrad, expression), outcome(torch, expression)
+    assert mine[0] != "no error"
+    assert mine == (real[0], real[1].replace("torch.distributions", "nbgrad.distributions"))
+
+
+def test_validate_args_false_lets_p_zero_through_as_torch_does():
+    for T in (nbgrad, torch):
+        d = T.distributions.Geometric(probs=T.tensor([0.0, 0.5]), validate_args=False)
+        assert math.isinf(float(d.mean[0]))
+
+
+def test_abs_transform_attributes_match_torch():
+    mine, real = nbgrad.distributions.AbsTransform(), torch.distributions.AbsTransform()
+    for t in (mine, real):
+        assert t == type(t)()
+    assert repr(mine) == repr(real)
+    assert (repr(mine.domain), repr(mine.codomain)) == (repr(real.domain), repr(real.codomain))
+    assert mine.bijective == real.bijective is False
+
+
+def test_module_paths_match_torch():
+    for name in [
+        "half_normal.HalfNormal",
+        "half_cauchy.HalfCauchy",
+        "gumbel.Gumbel",
+        "binomial.Binomial",
+        "geometric.Geometric",
+        "transforms.AbsTransform",
+    ]:
+        module, attr = name.split(".")
+        assert hasattr(getattr(torch.distributions, module), attr)
+        assert hasattr(getattr(nbgrad.distributions, module), attr), name

@@ -24,10 +24,15 @@ NUMBERS = {  # float leaves that require grad
     "positive_value": np.array([[0.2, 0.6, 1.8], [1.2, 0.4, 2.1]]),
     "unit": np.array([[0.1, 0.45, 0.7], [0.93, 0.2, 0.55]]),
     "unit2": np.array([[0.55, 0.2, 0.93], [0.7, 0.45, 0.1]]),
+    "logits": np.array([[0.2, -1.0, 2.3, 0.4], [1.5, 1.4, -0.3, 0.0]]),
+    "probs": np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.05, 0.5, 0.2]]),
+    "probs_with_zero": np.array([[0.5, 0.0, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4]]),
 }
 CONSTANTS = {  # tensors that never require grad: counts, outcomes
     "counts": np.array([[0.0, 1.0, 3.0], [2.0, 5.0, 4.0]]),
     "total": np.array([[5.0, 5.0, 6.0], [2.0, 7.0, 4.0]]),
+    "count_vectors": np.array([[1.0, 0.0, 5.0, 2.0], [3.0, 3.0, 0.0, 2.0]]),
+    "count_vectors_with_zero": np.array([[4.0, 0.0, 2.0, 2.0], [1.0, 2.0, 3.0, 2.0]]),
     "with_negative": np.array([[0.5, -0.1, 1.0], [0.0, 2.0, -3.0]]),
 }
 
@@ -93,6 +98,18 @@ CASES = [
     "D.Geometric(logits=value).probs",
     "D.Geometric(probs=unit).logits",
     "D.Geometric(probs=unit).expand((4, 2, 3)).log_prob(counts)",
+    # Multinomial
+    "D.Multinomial(8, logits=logits).log_prob(count_vectors)",
+    "D.Multinomial(8, probs=probs).log_prob(count_vectors)",
+    "D.Multinomial(8, probs=probs_with_zero).log_prob(count_vectors_with_zero)",
+    "D.Multinomial(8, logits=logits[0]).log_prob(count_vectors)",
+    "D.Multinomial(8, probs=probs).mean",
+    "D.Multinomial(8, logits=logits).variance",
+    "D.Multinomial(8, probs=probs).entropy()",
+    "D.Multinomial(3, logits=logits).entropy()",
+    "D.Multinomial(8, probs=probs).probs",
+    "D.Multinomial(8, probs=probs).logits",
+    "D.Multinomial(8, logits=logits).expand((3, 2)).log_prob(count_vectors)",
     # KL divergences
     "D.kl_divergence(D.HalfNormal(scale), D.HalfNormal(scale2))",
     "D.kl_divergence(D.Gumbel(loc, scale), D.Gumbel(loc2, scale2))",
@@ -183,6 +200,8 @@ DISTRIBUTIONS = {
     "geometric": "D.Geometric(probs=T.tensor(SCALES) / 3)",
     "geometric_logits": "D.Geometric(logits=T.tensor(LOC))",
     "geometric_scalar": "D.Geometric(0.25)",
+    "multinomial": "D.Multinomial(6, probs=T.tensor(SCALES) / 3)",
+    "multinomial_1d": "D.Multinomial(10, logits=T.tensor(LOC[0]))",
 }
 
 
@@ -295,6 +314,14 @@ ERRORS = [
     "D.Geometric(probs=0.5).log_prob(T.tensor([-1.0]))",
     "D.Geometric(probs=0.5).log_prob(T.tensor([0.5]))",
     "D.Geometric(probs=0.5).enumerate_support()",
+    "D.Multinomial(T.tensor(4), probs=T.tensor([0.5, 0.5]))",
+    "D.Multinomial(4, probs=T.tensor(0.5))",
+    "D.Multinomial(4, probs=T.tensor([0.5, -0.5]))",
+    "D.Multinomial(4)",
+    "D.Multinomial(4, probs=T.tensor([0.5, 0.5])).log_prob(T.tensor([3.0, 2.0]))",
+    "D.Multinomial(4, probs=T.tensor([0.5, 0.5])).log_prob(T.tensor([-1.0, 2.0]))",
+    "D.Multinomial(4, probs=T.tensor([0.5, 0.5])).log_prob(T.tensor([1.0, 2.0, 1.0]))",
+    "D.Multinomial(4, probs=T.tensor([0.5, 0.5])).mode",
     "D.AbsTransform().sign",
     "D.AbsTransform().log_abs_det_jacobian(T.ones(1), T.ones(1))",
     "D.kl_divergence(D.HalfNormal(1.0), D.Normal(0.0, 1.0))",
@@ -344,6 +371,8 @@ def test_module_paths_match_torch():
         "gumbel.Gumbel",
         "binomial.Binomial",
         "geometric.Geometric",
+        "multinomial.Multinomial",
+        "constraints.multinomial",
         "transforms.AbsTransform",
     ]:
         module, attr = name.split(".")

@@ -24,6 +24,7 @@ __all__ = [
     "is_dependent",
     "less_than",
     "lower_cholesky",
+    "multinomial",
     "nonnegative",
     "nonnegative_integer",
     "one_hot",
@@ -155,6 +156,15 @@ simplex = _with_folded(Constraint("Simplex()", _on_simplex, 1), 1)
 one_hot = _with_folded(Constraint("OneHot()", _is_one_hot, 1, is_discrete=True), 1)
 lower_cholesky = _with_folded(Constraint("LowerCholesky()", _is_lower_cholesky, 2), 2)
 positive_definite = _with_folded(Constraint("PositiveDefinite()", _is_positive_definite, 2), 2)
+
+
+def multinomial(upper_bound):
+    """Vectors of non-negative counts adding up to at most upper_bound (a Multinomial's draws)."""
+
+    def counts_within(x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= upper_bound)
+
+    return _with_folded(Constraint("Multinomial()", counts_within, 1, is_discrete=True), 1)
 
 
 def independent(base, reinterpreted_batch_ndims):

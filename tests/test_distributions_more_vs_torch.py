@@ -378,3 +378,73 @@ def test_module_paths_match_torch():
         module, attr = name.split(".")
         assert hasattr(getattr(torch.distributions, module), attr)
         assert hasattr(getattr(nbgrad.distributions, module), attr), name
+
+
+# --- statistics of samples (nbgrad draws its own numbers; the moments are the textbook ones) ---
+
+N = 40_000
+EULER_GAMMA = 0.5772156649015329
+
+
+def within(sample_mean, mean, std, n=N, sigmas=5.0):
+    """A sample mean within 5 standard errors of the true mean."""
+    return abs(sample_mean - mean) < sigmas * std / math.sqrt(n)
+
+
+def test_half_normal_and_half_cauchy_samples_are_folded():
+    nbgrad.manual_seed(3)
+    D = nbgrad.distributions
+    for method in ("sample", "rsample"):
+        x = getattr(D.HalfNormal(nbgrad.tensor([0.5, 2.0])), method)((N,)).numpy()
+        assert (x >= 0).all()
+        for j, s in enumerate([0.5, 2.0]):
+            # E|X| = s sqrt(2/pi), Var|X| = s^2 (1 - 2/pi)
+            assert within(
+                x[:, j].mean(), s * math.sqrt(2 / math.pi), s * math.sqrt(1 - 2 / math.pi)
+            )
+        y = getattr(D.HalfCauchy(nbgrad.tensor(3.0)), method)((N,)).numpy()
+        # the median of |X| is the scale: P(|X| <= s) = 2 atan(1) / pi = 1/2
+        assert (y >= 0).all() and within((y <= 3.0).mean(), 0.5, 0.5)
+
+
+def test_gumbel_samples_have_its_mean_and_std():
+    nbgrad.manual_seed(4)
+    loc, scale = nbgrad.tensor([1.0, -2.0]), nbgrad.tensor([0.5, 3.0])
+    x = nbgrad.distributions.Gumbel(loc, scale).rsample((N,)).numpy().astype(float)
+    for j, (m, s) in enumerate([(1.0, 0.5), (-2.0, 3.0)]):
+        std = math.pi / math.sqrt(6) * s
+        assert within(x[:, j].mean(), m + EULER_GAMMA * s, std)
+        assert abs(x[:, j].std() / std - 1) < 0.05
+        # the cdf exp(-exp(-z)) at the mode (z = 0) is 1/e
+        assert within((x[:, j] <= m).mean(), math.exp(-1), 0.5)
+
+
+def test_binomial_samples_count_successes_up_to_each_total():
+    nbgrad.manual_seed(5)
+    total, p = np.array([3.0, 10.0, 0.0]), np.array([0.3, 0.75, 0.5])
+    d = nbgrad.distributions.Binomial(nbgrad.tensor(total), probs=nbgrad.tensor(p))
+    x = d.sample((N,)).numpy()
+    assert x.shape == (N, 3) and (x % 1 == 0).all() and (x >= 0).all() and (x <= total).all()
+    for j in range(3):
+        assert within(x[:, j].mean(), total[j] * p[j], math.sqrt(total[j] * p[j] * (1 - p[j])) + 1e-12)
+
+
+def test_geometric_samples_count_failures_before_a_success():
+    nbgrad.manual_seed(6)
+    p = np.array([0.2, 0.9])
+    x = nbgrad.distributions.Geometric(probs=nbgrad.tensor(p)).sample((N,)).numpy()
+    assert (x % 1 == 0).all() and (x >= 0).all()
+    for j in range(2):
+        assert within(x[:, j].mean(), (1 - p[j]) / p[j], math.sqrt(1 - p[j]) / p[j])
+        assert within((x[:, j] == 0).mean(), p[j], math.sqrt(p[j] * (1 - p[j])))
+
+
+def test_multinomial_samples_add_up_to_the_total_count():
+    nbgrad.manual_seed(7)
+    probs = np.array([[0.1, 0.2, 0.7], [0.5, 0.0, 0.5]])
+    x = nbgrad.distributions.Multinomial(5, probs=nbgrad.tensor(probs)).sample((N,)).numpy()
+    assert x.shape == (N, 2, 3) and (x.sum(-1) == 5).all()
+    for row in range(2):
+        for k in range(3):
+            p = probs[row, k]
+            assert within(x[:, row, k].mean(), 5 * p, math.sqrt(5 * p * (1 - p)) + 1e-12)

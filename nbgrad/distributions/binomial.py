@@ -57,9 +57,7 @@ class Binomial(ProbsOrLogits, Distribution):
         """The one total_count of every distribution in the batch (enumerating needs one)."""
         most = int(self.total_count.max().item()) if self.total_count.numel() else 0
         if not bool((self.total_count == most).all()):
-            raise NotImplementedError(
-                f"Inhomogeneous total count not supported by `{needed_by}`."
-            )
+            raise NotImplementedError(f"Inhomogeneous total count not supported by `{needed_by}`.")
         return most
 
     def sample(self, sample_shape=()):

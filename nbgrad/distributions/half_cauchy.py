@@ -1,5 +1,5 @@
-"""HalfCauchy(scale): |x| for x drawn from Cauchy(0, scale), density 2 / (pi scale (1 + (x/scale)^2))
-on x >= 0; its mean and variance are infinite."""
+"""HalfCauchy(scale): |x| for x drawn from Cauchy(0, scale), density
+2 / (pi scale (1 + (x / scale)^2)) on x >= 0; its mean and variance are infinite."""
 
 import math
 

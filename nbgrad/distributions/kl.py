@@ -258,8 +258,8 @@ def _kl_transformed_transformed(p, q):
 
 @register_kl(Gumbel, Gumbel)
 def _kl_gumbel_gumbel(p, q):
-    # with r = sp/sq: log(1/r) + (mp - mq)/sq + gamma r + Gamma(1 + r) exp((mq - mp)/sq) - 1 - gamma;
-    # the locations are read in units of q's scale
+    # with r = sp/sq: log(1/r) + (mp - mq)/sq + gamma r + Gamma(1 + r) exp((mq - mp)/sq)
+    # - 1 - gamma; the locations are read in units of q's scale
     ratio = p.scale / q.scale
     q_loc, p_loc = q.loc / q.scale, p.loc / q.scale
     shift_and_log = -ratio.log() - q_loc + p_loc

@@ -26,6 +26,9 @@ NUMBERS = {  # float leaves that require grad
     "unit2": np.array([[0.55, 0.2, 0.93], [0.7, 0.45, 0.1]]),
     "logits": np.array([[0.2, -1.0, 2.3, 0.4], [1.5, 1.4, -0.3, 0.0]]),
     "probs": np.array([[0.1, 0.2, 0.3, 0.4], [0.25, 0.05, 0.5, 0.2]]),
+    "probs2": np.array([[0.3, 0.3, 0.2, 0.2], [0.05, 0.15, 0.7, 0.1]]),
+    "logits2": np.array([[-0.3, 0.8, 0.1, 1.2], [0.0, -2.0, 0.6, 0.9]]),
+    "temperature": np.array([[0.3], [1.7]]),
     "probs_with_zero": np.array([[0.5, 0.0, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4]]),
 }
 CONSTANTS = {  # tensors that never require grad: counts, outcomes
@@ -110,6 +113,24 @@ CASES = [
     "D.Multinomial(8, probs=probs).probs",
     "D.Multinomial(8, probs=probs).logits",
     "D.Multinomial(8, logits=logits).expand((3, 2)).log_prob(count_vectors)",
+    # RelaxedBernoulli and its logit
+    "D.RelaxedBernoulli(T.tensor(0.5, dtype=unit.dtype), probs=unit).log_prob(unit2)",
+    "D.RelaxedBernoulli(T.tensor(2.0, dtype=unit.dtype), logits=value).log_prob(unit2)",
+    "D.RelaxedBernoulli(temperature, logits=value).log_prob(unit2)",
+    "D.RelaxedBernoulli(temperature, probs=unit).logits",
+    "D.RelaxedBernoulli(temperature, logits=value).probs",
+    "D.RelaxedBernoulli(temperature, logits=value).temperature",
+    "D.relaxed_bernoulli.LogitRelaxedBernoulli(temperature, probs=unit).log_prob(value)",
+    "D.relaxed_bernoulli.LogitRelaxedBernoulli(temperature, logits=value).log_prob(loc)",
+    "D.RelaxedBernoulli(temperature, probs=unit).expand((4, 2, 3)).log_prob(unit2)",
+    # RelaxedOneHotCategorical and its log
+    "D.RelaxedOneHotCategorical(T.tensor(0.5, dtype=probs.dtype), probs=probs).log_prob(probs2)",
+    "D.RelaxedOneHotCategorical(temperature, logits=logits).log_prob(probs2)",
+    "D.RelaxedOneHotCategorical(temperature[0], logits=logits[0]).log_prob(probs2)",
+    "D.RelaxedOneHotCategorical(temperature, logits=logits).probs",
+    "D.RelaxedOneHotCategorical(temperature, probs=probs).logits",
+    "D.relaxed_categorical.ExpRelaxedCategorical(temperature, logits=logits).log_prob(logits2)",
+    "D.RelaxedOneHotCategorical(temperature[1, 0], logits=logits).expand((3, 2)).log_prob(probs2)",
     # KL divergences
     "D.kl_divergence(D.HalfNormal(scale), D.HalfNormal(scale2))",
     "D.kl_divergence(D.Gumbel(loc, scale), D.Gumbel(loc2, scale2))",
@@ -200,6 +221,16 @@ DISTRIBUTIONS = {
     "geometric": "D.Geometric(probs=T.tensor(SCALES) / 3)",
     "geometric_logits": "D.Geometric(logits=T.tensor(LOC))",
     "geometric_scalar": "D.Geometric(0.25)",
+    "relaxed_bernoulli": "D.RelaxedBernoulli(T.tensor(0.5), probs=T.tensor(SCALES) / 3)",
+    "relaxed_bernoulli_logits": "D.RelaxedBernoulli(T.tensor([[0.2], [2.0]]),"
+    " logits=T.tensor(LOC))",
+    "logit_relaxed_bernoulli": "D.relaxed_bernoulli.LogitRelaxedBernoulli(T.tensor(0.5),"
+    " logits=T.tensor(LOC))",
+    "relaxed_one_hot": "D.RelaxedOneHotCategorical(T.tensor(0.5), logits=T.tensor(LOC))",
+    "relaxed_one_hot_probs": "D.RelaxedOneHotCategorical(T.tensor(1.5),"
+    " probs=T.tensor(SCALES).softmax(-1)[0])",
+    "exp_relaxed_categorical": "D.relaxed_categorical.ExpRelaxedCategorical(T.tensor(0.5),"
+    " logits=T.tensor(LOC))",
     "multinomial": "D.Multinomial(6, probs=T.tensor(SCALES) / 3)",
     "multinomial_1d": "D.Multinomial(10, logits=T.tensor(LOC[0]))",
 }
@@ -266,6 +297,11 @@ def test_expand_matches_torch(key):
         ("D.HalfCauchy(scale)", (2,)),
         ("D.Gumbel(loc, scale)", (3,)),
         ("D.Gumbel(loc, 2.0)", ()),
+        ("D.RelaxedBernoulli(T.tensor(0.5), logits=loc)", (3,)),
+        ("D.RelaxedBernoulli(T.tensor(0.5), probs=scale / 3)", ()),
+        ("D.relaxed_bernoulli.LogitRelaxedBernoulli(T.tensor(0.5), logits=loc)", (2,)),
+        ("D.RelaxedOneHotCategorical(T.tensor(0.5), logits=loc)", (3,)),
+        ("D.RelaxedOneHotCategorical(T.tensor(0.5), probs=scale / scale.sum(-1, True))", ()),
     ],
 )
 def test_rsample_graph_matches_torch(make_d, rsample_shape):
@@ -322,6 +358,15 @@ ERRORS = [
     "D.Multinomial(4, probs=T.tensor([0.5, 0.5])).log_prob(T.tensor([-1.0, 2.0]))",
     "D.Multinomial(4, probs=T.tensor([0.5, 0.5])).log_prob(T.tensor([1.0, 2.0, 1.0]))",
     "D.Multinomial(4, probs=T.tensor([0.5, 0.5])).mode",
+    "D.RelaxedBernoulli(T.tensor(0.5), probs=T.tensor([0.5, 1.5]))",
+    "D.RelaxedBernoulli(T.tensor(0.5))",
+    "D.RelaxedBernoulli(T.tensor(0.5), probs=T.tensor([0.5])).log_prob(T.tensor([1.5]))",
+    "D.RelaxedBernoulli(T.tensor(0.5), probs=T.tensor([0.5])).mean",
+    "D.RelaxedOneHotCategorical(T.tensor(0.5), probs=T.tensor([0.5, -0.5]))",
+    "D.RelaxedOneHotCategorical(T.tensor(0.5), probs=T.tensor(0.5))",
+    "D.RelaxedOneHotCategorical(T.tensor(0.5), logits=T.zeros(3))"
+    ".log_prob(T.tensor([0.5, 0.6, 0.1]))",
+    "D.RelaxedOneHotCategorical(T.tensor(0.5), logits=T.zeros(3)).log_prob(T.tensor([0.5, 0.5]))",
     "D.AbsTransform().sign",
     "D.AbsTransform().log_abs_det_jacobian(T.ones(1), T.ones(1))",
     "D.kl_divergence(D.HalfNormal(1.0), D.Normal(0.0, 1.0))",
@@ -374,6 +419,10 @@ def test_module_paths_match_torch():
         "multinomial.Multinomial",
         "constraints.multinomial",
         "transforms.AbsTransform",
+        "relaxed_bernoulli.RelaxedBernoulli",
+        "relaxed_bernoulli.LogitRelaxedBernoulli",
+        "relaxed_categorical.RelaxedOneHotCategorical",
+        "relaxed_categorical.ExpRelaxedCategorical",
     ]:
         module, attr = name.split(".")
         assert hasattr(getattr(torch.distributions, module), attr)
@@ -449,3 +498,27 @@ def test_multinomial_samples_add_up_to_the_total_count():
         for k in range(3):
             p = probs[row, k]
             assert within(x[:, row, k].mean(), 5 * p, math.sqrt(5 * p * (1 - p)) + 1e-12)
+
+
+def test_relaxed_bernoulli_draws_exceed_one_half_with_probability_p():
+    # sigmoid((logit p + L) / t) > 1/2 exactly when L > -logit p, which has probability p
+    nbgrad.manual_seed(8)
+    p = np.array([0.2, 0.9])
+    d = nbgrad.distributions.RelaxedBernoulli(nbgrad.tensor(0.3), probs=nbgrad.tensor(p))
+    x = d.rsample((N,)).numpy()
+    assert ((x > 0) & (x < 1)).all()
+    for j in range(2):
+        assert within((x[:, j] > 0.5).mean(), p[j], math.sqrt(p[j] * (1 - p[j])))
+
+
+def test_relaxed_one_hot_draws_lie_on_the_simplex_and_peak_as_the_categorical():
+    # the largest coordinate is the Gumbel-max draw: outcome k with probability p_k
+    nbgrad.manual_seed(9)
+    probs = np.array([0.1, 0.3, 0.6])
+    d = nbgrad.distributions.RelaxedOneHotCategorical(
+        nbgrad.tensor(0.5), probs=nbgrad.tensor(probs)
+    )
+    x = d.rsample((N,)).numpy().astype(float)
+    np.testing.assert_allclose(x.sum(-1), 1.0, rtol=1e-5)
+    for k in range(3):
+        assert within((x.argmax(-1) == k).mean(), probs[k], math.sqrt(probs[k] * (1 - probs[k])))

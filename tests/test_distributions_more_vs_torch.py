@@ -30,12 +30,18 @@ NUMBERS = {  # float leaves that require grad
     "logits2": np.array([[-0.3, 0.8, 0.1, 1.2], [0.0, -2.0, 0.6, 0.9]]),
     "temperature": np.array([[0.3], [1.7]]),
     "probs_with_zero": np.array([[0.5, 0.0, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4]]),
+    "factor": np.array([[1.0, 0.5], [0.2, -0.3], [0.4, 0.8]]),
+    "factor_batch": np.array(
+        [[[1.0, 0.5], [0.2, -0.3], [0.4, 0.8]], [[0.1, 0.0], [0.7, 0.2], [-0.5, 0.3]]]
+    ),
 }
 CONSTANTS = {  # tensors that never require grad: counts, outcomes
     "counts": np.array([[0.0, 1.0, 3.0], [2.0, 5.0, 4.0]]),
     "total": np.array([[5.0, 5.0, 6.0], [2.0, 7.0, 4.0]]),
     "count_vectors": np.array([[1.0, 0.0, 5.0, 2.0], [3.0, 3.0, 0.0, 2.0]]),
     "count_vectors_with_zero": np.array([[4.0, 0.0, 2.0, 2.0], [1.0, 2.0, 3.0, 2.0]]),
+    "vector_batch": np.array([[[0.1, -0.5, 1.7], [1.1, 0.3, -2.0]]] * 4)
+    * np.arange(1, 5)[:, None, None],
     "with_negative": np.array([[0.5, -0.1, 1.0], [0.0, 2.0, -3.0]]),
 }
 
@@ -131,6 +137,23 @@ CASES = [
     "D.RelaxedOneHotCategorical(temperature, probs=probs).logits",
     "D.relaxed_categorical.ExpRelaxedCategorical(temperature, logits=logits).log_prob(logits2)",
     "D.RelaxedOneHotCategorical(temperature[1, 0], logits=logits).expand((3, 2)).log_prob(probs2)",
+    # LowRankMultivariateNormal
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).log_prob(value)",
+    "D.LowRankMultivariateNormal(loc, factor, scale).log_prob(value)",
+    "D.LowRankMultivariateNormal(loc[0], factor_batch, scale[0]).log_prob(vector_batch)",
+    "D.LowRankMultivariateNormal(loc, factor[:, :1], scale).log_prob(value[0])",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).entropy()",
+    "D.LowRankMultivariateNormal(loc[0], factor, scale[0]).entropy()",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).variance",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).mean",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).covariance_matrix",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).precision_matrix",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).scale_tril",
+    "D.LowRankMultivariateNormal(loc[0], factor_batch, scale).scale_tril",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).loc",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).cov_factor",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).cov_diag",
+    "D.LowRankMultivariateNormal(loc, factor, scale[0]).expand((4, 2)).log_prob(value)",
     # KL divergences
     "D.kl_divergence(D.HalfNormal(scale), D.HalfNormal(scale2))",
     "D.kl_divergence(D.Gumbel(loc, scale), D.Gumbel(loc2, scale2))",
@@ -231,6 +254,9 @@ DISTRIBUTIONS = {
     " probs=T.tensor(SCALES).softmax(-1)[0])",
     "exp_relaxed_categorical": "D.relaxed_categorical.ExpRelaxedCategorical(T.tensor(0.5),"
     " logits=T.tensor(LOC))",
+    "low_rank": "D.LowRankMultivariateNormal(T.tensor(LOC), T.ones(3, 2), T.tensor(SCALES[0]))",
+    "low_rank_batch_factor": "D.LowRankMultivariateNormal(T.tensor(LOC[0]),"
+    " T.ones(4, 1, 3, 2), T.tensor(SCALES))",
     "multinomial": "D.Multinomial(6, probs=T.tensor(SCALES) / 3)",
     "multinomial_1d": "D.Multinomial(10, logits=T.tensor(LOC[0]))",
 }
@@ -297,6 +323,8 @@ def test_expand_matches_torch(key):
         ("D.HalfCauchy(scale)", (2,)),
         ("D.Gumbel(loc, scale)", (3,)),
         ("D.Gumbel(loc, 2.0)", ()),
+        ("D.LowRankMultivariateNormal(loc, T.ones(3, 2), scale[0])", (3,)),
+        ("D.LowRankMultivariateNormal(loc[0], T.ones(3, 1), scale)", ()),
         ("D.RelaxedBernoulli(T.tensor(0.5), logits=loc)", (3,)),
         ("D.RelaxedBernoulli(T.tensor(0.5), probs=scale / 3)", ()),
         ("D.relaxed_bernoulli.LogitRelaxedBernoulli(T.tensor(0.5), logits=loc)", (2,)),
@@ -367,6 +395,11 @@ ERRORS = [
     "D.RelaxedOneHotCategorical(T.tensor(0.5), logits=T.zeros(3))"
     ".log_prob(T.tensor([0.5, 0.6, 0.1]))",
     "D.RelaxedOneHotCategorical(T.tensor(0.5), logits=T.zeros(3)).log_prob(T.tensor([0.5, 0.5]))",
+    "D.LowRankMultivariateNormal(T.tensor(0.0), T.ones(3, 2), T.ones(3))",
+    "D.LowRankMultivariateNormal(T.zeros(3), T.ones(3), T.ones(3))",
+    "D.LowRankMultivariateNormal(T.zeros(3), T.ones(2, 2), T.ones(3))",
+    "D.LowRankMultivariateNormal(T.zeros(3), T.ones(3, 2), T.ones(2))",
+    "D.LowRankMultivariateNormal(T.zeros(3), T.ones(3, 2), T.ones(3)).log_prob(T.zeros(2))",
     "D.AbsTransform().sign",
     "D.AbsTransform().log_abs_det_jacobian(T.ones(1), T.ones(1))",
     "D.kl_divergence(D.HalfNormal(1.0), D.Normal(0.0, 1.0))",
@@ -417,6 +450,7 @@ def test_module_paths_match_torch():
         "binomial.Binomial",
         "geometric.Geometric",
         "multinomial.Multinomial",
+        "lowrank_multivariate_normal.LowRankMultivariateNormal",
         "constraints.multinomial",
         "transforms.AbsTransform",
         "relaxed_bernoulli.RelaxedBernoulli",
@@ -522,3 +556,34 @@ def test_relaxed_one_hot_draws_lie_on_the_simplex_and_peak_as_the_categorical():
     np.testing.assert_allclose(x.sum(-1), 1.0, rtol=1e-5)
     for k in range(3):
         assert within((x.argmax(-1) == k).mean(), probs[k], math.sqrt(probs[k] * (1 - probs[k])))
+
+
+def test_low_rank_normal_samples_have_its_mean_and_covariance():
+    nbgrad.manual_seed(10)
+    loc = np.array([1.0, -1.0, 0.5])
+    factor = np.array([[1.0, 0.5], [0.2, -0.3], [0.4, 0.8]])
+    diag = np.array([0.7, 1.3, 0.2])
+    d = nbgrad.distributions.LowRankMultivariateNormal(
+        nbgrad.tensor(loc), nbgrad.tensor(factor), nbgrad.tensor(diag)
+    )
+    x = d.rsample((N,)).numpy().astype(float)
+    covariance = factor @ factor.T + np.diag(diag)
+    for j in range(3):
+        assert within(x[:, j].mean(), loc[j], math.sqrt(covariance[j, j]))
+    np.testing.assert_allclose(np.cov(x.T), covariance, atol=0.05)
+
+
+def test_adding_into_a_strided_slice_of_width_one_in_place_matches_torch():
+    """LowRankMultivariateNormal with a rank-1 factor adds 1 to the diagonal of 1 x 1 matrices
+    through `flat[:, ::2] += 1`: the slice is written back onto itself (its size-1 dimension's
+    stride differs from the flat view's, which does not make it a partial overlap)."""
+    results = []
+    for T in (nbgrad, torch):
+        w = T.tensor([[[2.0]], [[3.0]]], requires_grad=True)
+        square = w * 1
+        square.view(-1, 1)[:, ::2] += 1
+        square.sum().backward()
+        results.append((square.detach().numpy(), structure(square.grad_fn), w.grad.numpy()))
+    np.testing.assert_array_equal(results[0][0], [[[3.0]], [[4.0]]])
+    assert results[0][1] == results[1][1]
+    np.testing.assert_array_equal(results[0][2], results[1][2])

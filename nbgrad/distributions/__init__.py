@@ -27,6 +27,7 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
@@ -66,6 +67,7 @@ __all__ = [
     "Independent",
     "Laplace",
     "LogNormal",
+    "LowRankMultivariateNormal",
     "Multinomial",
     "MultivariateNormal",
     "Normal",

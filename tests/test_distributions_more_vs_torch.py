@@ -154,6 +154,26 @@ CASES = [
     "D.LowRankMultivariateNormal(loc, factor, scale[0]).cov_factor",
     "D.LowRankMultivariateNormal(loc, factor, scale[0]).cov_diag",
     "D.LowRankMultivariateNormal(loc, factor, scale[0]).expand((4, 2)).log_prob(value)",
+    # MixtureSameFamily
+    "D.MixtureSameFamily(D.Categorical(logits=logits), D.Normal(loc2.repeat(1, 2)[:, :4],"
+    " scale2.repeat(1, 2)[:, :4])).log_prob(value[:, 0])",
+    "D.MixtureSameFamily(D.Categorical(logits=logits[0]),"
+    " D.Normal(loc.repeat(1, 2)[:, :4], scale.repeat(1, 2)[:, :4])).log_prob(vector_batch[..., 0])",
+    "D.MixtureSameFamily(D.Categorical(probs=probs), D.Normal(logits, probs + 0.5)).mean",
+    "D.MixtureSameFamily(D.Categorical(probs=probs), D.Normal(logits, probs + 0.5)).variance",
+    "D.MixtureSameFamily(D.Categorical(probs=probs), D.Normal(logits, probs + 0.5)).stddev",
+    "D.MixtureSameFamily(D.Categorical(probs=probs), D.Normal(logits, probs + 0.5))"
+    ".cdf(value[:, 1])",
+    "D.MixtureSameFamily(D.Categorical(logits=logits), D.Independent(D.Normal(logits.unsqueeze(-1)"
+    ".expand(2, 4, 3), probs.unsqueeze(-1) + scale.unsqueeze(1)), 1)).log_prob(value)",
+    "D.MixtureSameFamily(D.Categorical(logits=logits), D.Independent(D.Normal(logits.unsqueeze(-1)"
+    ".expand(2, 4, 3), probs.unsqueeze(-1) + scale.unsqueeze(1)), 1)).mean",
+    "D.MixtureSameFamily(D.Categorical(logits=logits), D.Independent(D.Normal(logits.unsqueeze(-1)"
+    ".expand(2, 4, 3), probs.unsqueeze(-1) + scale.unsqueeze(1)), 1)).variance",
+    "D.MixtureSameFamily(D.Categorical(logits=logits), D.Poisson(probs * 4))"
+    ".log_prob(counts[:, 1])",
+    "D.MixtureSameFamily(D.Categorical(logits=logits), D.Normal(logits, probs + 0.5))"
+    ".expand((3, 2)).log_prob(value[:, 0])",
     # KL divergences
     "D.kl_divergence(D.HalfNormal(scale), D.HalfNormal(scale2))",
     "D.kl_divergence(D.Gumbel(loc, scale), D.Gumbel(loc2, scale2))",
@@ -257,6 +277,12 @@ DISTRIBUTIONS = {
     "low_rank": "D.LowRankMultivariateNormal(T.tensor(LOC), T.ones(3, 2), T.tensor(SCALES[0]))",
     "low_rank_batch_factor": "D.LowRankMultivariateNormal(T.tensor(LOC[0]),"
     " T.ones(4, 1, 3, 2), T.tensor(SCALES))",
+    "mixture": "D.MixtureSameFamily(D.Categorical(logits=T.tensor(LOC)),"
+    " D.Normal(T.tensor(LOC), T.tensor(SCALES)))",
+    "mixture_of_vectors": "D.MixtureSameFamily(D.Categorical(logits=T.tensor(LOC)),"
+    " D.Independent(D.Normal(T.zeros(2, 3, 4), 1.0), 1))",
+    "mixture_of_counts": "D.MixtureSameFamily(D.Categorical(logits=T.tensor(LOC)),"
+    " D.Poisson(T.tensor(SCALES)))",
     "multinomial": "D.Multinomial(6, probs=T.tensor(SCALES) / 3)",
     "multinomial_1d": "D.Multinomial(10, logits=T.tensor(LOC[0]))",
 }
@@ -400,6 +426,22 @@ ERRORS = [
     "D.LowRankMultivariateNormal(T.zeros(3), T.ones(2, 2), T.ones(3))",
     "D.LowRankMultivariateNormal(T.zeros(3), T.ones(3, 2), T.ones(2))",
     "D.LowRankMultivariateNormal(T.zeros(3), T.ones(3, 2), T.ones(3)).log_prob(T.zeros(2))",
+    "D.MixtureSameFamily(D.Normal(T.zeros(3), 1.0), D.Normal(T.zeros(3), 1.0))",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(3)), 3)",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)), D.Normal(T.zeros(2, 2), 1.0))",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(4, 3)), D.Normal(T.zeros(2, 3), 1.0))",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)), D.Normal(T.zeros(2, 3), 1.0))"
+    ".log_prob(T.tensor([0.1, float('nan')]))",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)), D.Normal(T.zeros(2, 3), 1.0))"
+    ".log_prob(T.zeros(3))",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)), D.Poisson(T.ones(2, 3)))"
+    ".log_prob(T.tensor([0.5, 1.0]))",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)), D.Normal(T.zeros(2, 3), 1.0))"
+    ".rsample()",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)), D.Normal(T.zeros(2, 3), 1.0))"
+    ".entropy()",
+    "D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)),"
+    " D.Independent(D.Normal(T.zeros(2, 3, 4), 1.0), 1)).cdf(T.zeros(2, 4))",
     "D.AbsTransform().sign",
     "D.AbsTransform().log_abs_det_jacobian(T.ones(1), T.ones(1))",
     "D.kl_divergence(D.HalfNormal(1.0), D.Normal(0.0, 1.0))",
@@ -451,6 +493,7 @@ def test_module_paths_match_torch():
         "geometric.Geometric",
         "multinomial.Multinomial",
         "lowrank_multivariate_normal.LowRankMultivariateNormal",
+        "mixture_same_family.MixtureSameFamily",
         "constraints.multinomial",
         "transforms.AbsTransform",
         "relaxed_bernoulli.RelaxedBernoulli",
@@ -587,3 +630,23 @@ def test_adding_into_a_strided_slice_of_width_one_in_place_matches_torch():
     np.testing.assert_array_equal(results[0][0], [[[3.0]], [[4.0]]])
     assert results[0][1] == results[1][1]
     np.testing.assert_array_equal(results[0][2], results[1][2])
+
+
+@pytest.mark.parametrize("shared_weights", [False, True])
+def test_mixture_samples_follow_the_mixture(shared_weights):
+    # two well-separated components per mixture: the share of draws near each is its weight
+    nbgrad.manual_seed(11)
+    weights = np.array([0.3, 0.7])
+    mix_probs = weights if shared_weights else np.stack([weights, weights[::-1]])
+    means = np.array([[-10.0, 10.0], [-10.0, 10.0]])
+    D = nbgrad.distributions
+    d = D.MixtureSameFamily(
+        D.Categorical(probs=nbgrad.tensor(mix_probs)),
+        D.Normal(nbgrad.tensor(means), nbgrad.tensor(0.5)),
+    )
+    x = d.sample((N,)).numpy()
+    assert x.shape == (N, 2)
+    expected = [weights[1], weights[1] if shared_weights else weights[0]]
+    for j in range(2):
+        assert within((x[:, j] > 0).mean(), expected[j], 0.5)
+        assert abs(np.abs(x[:, j]).mean() - 10.0) < 0.05

@@ -28,6 +28,7 @@ from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
+from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
@@ -68,6 +69,7 @@ __all__ = [
     "Laplace",
     "LogNormal",
     "LowRankMultivariateNormal",
+    "MixtureSameFamily",
     "Multinomial",
     "MultivariateNormal",
     "Normal",

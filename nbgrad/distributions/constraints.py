@@ -24,6 +24,7 @@ __all__ = [
     "is_dependent",
     "less_than",
     "lower_cholesky",
+    "mixture_same_family",
     "multinomial",
     "nonnegative",
     "nonnegative_integer",
@@ -165,6 +166,23 @@ def multinomial(upper_bound):
         return (x >= 0).all(-1) & (x.sum(-1) <= upper_bound)
 
     return _with_folded(Constraint("Multinomial()", counts_within, 1, is_discrete=True), 1)
+
+
+def mixture_same_family(base):
+    """The support of a mixture: a value is inside when it is inside the components' support
+    (checked against one component axis, size 1, inserted left of the event dimensions)."""
+
+    def inside_components(x):
+        checked = base.check(x.unsqueeze(-1 - base.event_dim))
+        return checked.all(-1) if checked.dim() > x.dim() - base.event_dim else checked
+
+    made = Constraint(
+        f"MixtureSameFamilyConstraint({base!r})",
+        inside_components,
+        base.event_dim,
+        base.is_discrete,
+    )
+    return _with_folded(made, base.event_dim)
 
 
 def independent(base, reinterpreted_batch_ndims):

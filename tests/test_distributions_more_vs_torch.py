@@ -174,6 +174,19 @@ CASES = [
     ".log_prob(counts[:, 1])",
     "D.MixtureSameFamily(D.Categorical(logits=logits), D.Normal(logits, probs + 0.5))"
     ".expand((3, 2)).log_prob(value[:, 0])",
+    # NegativeBinomial
+    "D.NegativeBinomial(scale, probs=unit).log_prob(counts)",
+    "D.NegativeBinomial(scale, logits=value).log_prob(counts)",
+    "D.NegativeBinomial(3.0, probs=unit).log_prob(counts)",
+    "D.NegativeBinomial(total * 0, probs=unit, validate_args=False).log_prob(counts)",
+    "D.NegativeBinomial(scale, probs=unit).mean",
+    "D.NegativeBinomial(scale, logits=value).mode",
+    "D.NegativeBinomial(scale * 3, probs=unit).mode",
+    "D.NegativeBinomial(scale, probs=unit).variance",
+    "D.NegativeBinomial(scale, probs=unit).logits",
+    "D.NegativeBinomial(scale, logits=value).probs",
+    "D.NegativeBinomial(scale, logits=value).total_count",
+    "D.NegativeBinomial(scale, probs=unit).expand((4, 2, 3)).log_prob(counts)",
     # KL divergences
     "D.kl_divergence(D.HalfNormal(scale), D.HalfNormal(scale2))",
     "D.kl_divergence(D.Gumbel(loc, scale), D.Gumbel(loc2, scale2))",
@@ -283,6 +296,9 @@ DISTRIBUTIONS = {
     " D.Independent(D.Normal(T.zeros(2, 3, 4), 1.0), 1))",
     "mixture_of_counts": "D.MixtureSameFamily(D.Categorical(logits=T.tensor(LOC)),"
     " D.Poisson(T.tensor(SCALES)))",
+    "negative_binomial": "D.NegativeBinomial(T.tensor(SCALES), probs=T.tensor(SCALES) / 3)",
+    "negative_binomial_logits": "D.NegativeBinomial(4, logits=T.tensor(LOC))",
+    "negative_binomial_scalar": "D.NegativeBinomial(2.5, probs=0.3)",
     "multinomial": "D.Multinomial(6, probs=T.tensor(SCALES) / 3)",
     "multinomial_1d": "D.Multinomial(10, logits=T.tensor(LOC[0]))",
 }
@@ -442,6 +458,12 @@ ERRORS = [
     ".entropy()",
     "D.MixtureSameFamily(D.Categorical(logits=T.zeros(2, 3)),"
     " D.Independent(D.Normal(T.zeros(2, 3, 4), 1.0), 1)).cdf(T.zeros(2, 4))",
+    "D.NegativeBinomial(T.tensor([1.0, 2.0]), probs=T.tensor([0.0, 1.0]))",
+    "D.NegativeBinomial(T.tensor([-1.0, 2.0]), probs=T.tensor([0.5, 0.5]))",
+    "D.NegativeBinomial(2.0, probs=0.5, logits=0.0)",
+    "D.NegativeBinomial(2.0, probs=0.5).log_prob(T.tensor([1.5]))",
+    "D.NegativeBinomial(2.0, probs=0.5).entropy()",
+    "D.NegativeBinomial(2.0, probs=0.5).rsample()",
     "D.AbsTransform().sign",
     "D.AbsTransform().log_abs_det_jacobian(T.ones(1), T.ones(1))",
     "D.kl_divergence(D.HalfNormal(1.0), D.Normal(0.0, 1.0))",
@@ -494,6 +516,8 @@ def test_module_paths_match_torch():
         "multinomial.Multinomial",
         "lowrank_multivariate_normal.LowRankMultivariateNormal",
         "mixture_same_family.MixtureSameFamily",
+        "negative_binomial.NegativeBinomial",
+        "constraints.half_open_interval",
         "constraints.multinomial",
         "transforms.AbsTransform",
         "relaxed_bernoulli.RelaxedBernoulli",
@@ -650,3 +674,15 @@ def test_mixture_samples_follow_the_mixture(shared_weights):
     for j in range(2):
         assert within((x[:, j] > 0).mean(), expected[j], 0.5)
         assert abs(np.abs(x[:, j]).mean() - 10.0) < 0.05
+
+
+def test_negative_binomial_samples_have_its_mean_and_variance():
+    nbgrad.manual_seed(12)
+    r, p = np.array([2.5, 6.0]), np.array([0.3, 0.6])
+    d = nbgrad.distributions.NegativeBinomial(nbgrad.tensor(r), probs=nbgrad.tensor(p))
+    x = d.sample((N,)).numpy()
+    assert (x % 1 == 0).all() and (x >= 0).all()
+    for j in range(2):
+        mean, variance = r[j] * p[j] / (1 - p[j]), r[j] * p[j] / (1 - p[j]) ** 2
+        assert within(x[:, j].mean(), mean, math.sqrt(variance))
+        assert abs(x[:, j].var() / variance - 1) < 0.05

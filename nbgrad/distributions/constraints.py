@@ -18,6 +18,7 @@ __all__ = [
     "dependent_property",
     "greater_than",
     "greater_than_eq",
+    "half_open_interval",
     "independent",
     "integer_interval",
     "interval",
@@ -102,6 +103,13 @@ def less_than(upper_bound):
 def interval(lower_bound, upper_bound):
     shown = f"Interval(lower_bound={_shown(lower_bound)}, upper_bound={_shown(upper_bound)})"
     return Constraint(shown, lambda x: (x >= lower_bound) & (x <= upper_bound))
+
+
+def half_open_interval(lower_bound, upper_bound):
+    shown = (
+        f"HalfOpenInterval(lower_bound={_shown(lower_bound)}, upper_bound={_shown(upper_bound)})"
+    )
+    return Constraint(shown, lambda x: (x >= lower_bound) & (x < upper_bound))
 
 
 positive = greater_than(0.0)

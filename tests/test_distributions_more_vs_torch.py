@@ -187,6 +187,33 @@ CASES = [
     "D.NegativeBinomial(scale, logits=value).probs",
     "D.NegativeBinomial(scale, logits=value).total_count",
     "D.NegativeBinomial(scale, probs=unit).expand((4, 2, 3)).log_prob(counts)",
+    # Weibull and PowerTransform
+    "D.Weibull(scale, scale2).log_prob(positive_value)",
+    "D.Weibull(2.0, scale2).log_prob(positive_value)",
+    "D.Weibull(scale, scale2).entropy()",
+    "D.Weibull(scale, scale2).mean",
+    "D.Weibull(scale, scale2).mode",
+    "D.Weibull(scale, scale2).variance",
+    "D.Weibull(scale, scale2).cdf(positive_value)",
+    "D.Weibull(scale, scale2).icdf(unit)",
+    "D.Weibull(scale, scale2).expand((4, 2, 3)).log_prob(positive_value)",
+    "D.PowerTransform(scale)(positive_value)",
+    "D.PowerTransform(scale).inv(positive_value)",
+    "D.PowerTransform(scale).log_abs_det_jacobian(positive_value, positive_value ** scale)",
+    "D.TransformedDistribution(D.Gamma(scale, scale2), D.PowerTransform(-scale))"
+    ".log_prob(positive_value)",
+    "D.TransformedDistribution(D.Exponential(scale), D.PowerTransform(-scale2))"
+    ".cdf(positive_value)",
+    # Pareto
+    "D.Pareto(scale, scale2).log_prob(positive_value + 2.5)",
+    "D.Pareto(1.0, scale2).log_prob(positive_value + 1.0)",
+    "D.Pareto(scale, scale2).entropy()",
+    "D.Pareto(scale, scale2 + 0.5).mean",
+    "D.Pareto(scale, scale2 + 0.5).variance",
+    "D.Pareto(scale, scale2).mode",
+    "D.Pareto(scale, scale2).cdf(positive_value + 2.5)",
+    "D.Pareto(scale, scale2).icdf(unit)",
+    "D.Pareto(scale, scale2).expand((4, 2, 3)).log_prob(positive_value + 2.5)",
     # KL divergences
     "D.kl_divergence(D.HalfNormal(scale), D.HalfNormal(scale2))",
     "D.kl_divergence(D.Gumbel(loc, scale), D.Gumbel(loc2, scale2))",
@@ -299,6 +326,10 @@ DISTRIBUTIONS = {
     "negative_binomial": "D.NegativeBinomial(T.tensor(SCALES), probs=T.tensor(SCALES) / 3)",
     "negative_binomial_logits": "D.NegativeBinomial(4, logits=T.tensor(LOC))",
     "negative_binomial_scalar": "D.NegativeBinomial(2.5, probs=0.3)",
+    "weibull": "D.Weibull(T.tensor(SCALES), T.tensor(SCALES) + 0.5)",
+    "weibull_scalar": "D.Weibull(1.0, 2.0)",
+    "pareto": "D.Pareto(T.tensor(SCALES), T.tensor(SCALES) + 0.5)",
+    "pareto_scalar": "D.Pareto(1.0, 3.0)",
     "multinomial": "D.Multinomial(6, probs=T.tensor(SCALES) / 3)",
     "multinomial_1d": "D.Multinomial(10, logits=T.tensor(LOC[0]))",
 }
@@ -367,6 +398,10 @@ def test_expand_matches_torch(key):
         ("D.Gumbel(loc, 2.0)", ()),
         ("D.LowRankMultivariateNormal(loc, T.ones(3, 2), scale[0])", (3,)),
         ("D.LowRankMultivariateNormal(loc[0], T.ones(3, 1), scale)", ()),
+        ("D.Weibull(scale, scale + 1)", (3,)),
+        ("D.Weibull(1.0, scale)", ()),
+        ("D.Pareto(scale, scale + 1)", (2,)),
+        ("D.Pareto(scale, 2.0)", ()),
         ("D.RelaxedBernoulli(T.tensor(0.5), logits=loc)", (3,)),
         ("D.RelaxedBernoulli(T.tensor(0.5), probs=scale / 3)", ()),
         ("D.relaxed_bernoulli.LogitRelaxedBernoulli(T.tensor(0.5), logits=loc)", (2,)),
@@ -464,6 +499,12 @@ ERRORS = [
     "D.NegativeBinomial(2.0, probs=0.5).log_prob(T.tensor([1.5]))",
     "D.NegativeBinomial(2.0, probs=0.5).entropy()",
     "D.NegativeBinomial(2.0, probs=0.5).rsample()",
+    "D.Weibull(-1.0, 1.0)",
+    "D.Weibull(1.0, T.tensor([1.0, 0.0]))",
+    "D.Weibull(1.0, 1.0).log_prob(T.tensor([-1.0]))",
+    "D.Pareto(1.0, -1.0)",
+    "D.Pareto(T.tensor([1.0, 2.0]), 1.0).log_prob(T.tensor([1.5, 1.5]))",
+    "D.Pareto(2.0, 1.0).cdf(T.tensor([1.0]))",
     "D.AbsTransform().sign",
     "D.AbsTransform().log_abs_det_jacobian(T.ones(1), T.ones(1))",
     "D.kl_divergence(D.HalfNormal(1.0), D.Normal(0.0, 1.0))",
@@ -517,6 +558,9 @@ def test_module_paths_match_torch():
         "lowrank_multivariate_normal.LowRankMultivariateNormal",
         "mixture_same_family.MixtureSameFamily",
         "negative_binomial.NegativeBinomial",
+        "weibull.Weibull",
+        "pareto.Pareto",
+        "transforms.PowerTransform",
         "constraints.half_open_interval",
         "constraints.multinomial",
         "transforms.AbsTransform",
@@ -686,3 +730,29 @@ def test_negative_binomial_samples_have_its_mean_and_variance():
         mean, variance = r[j] * p[j] / (1 - p[j]), r[j] * p[j] / (1 - p[j]) ** 2
         assert within(x[:, j].mean(), mean, math.sqrt(variance))
         assert abs(x[:, j].var() / variance - 1) < 0.05
+
+
+def test_power_transform_attributes_match_torch():
+    for exponent in (2.0, [0.5, -1.0]):
+        mine = nbgrad.distributions.PowerTransform(nbgrad.tensor(exponent))
+        real = torch.distributions.PowerTransform(torch.tensor(exponent))
+        assert repr(mine) == repr(real)
+        assert (repr(mine.domain), repr(mine.codomain)) == (repr(real.domain), repr(real.codomain))
+        assert mine.bijective == real.bijective
+        np.testing.assert_array_equal(mine.sign.numpy(), real.sign.numpy())
+        assert mine == nbgrad.distributions.PowerTransform(nbgrad.tensor(exponent))
+        assert tuple(mine.forward_shape((3, 1))) == tuple(real.forward_shape((3, 1)))
+        assert tuple(mine.inverse_shape((3, 1))) == tuple(real.inverse_shape((3, 1)))
+
+
+def test_weibull_and_pareto_samples_have_their_medians():
+    # Weibull: P(X <= s (log 2)^(1/k)) = 1/2; Pareto: P(X <= s 2^(1/alpha)) = 1/2
+    nbgrad.manual_seed(13)
+    D = nbgrad.distributions
+    s, k = np.array([0.5, 2.0]), np.array([0.7, 3.0])
+    x = D.Weibull(nbgrad.tensor(s), nbgrad.tensor(k)).rsample((N,)).numpy()
+    y = D.Pareto(nbgrad.tensor(s), nbgrad.tensor(k)).rsample((N,)).numpy()
+    assert (x > 0).all() and (y >= s).all()
+    for j in range(2):
+        assert within((x[:, j] <= s[j] * math.log(2) ** (1 / k[j])).mean(), 0.5, 0.5)
+        assert within((y[:, j] <= s[j] * 2 ** (1 / k[j])).mean(), 0.5, 0.5)

@@ -34,6 +34,7 @@ from .multivariate_normal import MultivariateNormal
 from .negative_binomial import NegativeBinomial
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .pareto import Pareto
 from .poisson import Poisson
 from .relaxed_bernoulli import RelaxedBernoulli
 from .relaxed_categorical import RelaxedOneHotCategorical
@@ -44,11 +45,13 @@ from .transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    PowerTransform,
     SigmoidTransform,
     TanhTransform,
     Transform,
 )
 from .uniform import Uniform
+from .weibull import Weibull
 
 __all__ = [
     "Bernoulli",
@@ -77,16 +80,19 @@ __all__ = [
     "Normal",
     "OneHotCategorical",
     "OneHotCategoricalStraightThrough",
+    "Pareto",
     "Poisson",
     "RelaxedBernoulli",
     "RelaxedOneHotCategorical",
     "StudentT",
     "TransformedDistribution",
     "Uniform",
+    "Weibull",
     "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "PowerTransform",
     "SigmoidTransform",
     "TanhTransform",
     "Transform",

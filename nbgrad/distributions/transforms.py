@@ -18,13 +18,14 @@ import nbgrad
 import nbgrad.nn.functional as F
 
 from . import constraints
-from .utils import sum_rightmost
+from .utils import broadcast_all, sum_rightmost
 
 __all__ = [
     "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "PowerTransform",
     "SigmoidTransform",
     "TanhTransform",
     "Transform",
@@ -296,6 +297,48 @@ class AffineTransform(Transform):
             and _equal(self.loc, other.loc)
             and _equal(self.scale, other.scale)
         )
+
+    __hash__ = Transform.__hash__
+
+
+class PowerTransform(Transform):
+    """y = x^exponent on the positive reals; log|dy/dx| = log|exponent x^(exponent-1)|, written
+    log|exponent y / x| from the pair."""
+
+    domain = constraints.positive
+    codomain = constraints.positive
+    bijective = True
+    _remade_from_class = False
+
+    def __init__(self, exponent, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        (self.exponent,) = broadcast_all(exponent)
+
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
+        return PowerTransform(self.exponent, cache_size=cache_size)
+
+    @property
+    def sign(self):
+        return self.exponent.sign()
+
+    def _forward(self, x):
+        return x.pow(self.exponent)
+
+    def _backward(self, y):
+        return y.pow(1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        return (self.exponent * y / x).abs().log()
+
+    def forward_shape(self, shape):
+        return nbgrad.Size(np.broadcast_shapes(tuple(shape), tuple(self.exponent.shape)))
+
+    inverse_shape = forward_shape
+
+    def __eq__(self, other):
+        return isinstance(other, PowerTransform) and _equal(self.exponent, other.exponent)
 
     __hash__ = Transform.__hash__
 

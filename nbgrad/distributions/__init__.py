@@ -14,6 +14,7 @@ from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -45,8 +46,13 @@ from .transforms import (
     AffineTransform,
     ComposeTransform,
     ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
     PowerTransform,
     SigmoidTransform,
+    SoftmaxTransform,
+    StickBreakingTransform,
     TanhTransform,
     Transform,
 )
@@ -92,12 +98,19 @@ __all__ = [
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
+    "SoftmaxTransform",
+    "StickBreakingTransform",
     "SigmoidTransform",
     "TanhTransform",
     "Transform",
+    "biject_to",
     "constraints",
     "kl",
     "kl_divergence",
     "register_kl",
+    "transform_to",
 ]

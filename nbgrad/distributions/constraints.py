@@ -85,31 +85,42 @@ def _is_real(x):
 
 real = Constraint("Real()", _is_real)
 real_vector = _with_folded(Constraint("IndependentConstraint(Real(), 1)", _is_real, 1), 0)
+real_vector.base_constraint, real_vector.reinterpreted_batch_ndims = real, 1
+
+
+def _bounded(constraint, lower_bound=None, upper_bound=None):
+    """constraint, keeping its bounds as attributes (biject_to builds its transform from them)."""
+    constraint.lower_bound, constraint.upper_bound = lower_bound, upper_bound
+    return constraint
 
 
 def greater_than(lower_bound):
-    return Constraint(f"GreaterThan(lower_bound={_shown(lower_bound)})", lambda x: x > lower_bound)
+    shown = f"GreaterThan(lower_bound={_shown(lower_bound)})"
+    return _bounded(Constraint(shown, lambda x: x > lower_bound), lower_bound)
 
 
 def greater_than_eq(lower_bound):
     shown = f"GreaterThanEq(lower_bound={_shown(lower_bound)})"
-    return Constraint(shown, lambda x: x >= lower_bound)
+    return _bounded(Constraint(shown, lambda x: x >= lower_bound), lower_bound)
 
 
 def less_than(upper_bound):
-    return Constraint(f"LessThan(upper_bound={_shown(upper_bound)})", lambda x: x < upper_bound)
+    shown = f"LessThan(upper_bound={_shown(upper_bound)})"
+    return _bounded(Constraint(shown, lambda x: x < upper_bound), upper_bound=upper_bound)
 
 
 def interval(lower_bound, upper_bound):
     shown = f"Interval(lower_bound={_shown(lower_bound)}, upper_bound={_shown(upper_bound)})"
-    return Constraint(shown, lambda x: (x >= lower_bound) & (x <= upper_bound))
+    inside = Constraint(shown, lambda x: (x >= lower_bound) & (x <= upper_bound))
+    return _bounded(inside, lower_bound, upper_bound)
 
 
 def half_open_interval(lower_bound, upper_bound):
     shown = (
         f"HalfOpenInterval(lower_bound={_shown(lower_bound)}, upper_bound={_shown(upper_bound)})"
     )
-    return Constraint(shown, lambda x: (x >= lower_bound) & (x < upper_bound))
+    inside = Constraint(shown, lambda x: (x >= lower_bound) & (x < upper_bound))
+    return _bounded(inside, lower_bound, upper_bound)
 
 
 positive = greater_than(0.0)
@@ -199,6 +210,7 @@ def independent(base, reinterpreted_batch_ndims):
     made = Constraint(
         shown, base.check, base.event_dim + reinterpreted_batch_ndims, base.is_discrete
     )
+    made.base_constraint, made.reinterpreted_batch_ndims = base, reinterpreted_batch_ndims
     return _with_folded(made, base.event_dim)
 
 

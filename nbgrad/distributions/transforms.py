@@ -25,8 +25,13 @@ __all__ = [
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
     "PowerTransform",
     "SigmoidTransform",
+    "SoftmaxTransform",
+    "StickBreakingTransform",
     "TanhTransform",
     "Transform",
 ]
@@ -438,4 +443,169 @@ class ComposeTransform(Transform):
 
     def __repr__(self):
         lines = "".join(f"    {part!r},\n" for part in self.parts).rstrip(",\n")
-        return f"ComposeTransform(\n{lines}\n)" if self.parts else "ComposeTransform(\n)"
+        # PyTorch prints an empty chain as one indented empty line
+        return f"ComposeTransform(\n{lines}\n)" if self.parts else "ComposeTransform(\n    \n)"
+
+
+# --- transforms of whole vectors and matrices ------------------------------------------------
+
+
+class IndependentTransform(Transform):
+    """base, with the rightmost n more dimensions read as one element: its log|det J| summed
+    over them."""
+
+    _remade_from_class = False
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
+        return IndependentTransform(
+            self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size
+        )
+
+    @property
+    def domain(self):
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self):
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+
+    bijective = property(lambda self: self.base_transform.bijective)
+    sign = property(lambda self: self.base_transform.sign)
+
+    def _forward(self, x):
+        return self.base_transform(x)
+
+    def _backward(self, y):
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        per_entry = self.base_transform.log_abs_det_jacobian(x, y)
+        return sum_rightmost(per_entry, self.reinterpreted_batch_ndims)
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+def _tiny(t):
+    return float(np.finfo(t.dtype.numpy).tiny)
+
+
+def _stick_offsets(k, like):
+    """log(k), log(k - 1), ..., log(1): the shift that makes x = 0 break the stick evenly."""
+    return (k + 1 - nbgrad.ones(k, dtype=like.dtype).cumsum(-1)).log()
+
+
+class StickBreakingTransform(Transform):
+    """K - 1 reals to a point of the K-simplex, one bijection: the k-th coordinate breaks off
+    the fraction z_k = sigmoid(x_k - log(K - k)) of the stick still left, the last takes the
+    rest. x = 0 gives the centre of the simplex."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def _forward(self, x):
+        shifted = x - _stick_offsets(x.shape[-1], x)
+        fractions = nbgrad.sigmoid(shifted).clamp(min=_tiny(x), max=1 - _eps(x))
+        left_after = (1 - fractions).cumprod(-1)
+        # y_k = z_k * (what was left before k): z padded with a last 1, left padded with a first 1
+        return F.pad(fractions, [0, 1], value=1) * F.pad(left_after, [1, 0], value=1)
+
+    def _backward(self, y):
+        broken_off = y[..., :-1]
+        k = broken_off.shape[-1]
+        left_before = (1 - broken_off.cumsum(-1)).clamp(min=_tiny(y))
+        offsets = (y.shape[-1] - nbgrad.ones(k, dtype=y.dtype).cumsum(-1)).log()
+        return broken_off.log() - left_before.log() + offsets
+
+    def log_abs_det_jacobian(self, x, y):
+        # a triangular Jacobian: the product of z_k (1 - z_k) (what was left before k)
+        shifted = x - _stick_offsets(x.shape[-1], x)
+        return (-shifted + F.logsigmoid(shifted) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+    def __eq__(self, other):
+        return isinstance(other, StickBreakingTransform)
+
+    __hash__ = Transform.__hash__
+
+
+class SoftmaxTransform(Transform):
+    """Reals to the simplex by exp and normalization: not one-to-one (adding a constant to x
+    changes nothing), so it has no log|det J|; its inverse gives the log-probabilities."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def _forward(self, x):
+        unnormalized = (x - x.max(-1, True)[0]).exp()
+        return unnormalized / unnormalized.sum(-1, True)
+
+    def _backward(self, y):
+        return y.log()
+
+    def __eq__(self, other):
+        return isinstance(other, SoftmaxTransform)
+
+    __hash__ = Transform.__hash__
+
+
+class LowerCholeskyTransform(Transform):
+    """Square matrices to lower-triangular ones with a positive diagonal: the part below the
+    diagonal kept, the diagonal exponentiated."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def _forward(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _backward(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = Transform.__hash__
+
+
+class PositiveDefiniteTransform(Transform):
+    """Square matrices to positive-definite ones: L L' for L the LowerCholeskyTransform's
+    image; backwards through the Cholesky factor."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def _forward(self, x):
+        lower = LowerCholeskyTransform()(x)
+        return lower @ lower.mT
+
+    def _backward(self, y):
+        return LowerCholeskyTransform().inv(nbgrad.linalg.cholesky(y))
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = Transform.__hash__

@@ -13,7 +13,8 @@ __all__ = ["Binomial"]
 def _positive_part(x):
     """max(x, 0), as the mean of (x clamped at 0 from below) and (x minus x clamped from above):
     at x = 0 its gradient is 1/2 from each side."""
-    return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
+    above, below = x.clamp(min=0), x.clamp(max=0)
+    return (above + x - below) / 2
 
 
 class Binomial(ProbsOrLogits, Distribution):
@@ -39,19 +40,23 @@ class Binomial(ProbsOrLogits, Distribution):
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
-        return constraints.integer_interval(0, self.total_count)
+        most = self.total_count
+        return constraints.integer_interval(0, most)
 
     @property
     def mean(self):
-        return self.total_count * self.probs
+        n, p = self.total_count, self.probs
+        return n * p
 
     @property
     def mode(self):
-        return ((self.total_count + 1) * self.probs).floor().clamp(max=self.total_count)
+        n, p = self.total_count, self.probs
+        return ((n + 1) * p).floor().clamp(max=n)
 
     @property
     def variance(self):
-        return self.total_count * self.probs * (1 - self.probs)
+        n, p = self.total_count, self.probs
+        return n * p * (1 - p)
 
     def _common_count(self, needed_by):
         """The one total_count of every distribution in the batch (enumerating needs one)."""
@@ -61,14 +66,16 @@ class Binomial(ProbsOrLogits, Distribution):
         return most
 
     def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
+        draw_shape = self._extended_shape(sample_shape)
         with nbgrad.no_grad():
             # as the sum of Bernoulli trials: as many as the largest count, each trial counted
             # only where its index is below that distribution's own count
             most = int(self.total_count.max().item()) if self.total_count.numel() else 0
-            trials = nbgrad.bernoulli(self.probs.expand((most,) + tuple(shape)))
-            index = nbgrad.arange(most, dtype=trials.dtype).reshape((most,) + (1,) * len(shape))
-            counted = trials * (index < self.total_count.expand(shape))
+            trials = nbgrad.bernoulli(self.probs.expand((most,) + tuple(draw_shape)))
+            index = nbgrad.arange(most, dtype=trials.dtype).reshape(
+                (most,) + (1,) * len(draw_shape)
+            )
+            counted = trials * (index < self.total_count.expand(draw_shape))
             return counted.sum(0)
 
     def log_prob(self, value):
@@ -89,8 +96,7 @@ class Binomial(ProbsOrLogits, Distribution):
 
     def enumerate_support(self, expand=True):
         most = self._common_count("enumerate_support")
-        values = nbgrad.arange(1 + most, dtype=self._param.dtype)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1,) + tuple(self._batch_shape))
-        return values
+        counts = nbgrad.arange(1 + most, dtype=self._param.dtype)
+        batch = tuple(self._batch_shape)
+        counts = counts.view((-1,) + (1,) * len(batch))
+        return counts.expand((-1,) + batch) if expand else counts

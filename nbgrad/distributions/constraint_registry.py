@@ -8,7 +8,18 @@ the factory registered for that kind builds the transform from the constraint's 
 
 from numbers import Number
 
-from . import constraints, transforms
+from . import constraints
+from .transforms import (
+    AffineTransform,
+    ComposeTransform,
+    ExpTransform,
+    IndependentTransform,
+    LowerCholeskyTransform,
+    PositiveDefiniteTransform,
+    SigmoidTransform,
+    SoftmaxTransform,
+    StickBreakingTransform,
+)
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 
@@ -24,11 +35,15 @@ class ConstraintRegistry:
     def register(self, constraint, factory=None):
         """Registers factory(constraint) -> Transform for constraints of this one's kind; without
         factory, a decorator."""
-        if factory is None:
-            return lambda factory: self.register(constraint, factory)
-        kind = constraint if isinstance(constraint, str) else _kind(constraint)
-        self._factories[kind] = factory
-        return factory
+        if factory is not None:
+            kind = constraint if isinstance(constraint, str) else _kind(constraint)
+            self._factories[kind] = factory
+            return factory
+
+        def decorator(function):
+            return self.register(constraint, function)
+
+        return decorator
 
     def __call__(self, constraint):
         kind = _kind(constraint)
@@ -37,41 +52,38 @@ class ConstraintRegistry:
         return self._factories[kind](constraint)
 
 
-biject_to = ConstraintRegistry()
-transform_to = ConstraintRegistry()
+biject_to, transform_to = ConstraintRegistry(), ConstraintRegistry()
 
 
 def _to_real(constraint):
-    return transforms.ComposeTransform([])
+    return ComposeTransform([])  # nothing to do: the identity
 
 
 def _to_independent(constraint, registry):
-    inner = registry(constraint.base_constraint)
-    return transforms.IndependentTransform(inner, constraint.reinterpreted_batch_ndims)
+    entrywise = registry(constraint.base_constraint)
+    return IndependentTransform(entrywise, constraint.reinterpreted_batch_ndims)
 
 
 def _above(constraint):
     # lower + exp(x)
-    return transforms.ComposeTransform(
-        [transforms.ExpTransform(), transforms.AffineTransform(constraint.lower_bound, 1)]
-    )
+    return ComposeTransform([ExpTransform(), AffineTransform(constraint.lower_bound, 1)])
 
 
 def _below(constraint):
     # upper - exp(x)
-    return transforms.ComposeTransform(
-        [transforms.ExpTransform(), transforms.AffineTransform(constraint.upper_bound, -1)]
-    )
+    return ComposeTransform([ExpTransform(), AffineTransform(constraint.upper_bound, -1)])
+
+
+def _is(bound, number):
+    return isinstance(bound, Number) and bound == number
 
 
 def _between(constraint):
     lower, upper = constraint.lower_bound, constraint.upper_bound
-    if isinstance(lower, Number) and lower == 0 and isinstance(upper, Number) and upper == 1:
-        return transforms.SigmoidTransform()
+    if _is(lower, 0) and _is(upper, 1):
+        return SigmoidTransform()
     # lower + (upper - lower) sigmoid(x)
-    return transforms.ComposeTransform(
-        [transforms.SigmoidTransform(), transforms.AffineTransform(lower, upper - lower)]
-    )
+    return ComposeTransform([SigmoidTransform(), AffineTransform(lower, upper - lower)])
 
 
 for _registry in (biject_to, transform_to):
@@ -85,9 +97,7 @@ for _registry in (biject_to, transform_to):
     for _kind_name in ("Interval", "HalfOpenInterval"):
         _registry.register(_kind_name, _between)
 
-biject_to.register(constraints.simplex, lambda c: transforms.StickBreakingTransform())
-transform_to.register(constraints.simplex, lambda c: transforms.SoftmaxTransform())
-transform_to.register(constraints.lower_cholesky, lambda c: transforms.LowerCholeskyTransform())
-transform_to.register(
-    constraints.positive_definite, lambda c: transforms.PositiveDefiniteTransform()
-)
+biject_to.register(constraints.simplex, lambda c: StickBreakingTransform())
+transform_to.register(constraints.simplex, lambda c: SoftmaxTransform())
+transform_to.register(constraints.lower_cholesky, lambda c: LowerCholeskyTransform())
+transform_to.register(constraints.positive_definite, lambda c: PositiveDefiniteTransform())

@@ -41,7 +41,8 @@ class Geometric(ProbsOrLogits, Distribution):
 
     @property
     def mean(self):
-        return 1.0 / self.probs - 1.0
+        p = self.probs
+        return 1.0 / p - 1.0
 
     @property
     def mode(self):
@@ -49,23 +50,24 @@ class Geometric(ProbsOrLogits, Distribution):
 
     @property
     def variance(self):
-        return (1.0 / self.probs - 1.0) / self.probs
+        p = self.probs
+        return (1.0 / p - 1.0) / p
 
     def sample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
+        draw_shape = self._extended_shape(sample_shape)
         tiny = float(np.finfo(self._param.dtype.numpy).tiny)
         with nbgrad.no_grad():
             # inversion: P(K >= k) = (1 - p)^k, so floor(log u / log(1 - p)) for u uniform
-            u = nbgrad.rand(shape, dtype=self._param.dtype).clamp(min=tiny)
+            u = nbgrad.rand(draw_shape, dtype=self._param.dtype).clamp(min=tiny)
             return (u.log() / nbgrad.log1p(-self.probs)).floor()
 
     def log_prob(self, value):
         self._checked(value)
         # k log(1 - p) + log p; at p = 1 and k = 0 the first term is 0 * log 0, counted as 0
-        value, probs = broadcast_all(value, self.probs)
-        failures = probs.clone()
-        failures[(probs == 1) & (value == 0)] = 0
-        return value * nbgrad.log1p(-failures) + self.probs.log()
+        k, p = broadcast_all(value, self.probs)
+        failures = p.clone()
+        failures[(p == 1) & (k == 0)] = 0
+        return k * nbgrad.log1p(-failures) + self.probs.log()
 
     def entropy(self):
         # (-(1 - p) log(1 - p) - p log p) / p, the numerator the binary cross-entropy of p

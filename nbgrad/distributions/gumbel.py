@@ -27,7 +27,7 @@ class Gumbel(TransformedDistribution):
     support = constraints.real
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
+        (self.loc, self.scale) = broadcast_all(loc, scale)
         info = np.finfo(self.loc.dtype.numpy)
         just_above_0 = nbgrad.full_like(self.loc, float(info.tiny))
         just_below_1 = nbgrad.full_like(self.loc, 1 - float(info.eps))
@@ -39,8 +39,7 @@ class Gumbel(TransformedDistribution):
 
     def expand(self, batch_shape, _instance=None):
         new = super().expand(batch_shape, _instance)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
+        new.loc, new.scale = (t.expand(batch_shape) for t in (self.loc, self.scale))
         return new
 
     def log_prob(self, value):
@@ -59,11 +58,13 @@ class Gumbel(TransformedDistribution):
 
     @property
     def stddev(self):
-        return (math.pi / math.sqrt(6)) * self.scale
+        spread = math.pi / math.sqrt(6)
+        return spread * self.scale
 
     @property
     def variance(self):
-        return self.stddev.pow(2)
+        std = self.stddev
+        return std.pow(2)
 
     def entropy(self):
         return self.scale.log() + (1 + _EULER_GAMMA)

@@ -48,10 +48,13 @@ class HalfCauchy(TransformedDistribution):
 
     def cdf(self, value):
         self._checked(value)
-        return 2 * self.base_dist.cdf(value) - 1
+        inside_plus_minus = self.base_dist.cdf(value)
+        return 2 * inside_plus_minus - 1
 
     def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
+        upper_half = (prob + 1) / 2
+        return self.base_dist.icdf(upper_half)
 
     def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
+        unfolded = self.base_dist.entropy()
+        return unfolded - math.log(2)

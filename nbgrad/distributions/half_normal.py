@@ -27,7 +27,8 @@ class HalfNormal(TransformedDistribution):
 
     @property
     def mean(self):
-        return self.scale * math.sqrt(2 / math.pi)
+        s = self.scale
+        return s * math.sqrt(2 / math.pi)
 
     @property
     def mode(self):
@@ -35,7 +36,8 @@ class HalfNormal(TransformedDistribution):
 
     @property
     def variance(self):
-        return self.scale.pow(2) * (1 - 2 / math.pi)
+        s = self.scale
+        return s.pow(2) * (1 - 2 / math.pi)
 
     def log_prob(self, value):
         self._checked(value)
@@ -46,10 +48,13 @@ class HalfNormal(TransformedDistribution):
     def cdf(self, value):
         self._checked(value)
         # P(|X| <= v) = P(-v <= X <= v) = 2 Phi(v) - 1
-        return 2 * self.base_dist.cdf(value) - 1
+        inside_plus_minus = self.base_dist.cdf(value)
+        return 2 * inside_plus_minus - 1
 
     def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
+        upper_half = (prob + 1) / 2
+        return self.base_dist.icdf(upper_half)
 
     def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
+        unfolded = self.base_dist.entropy()
+        return unfolded - math.log(2)

@@ -46,19 +46,18 @@ class LowRankMultivariateNormal(Distribution):
     has_rsample = True
 
     def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
-        if loc.dim() < 1:
+        if not loc.dim():
             raise ValueError("loc must be at least one-dimensional.")
         event_shape = nbgrad.Size(loc.shape[-1:])
-        if cov_factor.dim() < 2:
+        if cov_factor.dim() <= 1:
             raise ValueError(
                 "cov_factor must be at least two-dimensional, with optional leading batch "
                 "dimensions"
             )
-        if cov_factor.shape[-2:-1] != event_shape:
-            raise ValueError(
-                f"cov_factor must be a batch of matrices with shape {event_shape[0]} x m"
-            )
-        if cov_diag.shape[-1:] != event_shape:
+        n = event_shape[0]
+        if tuple(cov_factor.shape[-2:-1]) != (n,):
+            raise ValueError(f"cov_factor must be a batch of matrices with shape {n} x m")
+        if tuple(cov_diag.shape[-1:]) != (n,):
             raise ValueError(f"cov_diag must be a batch of vectors with shape {event_shape}")
         # loc and the diagonal as columns, so that all three broadcast as n x (1 or m) blocks
         loc_column, self.cov_factor, diag_column = nbgrad.broadcast_tensors(
@@ -66,16 +65,15 @@ class LowRankMultivariateNormal(Distribution):
         )
         self.loc = loc_column[..., 0]
         self.cov_diag = diag_column[..., 0]
-        self._unbroadcasted_cov_factor = cov_factor
-        self._unbroadcasted_cov_diag = cov_diag
+        # the parameters as given: what the computations read (the broadcast ones are views)
+        self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
         self._capacitance_tril = _capacitance_tril(cov_factor, cov_diag)
         super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = super().expand(batch_shape, _instance)
-        new._unbroadcasted_cov_factor = self._unbroadcasted_cov_factor
-        new._unbroadcasted_cov_diag = self._unbroadcasted_cov_diag
-        new._capacitance_tril = self._capacitance_tril
+        for kept in ("_unbroadcasted_cov_factor", "_unbroadcasted_cov_diag", "_capacitance_tril"):
+            setattr(new, kept, getattr(self, kept))
         return new
 
     def _matrix_shape(self):
@@ -119,10 +117,10 @@ class LowRankMultivariateNormal(Distribution):
         )
 
     def rsample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
+        draw_shape = self._extended_shape(sample_shape)
         m = self._unbroadcasted_cov_factor.shape[-1]
-        low_rank_noise = _standard_normal(tuple(shape[:-1]) + (m,), dtype=self.loc.dtype)
-        diagonal_noise = _standard_normal(shape, dtype=self.loc.dtype)
+        low_rank_noise = _standard_normal(tuple(draw_shape[:-1]) + (m,), dtype=self.loc.dtype)
+        diagonal_noise = _standard_normal(draw_shape, dtype=self.loc.dtype)
         w, d = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
         return self.loc + _matrix_times_vector(w, low_rank_noise) + d.sqrt() * diagonal_noise
 
@@ -138,12 +136,11 @@ class LowRankMultivariateNormal(Distribution):
         projected = _matrix_times_vector(w.mT / d.unsqueeze(-2), x)
         diagonal_part = (x.pow(2) / d).sum(-1)
         distance = diagonal_part - _squared_norms_of_solves(self._capacitance_tril, projected)
-        n = self._event_shape[0]
-        return -0.5 * (n * math.log(2 * math.pi) + self._log_det() + distance)
+        dims = self._event_shape[0]
+        return -0.5 * (dims * math.log(2 * math.pi) + self._log_det() + distance)
 
     def entropy(self):
-        n = self._event_shape[0]
-        entropy = 0.5 * (n * (1.0 + math.log(2 * math.pi)) + self._log_det())
-        if len(self._batch_shape) == 0:
-            return entropy
-        return entropy.expand(self._batch_shape)
+        dims = self._event_shape[0]
+        entropy = 0.5 * (dims * (1.0 + math.log(2 * math.pi)) + self._log_det())
+        # one number per distribution of the batch (a lone distribution's stays as computed)
+        return entropy.expand(self._batch_shape) if self._batch_shape else entropy

@@ -21,24 +21,25 @@ class Multinomial(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if not isinstance(total_count, int):
+        if not isinstance(total_count, int):  # one count for the whole batch
             raise NotImplementedError("inhomogeneous total_count is not supported")
-        self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
-        self._binomial = Binomial(total_count=total_count, probs=self.probs)
+        self.total_count = n = total_count
+        self._categorical = Categorical(probs, logits)
+        self._binomial = Binomial(n, probs=self.probs)
         categories = self._categorical.param_shape[-1:]
         super().__init__(self._categorical.batch_shape, categories, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expanded_shell(batch_shape, _instance)
-        new.total_count = self.total_count
+        new.total_count = n = self.total_count
         new._categorical = self._categorical.expand(batch_shape)
-        new._binomial = Binomial(self.total_count, probs=new.probs, validate_args=False)
+        new._binomial = Binomial(n, probs=new.probs, validate_args=False)
         return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
-        return constraints.multinomial(self.total_count)
+        n = self.total_count
+        return constraints.multinomial(n)
 
     @property
     def _param(self):
@@ -58,11 +59,13 @@ class Multinomial(Distribution):
 
     @property
     def mean(self):
-        return self.probs * self.total_count
+        p, n = self.probs, self.total_count
+        return p * n
 
     @property
     def variance(self):
-        return self.total_count * self.probs * (1 - self.probs)
+        n, p = self.total_count, self.probs
+        return n * p * (1 - p)
 
     def sample(self, sample_shape=()):
         # total_count categorical draws per sample, counted per outcome
@@ -72,14 +75,13 @@ class Multinomial(Distribution):
 
     def log_prob(self, value):
         self._checked(value)
-        logits, value = broadcast_all(self.logits, value)
-        logits = logits.clone()
-        log_multinomial_coefficient = nbgrad.lgamma(value.sum(-1) + 1) - nbgrad.lgamma(
-            value + 1
-        ).sum(-1)
+        log_p, counts = broadcast_all(self.logits, value)
+        log_p = log_p.clone()
+        log_n_factorial = nbgrad.lgamma(counts.sum(-1) + 1)
+        log_coefficient = log_n_factorial - nbgrad.lgamma(counts + 1).sum(-1)
         # an outcome of probability 0 drawn 0 times contributes 0 * log 0 = 0
-        logits[(value == 0) & (logits == -math.inf)] = 0
-        return log_multinomial_coefficient + (logits * value).sum(-1)
+        log_p[(counts == 0) & (log_p == -math.inf)] = 0
+        return log_coefficient + (log_p * counts).sum(-1)
 
     def entropy(self):
         # H = n H(categorical) - log n! + sum_k E[log x_k!], each count x_k a Binomial(n, p_k)

@@ -43,7 +43,8 @@ class NegativeBinomial(ProbsOrLogits, Distribution):
 
     @property
     def mode(self):
-        return ((self.total_count - 1) * self.logits.exp()).floor().clamp(min=0.0)
+        r, odds = self.total_count, self.logits.exp()
+        return ((r - 1) * odds).floor().clamp(min=0.0)
 
     @property
     def variance(self):
@@ -53,11 +54,8 @@ class NegativeBinomial(ProbsOrLogits, Distribution):
     @lazy_property
     def _gamma(self):
         # the rate of the Poisson: Gamma(r) scaled by the odds p / (1 - p)
-        return Gamma(
-            concentration=self.total_count,
-            rate=nbgrad.exp(-self.logits),
-            validate_args=False,
-        )
+        inverse_odds = nbgrad.exp(-self.logits)
+        return Gamma(self.total_count, inverse_odds, validate_args=False)
 
     def sample(self, sample_shape=()):
         with nbgrad.no_grad():

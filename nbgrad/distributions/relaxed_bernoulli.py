@@ -28,30 +28,32 @@ class LogitRelaxedBernoulli(ProbsOrLogits, Distribution):
     _binary = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self.temperature = temperature
         given, value = self._take_probs_or_logits(probs, logits)
+        self.temperature = temperature  # a tensor (its log is read)
         batch_shape = self._take_parameters(**{given: value})
         self._param = self.__dict__[given]
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = super().expand(batch_shape, _instance)
-        new.temperature = self.temperature
-        new._param = new.__dict__["probs" if "probs" in new.__dict__ else "logits"]
+        new.temperature, new._param = (
+            self.temperature,
+            new.__dict__["probs" if "probs" in new.__dict__ else "logits"],
+        )
         return new
 
     def rsample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        probs = clamp_probs(self.probs.expand(shape))
-        u = clamp_probs(nbgrad.rand(shape, dtype=probs.dtype))
+        draw_shape = self._extended_shape(sample_shape)
+        p = clamp_probs(self.probs.expand(draw_shape))
+        u = clamp_probs(nbgrad.rand(draw_shape, dtype=p.dtype))
         # the logistic noise first, then the log-odds of p, both divided by the temperature
-        return (_log_odds(u) + probs.log() - nbgrad.log1p(-probs)) / self.temperature
+        return (_log_odds(u) + p.log() - nbgrad.log1p(-p)) / self.temperature
 
     def log_prob(self, value):
         self._checked(value)
-        logits, value = broadcast_all(self.logits, value)
+        log_odds, x = broadcast_all(self.logits, value)
         # with d = logit - temperature x: log temperature + d - 2 log(1 + exp(d))
-        shifted = logits - value.mul(self.temperature)
+        shifted = log_odds - x.mul(self.temperature)
         return self.temperature.log() + shifted - 2 * shifted.exp().log1p()
 
 

@@ -24,15 +24,14 @@ class ExpRelaxedCategorical(Distribution):
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
-        self.temperature = temperature
+        self._categorical, self.temperature = Categorical(probs, logits), temperature
         categories = self._categorical.param_shape[-1:]
         super().__init__(self._categorical.batch_shape, categories, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expanded_shell(batch_shape, _instance)
-        new.temperature = self.temperature
         new._categorical = self._categorical.expand(batch_shape)
+        new.temperature = self.temperature  # one for the whole batch, or broadcast as given
         return new
 
     @property
@@ -48,11 +47,11 @@ class ExpRelaxedCategorical(Distribution):
         return self._categorical.probs
 
     def rsample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        u = clamp_probs(nbgrad.rand(shape, dtype=self.logits.dtype))
+        draw_shape = self._extended_shape(sample_shape)
+        u = clamp_probs(nbgrad.rand(draw_shape, dtype=self.logits.dtype))
         gumbel_noise = -((-(u.log())).log())
         scores = (self.logits + gumbel_noise) / self.temperature
-        return scores - scores.logsumexp(dim=-1, keepdim=True)
+        return scores - scores.logsumexp(-1, keepdim=True)  # a log-softmax
 
     def log_prob(self, value):
         self._checked(value)
@@ -62,8 +61,8 @@ class ExpRelaxedCategorical(Distribution):
         log_scale = nbgrad.full_like(
             self.temperature, float(k)
         ).lgamma() - self.temperature.log().mul(-(k - 1))
-        logits, value = broadcast_all(self.logits, value)
-        scores = logits - value.mul(self.temperature)
+        log_p, x = broadcast_all(self.logits, value)
+        scores = log_p - x.mul(self.temperature)
         return (scores - scores.logsumexp(dim=-1, keepdim=True)).sum(-1) + log_scale
 
 

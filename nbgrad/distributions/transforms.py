@@ -210,21 +210,25 @@ class TanhTransform(_Pointwise):
         return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
 
 
+def _same_type(transform, other):
+    """Equality of transforms without parameters: being of the same class."""
+    return isinstance(other, type(transform))
+
+
 class AbsTransform(Transform):
     """y = |x|: not one-to-one, so its "inverse" returns y itself (the non-negative preimage),
     which is what a density folded onto [0, inf) needs (HalfNormal, HalfCauchy)."""
 
-    domain = constraints.real
-    codomain = constraints.positive
+    domain, codomain = constraints.real, constraints.positive
 
     def _forward(self, x):
-        return x.abs()
+        return nbgrad.abs(x)
 
     def _backward(self, y):
         return y
 
     def __eq__(self, other):
-        return isinstance(other, AbsTransform)
+        return _same_type(self, other)
 
     __hash__ = Transform.__hash__
 
@@ -310,32 +314,32 @@ class PowerTransform(Transform):
     """y = x^exponent on the positive reals; log|dy/dx| = log|exponent x^(exponent-1)|, written
     log|exponent y / x| from the pair."""
 
-    domain = constraints.positive
-    codomain = constraints.positive
+    domain, codomain = constraints.positive, constraints.positive
     bijective = True
     _remade_from_class = False
 
     def __init__(self, exponent, cache_size=0):
         super().__init__(cache_size=cache_size)
-        (self.exponent,) = broadcast_all(exponent)
+        self.exponent = broadcast_all(exponent)[0]
 
     def with_cache(self, cache_size=1):
         if cache_size == self._cache_size:
             return self
-        return PowerTransform(self.exponent, cache_size=cache_size)
+        return type(self)(self.exponent, cache_size=cache_size)
 
     @property
     def sign(self):
         return self.exponent.sign()
 
     def _forward(self, x):
-        return x.pow(self.exponent)
+        return x**self.exponent
 
     def _backward(self, y):
-        return y.pow(1 / self.exponent)
+        return y ** (1 / self.exponent)
 
     def log_abs_det_jacobian(self, x, y):
-        return (self.exponent * y / x).abs().log()
+        slope = self.exponent * y / x
+        return slope.abs().log()
 
     def forward_shape(self, shape):
         return nbgrad.Size(np.broadcast_shapes(tuple(shape), tuple(self.exponent.shape)))
@@ -458,15 +462,16 @@ class IndependentTransform(Transform):
 
     def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
         super().__init__(cache_size=cache_size)
-        self.base_transform = base_transform.with_cache(cache_size)
-        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        self.base_transform, self.reinterpreted_batch_ndims = (
+            base_transform.with_cache(cache_size),
+            reinterpreted_batch_ndims,
+        )
 
     def with_cache(self, cache_size=1):
         if cache_size == self._cache_size:
             return self
-        return IndependentTransform(
-            self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size
-        )
+        base, n = self.base_transform, self.reinterpreted_batch_ndims
+        return type(self)(base, n, cache_size=cache_size)
 
     @property
     def domain(self):
@@ -480,20 +485,24 @@ class IndependentTransform(Transform):
     sign = property(lambda self: self.base_transform.sign)
 
     def _forward(self, x):
-        return self.base_transform(x)
+        entrywise = self.base_transform
+        return entrywise(x)
 
     def _backward(self, y):
-        return self.base_transform.inv(y)
+        entrywise_back = self.base_transform.inv
+        return entrywise_back(y)
 
     def log_abs_det_jacobian(self, x, y):
         per_entry = self.base_transform.log_abs_det_jacobian(x, y)
         return sum_rightmost(per_entry, self.reinterpreted_batch_ndims)
 
     def forward_shape(self, shape):
-        return self.base_transform.forward_shape(shape)
+        entrywise = self.base_transform
+        return entrywise.forward_shape(shape)
 
     def inverse_shape(self, shape):
-        return self.base_transform.inverse_shape(shape)
+        entrywise = self.base_transform
+        return entrywise.inverse_shape(shape)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
@@ -508,13 +517,18 @@ def _stick_offsets(k, like):
     return (k + 1 - nbgrad.ones(k, dtype=like.dtype).cumsum(-1)).log()
 
 
+def _last_dimension_changed(shape, by):
+    if not len(shape):
+        raise ValueError("Too few dimensions on input")
+    return tuple(shape[:-1]) + (shape[-1] + by,)
+
+
 class StickBreakingTransform(Transform):
     """K - 1 reals to a point of the K-simplex, one bijection: the k-th coordinate breaks off
     the fraction z_k = sigmoid(x_k - log(K - k)) of the stick still left, the last takes the
     rest. x = 0 gives the centre of the simplex."""
 
-    domain = constraints.real_vector
-    codomain = constraints.simplex
+    domain, codomain = constraints.real_vector, constraints.simplex
     bijective = True
 
     def _forward(self, x):
@@ -537,17 +551,13 @@ class StickBreakingTransform(Transform):
         return (-shifted + F.logsigmoid(shifted) + y[..., :-1].log()).sum(-1)
 
     def forward_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
-        return tuple(shape[:-1]) + (shape[-1] + 1,)
+        return _last_dimension_changed(shape, 1)
 
     def inverse_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
-        return tuple(shape[:-1]) + (shape[-1] - 1,)
+        return _last_dimension_changed(shape, -1)
 
     def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
+        return _same_type(self, other)
 
     __hash__ = Transform.__hash__
 
@@ -556,37 +566,40 @@ class SoftmaxTransform(Transform):
     """Reals to the simplex by exp and normalization: not one-to-one (adding a constant to x
     changes nothing), so it has no log|det J|; its inverse gives the log-probabilities."""
 
-    domain = constraints.real_vector
-    codomain = constraints.simplex
+    domain, codomain = constraints.real_vector, constraints.simplex
 
     def _forward(self, x):
         unnormalized = (x - x.max(-1, True)[0]).exp()
         return unnormalized / unnormalized.sum(-1, True)
 
     def _backward(self, y):
-        return y.log()
+        return nbgrad.log(y)
 
     def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
+        return _same_type(self, other)
 
     __hash__ = Transform.__hash__
+
+
+_square_matrices = constraints.independent(constraints.real, 2)
 
 
 class LowerCholeskyTransform(Transform):
     """Square matrices to lower-triangular ones with a positive diagonal: the part below the
     diagonal kept, the diagonal exponentiated."""
 
-    domain = constraints.independent(constraints.real, 2)
-    codomain = constraints.lower_cholesky
+    domain, codomain = _square_matrices, constraints.lower_cholesky
 
     def _forward(self, x):
-        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+        below, diagonal = x.tril(-1), x.diagonal(dim1=-2, dim2=-1)
+        return below + diagonal.exp().diag_embed()
 
     def _backward(self, y):
-        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+        below, diagonal = y.tril(-1), y.diagonal(dim1=-2, dim2=-1)
+        return below + diagonal.log().diag_embed()
 
     def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
+        return _same_type(self, other)
 
     __hash__ = Transform.__hash__
 
@@ -595,8 +608,7 @@ class PositiveDefiniteTransform(Transform):
     """Square matrices to positive-definite ones: L L' for L the LowerCholeskyTransform's
     image; backwards through the Cholesky factor."""
 
-    domain = constraints.independent(constraints.real, 2)
-    codomain = constraints.positive_definite
+    domain, codomain = _square_matrices, constraints.positive_definite
 
     def _forward(self, x):
         lower = LowerCholeskyTransform()(x)
@@ -606,6 +618,6 @@ class PositiveDefiniteTransform(Transform):
         return LowerCholeskyTransform().inv(nbgrad.linalg.cholesky(y))
 
     def __eq__(self, other):
-        return isinstance(other, PositiveDefiniteTransform)
+        return _same_type(self, other)
 
     __hash__ = Transform.__hash__

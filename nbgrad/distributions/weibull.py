@@ -21,22 +21,25 @@ class Weibull(TransformedDistribution):
     support = constraints.positive
 
     def __init__(self, scale, concentration, validate_args=None):
-        self.scale, self.concentration = broadcast_all(scale, concentration)
-        self.concentration_reciprocal = self.concentration.reciprocal()
+        (self.scale, self.concentration) = broadcast_all(scale, concentration)
+        k = self.concentration
+        self.concentration_reciprocal = k.reciprocal()
         standard = Exponential(nbgrad.ones_like(self.scale), validate_args=validate_args)
         super().__init__(standard, self._transforms(), validate_args=validate_args)
 
     def _transforms(self):
         return [
-            PowerTransform(exponent=self.concentration_reciprocal),
-            AffineTransform(loc=0, scale=self.scale),
+            PowerTransform(self.concentration_reciprocal),  # e -> e^(1/k)
+            AffineTransform(0, self.scale),  # then times s
         ]
 
     def expand(self, batch_shape, _instance=None):
         new = self._expanded_shell(batch_shape, _instance)
-        new.scale = self.scale.expand(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        new.concentration_reciprocal = new.concentration.reciprocal()
+        new.scale, new.concentration = (
+            t.expand(batch_shape) for t in (self.scale, self.concentration)
+        )
+        k = new.concentration
+        new.concentration_reciprocal = k.reciprocal()
         new.base_dist = self.base_dist.expand(batch_shape)
         new.transforms = new._transforms()
         return new

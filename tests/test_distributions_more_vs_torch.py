@@ -233,6 +233,23 @@ CASES = [
     " [D.ExpTransform()]))",
     "D.kl_divergence(D.LogNormal(loc, scale), D.TransformedDistribution(D.Normal(loc2, scale2),"
     " D.ExpTransform()))",
+    # families whose supports do not nest: infinite, one number per distribution of p
+    "D.kl_divergence(D.Normal(loc, scale), D.Beta(scale, 2.0))",
+    "D.kl_divergence(D.Normal(loc[0], scale[0]), D.Exponential(scale))",
+    "D.kl_divergence(D.Normal(loc, 1.0), D.Gamma(scale, scale2))",
+    "D.kl_divergence(D.Normal(loc, scale), D.Uniform(loc - 1, loc + 1))",
+    "D.kl_divergence(D.Laplace(loc, scale), D.Beta(scale, 2.0))",
+    "D.kl_divergence(D.Laplace(loc, scale), D.Exponential(scale))",
+    "D.kl_divergence(D.Laplace(loc, scale), D.Gamma(scale, scale2))",
+    "D.kl_divergence(D.Laplace(loc, scale), D.Uniform(loc - 1, loc + 1))",
+    "D.kl_divergence(D.Gumbel(loc, scale), D.Beta(scale, 2.0))",
+    "D.kl_divergence(D.Gumbel(loc, scale), D.Exponential(scale))",
+    "D.kl_divergence(D.Gumbel(loc, scale), D.Gamma(scale, scale2))",
+    "D.kl_divergence(D.Gumbel(loc, scale), D.Uniform(loc - 1, loc + 1))",
+    "D.kl_divergence(D.Exponential(scale), D.Beta(scale, 2.0))",
+    "D.kl_divergence(D.Exponential(scale), D.Uniform(loc - 1, loc + 1))",
+    "D.kl_divergence(D.Gamma(scale, scale2), D.Beta(scale, 2.0))",
+    "D.kl_divergence(D.Gamma(scale, scale2), D.Uniform(loc - 1, loc + 1))",
     # AbsTransform
     "D.AbsTransform()(value)",
     "D.AbsTransform().inv(positive_value)",

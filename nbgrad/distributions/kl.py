@@ -322,6 +322,27 @@ def _kl_poisson_bernoulli(p, q):
     return nbgrad.full(shape, math.inf, dtype=p.rate.dtype)
 
 
+# q gives no mass to part of what p reaches (a Beta's or a Uniform's bounded support, an
+# Exponential's or a Gamma's half line, against a p spread over more): KL is infinite, one
+# number per distribution of p's batch, without a graph
+
+
+def _infinite_over(parameter):
+    return nbgrad.full_like(parameter.detach(), math.inf)
+
+
+def _register_infinite(type_p, types_q, parameter_name):
+    for type_q in types_q:
+        register_kl(type_p, type_q)(lambda p, q: _infinite_over(getattr(p, parameter_name)))
+
+
+_register_infinite(Normal, (Beta, Exponential, Gamma, Uniform), "loc")
+_register_infinite(Laplace, (Beta, Exponential, Gamma, Uniform), "loc")
+_register_infinite(Gumbel, (Beta, Exponential, Gamma, Uniform), "loc")
+_register_infinite(Exponential, (Beta, Uniform), "rate")
+_register_infinite(Gamma, (Beta, Uniform), "concentration")
+
+
 @register_kl(Poisson, Binomial)
 def _kl_poisson_binomial(p, q):
     # a Poisson gives mass to counts above any total_count

@@ -21,6 +21,7 @@ NUMBERS = {  # float leaves that require grad
     "scale": SCALE,
     "scale2": SCALE[::-1].copy() + 0.2,
     "value": np.array([[0.1, -0.5, 1.7], [1.1, 0.3, -2.0]]),
+    "rate": np.array([[1.5, 0.3, 0.8], [2.2, 1.1, 0.6]]),
     "positive_value": np.array([[0.2, 0.6, 1.8], [1.2, 0.4, 2.1]]),
     "unit": np.array([[0.1, 0.45, 0.7], [0.93, 0.2, 0.55]]),
     "unit2": np.array([[0.55, 0.2, 0.93], [0.7, 0.45, 0.1]]),
@@ -233,6 +234,15 @@ CASES = [
     " [D.ExpTransform()]))",
     "D.kl_divergence(D.LogNormal(loc, scale), D.TransformedDistribution(D.Normal(loc2, scale2),"
     " D.ExpTransform()))",
+    # across families, finite
+    "D.kl_divergence(D.Exponential(scale), D.Gamma(scale2, rate))",
+    "D.kl_divergence(D.Exponential(scale), D.Normal(loc, scale2))",
+    "D.kl_divergence(D.Exponential(scale), D.Gumbel(loc, scale2))",
+    "D.kl_divergence(D.Gamma(scale, scale2), D.Exponential(rate))",
+    "D.kl_divergence(D.Laplace(loc, scale), D.Normal(loc2, scale2))",
+    "D.kl_divergence(D.Normal(loc, scale), D.Gumbel(loc2, scale2))",
+    "D.kl_divergence(D.Gumbel(loc, scale), D.Normal(loc2, scale2))",
+    "D.kl_divergence(D.Gumbel(loc[0], scale[0]), D.Normal(loc2, 2.0))",
     # families whose supports do not nest: infinite, one number per distribution of p
     "D.kl_divergence(D.Normal(loc, scale), D.Beta(scale, 2.0))",
     "D.kl_divergence(D.Normal(loc[0], scale[0]), D.Exponential(scale))",

@@ -343,6 +343,68 @@ _register_infinite(Exponential, (Beta, Uniform), "rate")
 _register_infinite(Gamma, (Beta, Uniform), "concentration")
 
 
+# The finite cross-family pairs: -H(p) - E_p[log q], with E_p[log q] from p's moments.
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    # E[log x] = -gamma - log(rate), E[x] = 1 / rate; with r = (q's rate) / (p's rate)
+    a, ratio = q.concentration, q.rate / p.rate
+    return -a * nbgrad.log(ratio) + ratio + nbgrad.lgamma(a) + a * _EULER_GAMMA - (1 + _EULER_GAMMA)
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    # E[(x - m)^2] = 2 / rate^2 - 2 m / rate + m^2
+    variance, rate_squared = q.scale.pow(2), p.rate.pow(2)
+    log_term = 0.5 * nbgrad.log(rate_squared * variance * 2 * math.pi)
+    spread = rate_squared.reciprocal() - q.loc / p.rate + q.loc.pow(2) * 0.5
+    return log_term - 1 + spread / variance
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    # with c = (q's scale)(p's rate): E[exp(-(x - m) / s)] = exp(m / s) c / (c + 1)
+    c, shift = q.scale * p.rate, q.loc / q.scale
+    moment = nbgrad.exp(shift) * c / (c + 1)
+    return c.log() - 1 - shift + moment + c.reciprocal()
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    # E[(x - m)^2] = 2 b^2 + (mu - m)^2; with r = b^2 / sigma^2
+    variance = q.scale.pow(2)
+    ratio = p.scale.pow(2) / variance
+    log_term = 0.5 * nbgrad.log(2 * ratio / math.pi)
+    shift = 0.5 * p.loc.pow(2) - p.loc * q.loc + 0.5 * q.loc.pow(2)
+    return -log_term + ratio + shift / variance - 1
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    # E[exp(-(x - m) / s)] = exp(-(mu - m) / s + sigma^2 / (2 s^2)), the normal's moment function
+    ratio = p.scale / q.scale
+    log_term = 0.5 * nbgrad.log(ratio.pow(2))
+    mean_term = p.loc / q.scale - q.loc / q.scale
+    moment = nbgrad.exp(-(p.loc / q.scale) + 0.5 * ratio.pow(2) + q.loc / q.scale)
+    return -log_term + mean_term + moment - (0.5 * math.log(2 * math.pi) + 0.5)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    # the Gumbel's mean mu + gamma b and variance pi^2 b^2 / 6
+    ratio = p.scale / q.scale
+    log_term = (ratio / math.sqrt(2 * math.pi)).log()
+    variance_term = (math.pi * ratio * 0.5).pow(2) / 3
+    mean_term = ((p.loc + p.scale * _EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
+    return -log_term + variance_term + mean_term - (1 + _EULER_GAMMA)
+
+
 @register_kl(Poisson, Binomial)
 def _kl_poisson_binomial(p, q):
     # a Poisson gives mass to counts above any total_count

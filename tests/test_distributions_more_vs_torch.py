@@ -243,6 +243,13 @@ CASES = [
     "D.kl_divergence(D.Normal(loc, scale), D.Gumbel(loc2, scale2))",
     "D.kl_divergence(D.Gumbel(loc, scale), D.Normal(loc2, scale2))",
     "D.kl_divergence(D.Gumbel(loc[0], scale[0]), D.Normal(loc2, 2.0))",
+    "D.kl_divergence(D.Gamma(scale, scale2), D.Normal(loc, rate))",
+    "D.kl_divergence(D.Uniform(scale, scale + rate), D.Exponential(scale2))",
+    "D.kl_divergence(D.Uniform(loc, loc + rate), D.Exponential(scale2))",
+    "D.kl_divergence(D.Uniform(scale, scale + rate), D.Gamma(scale2, rate))",
+    "D.kl_divergence(D.Uniform(loc, loc + rate), D.Gamma(scale2, rate))",
+    "D.kl_divergence(D.Uniform(loc, loc + rate), D.Gumbel(loc2, scale2))",
+    "D.kl_divergence(D.Uniform(loc[0, 0], loc[0, 0] + rate[0, 0]), D.Exponential(scale2[0, 0]))",
     # families whose supports do not nest: infinite, one number per distribution of p
     "D.kl_divergence(D.Normal(loc, scale), D.Beta(scale, 2.0))",
     "D.kl_divergence(D.Normal(loc[0], scale[0]), D.Exponential(scale))",

@@ -405,6 +405,47 @@ def _kl_gumbel_normal(p, q):
     return -log_term + variance_term + mean_term - (1 + _EULER_GAMMA)
 
 
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    # E[x] = a / b, E[x^2] = (a^2 + a) / b^2
+    a, b = p.concentration, p.rate
+    variance, rate_squared = q.scale.pow(2), b.pow(2)
+    normalizers = 0.5 * nbgrad.log(rate_squared * variance * 2 * math.pi) - a - nbgrad.lgamma(a)
+    shape_term = (a - 1) * nbgrad.digamma(a)
+    spread = 0.5 * (a.pow(2) + a) / rate_squared - a * q.loc / b + 0.5 * q.loc.pow(2)
+    return normalizers + shape_term + spread / variance
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    # -log(width) - log(rate) + rate E[x]; infinite where the uniform reaches below 0
+    width = p.high - p.low
+    kl = q.rate * (p.high + p.low) / 2 - (width * q.rate).log()
+    return _infinite_where(kl, p.low < 0)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    # E[log x] over [l, h] = (h log h - l log l - (h - l)) / (h - l)
+    a, b, width = q.concentration, q.rate, p.high - p.low
+    width_times_mean_log = nbgrad.xlogy(p.high, p.high) - nbgrad.xlogy(p.low, p.low) - width
+    normalizers = nbgrad.lgamma(a) - a * b.log()
+    log_term = (1 - a) * width_times_mean_log / width
+    kl = -width.log() + normalizers + log_term + b * (p.high + p.low) / 2
+    return _infinite_where(kl, p.low < 0)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    # with the ends in q's units, u = (h - m) / s and v = (l - m) / s:
+    # E[z] = (u + v) / 2 and E[exp(-z)] = s / (h - l) (exp(-v) - exp(-u))
+    scale_over_width = q.scale / (p.high - p.low)
+    upper, lower = (p.high - q.loc) / q.scale, (p.low - q.loc) / q.scale
+    mean_term = scale_over_width.log() + 0.5 * (upper + lower)
+    moment = scale_over_width * (nbgrad.exp(-upper) - nbgrad.exp(-lower))
+    return mean_term - moment
+
+
 @register_kl(Poisson, Binomial)
 def _kl_poisson_binomial(p, q):
     # a Poisson gives mass to counts above any total_count

@@ -31,6 +31,7 @@ from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal, _squared_norms_of_solves
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
@@ -336,11 +337,13 @@ def _register_infinite(type_p, types_q, parameter_name):
         register_kl(type_p, type_q)(lambda p, q: _infinite_over(getattr(p, parameter_name)))
 
 
-_register_infinite(Normal, (Beta, Exponential, Gamma, Uniform), "loc")
-_register_infinite(Laplace, (Beta, Exponential, Gamma, Uniform), "loc")
-_register_infinite(Gumbel, (Beta, Exponential, Gamma, Uniform), "loc")
-_register_infinite(Exponential, (Beta, Uniform), "rate")
-_register_infinite(Gamma, (Beta, Uniform), "concentration")
+_register_infinite(Normal, (Beta, Exponential, Gamma, Uniform, Pareto), "loc")
+_register_infinite(Laplace, (Beta, Exponential, Gamma, Uniform, Pareto), "loc")
+_register_infinite(Gumbel, (Beta, Exponential, Gamma, Uniform, Pareto), "loc")
+_register_infinite(Exponential, (Beta, Uniform, Pareto), "rate")
+_register_infinite(Gamma, (Beta, Uniform, Pareto), "concentration")
+_register_infinite(Beta, (Pareto,), "concentration1")
+_register_infinite(Pareto, (Beta, Uniform), "scale")
 
 
 # The finite cross-family pairs: -H(p) - E_p[log q], with E_p[log q] from p's moments.

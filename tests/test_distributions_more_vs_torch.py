@@ -250,6 +250,12 @@ CASES = [
     "D.kl_divergence(D.Uniform(loc, loc + rate), D.Gamma(scale2, rate))",
     "D.kl_divergence(D.Uniform(loc, loc + rate), D.Gumbel(loc2, scale2))",
     "D.kl_divergence(D.Uniform(loc[0, 0], loc[0, 0] + rate[0, 0]), D.Exponential(scale2[0, 0]))",
+    "D.kl_divergence(D.Pareto(scale, rate), D.Pareto(scale2, scale))",
+    "D.kl_divergence(D.Pareto(scale[0, 0], rate[0, 0]), D.Pareto(scale2[0, 0], scale[0, 0]))",
+    "D.kl_divergence(D.Pareto(scale, rate + 0.5), D.Exponential(scale2))",
+    "D.kl_divergence(D.Pareto(scale, rate + 0.5), D.Gamma(scale2, rate))",
+    "D.kl_divergence(D.Pareto(scale, rate + 1.5), D.Normal(loc, scale2))",
+    "D.kl_divergence(D.Uniform(scale + 0.5, scale + rate + 0.5), D.Pareto(scale2, rate))",
     # families whose supports do not nest: infinite, one number per distribution of p
     "D.kl_divergence(D.Normal(loc, scale), D.Beta(scale, 2.0))",
     "D.kl_divergence(D.Normal(loc[0], scale[0]), D.Exponential(scale))",

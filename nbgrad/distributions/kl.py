@@ -449,6 +449,55 @@ def _kl_uniform_gumbel(p, q):
     return mean_term - moment
 
 
+# Pareto(s, alpha): E[log x] = log s + 1/alpha, E[x] = alpha s / (alpha - 1) (infinite for
+# alpha <= 1), Var x = alpha s^2 / ((alpha - 1)^2 (alpha - 2)) (infinite for alpha <= 2).
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    # log(a / a') + a' log(s / s') + a' / a - 1; infinite where p starts below q
+    alpha_ratio = q.alpha / p.alpha
+    minus_log_alpha_ratio = -alpha_ratio.log()
+    kl = q.alpha * (p.scale / q.scale).log() + minus_log_alpha_ratio + alpha_ratio - 1
+    return _infinite_where(kl, p.scale < q.scale)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_times_rate = p.scale * q.rate
+    log_term = (p.alpha / scale_times_rate).log() - p.alpha.reciprocal()
+    kl = log_term + p.alpha * scale_times_rate / (p.alpha - 1) - 1
+    return _infinite_where(kl, p.alpha <= 1)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    a = q.concentration
+    mean_log = p.scale.log() + p.alpha.reciprocal()
+    kl = p.alpha.log() - mean_log + (nbgrad.lgamma(a) - a * q.rate.log()) + (1 - a) * mean_log
+    kl = kl + q.rate * p.alpha * p.scale / (p.alpha - 1) - 1
+    return _infinite_where(kl, p.alpha <= 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    twice_variance = 2 * q.scale.pow(2)
+    mean_over_alpha = p.scale / (p.alpha - 1)
+    log_term = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    spread = p.alpha * mean_over_alpha.pow(2) / (p.alpha - 2)
+    shift = (p.alpha * mean_over_alpha - q.loc).pow(2)
+    kl = log_term - p.alpha.reciprocal() + (spread + shift) / twice_variance - 1
+    return _infinite_where(kl, p.alpha <= 2)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    mean_log = (nbgrad.xlogy(p.high, p.high) - nbgrad.xlogy(p.low, p.low) - width) / width
+    kl = mean_log * (q.alpha + 1) - (q.alpha * q.scale.pow(q.alpha) * width).log()
+    return _infinite_where(kl, p.low < q.scale)
+
+
 @register_kl(Poisson, Binomial)
 def _kl_poisson_binomial(p, q):
     # a Poisson gives mass to counts above any total_count

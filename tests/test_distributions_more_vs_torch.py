@@ -256,6 +256,13 @@ CASES = [
     "D.kl_divergence(D.Pareto(scale, rate + 0.5), D.Gamma(scale2, rate))",
     "D.kl_divergence(D.Pareto(scale, rate + 1.5), D.Normal(loc, scale2))",
     "D.kl_divergence(D.Uniform(scale + 0.5, scale + rate + 0.5), D.Pareto(scale2, rate))",
+    "D.kl_divergence(D.Gamma(scale, scale2), D.Gumbel(loc, rate))",
+    "D.kl_divergence(D.Beta(scale, scale2), D.Exponential(rate))",
+    "D.kl_divergence(D.Beta(scale, scale2), D.Gamma(rate, scale))",
+    "D.kl_divergence(D.Beta(scale, scale2), D.Normal(loc, rate))",
+    "D.kl_divergence(D.Beta(scale, scale2), D.Uniform(unit - 0.2, unit + 0.5))",
+    "D.kl_divergence(D.Beta(scale, scale2), D.Uniform(unit * 0 - 1, unit + 0.5))",
+    "D.kl_divergence(D.Beta(scale[0, 0], 2.0), D.Uniform(unit[0, 0] - 0.2, 1.5))",
     # families whose supports do not nest: infinite, one number per distribution of p
     "D.kl_divergence(D.Normal(loc, scale), D.Beta(scale, 2.0))",
     "D.kl_divergence(D.Normal(loc[0], scale[0]), D.Exponential(scale))",

@@ -498,6 +498,53 @@ def _kl_uniform_pareto(p, q):
     return _infinite_where(kl, p.low < q.scale)
 
 
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    # E[z] = (a / b - m) / s, E[exp(-z)] = exp(m / s) (1 + 1 / (b s))^-a, the Gamma's Laplace
+    # transform at 1/s
+    a, rate_times_scale = p.concentration, p.rate * q.scale
+    shift = q.loc / q.scale
+    gamma_part = (a - 1) * nbgrad.digamma(a) - nbgrad.lgamma(a) - a
+    mean_part = rate_times_scale.log() + a / rate_times_scale
+    moment = nbgrad.exp(shift) * (rate_times_scale.reciprocal() + 1).pow(-a) - shift
+    return gamma_part + mean_part + moment
+
+
+# Beta(c1, c0): E[x] = c1 / (c1 + c0), Var x = E (1 - E) / (c1 + c0 + 1),
+# E[log x] = digamma(c1) - digamma(c1 + c0)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    a, b = q.concentration, q.rate
+    heads, total = p.concentration1, p.concentration1 + p.concentration0
+    normalizers = nbgrad.lgamma(a) - a * b.log()
+    log_term = (a - 1) * (nbgrad.digamma(heads) - nbgrad.digamma(total))
+    return -p.entropy() + normalizers - log_term + b * heads / total
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    heads, tails = p.concentration1, p.concentration0
+    mean = heads / (heads + tails)
+    variance = q.scale.pow(2)
+    log_term = 0.5 * nbgrad.log(variance * 2 * math.pi)
+    half_second_moment = (mean * (1 - mean) / (heads + tails + 1) + mean.pow(2)) * 0.5
+    spread = half_second_moment - q.loc * mean + q.loc.pow(2) * 0.5
+    return -p.entropy() + log_term + spread / variance
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    kl = -p.entropy() + (q.high - q.low).log()
+    return _infinite_where(kl, (q.low > 0) | (q.high < 1))
+
+
 @register_kl(Poisson, Binomial)
 def _kl_poisson_binomial(p, q):
     # a Poisson gives mass to counts above any total_count

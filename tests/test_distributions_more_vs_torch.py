@@ -263,6 +263,8 @@ CASES = [
     "D.kl_divergence(D.Beta(scale, scale2), D.Uniform(unit - 0.2, unit + 0.5))",
     "D.kl_divergence(D.Beta(scale, scale2), D.Uniform(unit * 0 - 1, unit + 0.5))",
     "D.kl_divergence(D.Beta(scale[0, 0], 2.0), D.Uniform(unit[0, 0] - 0.2, 1.5))",
+    "D.kl_divergence(D.Uniform(unit * 0.5, unit), D.Beta(scale, scale2))",
+    "D.kl_divergence(D.Uniform(loc, loc + rate), D.Beta(scale, scale2))",
     # families whose supports do not nest: infinite, one number per distribution of p
     "D.kl_divergence(D.Normal(loc, scale), D.Beta(scale, 2.0))",
     "D.kl_divergence(D.Normal(loc[0], scale[0]), D.Exponential(scale))",

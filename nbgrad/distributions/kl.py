@@ -545,6 +545,21 @@ def _kl_beta_uniform(p, q):
     return _infinite_where(kl, (q.low > 0) | (q.high < 1))
 
 
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    # over [l, h]: (h - l) E[log x] = h log h - l log l - (h - l), and with 1 - x for log(1 - x)
+    low, high, width = p.low, p.high, p.high - p.low
+    heads, tails = q.concentration1, q.concentration0
+    minus_width_log_tails = (
+        nbgrad.xlogy(1 - high, 1 - high) - nbgrad.xlogy(1 - low, 1 - low) + width
+    )
+    log_beta = nbgrad.lgamma(heads) + nbgrad.lgamma(tails) - nbgrad.lgamma(heads + tails)
+    tails_term = (tails - 1) * minus_width_log_tails / width
+    width_log_heads = nbgrad.xlogy(high, high) - nbgrad.xlogy(low, low) - width
+    kl = tails_term + log_beta - width.log() - (heads - 1) * width_log_heads / width
+    return _infinite_where(kl, (low < 0) | (high > 1))
+
+
 @register_kl(Poisson, Binomial)
 def _kl_poisson_binomial(p, q):
     # a Poisson gives mass to counts above any total_count

@@ -18,12 +18,15 @@ __all__ = [
     "dependent_property",
     "greater_than",
     "greater_than_eq",
+    "half_open_interval",
     "independent",
     "integer_interval",
     "interval",
     "is_dependent",
     "less_than",
     "lower_cholesky",
+    "mixture_same_family",
+    "multinomial",
     "nonnegative",
     "nonnegative_integer",
     "one_hot",
@@ -82,24 +85,42 @@ def _is_real(x):
 
 real = Constraint("Real()", _is_real)
 real_vector = _with_folded(Constraint("IndependentConstraint(Real(), 1)", _is_real, 1), 0)
+real_vector.base_constraint, real_vector.reinterpreted_batch_ndims = real, 1
+
+
+def _bounded(constraint, lower_bound=None, upper_bound=None):
+    """constraint, keeping its bounds as attributes (biject_to builds its transform from them)."""
+    constraint.lower_bound, constraint.upper_bound = lower_bound, upper_bound
+    return constraint
 
 
 def greater_than(lower_bound):
-    return Constraint(f"GreaterThan(lower_bound={_shown(lower_bound)})", lambda x: x > lower_bound)
+    shown = f"GreaterThan(lower_bound={_shown(lower_bound)})"
+    return _bounded(Constraint(shown, lambda x: x > lower_bound), lower_bound)
 
 
 def greater_than_eq(lower_bound):
     shown = f"GreaterThanEq(lower_bound={_shown(lower_bound)})"
-    return Constraint(shown, lambda x: x >= lower_bound)
+    return _bounded(Constraint(shown, lambda x: x >= lower_bound), lower_bound)
 
 
 def less_than(upper_bound):
-    return Constraint(f"LessThan(upper_bound={_shown(upper_bound)})", lambda x: x < upper_bound)
+    shown = f"LessThan(upper_bound={_shown(upper_bound)})"
+    return _bounded(Constraint(shown, lambda x: x < upper_bound), upper_bound=upper_bound)
 
 
 def interval(lower_bound, upper_bound):
     shown = f"Interval(lower_bound={_shown(lower_bound)}, upper_bound={_shown(upper_bound)})"
-    return Constraint(shown, lambda x: (x >= lower_bound) & (x <= upper_bound))
+    inside = Constraint(shown, lambda x: (x >= lower_bound) & (x <= upper_bound))
+    return _bounded(inside, lower_bound, upper_bound)
+
+
+def half_open_interval(lower_bound, upper_bound):
+    shown = (
+        f"HalfOpenInterval(lower_bound={_shown(lower_bound)}, upper_bound={_shown(upper_bound)})"
+    )
+    inside = Constraint(shown, lambda x: (x >= lower_bound) & (x < upper_bound))
+    return _bounded(inside, lower_bound, upper_bound)
 
 
 positive = greater_than(0.0)
@@ -157,12 +178,39 @@ lower_cholesky = _with_folded(Constraint("LowerCholesky()", _is_lower_cholesky, 
 positive_definite = _with_folded(Constraint("PositiveDefinite()", _is_positive_definite, 2), 2)
 
 
+def multinomial(upper_bound):
+    """Vectors of non-negative counts adding up to at most upper_bound (a Multinomial's draws)."""
+
+    def counts_within(x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= upper_bound)
+
+    return _with_folded(Constraint("Multinomial()", counts_within, 1, is_discrete=True), 1)
+
+
+def mixture_same_family(base):
+    """The support of a mixture: a value is inside when it is inside the components' support
+    (checked against one component axis, size 1, inserted left of the event dimensions)."""
+
+    def inside_components(x):
+        checked = base.check(x.unsqueeze(-1 - base.event_dim))
+        return checked.all(-1) if checked.dim() > x.dim() - base.event_dim else checked
+
+    made = Constraint(
+        f"MixtureSameFamilyConstraint({base!r})",
+        inside_components,
+        base.event_dim,
+        base.is_discrete,
+    )
+    return _with_folded(made, base.event_dim)
+
+
 def independent(base, reinterpreted_batch_ndims):
     """`base` applied to each entry, and an element made of the rightmost n more dimensions."""
     shown = f"IndependentConstraint({base!r}, {reinterpreted_batch_ndims})"
     made = Constraint(
         shown, base.check, base.event_dim + reinterpreted_batch_ndims, base.is_discrete
     )
+    made.base_constraint, made.reinterpreted_batch_ndims = base, reinterpreted_batch_ndims
     return _with_folded(made, base.event_dim)
 
 

@@ -14,6 +14,7 @@ import nbgrad
 
 from .bernoulli import Bernoulli
 from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .dirichlet import Dirichlet
@@ -21,15 +22,22 @@ from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal, _squared_norms_of_solves
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
 from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import sum_rightmost
+
+_EULER_GAMMA = 0.57721566490153286061
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -70,7 +78,10 @@ def _lookup(type_p, type_q):
 def kl_divergence(p, q):
     function = _lookup(type(p), type(q))
     if function is None:
-        raise NotImplementedError
+        raise NotImplementedError(
+            f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type "
+            f"{q.__class__.__name__}"
+        )
     return function(p, q)
 
 
@@ -229,6 +240,55 @@ def _kl_mvn_mvn(p, q):
     return q._half_log_det() - p._half_log_det() + 0.5 * (trace + distance - n)
 
 
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    # |x| is one-to-one on each half and both fold the same way: the normals' divergence
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    # the same one-to-one transforms on both sides leave the divergence of the bases unchanged
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return sum_rightmost(
+        kl_divergence(p.base_dist, q.base_dist),
+        len(p.event_shape) - len(p.base_dist.event_shape),
+    )
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    # with r = sp/sq: log(1/r) + (mp - mq)/sq + gamma r + Gamma(1 + r) exp((mq - mp)/sq)
+    # - 1 - gamma; the locations are read in units of q's scale
+    ratio = p.scale / q.scale
+    q_loc, p_loc = q.loc / q.scale, p.loc / q.scale
+    shift_and_log = -ratio.log() - q_loc + p_loc
+    gamma_term = ratio * _EULER_GAMMA
+    moment = nbgrad.exp(q_loc + nbgrad.lgamma(1 + ratio) - p_loc)
+    return shift_and_log + gamma_term + moment - (1 + _EULER_GAMMA)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    # -H(p) - E_p[k] log(1 - q) - log q, with E_p[k] = 1/p - 1: the log(1 - q) terms
+    # combine into -log(1 - q)/p - logit(q)
+    return -p.entropy() - nbgrad.log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    # for one count n: n (p (logit p - logit q) + log(1 - p) - log(1 - q)). A larger count for
+    # p gives mass where q has none; a larger one for q has no closed form here.
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented"
+        )
+    per_trial = p.probs * (p.logits - q.logits) + nbgrad.log1p(-p.probs)
+    result = p.total_count * (per_trial - nbgrad.log1p(-q.probs))
+    return _infinite_where(result, p.total_count > q.total_count)
+
+
 # --- across families --------------------------------------------------------------------------
 
 
@@ -261,6 +321,249 @@ def _kl_poisson_bernoulli(p, q):
     # a Poisson puts mass on 2, 3, ... where a Bernoulli puts none
     shape = nbgrad.broadcast_tensors(p.rate, q.probs)[0].shape
     return nbgrad.full(shape, math.inf, dtype=p.rate.dtype)
+
+
+# q gives no mass to part of what p reaches (a Beta's or a Uniform's bounded support, an
+# Exponential's or a Gamma's half line, against a p spread over more): KL is infinite, one
+# number per distribution of p's batch, without a graph
+
+
+def _infinite_over(parameter):
+    return nbgrad.full_like(parameter.detach(), math.inf)
+
+
+def _register_infinite(type_p, types_q, parameter_name):
+    for type_q in types_q:
+        register_kl(type_p, type_q)(lambda p, q: _infinite_over(getattr(p, parameter_name)))
+
+
+_register_infinite(Normal, (Beta, Exponential, Gamma, Uniform, Pareto), "loc")
+_register_infinite(Laplace, (Beta, Exponential, Gamma, Uniform, Pareto), "loc")
+_register_infinite(Gumbel, (Beta, Exponential, Gamma, Uniform, Pareto), "loc")
+_register_infinite(Exponential, (Beta, Uniform, Pareto), "rate")
+_register_infinite(Gamma, (Beta, Uniform, Pareto), "concentration")
+_register_infinite(Beta, (Pareto,), "concentration1")
+_register_infinite(Pareto, (Beta, Uniform), "scale")
+
+
+# The finite cross-family pairs: -H(p) - E_p[log q], with E_p[log q] from p's moments.
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    # E[log x] = -gamma - log(rate), E[x] = 1 / rate; with r = (q's rate) / (p's rate)
+    a, ratio = q.concentration, q.rate / p.rate
+    return -a * nbgrad.log(ratio) + ratio + nbgrad.lgamma(a) + a * _EULER_GAMMA - (1 + _EULER_GAMMA)
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    # E[(x - m)^2] = 2 / rate^2 - 2 m / rate + m^2
+    variance, rate_squared = q.scale.pow(2), p.rate.pow(2)
+    log_term = 0.5 * nbgrad.log(rate_squared * variance * 2 * math.pi)
+    spread = rate_squared.reciprocal() - q.loc / p.rate + q.loc.pow(2) * 0.5
+    return log_term - 1 + spread / variance
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    # with c = (q's scale)(p's rate): E[exp(-(x - m) / s)] = exp(m / s) c / (c + 1)
+    c, shift = q.scale * p.rate, q.loc / q.scale
+    moment = nbgrad.exp(shift) * c / (c + 1)
+    return c.log() - 1 - shift + moment + c.reciprocal()
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    # E[(x - m)^2] = 2 b^2 + (mu - m)^2; with r = b^2 / sigma^2
+    variance = q.scale.pow(2)
+    ratio = p.scale.pow(2) / variance
+    log_term = 0.5 * nbgrad.log(2 * ratio / math.pi)
+    shift = 0.5 * p.loc.pow(2) - p.loc * q.loc + 0.5 * q.loc.pow(2)
+    return -log_term + ratio + shift / variance - 1
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    # E[exp(-(x - m) / s)] = exp(-(mu - m) / s + sigma^2 / (2 s^2)), the normal's moment function
+    ratio = p.scale / q.scale
+    log_term = 0.5 * nbgrad.log(ratio.pow(2))
+    mean_term = p.loc / q.scale - q.loc / q.scale
+    moment = nbgrad.exp(-(p.loc / q.scale) + 0.5 * ratio.pow(2) + q.loc / q.scale)
+    return -log_term + mean_term + moment - (0.5 * math.log(2 * math.pi) + 0.5)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    # the Gumbel's mean mu + gamma b and variance pi^2 b^2 / 6
+    ratio = p.scale / q.scale
+    log_term = (ratio / math.sqrt(2 * math.pi)).log()
+    variance_term = (math.pi * ratio * 0.5).pow(2) / 3
+    mean_term = ((p.loc + p.scale * _EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
+    return -log_term + variance_term + mean_term - (1 + _EULER_GAMMA)
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    # E[x] = a / b, E[x^2] = (a^2 + a) / b^2
+    a, b = p.concentration, p.rate
+    variance, rate_squared = q.scale.pow(2), b.pow(2)
+    normalizers = 0.5 * nbgrad.log(rate_squared * variance * 2 * math.pi) - a - nbgrad.lgamma(a)
+    shape_term = (a - 1) * nbgrad.digamma(a)
+    spread = 0.5 * (a.pow(2) + a) / rate_squared - a * q.loc / b + 0.5 * q.loc.pow(2)
+    return normalizers + shape_term + spread / variance
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    # -log(width) - log(rate) + rate E[x]; infinite where the uniform reaches below 0
+    width = p.high - p.low
+    kl = q.rate * (p.high + p.low) / 2 - (width * q.rate).log()
+    return _infinite_where(kl, p.low < 0)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    # E[log x] over [l, h] = (h log h - l log l - (h - l)) / (h - l)
+    a, b, width = q.concentration, q.rate, p.high - p.low
+    width_times_mean_log = nbgrad.xlogy(p.high, p.high) - nbgrad.xlogy(p.low, p.low) - width
+    normalizers = nbgrad.lgamma(a) - a * b.log()
+    log_term = (1 - a) * width_times_mean_log / width
+    kl = -width.log() + normalizers + log_term + b * (p.high + p.low) / 2
+    return _infinite_where(kl, p.low < 0)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    # with the ends in q's units, u = (h - m) / s and v = (l - m) / s:
+    # E[z] = (u + v) / 2 and E[exp(-z)] = s / (h - l) (exp(-v) - exp(-u))
+    scale_over_width = q.scale / (p.high - p.low)
+    upper, lower = (p.high - q.loc) / q.scale, (p.low - q.loc) / q.scale
+    mean_term = scale_over_width.log() + 0.5 * (upper + lower)
+    moment = scale_over_width * (nbgrad.exp(-upper) - nbgrad.exp(-lower))
+    return mean_term - moment
+
+
+# Pareto(s, alpha): E[log x] = log s + 1/alpha, E[x] = alpha s / (alpha - 1) (infinite for
+# alpha <= 1), Var x = alpha s^2 / ((alpha - 1)^2 (alpha - 2)) (infinite for alpha <= 2).
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    # log(a / a') + a' log(s / s') + a' / a - 1; infinite where p starts below q
+    alpha_ratio = q.alpha / p.alpha
+    minus_log_alpha_ratio = -alpha_ratio.log()
+    kl = q.alpha * (p.scale / q.scale).log() + minus_log_alpha_ratio + alpha_ratio - 1
+    return _infinite_where(kl, p.scale < q.scale)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_times_rate = p.scale * q.rate
+    log_term = (p.alpha / scale_times_rate).log() - p.alpha.reciprocal()
+    kl = log_term + p.alpha * scale_times_rate / (p.alpha - 1) - 1
+    return _infinite_where(kl, p.alpha <= 1)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    a = q.concentration
+    mean_log = p.scale.log() + p.alpha.reciprocal()
+    kl = p.alpha.log() - mean_log + (nbgrad.lgamma(a) - a * q.rate.log()) + (1 - a) * mean_log
+    kl = kl + q.rate * p.alpha * p.scale / (p.alpha - 1) - 1
+    return _infinite_where(kl, p.alpha <= 1)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    twice_variance = 2 * q.scale.pow(2)
+    mean_over_alpha = p.scale / (p.alpha - 1)
+    log_term = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    spread = p.alpha * mean_over_alpha.pow(2) / (p.alpha - 2)
+    shift = (p.alpha * mean_over_alpha - q.loc).pow(2)
+    kl = log_term - p.alpha.reciprocal() + (spread + shift) / twice_variance - 1
+    return _infinite_where(kl, p.alpha <= 2)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    mean_log = (nbgrad.xlogy(p.high, p.high) - nbgrad.xlogy(p.low, p.low) - width) / width
+    kl = mean_log * (q.alpha + 1) - (q.alpha * q.scale.pow(q.alpha) * width).log()
+    return _infinite_where(kl, p.low < q.scale)
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    # E[z] = (a / b - m) / s, E[exp(-z)] = exp(m / s) (1 + 1 / (b s))^-a, the Gamma's Laplace
+    # transform at 1/s
+    a, rate_times_scale = p.concentration, p.rate * q.scale
+    shift = q.loc / q.scale
+    gamma_part = (a - 1) * nbgrad.digamma(a) - nbgrad.lgamma(a) - a
+    mean_part = rate_times_scale.log() + a / rate_times_scale
+    moment = nbgrad.exp(shift) * (rate_times_scale.reciprocal() + 1).pow(-a) - shift
+    return gamma_part + mean_part + moment
+
+
+# Beta(c1, c0): E[x] = c1 / (c1 + c0), Var x = E (1 - E) / (c1 + c0 + 1),
+# E[log x] = digamma(c1) - digamma(c1 + c0)
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    a, b = q.concentration, q.rate
+    heads, total = p.concentration1, p.concentration1 + p.concentration0
+    normalizers = nbgrad.lgamma(a) - a * b.log()
+    log_term = (a - 1) * (nbgrad.digamma(heads) - nbgrad.digamma(total))
+    return -p.entropy() + normalizers - log_term + b * heads / total
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    heads, tails = p.concentration1, p.concentration0
+    mean = heads / (heads + tails)
+    variance = q.scale.pow(2)
+    log_term = 0.5 * nbgrad.log(variance * 2 * math.pi)
+    half_second_moment = (mean * (1 - mean) / (heads + tails + 1) + mean.pow(2)) * 0.5
+    spread = half_second_moment - q.loc * mean + q.loc.pow(2) * 0.5
+    return -p.entropy() + log_term + spread / variance
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    kl = -p.entropy() + (q.high - q.low).log()
+    return _infinite_where(kl, (q.low > 0) | (q.high < 1))
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    # over [l, h]: (h - l) E[log x] = h log h - l log l - (h - l), and with 1 - x for log(1 - x)
+    low, high, width = p.low, p.high, p.high - p.low
+    heads, tails = q.concentration1, q.concentration0
+    minus_width_log_tails = (
+        nbgrad.xlogy(1 - high, 1 - high) - nbgrad.xlogy(1 - low, 1 - low) + width
+    )
+    log_beta = nbgrad.lgamma(heads) + nbgrad.lgamma(tails) - nbgrad.lgamma(heads + tails)
+    tails_term = (tails - 1) * minus_width_log_tails / width
+    width_log_heads = nbgrad.xlogy(high, high) - nbgrad.xlogy(low, low) - width
+    kl = tails_term + log_beta - width.log() - (heads - 1) * width_log_heads / width
+    return _infinite_where(kl, (low < 0) | (high > 1))
+
+
+@register_kl(Poisson, Binomial)
+def _kl_poisson_binomial(p, q):
+    # a Poisson gives mass to counts above any total_count
+    return nbgrad.full_like(p.rate, math.inf)
 
 
 @register_kl(ExponentialFamily, ExponentialFamily)

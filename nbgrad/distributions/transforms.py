@@ -18,13 +18,20 @@ import nbgrad
 import nbgrad.nn.functional as F
 
 from . import constraints
-from .utils import sum_rightmost
+from .utils import broadcast_all, sum_rightmost
 
 __all__ = [
+    "AbsTransform",
     "AffineTransform",
     "ComposeTransform",
     "ExpTransform",
+    "IndependentTransform",
+    "LowerCholeskyTransform",
+    "PositiveDefiniteTransform",
+    "PowerTransform",
     "SigmoidTransform",
+    "SoftmaxTransform",
+    "StickBreakingTransform",
     "TanhTransform",
     "Transform",
 ]
@@ -203,6 +210,29 @@ class TanhTransform(_Pointwise):
         return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
 
 
+def _same_type(transform, other):
+    """Equality of transforms without parameters: being of the same class."""
+    return isinstance(other, type(transform))
+
+
+class AbsTransform(Transform):
+    """y = |x|: not one-to-one, so its "inverse" returns y itself (the non-negative preimage),
+    which is what a density folded onto [0, inf) needs (HalfNormal, HalfCauchy)."""
+
+    domain, codomain = constraints.real, constraints.positive
+
+    def _forward(self, x):
+        return nbgrad.abs(x)
+
+    def _backward(self, y):
+        return y
+
+    def __eq__(self, other):
+        return _same_type(self, other)
+
+    __hash__ = Transform.__hash__
+
+
 # --- affine maps -----------------------------------------------------------------------------
 
 
@@ -276,6 +306,48 @@ class AffineTransform(Transform):
             and _equal(self.loc, other.loc)
             and _equal(self.scale, other.scale)
         )
+
+    __hash__ = Transform.__hash__
+
+
+class PowerTransform(Transform):
+    """y = x^exponent on the positive reals; log|dy/dx| = log|exponent x^(exponent-1)|, written
+    log|exponent y / x| from the pair."""
+
+    domain, codomain = constraints.positive, constraints.positive
+    bijective = True
+    _remade_from_class = False
+
+    def __init__(self, exponent, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.exponent = broadcast_all(exponent)[0]
+
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
+        return type(self)(self.exponent, cache_size=cache_size)
+
+    @property
+    def sign(self):
+        return self.exponent.sign()
+
+    def _forward(self, x):
+        return x**self.exponent
+
+    def _backward(self, y):
+        return y ** (1 / self.exponent)
+
+    def log_abs_det_jacobian(self, x, y):
+        slope = self.exponent * y / x
+        return slope.abs().log()
+
+    def forward_shape(self, shape):
+        return nbgrad.Size(np.broadcast_shapes(tuple(shape), tuple(self.exponent.shape)))
+
+    inverse_shape = forward_shape
+
+    def __eq__(self, other):
+        return isinstance(other, PowerTransform) and _equal(self.exponent, other.exponent)
 
     __hash__ = Transform.__hash__
 
@@ -375,4 +447,177 @@ class ComposeTransform(Transform):
 
     def __repr__(self):
         lines = "".join(f"    {part!r},\n" for part in self.parts).rstrip(",\n")
-        return f"ComposeTransform(\n{lines}\n)" if self.parts else "ComposeTransform(\n)"
+        # PyTorch prints an empty chain as one indented empty line
+        return f"ComposeTransform(\n{lines}\n)" if self.parts else "ComposeTransform(\n    \n)"
+
+
+# --- transforms of whole vectors and matrices ------------------------------------------------
+
+
+class IndependentTransform(Transform):
+    """base, with the rightmost n more dimensions read as one element: its log|det J| summed
+    over them."""
+
+    _remade_from_class = False
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform, self.reinterpreted_batch_ndims = (
+            base_transform.with_cache(cache_size),
+            reinterpreted_batch_ndims,
+        )
+
+    def with_cache(self, cache_size=1):
+        if cache_size == self._cache_size:
+            return self
+        base, n = self.base_transform, self.reinterpreted_batch_ndims
+        return type(self)(base, n, cache_size=cache_size)
+
+    @property
+    def domain(self):
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self):
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+
+    bijective = property(lambda self: self.base_transform.bijective)
+    sign = property(lambda self: self.base_transform.sign)
+
+    def _forward(self, x):
+        entrywise = self.base_transform
+        return entrywise(x)
+
+    def _backward(self, y):
+        entrywise_back = self.base_transform.inv
+        return entrywise_back(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        per_entry = self.base_transform.log_abs_det_jacobian(x, y)
+        return sum_rightmost(per_entry, self.reinterpreted_batch_ndims)
+
+    def forward_shape(self, shape):
+        entrywise = self.base_transform
+        return entrywise.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        entrywise = self.base_transform
+        return entrywise.inverse_shape(shape)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+
+def _tiny(t):
+    return float(np.finfo(t.dtype.numpy).tiny)
+
+
+def _stick_offsets(k, like):
+    """log(k), log(k - 1), ..., log(1): the shift that makes x = 0 break the stick evenly."""
+    return (k + 1 - nbgrad.ones(k, dtype=like.dtype).cumsum(-1)).log()
+
+
+def _last_dimension_changed(shape, by):
+    if not len(shape):
+        raise ValueError("Too few dimensions on input")
+    return tuple(shape[:-1]) + (shape[-1] + by,)
+
+
+class StickBreakingTransform(Transform):
+    """K - 1 reals to a point of the K-simplex, one bijection: the k-th coordinate breaks off
+    the fraction z_k = sigmoid(x_k - log(K - k)) of the stick still left, the last takes the
+    rest. x = 0 gives the centre of the simplex."""
+
+    domain, codomain = constraints.real_vector, constraints.simplex
+    bijective = True
+
+    def _forward(self, x):
+        shifted = x - _stick_offsets(x.shape[-1], x)
+        fractions = nbgrad.sigmoid(shifted).clamp(min=_tiny(x), max=1 - _eps(x))
+        left_after = (1 - fractions).cumprod(-1)
+        # y_k = z_k * (what was left before k): z padded with a last 1, left padded with a first 1
+        return F.pad(fractions, [0, 1], value=1) * F.pad(left_after, [1, 0], value=1)
+
+    def _backward(self, y):
+        broken_off = y[..., :-1]
+        k = broken_off.shape[-1]
+        left_before = (1 - broken_off.cumsum(-1)).clamp(min=_tiny(y))
+        offsets = (y.shape[-1] - nbgrad.ones(k, dtype=y.dtype).cumsum(-1)).log()
+        return broken_off.log() - left_before.log() + offsets
+
+    def log_abs_det_jacobian(self, x, y):
+        # a triangular Jacobian: the product of z_k (1 - z_k) (what was left before k)
+        shifted = x - _stick_offsets(x.shape[-1], x)
+        return (-shifted + F.logsigmoid(shifted) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        return _last_dimension_changed(shape, 1)
+
+    def inverse_shape(self, shape):
+        return _last_dimension_changed(shape, -1)
+
+    def __eq__(self, other):
+        return _same_type(self, other)
+
+    __hash__ = Transform.__hash__
+
+
+class SoftmaxTransform(Transform):
+    """Reals to the simplex by exp and normalization: not one-to-one (adding a constant to x
+    changes nothing), so it has no log|det J|; its inverse gives the log-probabilities."""
+
+    domain, codomain = constraints.real_vector, constraints.simplex
+
+    def _forward(self, x):
+        unnormalized = (x - x.max(-1, True)[0]).exp()
+        return unnormalized / unnormalized.sum(-1, True)
+
+    def _backward(self, y):
+        return nbgrad.log(y)
+
+    def __eq__(self, other):
+        return _same_type(self, other)
+
+    __hash__ = Transform.__hash__
+
+
+_square_matrices = constraints.independent(constraints.real, 2)
+
+
+class LowerCholeskyTransform(Transform):
+    """Square matrices to lower-triangular ones with a positive diagonal: the part below the
+    diagonal kept, the diagonal exponentiated."""
+
+    domain, codomain = _square_matrices, constraints.lower_cholesky
+
+    def _forward(self, x):
+        below, diagonal = x.tril(-1), x.diagonal(dim1=-2, dim2=-1)
+        return below + diagonal.exp().diag_embed()
+
+    def _backward(self, y):
+        below, diagonal = y.tril(-1), y.diagonal(dim1=-2, dim2=-1)
+        return below + diagonal.log().diag_embed()
+
+    def __eq__(self, other):
+        return _same_type(self, other)
+
+    __hash__ = Transform.__hash__
+
+
+class PositiveDefiniteTransform(Transform):
+    """Square matrices to positive-definite ones: L L' for L the LowerCholeskyTransform's
+    image; backwards through the Cholesky factor."""
+
+    domain, codomain = _square_matrices, constraints.positive_definite
+
+    def _forward(self, x):
+        lower = LowerCholeskyTransform()(x)
+        return lower @ lower.mT
+
+    def _backward(self, y):
+        return LowerCholeskyTransform().inv(nbgrad.linalg.cholesky(y))
+
+    def __eq__(self, other):
+        return _same_type(self, other)
+
+    __hash__ = Transform.__hash__

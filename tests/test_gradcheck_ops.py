@@ -1474,14 +1474,17 @@ case(
 case(
     "fractional_max_pool2d",
     lambda x: F.fractional_max_pool2d(
-        x, 2, output_size=(3, 2), _random_samples=torch.tensor([[[0.3, 0.8], [0.6, 0.1]]])
+        x,
+        2,
+        output_size=(3, 2),
+        _random_samples=torch.tensor([[[0.3, 0.8], [0.6, 0.1]]], dtype=torch.float64),
     ),
     distinct(1, 2, 5, 4),
 )
 case(
     "fractional_max_pool3d",
     lambda x: F.fractional_max_pool3d(
-        x, 2, output_size=2, _random_samples=torch.tensor([[[0.3, 0.8, 0.5]]])
+        x, 2, output_size=2, _random_samples=torch.tensor([[[0.3, 0.8, 0.5]]], dtype=torch.float64)
     ),
     distinct(1, 1, 4, 3, 4),
 )

@@ -11,6 +11,34 @@ import nbgrad
 
 # Each entry runs with T = nbgrad and T = torch; both must raise the same type and message.
 BAD_INPUTS = {
+    "fractional pool samples dtype": (
+        "T.nn.functional.fractional_max_pool2d(T.ones(2, 3, 6, 6, dtype=T.float64), 2, "
+        "output_size=3, _random_samples=T.ones(2, 3, 2) / 2)"
+    ),
+    "fractional pool samples dims": (
+        "T.nn.functional.fractional_max_pool2d(T.ones(2, 3, 6, 6), 2, output_size=3, "
+        "_random_samples=T.ones(2, 3) / 2)"
+    ),
+    "fractional pool samples batch": (
+        "T.nn.functional.fractional_max_pool2d(T.ones(2, 3, 6, 6), 2, output_size=3, "
+        "_random_samples=T.ones(1, 3, 2) / 2)"
+    ),
+    "fractional pool samples channels": (
+        "T.nn.functional.fractional_max_pool2d(T.ones(3, 6, 6), 2, output_size=3, "
+        "_random_samples=T.ones(1, 2, 2) / 2)"
+    ),
+    "fractional pool 3d samples size": (
+        "T.nn.functional.fractional_max_pool3d(T.ones(2, 3, 6, 6, 6), 2, output_size=3, "
+        "_random_samples=T.ones(2, 3, 2) / 2)"
+    ),
+    "embedding bag per-sample weights dtype": (
+        "T.nn.functional.embedding_bag(T.tensor([1, 2, 0]), T.ones(4, 3, dtype=T.float64), "
+        "T.tensor([0, 2]), mode='sum', per_sample_weights=T.ones(3))"
+    ),
+    "embedding bag per-sample weights dtype, float weight": (
+        "T.nn.functional.embedding_bag(T.tensor([1, 2, 0]), T.ones(4, 3), T.tensor([0, 2]), "
+        "mode='sum', per_sample_weights=T.ones(3, dtype=T.float64))"
+    ),
     "circular padding wraps twice": "T.nn.functional.pad(T.ones(1, 1, 4, 4), (5, 0), 'circular')",
     "circular padding wraps twice 2d": (
         "T.nn.functional.pad(T.ones(1, 1, 4, 4), (0, 0, 0, 5), 'circular')"

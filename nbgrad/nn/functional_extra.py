@@ -246,6 +246,14 @@ def embedding_bag(
             f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
             "GitHub."
         )
+    if per_sample_weights is not None and per_sample_weights._dtype is not weight._dtype:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'weight' to have the same type as tensor for argument "
+            f"#1 'per_sample_weights'; but type torch.{dtypes.LEGACY_TYPE_NAMES[weight._dtype]} "
+            "does not equal "
+            f"torch.{dtypes.LEGACY_TYPE_NAMES[per_sample_weights._dtype]} (while checking "
+            "arguments for embedding_bag)"
+        )
     return ops.embedding_bag(
         weight,
         input,
@@ -285,8 +293,24 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, samples,
                 f"{where}: pool {labels[d]} {kernel[d]} too large relative to input "
                 f"{labels[d]} {input.shape[d - k]}"
             )
+    _check_random_samples(samples, input, k)
     attrs = (kernel, sizes, samples._data)
     return run_op(OPS[name], (input,), attrs)
+
+
+def _check_random_samples(samples, input, k):  # noqa: A002
+    """ATen's checks of the offsets fractional max pooling is given (N or more, C, k)."""
+    if samples._dtype is not input._dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.dim() != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.dim()}")
+    batch = 1 if input.dim() == k + 1 else input.shape[0]
+    if samples.shape[0] < batch:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != input.shape[-k - 1]:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != k:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {k}; got {samples.shape[2]}.")
 
 
 def fractional_max_pool2d_with_indices(

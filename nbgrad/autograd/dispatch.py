@@ -283,9 +283,6 @@ def run_inplace(spec, target, others=(), attrs=()):
     snapshot = None
     if recording:
         # ``self`` in the formulas means the value before the write: keep a copy of it.
-        needs = sum(
-            1 << i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad
-        )
         saved_names = {spec.saves[p] for p, _, _ in spec.save_plan(needs)}
         # When only its history is needed, not its value, the snapshot need not copy.
         value = target._data.copy() if "self" in saved_names else target._data
